@@ -1,0 +1,374 @@
+//! What the user typed: the clap definition, and nothing else.
+//!
+//! This is the single source of truth for `--help`, the man page and the shell
+//! completions (all generated from it). Turning these raw values into a validated
+//! plan happens in `run::RunRequest` and the profile loader, not here.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  N      the command ran and exited with N
+  2      usage error
+  77     blocked by an interceptor rule
+  124    timed out
+  125    agentbash failed: bad profile/rules, bad cwd, spawn or PTY failure
+  128+N  the command died of signal N; agentbash interrupted: 129 HUP, 130 INT, 143 TERM
+
+Environment:
+  AGENTBASH_PROFILE      profile used when --profile is not given
+  AGENTBASH_CONFIG_DIR   user configuration (default $XDG_CONFIG_HOME/agentbash)
+  AGENTBASH_STATE_DIR    artifacts and sessions (default ~/.local/state/agentbash)
+  AGENTBASH_NO_PTY=1     never use a pseudo-terminal
+  AGENTBASH_NO_CI=1      do not set CI=true in the command's environment
+  NO_COLOR, CLICOLOR_FORCE  colour control for --color auto";
+
+/// Run shell commands the way coding agents and CI jobs need them run.
+#[derive(Debug, Parser)]
+#[command(name = "agentbash", version, about, after_help = EXIT_CODES_HELP)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one command.
+    Run(RunArgs),
+    /// Dry run: show every decision the run would make, run nothing.
+    Explain(RunArgs),
+    /// NDJSON requests on stdin, responses on stdout.
+    Rpc(ServerArgs),
+    /// Model Context Protocol server on stdio.
+    Mcp(ServerArgs),
+    /// List, show and check profiles.
+    #[command(subcommand)]
+    Profile(ProfileCommand),
+    /// List, test and check interceptor rules.
+    #[command(subcommand)]
+    Rules(RulesCommand),
+    /// Inspect and clean up spilled output (artifact://ID).
+    #[command(subcommand)]
+    Artifact(ArtifactCommand),
+    /// Inspect and remove persistent sessions.
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// Inspect and refresh the snapshot of the user's shell rc.
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
+    /// Print a shell completion script.
+    Completions {
+        /// The shell to generate completions for.
+        shell: CompletionShell,
+    },
+    /// Print the roff man page.
+    Man,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ModeArg {
+    #[default]
+    Auto,
+    Print,
+    Pty,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum FormatArg {
+    #[default]
+    Text,
+    Json,
+    Ndjson,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ColorArg {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// Options shared by `run` and `explain`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Profile name or path to a .toml file.
+    #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+    pub profile: Option<String>,
+    /// Working directory, relative to the invoking directory (or the session's cwd).
+    #[arg(short = 'C', long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Requested timeout in seconds, clamped to the profile's allowed range.
+    #[arg(short, long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
+    pub timeout: Option<i64>,
+    /// Show only the first N lines of the output.
+    #[arg(long, value_name = "N", value_parser = parse_line_count)]
+    pub head: Option<usize>,
+    /// Show only the last N lines of the output.
+    #[arg(long, value_name = "N", value_parser = parse_line_count)]
+    pub tail: Option<usize>,
+    /// Execution mode: auto picks a PTY only when the profile allows it and stdin and stdout are terminals.
+    #[arg(long, value_enum, value_name = "MODE", conflicts_with_all = ["pty", "no_pty"])]
+    pub mode: Option<ModeArg>,
+    /// Force PTY mode (same as --mode pty).
+    #[arg(long, conflicts_with = "no_pty")]
+    pub pty: bool,
+    /// Forbid PTY mode (same as --mode print).
+    #[arg(long)]
+    pub no_pty: bool,
+    /// Output format.
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub format: Option<FormatArg>,
+    /// Same as --format json.
+    #[arg(long)]
+    pub json: bool,
+    /// Colour: auto honours NO_COLOR and CLICOLOR_FORCE.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
+    /// Comma-separated tools the caller has (for the interceptor); overrides the profile.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Skip the interceptor.
+    #[arg(long)]
+    pub no_intercept: bool,
+    /// Extra environment variable for the command (repeatable).
+    #[arg(short, long = "env", value_name = "KEY=VALUE", value_parser = parse_env_pair)]
+    pub env: Vec<(String, String)>,
+    /// Persistent session: cwd, exported variables, functions and aliases carry over.
+    #[arg(short, long, value_name = "NAME", value_parser = parse_session_name)]
+    pub session: Option<String>,
+    /// Give the command agentbash's stdin (default: the null device).
+    #[arg(long)]
+    pub stdin: bool,
+    /// Text format: show the whole retained output instead of the collapsed preview.
+    #[arg(long)]
+    pub expand: bool,
+    /// Text format: output only, no header, footer or notices.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The command; words are joined with single spaces into one shell command text.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+impl RunArgs {
+    pub fn format(&self) -> FormatArg {
+        if self.json {
+            FormatArg::Json
+        } else {
+            self.format.unwrap_or_default()
+        }
+    }
+
+    pub fn mode(&self) -> ModeArg {
+        if self.pty {
+            ModeArg::Pty
+        } else if self.no_pty {
+            ModeArg::Print
+        } else {
+            self.mode.unwrap_or_default()
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServerArgs {
+    /// Profile name or path to a .toml file.
+    #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// List every profile that can be found, where it comes from, and what it shadows.
+    List,
+    /// Show the resolved profile after `extends` and lookup.
+    Show {
+        /// Profile name or path (default: AGENTBASH_PROFILE or `default`).
+        #[arg(value_name = "NAME|PATH")]
+        name: Option<String>,
+        /// Annotate each value with the file it came from.
+        #[arg(long)]
+        origin: bool,
+    },
+    /// Validate profiles; exit 1 with file:line:col errors.
+    Check {
+        /// Profile names or paths (default: every profile found).
+        #[arg(value_name = "NAME|FILE")]
+        names: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// List the rules a profile uses.
+    List {
+        #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+        profile: Option<String>,
+    },
+    /// Show which candidate of a command matches which rule.
+    Test {
+        #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+        profile: Option<String>,
+        /// Comma-separated tools the caller has; overrides the profile.
+        #[arg(long, value_name = "LIST", value_delimiter = ',')]
+        tools: Option<Vec<String>>,
+        /// The command to test.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Compile every pattern and run every example of rule packs (default: the built-in packs).
+    Check {
+        #[arg(value_name = "FILE")]
+        files: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ArtifactCommand {
+    /// List artifacts: id, size, age, command.
+    List {
+        #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+        profile: Option<String>,
+    },
+    /// Print an artifact's raw content.
+    Show {
+        /// Artifact id or artifact://ID.
+        #[arg(value_name = "ID|URL")]
+        id: String,
+        /// Only the first N lines.
+        #[arg(long, value_name = "N")]
+        head: Option<usize>,
+        /// Only the last N lines.
+        #[arg(long, value_name = "N")]
+        tail: Option<usize>,
+        #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+        profile: Option<String>,
+    },
+    /// Print an artifact's file path.
+    Path {
+        #[arg(value_name = "ID|URL")]
+        id: String,
+        #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+        profile: Option<String>,
+    },
+    /// Remove an artifact.
+    Rm {
+        #[arg(value_name = "ID|URL")]
+        id: String,
+        #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+        profile: Option<String>,
+    },
+    /// Enforce max_total_bytes and max_age_days now.
+    Gc {
+        /// Say what would be removed, remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+        profile: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// List sessions.
+    List,
+    /// Show a session's saved state.
+    Show {
+        #[arg(value_parser = parse_session_name)]
+        name: String,
+    },
+    /// Remove a session.
+    Rm {
+        #[arg(value_parser = parse_session_name)]
+        name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SnapshotCommand {
+    /// Print the snapshot's path and content.
+    Show {
+        #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+        profile: Option<String>,
+    },
+    /// Regenerate the snapshot now.
+    Refresh {
+        #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+        profile: Option<String>,
+    },
+    /// What was captured, what was dropped, and why.
+    Report {
+        #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+        profile: Option<String>,
+    },
+}
+
+fn parse_timeout(s: &str) -> Result<i64, String> {
+    let t = s.trim();
+    let digits = t.strip_prefix('-').unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "'{s}' is not a whole number of seconds (e.g. --timeout 60)"
+        ));
+    }
+    // Absurdly large values are clamped later with a notice, not rejected.
+    Ok(t.parse::<i64>().unwrap_or(if t.starts_with('-') {
+        i64::MIN
+    } else {
+        i64::MAX
+    }))
+}
+
+fn parse_line_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1 (omit the flag to show all lines)".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a positive whole number of lines")),
+    }
+}
+
+/// `KEY=VALUE` with KEY matching `^[A-Za-z_][A-Za-z0-9_]*$`.
+pub fn parse_env_pair(s: &str) -> Result<(String, String), String> {
+    let Some((k, v)) = s.split_once('=') else {
+        return Err(format!("'{s}' is not KEY=VALUE (e.g. -e RUST_LOG=debug)"));
+    };
+    if !valid_env_name(k) {
+        return Err(format!(
+            "'{k}' is not a valid variable name: use letters, digits and _, not starting with a digit"
+        ));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+pub fn valid_env_name(k: &str) -> bool {
+    let mut b = k.bytes();
+    matches!(b.next(), Some(c) if c == b'_' || c.is_ascii_alphabetic())
+        && b.all(|c| c == b'_' || c.is_ascii_alphanumeric())
+}
+
+/// Session names become file names: `^[A-Za-z0-9._-]{1,64}$`, and not `.` or `..`.
+pub fn parse_session_name(s: &str) -> Result<String, String> {
+    let ok = (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+        && s != "."
+        && s != "..";
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "invalid session name {s:?}: use 1-64 characters from A-Z a-z 0-9 . _ - (not . or ..)"
+        ))
+    }
+}

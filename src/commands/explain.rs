@@ -1,0 +1,129 @@
+//! `agentbash explain`: every decision of a run, nothing run.
+
+use crate::cli::FormatArg;
+use crate::profile::LoadedProfile;
+use crate::render::out;
+use crate::run::{RunRequest, plan};
+use serde_json::json;
+
+/// Build the explanation as JSON (the text form is rendered from it).
+pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Value {
+    let plan = plan(req, profile);
+    let interception = plan.interception.as_ref().map(|i| {
+        json!({
+            "candidates": crate::intercept::trace_json(i),
+            "blocked": i.blocked,
+            "warnings": i.warnings,
+        })
+    });
+    let env_changes: serde_json::Map<String, serde_json::Value> = plan
+        .env
+        .changes
+        .iter()
+        .map(|(k, src)| (k.clone(), json!(src)))
+        .collect();
+    json!({
+        "command": plan.command,
+        "profile": { "name": profile.name, "origin": profile.origin().to_string() },
+        "normalize": {
+            "command": plan.normalized.command,
+            "stripped": plan.normalized.stripped,
+            "head": plan.normalized.head,
+            "tail": plan.normalized.tail,
+        },
+        "intercept": {
+            "enabled": plan.interception.is_some(),
+            "tools": plan.tools,
+            "result": interception,
+            "warnings": plan.rule_warnings,
+        },
+        "cwd": match &plan.cwd { Ok(c) => json!({"ok": c.display().to_string()}), Err(e) => json!({"error": e.to_string()}) },
+        "timeout": {
+            "requested_s": plan.timeout.requested,
+            "effective_s": plan.timeout.effective,
+            "notice": plan.timeout.notice,
+        },
+        "mode": { "mode": plan.mode.mode, "reasons": plan.mode.reasons, "notice": plan.mode.notice },
+        "env_changes": env_changes,
+        "shell": match &plan.shell { Ok(s) => json!({"ok": s.display().to_string()}), Err(e) => json!({"error": e.to_string()}) },
+        "argv": plan.argv(profile),
+        "artifact_dir": plan.artifact_dir.as_ref().map(|d| d.display().to_string()),
+        "usage_error": plan.usage_error,
+    })
+}
+
+pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> i32 {
+    let v = explanation(req, profile);
+    if format != FormatArg::Text {
+        out(&format!("{v}\n"));
+        return 0;
+    }
+    let s = |p: &str| v.pointer(p).cloned().unwrap_or(serde_json::Value::Null);
+    let show = |x: serde_json::Value| match x {
+        serde_json::Value::String(s) => s,
+        serde_json::Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let mut t = String::new();
+    t.push_str(&format!("command     {}\n", show(s("/command"))));
+    t.push_str(&format!("profile     {} ({})\n", show(s("/profile/name")), show(s("/profile/origin"))));
+    t.push_str(&format!(
+        "normalize   {}  (stripped: {}, head: {}, tail: {})\n",
+        show(s("/normalize/command")),
+        show(s("/normalize/stripped")),
+        show(s("/normalize/head")),
+        show(s("/normalize/tail"))
+    ));
+    if v.pointer("/intercept/enabled") == Some(&json!(true)) {
+        t.push_str(&format!("intercept   tools: {}\n", show(s("/intercept/tools"))));
+        if let Some(cands) = v.pointer("/intercept/result/candidates").and_then(|c| c.as_array()) {
+            for c in cands {
+                t.push_str(&format!("  candidate {}\n", c));
+            }
+        }
+        match v.pointer("/intercept/result/blocked") {
+            Some(b) if !b.is_null() => t.push_str(&format!(
+                "  verdict   BLOCK by rule {} (tool {})\n",
+                show(b["rule"].clone()),
+                show(b["tool"].clone())
+            )),
+            _ => t.push_str("  verdict   run\n"),
+        }
+    } else {
+        t.push_str("intercept   disabled\n");
+    }
+    for w in v.pointer("/intercept/warnings").and_then(|w| w.as_array()).into_iter().flatten() {
+        t.push_str(&format!("  warning   {}\n", show(w.clone())));
+    }
+    t.push_str(&format!(
+        "cwd         {}\n",
+        show(v.pointer("/cwd/ok").or(v.pointer("/cwd/error")).cloned().unwrap_or_default())
+    ));
+    t.push_str(&format!(
+        "timeout     {}s (requested {}s){}\n",
+        show(s("/timeout/effective_s")),
+        show(s("/timeout/requested_s")),
+        v.pointer("/timeout/notice").and_then(|n| n.as_str()).map(|n| format!(" — {n}")).unwrap_or_default()
+    ));
+    t.push_str(&format!("mode        {}\n", show(s("/mode/mode"))));
+    for r in v.pointer("/mode/reasons").and_then(|r| r.as_array()).into_iter().flatten() {
+        t.push_str(&format!("  because   {}\n", show(r.clone())));
+    }
+    t.push_str("env         (keys only; values are not shown)\n");
+    if let Some(m) = v.pointer("/env_changes").and_then(|m| m.as_object()) {
+        for (k, src) in m {
+            t.push_str(&format!("  {k:<32} {}\n", show(src.clone())));
+        }
+    }
+    t.push_str(&format!(
+        "shell       {}\n",
+        show(v.pointer("/shell/ok").or(v.pointer("/shell/error")).cloned().unwrap_or_default())
+    ));
+    t.push_str(&format!("argv        {}\n", s("/argv")));
+    t.push_str(&format!("artifacts   {}\n", show(s("/artifact_dir"))));
+    if let Some(u) = v.pointer("/usage_error").and_then(|u| u.as_str()) {
+        t.push_str(&format!("error       {u}\n"));
+    }
+    out(&t);
+    0
+}

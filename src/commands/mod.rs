@@ -1,0 +1,68 @@
+//! Each subcommand of §1 as a function returning the process exit code, so the
+//! binary stays a few lines and every command can be driven from tests.
+
+pub mod artifact;
+pub mod explain;
+pub mod profile;
+pub mod run;
+
+use crate::cli::{Cli, Command};
+use crate::render::err;
+
+pub fn dispatch(cli: Cli) -> i32 {
+    match cli.command {
+        Command::Run(args) => run::run(args, false),
+        Command::Explain(args) => run::run(args, true),
+        Command::Profile(c) => profile::command(c),
+        Command::Artifact(c) => artifact::command(c),
+        Command::Completions { shell } => {
+            crate::render::out(&generated::completions(shell));
+            0
+        }
+        Command::Man => {
+            crate::render::out(&generated::man_page());
+            0
+        }
+        Command::Rules(_) | Command::Rpc(_) | Command::Mcp(_) | Command::Session(_) | Command::Snapshot(_) => {
+            err("agentbash: this command is not available yet\n");
+            crate::exit::FAILURE
+        }
+    }
+}
+
+pub mod generated {
+    //! Completions and the man page, generated from the one clap definition.
+    use crate::cli::{Cli, CompletionShell};
+    use clap::CommandFactory;
+
+    pub fn completions(shell: CompletionShell) -> String {
+        use clap_complete::Shell;
+        let sh = match shell {
+            CompletionShell::Bash => Shell::Bash,
+            CompletionShell::Zsh => Shell::Zsh,
+            CompletionShell::Fish => Shell::Fish,
+            CompletionShell::Elvish => Shell::Elvish,
+            CompletionShell::Powershell => Shell::PowerShell,
+        };
+        let mut buf = Vec::new();
+        clap_complete::generate(sh, &mut Cli::command(), "agentbash", &mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    pub fn man_page() -> String {
+        let mut buf = Vec::new();
+        let _ = clap_mangen::Man::new(Cli::command()).render(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+}
+
+/// Load a profile for a management command, printing the error on failure.
+pub fn load_profile(spec: Option<&str>) -> Result<crate::LoadedProfile, i32> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    crate::Lookup::new(cwd)
+        .load(spec.unwrap_or("default"))
+        .map_err(|e| {
+            err(&format!("agentbash: {e}\n"));
+            crate::exit::FAILURE
+        })
+}

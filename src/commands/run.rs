@@ -1,0 +1,108 @@
+//! `agentbash run` and `agentbash explain`.
+
+use crate::cli::{FormatArg, ModeArg, RunArgs};
+use crate::exec::CancelToken;
+use crate::profile::Format;
+use crate::render::json::JsonRenderer;
+use crate::render::text::TextRenderer;
+use crate::render::{Renderer, err, out};
+use crate::run::{RunRequest, execute};
+use crate::stages::ModeChoice;
+use std::io::IsTerminal;
+use std::sync::OnceLock;
+
+static SIGNAL_TOKEN: OnceLock<CancelToken> = OnceLock::new();
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    if let Some(t) = SIGNAL_TOKEN.get() {
+        t.cancel(sig);
+    }
+}
+
+/// SIGINT/SIGTERM/SIGHUP cancel the run (teardown, then exit 128+N).
+pub fn install_signal_handlers(token: &CancelToken) {
+    let _ = SIGNAL_TOKEN.set(token.clone());
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only does an atomic compare-exchange.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+pub fn run(args: RunArgs, explain: bool) -> i32 {
+    let cwd = match std::env::current_dir() {
+        Ok(c) => c,
+        Err(e) => {
+            err(&format!("agentbash: the current directory is not accessible: {e}\n"));
+            return crate::exit::FAILURE;
+        }
+    };
+    let profile_spec = args.profile.clone().unwrap_or_else(|| "default".into());
+    let profile = match crate::Lookup::new(&cwd).load(&profile_spec) {
+        Ok(p) => p,
+        Err(e) => {
+            err(&format!("agentbash: {e}\n"));
+            return crate::exit::FAILURE;
+        }
+    };
+    let stdout_tty = std::io::stdout().is_terminal();
+    let req = RunRequest {
+        command: args.command.join(" "),
+        invoking_dir: cwd.clone(),
+        cwd: args.cwd.clone(),
+        timeout: args.timeout,
+        head: args.head,
+        tail: args.tail,
+        mode: match args.mode() {
+            ModeArg::Auto => ModeChoice::Auto,
+            ModeArg::Print => ModeChoice::Print,
+            ModeArg::Pty => ModeChoice::Pty,
+        },
+        tools: args.tools.clone(),
+        no_intercept: args.no_intercept,
+        env: args.env.clone(),
+        session: args.session.clone(),
+        stdin: args.stdin,
+        stdin_tty: std::io::stdin().is_terminal(),
+        stdout_tty,
+    };
+    let format = match (args.format, args.json, profile.profile.render.format) {
+        (_, true, _) => FormatArg::Json,
+        (Some(f), _, _) => f,
+        (None, _, Format::Json) => FormatArg::Json,
+        (None, _, Format::Ndjson) => FormatArg::Ndjson,
+        (None, _, Format::Text) => FormatArg::Text,
+    };
+    if explain {
+        return super::explain::explain(&req, &profile, format);
+    }
+    let token = CancelToken::new();
+    install_signal_handlers(&token);
+    let p = &profile.profile;
+    let github = std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true")
+        && p.render.ci_annotations != crate::profile::CiAnnotations::Never
+        || p.render.ci_annotations == crate::profile::CiAnnotations::Always;
+    let mut renderer: Box<dyn Renderer> = match format {
+        FormatArg::Json => Box::new(JsonRenderer { ndjson: false }),
+        FormatArg::Ndjson => Box::new(JsonRenderer { ndjson: true }),
+        FormatArg::Text => Box::new(TextRenderer::new(
+            stdout_tty,
+            crate::render::color_enabled(args.color, stdout_tty),
+            args.quiet,
+            args.expand,
+            p.render.live,
+            p.render.preview_lines,
+            cwd.display().to_string(),
+            github,
+        )),
+    };
+    let result = execute(&req, &profile, &token, &mut |e| renderer.event(e));
+    renderer.finish(&result);
+    let _ = out;
+    result.agentbash_exit
+}

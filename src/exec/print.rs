@@ -1,0 +1,242 @@
+//! §4.7 Print mode: the command writes to one pipe (stdout and stderr interleaved as
+//! produced), read by a single poll loop that also watches the deadline, the cancel
+//! token and the child's exit. After the shell exits, output is drained until EOF, or
+//! 250 ms without output, or 2 s in all, so a background job holding the pipe open
+//! never makes the run hang.
+
+use super::process::{self, Teardown};
+use super::{CancelToken, End, ExecError, ExecOutcome, SpawnSpec};
+use crate::output::sink::OutputSink;
+use crate::profile::Background;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const DRAIN_IDLE: Duration = Duration::from_millis(250);
+const DRAIN_TOTAL: Duration = Duration::from_secs(2);
+/// Live output events are coalesced to at most one per this interval.
+pub const EVENT_INTERVAL: Duration = Duration::from_millis(50);
+const READ_BUF: usize = 256 * 1024;
+
+pub struct PrintRequest<'a> {
+    pub spawn: &'a SpawnSpec,
+    pub stdin_inherit: bool,
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    pub background: Background,
+    pub marker: &'a str,
+    pub cancel: &'a CancelToken,
+}
+
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 returned two fresh descriptors we now own.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    #[cfg(target_os = "linux")]
+    // SAFETY: fcntl on descriptors we own; failures only mean a smaller pipe.
+    unsafe {
+        libc::fcntl(r.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20);
+        let fl = libc::fcntl(r.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(r.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
+    }
+    Ok((r, w))
+}
+
+/// Read what is available (up to a budget, so the loop keeps checking the clock).
+/// Returns (bytes read, eof).
+fn read_available(fd: i32, buf: &mut [u8], sink: &mut OutputSink) -> (usize, bool) {
+    let mut total = 0;
+    while total < 8 * READ_BUF {
+        // SAFETY: reading into a buffer we own, within its length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            sink.push(&buf[..n as usize]);
+            total += n as usize;
+        } else if n == 0 {
+            return (total, true);
+        } else {
+            let e = std::io::Error::last_os_error();
+            match e.kind() {
+                std::io::ErrorKind::Interrupted => continue,
+                std::io::ErrorKind::WouldBlock => return (total, false),
+                _ => return (total, true),
+            }
+        }
+    }
+    (total, false)
+}
+
+fn poll_fd(fd: Option<i32>, timeout: Duration) {
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    match fd {
+        Some(fd) => {
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe {
+                libc::poll(&mut p, 1, ms);
+            }
+        }
+        None => std::thread::sleep(timeout),
+    }
+}
+
+/// Run `req` in print mode, feeding `sink`; `on_output` gets coalesced live text.
+pub fn run(
+    req: &PrintRequest<'_>,
+    sink: &mut OutputSink,
+    on_output: &mut dyn FnMut(&str),
+) -> Result<ExecOutcome, ExecError> {
+    let (r, w) = pipe()?;
+    let w2 = w.try_clone()?;
+    let stdin = if req.stdin_inherit {
+        Stdio::inherit()
+    } else {
+        Stdio::null()
+    };
+    let mut child = process::spawn(req.spawn, stdin, Stdio::from(w), Stdio::from(w2)).map_err(|err| {
+        ExecError::Spawn {
+            program: req.spawn.program.clone(),
+            err,
+        }
+    })?;
+    let leader = child.id() as i32;
+    let teardown = Teardown::new(leader, req.marker);
+    let start = Instant::now();
+    let deadline = start + req.timeout;
+    let mut buf = vec![0u8; READ_BUF];
+    let rfd = r.as_raw_fd();
+    let mut eof = false;
+    let mut status: Option<std::process::ExitStatus> = None;
+    let mut exited_at: Option<Instant> = None;
+    let mut last_output = Instant::now();
+    let mut last_emit = Instant::now() - EVENT_INTERVAL;
+    let mut stopped: Option<End> = None;
+    let mut killed = Vec::new();
+
+    loop {
+        let now = Instant::now();
+        if sink.has_pending() && now.duration_since(last_emit) >= EVENT_INTERVAL {
+            if let Some(t) = sink.take_pending() {
+                on_output(&t);
+            }
+            last_emit = now;
+        }
+        if status.is_none() {
+            match child.try_wait() {
+                Ok(Some(s)) => {
+                    status = Some(s);
+                    exited_at = Some(now);
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    exited_at = Some(now);
+                    stopped.get_or_insert(End::MissingStatus);
+                }
+            }
+        }
+        if stopped.is_none() && status.is_none() {
+            let reason = if let Some(sig) = req.cancel.reason() {
+                Some(End::Cancelled(sig))
+            } else if now >= deadline {
+                Some(End::TimedOut)
+            } else {
+                None
+            };
+            if let Some(end) = reason {
+                stopped = Some(end);
+                // Keep reading while the tree winds down so nothing is lost or blocked.
+                killed = terminate_while_draining(&teardown, req.kill_grace, rfd, &mut buf, sink);
+                status = child.wait().ok();
+                exited_at = Some(Instant::now());
+                if let Some(t) = sink.take_pending() {
+                    on_output(&t);
+                }
+            }
+        }
+        if let Some(at) = exited_at {
+            let idle = now.duration_since(last_output);
+            if eof || idle >= DRAIN_IDLE || now.duration_since(at) >= DRAIN_TOTAL {
+                break;
+            }
+        }
+        if !eof {
+            let mut wait = if exited_at.is_some() {
+                Duration::from_millis(10)
+            } else {
+                deadline.saturating_duration_since(now).min(EVENT_INTERVAL)
+            };
+            if sink.has_pending() {
+                wait = wait.min(EVENT_INTERVAL.saturating_sub(now.duration_since(last_emit)));
+            }
+            poll_fd(Some(rfd), wait);
+            let (n, at_eof) = read_available(rfd, &mut buf, sink);
+            if n > 0 {
+                last_output = Instant::now();
+            }
+            eof = at_eof;
+        } else if exited_at.is_none() {
+            // The command closed its output but is still running: wait for it.
+            poll_fd(None, Duration::from_millis(10).min(deadline.saturating_duration_since(now)));
+        }
+    }
+    drop(r);
+    if let Some(t) = sink.take_pending() {
+        on_output(&t);
+    }
+    let mut background_killed = Vec::new();
+    if req.background == Background::Kill {
+        let others = teardown.others();
+        if !others.is_empty() {
+            background_killed = teardown.terminate(req.kill_grace, false);
+        }
+    }
+    teardown.reap_orphans();
+    if stopped.is_some() {
+        background_killed.extend(killed.into_iter().filter(|k| k.pid != leader));
+    }
+    let end = match stopped {
+        Some(e) => e,
+        None => match status {
+            Some(s) => exit_to_end(s),
+            None => End::MissingStatus,
+        },
+    };
+    Ok(ExecOutcome {
+        end,
+        background_killed,
+    })
+}
+
+fn terminate_while_draining(
+    teardown: &Teardown,
+    grace: Duration,
+    rfd: i32,
+    buf: &mut [u8],
+    sink: &mut OutputSink,
+) -> Vec<super::KilledProcess> {
+    std::thread::scope(|s| {
+        let h = s.spawn(|| teardown.terminate(grace, true));
+        while !h.is_finished() {
+            poll_fd(Some(rfd), Duration::from_millis(10));
+            read_available(rfd, buf, sink);
+        }
+        h.join().unwrap_or_default()
+    })
+}
+
+pub fn exit_to_end(s: std::process::ExitStatus) -> End {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => End::Exited(c),
+        (None, Some(sig)) => End::Signaled(sig),
+        _ => End::MissingStatus,
+    }
+}

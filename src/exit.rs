@@ -1,0 +1,36 @@
+//! The one place where agentbash's own exit codes live (SPEC §7.4).
+//!
+//! A command that ran reports its own code; everything below is what agentbash
+//! itself says when it did not get that far or had to step in.
+
+/// Bad command-line usage (clap's own convention).
+pub const USAGE: i32 = 2;
+/// An interceptor rule blocked the command; nothing ran.
+pub const BLOCKED: i32 = 77;
+/// The command ran out of time and was torn down.
+pub const TIMEOUT: i32 = 124;
+/// agentbash failed: bad profile/rules, bad cwd, spawn or PTY failure, missing exit status.
+pub const FAILURE: i32 = 125;
+/// Base for "died of signal N" (128 + N).
+pub const SIGNAL_BASE: i32 = 128;
+
+/// Exit code for "killed by / interrupted by signal `sig`".
+pub fn for_signal(sig: i32) -> i32 {
+    SIGNAL_BASE + sig
+}
+
+/// The table printed in `--help`, the man page and the README.
+pub const TABLE: &[(&str, &str)] = &[
+    ("N", "the command ran and exited with N"),
+    ("2", "usage error"),
+    ("77", "blocked by an interceptor rule"),
+    ("124", "timed out"),
+    (
+        "125",
+        "agentbash failed: bad profile/rules, bad cwd, spawn or PTY failure, missing exit status",
+    ),
+    (
+        "128+N",
+        "the command died of signal N; agentbash interrupted: 129 HUP, 130 INT, 143 TERM",
+    ),
+];

@@ -1,0 +1,44 @@
+//! agentbash: run shell commands the way coding agents and CI jobs need them run.
+//!
+//! The engine is this library; the `agentbash` binary is a thin layer over it. A Rust
+//! agent harness can build a request, run it with streaming callbacks and get the
+//! §7.2 result without spawning agentbash:
+//!
+//! ```
+//! use agentbash::{CancelToken, Event, Lookup, RunRequest, execute};
+//!
+//! let profile = Lookup::new(".").load("default").expect("built-in profile");
+//! let mut request = RunRequest::new("echo hello; echo world >&2; exit 3");
+//! request.head = Some(10);
+//! let mut streamed = String::new();
+//! let result = execute(&request, &profile, &CancelToken::new(), &mut |event| {
+//!     if let Event::Output(text) = event {
+//!         streamed.push_str(text);
+//!     }
+//! });
+//! assert_eq!(result.exit_code, Some(3));
+//! assert_eq!(result.output, "hello\nworld");
+//! assert!(streamed.contains("world"));
+//! assert!(result.text.contains("Command exited with code 3"));
+//! ```
+
+pub mod cli;
+pub mod commands;
+pub mod exec;
+pub mod exit;
+pub mod intercept;
+pub mod normalize;
+pub mod output;
+pub mod paths;
+pub mod profile;
+pub mod render;
+pub mod result;
+pub mod rules;
+pub mod run;
+pub mod shell;
+pub mod stages;
+
+pub use exec::CancelToken;
+pub use profile::{LoadedProfile, Lookup, Profile};
+pub use result::RunResult;
+pub use run::{Event, Plan, RunRequest, execute, plan};

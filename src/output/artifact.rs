@@ -1,0 +1,211 @@
+//! §5.3 Artifacts: the complete raw output of a run, spilled to `<dir>/<id>.bash.log`.
+//!
+//! Ids are decimal and unique in the directory even across concurrent processes: a
+//! file is claimed with `O_CREAT|O_EXCL`, so two runs racing for the same number
+//! cannot both win. Limits (`max_total_bytes`, `max_age_days`) are enforced when an id
+//! is allocated, oldest first. A sidecar `<id>.json` remembers the command for
+//! `agentbash artifact list`.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+pub const URL_PREFIX: &str = "artifact://";
+const SUFFIX: &str = ".bash.log";
+
+#[derive(Debug, Clone)]
+pub struct ArtifactStore {
+    pub dir: PathBuf,
+    pub max_total_bytes: u64,
+    pub max_age_days: u64,
+}
+
+/// A claimed artifact file, open for writing.
+#[derive(Debug)]
+pub struct Allocated {
+    pub id: u64,
+    pub path: PathBuf,
+    pub file: File,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ArtifactRef {
+    pub id: u64,
+    pub url: String,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub id: u64,
+    pub path: PathBuf,
+    pub size: u64,
+    pub modified: SystemTime,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Meta {
+    pub command: String,
+    pub cwd: String,
+    pub exit_code: Option<i32>,
+    pub created_unix: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactIdError {
+    #[error("invalid artifact id {0:?}: expected a number like 3 or artifact://3")]
+    Malformed(String),
+}
+
+/// `3` or `artifact://3` → 3. Anything else (paths, `..`, signs) is rejected.
+pub fn parse_id(s: &str) -> Result<u64, ArtifactIdError> {
+    let t = s.trim();
+    let digits = t.strip_prefix(URL_PREFIX).unwrap_or(t);
+    if digits.is_empty() || digits.len() > 19 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ArtifactIdError::Malformed(s.to_string()));
+    }
+    digits
+        .parse()
+        .map_err(|_| ArtifactIdError::Malformed(s.to_string()))
+}
+
+pub fn url(id: u64) -> String {
+    format!("{URL_PREFIX}{id}")
+}
+
+impl ArtifactStore {
+    pub fn path(&self, id: u64) -> PathBuf {
+        self.dir.join(format!("{id}{SUFFIX}"))
+    }
+
+    pub fn meta_path(&self, id: u64) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    /// Every artifact in the directory, oldest first.
+    pub fn list(&self) -> io::Result<Vec<Entry>> {
+        let mut out = Vec::new();
+        let rd = match std::fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(e),
+        };
+        for ent in rd.flatten() {
+            let name = ent.file_name();
+            let Some(id) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(SUFFIX))
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            if let Ok(meta) = ent.metadata() {
+                out.push(Entry {
+                    id,
+                    path: ent.path(),
+                    size: meta.len(),
+                    modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                });
+            }
+        }
+        out.sort_by_key(|e| (e.modified, e.id));
+        Ok(out)
+    }
+
+    /// What `gc` would remove: too old, then oldest first until the total fits.
+    /// `reserve` leaves room for an artifact about to be written.
+    pub fn gc_plan(&self, entries: &[Entry], reserve: u64) -> Vec<Entry> {
+        let now = SystemTime::now();
+        let max_age = Duration::from_secs(self.max_age_days.saturating_mul(86_400));
+        let mut total: u64 = entries.iter().map(|e| e.size).sum();
+        let mut out = Vec::new();
+        for e in entries {
+            let too_old = self.max_age_days > 0
+                && now.duration_since(e.modified).unwrap_or_default() > max_age;
+            let too_big = total.saturating_add(reserve) > self.max_total_bytes;
+            if too_old || too_big {
+                total -= e.size;
+                out.push(e.clone());
+            }
+        }
+        out
+    }
+
+    pub fn remove(&self, id: u64) -> io::Result<()> {
+        let _ = std::fs::remove_file(self.meta_path(id));
+        std::fs::remove_file(self.path(id))
+    }
+
+    /// Claim the next id (§4.5), enforcing the limits first.
+    pub fn allocate(&self) -> io::Result<Allocated> {
+        crate::paths::private_dir(&self.dir)?;
+        let entries = self.list()?;
+        for e in self.gc_plan(&entries, 0) {
+            let _ = self.remove(e.id);
+        }
+        let mut next = entries.iter().map(|e| e.id).max().unwrap_or(0) + 1;
+        for _ in 0..1000 {
+            let path = self.path(next);
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
+                Ok(file) => {
+                    return Ok(Allocated {
+                        id: next,
+                        path,
+                        file,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => next += 1,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::other("could not claim an artifact id after 1000 tries"))
+    }
+
+    pub fn write_meta(&self, id: u64, meta: &Meta) {
+        let Ok(json) = serde_json::to_vec(meta) else {
+            return;
+        };
+        let _ = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(self.meta_path(id))
+            .and_then(|mut f| io::Write::write_all(&mut f, &json));
+    }
+
+    pub fn read_meta(&self, id: u64) -> Option<Meta> {
+        let bytes = std::fs::read(self.meta_path(id)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
+/// Resolve the artifact directory of a profile: "" means the state dir; relative
+/// paths are relative to the invoking directory.
+pub fn resolve_dir(configured: &str, invoking_dir: &Path) -> PathBuf {
+    if configured.is_empty() {
+        crate::paths::state_dir().join("artifacts")
+    } else {
+        crate::paths::absolute(invoking_dir, &crate::paths::expand_tilde(configured))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn ids() {
+        assert_eq!(parse_id("3").unwrap(), 3);
+        assert_eq!(parse_id("artifact://42").unwrap(), 42);
+        for bad in ["", "-1", "../3", "3.bash.log", "artifact://", "1/2", "99999999999999999999"] {
+            assert!(parse_id(bad).is_err(), "{bad}");
+        }
+    }
+}

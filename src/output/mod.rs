@@ -1,0 +1,7 @@
+//! Output: sanitizing, retention, redaction, artifacts and notices (SPEC §5).
+
+pub mod artifact;
+pub mod notice;
+pub mod redact;
+pub mod sanitize;
+pub mod sink;

@@ -1,0 +1,572 @@
+//! §5.2 Retention: everything a command prints flows through one [`OutputSink`].
+//!
+//! Raw bytes go to the artifact (held in memory only while they still fit the
+//! retention budget, so a short run never touches the disk); sanitized text is
+//! redacted, column-capped and retained as a bounded head and/or tail. Memory stays
+//! bounded whatever the command prints — a gigabyte on one line included.
+
+use super::artifact::{Allocated, ArtifactRef};
+use super::notice::{format_size, full_ref};
+use super::redact::Redactor;
+use super::sanitize::Sanitizer;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+
+#[derive(Debug, Clone, Default)]
+pub struct SinkConfig {
+    pub max_bytes: usize,
+    pub head_bytes: usize,
+    pub max_columns: usize,
+    pub head_lines: Option<usize>,
+    pub tail_lines: Option<usize>,
+    /// (NAME, value) pairs to mask as `[REDACTED:NAME]`.
+    pub redact: Vec<(String, String)>,
+}
+
+/// How the shown text was cut (§7.2 `truncation`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Truncation {
+    /// Which part is shown: "tail", "head", or "middle" (head and tail shown, middle elided).
+    pub direction: &'static str,
+    /// "bytes" (retention budget or column cap) or "lines" (a head/tail limit).
+    pub truncated_by: &'static str,
+    pub shown_range: [u64; 2],
+}
+
+/// The sink's final word: shown text and every count.
+#[derive(Debug, Clone, Default)]
+pub struct Retained {
+    /// Shown text, without notice.
+    pub text: String,
+    pub truncated: bool,
+    pub truncation: Option<Truncation>,
+    /// `[Showing lines …]` when anything was cut.
+    pub notice: Option<String>,
+    pub total_bytes: u64,
+    pub total_lines: u64,
+    pub output_bytes: u64,
+    pub output_lines: u64,
+    pub artifact: Option<ArtifactRef>,
+    pub warnings: Vec<String>,
+}
+
+/// Raw stream keeper: memory while small, the artifact file once it is not.
+struct Spill {
+    file: Option<BufWriter<File>>,
+    artifact: Option<ArtifactRef>,
+    mem: Vec<u8>,
+    mem_cap: usize,
+    spilled: bool,
+    lost: bool,
+    error: Option<String>,
+}
+
+impl Spill {
+    fn push(&mut self, raw: &[u8]) {
+        if self.lost {
+            return;
+        }
+        if !self.spilled {
+            if self.mem.len() + raw.len() <= self.mem_cap {
+                self.mem.extend_from_slice(raw);
+                return;
+            }
+            if self.file.is_none() {
+                self.lost = true;
+                self.mem = Vec::new();
+                return;
+            }
+            self.spilled = true;
+            let mem = std::mem::take(&mut self.mem);
+            self.write(&mem);
+        }
+        self.write(raw);
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if let Some(f) = self.file.as_mut()
+            && let Err(e) = f.write_all(bytes)
+        {
+            self.error = Some(format!("writing the artifact failed: {e}; it is incomplete"));
+            self.file = None;
+            self.lost = true;
+        }
+    }
+
+    /// Keep the artifact when `needed`, else delete it. Returns it when complete.
+    fn finish(&mut self, needed: bool) -> Option<ArtifactRef> {
+        let art = self.artifact.take()?;
+        if needed && !self.spilled && !self.lost {
+            let mem = std::mem::take(&mut self.mem);
+            self.spilled = true;
+            self.write(&mem);
+        }
+        if let Some(mut f) = self.file.take()
+            && let Err(e) = f.flush()
+        {
+            self.error = Some(format!("writing the artifact failed: {e}; it is incomplete"));
+            self.lost = true;
+        }
+        if needed && !self.lost {
+            Some(art)
+        } else {
+            let _ = std::fs::remove_file(&art.path);
+            None
+        }
+    }
+}
+
+pub struct OutputSink {
+    cfg: SinkConfig,
+    sanitizer: Sanitizer,
+    text_redactor: Option<Redactor>,
+    raw_redactor: Option<Redactor>,
+    clean: String,
+    capped: String,
+    redacted: Vec<u8>,
+    raw_bytes: u64,
+    newlines: u64,
+    line_open: bool,
+    col: usize,
+    capping: bool,
+    capped_any: bool,
+    head: String,
+    head_newlines: usize,
+    head_done: bool,
+    dropped_after_head: bool,
+    tail: String,
+    tail_cap: usize,
+    tail_trimmed: bool,
+    spill: Spill,
+    collect_events: bool,
+    pending: String,
+}
+
+impl OutputSink {
+    pub fn new(cfg: SinkConfig, artifact: Option<Allocated>, collect_events: bool) -> Self {
+        let (file, art) = match artifact {
+            Some(a) => (
+                Some(BufWriter::with_capacity(1 << 20, a.file)),
+                Some(ArtifactRef {
+                    id: a.id,
+                    url: super::artifact::url(a.id),
+                    path: a.path,
+                }),
+            ),
+            None => (None, None),
+        };
+        let tail_cap = if cfg.head_lines.is_some() {
+            0
+        } else {
+            cfg.max_bytes.saturating_sub(cfg.head_bytes)
+        };
+        OutputSink {
+            text_redactor: Redactor::new(&cfg.redact),
+            raw_redactor: Redactor::new(&cfg.redact),
+            sanitizer: Sanitizer::new(),
+            clean: String::new(),
+            capped: String::new(),
+            redacted: Vec::new(),
+            raw_bytes: 0,
+            newlines: 0,
+            line_open: false,
+            col: 0,
+            capping: false,
+            capped_any: false,
+            head: String::new(),
+            head_newlines: 0,
+            head_done: false,
+            dropped_after_head: false,
+            tail: String::new(),
+            tail_cap,
+            tail_trimmed: false,
+            spill: Spill {
+                file,
+                artifact: art,
+                mem: Vec::new(),
+                mem_cap: cfg.max_bytes,
+                spilled: false,
+                lost: false,
+                error: None,
+            },
+            collect_events,
+            pending: String::new(),
+            cfg,
+        }
+    }
+
+    /// The artifact this run spills to, if one was allocated.
+    pub fn artifact(&self) -> Option<&ArtifactRef> {
+        self.spill.artifact.as_ref()
+    }
+
+    /// Feed raw bytes from the command.
+    pub fn push(&mut self, raw: &[u8]) {
+        self.raw_bytes += raw.len() as u64;
+        if let Some(r) = self.raw_redactor.as_mut() {
+            let mut out = std::mem::take(&mut self.redacted);
+            out.clear();
+            r.push(raw, false, &mut out);
+            self.spill.push(&out);
+            self.redacted = out;
+        } else {
+            self.spill.push(raw);
+        }
+        let mut clean = std::mem::take(&mut self.clean);
+        clean.clear();
+        self.sanitizer.push(raw, &mut clean);
+        self.text(&clean);
+        self.clean = clean;
+    }
+
+    /// Text emitted since the last call (for live streaming), if any.
+    pub fn take_pending(&mut self) -> Option<String> {
+        if self.pending.is_empty() {
+            None
+        } else {
+            Some(std::mem::take(&mut self.pending))
+        }
+    }
+
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    fn text(&mut self, clean: &str) {
+        if clean.is_empty() {
+            return;
+        }
+        if self.text_redactor.is_some() {
+            let mut out = Vec::new();
+            if let Some(r) = self.text_redactor.as_mut() {
+                r.push(clean.as_bytes(), true, &mut out);
+            }
+            let s = String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            self.after_redact(&s);
+        } else {
+            self.after_redact(clean);
+        }
+    }
+
+    fn after_redact(&mut self, s: &str) {
+        if self.cfg.max_columns > 0 {
+            let mut capped = std::mem::take(&mut self.capped);
+            capped.clear();
+            self.cap_columns(s, &mut capped);
+            self.retain(&capped);
+            self.capped = capped;
+        } else {
+            self.retain(s);
+        }
+    }
+
+    fn cap_columns(&mut self, s: &str, out: &mut String) {
+        let max = self.cfg.max_columns;
+        for piece in s.split_inclusive('\n') {
+            let (body, nl) = match piece.strip_suffix('\n') {
+                Some(b) => (b, true),
+                None => (piece, false),
+            };
+            if !self.capping {
+                let room = max - self.col;
+                if body.len() <= room {
+                    out.push_str(body);
+                    self.col += body.len();
+                } else {
+                    let mut cut = room;
+                    while !body.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    out.push_str(&body[..cut]);
+                    out.push('…');
+                    self.capping = true;
+                    self.capped_any = true;
+                }
+            }
+            if nl {
+                out.push('\n');
+                self.col = 0;
+                self.capping = false;
+            }
+        }
+    }
+
+    fn retain(&mut self, s: &str) {
+        if s.is_empty() {
+            return;
+        }
+        let nl = memchr::memchr_iter(b'\n', s.as_bytes()).count();
+        self.newlines += nl as u64;
+        self.line_open = !s.ends_with('\n');
+        if self.collect_events {
+            self.pending.push_str(s);
+        }
+        if let Some(h) = self.cfg.head_lines {
+            self.retain_head_lines(s, h);
+            return;
+        }
+        let mut rest = s;
+        if self.cfg.head_bytes > 0 && !self.head_done {
+            let room = self.cfg.head_bytes - self.head.len();
+            let mut cut = rest.len().min(room);
+            while !rest.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.head.push_str(&rest[..cut]);
+            rest = &rest[cut..];
+            if !rest.is_empty() {
+                self.head_done = true;
+            }
+        }
+        if rest.is_empty() {
+            return;
+        }
+        self.tail.push_str(rest);
+        // Trim in amortized steps so a flood of small chunks costs O(1) each.
+        if self.tail.len() > self.tail_cap.saturating_mul(2).max(self.tail_cap + 65536) {
+            self.trim_tail();
+        }
+    }
+
+    fn trim_tail(&mut self) {
+        if self.tail.len() <= self.tail_cap {
+            return;
+        }
+        let mut cut = self.tail.len() - self.tail_cap;
+        while !self.tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        self.tail.drain(..cut);
+        self.tail_trimmed = true;
+    }
+
+    fn retain_head_lines(&mut self, s: &str, limit: usize) {
+        if self.head_done {
+            self.dropped_after_head = true;
+            return;
+        }
+        let mut take = s.len();
+        let mut lines_in = 0;
+        for (n, pos) in memchr::memchr_iter(b'\n', s.as_bytes()).enumerate() {
+            if self.head_newlines + n + 1 >= limit {
+                take = pos + 1;
+                lines_in = n + 1;
+                self.head_done = true;
+                break;
+            }
+            lines_in = n + 1;
+        }
+        let room = self.cfg.max_bytes - self.head.len();
+        if take > room {
+            take = room;
+            while !s.is_char_boundary(take) {
+                take -= 1;
+            }
+            lines_in = memchr::memchr_iter(b'\n', &s.as_bytes()[..take]).count();
+            self.head_done = true;
+        }
+        self.head.push_str(&s[..take]);
+        self.head_newlines += lines_in;
+        if take < s.len() {
+            self.dropped_after_head = true;
+        }
+    }
+
+    /// End of stream: flush partial state, apply line limits, decide on the artifact.
+    pub fn finish(mut self) -> Retained {
+        self.flush_stream();
+        self.trim_tail();
+        let total_lines = self.newlines + u64::from(self.line_open);
+        let view = if self.cfg.head_lines.is_some() {
+            self.head_view()
+        } else if self.head_done && self.tail_trimmed {
+            self.middle_view(total_lines)
+        } else {
+            self.tail_view(total_lines)
+        };
+        let view = self.apply_tail_lines(view);
+        self.conclude(view, total_lines)
+    }
+
+    fn flush_stream(&mut self) {
+        let mut rest = String::new();
+        self.sanitizer.finish(&mut rest);
+        if let Some(mut r) = self.text_redactor.take() {
+            let mut out = Vec::new();
+            r.push(rest.as_bytes(), true, &mut out);
+            r.finish(&mut out);
+            rest = String::from_utf8_lossy(&out).into_owned();
+        }
+        self.after_redact(&rest);
+        if let Some(mut r) = self.raw_redactor.take() {
+            let mut out = Vec::new();
+            r.finish(&mut out);
+            self.spill.push(&out);
+        }
+    }
+
+    /// `--head N` (or a stripped `| head`): the first lines, within the byte budget.
+    fn head_view(&mut self) -> View {
+        let text = std::mem::take(&mut self.head);
+        let want = self.cfg.head_lines.unwrap_or(0) as u64;
+        let by_bytes = self.dropped_after_head && count_lines(&text) < want;
+        View {
+            first: 1,
+            by_bytes,
+            by_lines: self.dropped_after_head && !by_bytes,
+            direction: "head",
+            middle: None,
+            text,
+        }
+    }
+
+    /// `head_bytes` with a lost middle: head, an elision marker, tail.
+    fn middle_view(&mut self, total_lines: u64) -> View {
+        let mut head = std::mem::take(&mut self.head);
+        if let Some(p) = head.rfind('\n') {
+            head.truncate(p + 1);
+        }
+        let mut tail = std::mem::take(&mut self.tail);
+        drop_partial_first_line(&mut tail);
+        let head_lines = count_lines(&head);
+        let tail_lines = count_lines(&tail);
+        let elided = total_lines.saturating_sub(head_lines + tail_lines);
+        let mut text = head;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[…{elided} lines elided…]\n"));
+        text.push_str(&tail);
+        View {
+            text,
+            first: 1,
+            by_bytes: true,
+            by_lines: false,
+            direction: "middle",
+            middle: Some((head_lines, total_lines - tail_lines + 1)),
+        }
+    }
+
+    /// The usual case: the last `max_bytes` (after an unbroken head, if any).
+    fn tail_view(&mut self, total_lines: u64) -> View {
+        let mut text = std::mem::take(&mut self.head);
+        let mut tail = std::mem::take(&mut self.tail);
+        if self.tail_trimmed {
+            drop_partial_first_line(&mut tail);
+        }
+        text.push_str(&tail);
+        View {
+            first: total_lines.saturating_sub(count_lines(&text)) + 1,
+            by_bytes: self.tail_trimmed,
+            by_lines: false,
+            direction: "tail",
+            middle: None,
+            text,
+        }
+    }
+
+    /// `--tail N` (or a stripped `| tail`) applied to what retention kept.
+    fn apply_tail_lines(&self, mut v: View) -> View {
+        let Some(t) = self.cfg.tail_lines else {
+            return v;
+        };
+        if v.middle.is_some() {
+            // The marker is not a line of output; cut the real lines only.
+            return v;
+        }
+        let n = count_lines(&v.text);
+        if n > t as u64 {
+            let keep_from = nth_line_start_from_end(&v.text, t);
+            v.text.drain(..keep_from);
+            v.first += n - t as u64;
+            v.by_lines = true;
+            v.direction = if v.direction == "head" { "middle" } else { "tail" };
+        }
+        v
+    }
+
+    fn conclude(mut self, v: View, total_lines: u64) -> Retained {
+        let cut = v.by_bytes || v.by_lines || self.capped_any;
+        let artifact = self.spill.finish(cut);
+        let mut warnings = Vec::new();
+        if let Some(e) = self.spill.error.take() {
+            warnings.push(e);
+        }
+        let output_lines = count_lines(&v.text);
+        let last = (v.first + output_lines).saturating_sub(1);
+        let (mut notice, mut truncation) = (None, None);
+        if cut {
+            let full = full_ref(artifact.as_ref().map(|a| a.url.as_str()));
+            let limit = if v.by_bytes {
+                format!(" ({} limit)", format_size(self.cfg.max_bytes as u64))
+            } else {
+                String::new()
+            };
+            let cols = if self.capped_any {
+                format!("; lines over {} columns cut", self.cfg.max_columns)
+            } else {
+                String::new()
+            };
+            let lines = match v.middle {
+                Some((h, t)) => format!("lines 1-{h} and {t}-{total_lines}"),
+                None => format!("lines {}-{last}", v.first),
+            };
+            notice = Some(format!("[Showing {lines} of {total_lines}{limit}{cols}{full}]"));
+            truncation = Some(Truncation {
+                direction: v.direction,
+                truncated_by: if v.by_lines && !v.by_bytes { "lines" } else { "bytes" },
+                shown_range: [v.first, last.max(v.first.min(total_lines))],
+            });
+        }
+        Retained {
+            output_bytes: v.text.len() as u64,
+            output_lines,
+            text: v.text,
+            truncated: cut,
+            truncation,
+            notice,
+            total_bytes: self.raw_bytes,
+            total_lines,
+            artifact,
+            warnings,
+        }
+    }
+}
+
+/// What retention kept, before the notice is written.
+struct View {
+    text: String,
+    first: u64,
+    by_bytes: bool,
+    by_lines: bool,
+    direction: &'static str,
+    middle: Option<(u64, u64)>,
+}
+
+pub fn count_lines(s: &str) -> u64 {
+    if s.is_empty() {
+        return 0;
+    }
+    let nl = memchr::memchr_iter(b'\n', s.as_bytes()).count() as u64;
+    nl + u64::from(!s.ends_with('\n'))
+}
+
+/// Byte offset where the last `n` lines of `s` begin.
+fn nth_line_start_from_end(s: &str, n: usize) -> usize {
+    let body = s.strip_suffix('\n').unwrap_or(s);
+    memchr::memrchr_iter(b'\n', body.as_bytes())
+        .nth(n.saturating_sub(1))
+        .map_or(0, |p| p + 1)
+}
+
+/// After a byte cut, the first retained line is usually a fragment: drop it when a
+/// whole line follows. Returns true when the text now starts at a line start.
+fn drop_partial_first_line(s: &mut String) -> bool {
+    match s.find('\n') {
+        Some(p) if p + 1 < s.len() => {
+            s.drain(..=p);
+            true
+        }
+        _ => false,
+    }
+}

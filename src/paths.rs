@@ -1,0 +1,82 @@
+//! Where agentbash keeps things: home, state and cache directories, and path
+//! resolution relative to the invoking directory.
+
+use std::path::{Component, Path, PathBuf};
+
+pub fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `$AGENTBASH_STATE_DIR`, else `$XDG_STATE_HOME/agentbash`, else `~/.local/state/agentbash`.
+pub fn state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("AGENTBASH_STATE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("agentbash");
+    }
+    home()
+        .unwrap_or_else(std::env::temp_dir)
+        .join(".local/state/agentbash")
+}
+
+/// `$XDG_CACHE_HOME/agentbash`, else `~/.cache/agentbash`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("agentbash");
+    }
+    home()
+        .unwrap_or_else(std::env::temp_dir)
+        .join(".cache/agentbash")
+}
+
+/// Expand a leading `~/`.
+pub fn expand_tilde(p: &str) -> PathBuf {
+    if p == "~" {
+        return home().unwrap_or_else(|| PathBuf::from(p));
+    }
+    match (p.strip_prefix("~/"), home()) {
+        (Some(rest), Some(h)) => h.join(rest),
+        _ => PathBuf::from(p),
+    }
+}
+
+/// `p` made absolute against `base`, with `.` and `..` folded lexically (no symlinks
+/// resolved, so the path the user sees in errors is the one they typed).
+pub fn absolute(base: &Path, p: &Path) -> PathBuf {
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push("/");
+    }
+    out
+}
+
+/// Create `dir` (and parents) and make it 0700.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let meta = std::fs::metadata(dir)?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,409 @@
+//! Profiles (SPEC §2): lookup, `extends` layering and strict validation.
+//!
+//! Each file is validated on its own first, so every error names the file, line and
+//! column the user has to edit (and suggests the key they probably meant); only then
+//! are the layers merged (tables key by key, arrays and scalars replaced) into the
+//! one [`Profile`] the rest of the program consumes.
+
+pub mod schema;
+
+pub use schema::*;
+
+use std::path::{Path, PathBuf};
+
+/// Built-in profiles, embedded so the binary works from anywhere.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("default", include_str!("../../profiles/default.toml")),
+    ("ci", include_str!("../../profiles/ci.toml")),
+    ("agent", include_str!("../../profiles/agent.toml")),
+];
+
+const MAX_EXTENDS_DEPTH: usize = 16;
+
+/// Where a profile layer came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Builtin(String),
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Builtin(n) => write!(f, "built-in:{n}"),
+            Origin::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+impl Origin {
+    /// Directory that relative paths inside this layer are resolved against.
+    pub fn base_dir(&self) -> Option<&Path> {
+        match self {
+            Origin::Builtin(_) => None,
+            Origin::File(p) => p.parent(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("{origin}:{line}:{col}: {message}")]
+    Invalid {
+        origin: Origin,
+        line: usize,
+        col: usize,
+        message: String,
+    },
+    #[error("profile {name:?} not found; looked in: {looked}. Run `agentbash profile list` to see the available profiles")]
+    NotFound { name: String, looked: String },
+    #[error("cannot read profile {}: {err}", path.display())]
+    Unreadable { path: PathBuf, err: std::io::Error },
+    #[error("{origin}: `extends` chain is too deep or circular ({chain})")]
+    ExtendsLoop { origin: Origin, chain: String },
+}
+
+/// A resolved, validated profile plus where each layer came from (lowest first).
+#[derive(Debug, Clone)]
+pub struct LoadedProfile {
+    pub name: String,
+    pub profile: Profile,
+    pub layers: Vec<(Origin, toml::Table)>,
+}
+
+impl LoadedProfile {
+    /// The file that named the profile (the top layer).
+    pub fn origin(&self) -> &Origin {
+        &self.layers.last().expect("a profile has at least one layer").0
+    }
+
+    /// The layer that last set `section.key` (for `profile show --origin`).
+    pub fn origin_of(&self, section: &str, key: &str) -> Option<&Origin> {
+        self.layers.iter().rev().find_map(|(o, t)| {
+            let hit = if section.is_empty() {
+                t.contains_key(key)
+            } else {
+                t.get(section)
+                    .and_then(|s| s.as_table())
+                    .is_some_and(|s| s.contains_key(key))
+            };
+            hit.then_some(o)
+        })
+    }
+}
+
+/// Directories searched for named profiles, highest priority first.
+pub struct Lookup {
+    pub invoking_dir: PathBuf,
+}
+
+impl Lookup {
+    pub fn new(invoking_dir: impl Into<PathBuf>) -> Self {
+        Lookup {
+            invoking_dir: invoking_dir.into(),
+        }
+    }
+
+    /// `$AGENTBASH_CONFIG_DIR`, else `$XDG_CONFIG_HOME/agentbash`, else `~/.config/agentbash`.
+    pub fn config_dir() -> Option<PathBuf> {
+        if let Some(d) = std::env::var_os("AGENTBASH_CONFIG_DIR").filter(|d| !d.is_empty()) {
+            return Some(PathBuf::from(d));
+        }
+        if let Some(d) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+            return Some(PathBuf::from(d).join("agentbash"));
+        }
+        crate::paths::home().map(|h| h.join(".config/agentbash"))
+    }
+
+    /// Every place `name` could come from, in lookup order.
+    pub fn candidates(&self, name: &str) -> Vec<Origin> {
+        let mut out = Vec::new();
+        let file = format!("{name}.toml");
+        for dir in self.invoking_dir.ancestors() {
+            let p = dir.join(".agentbash/profiles").join(&file);
+            if p.is_file() {
+                out.push(Origin::File(p));
+                break;
+            }
+        }
+        if let Some(cd) = Self::config_dir() {
+            let p = cd.join("profiles").join(&file);
+            if p.is_file() {
+                out.push(Origin::File(p));
+            }
+        }
+        if BUILTIN.iter().any(|(n, _)| *n == name) {
+            out.push(Origin::Builtin(name.to_string()));
+        }
+        out
+    }
+
+    fn looked_in(&self, name: &str) -> String {
+        let mut v = vec![format!(
+            "{}/.agentbash/profiles/{name}.toml (and its ancestors)",
+            self.invoking_dir.display()
+        )];
+        if let Some(cd) = Self::config_dir() {
+            v.push(format!("{}/profiles/{name}.toml", cd.display()));
+        }
+        v.push("the built-in profiles (default, ci, agent)".into());
+        v.join(", ")
+    }
+
+    /// True when `spec` names a file rather than a profile.
+    pub fn is_path(spec: &str) -> bool {
+        spec.contains('/') || spec.ends_with(".toml")
+    }
+
+    /// Resolve `spec` (name or path) and load it with its `extends` chain.
+    pub fn load(&self, spec: &str) -> Result<LoadedProfile, ProfileError> {
+        let origin = if Self::is_path(spec) {
+            Origin::File(crate::paths::absolute(&self.invoking_dir, Path::new(spec)))
+        } else {
+            self.candidates(spec)
+                .into_iter()
+                .next()
+                .ok_or_else(|| ProfileError::NotFound {
+                    name: spec.to_string(),
+                    looked: self.looked_in(spec),
+                })?
+        };
+        let name = if Self::is_path(spec) {
+            Path::new(spec)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| spec.to_string())
+        } else {
+            spec.to_string()
+        };
+        self.load_origin(name, origin)
+    }
+
+    pub fn load_origin(&self, name: String, origin: Origin) -> Result<LoadedProfile, ProfileError> {
+        let mut layers: Vec<(Origin, toml::Table)> = Vec::new();
+        let mut current = origin;
+        let mut current_name = name.clone();
+        loop {
+            let text = read_origin(&current)?;
+            let (table, prof) = parse_layer(&current, &text)?;
+            let extends = prof.extends.clone();
+            layers.push((current.clone(), table));
+            let Some(parent) = extends else { break };
+            if layers.len() > MAX_EXTENDS_DEPTH {
+                return Err(ProfileError::ExtendsLoop {
+                    origin: current,
+                    chain: layers.iter().map(|(o, _)| o.to_string()).collect::<Vec<_>>().join(" -> "),
+                });
+            }
+            let next = if Self::is_path(&parent) {
+                let base = current.base_dir().unwrap_or(&self.invoking_dir);
+                Origin::File(crate::paths::absolute(base, Path::new(&parent)))
+            } else {
+                // A project `default.toml` may extend the built-in `default`: skip
+                // candidates up to and including the layer we are in.
+                let cands = self.candidates(&parent);
+                let skip = if parent == current_name {
+                    cands.iter().position(|c| *c == current).map_or(0, |i| i + 1)
+                } else {
+                    0
+                };
+                match cands.into_iter().nth(skip) {
+                    Some(o) => o,
+                    None => {
+                        return Err(ProfileError::Invalid {
+                            line: locate(&read_origin(&current)?, "", "extends").0,
+                            col: locate(&read_origin(&current)?, "", "extends").1,
+                            origin: current,
+                            message: format!(
+                                "extends = {parent:?}: no such profile ({})",
+                                self.looked_in(&parent)
+                            ),
+                        });
+                    }
+                }
+            };
+            if layers.iter().any(|(o, _)| *o == next) {
+                layers.push((next, toml::Table::new()));
+                return Err(ProfileError::ExtendsLoop {
+                    origin: current,
+                    chain: layers.iter().map(|(o, _)| o.to_string()).collect::<Vec<_>>().join(" -> "),
+                });
+            }
+            current_name = parent;
+            current = next;
+        }
+        layers.reverse();
+        let mut merged = toml::Table::new();
+        for (_, t) in &layers {
+            merge(&mut merged, t);
+        }
+        merged.remove("extends");
+        let profile: Profile = merged
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| ProfileError::Invalid {
+                origin: layers.last().map(|l| l.0.clone()).unwrap_or(Origin::Builtin(name.clone())),
+                line: 1,
+                col: 1,
+                message: format!("after merging `extends`: {}", e.message()),
+            })?;
+        if let Some((sec, key, msg)) = semantic_errors(&profile).into_iter().next() {
+            // Blame the top-most layer that set the key.
+            let origin = layers
+                .iter()
+                .rev()
+                .find(|(_, t)| t.get(sec).and_then(|s| s.as_table()).is_some_and(|s| s.contains_key(key)))
+                .map(|l| l.0.clone())
+                .unwrap_or_else(|| layers[layers.len() - 1].0.clone());
+            let text = read_origin(&origin)?;
+            let (line, col) = locate(&text, sec, key);
+            return Err(ProfileError::Invalid {
+                origin,
+                line,
+                col,
+                message: format!("{sec}.{key}: {msg}"),
+            });
+        }
+        Ok(LoadedProfile {
+            name,
+            profile,
+            layers,
+        })
+    }
+}
+
+fn read_origin(o: &Origin) -> Result<String, ProfileError> {
+    match o {
+        Origin::Builtin(n) => Ok(BUILTIN
+            .iter()
+            .find(|(b, _)| b == n)
+            .map(|(_, t)| t.to_string())
+            .unwrap_or_default()),
+        Origin::File(p) => std::fs::read_to_string(p).map_err(|err| ProfileError::Unreadable {
+            path: p.clone(),
+            err,
+        }),
+    }
+}
+
+/// Parse one layer strictly: syntax, unknown keys and types, each with a position.
+pub fn parse_layer(origin: &Origin, text: &str) -> Result<(toml::Table, Profile), ProfileError> {
+    let invalid = |e: toml::de::Error| {
+        let (line, col) = e
+            .span()
+            .map(|s| line_col(text, s.start))
+            .unwrap_or((1, 1));
+        ProfileError::Invalid {
+            origin: origin.clone(),
+            line,
+            col,
+            message: with_suggestion(e.message()),
+        }
+    };
+    let table: toml::Table = toml::from_str(text).map_err(invalid)?;
+    let prof: Profile = toml::from_str(text).map_err(invalid)?;
+    Ok((table, prof))
+}
+
+/// Deep merge: tables key by key, everything else replaced.
+pub fn merge(base: &mut toml::Table, over: &toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text.as_bytes()[..offset];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let col = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+    (line, col)
+}
+
+/// Best-effort position of `key` inside `[section]` (or at top level when empty).
+pub fn locate(text: &str, section: &str, key: &str) -> (usize, usize) {
+    let mut in_section = section.is_empty();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            let name = t.trim_start_matches('[').split(']').next().unwrap_or("").trim();
+            in_section = name == section;
+            continue;
+        }
+        if in_section {
+            let k = t.split('=').next().unwrap_or("").trim();
+            if k == key || k == format!("\"{key}\"") {
+                return (i + 1, line.len() - t.len() + 1);
+            }
+        }
+        // `section.key = ...` dotted form at top level
+        if !section.is_empty() && t.split('=').next().unwrap_or("").trim() == format!("{section}.{key}") {
+            return (i + 1, line.len() - t.len() + 1);
+        }
+    }
+    (1, 1)
+}
+
+/// serde says "unknown field `tiemout`, expected one of `a`, `b`": add "did you mean".
+fn with_suggestion(msg: &str) -> String {
+    let msg = msg.trim_end().to_string();
+    let Some(rest) = msg.strip_prefix("unknown field `") else {
+        return msg;
+    };
+    let Some((bad, expected)) = rest.split_once('`') else {
+        return msg;
+    };
+    let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let best = candidates
+        .iter()
+        .map(|c| (edit_distance(bad, c), *c))
+        .min()
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3));
+    match best {
+        Some((_, c)) => format!("{msg}\n  did you mean `{c}`?"),
+        None => msg,
+    }
+}
+
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_default_equals_schema_defaults() {
+        let l = Lookup::new("/");
+        let p = l.load_origin("default".into(), Origin::Builtin("default".into())).unwrap();
+        let mut expect = Profile::default();
+        expect.description = p.profile.description.clone();
+        assert_eq!(p.profile, expect);
+    }
+
+    #[test]
+    fn unknown_key_suggests() {
+        let e = parse_layer(&Origin::File("x.toml".into()), "[timeout]\ndefualt = 3\n").unwrap_err();
+        let s = e.to_string();
+        assert!(s.starts_with("x.toml:2:1: unknown field `defualt`"), "{s}");
+        assert!(s.contains("did you mean `default`?"), "{s}");
+    }
+}

@@ -1,0 +1,342 @@
+//! The profile schema (SPEC §2): every key, its type and its default.
+//!
+//! Defaults here are the `default` profile's; `profiles/default.toml` spells the
+//! same values out for people to read, and a test keeps the two in step.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Profile {
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extends: Option<String>,
+    pub shell: ShellCfg,
+    pub env: EnvCfg,
+    pub timeout: TimeoutCfg,
+    pub output: OutputCfg,
+    pub artifacts: ArtifactsCfg,
+    pub interceptor: InterceptorCfg,
+    pub pty: PtyCfg,
+    pub process: ProcessCfg,
+    pub limits: LimitsCfg,
+    pub render: RenderCfg,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile {
+            description: String::new(),
+            extends: None,
+            shell: ShellCfg::default(),
+            env: EnvCfg::default(),
+            timeout: TimeoutCfg::default(),
+            output: OutputCfg::default(),
+            artifacts: ArtifactsCfg::default(),
+            interceptor: InterceptorCfg::default(),
+            pty: PtyCfg::default(),
+            process: ProcessCfg::default(),
+            limits: LimitsCfg::default(),
+            render: RenderCfg::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShellCfg {
+    pub path: String,
+    pub args: Vec<String>,
+    pub prefix: String,
+    pub snapshot: bool,
+    pub rc: String,
+}
+
+impl Default for ShellCfg {
+    fn default() -> Self {
+        ShellCfg {
+            path: "auto".into(),
+            args: vec!["-c".into()],
+            prefix: String::new(),
+            snapshot: true,
+            rc: "~/.bashrc".into(),
+        }
+    }
+}
+
+/// `inherit = "all" | "none" | ["GLOB", ...]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Inherit {
+    Keyword(InheritKeyword),
+    List(Vec<String>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InheritKeyword {
+    All,
+    None,
+}
+
+impl<'de> Deserialize<'de> for Inherit {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            S(String),
+            L(Vec<String>),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "expected \"all\", \"none\" or an array of variable-name globs",
+            )
+        })? {
+            Raw::S(s) if s == "all" => Ok(Inherit::Keyword(InheritKeyword::All)),
+            Raw::S(s) if s == "none" => Ok(Inherit::Keyword(InheritKeyword::None)),
+            Raw::S(s) => Err(serde::de::Error::custom(format!(
+                "unknown value \"{s}\": expected \"all\", \"none\" or an array of globs like [\"PATH\", \"LANG*\"]"
+            ))),
+            Raw::L(l) => Ok(Inherit::List(l)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EnvCfg {
+    pub inherit: Inherit,
+    pub exclude: Vec<String>,
+    pub harden: bool,
+    pub set: BTreeMap<String, String>,
+}
+
+impl Default for EnvCfg {
+    fn default() -> Self {
+        EnvCfg {
+            inherit: Inherit::Keyword(InheritKeyword::All),
+            exclude: vec![],
+            harden: true,
+            set: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TimeoutCfg {
+    pub default: u64,
+    pub max: u64,
+    pub kill_grace_ms: u64,
+}
+
+impl Default for TimeoutCfg {
+    fn default() -> Self {
+        TimeoutCfg {
+            default: 300,
+            max: 3600,
+            kill_grace_ms: 1000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputCfg {
+    pub max_bytes: usize,
+    pub head_bytes: usize,
+    pub max_columns: usize,
+    pub strip_head_tail: bool,
+    pub redact: Vec<String>,
+}
+
+impl Default for OutputCfg {
+    fn default() -> Self {
+        OutputCfg {
+            max_bytes: 51200,
+            head_bytes: 0,
+            max_columns: 0,
+            strip_head_tail: true,
+            redact: vec![],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArtifactsCfg {
+    pub enabled: bool,
+    pub dir: String,
+    pub max_total_bytes: u64,
+    pub max_age_days: u64,
+}
+
+impl Default for ArtifactsCfg {
+    fn default() -> Self {
+        ArtifactsCfg {
+            enabled: true,
+            dir: String::new(),
+            max_total_bytes: 1 << 30,
+            max_age_days: 7,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterceptorCfg {
+    pub enabled: bool,
+    pub rules: Vec<String>,
+    pub tools: Vec<String>,
+}
+
+impl Default for InterceptorCfg {
+    fn default() -> Self {
+        InterceptorCfg {
+            enabled: true,
+            rules: vec!["default".into()],
+            tools: vec![],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PtyMode {
+    #[default]
+    Off,
+    On,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PtyCfg {
+    pub mode: PtyMode,
+    pub cols: u16,
+    pub rows: u16,
+    pub kill_key: String,
+}
+
+impl Default for PtyCfg {
+    fn default() -> Self {
+        PtyCfg {
+            mode: PtyMode::Off,
+            cols: 120,
+            rows: 40,
+            kill_key: "esc".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Background {
+    #[default]
+    Kill,
+    Keep,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProcessCfg {
+    pub background: Background,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsCfg {
+    pub address_space_mb: u64,
+    pub file_size_mb: u64,
+    pub processes: u64,
+    pub cpu_seconds: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Live {
+    #[default]
+    Tail,
+    Stream,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CiAnnotations {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+    Ndjson,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RenderCfg {
+    pub format: Format,
+    pub preview_lines: usize,
+    pub live: Live,
+    pub ci_annotations: CiAnnotations,
+}
+
+impl Default for RenderCfg {
+    fn default() -> Self {
+        RenderCfg {
+            format: Format::Text,
+            preview_lines: 10,
+            live: Live::Tail,
+            ci_annotations: CiAnnotations::Auto,
+        }
+    }
+}
+
+/// Range checks serde cannot express: (section, key, message) for each bad value.
+pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)> {
+    let mut errs = Vec::new();
+    let mut bad = |sec, key, msg: String| errs.push((sec, key, msg));
+    if p.shell.path.trim().is_empty() {
+        bad("shell", "path", "must not be empty (use \"auto\" to pick bash)".into());
+    }
+    if !(1..=3600).contains(&p.timeout.max) {
+        bad("timeout", "max", format!("{} is out of range: must be 1-3600 seconds", p.timeout.max));
+    }
+    if p.timeout.default == 0 {
+        bad("timeout", "default", "must be at least 1 second".into());
+    }
+    if p.timeout.kill_grace_ms > 60_000 {
+        bad("timeout", "kill_grace_ms", format!("{} is out of range: must be 0-60000", p.timeout.kill_grace_ms));
+    }
+    if p.output.max_bytes < 256 || p.output.max_bytes > 1 << 30 {
+        bad("output", "max_bytes", format!("{} is out of range: must be 256 to 1073741824 bytes", p.output.max_bytes));
+    }
+    if p.output.head_bytes > 0 && p.output.head_bytes >= p.output.max_bytes {
+        bad("output", "head_bytes", format!("{} must be smaller than output.max_bytes ({})", p.output.head_bytes, p.output.max_bytes));
+    }
+    if p.output.max_columns > 0 && p.output.max_columns < 8 {
+        bad("output", "max_columns", "must be 0 (no cap) or at least 8".into());
+    }
+    if p.pty.cols < 10 || p.pty.rows < 2 {
+        bad("pty", "cols", format!("{}x{} is too small: at least 10 columns and 2 rows", p.pty.cols, p.pty.rows));
+    }
+    if p.pty.kill_key.parse::<crate::exec::pty::KillKey>().is_err() {
+        bad("pty", "kill_key", format!("unknown key {:?}: use esc, ctrl-c, ctrl-\\, ctrl-] or ctrl-<letter>", p.pty.kill_key));
+    }
+    if p.render.preview_lines == 0 {
+        bad("render", "preview_lines", "must be at least 1".into());
+    }
+    for (k, _) in &p.env.set {
+        if !crate::cli::valid_env_name(k) {
+            bad("env", "set", format!("{k:?} is not a valid variable name"));
+        }
+    }
+    errs
+}

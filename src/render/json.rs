@@ -1,0 +1,50 @@
+//! `--format json` (one object) and `--format ndjson` (a stream of tagged events).
+
+use super::{Renderer, out};
+use crate::result::RunResult;
+use crate::run::Event;
+use serde_json::json;
+
+pub struct JsonRenderer {
+    pub ndjson: bool,
+}
+
+fn line(v: &serde_json::Value) {
+    out(&format!("{v}\n"));
+}
+
+impl Renderer for JsonRenderer {
+    fn event(&mut self, event: Event<'_>) {
+        if !self.ndjson {
+            return;
+        }
+        match event {
+            Event::Start(plan) => line(&json!({
+                "type": "start",
+                "command": plan.command,
+                "normalized_command": plan.normalized.command,
+                "profile": plan.profile_name,
+                "cwd": plan.cwd.as_ref().map(|c| c.display().to_string()).ok(),
+                "mode": plan.mode.mode,
+                "timeout_s": plan.timeout.effective,
+            })),
+            Event::Output(data) => line(&json!({"type": "output", "data": data})),
+            Event::Notice(message) => line(&json!({"type": "notice", "message": message})),
+        }
+    }
+
+    fn finish(&mut self, result: &RunResult) {
+        let mut v = serde_json::to_value(result).unwrap_or_else(|e| json!({"error": e.to_string()}));
+        if self.ndjson
+            && let Some(o) = v.as_object_mut()
+        {
+            let mut tagged = serde_json::Map::new();
+            tagged.insert("type".into(), json!("result"));
+            tagged.extend(std::mem::take(o));
+            v = serde_json::Value::Object(tagged);
+            line(&v);
+        } else {
+            line(&v);
+        }
+    }
+}

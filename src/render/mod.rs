@@ -1,0 +1,47 @@
+//! Renderers (SPEC §7): text for people, JSON/NDJSON for programs. Each receives the
+//! run's events as they happen and the final result once.
+
+pub mod json;
+pub mod text;
+
+use crate::result::RunResult;
+use crate::run::Event;
+
+pub trait Renderer {
+    fn event(&mut self, event: Event<'_>);
+    fn finish(&mut self, result: &RunResult);
+}
+
+/// `--color` resolution: `auto` honours `NO_COLOR` and `CLICOLOR_FORCE`, then the tty.
+pub fn color_enabled(arg: crate::cli::ColorArg, is_tty: bool) -> bool {
+    use crate::cli::ColorArg;
+    match arg {
+        ColorArg::Always => true,
+        ColorArg::Never => false,
+        ColorArg::Auto => {
+            let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty() && v != "0");
+            if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+                false
+            } else if set("CLICOLOR_FORCE") {
+                true
+            } else {
+                is_tty
+            }
+        }
+    }
+}
+
+/// Write to stdout, treating a closed pipe as "nobody is listening" rather than an error.
+pub fn out(s: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(s.as_bytes());
+    let _ = o.flush();
+}
+
+pub fn err(s: &str) {
+    use std::io::Write;
+    let mut o = std::io::stderr().lock();
+    let _ = o.write_all(s.as_bytes());
+    let _ = o.flush();
+}

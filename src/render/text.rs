@@ -1,0 +1,313 @@
+//! `--format text` (SPEC §7.1).
+//!
+//! On a terminal: a header, a live region while the command runs (spinner, elapsed
+//! time, the last lines), then a collapsed preview, a warning line for cuts, and a
+//! footer. Into a pipe: stdout carries only the command's shaped output (streamed as
+//! produced with `render.live = "stream"`), and agentbash's own words go to stderr.
+
+use super::{Renderer, err, out};
+use crate::profile::Live;
+use crate::result::RunResult;
+use crate::run::Event;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use owo_colors::OwoColorize;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// Lines wider than this are clamped on display (the result keeps them whole).
+const DISPLAY_CLAMP: usize = 4000;
+const LIVE_LINES: usize = 5;
+
+pub struct TextRenderer {
+    pub tty: bool,
+    pub color: bool,
+    pub quiet: bool,
+    pub expand: bool,
+    pub live: Live,
+    pub preview_lines: usize,
+    pub invoking_dir: String,
+    /// GitHub Actions: wrap output in a group, annotate failures.
+    pub github: bool,
+    started: Option<Instant>,
+    bar: Option<ProgressBar>,
+    last: VecDeque<String>,
+    partial: String,
+    streamed: bool,
+    group_open: bool,
+}
+
+impl TextRenderer {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        tty: bool,
+        color: bool,
+        quiet: bool,
+        expand: bool,
+        live: Live,
+        preview_lines: usize,
+        invoking_dir: String,
+        github: bool,
+    ) -> Self {
+        TextRenderer {
+            tty,
+            color,
+            quiet,
+            expand,
+            live,
+            preview_lines,
+            invoking_dir,
+            github,
+            started: None,
+            bar: None,
+            last: VecDeque::new(),
+            partial: String::new(),
+            streamed: false,
+            group_open: false,
+        }
+    }
+
+    fn paint(&self, s: &str, style: owo_colors::Style) -> String {
+        if self.color {
+            s.style(style).to_string()
+        } else {
+            s.to_string()
+        }
+    }
+
+    fn live_message(&self) -> String {
+        self.last
+            .iter()
+            .map(|l| format!("  {}", clamp_display(l, 200)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn remember(&mut self, data: &str) {
+        self.partial.push_str(data);
+        while let Some(p) = self.partial.find('\n') {
+            let line: String = self.partial.drain(..=p).collect();
+            self.last.push_back(line.trim_end_matches('\n').to_string());
+            if self.last.len() > LIVE_LINES {
+                self.last.pop_front();
+            }
+        }
+        if self.partial.len() > 4096 {
+            let keep = self.partial.len() - 1024;
+            let mut cut = keep;
+            while !self.partial.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.partial.drain(..cut);
+        }
+    }
+
+    fn finish_tty(&mut self, r: &RunResult) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        let dim = owo_colors::Style::new().dimmed();
+        let yellow = owo_colors::Style::new().yellow();
+        let mut s = String::new();
+        if let Some(b) = &r.blocked {
+            s.push_str(&self.paint(&format!("✖ blocked by rule `{}` (use the `{}` tool)", b.rule, b.tool), owo_colors::Style::new().red().bold()));
+            s.push('\n');
+            s.push_str(&r.text);
+            s.push('\n');
+            out(&s);
+            return;
+        }
+        if let Some(e) = &r.error {
+            s.push_str(&self.paint(&format!("agentbash: {e}"), owo_colors::Style::new().red().bold()));
+            s.push('\n');
+            out(&s);
+            return;
+        }
+        let lines: Vec<&str> = r.output.split('\n').collect();
+        let n = lines.len();
+        let show = if self.expand || self.quiet { n } else { self.preview_lines.min(n) };
+        if show < n && !self.quiet {
+            s.push_str(&self.paint(
+                &format!("… ({} earlier lines, showing {show} of {n}) (--expand to show all)", n - show),
+                dim,
+            ));
+            s.push('\n');
+        }
+        for l in &lines[n - show..] {
+            s.push_str(&clamp_display(l, DISPLAY_CLAMP));
+            s.push('\n');
+        }
+        if !self.quiet {
+            for note in &r.notices {
+                if note.starts_with("[Showing") {
+                    s.push_str(&self.paint(&format!("⚠ output cut: {note}"), yellow));
+                } else {
+                    s.push_str(&self.paint(note, dim));
+                }
+                s.push('\n');
+            }
+            for w in &r.warnings {
+                s.push_str(&self.paint(&format!("warning: {w}"), yellow));
+                s.push('\n');
+            }
+            let code = r.exit_code.map_or("-".to_string(), |c| c.to_string());
+            let status = if r.timed_out {
+                format!("timed out (exit {code})")
+            } else if r.cancelled {
+                format!("cancelled (exit {code})")
+            } else {
+                format!("exit {code}")
+            };
+            let status_style = if r.exit_code == Some(0) {
+                owo_colors::Style::new().green().bold()
+            } else {
+                owo_colors::Style::new().red().bold()
+            };
+            s.push_str(&format!(
+                "{} {}\n",
+                self.paint(&status, status_style),
+                self.paint(
+                    &format!("· {} · timeout {}s", format_duration(r.duration_ms), r.timeout_s),
+                    dim
+                )
+            ));
+        }
+        out(&s);
+    }
+
+    fn finish_pipe(&mut self, r: &RunResult) {
+        if let Some(b) = &r.blocked {
+            let _ = b;
+            err(&format!("{}\n", r.text));
+            return;
+        }
+        if let Some(e) = &r.error {
+            err(&format!("agentbash: {e}\n"));
+            return;
+        }
+        if self.github && !self.group_open {
+            out("::group::output\n");
+            self.group_open = true;
+        }
+        if !self.streamed {
+            // Only the command's own text: annotations and notices are ours.
+            let body = r.output.strip_prefix("[Command timed out after ").map_or(r.output.as_str(), |rest| {
+                rest.split_once('\n').map_or("", |(_, b)| b)
+            });
+            let body = body.strip_prefix("[Command cancelled]").map_or(body, |b| b.trim_start_matches('\n'));
+            if !(body == "(no output)" && r.total_bytes == 0) && !body.is_empty() {
+                out(body);
+                out("\n");
+            }
+        }
+        if self.github {
+            out("::endgroup::\n");
+            if r.exit_code != Some(0) {
+                let mut msg = format!("Command `{}` exited with code {}", r.command, r.exit_code.unwrap_or(-1));
+                if r.timed_out {
+                    msg = format!("Command `{}` timed out after {}s", r.command, r.timeout_s);
+                }
+                if let Some(a) = &r.artifact {
+                    msg.push_str(&format!("; full output: {}", a.path.display()));
+                }
+                out(&format!("::error title=agentbash::{}\n", github_escape(&msg)));
+            }
+        }
+        if self.quiet {
+            return;
+        }
+        let mut s = String::new();
+        if r.timed_out {
+            s.push_str(&format!("[Command timed out after {} seconds]\n", r.timeout_s));
+        } else if r.cancelled {
+            s.push_str("[Command cancelled]\n");
+        }
+        for note in &r.notices {
+            s.push_str(note);
+            s.push('\n');
+        }
+        for w in &r.warnings {
+            s.push_str(&format!("warning: {w}\n"));
+        }
+        err(&s);
+    }
+}
+
+impl Renderer for TextRenderer {
+    fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Start(plan) => {
+                self.started = Some(Instant::now());
+                if !self.tty {
+                    if self.github && self.live == Live::Stream {
+                        out("::group::output\n");
+                        self.group_open = true;
+                    }
+                    return;
+                }
+                if !self.quiet {
+                    let mut h = format!("$ {}", plan.normalized.command);
+                    if let Ok(c) = &plan.cwd
+                        && c.display().to_string() != self.invoking_dir
+                    {
+                        h.push_str(&format!("  (in {})", c.display()));
+                    }
+                    out(&format!("{}\n", self.paint(&h, owo_colors::Style::new().bold())));
+                }
+                if self.live != Live::Off && plan.mode.mode == crate::stages::Mode::Print {
+                    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
+                    let style = ProgressStyle::with_template("{spinner} {elapsed} running…\n{msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+                    bar.set_style(style);
+                    bar.enable_steady_tick(Duration::from_millis(100));
+                    self.bar = Some(bar);
+                }
+            }
+            Event::Output(data) => {
+                if !self.tty {
+                    if self.live == Live::Stream {
+                        self.streamed = true;
+                        out(data);
+                    }
+                    return;
+                }
+                self.remember(data);
+                if let Some(bar) = &self.bar {
+                    bar.set_message(self.live_message());
+                }
+            }
+            Event::Notice(_) => {}
+        }
+    }
+
+    fn finish(&mut self, r: &RunResult) {
+        if self.tty {
+            self.finish_tty(r);
+        } else {
+            self.finish_pipe(r);
+        }
+    }
+}
+
+/// Clamp a display line to `max` characters: `… [<n> chars omitted]`.
+pub fn clamp_display(line: &str, max: usize) -> String {
+    let count = line.chars().count();
+    if count <= max {
+        return line.to_string();
+    }
+    let kept: String = line.chars().take(max).collect();
+    format!("{kept}… [{} chars omitted]", count - max)
+}
+
+pub fn format_duration(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
+    }
+}
+
+fn github_escape(s: &str) -> String {
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}

@@ -1,0 +1,79 @@
+//! The §7.2 result: one struct, serialized as-is for `--format json`, the last NDJSON
+//! event, the RPC response and the MCP structured content.
+
+use crate::exec::KilledProcess;
+use crate::output::artifact::ArtifactRef;
+use crate::output::sink::Truncation;
+use crate::stages::Mode;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Blocked {
+    pub rule: String,
+    pub tool: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub command: String,
+    pub normalized_command: String,
+    pub stripped: Option<String>,
+    pub profile: String,
+    pub cwd: String,
+    pub final_cwd: String,
+    pub mode: Mode,
+    pub session: Option<String>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    pub blocked: Option<Blocked>,
+    pub duration_ms: u64,
+    pub timeout_s: u64,
+    pub requested_timeout_s: i64,
+    pub head: Option<usize>,
+    pub tail: Option<usize>,
+    pub output: String,
+    pub text: String,
+    pub truncated: bool,
+    pub total_bytes: u64,
+    pub total_lines: u64,
+    pub output_bytes: u64,
+    pub output_lines: u64,
+    pub truncation: Option<Truncation>,
+    pub artifact: Option<ArtifactRef>,
+    pub background_killed: Vec<KilledProcess>,
+    pub notices: Vec<String>,
+    pub warnings: Vec<String>,
+    /// agentbash's own failure (exit 125), when it did not get to run the command.
+    pub error: Option<String>,
+    /// The exit code agentbash itself exits with.
+    #[serde(skip)]
+    pub agentbash_exit: i32,
+}
+
+/// `SIGKILL` for 9, etc.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return format!("SIG{sig}"),
+    };
+    name.to_string()
+}

@@ -1,0 +1,514 @@
+//! The run pipeline (SPEC §4), top to bottom:
+//! normalize → intercept → cwd → timeout → artifact → mode → execute → shape.
+//!
+//! [`plan`] makes every decision without side effects (it is what `explain` shows);
+//! [`execute`] carries a plan out and shapes the §7.2 result.
+
+use crate::exec::{self, CancelToken, End, ExecOutcome, SpawnSpec, env::BuiltEnv};
+use crate::intercept::{self, Interception};
+use crate::normalize::{self, Normalized};
+use crate::output::artifact::{self, Allocated, ArtifactStore};
+use crate::output::sink::{OutputSink, SinkConfig};
+use crate::profile::LoadedProfile;
+use crate::result::{Blocked, RunResult, signal_name};
+use crate::rules::RuleSet;
+use crate::shell::{self, ShellError};
+use crate::stages::{self, CwdError, Mode, ModeChoice, ModeDecision, Timeout};
+use crate::exit;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// What a caller asks for (the library face of `agentbash run`'s options).
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    pub command: String,
+    /// Relative `cwd`s resolve against this (the invoking directory or session cwd).
+    pub invoking_dir: PathBuf,
+    pub cwd: Option<PathBuf>,
+    pub timeout: Option<i64>,
+    pub head: Option<usize>,
+    pub tail: Option<usize>,
+    pub mode: ModeChoice,
+    pub tools: Option<Vec<String>>,
+    pub no_intercept: bool,
+    pub env: Vec<(String, String)>,
+    pub session: Option<String>,
+    /// Give the command our stdin instead of the null device.
+    pub stdin: bool,
+    pub stdin_tty: bool,
+    pub stdout_tty: bool,
+}
+
+impl RunRequest {
+    pub fn new(command: impl Into<String>) -> Self {
+        RunRequest {
+            command: command.into(),
+            invoking_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            ..Default::default()
+        }
+    }
+}
+
+/// Streaming callbacks while a run is under way.
+pub enum Event<'a> {
+    Start(&'a Plan),
+    /// Sanitized output text, coalesced (at most one event per 50 ms).
+    Output(&'a str),
+    Notice(&'a str),
+}
+
+/// Every decision of a run, made before anything runs.
+#[derive(Debug)]
+pub struct Plan {
+    pub command: String,
+    pub normalized: Normalized,
+    pub interception: Option<Interception>,
+    pub tools: Vec<String>,
+    pub rule_warnings: Vec<String>,
+    pub cwd: Result<PathBuf, CwdError>,
+    pub timeout: Timeout,
+    pub mode: ModeDecision,
+    pub shell: Result<PathBuf, ShellError>,
+    pub script: String,
+    pub env: BuiltEnv,
+    pub artifact_dir: Option<PathBuf>,
+    pub profile_name: String,
+    /// Usage-level problem with the request itself (exit 2).
+    pub usage_error: Option<String>,
+}
+
+impl Plan {
+    /// The argv that would be spawned.
+    pub fn argv(&self, profile: &LoadedProfile) -> Vec<String> {
+        let mut v = vec![
+            self.shell
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| profile.profile.shell.path.clone()),
+        ];
+        v.extend(profile.profile.shell.args.iter().cloned());
+        v.push(self.script.clone());
+        v
+    }
+}
+
+/// Make every decision for `req` under `profile`; runs nothing.
+pub fn plan(req: &RunRequest, profile: &LoadedProfile) -> Plan {
+    let p = &profile.profile;
+    let usage_error = if req.command.trim().is_empty() {
+        Some("empty command: give the command to run after `--`".to_string())
+    } else if req.command.contains('\0') {
+        Some("the command contains a NUL byte, which no shell can receive".to_string())
+    } else {
+        None
+    };
+    // §4.1
+    let normalized = normalize::normalize(
+        &req.command,
+        p.output.strip_head_tail,
+        req.head,
+        req.tail,
+    );
+    // §4.2
+    let tools = req.tools.clone().unwrap_or_else(|| p.interceptor.tools.clone());
+    let (interception, rule_warnings) = if p.interceptor.enabled && !req.no_intercept {
+        let base = profile
+            .layers
+            .iter()
+            .rev()
+            .find(|(_, t)| {
+                t.get("interceptor")
+                    .and_then(|i| i.as_table())
+                    .is_some_and(|i| i.contains_key("rules"))
+            })
+            .and_then(|(o, _)| o.base_dir().map(PathBuf::from));
+        match RuleSet::load(&p.interceptor.rules, base.as_deref()) {
+            Ok(set) => (
+                Some(intercept::intercept(&normalized.command, &set, &tools)),
+                set.warnings().to_vec(),
+            ),
+            Err(e) => (None, vec![format!("interceptor disabled for this run: {e}")]),
+        }
+    } else {
+        (None, vec![])
+    };
+    // §4.3
+    let cwd = stages::resolve_cwd(&req.invoking_dir, req.cwd.as_deref());
+    // §4.4
+    let timeout = stages::clamp_timeout(req.timeout, &p.timeout);
+    // §4.6 (decided before the env, which differs for a PTY)
+    let mode = stages::decide_mode(
+        req.mode,
+        p.pty.mode,
+        std::env::var("AGENTBASH_NO_PTY").as_deref() == Ok("1"),
+        req.stdin_tty,
+        req.stdout_tty,
+    );
+    let env = exec::env::build(&p.env, std::env::vars(), &req.env, mode.mode == Mode::Pty);
+    let shell = shell::resolve(&p.shell, env.vars.get("PATH").map(String::as_str));
+    let script = shell::with_prefix(&p.shell.prefix, &normalized.command);
+    let artifact_dir = p
+        .artifacts
+        .enabled
+        .then(|| artifact::resolve_dir(&p.artifacts.dir, &req.invoking_dir));
+    Plan {
+        command: req.command.clone(),
+        normalized,
+        interception,
+        tools,
+        rule_warnings,
+        cwd,
+        timeout,
+        mode,
+        shell,
+        script,
+        env,
+        artifact_dir,
+        profile_name: profile.name.clone(),
+        usage_error,
+    }
+}
+
+static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn run_marker() -> String {
+    let n = RUN_COUNTER.fetch_add(1, Ordering::SeqCst);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{}-{n}-{nanos}", std::process::id())
+}
+
+/// Scripts past this size go through a temporary file: Linux caps one argv string
+/// at 128 KiB.
+const MAX_INLINE_SCRIPT: usize = 100 * 1024;
+
+/// Run `req` under `profile`, streaming events, and return the §7.2 result.
+pub fn execute(
+    req: &RunRequest,
+    profile: &LoadedProfile,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> RunResult {
+    let started = Instant::now();
+    let plan = plan(req, profile);
+    let p = &profile.profile;
+    let mut r = base_result(req, &plan);
+    let mut notices: Vec<String> = Vec::new();
+    let mut warnings: Vec<String> = plan.rule_warnings.clone();
+    if let Some(e) = &plan.usage_error {
+        return fail(r, exit::USAGE, e.clone());
+    }
+    if let Some(hit) = plan.interception.as_ref().and_then(|i| i.blocked.as_ref()) {
+        let msg = intercept::blocked_message(hit, &req.command);
+        r.blocked = Some(Blocked {
+            rule: hit.rule.clone(),
+            tool: hit.tool.clone(),
+            message: hit.message.clone(),
+        });
+        r.output = msg.clone();
+        r.text = msg;
+        r.warnings = warnings;
+        r.agentbash_exit = exit::BLOCKED;
+        return r;
+    }
+    if let Some(i) = &plan.interception {
+        notices.extend(i.warnings.iter().map(|h| h.message.clone()));
+    }
+    let cwd = match &plan.cwd {
+        Ok(c) => c.clone(),
+        Err(e) => return fail(r, exit::FAILURE, e.to_string()),
+    };
+    let shell_path = match &plan.shell {
+        Ok(s) => s.clone(),
+        Err(e) => return fail(r, exit::FAILURE, e.to_string()),
+    };
+    notices.extend(plan.timeout.notice.clone());
+    notices.extend(plan.mode.notice.clone());
+    // §4.5: never fatal.
+    let allocated: Option<Allocated> = plan.artifact_dir.as_ref().and_then(|dir| {
+        let store = ArtifactStore {
+            dir: dir.clone(),
+            max_total_bytes: p.artifacts.max_total_bytes,
+            max_age_days: p.artifacts.max_age_days,
+        };
+        match store.allocate() {
+            Ok(a) => Some(a),
+            Err(e) => {
+                warnings.push(format!(
+                    "artifacts unavailable ({}: {e}); output beyond the limit will not be saved",
+                    dir.display()
+                ));
+                None
+            }
+        }
+    });
+    let redact = redact_pairs(&p.output.redact);
+    let mut sink = OutputSink::new(
+        SinkConfig {
+            max_bytes: p.output.max_bytes,
+            head_bytes: p.output.head_bytes,
+            max_columns: p.output.max_columns,
+            head_lines: plan.normalized.head,
+            tail_lines: plan.normalized.tail,
+            redact,
+        },
+        allocated,
+        true,
+    );
+    for n in &notices {
+        on_event(Event::Notice(n));
+    }
+    on_event(Event::Start(&plan));
+
+    let marker = run_marker();
+    let mut env = plan.env.vars.clone();
+    env.insert(exec::env::RUN_MARKER.to_string(), marker.clone());
+    let (script, script_file) = if plan.script.len() > MAX_INLINE_SCRIPT {
+        match spill_script(&plan.script) {
+            Ok((s, f)) => (s, Some(f)),
+            Err(e) => return fail(r, exit::FAILURE, format!("cannot stage a {}-byte command: {e}", plan.script.len())),
+        }
+    } else {
+        (plan.script.clone(), None)
+    };
+    let mut args = p.shell.args.clone();
+    args.push(script);
+    let spec = SpawnSpec {
+        program: shell_path,
+        args,
+        env: env.into_iter().collect(),
+        cwd: cwd.clone(),
+        limits: exec::Limits {
+            address_space_mb: p.limits.address_space_mb,
+            file_size_mb: p.limits.file_size_mb,
+            processes: p.limits.processes,
+            cpu_seconds: p.limits.cpu_seconds,
+        },
+    };
+    let timeout = Duration::from_secs(plan.timeout.effective);
+    let grace = Duration::from_millis(p.timeout.kill_grace_ms);
+    let mut on_output = |t: &str| on_event(Event::Output(t));
+    let outcome = match plan.mode.mode {
+        Mode::Print => exec::print::run(
+            &exec::print::PrintRequest {
+                spawn: &spec,
+                stdin_inherit: req.stdin,
+                timeout,
+                kill_grace: grace,
+                background: p.process.background,
+                marker: &marker,
+                cancel,
+            },
+            &mut sink,
+            &mut on_output,
+        ),
+        Mode::Pty => exec::pty::run(
+            &exec::pty::PtyRun {
+                spawn: &spec,
+                cols: p.pty.cols,
+                rows: p.pty.rows,
+                interactive: req.stdin_tty && req.stdout_tty,
+                title: &plan.normalized.command,
+                kill_key: &p.pty.kill_key,
+                feed_stdin: req.stdin,
+                timeout,
+                kill_grace: grace,
+                cancel,
+            },
+            &mut sink,
+            &mut on_output,
+        ),
+    };
+    drop(script_file);
+    let outcome: ExecOutcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            let retained = sink.finish();
+            let mut r = fail(r, exit::FAILURE, e.to_string());
+            r.total_bytes = retained.total_bytes;
+            return r;
+        }
+    };
+    let retained = sink.finish();
+    warnings.extend(retained.warnings.iter().cloned());
+    shape(r, plan, outcome, retained, notices, warnings, started, cwd)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn shape(
+    mut r: RunResult,
+    plan: Plan,
+    outcome: ExecOutcome,
+    retained: crate::output::sink::Retained,
+    mut notices: Vec<String>,
+    warnings: Vec<String>,
+    started: Instant,
+    cwd: PathBuf,
+) -> RunResult {
+    // §4.9 exit mapping
+    let (code, annotation) = match outcome.end {
+        End::Exited(c) => {
+            r.exit_code = Some(c);
+            (c, None)
+        }
+        End::Signaled(s) => {
+            r.exit_code = Some(exit::for_signal(s));
+            r.signal = Some(signal_name(s));
+            notices.push(limit_reason(s));
+            (exit::for_signal(s), None)
+        }
+        End::TimedOut => {
+            r.timed_out = true;
+            r.exit_code = Some(exit::TIMEOUT);
+            (
+                exit::TIMEOUT,
+                Some(format!("[Command timed out after {} seconds]", plan.timeout.effective)),
+            )
+        }
+        End::Cancelled(sig) => {
+            r.cancelled = true;
+            r.exit_code = Some(exit::for_signal(sig));
+            (exit::for_signal(sig), Some("[Command cancelled]".to_string()))
+        }
+        End::Killed => {
+            r.cancelled = true;
+            r.exit_code = Some(exit::for_signal(libc::SIGINT));
+            (exit::for_signal(libc::SIGINT), Some("[Command cancelled]".to_string()))
+        }
+        End::MissingStatus => {
+            r.exit_code = None;
+            r.error = Some("Command failed: missing exit status".into());
+            (exit::FAILURE, Some("Command failed: missing exit status".to_string()))
+        }
+    };
+    notices.retain(|n| !n.is_empty());
+    if let Some(n) = &retained.notice {
+        notices.push(n.clone());
+    }
+    if code != 0 && !r.timed_out && !r.cancelled {
+        notices.push(format!("Command exited with code {code}"));
+    }
+    let mut output = String::new();
+    if let Some(a) = &annotation {
+        output.push_str(a);
+        output.push('\n');
+    }
+    if retained.text.is_empty() {
+        if annotation.is_none() {
+            output.push_str("(no output)");
+        }
+    } else {
+        output.push_str(&retained.text);
+    }
+    let output = output.trim_end_matches('\n').to_string();
+    let mut text = output.clone();
+    for n in &notices {
+        text.push_str("\n\n");
+        text.push_str(n);
+    }
+    for w in &warnings {
+        text.push_str("\n\nWarning: ");
+        text.push_str(w);
+    }
+    r.final_cwd = cwd.display().to_string();
+    r.duration_ms = started.elapsed().as_millis() as u64;
+    r.output = output;
+    r.text = text;
+    r.truncated = retained.truncated;
+    r.total_bytes = retained.total_bytes;
+    r.total_lines = retained.total_lines;
+    r.output_bytes = retained.output_bytes;
+    r.output_lines = retained.output_lines;
+    r.truncation = retained.truncation;
+    r.artifact = retained.artifact;
+    r.background_killed = outcome.background_killed;
+    r.notices = notices;
+    r.warnings = warnings;
+    r.agentbash_exit = code;
+    let _ = plan;
+    r
+}
+
+/// Why a signal probably came from a `[limits]` guard.
+fn limit_reason(sig: i32) -> String {
+    match sig {
+        libc::SIGXCPU => "Command exceeded its CPU time limit (limits.cpu_seconds)".into(),
+        libc::SIGXFSZ => "Command exceeded its file size limit (limits.file_size_mb)".into(),
+        _ => String::new(),
+    }
+}
+
+fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
+    let cwd = match &plan.cwd {
+        Ok(c) => c.display().to_string(),
+        Err(CwdError::Missing(c) | CwdError::NotADirectory(c)) => c.display().to_string(),
+    };
+    RunResult {
+        command: req.command.clone(),
+        normalized_command: plan.normalized.command.clone(),
+        stripped: plan.normalized.stripped.clone(),
+        profile: plan.profile_name.clone(),
+        final_cwd: cwd.clone(),
+        cwd,
+        mode: plan.mode.mode,
+        session: req.session.clone(),
+        exit_code: None,
+        signal: None,
+        timed_out: false,
+        cancelled: false,
+        blocked: None,
+        duration_ms: 0,
+        timeout_s: plan.timeout.effective,
+        requested_timeout_s: plan.timeout.requested,
+        head: plan.normalized.head,
+        tail: plan.normalized.tail,
+        output: String::new(),
+        text: String::new(),
+        truncated: false,
+        total_bytes: 0,
+        total_lines: 0,
+        output_bytes: 0,
+        output_lines: 0,
+        truncation: None,
+        artifact: None,
+        background_killed: vec![],
+        notices: vec![],
+        warnings: vec![],
+        error: None,
+        agentbash_exit: 0,
+    }
+}
+
+fn fail(mut r: RunResult, code: i32, msg: String) -> RunResult {
+    r.exit_code = Some(code);
+    r.output = msg.clone();
+    r.text = msg.clone();
+    r.error = Some(msg);
+    r.agentbash_exit = code;
+    r
+}
+
+/// Values of agentbash's own env vars whose names match the redact globs.
+fn redact_pairs(globs: &[String]) -> Vec<(String, String)> {
+    if globs.is_empty() {
+        return vec![];
+    }
+    std::env::vars()
+        .filter(|(k, _)| globs.iter().any(|g| exec::env::glob_match(g, k)))
+        .collect()
+}
+
+/// Write a very long command to a private temp file and source it instead.
+fn spill_script(script: &str) -> std::io::Result<(String, tempfile::NamedTempFile)> {
+    use std::io::Write;
+    let dir = crate::paths::state_dir().join("tmp");
+    crate::paths::private_dir(&dir)?;
+    let mut f = tempfile::Builder::new().prefix("cmd-").suffix(".sh").tempfile_in(&dir)?;
+    f.write_all(script.as_bytes())?;
+    f.flush()?;
+    let path = f.path().display().to_string().replace('\'', r"'\''");
+    Ok((format!(". '{path}'"), f))
+}

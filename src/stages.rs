@@ -1,0 +1,151 @@
+//! The small decision stages of the pipeline (SPEC §4.3, §4.4, §4.6), each a pure
+//! function of its inputs so `explain` can show exactly what `run` will do.
+
+use crate::profile::{PtyMode, TimeoutCfg};
+use std::path::{Path, PathBuf};
+
+/// §4.3 Working directory.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CwdError {
+    #[error("Working directory does not exist: {}", .0.display())]
+    Missing(PathBuf),
+    #[error("Working directory is not a directory: {}", .0.display())]
+    NotADirectory(PathBuf),
+}
+
+pub fn resolve_cwd(base: &Path, requested: Option<&Path>) -> Result<PathBuf, CwdError> {
+    let abs = match requested {
+        Some(p) => crate::paths::absolute(base, p),
+        None => base.to_path_buf(),
+    };
+    match std::fs::metadata(&abs) {
+        Ok(m) if m.is_dir() => Ok(abs),
+        Ok(_) => Err(CwdError::NotADirectory(abs)),
+        Err(_) => Err(CwdError::Missing(abs)),
+    }
+}
+
+/// §4.4 Timeout: requested (or the default) clamped to `[1, max]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timeout {
+    pub effective: u64,
+    pub requested: i64,
+    pub notice: Option<String>,
+}
+
+pub fn clamp_timeout(requested: Option<i64>, cfg: &TimeoutCfg) -> Timeout {
+    let max = cfg.max.clamp(1, 3600);
+    let req = requested.unwrap_or(cfg.default.min(i64::MAX as u64) as i64);
+    let effective = req.clamp(1, max as i64) as u64;
+    let notice = (effective as i64 != req).then(|| {
+        format!("Timeout clamped to {effective}s (requested {req}s; allowed range 1-{max}s).")
+    });
+    Timeout {
+        effective,
+        requested: req,
+        notice,
+    }
+}
+
+/// §4.6 Mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Print,
+    Pty,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ModeChoice {
+    #[default]
+    Auto,
+    Print,
+    Pty,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModeDecision {
+    pub mode: Mode,
+    /// Why, for `explain`.
+    pub reasons: Vec<String>,
+    pub notice: Option<String>,
+}
+
+pub fn decide_mode(
+    choice: ModeChoice,
+    profile_mode: PtyMode,
+    no_pty_env: bool,
+    stdin_tty: bool,
+    stdout_tty: bool,
+) -> ModeDecision {
+    let mut reasons = Vec::new();
+    let (mode, notice) = match choice {
+        ModeChoice::Print => {
+            reasons.push("print forced (--mode print / --no-pty)".into());
+            (Mode::Print, None)
+        }
+        ModeChoice::Pty if no_pty_env => {
+            reasons.push("PTY forced but AGENTBASH_NO_PTY=1 overrides it".into());
+            (
+                Mode::Print,
+                Some("PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal".into()),
+            )
+        }
+        ModeChoice::Pty => {
+            reasons.push("PTY forced (--mode pty / --pty)".into());
+            (Mode::Pty, None)
+        }
+        ModeChoice::Auto => {
+            let checks = [
+                (profile_mode == PtyMode::On, "profile pty.mode = \"on\"", "profile pty.mode = \"off\""),
+                (!no_pty_env, "AGENTBASH_NO_PTY is not 1", "AGENTBASH_NO_PTY=1"),
+                (stdin_tty, "stdin is a terminal", "stdin is not a terminal"),
+                (stdout_tty, "stdout is a terminal", "stdout is not a terminal"),
+            ];
+            let mut all = true;
+            for (ok, yes, no) in checks {
+                reasons.push(format!("auto: {}", if ok { yes } else { no }));
+                all &= ok;
+            }
+            (if all { Mode::Pty } else { Mode::Print }, None)
+        }
+    };
+    ModeDecision {
+        mode,
+        reasons,
+        notice,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts() {
+        let cfg = TimeoutCfg::default();
+        assert_eq!(clamp_timeout(None, &cfg).effective, 300);
+        assert_eq!(clamp_timeout(Some(5), &cfg).notice, None);
+        let t = clamp_timeout(Some(99999), &cfg);
+        assert_eq!(t.effective, 3600);
+        assert_eq!(
+            t.notice.as_deref(),
+            Some("Timeout clamped to 3600s (requested 99999s; allowed range 1-3600s).")
+        );
+        assert_eq!(clamp_timeout(Some(0), &cfg).effective, 1);
+        assert_eq!(clamp_timeout(Some(-5), &cfg).effective, 1);
+    }
+
+    #[test]
+    fn modes() {
+        use ModeChoice::*;
+        let d = |c, p, n, i, o| decide_mode(c, p, n, i, o).mode;
+        assert_eq!(d(Auto, PtyMode::On, false, true, true), Mode::Pty);
+        assert_eq!(d(Auto, PtyMode::On, false, true, false), Mode::Print);
+        assert_eq!(d(Auto, PtyMode::Off, false, true, true), Mode::Print);
+        assert_eq!(d(Auto, PtyMode::On, true, true, true), Mode::Print);
+        assert_eq!(d(Pty, PtyMode::Off, false, false, false), Mode::Pty);
+        assert_eq!(d(Pty, PtyMode::Off, true, false, false), Mode::Print);
+        assert_eq!(d(Print, PtyMode::On, false, true, true), Mode::Print);
+    }
+}
