@@ -1,29 +1,806 @@
-//! Rule packs (placeholder until the interceptor engine lands).
-use std::path::Path;
+//! Rule packs (SPEC §3): TOML files of `[[rule]]` tables that tell the interceptor which
+//! commands a caller should run through one of its own tools instead.
+//!
+//! Packs are parsed strictly, because a typo in a rule pack silently disables protection:
+//! unknown keys, wrong types and duplicate ids are errors naming file:line:col (with a
+//! suggestion for a misspelled key). A rule whose regex does not compile is the one
+//! exception: at run time it is skipped with a warning (never silently) so that one bad
+//! rule in a user pack does not stop every command, while `rules check` fails on it.
+//!
+//! Patterns use the `regex` crate's syntax, which matches in linear time, so no pattern
+//! can make the interceptor hang on a hostile command. All patterns of a [`RuleSet`] are
+//! compiled into one `RegexSet`, so checking a candidate is one pass whatever the number
+//! of rules.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::intercept::{Verdict, intercept};
+
+/// The shipped pack, embedded so the binary needs no data files.
+const DEFAULT_PACK: &str = include_str!("../rules/default.toml");
+
+/// Names of the built-in packs, usable in `interceptor.rules` without a path.
+pub const BUILTIN_PACKS: &[&str] = &["default"];
+
+/// Compiled-size ceiling per pattern and for the combined set. The defaults of the
+/// `regex` crate are tuned for one pattern; a few hundred rules need more room.
+const REGEX_SIZE_LIMIT: usize = 64 * 1024 * 1024;
+
+/// What happens when a rule applies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
+    /// Refuse to run the command (exit 77).
+    #[default]
     Block,
+    /// Run the command and add the rule's message as a notice.
     Warn,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum RulesError {
-    #[error("{0}")]
-    Invalid(String),
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Action::Block => "block",
+            Action::Warn => "warn",
+        })
+    }
 }
 
-#[derive(Debug, Clone, Default)]
+/// A 1-based position in a pack file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Location {
+    pub line: usize,
+    pub column: usize,
+}
+
+/// One compiled rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub id: String,
+    pub pattern: String,
+    /// Optional exclusion: when this regex also matches, the rule does not (the `regex`
+    /// crate has no look-around, and "find with -name but without -exec" needs it).
+    pub unless: Option<String>,
+    pub tool: String,
+    pub message: String,
+    pub action: Action,
+    pub examples_match: Vec<String>,
+    pub examples_not_match: Vec<String>,
+    /// The pack it came from: a built-in name such as `default`, or the pack's path.
+    pub pack: String,
+    regex: Regex,
+    unless_regex: Option<Regex>,
+    location: Location,
+}
+
+impl Rule {
+    /// The compiled `pattern`.
+    pub fn regex(&self) -> &Regex {
+        &self.regex
+    }
+
+    /// Where the rule's `id` is written in its pack.
+    pub fn location(&self) -> Location {
+        self.location
+    }
+
+    /// Whether this rule matches `text` on its own (pattern matches, `unless` does not).
+    pub fn is_match(&self, text: &str) -> bool {
+        self.regex.is_match(text) && !self.unless_regex.as_ref().is_some_and(|u| u.is_match(text))
+    }
+}
+
+/// Errors that make a rule pack unusable; each names the pack and, where it can, the
+/// line and column to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    #[error("cannot read rule pack {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{file}:{line}:{column}: {message}{}",
+        .suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default()
+    )]
+    Invalid {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+        suggestion: Option<String>,
+    },
+    #[error("unknown rule pack `{name}`: built-in packs are {}; give a custom pack as a path (containing `/` or ending in `.toml`)", BUILTIN_PACKS.join(", "))]
+    UnknownPack { name: String },
+    #[error("rule packs {packs}: the patterns cannot be combined into one matcher: {message}")]
+    Combine { packs: String, message: String },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPack {
+    /// Free text for people reading the pack; not used by the program.
+    #[serde(default, rename = "description")]
+    _description: Option<String>,
+    #[serde(default)]
+    rule: Vec<RawRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    id: Spanned<String>,
+    pattern: Spanned<String>,
+    #[serde(default)]
+    unless: Option<Spanned<String>>,
+    tool: Spanned<String>,
+    message: Spanned<String>,
+    #[serde(default)]
+    action: Action,
+    #[serde(default)]
+    examples: RawExamples,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExamples {
+    #[serde(default, rename = "match")]
+    matches: Vec<String>,
+    #[serde(default)]
+    not_match: Vec<String>,
+}
+
+/// A rule whose `pattern` or `unless` did not compile.
+#[derive(Debug, Clone)]
+struct InvalidRule {
+    id: String,
+    field: &'static str,
+    location: Location,
+    error: String,
+}
+
+/// A parsed pack: the compiled rules and the ones skipped for a bad regex.
+struct ParsedPack {
+    rules: Vec<Rule>,
+    invalid: Vec<InvalidRule>,
+}
+
+/// The rules in force for a run: every pack named by the profile, in order, with one
+/// combined matcher.
+#[derive(Debug, Clone)]
 pub struct RuleSet {
+    rules: Vec<Rule>,
+    set: RegexSet,
     warnings: Vec<String>,
+    packs: Vec<String>,
+}
+
+impl Default for RuleSet {
+    fn default() -> Self {
+        RuleSet {
+            rules: Vec::new(),
+            set: RegexSet::empty(),
+            warnings: Vec::new(),
+            packs: Vec::new(),
+        }
+    }
 }
 
 impl RuleSet {
-    pub fn load(_specs: &[String], _base: Option<&Path>) -> Result<RuleSet, RulesError> {
-        Ok(RuleSet::default())
+    /// Loads the packs named by `specs`, in order. A spec is a built-in pack name
+    /// (`default`) or a path, relative to `base_dir` (the directory of the profile that
+    /// named it) when given, else to the current directory. A spec listed twice is loaded
+    /// once.
+    pub fn load(specs: &[String], base_dir: Option<&Path>) -> Result<RuleSet, RulesError> {
+        let mut rules = Vec::new();
+        let mut warnings = Vec::new();
+        let mut packs: Vec<String> = Vec::new();
+        for spec in specs {
+            let (name, text) = read_pack(spec, base_dir)?;
+            if packs.contains(&name) {
+                continue;
+            }
+            let parsed = parse_pack(&name, &text)?;
+            warnings.extend(parsed.invalid.iter().map(|bad| skipped_warning(&name, bad)));
+            rules.extend(parsed.rules);
+            packs.push(name);
+        }
+        Self::assemble(rules, warnings, packs)
     }
+
+    /// Builds a set from one pack's TOML text; `pack` names it in messages.
+    pub fn from_toml(pack: &str, text: &str) -> Result<RuleSet, RulesError> {
+        let parsed = parse_pack(pack, text)?;
+        let warnings = parsed
+            .invalid
+            .iter()
+            .map(|bad| skipped_warning(pack, bad))
+            .collect();
+        Self::assemble(parsed.rules, warnings, vec![pack.to_string()])
+    }
+
+    fn assemble(
+        rules: Vec<Rule>,
+        warnings: Vec<String>,
+        packs: Vec<String>,
+    ) -> Result<RuleSet, RulesError> {
+        let set = RegexSetBuilder::new(rules.iter().map(|r| r.pattern.as_str()))
+            .size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .map_err(|e| RulesError::Combine {
+                packs: packs.join(", "),
+                message: one_line(&e.to_string()),
+            })?;
+        Ok(RuleSet {
+            rules,
+            set,
+            warnings,
+            packs,
+        })
+    }
+
+    /// The compiled rules, in pack order (rules skipped for a bad regex are absent).
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// One message per skipped rule, naming the pack, the rule id and the regex error.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }
+
+    /// The packs loaded, as named in [`Rule::pack`].
+    pub fn packs(&self) -> &[String] {
+        &self.packs
+    }
+
+    /// Indices (into [`RuleSet::rules`], ascending = pack order) of the rules matching
+    /// `text`. One `RegexSet` pass finds the candidates; `unless` exclusions are then
+    /// checked only for those.
+    pub fn matching(&self, text: &str) -> Vec<usize> {
+        self.set
+            .matches(text)
+            .into_iter()
+            .filter(|&i| {
+                self.rules
+                    .get(i)
+                    .is_some_and(|r| !r.unless_regex.as_ref().is_some_and(|u| u.is_match(text)))
+            })
+            .collect()
+    }
+}
+
+fn skipped_warning(pack: &str, bad: &InvalidRule) -> String {
+    format!(
+        "rule pack {pack}: rule `{}` (line {}) skipped: invalid regex in `{}`: {}",
+        bad.id,
+        bad.location.line,
+        bad.field,
+        one_line(&bad.error)
+    )
+}
+
+/// `regex` errors are multi-line with a caret diagram; a warning needs one line.
+fn one_line(error: &str) -> String {
+    let reason = error
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("error:").map(str::trim));
+    match reason {
+        Some(reason) => reason.to_string(),
+        None => error.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// Whether a spec names a file rather than a built-in pack (same rule as profiles, §2).
+fn is_path_spec(spec: &str) -> bool {
+    spec.contains('/') || spec.ends_with(".toml")
+}
+
+/// Returns the pack's display name and its text.
+fn read_pack(spec: &str, base_dir: Option<&Path>) -> Result<(String, String), RulesError> {
+    if !is_path_spec(spec) {
+        return match spec {
+            "default" => Ok(("default".to_string(), DEFAULT_PACK.to_string())),
+            _ => Err(RulesError::UnknownPack {
+                name: spec.to_string(),
+            }),
+        };
+    }
+    let path = match base_dir {
+        Some(base) if Path::new(spec).is_relative() => base.join(spec),
+        _ => PathBuf::from(spec),
+    };
+    let text = std::fs::read_to_string(&path).map_err(|source| RulesError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    Ok((path.display().to_string(), text))
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+fn location(text: &str, offset: usize) -> Location {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |p| p + 1);
+    Location {
+        line,
+        column: before[line_start..].chars().count() + 1,
+    }
+}
+
+fn compile(pattern: &str) -> Result<Regex, String> {
+    RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+fn parse_pack(name: &str, text: &str) -> Result<ParsedPack, RulesError> {
+    let raw: RawPack = toml::from_str(text).map_err(|e| {
+        let at = location(text, e.span().map_or(0, |s| s.start));
+        let message = e.message().trim().to_string();
+        RulesError::Invalid {
+            file: name.to_string(),
+            line: at.line,
+            column: at.column,
+            suggestion: suggest_from_serde(&message),
+            message,
+        }
+    })?;
+
+    let invalid_at = |span: std::ops::Range<usize>, message: String| {
+        let at = location(text, span.start);
+        RulesError::Invalid {
+            file: name.to_string(),
+            line: at.line,
+            column: at.column,
+            message,
+            suggestion: None,
+        }
+    };
+
+    let mut rules = Vec::new();
+    let mut invalid = Vec::new();
+    let mut seen: Vec<(String, Location)> = Vec::new();
+    for raw_rule in raw.rule {
+        let id = raw_rule.id.get_ref().trim().to_string();
+        let at = location(text, raw_rule.id.span().start);
+        for (key, value) in [
+            ("id", &raw_rule.id),
+            ("pattern", &raw_rule.pattern),
+            ("tool", &raw_rule.tool),
+            ("message", &raw_rule.message),
+        ] {
+            if value.get_ref().trim().is_empty() {
+                return Err(invalid_at(
+                    value.span(),
+                    format!("rule `{id}`: `{key}` must not be empty"),
+                ));
+            }
+        }
+        if let Some((_, first)) = seen.iter().find(|(seen_id, _)| *seen_id == id) {
+            return Err(invalid_at(
+                raw_rule.id.span(),
+                format!(
+                    "duplicate rule id `{id}` (first defined at line {})",
+                    first.line
+                ),
+            ));
+        }
+        seen.push((id.clone(), at));
+
+        let regex = match compile(raw_rule.pattern.get_ref()) {
+            Ok(regex) => regex,
+            Err(error) => {
+                invalid.push(InvalidRule {
+                    id,
+                    field: "pattern",
+                    location: location(text, raw_rule.pattern.span().start),
+                    error,
+                });
+                continue;
+            }
+        };
+        let unless_regex = match &raw_rule.unless {
+            Some(unless) => match compile(unless.get_ref()) {
+                Ok(regex) => Some(regex),
+                Err(error) => {
+                    invalid.push(InvalidRule {
+                        id,
+                        field: "unless",
+                        location: location(text, unless.span().start),
+                        error,
+                    });
+                    continue;
+                }
+            },
+            None => None,
+        };
+        rules.push(Rule {
+            id,
+            pattern: raw_rule.pattern.into_inner(),
+            unless: raw_rule.unless.map(Spanned::into_inner),
+            tool: raw_rule.tool.into_inner().trim().to_string(),
+            message: raw_rule.message.into_inner().trim().to_string(),
+            action: raw_rule.action,
+            examples_match: raw_rule.examples.matches,
+            examples_not_match: raw_rule.examples.not_match,
+            pack: name.to_string(),
+            regex,
+            unless_regex,
+            location: at,
+        });
+    }
+    Ok(ParsedPack { rules, invalid })
+}
+
+/// For serde's "unknown field `x`, expected one of `a`, `b`" (and "unknown variant"),
+/// suggests the closest expected name.
+fn suggest_from_serde(message: &str) -> Option<String> {
+    if !(message.starts_with("unknown field") || message.starts_with("unknown variant")) {
+        return None;
+    }
+    let mut quoted = message.split('`').skip(1).step_by(2);
+    let unknown = quoted.next()?;
+    quoted
+        .map(|candidate| (levenshtein(unknown, candidate), candidate))
+        .filter(|(distance, candidate)| *distance <= (candidate.chars().count() / 3).max(1) + 1)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate.to_string())
+}
+
+/// Edit distance, for "did you mean" suggestions.
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                diagonal
+            } else {
+                1 + diagonal.min(above).min(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// The `rules list` table: id, tool, action, pack, pattern; skipped rules follow as
+/// warnings so that they are never invisible.
+pub fn format_list(set: &RuleSet) -> String {
+    let header = ["ID", "TOOL", "ACTION", "PACK", "PATTERN"];
+    let rows: Vec<[String; 5]> = set
+        .rules()
+        .iter()
+        .map(|r| {
+            let pattern = match &r.unless {
+                Some(unless) => format!("{}  (unless {unless})", r.pattern),
+                None => r.pattern.clone(),
+            };
+            [
+                r.id.clone(),
+                r.tool.clone(),
+                r.action.to_string(),
+                r.pack.clone(),
+                pattern,
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: [&str; 5]| {
+        let mut text = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                text.push_str(cell);
+                let pad = widths[i].saturating_sub(cell.chars().count()) + 2;
+                text.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(header);
+    for row in &rows {
+        line([&row[0], &row[1], &row[2], &row[3], &row[4]]);
+    }
+    if rows.is_empty() {
+        out.push_str("(no rules)\n");
+    }
+    for warning in set.warnings() {
+        out.push_str("warning: ");
+        out.push_str(warning);
+        out.push('\n');
+    }
+    out
+}
+
+/// What went wrong with one rule or pack in `rules check`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CheckProblem {
+    /// The pack could not be read or parsed.
+    Load { error: String },
+    /// `pattern` or `unless` does not compile.
+    InvalidRegex { field: String, error: String },
+    /// The patterns compile alone but not together.
+    Combine { error: String },
+    /// An `examples.match` entry was not caught by this rule.
+    MissedMatch { example: String, got: String },
+    /// An `examples.not_match` entry matched this rule.
+    UnexpectedMatch { example: String, candidate: String },
+}
+
+/// One failure in `rules check`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckFailure {
+    pub pack: String,
+    pub rule: Option<String>,
+    pub location: Option<Location>,
+    pub problem: CheckProblem,
+}
+
+impl fmt::Display for CheckFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A load error already names the file (and line) itself.
+        if let CheckProblem::Load { error } = &self.problem {
+            return f.write_str(error);
+        }
+        write!(f, "{}", self.pack)?;
+        if let Some(at) = self.location {
+            write!(f, ":{}:{}", at.line, at.column)?;
+        }
+        if let Some(rule) = &self.rule {
+            write!(f, ": rule `{rule}`")?;
+        }
+        match &self.problem {
+            CheckProblem::Load { error } => f.write_str(error),
+            CheckProblem::InvalidRegex { field, error } => {
+                write!(f, ": invalid regex in `{field}`:\n{}", indent(error))
+            }
+            CheckProblem::Combine { error } => write!(f, ": {error}"),
+            CheckProblem::MissedMatch { example, got } => write!(
+                f,
+                ": examples.match {example:?}\n    expected: caught by this rule (with its tool available)\n    got:      {got}"
+            ),
+            CheckProblem::UnexpectedMatch { example, candidate } => write!(
+                f,
+                ": examples.not_match {example:?}\n    expected: not matched by this rule\n    got:      matched candidate {candidate:?}"
+            ),
+        }
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The result of `rules check` for one pack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    pub pack: String,
+    pub rules: usize,
+    pub examples: usize,
+    pub failures: Vec<CheckFailure>,
+    /// Not failures, but worth fixing: rules with no examples of a kind.
+    pub notes: Vec<String>,
+}
+
+impl CheckReport {
+    pub fn ok(&self) -> bool {
+        self.failures.is_empty()
+    }
+
+    fn fail(&mut self, rule: Option<&str>, location: Option<Location>, problem: CheckProblem) {
+        self.failures.push(CheckFailure {
+            pack: self.pack.clone(),
+            rule: rule.map(str::to_string),
+            location,
+            problem,
+        });
+    }
+}
+
+impl fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = if self.ok() {
+            "ok".to_string()
+        } else {
+            format!("{} failure(s)", self.failures.len())
+        };
+        writeln!(
+            f,
+            "{}: {} rule(s), {} example(s): {verdict}",
+            self.pack, self.rules, self.examples
+        )?;
+        for failure in &self.failures {
+            writeln!(f, "  {failure}")?;
+        }
+        for note in &self.notes {
+            writeln!(f, "  note: {note}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `agentbash rules check`: loads one pack (built-in name or path), compiles every
+/// pattern and runs every example through the real interceptor with only the rule's own
+/// tool available. A match example passes when this rule is the one that blocks (or
+/// warns); a not_match example fails when this rule matches any checked candidate, even
+/// one an earlier rule already decided, so that shadowing cannot hide a loose pattern.
+pub fn check_pack(spec: &str) -> CheckReport {
+    let mut report = CheckReport {
+        pack: spec.to_string(),
+        rules: 0,
+        examples: 0,
+        failures: Vec::new(),
+        notes: Vec::new(),
+    };
+    let (name, text) = match read_pack(spec, None) {
+        Ok(found) => found,
+        Err(e) => {
+            report.fail(
+                None,
+                None,
+                CheckProblem::Load {
+                    error: e.to_string(),
+                },
+            );
+            return report;
+        }
+    };
+    report.pack = name.clone();
+    let parsed = match parse_pack(&name, &text) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            report.fail(
+                None,
+                None,
+                CheckProblem::Load {
+                    error: e.to_string(),
+                },
+            );
+            return report;
+        }
+    };
+    report.rules = parsed.rules.len() + parsed.invalid.len();
+    for bad in &parsed.invalid {
+        report.fail(
+            Some(&bad.id),
+            Some(bad.location),
+            CheckProblem::InvalidRegex {
+                field: bad.field.to_string(),
+                error: bad.error.clone(),
+            },
+        );
+    }
+    let set = match RuleSet::assemble(parsed.rules, Vec::new(), vec![name]) {
+        Ok(set) => set,
+        Err(e) => {
+            report.fail(
+                None,
+                None,
+                CheckProblem::Combine {
+                    error: e.to_string(),
+                },
+            );
+            return report;
+        }
+    };
+    for rule in set.rules() {
+        let tools = [rule.tool.clone()];
+        let at = Some(rule.location());
+        for example in &rule.examples_match {
+            report.examples += 1;
+            let result = intercept(example, &set, &tools);
+            let caught = match rule.action {
+                Action::Block => result.blocked.as_ref().is_some_and(|h| h.rule == rule.id),
+                Action::Warn => result.warnings.iter().any(|h| h.rule == rule.id),
+            };
+            if !caught {
+                let got = describe_outcome(&result, &rule.id);
+                report.fail(
+                    Some(&rule.id),
+                    at,
+                    CheckProblem::MissedMatch {
+                        example: example.clone(),
+                        got,
+                    },
+                );
+            }
+        }
+        for example in &rule.examples_not_match {
+            report.examples += 1;
+            let result = intercept(example, &set, &tools);
+            let hit = result.candidates.iter().find(|c| {
+                c.verdict != Verdict::Skipped && c.matches.iter().any(|m| m.rule == rule.id)
+            });
+            if let Some(candidate) = hit {
+                report.fail(
+                    Some(&rule.id),
+                    at,
+                    CheckProblem::UnexpectedMatch {
+                        example: example.clone(),
+                        candidate: candidate.text.clone(),
+                    },
+                );
+            }
+        }
+        if rule.examples_match.is_empty() || rule.examples_not_match.is_empty() {
+            report.notes.push(format!(
+                "rule `{}` has no {} examples",
+                rule.id,
+                if rule.examples_match.is_empty() {
+                    "match"
+                } else {
+                    "not_match"
+                }
+            ));
+        }
+    }
+    report
+}
+
+/// Explains why a match example was not caught by `rule`.
+fn describe_outcome(result: &crate::intercept::Interception, rule: &str) -> String {
+    if let Some(hit) = &result.blocked
+        && hit.rule != rule
+    {
+        return format!("blocked by rule `{}` on {:?}", hit.rule, hit.candidate);
+    }
+    let shadowed = result
+        .candidates
+        .iter()
+        .find(|c| c.matches.iter().any(|m| m.rule == rule) && c.matched.as_deref() != Some(rule));
+    if let Some(candidate) = shadowed {
+        return format!(
+            "matched {:?} but rule `{}` decided it first",
+            candidate.text,
+            candidate.matched.as_deref().unwrap_or("?")
+        );
+    }
+    let skipped: Vec<&str> = result
+        .candidates
+        .iter()
+        .filter(|c| c.verdict == Verdict::Skipped)
+        .map(|c| c.text.as_str())
+        .collect();
+    let checked: Vec<String> = result
+        .candidates
+        .iter()
+        .filter(|c| c.verdict != Verdict::Skipped)
+        .map(|c| format!("{:?}", c.text))
+        .collect();
+    let mut got = format!("no match (checked: {})", checked.join(", "));
+    if !skipped.is_empty() {
+        got.push_str(&format!("; skipped as piped: {skipped:?}"));
+    }
+    if let Some(reason) = result.opaque {
+        got.push_str(&format!("; not split: {reason}"));
+    }
+    got
 }

@@ -11,7 +11,6 @@ use crate::output::artifact::{self, Allocated, ArtifactStore};
 use crate::output::sink::{OutputSink, SinkConfig};
 use crate::profile::LoadedProfile;
 use crate::result::{Blocked, RunResult, signal_name};
-use crate::rules::RuleSet;
 use crate::shell::{self, ShellError};
 use crate::stages::{self, CwdError, Mode, ModeChoice, ModeDecision, Timeout};
 use crate::exit;
@@ -38,6 +37,9 @@ pub struct RunRequest {
     pub stdin: bool,
     pub stdin_tty: bool,
     pub stdout_tty: bool,
+    /// Deliver `Event::Output` while the command runs (off saves copying when
+    /// nobody watches live).
+    pub live_output: bool,
 }
 
 impl RunRequest {
@@ -45,6 +47,7 @@ impl RunRequest {
         RunRequest {
             command: command.into(),
             invoking_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            live_output: true,
             ..Default::default()
         }
     }
@@ -113,17 +116,7 @@ pub fn plan(req: &RunRequest, profile: &LoadedProfile) -> Plan {
     // §4.2
     let tools = req.tools.clone().unwrap_or_else(|| p.interceptor.tools.clone());
     let (interception, rule_warnings) = if p.interceptor.enabled && !req.no_intercept {
-        let base = profile
-            .layers
-            .iter()
-            .rev()
-            .find(|(_, t)| {
-                t.get("interceptor")
-                    .and_then(|i| i.as_table())
-                    .is_some_and(|i| i.contains_key("rules"))
-            })
-            .and_then(|(o, _)| o.base_dir().map(PathBuf::from));
-        match RuleSet::load(&p.interceptor.rules, base.as_deref()) {
+        match profile.rule_set() {
             Ok(set) => (
                 Some(intercept::intercept(&normalized.command, &set, &tools)),
                 set.warnings().to_vec(),
@@ -256,7 +249,7 @@ pub fn execute(
             redact,
         },
         allocated,
-        true,
+        req.live_output,
     );
     for n in &notices {
         on_event(Event::Notice(n));

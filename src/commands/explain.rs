@@ -11,7 +11,8 @@ pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Val
     let plan = plan(req, profile);
     let interception = plan.interception.as_ref().map(|i| {
         json!({
-            "candidates": crate::intercept::trace_json(i),
+            "candidates": i.candidates,
+            "opaque": i.opaque,
             "blocked": i.blocked,
             "warnings": i.warnings,
         })
@@ -78,7 +79,29 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
         t.push_str(&format!("intercept   tools: {}\n", show(s("/intercept/tools"))));
         if let Some(cands) = v.pointer("/intercept/result/candidates").and_then(|c| c.as_array()) {
             for c in cands {
-                t.push_str(&format!("  candidate {}\n", c));
+                let verdict = show(c["verdict"].clone());
+                let why = match (&c["matched"], &c["skipped"]) {
+                    (serde_json::Value::String(r), _) => format!(" (rule {r})"),
+                    (_, serde_json::Value::String(s)) => format!(" ({})", s.replace('_', " ")),
+                    _ => String::new(),
+                };
+                t.push_str(&format!(
+                    "  [{}] {} → {verdict}{why}\n",
+                    show(c["kind"].clone()),
+                    show(c["text"].clone())
+                ));
+                for m in c["matches"].as_array().into_iter().flatten() {
+                    if m["applies"] == json!(false) {
+                        t.push_str(&format!(
+                            "      rule {} matches but tool `{}` is not among the caller's tools\n",
+                            show(m["rule"].clone()),
+                            show(m["tool"].clone())
+                        ));
+                    }
+                }
+            }
+            if let Some(o) = v.pointer("/intercept/result/opaque").and_then(|o| o.as_str()) {
+                t.push_str(&format!("  (checked as a whole only: {})\n", o.replace('_', " ")));
             }
         }
         match v.pointer("/intercept/result/blocked") {

@@ -4,6 +4,7 @@
 pub mod artifact;
 pub mod explain;
 pub mod profile;
+pub mod rules;
 pub mod run;
 
 use crate::cli::{Cli, Command};
@@ -23,7 +24,8 @@ pub fn dispatch(cli: Cli) -> i32 {
             crate::render::out(&generated::man_page());
             0
         }
-        Command::Rules(_) | Command::Rpc(_) | Command::Mcp(_) | Command::Session(_) | Command::Snapshot(_) => {
+        Command::Rules(c) => rules::command(c),
+        Command::Rpc(_) | Command::Mcp(_) | Command::Session(_) | Command::Snapshot(_) => {
             err("agentbash: this command is not available yet\n");
             crate::exit::FAILURE
         }

@@ -70,6 +70,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         stdin: args.stdin,
         stdin_tty: std::io::stdin().is_terminal(),
         stdout_tty,
+        live_output: true,
     };
     let format = match (args.format, args.json, profile.profile.render.format) {
         (_, true, _) => FormatArg::Json,
@@ -81,6 +82,10 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
     if explain {
         return super::explain::explain(&req, &profile, format);
     }
+    let mut req = req;
+    req.live_output = format == FormatArg::Ndjson
+        || stdout_tty
+        || profile.profile.render.live == crate::profile::Live::Stream;
     let token = CancelToken::new();
     install_signal_handlers(&token);
     let p = &profile.profile;

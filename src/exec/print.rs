@@ -70,22 +70,42 @@ fn read_available(fd: i32, buf: &mut [u8], sink: &mut OutputSink) -> (usize, boo
     (total, false)
 }
 
-fn poll_fd(fd: Option<i32>, timeout: Duration) {
+/// Wait until the output pipe or the child's pidfd is ready, or `timeout` passes.
+fn poll_fds(fds: &[Option<i32>], timeout: Duration) {
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    match fd {
-        Some(fd) => {
-            let mut p = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            unsafe {
-                libc::poll(&mut p, 1, ms);
-            }
-        }
-        None => std::thread::sleep(timeout),
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .flatten()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    if p.is_empty() {
+        std::thread::sleep(timeout);
+        return;
     }
+    // SAFETY: a valid array of pollfds of the given length.
+    unsafe {
+        libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms);
+    }
+}
+
+/// A pidfd becomes readable when the process exits (Linux 5.3+), so the loop wakes
+/// at once instead of polling for the exit.
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd >= 0 {
+            // SAFETY: the kernel just gave us this descriptor.
+            return Some(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+        }
+    }
+    let _ = pid;
+    None
 }
 
 /// Run `req` in print mode, feeding `sink`; `on_output` gets coalesced live text.
@@ -108,6 +128,7 @@ pub fn run(
         }
     })?;
     let leader = child.id() as i32;
+    let pidfd = pidfd_open(leader);
     let teardown = Teardown::new(leader, req.marker);
     let start = Instant::now();
     let deadline = start + req.timeout;
@@ -176,7 +197,8 @@ pub fn run(
             if sink.has_pending() {
                 wait = wait.min(EVENT_INTERVAL.saturating_sub(now.duration_since(last_emit)));
             }
-            poll_fd(Some(rfd), wait);
+            let pid_watch = if status.is_none() { pidfd.as_ref().map(|f| f.as_raw_fd()) } else { None };
+            poll_fds(&[Some(rfd), pid_watch], wait);
             let (n, at_eof) = read_available(rfd, &mut buf, sink);
             if n > 0 {
                 last_output = Instant::now();
@@ -184,7 +206,8 @@ pub fn run(
             eof = at_eof;
         } else if exited_at.is_none() {
             // The command closed its output but is still running: wait for it.
-            poll_fd(None, Duration::from_millis(10).min(deadline.saturating_duration_since(now)));
+            let cap = if pidfd.is_some() { EVENT_INTERVAL } else { Duration::from_millis(5) };
+            poll_fds(&[pidfd.as_ref().map(|f| f.as_raw_fd())], cap.min(deadline.saturating_duration_since(now)));
         }
     }
     drop(r);
@@ -192,13 +215,14 @@ pub fn run(
         on_output(&t);
     }
     let mut background_killed = Vec::new();
-    if req.background == Background::Kill {
-        let others = teardown.others();
-        if !others.is_empty() {
+    // Descendants left behind are reparented to us (we are their subreaper), so
+    // with no children left there is nothing to look for and no /proc scan to pay.
+    if process::has_children() {
+        if req.background == Background::Kill && !teardown.others().is_empty() {
             background_killed = teardown.terminate(req.kill_grace, false);
         }
+        teardown.reap_orphans();
     }
-    teardown.reap_orphans();
     if stopped.is_some() {
         background_killed.extend(killed.into_iter().filter(|k| k.pid != leader));
     }
@@ -225,7 +249,7 @@ fn terminate_while_draining(
     std::thread::scope(|s| {
         let h = s.spawn(|| teardown.terminate(grace, true));
         while !h.is_finished() {
-            poll_fd(Some(rfd), Duration::from_millis(10));
+            poll_fds(&[Some(rfd)], Duration::from_millis(10));
             read_available(rfd, buf, sink);
         }
         h.join().unwrap_or_default()

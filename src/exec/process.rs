@@ -87,6 +87,20 @@ fn apply_limits(l: &Limits) -> std::io::Result<()> {
     Ok(())
 }
 
+/// True when this process has any live or zombie child (any thread's).
+pub fn has_children() -> bool {
+    let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
+        return true;
+    };
+    for t in rd.flatten() {
+        match std::fs::read_to_string(t.path().join("children")) {
+            Ok(c) if c.trim().is_empty() => {}
+            _ => return true,
+        }
+    }
+    false
+}
+
 #[derive(Debug, Clone)]
 struct Proc {
     pid: i32,

@@ -53,9 +53,7 @@ impl Sanitizer {
             match self.state {
                 State::Ground => {
                     let start = i;
-                    while i < len && is_plain(input[i]) {
-                        i += 1;
-                    }
+                    i = plain_run_end(input, i);
                     if start < i {
                         self.text(&input[start..i], i == len, out);
                     }
@@ -260,6 +258,38 @@ fn push_visible(s: &str, out: &mut String) {
         return;
     }
     out.extend(s.chars().filter(|c| !('\u{80}'..='\u{9f}').contains(c)));
+}
+
+/// End of the run of plain bytes starting at `i`. Eight bytes at a time: a word
+/// with no byte below 0x20 and no DEL is all plain; only words that contain one
+/// (usually a newline) are looked at byte by byte.
+#[inline]
+fn plain_run_end(input: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let len = input.len();
+    while i + 8 <= len {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&input[i..i + 8]);
+        let x = u64::from_le_bytes(w);
+        let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        let y = x ^ (ONES * 0x7f);
+        let del = y.wrapping_sub(ONES) & !y & HIGH;
+        if below_space | del == 0 {
+            i += 8;
+            continue;
+        }
+        for k in 0..8 {
+            if !is_plain(input[i + k]) {
+                return i + k;
+            }
+        }
+        i += 8;
+    }
+    while i < len && is_plain(input[i]) {
+        i += 1;
+    }
+    i
 }
 
 /// Sanitize a complete byte string in one go.

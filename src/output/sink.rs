@@ -23,6 +23,9 @@ pub struct SinkConfig {
     pub redact: Vec<(String, String)>,
 }
 
+/// Most live text buffered between two events.
+const PENDING_CAP: usize = 1 << 20;
+
 /// How the shown text was cut (§7.2 `truncation`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Truncation {
@@ -146,7 +149,7 @@ impl OutputSink {
     pub fn new(cfg: SinkConfig, artifact: Option<Allocated>, collect_events: bool) -> Self {
         let (file, art) = match artifact {
             Some(a) => (
-                Some(BufWriter::with_capacity(1 << 20, a.file)),
+                Some(BufWriter::with_capacity(64 * 1024, a.file)),
                 Some(ArtifactRef {
                     id: a.id,
                     url: super::artifact::url(a.id),
@@ -300,6 +303,15 @@ impl OutputSink {
         self.line_open = !s.ends_with('\n');
         if self.collect_events {
             self.pending.push_str(s);
+            // Live events are best-effort: a consumer that cannot keep up loses the
+            // oldest text here (the result and the artifact stay complete).
+            if self.pending.len() > PENDING_CAP * 2 {
+                let mut cut = self.pending.len() - PENDING_CAP;
+                while !self.pending.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                self.pending.drain(..cut);
+            }
         }
         if let Some(h) = self.cfg.head_lines {
             self.retain_head_lines(s, h);

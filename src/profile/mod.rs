@@ -77,6 +77,15 @@ impl LoadedProfile {
         &self.layers.last().expect("a profile has at least one layer").0
     }
 
+    /// The rule packs this profile uses, loaded (paths relative to the file that
+    /// named them).
+    pub fn rule_set(&self) -> Result<crate::rules::RuleSet, crate::rules::RulesError> {
+        let base = self
+            .origin_of("interceptor", "rules")
+            .and_then(|o| o.base_dir().map(PathBuf::from));
+        crate::rules::RuleSet::load(&self.profile.interceptor.rules, base.as_deref())
+    }
+
     /// The layer that last set `section.key` (for `profile show --origin`).
     pub fn origin_of(&self, section: &str, key: &str) -> Option<&Origin> {
         self.layers.iter().rev().find_map(|(o, t)| {

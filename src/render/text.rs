@@ -175,9 +175,9 @@ impl TextRenderer {
     }
 
     fn finish_pipe(&mut self, r: &RunResult) {
-        if let Some(b) = &r.blocked {
-            let _ = b;
-            err(&format!("{}\n", r.text));
+        if r.blocked.is_some() {
+            // The block message is the answer the caller gets instead of output.
+            out(&format!("{}\n", r.text));
             return;
         }
         if let Some(e) = &r.error {

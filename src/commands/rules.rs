@@ -1,0 +1,67 @@
+//! `agentbash rules list | test | check`.
+
+use crate::cli::RulesCommand;
+use crate::intercept;
+use crate::render::{err, out};
+use crate::rules;
+
+pub fn command(c: RulesCommand) -> i32 {
+    match c {
+        RulesCommand::List { profile } => {
+            let p = match super::load_profile(profile.as_deref()) {
+                Ok(p) => p,
+                Err(code) => return code,
+            };
+            match p.rule_set() {
+                Ok(set) => {
+                    out(&rules::format_list(&set));
+                    0
+                }
+                Err(e) => {
+                    err(&format!("agentbash: {e}\n"));
+                    crate::exit::FAILURE
+                }
+            }
+        }
+        RulesCommand::Test {
+            profile,
+            tools,
+            command,
+        } => {
+            let p = match super::load_profile(profile.as_deref()) {
+                Ok(p) => p,
+                Err(code) => return code,
+            };
+            let set = match p.rule_set() {
+                Ok(s) => s,
+                Err(e) => {
+                    err(&format!("agentbash: {e}\n"));
+                    return crate::exit::FAILURE;
+                }
+            };
+            let tools = tools.unwrap_or_else(|| p.profile.interceptor.tools.clone());
+            let cmd = command.join(" ");
+            let i = intercept::intercept(&cmd, &set, &tools);
+            out(&intercept::format_test(&cmd, &i, &tools));
+            if i.blocked.is_some() {
+                crate::exit::BLOCKED
+            } else {
+                0
+            }
+        }
+        RulesCommand::Check { files } => {
+            let targets: Vec<String> = if files.is_empty() {
+                rules::BUILTIN_PACKS.iter().map(|s| s.to_string()).collect()
+            } else {
+                files
+            };
+            let mut ok = true;
+            for t in &targets {
+                let report = rules::check_pack(t);
+                out(&format!("{report}\n"));
+                ok &= report.ok();
+            }
+            i32::from(!ok)
+        }
+    }
+}

@@ -1,0 +1,923 @@
+//! Interceptor tests (SPEC §3, §4.2): the segment splitter, the default rule pack and
+//! custom packs, all through the public API only.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use agentbash::intercept::*;
+use agentbash::rules::*;
+use proptest::prelude::*;
+
+const ALL_TOOLS: &str = "read,grep,glob,edit,write,hub";
+
+fn tools(list: &str) -> Vec<String> {
+    list.split(',')
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn default_rules() -> &'static RuleSet {
+    static SET: OnceLock<RuleSet> = OnceLock::new();
+    SET.get_or_init(|| match RuleSet::load(&["default".to_string()], None) {
+        Ok(set) => set,
+        Err(e) => panic!("default pack must load: {e}"),
+    })
+}
+
+fn pack(text: &str) -> RuleSet {
+    match RuleSet::from_toml("test-pack", text) {
+        Ok(set) => set,
+        Err(e) => panic!("test pack must load: {e}"),
+    }
+}
+
+/// A pack with one rule on `git commit`, the example rule of issue 3.
+fn git_commit_rules(action: &str) -> RuleSet {
+    pack(&format!(
+        r#"
+[[rule]]
+id = "commit"
+pattern = '^\s*git\s+commit\b'
+tool = "vcs"
+message = "Use the `vcs` tool to commit."
+action = "{action}"
+"#
+    ))
+}
+
+/// Renders a split as `["cmd", "^piped cmd"]`, or `opaque: <reason>`.
+fn render_split(cmd: &str) -> Result<Vec<String>, OpaqueReason> {
+    match split(cmd) {
+        Split::Segments(segments) => Ok(segments
+            .iter()
+            .map(|s| {
+                if s.piped_stdin {
+                    format!("^{}", s.command)
+                } else {
+                    s.command.clone()
+                }
+            })
+            .collect()),
+        Split::Opaque(reason) => Err(reason),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Splitter
+
+#[test]
+fn splitter_table() {
+    use OpaqueReason::*;
+    let ok =
+        |v: &[&str]| Ok::<Vec<String>, OpaqueReason>(v.iter().map(|s| s.to_string()).collect());
+    let cases: Vec<(&str, Result<Vec<String>, OpaqueReason>)> = vec![
+        ("ls -la", ok(&["ls -la"])),
+        ("  ls  -la  ", ok(&["ls  -la"])),
+        ("", ok(&[])),
+        ("   \t ", ok(&[])),
+        ("a; b", ok(&["a", "b"])),
+        ("a;b;c", ok(&["a", "b", "c"])),
+        ("a && b || c", ok(&["a", "b", "c"])),
+        ("a | b", ok(&["a", "^b"])),
+        ("a |& b", ok(&["a", "^b"])),
+        ("printf 'x\\n' |& grep x", ok(&["printf 'x\\n'", "^grep x"])),
+        ("a & b", ok(&["a", "b"])),
+        ("sleep 1 &", ok(&["sleep 1"])),
+        ("a\nb\n\nc", ok(&["a", "b", "c"])),
+        ("a |\n  b", ok(&["a", "^b"])),
+        ("a &&\n b", ok(&["a", "b"])),
+        ("a | b && c | d", ok(&["a", "^b", "c", "^d"])),
+        ("echo \"a && cat b\"", ok(&["echo \"a && cat b\""])),
+        ("echo 'a | b; c'", ok(&["echo 'a | b; c'"])),
+        ("echo git\\ commit", ok(&["echo git\\ commit"])),
+        ("echo a\\;b \\& c", ok(&["echo a\\;b \\& c"])),
+        ("echo \"a \\\" ; b\"", ok(&["echo \"a \\\" ; b\""])),
+        ("cmd >| out", ok(&["cmd >| out"])),
+        (
+            "cmd > out 2>&1 | tee log",
+            ok(&["cmd > out 2>&1", "^tee log"]),
+        ),
+        ("cmd &> log; next", ok(&["cmd &> log", "next"])),
+        ("cmd &>> log", ok(&["cmd &>> log"])),
+        ("cmd >& log", ok(&["cmd >& log"])),
+        ("cmd <&3 >&2", ok(&["cmd <&3 >&2"])),
+        ("cmd <> file", ok(&["cmd <> file"])),
+        ("grep x <<< \"$v\"", ok(&["grep x <<< \"$v\""])),
+        ("echo a#b", ok(&["echo a#b"])),
+        ("echo a # comment; rm -rf x", ok(&["echo a"])),
+        ("# just a comment", ok(&[])),
+        ("a # c\nb", ok(&["a", "b"])),
+        ("echo \\#x; y", ok(&["echo \\#x", "y"])),
+        ("FOO=1 BAR=\"x y\" cmd arg", ok(&["cmd arg"])),
+        ("A='q r' B=$x C+=1 run", ok(&["run"])),
+        (
+            "GIT_AUTHOR_EMAIL=a@b git commit -m x",
+            ok(&["git commit -m x"]),
+        ),
+        ("FOO=1", ok(&[""])),
+        ("x==y cmd", ok(&["cmd"])),
+        ("1A=x cmd", ok(&["1A=x cmd"])),
+        ("echo FOO=1", ok(&["echo FOO=1"])),
+        ("echo ${x:-a;b} | c", ok(&["echo ${x:-a;b}", "^c"])),
+        ("echo $'a\\'b;c' ; d", ok(&["echo $'a\\'b;c'", "d"])),
+        ("echo {a,b}.txt", ok(&["echo {a,b}.txt"])),
+        ("echo é; ls ü", ok(&["echo é", "ls ü"])),
+        (
+            "line one \\\nstill one; two",
+            ok(&["line one \\\nstill one", "two"]),
+        ),
+        ("echo \\", ok(&["echo \\"])),
+        ("a;;b", ok(&["a", "b"])),
+        ("x=$(date)", Err(CommandSubstitution)),
+        ("echo \"$(date)\"", Err(CommandSubstitution)),
+        ("echo $((1 + 2))", Err(CommandSubstitution)),
+        ("echo `date`", Err(Backticks)),
+        ("(cd x && ls)", Err(Subshell)),
+        ("f() { ls; }", Err(Subshell)),
+        ("{ ls; cat x; }", Err(Group)),
+        ("cat <<EOF\nx\nEOF", Err(Heredoc)),
+        ("cat <<-'EOF' > f\nx\nEOF", Err(Heredoc)),
+        ("echo \"unterminated", Err(UnterminatedQuote)),
+        ("echo 'unterminated", Err(UnterminatedQuote)),
+        ("diff <(ls a) <(ls b)", Err(ProcessSubstitution)),
+        ("tee >(wc -l)", Err(ProcessSubstitution)),
+        ("echo ${x", Err(UnterminatedExpansion)),
+        ("echo ${x:-$(date)}", Err(CommandSubstitution)),
+    ];
+    let mut failures = Vec::new();
+    for (cmd, expected) in &cases {
+        let got = render_split(cmd);
+        if got != *expected {
+            failures.push(format!("{cmd:?}: expected {expected:?}, got {got:?}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} splitter case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn segments_record_operators_and_ranges() {
+    let cmd = "FOO=1 a | b && c &";
+    let Split::Segments(segments) = split(cmd) else {
+        panic!("{cmd:?} should split");
+    };
+    let summary: Vec<(&str, Option<Separator>, Option<Separator>, bool)> = segments
+        .iter()
+        .map(|s| (s.text.as_str(), s.preceded_by, s.followed_by, s.piped_stdin))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("FOO=1 a", None, Some(Separator::Pipe), false),
+            ("b", Some(Separator::Pipe), Some(Separator::And), true),
+            (
+                "c",
+                Some(Separator::And),
+                Some(Separator::Background),
+                false
+            ),
+        ]
+    );
+    for segment in &segments {
+        assert_eq!(&cmd[segment.range.clone()], segment.text);
+    }
+    assert_eq!(segments[0].command, "a");
+}
+
+#[test]
+fn token_list_is_lossless_and_classified() {
+    let cmd = "  a 'x;y' ; b # note\n c |& d";
+    let lexed = lex(cmd);
+    let rebuilt: String = lexed.tokens.iter().map(|t| &cmd[t.range.clone()]).collect();
+    assert_eq!(rebuilt, cmd);
+    let kinds: Vec<TokenKind> = lexed.tokens.iter().map(|t| t.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            TokenKind::Space,
+            TokenKind::Text,
+            TokenKind::Space,
+            TokenKind::Separator(Separator::Semicolon),
+            TokenKind::Space,
+            TokenKind::Text,
+            TokenKind::Space,
+            TokenKind::Comment,
+            TokenKind::Separator(Separator::Newline),
+            TokenKind::Space,
+            TokenKind::Text,
+            TokenKind::Space,
+            TokenKind::Separator(Separator::PipeAll),
+            TokenKind::Space,
+            TokenKind::Text,
+        ]
+    );
+    assert_eq!(lexed.opaque, None);
+}
+
+fn check_splitter_invariants(cmd: &str) -> Result<(), TestCaseError> {
+    let lexed = lex(cmd);
+    let mut at = 0;
+    for token in &lexed.tokens {
+        prop_assert_eq!(token.range.start, at, "tokens must tile the input");
+        prop_assert!(token.range.end > token.range.start, "no empty tokens");
+        prop_assert!(
+            cmd.is_char_boundary(token.range.start) && cmd.is_char_boundary(token.range.end)
+        );
+        at = token.range.end;
+    }
+    prop_assert_eq!(at, cmd.len());
+    let rebuilt: String = lexed.tokens.iter().map(|t| &cmd[t.range.clone()]).collect();
+    prop_assert_eq!(rebuilt.as_str(), cmd);
+    match split(cmd) {
+        Split::Segments(segments) => {
+            prop_assert!(lexed.opaque.is_none());
+            let mut last_end = 0;
+            for segment in &segments {
+                prop_assert!(segment.range.start >= last_end);
+                prop_assert_eq!(&cmd[segment.range.clone()], segment.text.as_str());
+                prop_assert!(segment.text.ends_with(segment.command.as_str()));
+                prop_assert!(!segment.text.starts_with([' ', '\t']) && !segment.text.is_empty());
+                last_end = segment.range.end;
+            }
+        }
+        Split::Opaque(reason) => prop_assert_eq!(Some(reason), lexed.opaque),
+    }
+    let result = intercept(cmd, default_rules(), &tools(ALL_TOOLS));
+    if let Some(hit) = &result.blocked {
+        prop_assert!(blocked_message(hit, cmd).starts_with("Blocked: "));
+    }
+    let _ = format_test(cmd, &result, &tools(ALL_TOOLS));
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn splitter_is_lossless_on_shell_like_input(cmd in "[a-z =;&|<>()'\"\\\\#$`{}\n\t2é-]{0,40}") {
+        check_splitter_invariants(&cmd)?;
+    }
+
+    #[test]
+    fn splitter_is_lossless_on_any_input(cmd in any::<String>()) {
+        check_splitter_invariants(&cmd)?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The default pack
+
+#[test]
+fn default_pack_examples_pass_rules_check() {
+    let report = check_pack("default");
+    assert!(report.ok(), "{report}");
+    assert!(report.notes.is_empty(), "{report}");
+    assert!(report.examples >= 150, "{report}");
+}
+
+#[test]
+fn default_pack_covers_every_tool_with_both_kinds_of_examples() {
+    let set = default_rules();
+    assert!(set.warnings().is_empty(), "{:?}", set.warnings());
+    for tool in tools(ALL_TOOLS) {
+        assert!(
+            set.rules().iter().any(|r| r.tool == tool),
+            "no rule for tool {tool}"
+        );
+    }
+    for rule in set.rules() {
+        assert!(
+            rule.examples_match.len() >= 2,
+            "rule {} needs match examples",
+            rule.id
+        );
+        assert!(
+            rule.examples_not_match.len() >= 2,
+            "rule {} needs not_match examples",
+            rule.id
+        );
+        assert_eq!(rule.pack, "default");
+    }
+}
+
+#[test]
+fn absent_tools_never_block() {
+    for rule in default_rules().rules() {
+        let others: Vec<String> = tools(ALL_TOOLS)
+            .into_iter()
+            .filter(|t| *t != rule.tool)
+            .collect();
+        for example in rule.examples_match.iter().chain(&rule.examples_not_match) {
+            let none = intercept(example, default_rules(), &[]);
+            assert!(
+                none.blocked.is_none() && none.warnings.is_empty(),
+                "{example:?} with no tools"
+            );
+            let without = intercept(example, default_rules(), &others);
+            let by_rule = without
+                .blocked
+                .as_ref()
+                .is_some_and(|h| h.tool == rule.tool);
+            assert!(
+                !by_rule,
+                "{example:?} blocked for tool {} which is absent",
+                rule.tool
+            );
+        }
+    }
+}
+
+#[test]
+fn default_pack_table() {
+    // (command, tools, rule that blocks or None)
+    let cases: &[(&str, &str, Option<&str>)] = &[
+        // readers
+        ("cat README.md", ALL_TOOLS, Some("read")),
+        ("head -n 20 src/main.rs", ALL_TOOLS, Some("read")),
+        ("tail -f server.log", ALL_TOOLS, Some("read")),
+        ("catalog list", ALL_TOOLS, None),
+        ("printf x | cat", ALL_TOOLS, None),
+        ("ls -la | head -n 5", ALL_TOOLS, None),
+        ("cat README.md", "grep,glob", None),
+        ("cat README.md", "", None),
+        ("ls && cat Cargo.toml", ALL_TOOLS, Some("read")),
+        ("RUST_LOG=debug cat x.log", ALL_TOOLS, Some("read")),
+        ("cd src\ncat lib.rs", ALL_TOOLS, Some("read")),
+        ("echo \"a && cat b\"", ALL_TOOLS, None),
+        ("echo cat b", ALL_TOOLS, None),
+        // search
+        ("grep -rn TODO src", ALL_TOOLS, Some("grep")),
+        ("rg foo", ALL_TOOLS, Some("grep")),
+        ("git grep foo", ALL_TOOLS, None),
+        ("printf 'x\\n' |& grep x", ALL_TOOLS, None),
+        ("printf x | grep x", ALL_TOOLS, None),
+        ("cargo test 2>&1 | grep FAILED", ALL_TOOLS, None),
+        ("cargo build; rg panic", ALL_TOOLS, Some("grep")),
+        ("grep -rn TODO src", "read", None),
+        // finders
+        ("find . -name '*.rs'", ALL_TOOLS, Some("find")),
+        (
+            "find . -type f -name '*.py' | wc -l",
+            ALL_TOOLS,
+            Some("find"),
+        ),
+        ("find . -name '*.pyc' -delete", ALL_TOOLS, None),
+        ("find . -mtime -1", ALL_TOOLS, None),
+        ("echo find . -name x", ALL_TOOLS, None),
+        ("fd -e rs", ALL_TOOLS, Some("fd")),
+        ("locate settings.py", ALL_TOOLS, Some("locate")),
+        ("fd -e rs", "read,grep", None),
+        // in-place editors
+        ("sed -i 's/a/b/' f", ALL_TOOLS, Some("sed-in-place")),
+        ("sed --in-place 's/a/b/' f", ALL_TOOLS, Some("sed-in-place")),
+        ("sed 's/a/b/' f", ALL_TOOLS, None),
+        ("perl -pi -e 's/a/b/' f", ALL_TOOLS, Some("perl-in-place")),
+        ("perl -i -pe 's/a/b/' f", ALL_TOOLS, Some("perl-in-place")),
+        (
+            "awk -i inplace '{print}' f",
+            ALL_TOOLS,
+            Some("awk-in-place"),
+        ),
+        ("awk '{print $1}' f", ALL_TOOLS, None),
+        ("sed -i 's/a/b/' f", "read,write", None),
+        // redirect writes (issue 3, item 3)
+        ("echo hi > out.txt", ALL_TOOLS, Some("write-redirect")),
+        ("echo hi >> out.txt", ALL_TOOLS, Some("write-redirect")),
+        ("echo hi >| out.txt", ALL_TOOLS, Some("write-redirect")),
+        ("echo hi > $OUT", ALL_TOOLS, Some("write-redirect")),
+        ("echo hi > ./dev/null", ALL_TOOLS, Some("write-redirect")),
+        ("echo hi > /dev/null", ALL_TOOLS, None),
+        ("echo hi > \"/dev/null\"", ALL_TOOLS, None),
+        ("echo hi > /dev/tty", ALL_TOOLS, None),
+        ("echo hi > /dev/stdout", ALL_TOOLS, None),
+        ("echo hi > /dev/stderr", ALL_TOOLS, None),
+        ("echo hi 2>&1", ALL_TOOLS, None),
+        ("echo hi >&2", ALL_TOOLS, None),
+        ("echo \"a -> b\"", ALL_TOOLS, None),
+        (
+            "echo hi > /dev/null > out.txt",
+            ALL_TOOLS,
+            Some("write-redirect"),
+        ),
+        (
+            "echo hi >/dev/null 2>&1; echo bye > out.txt",
+            ALL_TOOLS,
+            Some("write-redirect"),
+        ),
+        (
+            "printf '%s\\n' a > list.txt",
+            ALL_TOOLS,
+            Some("write-redirect"),
+        ),
+        (
+            "cat <<EOF > config.json\n{}\nEOF",
+            ALL_TOOLS,
+            Some("write-redirect"),
+        ),
+        (
+            "cat > notes.md <<'EOF'\n# Notes\nEOF",
+            ALL_TOOLS,
+            Some("write-redirect"),
+        ),
+        ("cat <<EOF\nnot > a write\nEOF", ALL_TOOLS, None),
+        (
+            "echo $(date) > stamp.txt",
+            ALL_TOOLS,
+            Some("write-redirect"),
+        ),
+        ("echo hi > out.txt", "read,grep,glob,edit,hub", None),
+        ("ls > files.txt", ALL_TOOLS, None),
+        // background and services
+        ("nohup ./server", ALL_TOOLS, Some("nohup")),
+        ("python app.py &", ALL_TOOLS, Some("background")),
+        ("make && make test", ALL_TOOLS, None),
+        ("echo 'run &'", ALL_TOOLS, None),
+        ("make 2>&1", ALL_TOOLS, None),
+        ("npm run dev", ALL_TOOLS, Some("dev-server")),
+        ("yarn dev", ALL_TOOLS, Some("dev-server")),
+        ("vite", ALL_TOOLS, Some("dev-server")),
+        ("next dev", ALL_TOOLS, Some("dev-server")),
+        ("python -m http.server 8000", ALL_TOOLS, Some("dev-server")),
+        ("flask run", ALL_TOOLS, Some("dev-server")),
+        ("rails s", ALL_TOOLS, Some("dev-server")),
+        ("npm run build", ALL_TOOLS, None),
+        ("cargo run", ALL_TOOLS, None),
+        ("jest --watch", ALL_TOOLS, Some("watch-mode")),
+        ("tsc --watch", ALL_TOOLS, Some("watch-mode")),
+        ("tsc -w", ALL_TOOLS, Some("watch-mode")),
+        ("cargo watch -x test", ALL_TOOLS, Some("watch-mode")),
+        ("cargo test", ALL_TOOLS, None),
+        ("npm run dev", "read,write", None),
+        // ordinary commands
+        ("git status", ALL_TOOLS, None),
+        (
+            "cargo build --release && ./target/release/app --help",
+            ALL_TOOLS,
+            None,
+        ),
+        ("ls -la src/", ALL_TOOLS, None),
+        ("mkdir -p out && cp a b", ALL_TOOLS, None),
+        ("", ALL_TOOLS, None),
+        ("   ", ALL_TOOLS, None),
+    ];
+    let mut failures = Vec::new();
+    for (cmd, tool_list, expected) in cases {
+        let result = intercept(cmd, default_rules(), &tools(tool_list));
+        let got = result.blocked.as_ref().map(|h| h.rule.as_str());
+        if got != *expected {
+            failures.push(format!(
+                "{cmd:?} with tools [{tool_list}]: expected {expected:?}, got {got:?}\n{}",
+                format_test(cmd, &result, &tools(tool_list))
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn blocked_hit_carries_rule_tool_and_message() {
+    let result = intercept("cat README.md", default_rules(), &tools("read"));
+    let Some(hit) = &result.blocked else {
+        panic!("cat must be blocked with the read tool");
+    };
+    assert_eq!(
+        (hit.rule.as_str(), hit.tool.as_str(), hit.action),
+        ("read", "read", Action::Block)
+    );
+    assert_eq!(
+        blocked_message(hit, "cat README.md"),
+        "Blocked: Use the `read` tool instead of cat/head/tail. It provides better context and handles binary files.\n\nOriginal command: cat README.md"
+    );
+}
+
+#[test]
+fn blocked_message_quotes_the_command_as_given() {
+    let cmd = "  FOO=1 cat x  ";
+    let result = intercept(cmd, default_rules(), &tools("read"));
+    let Some(hit) = &result.blocked else {
+        panic!("must block");
+    };
+    assert_eq!(hit.candidate, "cat x");
+    assert!(blocked_message(hit, cmd).ends_with("\n\nOriginal command:   FOO=1 cat x  "));
+}
+
+#[test]
+fn candidates_are_whole_then_segments_with_verdicts() {
+    let result = intercept("cat a | grep b; rg c", default_rules(), &tools("grep"));
+    let summary: Vec<(&str, CandidateKind, Verdict)> = result
+        .candidates
+        .iter()
+        .map(|c| (c.text.as_str(), c.kind, c.verdict))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("cat a | grep b; rg c", CandidateKind::Whole, Verdict::Pass),
+            ("cat a", CandidateKind::Segment, Verdict::Pass),
+            ("grep b", CandidateKind::Segment, Verdict::Skipped),
+            ("rg c", CandidateKind::Segment, Verdict::Block),
+        ]
+    );
+    // `read` matched the whole command and `cat a`, but the caller has no read tool.
+    let whole = &result.candidates[0];
+    assert_eq!(whole.matches.len(), 1);
+    assert!(!whole.matches[0].applies);
+    assert_eq!(result.candidates[2].skipped, Some(SkipReason::PipedStdin));
+    assert_eq!(
+        result.blocked.as_ref().map(|h| h.candidate.as_str()),
+        Some("rg c")
+    );
+}
+
+#[test]
+fn opaque_commands_are_checked_whole_only() {
+    let result = intercept("echo $(date); cat x", default_rules(), &tools(ALL_TOOLS));
+    assert_eq!(result.opaque, Some(OpaqueReason::CommandSubstitution));
+    assert_eq!(result.candidates.len(), 1);
+    assert!(
+        result.blocked.is_none(),
+        "cat is only visible to a segment check"
+    );
+    let result = intercept("(cat x)", default_rules(), &tools(ALL_TOOLS));
+    assert_eq!(result.opaque, Some(OpaqueReason::Subshell));
+    assert!(result.blocked.is_none());
+    let result = intercept("cat x $(pwd)", default_rules(), &tools(ALL_TOOLS));
+    assert_eq!(result.blocked.map(|h| h.rule), Some("read".to_string()));
+}
+
+#[test]
+fn huge_commands_stay_linear() {
+    // 20,000 distinct segments plus a long quoted run: quadratic work anywhere in the
+    // splitter or the candidate list would take minutes here, linear work milliseconds.
+    let mut cmd: String = (0..20_000).map(|i| format!("echo {i}; ")).collect();
+    cmd.push_str(&format!(
+        "echo \"{}\" > out.txt",
+        "\\\" ' > ".repeat(20_000)
+    ));
+    let start = std::time::Instant::now();
+    let result = intercept(&cmd, default_rules(), &tools(ALL_TOOLS));
+    assert_eq!(result.candidates.len(), 20_002);
+    assert_eq!(
+        result.blocked.map(|h| h.rule),
+        Some("write-redirect".to_string())
+    );
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(20),
+        "took {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn single_segment_is_not_repeated_as_a_candidate() {
+    let result = intercept("git status", default_rules(), &tools(ALL_TOOLS));
+    assert_eq!(result.candidates.len(), 1);
+    let result = intercept("FOO=1 git status", default_rules(), &tools(ALL_TOOLS));
+    assert_eq!(result.candidates.len(), 2);
+}
+
+#[test]
+fn format_test_explains_tool_absent_and_block() {
+    let cmd = "cat README.md | grep x";
+    let list = tools("grep");
+    let text = format_test(cmd, &intercept(cmd, default_rules(), &list), &list);
+    assert!(
+        text.contains("rule `read` (default, block, tool `read`): tool `read` absent"),
+        "{text}"
+    );
+    assert!(text.contains("skipped: stdin is piped"), "{text}");
+    assert!(text.contains("result:  would run"), "{text}");
+
+    let list = tools("read");
+    let text = format_test(cmd, &intercept(cmd, default_rules(), &list), &list);
+    assert!(text.contains("BLOCKS"), "{text}");
+    assert!(text.contains("Blocked: Use the `read` tool"), "{text}");
+
+    let text = format_test(
+        "echo `x`",
+        &intercept("echo `x`", default_rules(), &[]),
+        &[],
+    );
+    assert!(
+        text.contains("not split (backtick command substitution)"),
+        "{text}"
+    );
+    assert!(text.contains("(none: no rule can block)"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Custom packs (issue 3 examples)
+
+#[test]
+fn git_commit_rule_table() {
+    let rules = git_commit_rules("block");
+    let cases: &[(&str, &str, bool)] = &[
+        ("git commit -m x", "vcs", true),
+        ("git add f | git commit", "vcs", false),
+        ("GIT_AUTHOR_EMAIL=a@b git commit -m x", "vcs", true),
+        (
+            "GIT_AUTHOR_EMAIL=\"A B <a@b>\" GIT_COMMITTER_DATE='now' git commit",
+            "vcs",
+            true,
+        ),
+        ("git add -A && git commit -m 'msg'", "vcs", true),
+        ("git add -A\ngit commit -m 'msg'\ngit push", "vcs", true),
+        ("echo \"git commit\"", "vcs", false),
+        ("echo git\\ commit", "vcs", false),
+        ("git commit -m x", "", false),
+        ("git commit -m x", "read,grep", false),
+        ("git status # then git commit", "vcs", false),
+        ("git status; git config commit.gpgsign true", "vcs", false),
+    ];
+    for (cmd, tool_list, blocks) in cases {
+        let result = intercept(cmd, &rules, &tools(tool_list));
+        assert_eq!(
+            result.is_blocked(),
+            *blocks,
+            "{cmd:?} [{tool_list}]\n{}",
+            format_test(cmd, &result, &tools(tool_list))
+        );
+    }
+}
+
+#[test]
+fn warn_rules_collect_notices_and_do_not_block() {
+    let rules = git_commit_rules("warn");
+    let result = intercept("git commit -m a; git commit --amend", &rules, &tools("vcs"));
+    assert!(result.blocked.is_none());
+    assert_eq!(result.warnings.len(), 1, "one notice per rule");
+    assert_eq!(result.warnings[0].action, Action::Warn);
+    assert_eq!(result.warnings[0].message, "Use the `vcs` tool to commit.");
+}
+
+#[test]
+fn first_matching_rule_in_pack_order_wins() {
+    let rules = pack(
+        r#"
+[[rule]]
+id = "absent"
+pattern = '^make'
+tool = "nobody-has-this"
+message = "a"
+
+[[rule]]
+id = "first"
+pattern = '^make'
+tool = "t"
+message = "first"
+
+[[rule]]
+id = "second"
+pattern = '^make\s+test'
+tool = "t"
+message = "second"
+"#,
+    );
+    let result = intercept("make test", &rules, &tools("t"));
+    assert_eq!(
+        result.blocked.as_ref().map(|h| h.rule.as_str()),
+        Some("first")
+    );
+    let ids: Vec<&str> = result.candidates[0]
+        .matches
+        .iter()
+        .map(|m| m.rule.as_str())
+        .collect();
+    assert_eq!(ids, ["absent", "first", "second"]);
+}
+
+#[test]
+fn later_packs_follow_earlier_ones() {
+    let dir = temp_dir("order");
+    let extra = dir.join("extra.toml");
+    write(
+        &extra,
+        "[[rule]]\nid = \"read\"\npattern = '^cat'\ntool = \"read\"\nmessage = \"extra\"\n",
+    );
+    let set = match RuleSet::load(
+        &["default".to_string(), "extra.toml".to_string()],
+        Some(&dir),
+    ) {
+        Ok(set) => set,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(set.packs().len(), 2);
+    let result = intercept("cat x", &set, &tools("read"));
+    assert_eq!(result.blocked.map(|h| h.pack), Some("default".to_string()));
+    assert!(format_list(&set).contains(&extra.display().to_string()));
+}
+
+// ---------------------------------------------------------------------------------------
+// Pack loading and `rules check`
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentbash-rules-{}-{name}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        panic!("cannot create {}: {e}", dir.display());
+    }
+    dir
+}
+
+fn write(path: &std::path::Path, text: &str) {
+    if let Err(e) = std::fs::write(path, text) {
+        panic!("cannot write {}: {e}", path.display());
+    }
+}
+
+fn load_error(text: &str) -> String {
+    match RuleSet::from_toml("p.toml", text) {
+        Ok(_) => panic!("pack should be rejected:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn unknown_keys_are_errors_with_location_and_suggestion() {
+    let err = load_error("[[rule]]\nid = \"a\"\npatern = 'x'\ntool = \"t\"\nmessage = \"m\"\n");
+    assert!(
+        err.starts_with("p.toml:3:1: unknown field `patern`"),
+        "{err}"
+    );
+    assert!(err.ends_with("(did you mean `pattern`?)"), "{err}");
+
+    let err = load_error(
+        "[[rule]]\nid = \"a\"\npattern = 'x'\ntool = \"t\"\nmessage = \"m\"\nexamples.mtch = []\n",
+    );
+    assert!(err.starts_with("p.toml:6:10:"), "{err}");
+    assert!(err.contains("did you mean `match`?"), "{err}");
+
+    let err = load_error(
+        "[[rule]]\nid = \"a\"\npattern = 'x'\ntool = \"t\"\nmessage = \"m\"\naction = \"blok\"\n",
+    );
+    assert!(err.contains("did you mean `block`?"), "{err}");
+
+    let err = load_error("[[rules]]\nid = \"a\"\n");
+    assert!(err.starts_with("p.toml:1:"), "{err}");
+    assert!(err.contains("did you mean `rule`?"), "{err}");
+
+    let err = load_error("[[rule]]\nid = \"a\"\npattern = 3\n");
+    assert!(err.starts_with("p.toml:3:11:"), "{err}");
+}
+
+#[test]
+fn duplicate_ids_and_empty_fields_are_errors() {
+    let rule = "[[rule]]\nid = \"dup\"\npattern = 'x'\ntool = \"t\"\nmessage = \"m\"\n";
+    let err = load_error(&format!("{rule}\n{rule}"));
+    assert!(
+        err.starts_with("p.toml:8:6: duplicate rule id `dup` (first defined at line 2)"),
+        "{err}"
+    );
+
+    let err = load_error("[[rule]]\nid = \"a\"\npattern = 'x'\ntool = \"\"\nmessage = \"m\"\n");
+    assert!(
+        err.contains("p.toml:4:8: rule `a`: `tool` must not be empty"),
+        "{err}"
+    );
+}
+
+#[test]
+fn invalid_regex_is_skipped_with_a_warning() {
+    let set = pack(
+        "[[rule]]\nid = \"bad\"\npattern = '(unclosed'\ntool = \"t\"\nmessage = \"m\"\n\n[[rule]]\nid = \"good\"\npattern = '^cat'\ntool = \"t\"\nmessage = \"m\"\n",
+    );
+    assert_eq!(set.rules().len(), 1);
+    assert_eq!(set.warnings().len(), 1);
+    let warning = &set.warnings()[0];
+    assert!(
+        warning.contains("test-pack")
+            && warning.contains("`bad`")
+            && warning.contains("unclosed group"),
+        "{warning}"
+    );
+    assert!(intercept("cat x", &set, &tools("t")).is_blocked());
+    assert!(format_list(&set).contains("warning: rule pack test-pack: rule `bad`"));
+}
+
+#[test]
+fn unknown_builtin_and_missing_file_are_errors() {
+    let err = match RuleSet::load(&["strict".to_string()], None) {
+        Ok(_) => panic!("unknown pack must fail"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("unknown rule pack `strict`"), "{err}");
+    let err = match RuleSet::load(
+        &["missing/pack.toml".to_string()],
+        Some(std::path::Path::new("/nonexistent")),
+    ) {
+        Ok(_) => panic!("missing file must fail"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("/nonexistent/missing/pack.toml"), "{err}");
+}
+
+#[test]
+fn check_pack_reports_each_failure_precisely() {
+    let dir = temp_dir("check");
+    let path = dir.join("bad.toml");
+    write(
+        &path,
+        r#"[[rule]]
+id = "cat"
+pattern = '^\s*cat\s'
+tool = "read"
+message = "m"
+examples.match = ["cat x", "ls | cat x"]
+examples.not_match = ["cat y"]
+
+[[rule]]
+id = "broken"
+pattern = '(unclosed'
+tool = "t"
+message = "m"
+"#,
+    );
+    let report = check_pack(&path.display().to_string());
+    assert!(!report.ok());
+    assert_eq!(report.failures.len(), 3, "{report}");
+    let text = report.to_string();
+    assert!(
+        text.contains("bad.toml:11:11: rule `broken`: invalid regex in `pattern`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rule `cat`: examples.match \"ls | cat x\""),
+        "{text}"
+    );
+    assert!(text.contains("skipped as piped: [\"cat x\"]"), "{text}");
+    assert!(
+        text.contains("rule `cat`: examples.not_match \"cat y\""),
+        "{text}"
+    );
+    // The invalid rule is reported once, as invalid, not again for lacking examples.
+    assert!(report.notes.is_empty(), "{text}");
+
+    let missing = check_pack("/nonexistent/pack.toml");
+    assert!(!missing.ok());
+    assert!(
+        missing
+            .to_string()
+            .contains("cannot read rule pack /nonexistent/pack.toml")
+    );
+}
+
+#[test]
+fn check_pack_catches_shadowed_match_examples() {
+    let dir = temp_dir("shadow");
+    let path = dir.join("shadow.toml");
+    write(
+        &path,
+        r#"[[rule]]
+id = "broad"
+pattern = '^make'
+tool = "t"
+message = "m"
+examples.match = ["make"]
+examples.not_match = ["cmake"]
+
+[[rule]]
+id = "narrow"
+pattern = '^make\s+test'
+tool = "t"
+message = "m"
+examples.match = ["make test"]
+examples.not_match = ["make"]
+"#,
+    );
+    let report = check_pack(&path.display().to_string());
+    assert_eq!(report.failures.len(), 1, "{report}");
+    assert!(
+        report
+            .to_string()
+            .contains("got:      blocked by rule `broad` on \"make test\""),
+        "{report}"
+    );
+}
+
+#[test]
+fn format_list_shows_every_rule() {
+    let text = format_list(default_rules());
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    assert!(
+        header.starts_with("ID") && header.contains("TOOL") && header.contains("PATTERN"),
+        "{header}"
+    );
+    for rule in default_rules().rules() {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("{} ", rule.id))),
+            "{} missing",
+            rule.id
+        );
+    }
+}

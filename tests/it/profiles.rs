@@ -1,0 +1,344 @@
+//! Profiles (§2): the built-ins, lookup order, `extends`, and strict validation with
+//! file:line:col (issue 2, item 12).
+
+use crate::support::{TestEnv, re, s};
+
+/// `echo $WHICH` under `-p <spec>`, run from `dir` (relative to the work dir).
+#[track_caller]
+fn which(env: &TestEnv, spec: &str, dir: &str) -> String {
+    let out = env
+        .cmd(&["run", "--json", "-p", spec, "--", "echo \"$WHICH\""])
+        .current_dir(env.work().join(dir))
+        .run();
+    out.assert_code(0);
+    s(&out.json(), "output").to_string()
+}
+
+fn set_which(value: &str) -> String {
+    format!("[env]\nset = {{ WHICH = \"{value}\" }}\n")
+}
+
+#[test]
+fn builtin_profiles_load() {
+    let env = TestEnv::new();
+    for name in ["default", "ci", "agent"] {
+        let out = env.run(&["run", "--json", "-p", name, "--", "echo ok"]);
+        out.assert_code(0);
+        let v = out.json();
+        assert_eq!(v["profile"], name);
+        assert_eq!(v["output"], "ok", "-p {name}");
+    }
+    let out = env.run(&["run", "-p", "ci", "--", "true"]);
+    out.assert_code(0);
+}
+
+#[test]
+fn ci_profile_keeps_artifacts_in_the_workspace() {
+    let env = TestEnv::new();
+    let v = env
+        .run(&["run", "--json", "-p", "ci", "--", "seq 1 100 | tail -n 1"])
+        .json();
+    let path = s(&v["artifact"], "path");
+    assert!(
+        path.starts_with(
+            &env.work()
+                .join(".agentbash/artifacts")
+                .display()
+                .to_string()
+        ),
+        "ci artifact at {path}"
+    );
+}
+
+#[test]
+fn project_profile_wins_over_the_user_dir() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.work().join("sub/deeper")).unwrap();
+    env.write(".agentbash/profiles/x.toml", set_which("project"));
+    let user = env.config_dir().join("profiles/x.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, set_which("user")).unwrap();
+    assert_eq!(which(&env, "x", "sub/deeper"), "project");
+    assert_eq!(which(&env, "x", "."), "project");
+    std::fs::remove_file(env.work().join(".agentbash/profiles/x.toml")).unwrap();
+    assert_eq!(which(&env, "x", "sub/deeper"), "user");
+}
+
+#[test]
+fn nearest_project_dir_wins() {
+    let env = TestEnv::new();
+    env.write(".agentbash/profiles/x.toml", set_which("outer"));
+    env.write("inner/.agentbash/profiles/x.toml", set_which("inner"));
+    std::fs::create_dir_all(env.work().join("inner/deep")).unwrap();
+    assert_eq!(which(&env, "x", "inner/deep"), "inner");
+    assert_eq!(which(&env, "x", "."), "outer");
+}
+
+#[test]
+fn user_dir_wins_over_builtin_and_xdg_default_is_used() {
+    let env = TestEnv::new();
+    let user = env.config_dir().join("profiles/ci.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, format!("extends = \"ci\"\n{}", set_which("user-ci"))).unwrap();
+    assert_eq!(which(&env, "ci", "."), "user-ci");
+    // Without AGENTBASH_CONFIG_DIR, $XDG_CONFIG_HOME/agentbash is the user dir.
+    let xdg = env.root().join("config/agentbash/profiles/y.toml");
+    std::fs::write(&xdg, set_which("xdg")).unwrap();
+    let out = env
+        .cmd(&["run", "--json", "-p", "y", "--", "echo \"$WHICH\""])
+        .env_remove("AGENTBASH_CONFIG_DIR")
+        .run();
+    out.assert_code(0);
+    assert_eq!(out.json()["output"], "xdg");
+}
+
+#[test]
+fn project_default_can_extend_the_builtin_default() {
+    let env = TestEnv::new();
+    env.write(
+        ".agentbash/profiles/default.toml",
+        format!("extends = \"default\"\n{}", set_which("project-default")),
+    );
+    let out = env.run(&["run", "--json", "--", "echo \"$WHICH\"; echo \"$PAGER\""]);
+    out.assert_code(0);
+    assert_eq!(out.json()["output"], "project-default\ncat");
+}
+
+#[test]
+fn profile_paths() {
+    let env = TestEnv::new();
+    env.write("p.toml", set_which("dot-slash"));
+    env.write("dir/q.toml", set_which("subdir"));
+    env.write("plain.toml", set_which("bare-toml"));
+    assert_eq!(which(&env, "./p.toml", "."), "dot-slash");
+    assert_eq!(which(&env, "dir/q.toml", "."), "subdir");
+    assert_eq!(which(&env, "plain.toml", "."), "bare-toml");
+    let abs = env.work().join("p.toml").display().to_string();
+    std::fs::create_dir_all(env.work().join("elsewhere")).unwrap();
+    assert_eq!(which(&env, &abs, "elsewhere"), "dot-slash");
+}
+
+#[test]
+fn extends_layers_tables_key_by_key_and_replaces_arrays() {
+    let env = TestEnv::new();
+    env.write(
+        "base.toml",
+        "extends = \"default\"\n[timeout]\ndefault = 7\nmax = 100\n[env]\nexclude = [\"A_*\"]\n",
+    );
+    env.write(
+        "child.toml",
+        "extends = \"./base.toml\"\n[timeout]\nmax = 50\n[env]\nexclude = [\"B_*\"]\n",
+    );
+    let out = env
+        .cmd(&[
+            "run",
+            "--json",
+            "-p",
+            "./child.toml",
+            "--",
+            "echo \"${A_VAR-unset} ${B_VAR-unset} $PAGER\"",
+        ])
+        .env("A_VAR", "a")
+        .env("B_VAR", "b")
+        .run();
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(v["timeout_s"], 7);
+    assert_eq!(v["output"], "a unset cat");
+    let v = env
+        .run(&[
+            "run",
+            "--json",
+            "-p",
+            "./child.toml",
+            "-t",
+            "60",
+            "--",
+            "true",
+        ])
+        .json();
+    assert_eq!(v["timeout_s"], 50);
+}
+
+#[test]
+fn extends_default_keeps_the_other_defaults() {
+    let env = TestEnv::new();
+    env.write("p.toml", "extends = \"default\"\n[timeout]\ndefault = 9\n");
+    let v = env
+        .run(&["run", "--json", "-p", "./p.toml", "--", "seq 1 100000"])
+        .json();
+    assert_eq!(v["timeout_s"], 9);
+    assert!(v["output_bytes"].as_u64().unwrap() <= 51200);
+    assert!(v["artifact"].is_object());
+}
+
+#[test]
+fn misspelled_key_names_file_line_col_and_suggests() {
+    let env = TestEnv::new();
+    env.write("p.toml", "[timeout]\ndefualt = 3\n");
+    let out = env.run(&["run", "-p", "./p.toml", "--", "touch ran"]);
+    out.assert_code(125);
+    assert!(
+        out.stderr.contains("p.toml:2:1"),
+        "stderr: {:?}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("did you mean `default`?"),
+        "stderr: {:?}",
+        out.stderr
+    );
+    assert!(
+        !env.work().join("ran").exists(),
+        "an invalid profile ran the command"
+    );
+}
+
+#[test]
+fn misspelled_section_suggests_the_section() {
+    let env = TestEnv::new();
+    env.write(
+        "p.toml",
+        "description = \"x\"\n\n[outptu]\nmax_bytes = 10\n",
+    );
+    let out = env.run(&["run", "-p", "./p.toml", "--", "true"]);
+    out.assert_code(125);
+    assert!(out.stderr.contains("p.toml:3:"), "stderr: {:?}", out.stderr);
+    assert!(
+        out.stderr.contains("did you mean `output`?"),
+        "stderr: {:?}",
+        out.stderr
+    );
+}
+
+#[test]
+fn malformed_toml_names_file_line_col() {
+    let env = TestEnv::new();
+    env.write("p.toml", "[output]\nmax_bytes = = 3\n");
+    let out = env.run(&["run", "-p", "./p.toml", "--", "touch ran"]);
+    out.assert_code(125);
+    assert!(
+        re(r"p\.toml:2:\d+").is_match(&out.stderr),
+        "stderr: {:?}",
+        out.stderr
+    );
+    assert!(!env.work().join("ran").exists());
+    env.write("q.toml", "[output\n");
+    let out = env.run(&["run", "-p", "./q.toml", "--", "true"]);
+    out.assert_code(125);
+    assert!(
+        re(r"q\.toml:1:\d+").is_match(&out.stderr),
+        "stderr: {:?}",
+        out.stderr
+    );
+}
+
+#[test]
+fn wrong_types_name_file_line_col() {
+    let env = TestEnv::new();
+    env.write("p.toml", "# comment\n[timeout]\ndefault = \"ten\"\n");
+    let out = env.run(&["run", "-p", "./p.toml", "--", "true"]);
+    out.assert_code(125);
+    assert!(
+        re(r"p\.toml:3:\d+").is_match(&out.stderr),
+        "stderr: {:?}",
+        out.stderr
+    );
+    env.write("q.toml", "[env]\ninherit = 5\n");
+    let out = env.run(&["run", "-p", "./q.toml", "--", "true"]);
+    out.assert_code(125);
+    assert!(
+        re(r"q\.toml:2:\d+").is_match(&out.stderr),
+        "stderr: {:?}",
+        out.stderr
+    );
+}
+
+#[test]
+fn bad_values_name_file_line_col() {
+    let env = TestEnv::new();
+    for (body, line) in [
+        ("[timeout]\nmax = 99999\n", 2),
+        ("\n[process]\nbackground = \"maybe\"\n", 3),
+        ("[env]\ninherit = \"some\"\n", 2),
+    ] {
+        env.write("p.toml", body);
+        let out = env.run(&["run", "-p", "./p.toml", "--", "touch ran"]);
+        out.assert_code(125);
+        assert!(
+            re(&format!(r"p\.toml:{line}:\d+")).is_match(&out.stderr),
+            "{body:?}: stderr: {:?}",
+            out.stderr
+        );
+        assert!(!env.work().join("ran").exists());
+    }
+}
+
+#[test]
+fn unknown_profile_lists_where_it_looked() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "-p", "nope", "--", "true"]);
+    out.assert_code(125);
+    assert!(out.stderr.contains("nope"), "stderr: {:?}", out.stderr);
+    assert!(
+        out.stderr.contains(".agentbash/profiles/nope.toml"),
+        "stderr: {:?}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(
+            &env.config_dir()
+                .join("profiles/nope.toml")
+                .display()
+                .to_string()
+        ),
+        "stderr: {:?}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("built-in"), "stderr: {:?}", out.stderr);
+}
+
+#[test]
+fn missing_profile_file_says_so() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "-p", "./missing.toml", "--", "true"]);
+    out.assert_code(125);
+    assert!(
+        out.stderr.contains("missing.toml"),
+        "stderr: {:?}",
+        out.stderr
+    );
+}
+
+#[test]
+fn circular_extends_is_an_error_not_a_hang() {
+    let env = TestEnv::new();
+    env.write("a.toml", "extends = \"./b.toml\"\n");
+    env.write("b.toml", "extends = \"./a.toml\"\n");
+    let out = env.run(&["run", "-p", "./a.toml", "--", "true"]);
+    out.assert_code(125);
+    assert!(out.stderr.contains("extends"), "stderr: {:?}", out.stderr);
+}
+
+#[test]
+fn agentbash_profile_env_selects_the_profile() {
+    let env = TestEnv::new();
+    env.write("p.toml", set_which("from-env"));
+    let out = env
+        .cmd(&["run", "--json", "--", "echo \"$WHICH\""])
+        .env("AGENTBASH_PROFILE", "./p.toml")
+        .run();
+    out.assert_code(0);
+    assert_eq!(out.json()["output"], "from-env");
+    let out = env
+        .cmd(&["run", "--json", "--", "true"])
+        .env("AGENTBASH_PROFILE", "ci")
+        .run();
+    assert_eq!(out.json()["profile"], "ci");
+    // The flag beats the variable.
+    let out = env
+        .cmd(&["run", "--json", "-p", "default", "--", "true"])
+        .env("AGENTBASH_PROFILE", "ci")
+        .run();
+    assert_eq!(out.json()["profile"], "default");
+}

@@ -1,0 +1,677 @@
+//! `agentbash run` end to end: exit codes, the JSON and NDJSON formats, never hanging,
+//! background jobs, working directory and shell errors, and text-format flags
+//! (issue 2, items 1, 2, 8, 9, 10 and 13).
+
+use crate::support::{TestEnv, kill_cmdline, nonce, procs_with_cmdline, s, u};
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn echo_prints_and_exits_zero() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--", "echo", "hi"]);
+    out.assert_code(0);
+    assert_eq!(out.stdout, "hi\n");
+}
+
+#[test]
+fn quoted_command_and_words_are_joined() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--", "printf '%s\\n' a b | wc -l"]);
+    out.assert_code(0);
+    assert_eq!(out.stdout.trim(), "2");
+    let out = env.run(&["run", "--", "printf", "'%s-%s\\n'", "x", "y"]);
+    out.assert_code(0);
+    assert_eq!(out.stdout, "x-y\n");
+}
+
+#[test]
+fn nonzero_exit_is_passed_through_and_reported_on_stderr() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--", "exit 3"]);
+    out.assert_code(3);
+    assert!(
+        out.stderr.contains("Command exited with code 3"),
+        "stderr: {:?}",
+        out.stderr
+    );
+    assert!(
+        !out.stdout.contains("Command exited"),
+        "notices belong on stderr when stdout is a pipe; stdout: {:?}",
+        out.stdout
+    );
+}
+
+/// Every field §7.2 lists.
+const RESULT_FIELDS: &[&str] = &[
+    "command",
+    "normalized_command",
+    "stripped",
+    "profile",
+    "cwd",
+    "final_cwd",
+    "mode",
+    "session",
+    "exit_code",
+    "signal",
+    "timed_out",
+    "cancelled",
+    "blocked",
+    "duration_ms",
+    "timeout_s",
+    "requested_timeout_s",
+    "head",
+    "tail",
+    "output",
+    "text",
+    "truncated",
+    "total_bytes",
+    "total_lines",
+    "output_bytes",
+    "output_lines",
+    "truncation",
+    "artifact",
+    "background_killed",
+    "notices",
+    "warnings",
+];
+
+#[test]
+fn json_has_every_result_field() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--format", "json", "--", "echo hi"]);
+    out.assert_code(0);
+    let v = out.json();
+    let obj = v.as_object().expect("a JSON object");
+    let missing: Vec<&&str> = RESULT_FIELDS
+        .iter()
+        .filter(|f| !obj.contains_key(**f))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "missing §7.2 fields {missing:?} in {v:#}"
+    );
+    assert_eq!(s(&v, "command"), "echo hi");
+    assert_eq!(s(&v, "normalized_command"), "echo hi");
+    assert!(v["stripped"].is_null());
+    assert_eq!(s(&v, "profile"), "default");
+    assert_eq!(s(&v, "mode"), "print");
+    assert!(v["session"].is_null());
+    assert_eq!(v["exit_code"], 0);
+    assert!(v["signal"].is_null());
+    assert_eq!(v["timed_out"], false);
+    assert_eq!(v["cancelled"], false);
+    assert!(v["blocked"].is_null());
+    assert!(v["duration_ms"].is_u64());
+    assert_eq!(u(&v, "timeout_s"), 300);
+    assert_eq!(v["requested_timeout_s"], 300);
+    assert_eq!(s(&v, "output"), "hi");
+    assert_eq!(s(&v, "text"), "hi");
+    assert_eq!(v["truncated"], false);
+    assert_eq!(u(&v, "total_bytes"), 3);
+    assert_eq!(u(&v, "total_lines"), 1);
+    assert!(v["truncation"].is_null());
+    assert!(v["artifact"].is_null());
+    assert_eq!(v["background_killed"], serde_json::json!([]));
+    assert_eq!(v["notices"], serde_json::json!([]));
+    assert_eq!(v["warnings"], serde_json::json!([]));
+    // Exactly one object.
+    assert_eq!(out.stdout.trim_end().lines().count(), 1, "{}", out.stdout);
+}
+
+#[test]
+fn json_flag_is_format_json_and_reports_cwds() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--json", "--", "cd /; exit 4"]);
+    out.assert_code(4);
+    let v = out.json();
+    assert_eq!(v["exit_code"], 4);
+    assert_eq!(s(&v, "cwd"), env.work().display().to_string());
+    assert!(
+        v["notices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "Command exited with code 4"),
+        "{v:#}"
+    );
+}
+
+#[test]
+fn ndjson_streams_output_while_the_command_runs() {
+    let env = TestEnv::new();
+    let mut run = env
+        .cmd(&["run", "--format", "ndjson", "--", "echo a; sleep 1; echo b"])
+        .spawn();
+    let (_, first) = run.wait_for_event("start", Duration::from_secs(10));
+    assert_eq!(first["command"], "echo a; sleep 1; echo b");
+    let (at, ev) = run.wait_for_event("output", Duration::from_secs(10));
+    assert!(
+        at < Duration::from_millis(800),
+        "first output event came {at:?} after start, want well before the command ends"
+    );
+    assert!(s(&ev, "data").contains('a'), "{ev}");
+    let out = run.wait();
+    out.assert_code(0);
+    assert!(
+        out.elapsed >= Duration::from_secs(1),
+        "the whole run took only {:?}",
+        out.elapsed
+    );
+    let events = out.ndjson();
+    assert_eq!(events[0]["type"], "start", "first event: {}", events[0]);
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "result", "last event: {last}");
+    assert_eq!(last["output"], "a\nb");
+    for f in RESULT_FIELDS {
+        assert!(last.get(*f).is_some(), "result event lacks {f}: {last}");
+    }
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["type"] == "output")
+        .map(|e| e["data"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(streamed, "a\nb\n");
+    assert_eq!(
+        events.iter().filter(|e| e["type"] == "result").count(),
+        1,
+        "{events:?}"
+    );
+}
+
+/// SUSPECTED BUG: SPEC §7.3 lists `start` first; a notice known before the run (a timeout clamp)
+/// must not come before it.
+#[test]
+fn ndjson_start_comes_before_notices() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--format", "ndjson", "-t", "99999", "--", "echo hi"]);
+    out.assert_code(0);
+    let events = out.ndjson();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert!(
+        events.iter().any(|e| e["type"] == "notice"
+            && e["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Timeout clamped to 3600s")),
+        "no clamp notice event: {kinds:?}"
+    );
+    assert_eq!(kinds.first(), Some(&"start"), "event order: {kinds:?}");
+    assert_eq!(kinds.last(), Some(&"result"), "event order: {kinds:?}");
+}
+
+#[test]
+fn background_job_holding_the_pipe_does_not_hang() {
+    let env = TestEnv::new();
+    let sleep = format!("sleep 5.{}", nonce());
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--",
+        &format!("{{ {sleep}; echo late; }} & echo immediate"),
+    ]);
+    out.assert_code(0);
+    assert!(
+        out.elapsed < Duration::from_millis(1500),
+        "took {:?}",
+        out.elapsed
+    );
+    let v = out.json();
+    assert_eq!(s(&v, "output"), "immediate");
+    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+}
+
+#[test]
+fn stdin_is_the_null_device_by_default() {
+    let env = TestEnv::new();
+    // Even with data waiting on agentbash's stdin, `cat` must not see it.
+    let out = env
+        .cmd(&["run", "--json", "--", "cat"])
+        .stdin("should not be read\n")
+        .run();
+    out.assert_code(0);
+    assert!(
+        out.elapsed < Duration::from_secs(3),
+        "took {:?}",
+        out.elapsed
+    );
+    assert_eq!(s(&out.json(), "output"), "(no output)");
+}
+
+#[test]
+fn stdin_flag_passes_stdin_through() {
+    let env = TestEnv::new();
+    let out = env
+        .cmd(&["run", "--stdin", "--", "cat"])
+        .stdin("piped\n")
+        .run();
+    out.assert_code(0);
+    assert_eq!(out.stdout, "piped\n");
+}
+
+#[test]
+fn opening_dev_tty_fails_fast() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--json", "--", "echo x > /dev/tty"]);
+    assert_ne!(out.code(), Some(0), "stdout: {}", out.stdout);
+    assert!(
+        out.elapsed < Duration::from_secs(3),
+        "took {:?}",
+        out.elapsed
+    );
+    assert_ne!(out.json()["exit_code"], 0);
+}
+
+#[test]
+fn git_log_with_long_history_does_not_wait_on_a_pager() {
+    let env = TestEnv::new();
+    let repo = env.work().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let setup = Command::new("sh")
+        .arg("-c")
+        .arg(
+            "git init -q . && git config user.name T && git config user.email t@example.com \
+             && git config core.pager less \
+             && i=1; while [ $i -le 300 ]; do git commit -q --allow-empty -m \"msg $i\" || exit 1; i=$((i+1)); done",
+        )
+        .current_dir(&repo)
+        .env("HOME", env.home())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("run git");
+    assert!(
+        setup.status.success(),
+        "git setup failed: {}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    let out = env.run(&["run", "--json", "-C", "repo", "--", "git log"]);
+    out.assert_code(0);
+    let v = out.json();
+    assert!(
+        s(&v, "output").contains("    msg 300"),
+        "{}",
+        s(&v, "output")
+    );
+    assert!(u(&v, "total_lines") >= 300 * 5, "{v:#}");
+    let out = env.run(&["run", "-C", "repo", "--", "git log --oneline"]);
+    out.assert_code(0);
+    assert_eq!(out.stdout.lines().count(), 300);
+    assert!(out.stdout.lines().last().unwrap().ends_with("msg 1"));
+}
+
+#[test]
+fn background_kill_lists_and_ends_the_job() {
+    let env = TestEnv::new();
+    let sleep = format!("sleep 399.{}", nonce());
+    let out = env.run(&["run", "--json", "--", &format!("{sleep} & echo started")]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v, "output"), "started");
+    let killed = v["background_killed"]
+        .as_array()
+        .expect("background_killed");
+    assert!(
+        killed.iter().any(
+            |k| k["command"].as_str().is_some_and(|c| c.contains(&sleep))
+                && k["pid"].as_u64().is_some()
+        ),
+        "background_killed does not list {sleep:?}: {v:#}"
+    );
+    let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
+    assert!(left.is_empty(), "still running: {left:?}");
+}
+
+#[test]
+fn background_keep_lets_the_job_survive() {
+    let env = TestEnv::new();
+    env.write("keep.toml", "[process]\nbackground = \"keep\"\n");
+    let sleep = format!("sleep 398.{}", nonce());
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-p",
+        "./keep.toml",
+        "--",
+        &format!("{sleep} & echo started"),
+    ]);
+    let alive = procs_with_cmdline(&sleep, Duration::ZERO);
+    kill_cmdline(&sleep);
+    out.assert_code(0);
+    assert!(
+        out.elapsed < Duration::from_secs(5),
+        "took {:?}",
+        out.elapsed
+    );
+    let v = out.json();
+    assert_eq!(s(&v, "output"), "started");
+    assert_eq!(v["background_killed"], serde_json::json!([]), "{v:#}");
+    assert!(!alive.is_empty(), "the kept background job did not survive");
+}
+
+#[test]
+fn missing_cwd_is_an_error_and_runs_nothing() {
+    let env = TestEnv::new();
+    let missing = format!("/nonexistent-{}", nonce());
+    let out = env.run(&["run", "-C", &missing, "--", "touch ran"]);
+    out.assert_code(125);
+    assert!(
+        out.stderr
+            .contains(&format!("Working directory does not exist: {missing}")),
+        "stderr: {:?}",
+        out.stderr
+    );
+    assert!(!env.work().join("ran").exists());
+    let out = env.run(&["run", "--json", "-C", &missing, "--", "touch ran"]);
+    out.assert_code(125);
+    assert!(
+        out.json()["text"]
+            .as_str()
+            .unwrap()
+            .contains("Working directory does not exist"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn file_as_cwd_is_an_error() {
+    let env = TestEnv::new();
+    let f = env.write("f.txt", "x");
+    let out = env.run(&["run", "-C", "f.txt", "--", "true"]);
+    out.assert_code(125);
+    assert!(
+        out.stderr.contains(&format!(
+            "Working directory is not a directory: {}",
+            f.display()
+        )),
+        "stderr: {:?}",
+        out.stderr
+    );
+}
+
+#[test]
+fn relative_cwd_resolves_against_the_invoking_dir() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.work().join("a/sub")).unwrap();
+    std::fs::create_dir_all(env.work().join("b")).unwrap();
+    let out = env.run(&["run", "--json", "-C", "a/sub", "--", "pwd -P"]);
+    out.assert_code(0);
+    let want = env.work().join("a/sub").canonicalize().unwrap();
+    assert_eq!(s(&out.json(), "output"), want.display().to_string());
+    assert_eq!(
+        s(&out.json(), "cwd"),
+        env.work().join("a/sub").display().to_string()
+    );
+    let out = env
+        .cmd(&["run", "--json", "-C", "../b", "--", "pwd -P"])
+        .current_dir(env.work().join("a"))
+        .run();
+    out.assert_code(0);
+    let want = env.work().join("b").canonicalize().unwrap();
+    assert_eq!(s(&out.json(), "output"), want.display().to_string());
+}
+
+#[test]
+fn missing_shell_names_the_profile_key() {
+    let env = TestEnv::new();
+    env.write("p.toml", "[shell]\npath = \"/no/such/shell\"\n");
+    let out = env.run(&["run", "-p", "./p.toml", "--", "touch ran"]);
+    out.assert_code(125);
+    assert!(
+        out.stderr.contains("shell.path") && out.stderr.contains("/no/such/shell"),
+        "stderr: {:?}",
+        out.stderr
+    );
+    assert!(!env.work().join("ran").exists());
+}
+
+#[test]
+fn color_always_is_accepted_in_a_pipe() {
+    let env = TestEnv::new();
+    for when in ["always", "never", "auto"] {
+        let out = env.run(&["run", "--color", when, "--", "echo hi"]);
+        out.assert_code(0);
+        assert_eq!(out.stdout, "hi\n", "--color {when}");
+    }
+    let out = env.run(&["run", "--color", "sometimes", "--", "echo hi"]);
+    out.assert_code(2);
+}
+
+#[test]
+fn quiet_suppresses_notices() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "-q", "-t", "99999", "--", "echo hi; exit 3"]);
+    out.assert_code(3);
+    assert_eq!(out.stdout, "hi\n");
+    assert_eq!(out.stderr, "", "-q must keep stderr free of notices");
+    // Without -q the same run does talk.
+    let out = env.run(&["run", "-t", "99999", "--", "echo hi; exit 3"]);
+    assert!(out.stderr.contains("Timeout clamped"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Command exited with code 3"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_command_exiting_124_is_not_a_timeout() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--json", "--", "exit 124"]);
+    out.assert_code(124);
+    let v = out.json();
+    assert_eq!(v["timed_out"], false);
+    assert_eq!(v["exit_code"], 124);
+}
+
+#[test]
+fn daemonized_job_detached_from_the_pipe_is_killed_and_listed() {
+    let env = TestEnv::new();
+    let sleep = format!("sleep 397.{}", nonce());
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--",
+        &format!("( setsid {sleep} > /dev/null 2>&1 < /dev/null & ) ; echo done"),
+    ]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v, "output"), "done");
+    let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
+    assert!(
+        left.is_empty(),
+        "a double-forked setsid job survived: {left:?}"
+    );
+    assert!(
+        v["background_killed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["command"].as_str().is_some_and(|c| c.contains(&sleep))),
+        "{:#}",
+        v["background_killed"]
+    );
+}
+
+#[test]
+fn no_pty_env_overrides_a_forced_pty_with_a_notice() {
+    let env = TestEnv::new();
+    let out = env
+        .cmd(&["run", "--json", "--pty", "--", "echo hi"])
+        .env("AGENTBASH_NO_PTY", "1")
+        .run();
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v, "mode"), "print");
+    assert_eq!(s(&v, "output"), "hi");
+    assert!(
+        v["notices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal"),
+        "{:#}",
+        v["notices"]
+    );
+}
+
+#[test]
+fn auto_mode_in_a_pipe_is_print_mode() {
+    let env = TestEnv::new();
+    env.write("p.toml", "[pty]\nmode = \"on\"\n");
+    let v = env
+        .run(&[
+            "run",
+            "--json",
+            "-p",
+            "./p.toml",
+            "--",
+            "test -t 1 && echo tty || echo pipe",
+        ])
+        .json();
+    assert_eq!(s(&v, "mode"), "print");
+    assert_eq!(s(&v, "output"), "pipe");
+}
+
+#[test]
+fn file_size_limit_kills_the_writer() {
+    let env = TestEnv::new();
+    env.write("p.toml", "[limits]\nfile_size_mb = 1\n");
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-p",
+        "./p.toml",
+        "--",
+        "head -c 2000000 /dev/zero > big",
+    ]);
+    // SIGXFSZ is signal 25.
+    out.assert_code(128 + 25);
+    assert!(std::fs::metadata(env.work().join("big")).unwrap().len() <= 1024 * 1024);
+}
+
+/// SUSPECTED BUG: `limits.cpu_seconds` sets the soft and hard RLIMIT_CPU to the same
+/// value, so the kernel sends SIGKILL instead of SIGXCPU and the run ends as a bare
+/// "exit 137" without the "CPU time limit (limits.cpu_seconds)" explanation.
+#[test]
+fn cpu_limit_is_reported_as_such() {
+    let env = TestEnv::new();
+    env.write("p.toml", "[limits]\ncpu_seconds = 1\n");
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-p",
+        "./p.toml",
+        "--",
+        "while :; do :; done",
+    ]);
+    assert_ne!(out.code(), Some(0));
+    let v = out.json();
+    assert!(
+        v["notices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains("limits.cpu_seconds"))),
+        "exit {:?}, signal {}, notices {:#}",
+        out.code(),
+        v["signal"],
+        v["notices"]
+    );
+}
+
+#[test]
+fn shell_prefix_and_args_are_applied() {
+    let env = TestEnv::new();
+    env.write("p.toml", "[shell]\nprefix = \"env FOO=bar\"\n");
+    let v = env
+        .run(&["run", "--json", "-p", "./p.toml", "--", "printenv FOO"])
+        .json();
+    assert_eq!(s(&v, "output"), "bar");
+    env.write("q.toml", "[shell]\nargs = [\"-e\", \"-c\"]\n");
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-p",
+        "./q.toml",
+        "--",
+        "echo before; false; echo after",
+    ]);
+    out.assert_code(1);
+    assert_eq!(s(&out.json(), "output"), "before");
+    env.write("r.toml", "[shell]\npath = \"sh\"\n");
+    let out = env.run(&["run", "--json", "-p", "./r.toml", "--", "echo hi"]);
+    out.assert_code(0);
+    assert_eq!(s(&out.json(), "output"), "hi");
+}
+
+#[test]
+fn command_signalling_its_own_group_does_not_take_agentbash_down() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--json", "--", "echo x; kill 0"]);
+    out.assert_code(143);
+    let v = out.json();
+    assert_eq!(v["signal"], "SIGTERM");
+    assert_eq!(s(&v, "output"), "x");
+}
+
+#[test]
+fn closing_stdout_early_still_waits_for_the_exit_status() {
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--",
+        "exec >/dev/null 2>&1; sleep 1; exit 5",
+    ]);
+    out.assert_code(5);
+    assert!(
+        out.elapsed >= Duration::from_millis(900),
+        "took {:?}",
+        out.elapsed
+    );
+}
+
+#[test]
+fn ci_profile_streams_output_into_a_pipe() {
+    let env = TestEnv::new();
+    let mut run = env
+        .cmd(&["run", "-p", "ci", "--", "echo a; sleep 1; echo b"])
+        .spawn();
+    let (at, line) = run.next_line(Duration::from_secs(10)).expect("a line");
+    assert_eq!(line, "a\n");
+    assert!(at < Duration::from_millis(800), "first line after {at:?}");
+    let out = run.wait();
+    out.assert_code(0);
+    assert_eq!(out.stdout, "a\nb\n");
+}
+
+#[test]
+fn broken_stdout_pipe_exits_zero() {
+    let env = TestEnv::new();
+    let script = format!(
+        "'{}' run -p ci -- 'seq 1 1000000' | head -n 1; echo \"status ${{PIPESTATUS[0]}}\"",
+        crate::support::bin().display()
+    );
+    let out = env.program("bash", &["-c", &script]).run();
+    assert_eq!(out.stdout, "1\nstatus 0\n", "stderr: {}", out.stderr);
+}
+
+/// SUSPECTED BUG: a double-forked job that calls setsid *and* clears its environment
+/// (so it has neither the session nor the run marker) is reparented to agentbash (the
+/// subreaper) but not recognised as part of the run, and survives it.
+#[test]
+fn setsid_job_with_a_cleared_env_is_still_killed() {
+    let env = TestEnv::new();
+    let sleep = format!("sleep 395.{}", nonce());
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--",
+        &format!("( setsid env -i {sleep} > /dev/null 2>&1 & ) ; sleep 0.3; echo done"),
+    ]);
+    let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
+    kill_cmdline(&sleep);
+    out.assert_code(0);
+    assert!(left.is_empty(), "survived the run: {left:?}");
+}

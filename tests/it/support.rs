@@ -1,0 +1,551 @@
+//! Shared helpers for the integration tests: a hermetic [`TestEnv`] that runs the real
+//! `agentbash` binary as a subprocess, and the process-table probes the teardown
+//! tests need.
+//!
+//! Every wait is capped ([`HANG_CAP`]) so a hang fails the test instead of stalling
+//! the suite; the cap is never a timing assertion.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Longest any single agentbash invocation may take before the test calls it a hang.
+pub const HANG_CAP: Duration = Duration::from_secs(20);
+
+/// Variables that change agentbash's behaviour and must not leak in from the
+/// developer's shell or the CI runner.
+const CLEARED: &[&str] = &[
+    "AGENTBASH_PROFILE",
+    "NO_COLOR",
+    "CLICOLOR_FORCE",
+    "GITHUB_ACTIONS",
+    "AGENTBASH_NO_PTY",
+    "AGENTBASH_NO_CI",
+    "CI",
+];
+
+/// Name of the variable that tags every process a test starts, so leftovers can be
+/// found in `/proc/*/environ` regardless of how agentbash marks its runs.
+pub const TAG_VAR: &str = "AGENTBASH_IT_TAG";
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A string unique to this test process and call, e.g. for `sleep 377.<nonce>` so
+/// that a process-table probe cannot confuse our sleeps with anyone else's.
+pub fn nonce() -> String {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    format!("{}{:03}", std::process::id(), n % 1000)
+}
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agentbash"))
+}
+
+/// A temporary directory holding the working directory, HOME, and every config, state
+/// and cache directory agentbash may touch.
+pub struct TestEnv {
+    dir: tempfile::TempDir,
+    pub tag: String,
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("agentbash-it-")
+            .tempdir()
+            .expect("create temp dir");
+        for sub in [
+            "work",
+            "home",
+            "config",
+            "state",
+            "cache",
+            "config/agentbash",
+        ] {
+            std::fs::create_dir_all(dir.path().join(sub)).expect("create test dirs");
+        }
+        TestEnv {
+            dir,
+            tag: format!("it-{}", nonce()),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The directory agentbash is invoked from.
+    pub fn work(&self) -> PathBuf {
+        self.root().join("work")
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.root().join("home")
+    }
+
+    /// `$AGENTBASH_CONFIG_DIR`.
+    pub fn config_dir(&self) -> PathBuf {
+        self.root().join("config/agentbash")
+    }
+
+    /// `$AGENTBASH_STATE_DIR`.
+    pub fn state_dir(&self) -> PathBuf {
+        self.root().join("state/agentbash")
+    }
+
+    /// Write `contents` to `rel` (relative to the working directory), creating parents.
+    pub fn write(&self, rel: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.work().join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("create parent dirs");
+        }
+        std::fs::write(&p, contents).expect("write test file");
+        p
+    }
+
+    /// A command line for the binary, hermetic and invoked from [`TestEnv::work`].
+    pub fn cmd(&self, args: &[&str]) -> Cmd {
+        self.program(bin(), args)
+    }
+
+    /// Any program (e.g. a shell wrapping agentbash) with the same hermetic setup.
+    pub fn program(&self, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Cmd {
+        let mut c = Command::new(program);
+        c.args(args).current_dir(self.work());
+        for k in CLEARED {
+            c.env_remove(k);
+        }
+        let r = self.root();
+        c.env("HOME", self.home())
+            .env("XDG_CONFIG_HOME", r.join("config"))
+            .env("XDG_STATE_HOME", r.join("state"))
+            .env("XDG_CACHE_HOME", r.join("cache"))
+            .env("AGENTBASH_STATE_DIR", self.state_dir())
+            .env("AGENTBASH_CONFIG_DIR", self.config_dir())
+            .env(TAG_VAR, &self.tag);
+        Cmd {
+            command: c,
+            stdin: None,
+        }
+    }
+
+    /// Run agentbash with `args` and wait for it (capped at [`HANG_CAP`]).
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).run()
+    }
+
+    /// Live processes carrying this env's tag (the test's own agentbash excluded
+    /// once it has exited). Waits up to `settle` for dying processes to go away.
+    pub fn leftovers(&self, settle: Duration) -> Vec<Proc> {
+        let needle = format!("{TAG_VAR}={}", self.tag);
+        let deadline = Instant::now() + settle;
+        loop {
+            let found: Vec<Proc> = processes()
+                .into_iter()
+                .filter(|p| {
+                    p.environ
+                        .split(|&b| b == 0)
+                        .any(|kv| kv == needle.as_bytes())
+                })
+                .collect();
+            if found.is_empty() || Instant::now() >= deadline {
+                return found;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGKILL every tagged process (cleanup for tests that expect survivors).
+    pub fn kill_leftovers(&self) {
+        for p in self.leftovers(Duration::ZERO) {
+            // SAFETY: plain syscall; a stale pid just yields ESRCH.
+            unsafe {
+                libc::kill(p.pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        // A failed test must not leave its sleeps behind for the next run.
+        self.kill_leftovers();
+    }
+}
+
+pub struct Cmd {
+    command: Command,
+    stdin: Option<Vec<u8>>,
+}
+
+impl Cmd {
+    pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.command.env(k, v);
+        self
+    }
+
+    pub fn env_remove(mut self, k: &str) -> Self {
+        self.command.env_remove(k);
+        self
+    }
+
+    /// Start in a new process group of its own.
+    pub fn own_process_group(mut self) -> Self {
+        use std::os::unix::process::CommandExt;
+        self.command.process_group(0);
+        self
+    }
+
+    pub fn current_dir(mut self, d: impl AsRef<Path>) -> Self {
+        self.command.current_dir(d);
+        self
+    }
+
+    /// Feed these bytes on stdin (default: the null device).
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(bytes.into());
+        self
+    }
+
+    pub fn run(self) -> Output {
+        self.spawn().wait()
+    }
+
+    /// Start agentbash; stdout is read line by line as it arrives.
+    pub fn spawn(mut self) -> Running {
+        self.command
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let started = Instant::now();
+        let mut child = self.command.spawn().expect("spawn agentbash");
+        if let Some(bytes) = self.stdin.take() {
+            let mut w = child.stdin.take().expect("stdin pipe");
+            thread::spawn(move || {
+                let _ = w.write_all(&bytes);
+            });
+        }
+        let (line_tx, lines) = mpsc::channel();
+        let mut out = BufReader::new(child.stdout.take().expect("stdout pipe"));
+        thread::spawn(move || {
+            loop {
+                let mut buf = Vec::new();
+                match out.read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if line_tx.send((Instant::now(), buf)).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        let (err_tx, stderr_rx) = mpsc::channel();
+        let mut err = child.stderr.take().expect("stderr pipe");
+        thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = err.read_to_end(&mut buf);
+            let _ = err_tx.send(buf);
+        });
+        Running {
+            child,
+            started,
+            lines,
+            seen: Vec::new(),
+            stderr_rx,
+        }
+    }
+}
+
+/// A running agentbash.
+pub struct Running {
+    child: Child,
+    pub started: Instant,
+    lines: Receiver<(Instant, Vec<u8>)>,
+    /// Lines already taken with [`Running::next_line`], with their arrival time.
+    pub seen: Vec<(Duration, String)>,
+    stderr_rx: Receiver<Vec<u8>>,
+}
+
+impl Running {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The next stdout line (with its arrival time after start), or `None` at EOF or
+    /// after `within`.
+    pub fn next_line(&mut self, within: Duration) -> Option<(Duration, String)> {
+        match self.lines.recv_timeout(within) {
+            Ok((at, bytes)) => {
+                let item = (
+                    at.duration_since(self.started),
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                );
+                self.seen.push(item.clone());
+                Some(item)
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Wait for an NDJSON event of `kind` on stdout.
+    pub fn wait_for_event(&mut self, kind: &str, within: Duration) -> (Duration, Value) {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Some((at, line)) = self.next_line(left) else {
+                panic!(
+                    "no {kind:?} event within {within:?}; stdout so far: {:?}",
+                    self.seen
+                );
+            };
+            let v: Value = serde_json::from_str(line.trim_end())
+                .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
+            if v["type"] == kind {
+                return (at, v);
+            }
+        }
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain syscall on our own child's pid.
+        let rc = unsafe { libc::kill(self.pid(), sig) };
+        assert_eq!(rc, 0, "kill({}, {sig}) failed", self.pid());
+    }
+
+    /// Wait for exit (capped at [`HANG_CAP`]) and collect everything.
+    pub fn wait(mut self) -> Output {
+        let deadline = self.started + HANG_CAP;
+        let status: ExitStatus = loop {
+            match self.child.try_wait().expect("try_wait") {
+                Some(s) => break s,
+                None if Instant::now() >= deadline => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    panic!(
+                        "agentbash did not exit within {HANG_CAP:?} (hang); stdout so far: {:?}",
+                        self.seen
+                    );
+                }
+                None => thread::sleep(Duration::from_millis(5)),
+            }
+        };
+        let elapsed = self.started.elapsed();
+        let mut stdout: Vec<u8> = self
+            .seen
+            .iter()
+            .flat_map(|(_, l)| l.as_bytes().to_vec())
+            .collect();
+        let drain_deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = drain_deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((_, bytes)) => stdout.extend(bytes),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "agentbash exited but its stdout stayed open (a leaked process holds it)"
+                    )
+                }
+            }
+        }
+        let stderr = self
+            .stderr_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("agentbash exited but its stderr stayed open (a leaked process holds it)");
+        Output {
+            status,
+            elapsed,
+            stdout_bytes: stdout.clone(),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// What one agentbash invocation did.
+#[derive(Debug)]
+pub struct Output {
+    pub status: ExitStatus,
+    pub elapsed: Duration,
+    pub stdout_bytes: Vec<u8>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Assert the exit code, showing both streams when it differs.
+    #[track_caller]
+    pub fn assert_code(&self, want: i32) -> &Self {
+        assert_eq!(
+            self.code(),
+            Some(want),
+            "exit status {:?}, want {want}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// stdout parsed as the single `--format json` object.
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim_end()).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON value ({e})\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// stdout parsed as NDJSON events.
+    #[track_caller]
+    pub fn ndjson(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| {
+                serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("NDJSON line is not JSON ({e}): {l:?}"))
+            })
+            .collect()
+    }
+}
+
+/// `json["output"]` as a `&str` (panics with the object when missing).
+#[track_caller]
+pub fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} is not a string in {v:#}"))
+}
+
+#[track_caller]
+pub fn u(v: &Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is not an unsigned integer in {v:#}"))
+}
+
+/// One entry of the process table.
+#[derive(Debug, Clone)]
+pub struct Proc {
+    pub pid: i32,
+    pub cmdline: String,
+    environ: Vec<u8>,
+}
+
+/// Every process we can inspect (zombies read as empty and are skipped).
+pub fn processes() -> Vec<Proc> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            if cmdline.is_empty() {
+                return None;
+            }
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .trim_end()
+                .to_string();
+            Some(Proc {
+                pid,
+                cmdline,
+                environ,
+            })
+        })
+        .collect()
+}
+
+/// Live processes whose command line contains `needle`, waiting up to `settle` for
+/// dying ones to disappear.
+pub fn procs_with_cmdline(needle: &str, settle: Duration) -> Vec<Proc> {
+    let deadline = Instant::now() + settle;
+    loop {
+        let found: Vec<Proc> = processes()
+            .into_iter()
+            .filter(|p| p.cmdline.contains(needle) && p.pid != std::process::id() as i32)
+            .collect();
+        if found.is_empty() || Instant::now() >= deadline {
+            return found;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Kill every process whose command line contains `needle`.
+pub fn kill_cmdline(needle: &str) {
+    for p in procs_with_cmdline(needle, Duration::ZERO) {
+        // SAFETY: plain syscall; a stale pid just yields ESRCH.
+        unsafe {
+            libc::kill(p.pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// The real output of `sh -c script` (for byte-for-byte artifact comparisons).
+pub fn sh_output(script: &str) -> Vec<u8> {
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("run sh")
+        .stdout
+}
+
+/// [`sh_output`] as text.
+pub fn sh_text(script: &str) -> String {
+    String::from_utf8(sh_output(script)).expect("UTF-8 output")
+}
+
+/// Compile a test regex.
+pub fn re(pattern: &str) -> regex::Regex {
+    regex::Regex::new(pattern).expect("test regex")
+}
+
+/// Wait (up to `within`) until a process whose command line is exactly `cmdline`
+/// (arguments joined with spaces) runs.
+pub fn wait_for_cmdline(cmdline: &str, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if processes().iter().any(|p| p.cmdline == cmdline) {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
