@@ -641,6 +641,12 @@ pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
     }
     let mut candidates: Vec<(String, CandidateKind, Option<SkipReason>)> =
         vec![(whole.to_string(), CandidateKind::Whole, None)];
+    // §4.2: the whole command too is checked without its leading assignments, which
+    // matters when it cannot be split (`X=1 cat a; echo $(date)`).
+    let bare = strip_assignments(whole).trim();
+    if !bare.is_empty() && bare != whole {
+        candidates.push((bare.to_string(), CandidateKind::Whole, None));
+    }
     match split(cmd) {
         Split::Segments(segments) => {
             // A set, not a scan of `candidates`: a generated command may have many

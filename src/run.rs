@@ -310,6 +310,7 @@ pub fn execute(
                 timeout,
                 kill_grace: grace,
                 cancel,
+                background: p.process.background,
             },
             &mut sink,
             &mut on_output,

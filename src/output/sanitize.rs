@@ -66,12 +66,9 @@ impl Sanitizer {
                                 self.state = State::Esc;
                                 self.seq_len = 0;
                             }
-                            b'\r' => {
-                                if self.pending_cr {
-                                    out.push('\n');
-                                }
-                                self.pending_cr = true;
-                            }
+                            // CR CR LF (a PTY's ONLCR after a CRLF) is still one line
+                            // break: repeated CRs return to the same column.
+                            b'\r' => self.pending_cr = true,
                             _ => {} // other C0 controls and DEL: dropped
                         }
                     }
