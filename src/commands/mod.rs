@@ -25,7 +25,9 @@ pub fn dispatch(cli: Cli) -> i32 {
             0
         }
         Command::Rules(c) => rules::command(c),
-        Command::Rpc(_) | Command::Mcp(_) | Command::Session(_) | Command::Snapshot(_) => {
+        Command::Rpc(a) => server(a, false),
+        Command::Mcp(a) => server(a, true),
+        Command::Session(_) | Command::Snapshot(_) => {
             err("agentbash: this command is not available yet\n");
             crate::exit::FAILURE
         }
@@ -67,4 +69,34 @@ pub fn load_profile(spec: Option<&str>) -> Result<crate::LoadedProfile, i32> {
             err(&format!("agentbash: {e}\n"));
             crate::exit::FAILURE
         })
+}
+
+/// `agentbash rpc` / `agentbash mcp`.
+pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let profile = match load_profile(args.profile.as_deref()) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let engine = crate::server::engine::Engine::new(profile, cwd);
+    if !mcp {
+        return crate::server::rpc::serve(engine);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            err(&format!("agentbash: cannot start the async runtime: {e}\n"));
+            return crate::exit::FAILURE;
+        }
+    };
+    let served = runtime.block_on(crate::server::mcp::serve_stdio(std::sync::Arc::new(engine)));
+    // A run that ignores cancellation must not keep the process alive after EOF.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(3));
+    match served {
+        Ok(()) => 0,
+        Err(e) => {
+            err(&format!("agentbash: {e:#}\n"));
+            crate::exit::FAILURE
+        }
+    }
 }

@@ -1,0 +1,69 @@
+//! The seam between the MCP server and the engine that runs commands.
+//!
+//! The server (`mcp.rs`) speaks the protocol and nothing else; everything about
+//! running a command — profiles, interception, sessions, artifacts — sits behind
+//! [`Backend`], so the protocol layer can be tested with a stand-in engine and the
+//! real engine can be tested without a protocol.
+
+use std::collections::BTreeMap;
+
+/// One `bash` tool call, as the client asked for it (nothing resolved yet).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BashCall {
+    /// The shell command text.
+    pub command: String,
+    /// Requested timeout in seconds; the profile clamps it (SPEC §4.4).
+    pub timeout: Option<u64>,
+    /// Working directory, relative to the server's directory or the session's cwd.
+    pub cwd: Option<String>,
+    /// Show only the first N lines of the output.
+    pub head: Option<usize>,
+    /// Show only the last N lines of the output.
+    pub tail: Option<usize>,
+    /// Extra environment variables, layered over the profile's environment.
+    pub env: BTreeMap<String, String>,
+    /// Persistent session name (SPEC §6.3).
+    pub session: Option<String>,
+    /// Tools the caller has (interceptor); `None` = the profile's list.
+    pub tools: Option<Vec<String>>,
+}
+
+/// What a finished run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BashOutcome {
+    /// SPEC §7.2 `text`: exactly what the model should be shown.
+    pub text: String,
+    /// The whole SPEC §7.2 result object.
+    pub result: serde_json::Value,
+    /// Non-zero exit, timeout or block.
+    pub is_error: bool,
+}
+
+/// The engine the MCP server drives.
+pub trait Backend: Send + Sync + 'static {
+    /// Blocking; called on a blocking thread. `on_progress` receives output text as it
+    /// arrives (coalesced). `cancel` is set when the client cancels the request (or
+    /// the connection closes); the run must then stop and answer as cancelled.
+    ///
+    /// `Err` is a clear message for bad input (invalid env name, bad cwd, ...); the
+    /// server turns it into a tool error the model can read.
+    fn bash(
+        &self,
+        call: BashCall,
+        on_progress: &mut dyn FnMut(&str),
+        cancel: &crate::exec::CancelToken,
+    ) -> Result<BashOutcome, String>;
+
+    /// Lines `offset..offset+limit` (0-based; `limit: None` = to the end) of artifact
+    /// `id`, a bare decimal id (the server strips `artifact://`).
+    fn read_artifact(
+        &self,
+        id: &str,
+        offset: usize,
+        limit: Option<usize>,
+    ) -> Result<String, String>;
+
+    /// A few lines telling the model what this profile does (limits, interception,
+    /// artifacts) — used in the `bash` tool description.
+    fn describe(&self) -> String;
+}

@@ -1,0 +1,139 @@
+//! The real engine behind rpc and mcp: one loaded profile, the run pipeline, and
+//! artifact reading.
+
+use super::backend::{Backend, BashCall, BashOutcome};
+use crate::exec::CancelToken;
+use crate::output::artifact::{self, ArtifactStore};
+use crate::profile::LoadedProfile;
+use crate::result::RunResult;
+use crate::run::{Event, execute};
+use std::io::BufRead;
+use std::path::PathBuf;
+
+/// Lines `read_artifact` returns when the caller gives no limit.
+pub const DEFAULT_ARTIFACT_LINES: usize = 2000;
+
+pub struct Engine {
+    pub profile: LoadedProfile,
+    pub invoking_dir: PathBuf,
+}
+
+impl Engine {
+    pub fn new(profile: LoadedProfile, invoking_dir: PathBuf) -> Self {
+        crate::exec::process::set_shared_process();
+        Engine {
+            profile,
+            invoking_dir,
+        }
+    }
+
+    /// Run a validated call; `on_output` gets live text.
+    pub fn run(
+        &self,
+        call: &BashCall,
+        cancel: &CancelToken,
+        on_output: &mut dyn FnMut(&str),
+    ) -> Result<RunResult, String> {
+        let req = super::build_request(call, &self.invoking_dir)?;
+        Ok(execute(&req, &self.profile, cancel, &mut |e| {
+            if let Event::Output(t) = e {
+                on_output(t);
+            }
+        }))
+    }
+
+    pub fn store(&self) -> ArtifactStore {
+        let a = &self.profile.profile.artifacts;
+        ArtifactStore {
+            dir: artifact::resolve_dir(&a.dir, &self.invoking_dir),
+            max_total_bytes: a.max_total_bytes,
+            max_age_days: a.max_age_days,
+        }
+    }
+
+    /// Lines `offset..offset+limit` of an artifact, with a footer saying what is left.
+    pub fn read_artifact_lines(&self, id: &str, offset: usize, limit: Option<usize>) -> Result<String, String> {
+        let id = artifact::parse_id(id).map_err(|e| e.to_string())?;
+        let store = self.store();
+        let path = store.path(id);
+        let f = std::fs::File::open(&path)
+            .map_err(|_| format!("no artifact {} (it may have been removed by gc)", artifact::url(id)))?;
+        let limit = limit.unwrap_or(DEFAULT_ARTIFACT_LINES).max(1);
+        let mut out = Vec::new();
+        let mut total = 0usize;
+        for line in std::io::BufReader::new(f).split(b'\n') {
+            let Ok(line) = line else { break };
+            if total >= offset && total < offset + limit {
+                out.extend_from_slice(&line);
+                out.push(b'\n');
+            }
+            total += 1;
+        }
+        let mut text = crate::output::sanitize::sanitize(&out);
+        let end = (offset + limit).min(total);
+        if offset >= total {
+            text = format!("[artifact://{id} has {total} lines; offset {offset} is past the end]");
+        } else if end < total {
+            text.push_str(&format!(
+                "\n[Lines {}-{end} of {total}. Next: offset={end}]",
+                offset + 1
+            ));
+        }
+        Ok(text)
+    }
+
+    pub fn description(&self) -> String {
+        let p = &self.profile.profile;
+        let mut d = format!(
+            "Runs a shell command with {} (profile `{}`), non-interactively: stdin is empty and pagers/prompts are disabled.\n",
+            p.shell.path, self.profile.name
+        );
+        d.push_str(&format!(
+            "Timeout: {}s by default, at most {}s; the whole process tree is killed on timeout.\n",
+            p.timeout.default, p.timeout.max
+        ));
+        d.push_str(&format!(
+            "Output: stdout+stderr interleaved; at most {} kept{}. A trailing `| head -n N` / `| tail -n N` becomes a line limit.\n",
+            crate::output::notice::format_size(p.output.max_bytes as u64),
+            if p.output.head_bytes > 0 { " (head and tail)" } else { " (the tail)" }
+        ));
+        if p.artifacts.enabled {
+            d.push_str("When output is cut, the full output is saved and named artifact://N in a notice; read it with `read_artifact`.\n");
+        }
+        if p.interceptor.enabled && !p.interceptor.tools.is_empty() {
+            d.push_str(&format!(
+                "Commands that should use one of your tools ({}) instead are blocked with a message naming the tool.\n",
+                p.interceptor.tools.join(", ")
+            ));
+        }
+        d
+    }
+}
+
+impl Backend for Engine {
+    fn bash(
+        &self,
+        call: BashCall,
+        on_progress: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<BashOutcome, String> {
+        let r = self.run(&call, cancel, on_progress)?;
+        if let Some(e) = &r.error {
+            return Err(e.clone());
+        }
+        let is_error = r.exit_code != Some(0) || r.timed_out || r.blocked.is_some();
+        Ok(BashOutcome {
+            text: r.text.clone(),
+            result: serde_json::to_value(&r).map_err(|e| e.to_string())?,
+            is_error,
+        })
+    }
+
+    fn read_artifact(&self, id: &str, offset: usize, limit: Option<usize>) -> Result<String, String> {
+        self.read_artifact_lines(id, offset, limit)
+    }
+
+    fn describe(&self) -> String {
+        self.description()
+    }
+}

@@ -1,0 +1,643 @@
+//! `agentbash mcp`: a Model Context Protocol server on stdio (SPEC §10).
+//!
+//! Stock MCP clients (desktop, IDE and CLI agents) get two tools: `bash`, whose text
+//! content is the §7.2 `text` and whose structured content is the whole §7.2 result,
+//! and `read_artifact`, which pages through the full output of a run that was cut.
+//! This module speaks the protocol (through the official SDK, `rmcp`) and nothing
+//! else: running commands is the [`Backend`]'s job, on a blocking thread.
+//!
+//! Three things the protocol gives us that a plain call would not:
+//! - progress: when the client put a `progressToken` in `_meta`, the output is sent
+//!   as `notifications/progress` (message = new output) while the command runs;
+//! - cancellation: `notifications/cancelled` for a request sets that run's cancel flag;
+//! - EOF on stdin (the client went away) sets every running call's cancel flag, so
+//!   the server exits promptly instead of waiting for long commands.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use rmcp::handler::server::common::schema_for_input;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::schemars::JsonSchema;
+use rmcp::service::{RequestContext, ServerInitializeError};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde::Deserialize;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::sync::{Notify, watch};
+
+use super::backend::{Backend, BashCall, BashOutcome};
+
+const BASH_TOOL: &str = "bash";
+const READ_ARTIFACT_TOOL: &str = "read_artifact";
+
+/// A progress message carries at most this much of the newest output: progress is for
+/// watching a run, the result carries the output, and a client that reads slowly must
+/// not make the server hold (or send) megabytes.
+const PROGRESS_MESSAGE_MAX_BYTES: usize = 16 * 1024;
+
+/// How long a finished call waits for its last progress notifications to be written
+/// before answering anyway (a client that stopped reading must not wedge the call).
+const PROGRESS_DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Serve MCP on stdin/stdout until the client closes stdin; then exit cleanly.
+///
+/// Must run inside a Tokio runtime with IO enabled (`enable_all`). Only protocol
+/// messages are written to stdout; diagnostics go to stderr.
+pub async fn serve_stdio<B: Backend>(backend: Arc<B>) -> anyhow::Result<()> {
+    let (closed, _) = watch::channel(false);
+    let server = McpServer::new(backend, closed.clone())?;
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let transport = (EofSignal::new(stdin, closed), stdout);
+    let running = match server.serve(transport).await {
+        Ok(running) => running,
+        // The client went away before (or while) initializing: nothing to clean up.
+        Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(error) => return Err(anyhow::anyhow!("MCP initialization failed: {error}")),
+    };
+    running
+        .waiting()
+        .await
+        .map_err(|error| anyhow::anyhow!("MCP server task failed: {error}"))?;
+    Ok(())
+}
+
+/// The `bash` tool's arguments. Field doc comments become the JSON schema
+/// descriptions the model reads, so each is one line (schemars keeps line breaks).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+struct BashArgs {
+    /// The shell command to run, as one string (pipes, `&&`, redirects and `2>&1` are fine). It runs non-interactively: stdin is empty, pagers and prompts are off.
+    command: String,
+    /// Timeout in seconds. Default and maximum come from the profile (values outside the allowed range are clamped, with a notice). On timeout the whole process tree is killed and the output so far is returned.
+    timeout: Option<u64>,
+    /// Working directory for this command. A relative path is resolved against the server's directory, or the session's directory when `session` is set.
+    cwd: Option<String>,
+    /// Show only the first N lines of the output. The full output stays available through `read_artifact`.
+    head: Option<usize>,
+    /// Show only the last N lines of the output. The full output stays available through `read_artifact`.
+    tail: Option<usize>,
+    /// Extra environment variables for this command, as an object of strings, e.g. `{"RUST_LOG": "debug"}`. Names must match `^[A-Za-z_][A-Za-z0-9_]*$`.
+    #[schemars(extend("propertyNames" = { "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" }))]
+    env: Option<BTreeMap<String, String>>,
+    /// Name of a persistent shell session: the working directory, exported variables, functions and aliases carry over between calls that use the same name (so `cd` and `source venv/bin/activate` stick). Calls on one session run one at a time. Omit for a fresh shell.
+    #[schemars(pattern(r"^[A-Za-z0-9._-]{1,64}$"))]
+    session: Option<String>,
+    /// Tools the caller has (e.g. `["read", "grep"]`); interceptor rules that point at one of these block the command and say which tool to use. Overrides the profile's list.
+    tools: Option<Vec<String>>,
+}
+
+impl From<BashArgs> for BashCall {
+    fn from(args: BashArgs) -> Self {
+        BashCall {
+            command: args.command,
+            timeout: args.timeout,
+            cwd: args.cwd,
+            head: args.head,
+            tail: args.tail,
+            env: args.env.unwrap_or_default(),
+            session: args.session,
+            tools: args.tools,
+        }
+    }
+}
+
+/// The `read_artifact` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+struct ReadArtifactArgs {
+    /// The artifact to read, as named in a notice: `artifact://3`, or just `3`.
+    id: ArtifactRef,
+    /// First line to return, 0-based. Default 0.
+    offset: Option<usize>,
+    /// Number of lines to return. Default: up to the end.
+    limit: Option<usize>,
+}
+
+/// An artifact id as a model writes it: a number or a string (`"3"`, `"artifact://3"`).
+/// Inlined in the schema: some clients do not follow `$ref`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars", inline)]
+#[serde(untagged, expecting = "an artifact id such as 3 or \"artifact://3\"")]
+enum ArtifactRef {
+    Number(u64),
+    Text(String),
+}
+
+impl ArtifactRef {
+    /// The bare decimal id, or an error naming what was wrong.
+    fn resolve(&self) -> Result<String, ToolInputError> {
+        match self {
+            ArtifactRef::Number(id) => Ok(id.to_string()),
+            ArtifactRef::Text(text) => {
+                let trimmed = text.trim();
+                let id = trimmed.strip_prefix("artifact://").unwrap_or(trimmed);
+                if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
+                    Ok(id.to_owned())
+                } else {
+                    Err(ToolInputError::ArtifactId(text.clone()))
+                }
+            }
+        }
+    }
+}
+
+/// Input a client can get wrong; answered as a tool error the model can read.
+#[derive(Debug, thiserror::Error)]
+enum ToolInputError {
+    #[error("invalid arguments for tool `{tool}`: {source}")]
+    Arguments {
+        tool: &'static str,
+        source: serde_json::Error,
+    },
+    #[error("invalid artifact id `{0}`: expected a number such as 3 or artifact://3")]
+    ArtifactId(String),
+}
+
+fn parse_arguments<T: serde::de::DeserializeOwned>(
+    tool: &'static str,
+    arguments: Option<JsonObject>,
+) -> Result<T, ToolInputError> {
+    let value = serde_json::Value::Object(arguments.unwrap_or_default());
+    serde_json::from_value(value).map_err(|source| ToolInputError::Arguments { tool, source })
+}
+
+/// The MCP face of a [`Backend`].
+pub struct McpServer<B: Backend> {
+    backend: Arc<B>,
+    tools: Vec<Tool>,
+    /// Becomes `true` when stdin reaches EOF: every running call is cancelled.
+    closed: watch::Sender<bool>,
+}
+
+impl<B: Backend> McpServer<B> {
+    fn new(backend: Arc<B>, closed: watch::Sender<bool>) -> anyhow::Result<Self> {
+        let tools = tool_definitions(&backend.describe())?;
+        Ok(Self {
+            backend,
+            tools,
+            closed,
+        })
+    }
+
+    async fn call_bash(
+        &self,
+        arguments: Option<JsonObject>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let call: BashCall = match parse_arguments::<BashArgs>(BASH_TOOL, arguments) {
+            Ok(args) => args.into(),
+            Err(error) => return tool_error(error.to_string()),
+        };
+
+        let cancel = Arc::new(crate::exec::CancelToken::new());
+        let canceller = CancelOnDrop(
+            Arc::clone(&cancel),
+            tokio::spawn({
+                let cancel = Arc::clone(&cancel);
+                let request_cancelled = context.ct.clone();
+                let mut closed = self.closed.subscribe();
+                async move {
+                    tokio::select! {
+                        () = request_cancelled.cancelled() => {}
+                        // Err: the server is being torn down, which also ends the run.
+                        _ = closed.wait_for(|closed| *closed) => {}
+                    }
+                    cancel.cancel(libc::SIGINT);
+                }
+            }),
+        );
+
+        let progress = context.meta.get_progress_token().map(|token| {
+            let buffer = Arc::new(ProgressBuffer::default());
+            let forwarder = tokio::spawn(forward_progress(
+                context.peer.clone(),
+                token,
+                Arc::clone(&buffer),
+            ));
+            (buffer, forwarder)
+        });
+
+        let backend = Arc::clone(&self.backend);
+        let sink = progress.as_ref().map(|(buffer, _)| Arc::clone(buffer));
+        let run_cancel = Arc::clone(&cancel);
+        let joined = tokio::task::spawn_blocking(move || {
+            let mut on_progress = |text: &str| {
+                if let Some(sink) = &sink {
+                    sink.push(text);
+                }
+            };
+            backend.bash(call, &mut on_progress, &run_cancel)
+        })
+        .await;
+        drop(canceller);
+
+        // Progress goes out before the result: a client drops progress for a request
+        // it already has the answer to.
+        if let Some((buffer, mut forwarder)) = progress {
+            buffer.finish();
+            if tokio::time::timeout(PROGRESS_DRAIN_TIMEOUT, &mut forwarder)
+                .await
+                .is_err()
+            {
+                forwarder.abort();
+            }
+        }
+
+        match joined {
+            Ok(Ok(outcome)) => outcome_result(outcome),
+            Ok(Err(message)) => tool_error(message),
+            Err(error) => tool_error(format!(
+                "agentbash failed: the run did not finish ({error})"
+            )),
+        }
+    }
+
+    async fn call_read_artifact(&self, arguments: Option<JsonObject>) -> CallToolResult {
+        let parsed = parse_arguments::<ReadArtifactArgs>(READ_ARTIFACT_TOOL, arguments)
+            .and_then(|args| Ok((args.id.resolve()?, args.offset, args.limit)));
+        let (id, offset, limit) = match parsed {
+            Ok(parsed) => parsed,
+            Err(error) => return tool_error(error.to_string()),
+        };
+        let backend = Arc::clone(&self.backend);
+        let joined = tokio::task::spawn_blocking(move || {
+            backend.read_artifact(&id, offset.unwrap_or(0), limit)
+        })
+        .await;
+        match joined {
+            Ok(Ok(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Ok(Err(message)) => tool_error(message),
+            Err(error) => tool_error(format!(
+                "agentbash failed: reading the artifact did not finish ({error})"
+            )),
+        }
+    }
+}
+
+impl<B: Backend> ServerHandler for McpServer<B> {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("agentbash", env!("CARGO_PKG_VERSION")).with_title("agentbash"),
+            )
+            .with_instructions(
+                "Run shell commands with the `bash` tool. Long output is cut to fit; the \
+                 notice at the end of a cut output names an artifact (artifact://N) whose \
+                 full text the `read_artifact` tool returns, a range of lines at a time.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|tool| tool.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let result = match request.name.as_ref() {
+            BASH_TOOL => self.call_bash(request.arguments, context).await,
+            READ_ARTIFACT_TOOL => self.call_read_artifact(request.arguments).await,
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown tool `{other}`; this server has `{BASH_TOOL}` and `{READ_ARTIFACT_TOOL}`"
+                    ),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
+    let bash_schema = schema_for_input::<BashArgs>()
+        .map_err(|error| anyhow::anyhow!("bash tool schema: {error}"))?;
+    let read_schema = schema_for_input::<ReadArtifactArgs>()
+        .map_err(|error| anyhow::anyhow!("read_artifact tool schema: {error}"))?;
+
+    let mut bash_description = String::from(
+        "Run a shell command and return its output (stdout and stderr interleaved) and exit \
+         status. The structured result has exit_code, timed_out, truncated, artifact and more.\n",
+    );
+    let profile_description = profile_description.trim();
+    if !profile_description.is_empty() {
+        bash_description.push_str(profile_description);
+        bash_description.push('\n');
+    }
+    bash_description.push_str(
+        "When output is cut, the text ends with a notice naming artifact://N; read the full \
+         output with `read_artifact` instead of re-running the command.",
+    );
+
+    Ok(vec![
+        Tool::new(BASH_TOOL, bash_description, bash_schema)
+            .with_title("Run a shell command")
+            .with_annotations(
+                ToolAnnotations::new()
+                    .read_only(false)
+                    .destructive(true)
+                    .idempotent(false)
+                    .open_world(true),
+            ),
+        Tool::new(
+            READ_ARTIFACT_TOOL,
+            "Read lines of an artifact: the complete output of a `bash` run whose shown \
+             output was cut (named artifact://N in the notice). `offset` is the 0-based \
+             first line, `limit` the number of lines.",
+            read_schema,
+        )
+        .with_title("Read a saved command output")
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false),
+        ),
+    ])
+}
+
+/// Stops the watcher of a run, and the run itself if this call is dropped before the
+/// run ends (setting the flag of a finished run is harmless).
+struct CancelOnDrop(Arc<crate::exec::CancelToken>, tokio::task::JoinHandle<()>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel(libc::SIGINT);
+        self.1.abort();
+    }
+}
+
+fn outcome_result(outcome: BashOutcome) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(outcome.text)]);
+    result.structured_content = Some(outcome.result);
+    result.is_error = Some(outcome.is_error);
+    result
+}
+
+fn tool_error(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// Output waiting to be sent as progress, filled on the blocking thread and emptied by
+/// [`forward_progress`]. Bounded: only the newest output is kept between sends.
+#[derive(Default)]
+struct ProgressBuffer {
+    state: Mutex<ProgressState>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    pending: String,
+    /// Bytes of output seen so far: the progress value (it only grows).
+    total_bytes: u64,
+    finished: bool,
+}
+
+impl ProgressBuffer {
+    fn push(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.pending.push_str(text);
+            state.total_bytes = state.total_bytes.saturating_add(text.len() as u64);
+            keep_tail(&mut state.pending, PROGRESS_MESSAGE_MAX_BYTES);
+        }
+        self.wake.notify_one();
+    }
+
+    fn finish(&self) {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .finished = true;
+        self.wake.notify_one();
+    }
+
+    fn take(&self) -> (String, u64, bool) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        (
+            std::mem::take(&mut state.pending),
+            state.total_bytes,
+            state.finished,
+        )
+    }
+}
+
+/// Drop the front of `text` so that it is at most about `max` bytes, on a char boundary,
+/// marking the cut.
+fn keep_tail(text: &mut String, max: usize) {
+    if text.len() <= max {
+        return;
+    }
+    let mut cut = text.len() - max;
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    text.replace_range(..cut, "…");
+}
+
+async fn forward_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    buffer: Arc<ProgressBuffer>,
+) {
+    loop {
+        buffer.wake.notified().await;
+        let (message, total_bytes, finished) = buffer.take();
+        if !message.is_empty() {
+            // Precision loss past 2^53 bytes is harmless: the value only has to grow.
+            let progress = total_bytes as f64;
+            let notification =
+                ProgressNotificationParam::new(token.clone(), progress).with_message(message);
+            if let Err(error) = peer.notify_progress(notification).await {
+                eprintln!("agentbash mcp: cannot send progress: {error}");
+                return;
+            }
+        }
+        if finished {
+            return;
+        }
+    }
+}
+
+/// Stdin that announces its EOF (or a read error) on a watch channel, so running
+/// calls can be cancelled as soon as the client has gone.
+struct EofSignal<R> {
+    inner: R,
+    closed: watch::Sender<bool>,
+}
+
+impl<R> EofSignal<R> {
+    fn new(inner: R, closed: watch::Sender<bool>) -> Self {
+        Self { inner, closed }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for EofSignal<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let wants_bytes = buf.remaining() > 0;
+        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+        let at_end = match &poll {
+            Poll::Ready(Ok(())) => wants_bytes && buf.filled().len() == before,
+            Poll::Ready(Err(_)) => true,
+            Poll::Pending => false,
+        };
+        if at_end {
+            this.closed.send_replace(true);
+        }
+        poll
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(value: serde_json::Value) -> Option<JsonObject> {
+        match value {
+            serde_json::Value::Object(map) => Some(map),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn bash_schema_describes_every_parameter() -> anyhow::Result<()> {
+        let tools = tool_definitions("profile line")?;
+        let bash = tools
+            .iter()
+            .find(|tool| tool.name == BASH_TOOL)
+            .ok_or_else(|| anyhow::anyhow!("no bash tool"))?;
+        let properties = bash
+            .input_schema
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
+            .ok_or_else(|| anyhow::anyhow!("no properties"))?;
+        for name in [
+            "command", "timeout", "cwd", "head", "tail", "env", "session",
+        ] {
+            let description = properties
+                .get(name)
+                .and_then(|p| p.get("description"))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default();
+            assert!(!description.is_empty(), "{name} has no description");
+        }
+        assert_eq!(
+            bash.input_schema.get("required"),
+            Some(&serde_json::json!(["command"]))
+        );
+        assert!(
+            bash.description
+                .as_deref()
+                .is_some_and(|d| d.contains("profile line"))
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn artifact_ids_accept_numbers_and_urls() {
+        let cases = [
+            (serde_json::json!({"id": 3}), Some("3")),
+            (serde_json::json!({"id": "3"}), Some("3")),
+            (serde_json::json!({"id": "artifact://12"}), Some("12")),
+            (serde_json::json!({"id": " artifact://7 "}), Some("7")),
+            (serde_json::json!({"id": "artifact://"}), None),
+            (serde_json::json!({"id": "../etc/passwd"}), None),
+            (serde_json::json!({"id": -1}), None),
+            (serde_json::json!({"id": true}), None),
+            (serde_json::json!({}), None),
+        ];
+        for (input, expected) in cases {
+            let resolved =
+                parse_arguments::<ReadArtifactArgs>(READ_ARTIFACT_TOOL, args(input.clone()))
+                    .and_then(|a| a.id.resolve());
+            assert_eq!(resolved.ok().as_deref(), expected, "{input}");
+        }
+    }
+
+    #[test]
+    fn argument_errors_name_the_problem() {
+        let missing = parse_arguments::<BashArgs>(BASH_TOOL, args(serde_json::json!({})));
+        let message = missing.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("missing field `command`"), "{message}");
+
+        let unknown = parse_arguments::<BashArgs>(
+            BASH_TOOL,
+            args(serde_json::json!({"command": "true", "timeout_s": 3})),
+        );
+        let message = unknown.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("unknown field `timeout_s`"), "{message}");
+
+        let bad_env = parse_arguments::<BashArgs>(
+            BASH_TOOL,
+            args(serde_json::json!({"command": "true", "env": {"A": 1}})),
+        );
+        assert!(bad_env.is_err());
+
+        let bad_id = parse_arguments::<ReadArtifactArgs>(
+            READ_ARTIFACT_TOOL,
+            args(serde_json::json!({"id": [1]})),
+        );
+        let message = bad_id.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("artifact://3"), "{message}");
+    }
+
+    #[test]
+    fn nulls_mean_defaults() -> anyhow::Result<()> {
+        let parsed: BashArgs = parse_arguments(
+            BASH_TOOL,
+            args(serde_json::json!({"command": "ls", "timeout": null, "env": null})),
+        )?;
+        let call = BashCall::from(parsed);
+        assert_eq!(call.command, "ls");
+        assert_eq!(call.timeout, None);
+        assert!(call.env.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn progress_keeps_the_newest_output_on_a_char_boundary() {
+        let mut text = "é".repeat(10);
+        keep_tail(&mut text, 5);
+        assert!(text.starts_with('…'));
+        assert!(text.ends_with("éé"));
+        assert!(text.len() <= 5 + '…'.len_utf8() + 1);
+
+        let buffer = ProgressBuffer::default();
+        buffer.push("a");
+        buffer.push("");
+        buffer.push("bc");
+        buffer.finish();
+        assert_eq!(buffer.take(), ("abc".to_owned(), 3, true));
+    }
+}

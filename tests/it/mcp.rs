@@ -1,0 +1,229 @@
+//! The MCP server, driven over real stdio: by the official Python SDK client
+//! (`tests/mcp_client.py`) and by hand-written JSON-RPC lines for the cases a stock
+//! client cannot provoke (EOF mid-run, EOF before initialize, junk on stdin).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const SERVER: &str = env!("CARGO_BIN_EXE_agentbash");
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"rust-test","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// Set to 1 (as CI does) to fail instead of skip when the Python SDK is missing.
+const REQUIRE_PYTHON_ENV: &str = "AGENTBASH_REQUIRE_PYTHON_MCP";
+
+fn python_sdk_available() -> bool {
+    Command::new("python3")
+        .args(["-c", "import mcp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+#[test]
+fn python_sdk_client_passes() {
+    if !python_sdk_available() {
+        let message = "skipped: python3 cannot import `mcp` (install it with `pip install mcp`)";
+        assert!(
+            std::env::var(REQUIRE_PYTHON_ENV).as_deref() != Ok("1"),
+            "{message}, and {REQUIRE_PYTHON_ENV}=1"
+        );
+        eprintln!("{message}");
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
+    let state = tempfile::tempdir().expect("temp dir");
+    let output = Command::new("python3")
+        .arg(&script)
+        .arg(SERVER)
+        .arg("mcp")
+        .env("AGENTBASH_STATE_DIR", state.path())
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python MCP client failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    // `N passed, 0 failed` (maybe `, K skipped`), with N > 0.
+    let summary = stdout.lines().last().unwrap_or_default();
+    let passed = summary
+        .split_once(" passed, 0 failed")
+        .and_then(|(passed, _)| passed.parse::<u32>().ok());
+    assert!(
+        passed.is_some_and(|n| n > 0),
+        "unexpected summary `{summary}`:\n{stdout}"
+    );
+}
+
+/// A server process with its stdout lines collected on a thread.
+struct Server {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start() -> Self {
+        let mut child = Command::new(SERVER)
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("server starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, lines }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{line}").expect("write to server");
+        stdin.flush().expect("flush to server");
+    }
+
+    fn close_stdin(&mut self) {
+        drop(self.child.stdin.take());
+    }
+
+    /// The next stdout line, parsed; every line on stdout must be JSON-RPC.
+    fn message(&self, within: Duration) -> serde_json::Value {
+        let line = self
+            .lines
+            .recv_timeout(within)
+            .expect("a message from the server in time");
+        let value: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert_eq!(value["jsonrpc"], "2.0", "{line}");
+        value
+    }
+
+    /// Wait for the process to exit by itself; returns its exit code and how long it took.
+    fn exit(mut self, within: Duration) -> (Option<i32>, Duration, Vec<String>) {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                let rest = self.lines.try_iter().collect();
+                return (status.code(), started.elapsed(), rest);
+            }
+            if started.elapsed() > within {
+                let _ = self.child.kill();
+                panic!("server did not exit within {within:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn initialize(&mut self) {
+        self.send(INITIALIZE);
+        let reply = self.message(Duration::from_secs(10));
+        assert_eq!(reply["id"], 1);
+        assert_eq!(reply["result"]["serverInfo"]["name"], "agentbash");
+        self.send(INITIALIZED);
+    }
+}
+
+#[test]
+fn eof_before_initialize_exits_zero_silently() {
+    let mut server = Server::start();
+    server.close_stdin();
+    let (code, _, rest) = server.exit(Duration::from_secs(5));
+    assert_eq!(code, Some(0));
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
+#[test]
+fn eof_cancels_a_running_command_and_exits_zero() {
+    let mut server = Server::start();
+    server.initialize();
+    server.send(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 30"}}}"#,
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    server.close_stdin();
+    // rmcp alone would wait 5 s for in-flight handlers before cancelling them.
+    let (code, took, rest) = server.exit(Duration::from_secs(10));
+    assert_eq!(code, Some(0));
+    assert!(took < Duration::from_secs(3), "exit took {took:?}");
+    // The cancelled run still answered, as JSON-RPC, before the server left.
+    let answers: Vec<serde_json::Value> = rest
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let answer = answers
+        .iter()
+        .find(|a| a["id"] == 2)
+        .unwrap_or_else(|| panic!("no answer to the running call: {rest:?}"));
+    assert_eq!(answer["result"]["structuredContent"]["cancelled"], true);
+    assert_eq!(answer["result"]["isError"], true);
+}
+
+#[test]
+fn junk_on_stdin_does_not_stop_the_server() {
+    let mut server = Server::start();
+    server.initialize();
+    server.send("this is not json");
+    server.send(r#"{"jsonrpc":"2.0","id":7,"method":"no/such/method"}"#);
+    let reply = server.message(Duration::from_secs(10));
+    assert_eq!(reply["id"], 7);
+    assert_eq!(reply["error"]["code"], -32601, "{reply}");
+    server.send(
+        r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo alive"}}}"#,
+    );
+    let reply = server.message(Duration::from_secs(10));
+    assert_eq!(reply["id"], 8);
+    assert_eq!(reply["result"]["content"][0]["text"], "alive");
+    assert_eq!(reply["result"]["isError"], false);
+    server.close_stdin();
+    let (code, _, _) = server.exit(Duration::from_secs(5));
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn progress_arrives_before_the_result_when_a_token_is_sent() {
+    let mut server = Server::start();
+    server.initialize();
+    server.send(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"progressToken":"tok-1"},"name":"bash","arguments":{"command":"echo one; sleep 0.3; echo two"}}}"#,
+    );
+    let mut progress = Vec::new();
+    let result = loop {
+        let message = server.message(Duration::from_secs(10));
+        if message["method"] == "notifications/progress" {
+            assert_eq!(message["params"]["progressToken"], "tok-1", "{message}");
+            progress.push(
+                message["params"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+        } else {
+            break message;
+        }
+    };
+    assert_eq!(result["id"], 3);
+    assert_eq!(progress.concat(), "one\ntwo\n", "{progress:?}");
+
+    // Without a token: no progress at all, just the answer.
+    server.send(
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo quiet"}}}"#,
+    );
+    let reply = server.message(Duration::from_secs(10));
+    assert_eq!(reply["id"], 4, "{reply}");
+    server.close_stdin();
+    let _ = server.exit(Duration::from_secs(5));
+}

@@ -1,0 +1,220 @@
+//! `agentbash rpc` driven over real pipes (SPEC §9).
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+struct Rpc {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+    _state: tempfile::TempDir,
+}
+
+impl Rpc {
+    fn start() -> Rpc {
+        let state = tempfile::tempdir().expect("temp dir");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentbash"))
+            .arg("rpc")
+            .env("AGENTBASH_STATE_DIR", state.path())
+            .env("HOME", state.path())
+            .env_remove("AGENTBASH_PROFILE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("agentbash rpc starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("non-JSON line on stdout ({e}): {line}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Rpc {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+            _state: state,
+        }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let s = self.stdin.as_mut().expect("stdin open");
+        s.write_all(line.as_bytes()).expect("write");
+        s.write_all(b"\n").expect("write");
+        s.flush().expect("flush");
+    }
+
+    fn send(&mut self, v: Value) {
+        self.send_raw(&v.to_string());
+    }
+
+    fn next(&self) -> Value {
+        self.lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a message within 20 s")
+    }
+
+    /// Messages until the response for `id` (inclusive).
+    fn until_response(&self, id: &Value) -> Vec<Value> {
+        let mut got = Vec::new();
+        loop {
+            let m = self.next();
+            let done = m["type"] == "response" && &m["id"] == id;
+            got.push(m);
+            if done {
+                return got;
+            }
+        }
+    }
+
+    fn close(mut self) -> (std::process::ExitStatus, Vec<Value>) {
+        drop(self.stdin.take());
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                let rest: Vec<Value> = self.lines.try_iter().collect();
+                return (status, rest);
+            }
+            assert!(start.elapsed() < Duration::from_secs(15), "rpc did not exit after EOF");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Rpc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn bash_request_answers_with_the_result() {
+    let mut rpc = Rpc::start();
+    rpc.send(json!({"id": "1", "type": "bash", "command": "echo hi; exit 4"}));
+    let msgs = rpc.until_response(&json!("1"));
+    let r = msgs.last().expect("response");
+    assert_eq!(r["command"], "bash");
+    assert_eq!(r["success"], true);
+    assert_eq!(r["data"]["exit_code"], 4);
+    assert_eq!(r["data"]["output"], "hi");
+    assert!(r["data"]["text"].as_str().unwrap_or("").contains("Command exited with code 4"));
+    assert_eq!(msgs.len(), 1, "no output events without stream: {msgs:?}");
+}
+
+#[test]
+fn streamed_output_comes_in_order_before_the_response() {
+    let mut rpc = Rpc::start();
+    rpc.send(json!({"id": 7, "type": "bash", "command": "echo one; sleep 0.3; echo two", "stream": true}));
+    let msgs = rpc.until_response(&json!(7));
+    let data: String = msgs
+        .iter()
+        .filter(|m| m["type"] == "output")
+        .map(|m| m["data"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(data, "one\ntwo\n");
+    assert!(msgs.iter().filter(|m| m["type"] == "output").count() >= 2, "{msgs:?}");
+    assert!(msgs.iter().all(|m| m["id"] == 7));
+}
+
+#[test]
+fn requests_run_concurrently() {
+    let mut rpc = Rpc::start();
+    let start = Instant::now();
+    for i in 0..4 {
+        rpc.send(json!({"id": i, "type": "bash", "command": "sleep 1"}));
+    }
+    let mut done = 0;
+    while done < 4 {
+        if rpc.next()["type"] == "response" {
+            done += 1;
+        }
+    }
+    assert!(start.elapsed() < Duration::from_millis(3500), "took {:?}", start.elapsed());
+}
+
+#[test]
+fn abort_with_and_without_target() {
+    let mut rpc = Rpc::start();
+    rpc.send(json!({"id": "a", "type": "bash", "command": "sleep 30"}));
+    rpc.send(json!({"id": "b", "type": "bash", "command": "sleep 30"}));
+    std::thread::sleep(Duration::from_millis(300));
+    rpc.send(json!({"id": "x", "type": "abort_bash", "target": "a"}));
+    let msgs = rpc.until_response(&json!("a"));
+    let ack = msgs.iter().find(|m| m["id"] == "x").expect("abort acknowledged");
+    assert_eq!(ack["success"], true);
+    assert_eq!(ack["command"], "abort_bash");
+    let a = msgs.last().expect("response");
+    assert_eq!(a["data"]["cancelled"], true);
+    rpc.send(json!({"id": "y", "type": "abort_bash"}));
+    let msgs = rpc.until_response(&json!("b"));
+    assert_eq!(msgs.last().expect("b")["data"]["cancelled"], true);
+    rpc.send(json!({"id": "z", "type": "abort_bash", "target": "nope"}));
+    let r = rpc.until_response(&json!("z"));
+    assert_eq!(r.last().expect("z")["success"], false);
+}
+
+#[test]
+fn malformed_input_is_answered_and_the_server_keeps_serving() {
+    let mut rpc = Rpc::start();
+    let cases: Vec<(String, &str)> = vec![
+        ("not json".into(), "malformed JSON"),
+        (r#"{"id":"u","type":"launch"}"#.into(), "unknown request type"),
+        (r#"{"id":"m","type":"bash"}"#.into(), "missing field `command`"),
+        (r#"{"id":"e","type":"bash","command":"true","env":{"1X":"a"}}"#.into(), "not a valid variable name"),
+        (r#"{"id":"t","type":"bash","command":"true","timeout":"soon"}"#.into(), "invalid type"),
+        (r#"{"id":"s","type":"bash","command":"true","session":"../x"}"#.into(), "invalid session name"),
+        (r#"{"id":"k","type":"bash","command":"true","tial":3}"#.into(), "unknown field `tial`"),
+        (r#"{"type":"bash","command":"true"}"#.into(), "missing or invalid `id`"),
+        ("[1,2]".into(), "must be a JSON object"),
+    ];
+    for (line, want) in &cases {
+        rpc.send_raw(line);
+        let m = rpc.next();
+        assert_eq!(m["success"], false, "{line}: {m}");
+        assert!(m["error"].as_str().unwrap_or("").contains(want), "{line}: {m}");
+    }
+    let huge = format!(r#"{{"id":"big","type":"bash","command":"echo {}"}}"#, "a".repeat(20 << 20));
+    rpc.send_raw(&huge);
+    let m = rpc.next();
+    assert_eq!(m["success"], false);
+    assert!(m["error"].as_str().unwrap_or("").contains("too long"), "{m}");
+    rpc.send(json!({"id": "ok", "type": "bash", "command": "echo still here"}));
+    let r = rpc.until_response(&json!("ok"));
+    assert_eq!(r.last().expect("ok")["data"]["output"], "still here");
+}
+
+#[test]
+fn eof_aborts_running_commands_and_exits_zero() {
+    let mut rpc = Rpc::start();
+    rpc.send(json!({"id": "long", "type": "bash", "command": "sleep 30"}));
+    std::thread::sleep(Duration::from_millis(300));
+    let start = Instant::now();
+    let (status, rest) = rpc.close();
+    assert!(status.success(), "{status}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+    let r = rest.iter().find(|m| m["id"] == "long").expect("aborted run still answers");
+    assert_eq!(r["data"]["cancelled"], true);
+}
+
+#[test]
+fn sigterm_aborts_and_exits_zero() {
+    let mut rpc = Rpc::start();
+    rpc.send(json!({"id": "long", "type": "bash", "command": "sleep 30"}));
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(rpc.child.id() as i32, libc::SIGTERM) };
+    let r = rpc.until_response(&json!("long"));
+    assert_eq!(r.last().expect("long")["data"]["cancelled"], true);
+    let (status, _) = rpc.close();
+    assert!(status.success(), "{status}");
+}

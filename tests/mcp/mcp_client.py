@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Drive an agentbash MCP server with the official MCP Python SDK (`pip install mcp`).
+
+Usage: mcp_client.py SERVER_COMMAND [ARGS...]
+   e.g. mcp_client.py agentbash mcp --profile default
+
+The same checks run twice, over stdio, once per way a stock client connects:
+  legacy  `ClientSession.initialize()` — the initialize handshake most clients use;
+  auto    `mcp.Client` default (SDK 2.x): probes `server/discover`, falls back to initialize.
+Checks: server identity, tool list and schemas, `bash` text/structured content/isError,
+progress notifications, `read_artifact`, tool errors for bad input, client
+cancellation (the command's process must die) and that the server keeps serving.
+
+Ends with the line `N passed, M failed`; exit status 0 only when nothing failed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+import traceback
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import anyio
+
+try:
+    import mcp
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+except ImportError as error:  # pragma: no cover - reported to the caller
+    print(f"cannot import the MCP Python SDK (pip install mcp): {error}", file=sys.stderr)
+    sys.exit(2)
+
+BASH_PARAMS = ["command", "timeout", "cwd", "head", "tail", "env", "session"]
+
+
+def field(obj: Any, snake: str, camel: str) -> Any:
+    """SDK 2.x uses snake_case attributes, 1.x camelCase."""
+    if hasattr(obj, snake):
+        return getattr(obj, snake)
+    return getattr(obj, camel)
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def structured(result: Any) -> dict[str, Any]:
+    value = field(result, "structured_content", "structuredContent")
+    assert isinstance(value, dict), f"structured content is not an object: {value!r}"
+    return value
+
+
+def is_error(result: Any) -> bool:
+    return bool(field(result, "is_error", "isError"))
+
+
+def read_timeout(seconds: float) -> Any:
+    """SDK 2.x takes seconds as a float, 1.x a timedelta."""
+    if hasattr(mcp, "Client"):
+        return seconds
+    from datetime import timedelta
+
+    return timedelta(seconds=seconds)
+
+
+def server_params(argv: list[str]) -> StdioServerParameters:
+    # Keep the caller's environment (the SDK passes only a safe subset by default) so a
+    # server under test sees e.g. AGENTBASH_* settings and a temp HOME.
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+
+
+@asynccontextmanager
+async def legacy_client(argv: list[str]) -> AsyncIterator[tuple[Any, Any]]:
+    async with stdio_client(server_params(argv)) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            yield session, init
+
+
+@asynccontextmanager
+async def auto_client(argv: list[str]) -> AsyncIterator[tuple[Any, Any]]:
+    async with mcp.Client(server_params(argv)) as client:
+        yield client, client
+
+
+class Suite:
+    def __init__(self) -> None:
+        self.passed = 0
+        self.failed = 0
+        self.skipped = 0
+
+    def skip(self, label: str, why: str) -> None:
+        self.skipped += 1
+        print(f"skip {label}: {why}", flush=True)
+
+    async def check(self, label: str, body: Callable[[], Awaitable[None]]) -> None:
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(60):
+                await body()
+        except Exception:  # noqa: BLE001 - every failure is reported, none aborts the run
+            self.failed += 1
+            print(f"FAIL {label}", flush=True)
+            traceback.print_exc(file=sys.stdout)
+        else:
+            self.passed += 1
+            print(f"ok   {label} ({time.monotonic() - started:.2f}s)", flush=True)
+
+
+async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
+    def label(name: str) -> str:
+        return f"[{mode}] {name}"
+
+    async def server_identity() -> None:
+        server_info = field(info, "server_info", "serverInfo")
+        assert server_info is not None, "no serverInfo"
+        assert server_info.name == "agentbash", server_info
+        assert server_info.version, server_info
+
+    async def tools_listed() -> None:
+        listing = await client.list_tools()
+        tools = {tool.name: tool for tool in listing.tools}
+        assert set(tools) == {"bash", "read_artifact"}, sorted(tools)
+        bash_schema = field(tools["bash"], "input_schema", "inputSchema")
+        properties = bash_schema["properties"]
+        for name in BASH_PARAMS:
+            assert name in properties, f"bash schema lacks {name}: {sorted(properties)}"
+            assert properties[name].get("description"), f"bash.{name} has no description"
+        assert bash_schema.get("required") == ["command"], bash_schema.get("required")
+        assert properties["env"].get("additionalProperties") == {"type": "string"}, properties["env"]
+        assert tools["bash"].description, "bash has no description"
+        read_schema = field(tools["read_artifact"], "input_schema", "inputSchema")
+        for name in ["id", "offset", "limit"]:
+            assert read_schema["properties"][name].get("description"), f"read_artifact.{name}"
+
+    async def echo_hi() -> None:
+        result = await client.call_tool("bash", {"command": "echo hi"})
+        assert "hi" in text_of(result), text_of(result)
+        assert is_error(result) is False, result
+        data = structured(result)
+        assert data["exit_code"] == 0, data
+        assert "hi" in data["text"], data
+
+    async def exit_3() -> None:
+        result = await client.call_tool("bash", {"command": "echo before; exit 3"})
+        assert is_error(result) is True, result
+        assert structured(result)["exit_code"] == 3, structured(result)
+        assert "before" in text_of(result), text_of(result)
+
+    async def env_and_cwd() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            result = await client.call_tool(
+                "bash",
+                {"command": 'echo "$GREETING from $(pwd)"', "cwd": directory, "env": {"GREETING": "hello"}},
+            )
+            assert not is_error(result), text_of(result)
+            assert f"hello from {os.path.realpath(directory)}" in text_of(result), text_of(result)
+
+    async def progress() -> None:
+        updates: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            updates.append((value, total, message))
+
+        result = await client.call_tool(
+            "bash",
+            {"command": "for i in 1 2 3 4 5; do echo tick $i; sleep 0.25; done"},
+            progress_callback=on_progress,
+        )
+        assert not is_error(result), text_of(result)
+        assert "tick 5" in text_of(result), text_of(result)
+        assert len(updates) >= 1, "no progress notification"
+        values = [value for value, _, _ in updates]
+        assert values == sorted(values) and len(set(values)) == len(values), values
+        messages = "".join(message or "" for _, _, message in updates)
+        assert "tick 1" in messages, updates
+
+    async def read_artifact() -> None:
+        result = await client.call_tool("bash", {"command": "seq 1 500", "tail": 5})
+        assert not is_error(result), text_of(result)
+        data = structured(result)
+        assert data["truncated"] is True, data
+        artifact = data["artifact"]
+        assert artifact and artifact["url"].startswith("artifact://"), data
+        assert artifact["url"] in text_of(result), text_of(result)
+        page = await client.call_tool("read_artifact", {"id": artifact["url"], "offset": 10, "limit": 3})
+        assert not is_error(page), text_of(page)
+        assert text_of(page).split("\n")[:3] == ["11", "12", "13"], text_of(page)
+        assert "Next: offset=13" in text_of(page), text_of(page)
+        bare = await client.call_tool("read_artifact", {"id": int(artifact["id"]), "limit": 1})
+        assert text_of(bare).split("\n")[0] == "1", text_of(bare)
+        past = await client.call_tool("read_artifact", {"id": artifact["url"], "offset": 900})
+        assert "past the end" in text_of(past), text_of(past)
+
+    async def calls_run_concurrently() -> None:
+        results: dict[int, Any] = {}
+
+        async def run(index: int) -> None:
+            results[index] = await client.call_tool("bash", {"command": f"sleep 1; echo call {index}"})
+
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:
+            for index in range(3):
+                group.start_soon(run, index)
+        elapsed = time.monotonic() - started
+        assert elapsed < 2.5, f"3 calls of 1 s took {elapsed:.2f}s: they did not overlap"
+        for index in range(3):
+            assert f"call {index}" in text_of(results[index]), text_of(results[index])
+
+    async def backend_error_is_tool_error() -> None:
+        result = await client.call_tool("bash", {"command": "true", "cwd": "/no/such/dir/agentbash"})
+        assert is_error(result) is True, result
+        assert "does not exist" in text_of(result), text_of(result)
+
+    async def bad_arguments_are_tool_errors() -> None:
+        result = await client.call_tool("bash", {"command": "true", "timeout_s": 5})
+        assert is_error(result) is True, result
+        assert "unknown field `timeout_s`" in text_of(result), text_of(result)
+        result = await client.call_tool("read_artifact", {"id": "../etc/passwd"})
+        assert is_error(result) is True, result
+        assert "invalid artifact id" in text_of(result), text_of(result)
+
+    async def unknown_tool_is_protocol_error() -> None:
+        try:
+            result = await client.call_tool("no_such_tool", {})
+        except Exception as error:  # noqa: BLE001 - SDK-version-specific error type
+            assert "unknown tool" in str(error), error
+        else:
+            raise AssertionError(f"expected a protocol error, got {result!r}")
+
+    async def cancellation_kills_the_command() -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            pid_file = os.path.join(directory, "pid")
+            started = time.monotonic()
+            try:
+                # A read timeout makes the SDK send notifications/cancelled.
+                await client.call_tool(
+                    "bash",
+                    {"command": f"echo $$ > {pid_file}; sleep 30; echo survived"},
+                    read_timeout_seconds=read_timeout(1.5),
+                )
+            except Exception:  # noqa: BLE001 - the timeout error type varies by SDK version
+                pass
+            else:
+                raise AssertionError("the call was not cut off by the read timeout")
+            assert time.monotonic() - started < 10
+            pid = int(open(pid_file).read().strip())
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}"):
+                await anyio.sleep(0.05)
+            assert not os.path.exists(f"/proc/{pid}"), f"process {pid} still runs after cancellation"
+        # And the server still serves.
+        result = await client.call_tool("bash", {"command": "echo still here"})
+        assert "still here" in text_of(result), text_of(result)
+
+    for name, body in [
+        ("server identity", server_identity),
+        ("tools/list: both tools, every bash parameter described", tools_listed),
+        ("bash `echo hi`", echo_hi),
+        ("bash `exit 3` is an error", exit_3),
+        ("bash env and cwd", env_and_cwd),
+        ("progress notifications while running", progress),
+        ("read_artifact by url and by number", read_artifact),
+        ("three calls run concurrently", calls_run_concurrently),
+        ("backend error becomes a tool error", backend_error_is_tool_error),
+        ("bad arguments become tool errors", bad_arguments_are_tool_errors),
+        ("unknown tool is a protocol error", unknown_tool_is_protocol_error),
+    ]:
+        await suite.check(label(name), body)
+    name = "client cancellation kills the command"
+    if hasattr(mcp, "Client"):
+        await suite.check(label(name), cancellation_kills_the_command)
+    else:
+        suite.skip(label(name), "SDK 1.x does not send notifications/cancelled when a call times out")
+
+
+async def main(argv: list[str]) -> int:
+    suite = Suite()
+    modes: list[tuple[str, Callable[[list[str]], Any]]] = [("legacy", legacy_client)]
+    if hasattr(mcp, "Client"):
+        modes.append(("auto", auto_client))
+    else:
+        print("note: this SDK has no mcp.Client; only the legacy handshake is exercised", flush=True)
+    for mode, connect in modes:
+        try:
+            async with connect(argv) as (client, info):
+                print(f"connected ({mode}): protocol {getattr(client, 'protocol_version', None) or field(info, 'protocol_version', 'protocolVersion')}", flush=True)
+                await run_checks(suite, mode, client, info)
+        except Exception:  # noqa: BLE001 - a failed connection is one failure, not a crash
+            suite.failed += 1
+            print(f"FAIL [{mode}] connect or shutdown", flush=True)
+            traceback.print_exc(file=sys.stdout)
+    skipped = f", {suite.skipped} skipped" if suite.skipped else ""
+    print(f"{suite.passed} passed, {suite.failed} failed{skipped}", flush=True)
+    return 0 if suite.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(anyio.run(main, sys.argv[1:]))
