@@ -64,7 +64,10 @@ fn main() {
     std::fs::create_dir_all(&home).expect("home");
     let state_s = state.display().to_string();
     let home_s = home.display().to_string();
-    let env = [("AGENTBASH_STATE_DIR", state_s.as_str()), ("HOME", home_s.as_str())];
+    let env = [
+        ("AGENTBASH_STATE_DIR", state_s.as_str()),
+        ("HOME", home_s.as_str()),
+    ];
     let out_file = tmp.path().join("bare.out").display().to_string();
 
     println!("agentbash core benchmarks (median of N, same process, alternating runs)");
@@ -84,7 +87,8 @@ fn main() {
         &env,
     );
     let gib: u64 = if quick { 64 << 20 } else { 1 << 30 };
-    let lines = format!("yes 'the quick brown fox jumps over the lazy dog 0123456789' | head -c {gib}");
+    let lines =
+        format!("yes 'the quick brown fox jumps over the lazy dog 0123456789' | head -c {gib}");
     let one_line = format!("head -c {gib} /dev/zero | tr '\\0' a");
     let bare_lines = format!("{lines} | cat > {out_file}");
     let bare_one = format!("{one_line} | cat > {out_file}");

@@ -4,29 +4,67 @@
 //! completions (all generated from it). Turning these raw values into a validated
 //! plan happens in `run::RunRequest` and the profile loader, not here.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 use std::path::PathBuf;
 
-const EXIT_CODES_HELP: &str = "\
-Exit codes:
-  N      the command ran and exited with N
-  2      usage error
-  77     blocked by an interceptor rule
-  124    timed out
-  125    agentbash failed: bad profile/rules, bad cwd, spawn or PTY failure
-  128+N  the command died of signal N; agentbash interrupted: 129 HUP, 130 INT, 143 TERM
+/// Environment variables agentbash itself reads: `--help`, the man page and the
+/// README list them from here.
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "AGENTBASH_PROFILE",
+        "profile used when --profile is not given",
+    ),
+    (
+        "AGENTBASH_CONFIG_DIR",
+        "user profiles in its profiles/ (default $XDG_CONFIG_HOME/agentbash)",
+    ),
+    (
+        "AGENTBASH_STATE_DIR",
+        "artifacts and sessions (default $XDG_STATE_HOME/agentbash)",
+    ),
+    ("AGENTBASH_NO_PTY", "1: never use a pseudo-terminal"),
+    ("AGENTBASH_NO_CI", "1: do not set CI=true for the command"),
+    ("NO_COLOR", "non-empty: no colour under --color auto"),
+    (
+        "CLICOLOR_FORCE",
+        "non-empty, not 0: colour under --color auto, even into a pipe",
+    ),
+    (
+        "GITHUB_ACTIONS",
+        "true: ::group:: output, ::error:: annotations, colour",
+    ),
+    ("SHELL", "shell.path = \"auto\" uses it when it is bash"),
+    (
+        "XDG_CONFIG_HOME",
+        "default base of AGENTBASH_CONFIG_DIR (~/.config)",
+    ),
+    (
+        "XDG_STATE_HOME",
+        "default base of AGENTBASH_STATE_DIR (~/.local/state)",
+    ),
+    ("XDG_CACHE_HOME", "shell rc snapshots (~/.cache)"),
+];
 
-Environment:
-  AGENTBASH_PROFILE      profile used when --profile is not given
-  AGENTBASH_CONFIG_DIR   user configuration (default $XDG_CONFIG_HOME/agentbash)
-  AGENTBASH_STATE_DIR    artifacts and sessions (default ~/.local/state/agentbash)
-  AGENTBASH_NO_PTY=1     never use a pseudo-terminal
-  AGENTBASH_NO_CI=1      do not set CI=true in the command's environment
-  NO_COLOR, CLICOLOR_FORCE  colour control for --color auto";
+/// The text after `--help`: exit codes and environment, from their one definition.
+fn after_help() -> String {
+    let width = |rows: &[(&str, &str)]| rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let table = |rows: &[(&str, &str)]| {
+        let w = width(rows);
+        rows.iter()
+            .map(|(k, v)| format!("  {k:<w$}  {v}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    format!(
+        "Exit codes:\n{}\n\nEnvironment:\n{}",
+        table(crate::exit::TABLE),
+        table(ENVIRONMENT)
+    )
+}
 
 /// Run shell commands the way coding agents and CI jobs need them run.
 #[derive(Debug, Parser)]
-#[command(name = "agentbash", version, about, after_help = EXIT_CODES_HELP)]
+#[command(name = "agentbash", version, about, after_help = after_help())]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -106,16 +144,16 @@ pub struct RunArgs {
     #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
     pub profile: Option<String>,
     /// Working directory, relative to the invoking directory (or the session's cwd).
-    #[arg(short = 'C', long, value_name = "DIR")]
+    #[arg(short = 'C', long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub cwd: Option<PathBuf>,
     /// Requested timeout in seconds, clamped to the profile's allowed range.
     #[arg(short, long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
     pub timeout: Option<i64>,
     /// Show only the first N lines of the output.
-    #[arg(long, value_name = "N", value_parser = parse_line_count)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_line_count)]
     pub head: Option<usize>,
     /// Show only the last N lines of the output.
-    #[arg(long, value_name = "N", value_parser = parse_line_count)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_line_count)]
     pub tail: Option<usize>,
     /// Execution mode: auto picks a PTY only when the profile allows it and stdin and stdout are terminals.
     #[arg(long, value_enum, value_name = "MODE", conflicts_with_all = ["pty", "no_pty"])]
@@ -132,7 +170,7 @@ pub struct RunArgs {
     /// Same as --format json.
     #[arg(long)]
     pub json: bool,
-    /// Colour: auto honours NO_COLOR and CLICOLOR_FORCE.
+    /// Colour: auto honours NO_COLOR, CLICOLOR_FORCE and GitHub Actions, then whether stdout is a terminal.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
     pub color: ColorArg,
     /// Comma-separated tools the caller has (for the interceptor); overrides the profile.
@@ -157,7 +195,12 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// The command; words are joined with single spaces into one shell command text.
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        value_name = "COMMAND",
+        value_hint = ValueHint::CommandWithArguments
+    )]
     pub command: Vec<String>,
 }
 
@@ -191,11 +234,16 @@ pub struct ServerArgs {
 #[derive(Debug, Subcommand)]
 pub enum ProfileCommand {
     /// List every profile that can be found, where it comes from, and what it shadows.
-    List,
+    List {
+        /// One name per line, nothing else (for shell completion).
+        #[arg(long, hide = true)]
+        names: bool,
+    },
     /// Show the resolved profile after `extends` and lookup.
     Show {
         /// Profile name or path (default: AGENTBASH_PROFILE or `default`).
-        #[arg(value_name = "NAME|PATH")]
+        // The id names the value for the completion scripts (commands::generated).
+        #[arg(id = "profile", value_name = "NAME|PATH")]
         name: Option<String>,
         /// Annotate each value with the file it came from.
         #[arg(long)]
@@ -203,8 +251,8 @@ pub enum ProfileCommand {
     },
     /// Validate profiles; exit 1 with file:line:col errors.
     Check {
-        /// Profile names or paths (default: every profile found).
-        #[arg(value_name = "NAME|FILE")]
+        /// Profile names or paths (default: every profile found, shadowed ones included).
+        #[arg(id = "profiles", value_name = "NAME|FILE")]
         names: Vec<String>,
     },
 }
@@ -213,23 +261,31 @@ pub enum ProfileCommand {
 pub enum RulesCommand {
     /// List the rules a profile uses.
     List {
+        /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
     },
     /// Show which candidate of a command matches which rule.
     Test {
+        /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
         /// Comma-separated tools the caller has; overrides the profile.
         #[arg(long, value_name = "LIST", value_delimiter = ',')]
         tools: Option<Vec<String>>,
         /// The command to test.
-        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            value_name = "COMMAND",
+            value_hint = ValueHint::CommandWithArguments
+        )]
         command: Vec<String>,
     },
     /// Compile every pattern and run every example of rule packs (default: the built-in packs).
     Check {
-        #[arg(value_name = "FILE")]
+        /// Built-in pack names or paths to rule pack files.
+        #[arg(id = "packs", value_name = "PACK|FILE")]
         files: Vec<String>,
     },
 }
@@ -238,34 +294,40 @@ pub enum RulesCommand {
 pub enum ArtifactCommand {
     /// List artifacts: id, size, age, command.
     List {
+        /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
     },
     /// Print an artifact's raw content.
     Show {
         /// Artifact id or artifact://ID.
-        #[arg(value_name = "ID|URL")]
+        #[arg(value_name = "ID|URL", allow_negative_numbers = true)]
         id: String,
         /// Only the first N lines.
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_line_count)]
         head: Option<usize>,
-        /// Only the last N lines.
-        #[arg(long, value_name = "N")]
+        /// Only the last N lines (applied after --head).
+        #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_line_count)]
         tail: Option<usize>,
+        /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
     },
     /// Print an artifact's file path.
     Path {
-        #[arg(value_name = "ID|URL")]
+        /// Artifact id or artifact://ID.
+        #[arg(value_name = "ID|URL", allow_negative_numbers = true)]
         id: String,
+        /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
     },
     /// Remove an artifact.
     Rm {
-        #[arg(value_name = "ID|URL")]
+        /// Artifact id or artifact://ID.
+        #[arg(value_name = "ID|URL", allow_negative_numbers = true)]
         id: String,
+        /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
     },
@@ -274,6 +336,7 @@ pub enum ArtifactCommand {
         /// Say what would be removed, remove nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
     },
@@ -285,11 +348,13 @@ pub enum SessionCommand {
     List,
     /// Show a session's saved state.
     Show {
+        /// Session name.
         #[arg(value_parser = parse_session_name)]
         name: String,
     },
     /// Remove a session.
     Rm {
+        /// Session name.
         #[arg(value_parser = parse_session_name)]
         name: String,
     },
@@ -299,16 +364,19 @@ pub enum SessionCommand {
 pub enum SnapshotCommand {
     /// Print the snapshot's path and content.
     Show {
+        /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
     },
     /// Regenerate the snapshot now.
     Refresh {
+        /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
     },
     /// What was captured, what was dropped, and why.
     Report {
+        /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
     },
@@ -322,12 +390,11 @@ fn parse_timeout(s: &str) -> Result<i64, String> {
             "'{s}' is not a whole number of seconds (e.g. --timeout 60)"
         ));
     }
-    // Absurdly large values are clamped later with a notice, not rejected.
-    Ok(t.parse::<i64>().unwrap_or(if t.starts_with('-') {
-        i64::MIN
-    } else {
-        i64::MAX
-    }))
+    // Large values are clamped later with a notice; past 64 bits there is no
+    // honest number to repeat back, so they are a usage error.
+    t.parse::<i64>().map_err(|_| {
+        format!("'{s}' is too large: give the timeout in seconds (at most 3600 is used)")
+    })
 }
 
 fn parse_line_count(s: &str) -> Result<usize, String> {

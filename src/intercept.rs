@@ -653,6 +653,7 @@ pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
             // thousands of segments, and checking must stay linear.
             let mut seen: HashSet<(String, Option<SkipReason>)> = HashSet::new();
             seen.insert((whole.to_string(), None));
+            seen.insert((bare.to_string(), None));
             for segment in segments {
                 let skipped = segment.piped_stdin.then_some(SkipReason::PipedStdin);
                 if segment.command.is_empty() || !seen.insert((segment.command.clone(), skipped)) {

@@ -91,21 +91,70 @@ mod tests {
     #[test]
     fn table() {
         // (input, command, stripped, head, tail)
-        let cases: &[(&str, &str, Option<&str>, Option<usize>, Option<usize>)] = &[
-            ("seq 1 100 | tail -n 5", "seq 1 100", Some("| tail -n 5"), None, Some(5)),
-            ("seq 1 100 | tail -5", "seq 1 100", Some("| tail -5"), None, Some(5)),
-            ("seq 1 100|head -n3", "seq 1 100", Some("|head -n3"), Some(3), None),
-            ("  ls -la   |  head -20  ", "ls -la", Some("|  head -20"), Some(20), None),
-            ("cmd 2>&1 | tail -n 5", "cmd 2>&1", Some("| tail -n 5"), None, Some(5)),
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            Option<&'a str>,
+            Option<usize>,
+            Option<usize>,
+        );
+        let cases: &[Case] = &[
+            (
+                "seq 1 100 | tail -n 5",
+                "seq 1 100",
+                Some("| tail -n 5"),
+                None,
+                Some(5),
+            ),
+            (
+                "seq 1 100 | tail -5",
+                "seq 1 100",
+                Some("| tail -5"),
+                None,
+                Some(5),
+            ),
+            (
+                "seq 1 100|head -n3",
+                "seq 1 100",
+                Some("|head -n3"),
+                Some(3),
+                None,
+            ),
+            (
+                "  ls -la   |  head -20  ",
+                "ls -la",
+                Some("|  head -20"),
+                Some(20),
+                None,
+            ),
+            (
+                "cmd 2>&1 | tail -n 5",
+                "cmd 2>&1",
+                Some("| tail -n 5"),
+                None,
+                Some(5),
+            ),
             ("seq 10 | head -c 5", "seq 10 | head -c 5", None, None, None),
             ("seq 10 | head", "seq 10 | head", None, None, None),
             ("seq 10 | tail -f", "seq 10 | tail -f", None, None, None),
             ("false || tail -n 5", "false || tail -n 5", None, None, None),
-            ("echo 'a | tail -n 5'", "echo 'a | tail -n 5'", None, None, None),
+            (
+                "echo 'a | tail -n 5'",
+                "echo 'a | tail -n 5'",
+                None,
+                None,
+                None,
+            ),
             ("seq 10 | tail -n 0", "seq 10 | tail -n 0", None, None, None),
             ("| tail -n 5", "| tail -n 5", None, None, None),
             ("a  b | tail -n 2 x", "a  b | tail -n 2 x", None, None, None),
-            ("seq 10 |& tail -n 2", "seq 10 |& tail -n 2", None, None, None),
+            (
+                "seq 10 |& tail -n 2",
+                "seq 10 |& tail -n 2",
+                None,
+                None,
+                None,
+            ),
         ];
         for (input, cmd, stripped, head, tail) in cases {
             let n = normalize(input, true, None, None);
@@ -120,6 +169,9 @@ mod tests {
         let n = normalize("seq 100 | tail -n 5", true, None, Some(7));
         assert_eq!((n.command.as_str(), n.tail), ("seq 100", Some(7)));
         let n = normalize(" seq 100 | tail -n 5 ", false, None, None);
-        assert_eq!((n.command.as_str(), n.stripped), ("seq 100 | tail -n 5", None));
+        assert_eq!(
+            (n.command.as_str(), n.stripped),
+            ("seq 100 | tail -n 5", None)
+        );
     }
 }

@@ -48,6 +48,10 @@ pub struct RunResult {
     pub warnings: Vec<String>,
     /// agentbash's own failure (exit 125), when it did not get to run the command.
     pub error: Option<String>,
+    /// The command's shaped output alone: no annotation, no `(no output)` (what a
+    /// pipe receives).
+    #[serde(skip)]
+    pub body: String,
     /// The exit code agentbash itself exits with.
     #[serde(skip)]
     pub agentbash_exit: i32,

@@ -5,6 +5,7 @@
 //! [`execute`] carries a plan out and shapes the §7.2 result.
 
 use crate::exec::{self, CancelToken, End, ExecOutcome, SpawnSpec, env::BuiltEnv};
+use crate::exit;
 use crate::intercept::{self, Interception};
 use crate::normalize::{self, Normalized};
 use crate::output::artifact::{self, Allocated, ArtifactStore};
@@ -13,7 +14,6 @@ use crate::profile::LoadedProfile;
 use crate::result::{Blocked, RunResult, signal_name};
 use crate::shell::{self, ShellError};
 use crate::stages::{self, CwdError, Mode, ModeChoice, ModeDecision, Timeout};
-use crate::exit;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -73,6 +73,8 @@ pub struct Plan {
     pub timeout: Timeout,
     pub mode: ModeDecision,
     pub shell: Result<PathBuf, ShellError>,
+    /// §6.2/§6.3: the rc snapshot and the session (read-only decisions).
+    pub state: exec::state::StatePlan,
     pub script: String,
     pub env: BuiltEnv,
     pub artifact_dir: Option<PathBuf>,
@@ -103,31 +105,37 @@ pub fn plan(req: &RunRequest, profile: &LoadedProfile) -> Plan {
         Some("empty command: give the command to run after `--`".to_string())
     } else if req.command.contains('\0') {
         Some("the command contains a NUL byte, which no shell can receive".to_string())
+    } else if let Some(e) = req
+        .session
+        .as_deref()
+        .and_then(|s| crate::cli::parse_session_name(s).err())
+    {
+        Some(e)
     } else {
         None
     };
     // §4.1
-    let normalized = normalize::normalize(
-        &req.command,
-        p.output.strip_head_tail,
-        req.head,
-        req.tail,
-    );
+    let normalized =
+        normalize::normalize(&req.command, p.output.strip_head_tail, req.head, req.tail);
     // §4.2
-    let tools = req.tools.clone().unwrap_or_else(|| p.interceptor.tools.clone());
+    let tools = req
+        .tools
+        .clone()
+        .unwrap_or_else(|| p.interceptor.tools.clone());
     let (interception, rule_warnings) = if p.interceptor.enabled && !req.no_intercept {
         match profile.rule_set() {
             Ok(set) => (
                 Some(intercept::intercept(&normalized.command, &set, &tools)),
                 set.warnings().to_vec(),
             ),
-            Err(e) => (None, vec![format!("interceptor disabled for this run: {e}")]),
+            Err(e) => (
+                None,
+                vec![format!("interceptor disabled for this run: {e}")],
+            ),
         }
     } else {
         (None, vec![])
     };
-    // §4.3
-    let cwd = stages::resolve_cwd(&req.invoking_dir, req.cwd.as_deref());
     // §4.4
     let timeout = stages::clamp_timeout(req.timeout, &p.timeout);
     // §4.6 (decided before the env, which differs for a PTY)
@@ -141,6 +149,14 @@ pub fn plan(req: &RunRequest, profile: &LoadedProfile) -> Plan {
     let env = exec::env::build(&p.env, std::env::vars(), &req.env, mode.mode == Mode::Pty);
     let shell = shell::resolve(&p.shell, env.vars.get("PATH").map(String::as_str));
     let script = shell::with_prefix(&p.shell.prefix, &normalized.command);
+    let state = exec::state::plan(
+        req.session.as_deref(),
+        &p.shell,
+        shell.as_ref().ok().map(PathBuf::as_path),
+        &env,
+    );
+    // §4.3, against the session's cwd when there is one
+    let cwd = stages::resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref());
     let artifact_dir = p
         .artifacts
         .enabled
@@ -155,6 +171,7 @@ pub fn plan(req: &RunRequest, profile: &LoadedProfile) -> Plan {
         timeout,
         mode,
         shell,
+        state,
         script,
         env,
         artifact_dir,
@@ -185,6 +202,18 @@ pub fn execute(
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunResult {
+    execute_with(req, profile, cancel, None, on_event)
+}
+
+/// [`execute`], reusing live shells from `pool` when the run allows it (§6.3; for
+/// long-lived callers such as rpc and mcp).
+pub fn execute_with(
+    req: &RunRequest,
+    profile: &LoadedProfile,
+    cancel: &CancelToken,
+    pool: Option<&exec::live::ShellPool>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> RunResult {
     let started = Instant::now();
     let plan = plan(req, profile);
     let p = &profile.profile;
@@ -210,14 +239,56 @@ pub fn execute(
     if let Some(i) = &plan.interception {
         notices.extend(i.warnings.iter().map(|h| h.message.clone()));
     }
-    let cwd = match &plan.cwd {
-        Ok(c) => c.clone(),
-        Err(e) => return fail(r, exit::FAILURE, e.to_string()),
-    };
+    if plan.state.session.is_none()
+        && let Err(e) = &plan.cwd
+    {
+        return fail(r, exit::FAILURE, e.to_string());
+    }
     let shell_path = match &plan.shell {
         Ok(s) => s.clone(),
         Err(e) => return fail(r, exit::FAILURE, e.to_string()),
     };
+    // §6.2/§6.3: the snapshot, and the session, locked until this run is over.
+    let limit = Duration::from_secs(plan.timeout.effective);
+    let mut state = match exec::state::prepare(&plan.state, &shell_path, &plan.env, cancel, limit) {
+        Ok(s) => s,
+        Err(exec::state::Stopped::Failed(e)) => return fail(r, exit::FAILURE, e),
+        Err(stopped) => {
+            let end = match stopped {
+                exec::state::Stopped::Cancelled(sig) => End::Cancelled(sig),
+                _ => End::TimedOut,
+            };
+            notices.push(format!(
+                "Session {} stayed busy; the command did not run",
+                req.session.as_deref().unwrap_or("")
+            ));
+            let cwd = plan
+                .cwd
+                .as_ref()
+                .map_or_else(|_| req.invoking_dir.clone(), Clone::clone);
+            let outcome = ExecOutcome {
+                end,
+                background_killed: vec![],
+            };
+            return shape(
+                r,
+                plan,
+                outcome,
+                Default::default(),
+                notices,
+                warnings,
+                started,
+                cwd,
+            );
+        }
+    };
+    warnings.append(&mut state.warnings);
+    notices.append(&mut state.notices);
+    let cwd = match stages::resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return fail(r, exit::FAILURE, state.cwd_error(&e, req.cwd.as_deref())),
+    };
+    r.cwd = cwd.display().to_string();
     notices.extend(plan.timeout.notice.clone());
     notices.extend(plan.mode.notice.clone());
     // §4.5: never fatal.
@@ -251,18 +322,39 @@ pub fn execute(
         allocated,
         req.live_output,
     );
+    on_event(Event::Start(&plan));
     for n in &notices {
         on_event(Event::Notice(n));
     }
-    on_event(Event::Start(&plan));
 
     let marker = run_marker();
     let mut env = plan.env.vars.clone();
+    state.apply_env(&mut env, &req.env);
+    let live = pool.filter(|_| {
+        exec::live::eligible(
+            &shell_path,
+            &p.shell.args,
+            plan.mode.mode == Mode::Print,
+            req.stdin,
+        )
+    });
+    let start_env = live.is_some().then(|| env.clone());
+    if live.is_none()
+        && let Err(w) = state.install_prelude(&mut env)
+    {
+        warnings.push(w);
+    }
     env.insert(exec::env::RUN_MARKER.to_string(), marker.clone());
     let (script, script_file) = if plan.script.len() > MAX_INLINE_SCRIPT {
         match spill_script(&plan.script) {
             Ok((s, f)) => (s, Some(f)),
-            Err(e) => return fail(r, exit::FAILURE, format!("cannot stage a {}-byte command: {e}", plan.script.len())),
+            Err(e) => {
+                return fail(
+                    r,
+                    exit::FAILURE,
+                    format!("cannot stage a {}-byte command: {e}", plan.script.len()),
+                );
+            }
         }
     } else {
         (plan.script.clone(), None)
@@ -270,7 +362,7 @@ pub fn execute(
     let mut args = p.shell.args.clone();
     args.push(script);
     let spec = SpawnSpec {
-        program: shell_path,
+        program: shell_path.clone(),
         args,
         env: env.into_iter().collect(),
         cwd: cwd.clone(),
@@ -281,10 +373,49 @@ pub fn execute(
             cpu_seconds: p.limits.cpu_seconds,
         },
     };
-    let timeout = Duration::from_secs(plan.timeout.effective);
+    let timeout = limit
+        .saturating_sub(state.waited)
+        .max(Duration::from_millis(1));
     let grace = Duration::from_millis(p.timeout.kill_grace_ms);
     let mut on_output = |t: &str| on_event(Event::Output(t));
+    let mut live_notices = Vec::new();
     let outcome = match plan.mode.mode {
+        Mode::Print if let Some(pool) = live => {
+            let job = exec::live::LiveJob {
+                key: exec::live::ShellKey {
+                    session: req.session.clone(),
+                    shell: shell_path.clone(),
+                    prefix: p.shell.prefix.clone(),
+                    snapshot: state.snapshot_id(),
+                    env: plan
+                        .env
+                        .vars
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                    limits: [
+                        p.limits.address_space_mb,
+                        p.limits.file_size_mb,
+                        p.limits.processes,
+                        p.limits.cpu_seconds,
+                    ],
+                },
+                start_env: start_env.as_ref().unwrap_or(&plan.env.vars),
+                setup: state.live_setup(),
+                generation: state.generation(),
+                script: &plan.script,
+                cwd: &cwd,
+                timeout,
+                kill_grace: grace,
+                background: p.process.background,
+                cancel,
+                limits: spec.limits,
+            };
+            pool.run(&job, &mut sink, &mut on_output).map(|o| {
+                live_notices = o.notices;
+                o.outcome
+            })
+        }
         Mode::Print => exec::print::run(
             &exec::print::PrintRequest {
                 spawn: &spec,
@@ -317,6 +448,10 @@ pub fn execute(
         ),
     };
     drop(script_file);
+    for n in &live_notices {
+        on_event(Event::Notice(n));
+    }
+    notices.extend(live_notices);
     let outcome: ExecOutcome = match outcome {
         Ok(o) => o,
         Err(e) => {
@@ -328,7 +463,43 @@ pub fn execute(
     };
     let retained = sink.finish();
     warnings.extend(retained.warnings.iter().cloned());
-    shape(r, plan, outcome, retained, notices, warnings, started, cwd)
+    let final_cwd = state.finish(&outcome.end).unwrap_or(cwd);
+    warnings.append(&mut state.warnings);
+    let (command, artifact_dir) = (plan.command.clone(), plan.artifact_dir.clone());
+    let r = shape(
+        r, plan, outcome, retained, notices, warnings, started, final_cwd,
+    );
+    if let (Some(a), Some(dir)) = (&r.artifact, artifact_dir) {
+        remember_artifact(p, dir, a.id, command, &r);
+    }
+    r
+}
+
+/// The sidecar `artifact list` shows: which command wrote the artifact, where, how
+/// it ended.
+fn remember_artifact(
+    p: &crate::profile::Profile,
+    dir: PathBuf,
+    id: u64,
+    command: String,
+    r: &RunResult,
+) {
+    let store = ArtifactStore {
+        dir,
+        max_total_bytes: p.artifacts.max_total_bytes,
+        max_age_days: p.artifacts.max_age_days,
+    };
+    store.write_meta(
+        id,
+        &artifact::Meta {
+            command,
+            cwd: r.cwd.clone(),
+            exit_code: r.exit_code,
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        },
+    );
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -359,23 +530,35 @@ fn shape(
             r.exit_code = Some(exit::TIMEOUT);
             (
                 exit::TIMEOUT,
-                Some(format!("[Command timed out after {} seconds]", plan.timeout.effective)),
+                Some(format!(
+                    "[Command timed out after {} seconds]",
+                    plan.timeout.effective
+                )),
             )
         }
         End::Cancelled(sig) => {
             r.cancelled = true;
             r.exit_code = Some(exit::for_signal(sig));
-            (exit::for_signal(sig), Some("[Command cancelled]".to_string()))
+            (
+                exit::for_signal(sig),
+                Some("[Command cancelled]".to_string()),
+            )
         }
         End::Killed => {
             r.cancelled = true;
             r.exit_code = Some(exit::for_signal(libc::SIGINT));
-            (exit::for_signal(libc::SIGINT), Some("[Command cancelled]".to_string()))
+            (
+                exit::for_signal(libc::SIGINT),
+                Some("[Command cancelled]".to_string()),
+            )
         }
         End::MissingStatus => {
             r.exit_code = None;
             r.error = Some("Command failed: missing exit status".into());
-            (exit::FAILURE, Some("Command failed: missing exit status".to_string()))
+            (
+                exit::FAILURE,
+                Some("Command failed: missing exit status".to_string()),
+            )
         }
     };
     notices.retain(|n| !n.is_empty());
@@ -398,6 +581,7 @@ fn shape(
         output.push_str(&retained.text);
     }
     let output = output.trim_end_matches('\n').to_string();
+    r.body = retained.text.trim_end_matches('\n').to_string();
     let mut text = output.clone();
     for n in &notices {
         text.push_str("\n\n");
@@ -472,6 +656,7 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
         notices: vec![],
         warnings: vec![],
         error: None,
+        body: String::new(),
         agentbash_exit: 0,
     }
 }
@@ -500,7 +685,10 @@ fn spill_script(script: &str) -> std::io::Result<(String, tempfile::NamedTempFil
     use std::io::Write;
     let dir = crate::paths::state_dir().join("tmp");
     crate::paths::private_dir(&dir)?;
-    let mut f = tempfile::Builder::new().prefix("cmd-").suffix(".sh").tempfile_in(&dir)?;
+    let mut f = tempfile::Builder::new()
+        .prefix("cmd-")
+        .suffix(".sh")
+        .tempfile_in(&dir)?;
     f.write_all(script.as_bytes())?;
     f.flush()?;
     let path = f.path().display().to_string().replace('\'', r"'\''");

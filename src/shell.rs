@@ -5,12 +5,16 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShellError {
-    #[error("shell not found: {0:?} (profile key shell.path); install it or set shell.path to an existing shell")]
+    #[error(
+        "shell not found: {0:?} (profile key shell.path); install it or set shell.path to an existing shell"
+    )]
     NotFound(String),
 }
 
 fn on_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
-    let path_var = path_var.map(str::to_string).or_else(|| std::env::var("PATH").ok())?;
+    let path_var = path_var
+        .map(str::to_string)
+        .or_else(|| std::env::var("PATH").ok())?;
     path_var
         .split(':')
         .filter(|d| !d.is_empty())

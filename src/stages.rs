@@ -88,7 +88,9 @@ pub fn decide_mode(
             reasons.push("PTY forced but AGENTBASH_NO_PTY=1 overrides it".into());
             (
                 Mode::Print,
-                Some("PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal".into()),
+                Some(
+                    "PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal".into(),
+                ),
             )
         }
         ModeChoice::Pty => {
@@ -97,10 +99,22 @@ pub fn decide_mode(
         }
         ModeChoice::Auto => {
             let checks = [
-                (profile_mode == PtyMode::On, "profile pty.mode = \"on\"", "profile pty.mode = \"off\""),
-                (!no_pty_env, "AGENTBASH_NO_PTY is not 1", "AGENTBASH_NO_PTY=1"),
+                (
+                    profile_mode == PtyMode::On,
+                    "profile pty.mode = \"on\"",
+                    "profile pty.mode = \"off\"",
+                ),
+                (
+                    !no_pty_env,
+                    "AGENTBASH_NO_PTY is not 1",
+                    "AGENTBASH_NO_PTY=1",
+                ),
                 (stdin_tty, "stdin is a terminal", "stdin is not a terminal"),
-                (stdout_tty, "stdout is a terminal", "stdout is not a terminal"),
+                (
+                    stdout_tty,
+                    "stdout is a terminal",
+                    "stdout is not a terminal",
+                ),
             ];
             let mut all = true;
             for (ok, yes, no) in checks {

@@ -1,4 +1,6 @@
-//! `agentbash artifact list | show | path | rm | gc`.
+//! `agentbash artifact list | show | path | rm | gc`: the spilled output of runs
+//! (SPEC §5.3). Ids are validated before any path is built from them, so `../x` or
+//! `-1` can never name a file outside the artifact directory.
 
 use crate::cli::ArtifactCommand;
 use crate::output::artifact::{self, ArtifactStore};
@@ -38,7 +40,10 @@ fn existing(st: &ArtifactStore, id: u64) -> Result<std::path::PathBuf, i32> {
 }
 
 fn age(t: std::time::SystemTime) -> String {
-    let s = std::time::SystemTime::now().duration_since(t).unwrap_or_default().as_secs();
+    let s = std::time::SystemTime::now()
+        .duration_since(t)
+        .unwrap_or_default()
+        .as_secs();
     match s {
         0..=59 => format!("{s}s"),
         60..=3599 => format!("{}m", s / 60),
@@ -58,9 +63,16 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
         ArtifactCommand::List { profile } => {
             let st = store(profile.as_deref())?;
             let entries = st.list().map_err(|e| {
-                err(&format!("agentbash: cannot list {}: {e}\n", st.dir.display()));
+                err(&format!(
+                    "agentbash: cannot list {}: {e}\n",
+                    st.dir.display()
+                ));
                 crate::exit::FAILURE
             })?;
+            if entries.is_empty() {
+                err(&format!("no artifacts in {}\n", st.dir.display()));
+                return Ok(0);
+            }
             let mut s = format!("{:<14} {:>9} {:>5}  COMMAND\n", "ID", "SIZE", "AGE");
             for e in entries.iter().rev() {
                 let cmd = st.read_meta(e.id).map(|m| m.command).unwrap_or_default();
@@ -75,7 +87,12 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
             out(&s);
             Ok(0)
         }
-        ArtifactCommand::Show { id, head, tail, profile } => {
+        ArtifactCommand::Show {
+            id,
+            head,
+            tail,
+            profile,
+        } => {
             let id = id_of(&id)?;
             let st = store(profile.as_deref())?;
             let path = existing(&st, id)?;
@@ -130,7 +147,10 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
             let st = store(profile.as_deref())?;
             existing(&st, id)?;
             st.remove(id).map_err(|e| {
-                err(&format!("agentbash: cannot remove {}: {e}\n", artifact::url(id)));
+                err(&format!(
+                    "agentbash: cannot remove {}: {e}\n",
+                    artifact::url(id)
+                ));
                 crate::exit::FAILURE
             })?;
             out(&format!("removed {}\n", artifact::url(id)));

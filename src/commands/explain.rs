@@ -67,7 +67,11 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
     };
     let mut t = String::new();
     t.push_str(&format!("command     {}\n", show(s("/command"))));
-    t.push_str(&format!("profile     {} ({})\n", show(s("/profile/name")), show(s("/profile/origin"))));
+    t.push_str(&format!(
+        "profile     {} ({})\n",
+        show(s("/profile/name")),
+        show(s("/profile/origin"))
+    ));
     t.push_str(&format!(
         "normalize   {}  (stripped: {}, head: {}, tail: {})\n",
         show(s("/normalize/command")),
@@ -76,8 +80,14 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
         show(s("/normalize/tail"))
     ));
     if v.pointer("/intercept/enabled") == Some(&json!(true)) {
-        t.push_str(&format!("intercept   tools: {}\n", show(s("/intercept/tools"))));
-        if let Some(cands) = v.pointer("/intercept/result/candidates").and_then(|c| c.as_array()) {
+        t.push_str(&format!(
+            "intercept   tools: {}\n",
+            show(s("/intercept/tools"))
+        ));
+        if let Some(cands) = v
+            .pointer("/intercept/result/candidates")
+            .and_then(|c| c.as_array())
+        {
             for c in cands {
                 let verdict = show(c["verdict"].clone());
                 let why = match (&c["matched"], &c["skipped"]) {
@@ -100,8 +110,14 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
                     }
                 }
             }
-            if let Some(o) = v.pointer("/intercept/result/opaque").and_then(|o| o.as_str()) {
-                t.push_str(&format!("  (checked as a whole only: {})\n", o.replace('_', " ")));
+            if let Some(o) = v
+                .pointer("/intercept/result/opaque")
+                .and_then(|o| o.as_str())
+            {
+                t.push_str(&format!(
+                    "  (checked as a whole only: {})\n",
+                    o.replace('_', " ")
+                ));
             }
         }
         match v.pointer("/intercept/result/blocked") {
@@ -115,21 +131,39 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
     } else {
         t.push_str("intercept   disabled\n");
     }
-    for w in v.pointer("/intercept/warnings").and_then(|w| w.as_array()).into_iter().flatten() {
+    for w in v
+        .pointer("/intercept/warnings")
+        .and_then(|w| w.as_array())
+        .into_iter()
+        .flatten()
+    {
         t.push_str(&format!("  warning   {}\n", show(w.clone())));
     }
     t.push_str(&format!(
         "cwd         {}\n",
-        show(v.pointer("/cwd/ok").or(v.pointer("/cwd/error")).cloned().unwrap_or_default())
+        show(
+            v.pointer("/cwd/ok")
+                .or(v.pointer("/cwd/error"))
+                .cloned()
+                .unwrap_or_default()
+        )
     ));
     t.push_str(&format!(
         "timeout     {}s (requested {}s){}\n",
         show(s("/timeout/effective_s")),
         show(s("/timeout/requested_s")),
-        v.pointer("/timeout/notice").and_then(|n| n.as_str()).map(|n| format!(" — {n}")).unwrap_or_default()
+        v.pointer("/timeout/notice")
+            .and_then(|n| n.as_str())
+            .map(|n| format!(" — {n}"))
+            .unwrap_or_default()
     ));
     t.push_str(&format!("mode        {}\n", show(s("/mode/mode"))));
-    for r in v.pointer("/mode/reasons").and_then(|r| r.as_array()).into_iter().flatten() {
+    for r in v
+        .pointer("/mode/reasons")
+        .and_then(|r| r.as_array())
+        .into_iter()
+        .flatten()
+    {
         t.push_str(&format!("  because   {}\n", show(r.clone())));
     }
     t.push_str("env         (keys only; values are not shown)\n");
@@ -140,7 +174,12 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
     }
     t.push_str(&format!(
         "shell       {}\n",
-        show(v.pointer("/shell/ok").or(v.pointer("/shell/error")).cloned().unwrap_or_default())
+        show(
+            v.pointer("/shell/ok")
+                .or(v.pointer("/shell/error"))
+                .cloned()
+                .unwrap_or_default()
+        )
     ));
     t.push_str(&format!("argv        {}\n", s("/argv")));
     t.push_str(&format!("artifacts   {}\n", show(s("/artifact_dir"))));

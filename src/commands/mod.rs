@@ -3,9 +3,12 @@
 
 pub mod artifact;
 pub mod explain;
+pub mod generated;
 pub mod profile;
 pub mod rules;
 pub mod run;
+pub mod session;
+pub mod snapshot;
 
 use crate::cli::{Cli, Command};
 use crate::render::err;
@@ -27,36 +30,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Rules(c) => rules::command(c),
         Command::Rpc(a) => server(a, false),
         Command::Mcp(a) => server(a, true),
-        Command::Session(_) | Command::Snapshot(_) => {
-            err("agentbash: this command is not available yet\n");
-            crate::exit::FAILURE
-        }
-    }
-}
-
-pub mod generated {
-    //! Completions and the man page, generated from the one clap definition.
-    use crate::cli::{Cli, CompletionShell};
-    use clap::CommandFactory;
-
-    pub fn completions(shell: CompletionShell) -> String {
-        use clap_complete::Shell;
-        let sh = match shell {
-            CompletionShell::Bash => Shell::Bash,
-            CompletionShell::Zsh => Shell::Zsh,
-            CompletionShell::Fish => Shell::Fish,
-            CompletionShell::Elvish => Shell::Elvish,
-            CompletionShell::Powershell => Shell::PowerShell,
-        };
-        let mut buf = Vec::new();
-        clap_complete::generate(sh, &mut Cli::command(), "agentbash", &mut buf);
-        String::from_utf8_lossy(&buf).into_owned()
-    }
-
-    pub fn man_page() -> String {
-        let mut buf = Vec::new();
-        let _ = clap_mangen::Man::new(Cli::command()).render(&mut buf);
-        String::from_utf8_lossy(&buf).into_owned()
+        Command::Session(c) => session::command(c),
+        Command::Snapshot(c) => snapshot::command(c),
     }
 }
 
@@ -82,7 +57,10 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
     if !mcp {
         return crate::server::rpc::serve(engine);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             err(&format!("agentbash: cannot start the async runtime: {e}\n"));

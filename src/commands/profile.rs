@@ -1,4 +1,5 @@
-//! `agentbash profile list | show | check`.
+//! `agentbash profile list | show | check`: what profiles exist, what one resolves
+//! to, and whether they are valid.
 
 use crate::cli::ProfileCommand;
 use crate::profile::{BUILTIN, Lookup, Origin};
@@ -9,7 +10,8 @@ fn lookup() -> Lookup {
     Lookup::new(std::env::current_dir().unwrap_or_else(|_| "/".into()))
 }
 
-/// Every profile name that can be found, with every place it is defined (first wins).
+/// Every profile name that can be found, with every place it is defined, in lookup
+/// order: the first one wins, the others are shadowed.
 pub fn all_profiles(l: &Lookup) -> BTreeMap<String, Vec<Origin>> {
     let mut names: Vec<String> = BUILTIN.iter().map(|(n, _)| n.to_string()).collect();
     let mut dirs = Vec::new();
@@ -25,105 +27,202 @@ pub fn all_profiles(l: &Lookup) -> BTreeMap<String, Vec<Origin>> {
     for d in dirs {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             if let Some(n) = e.file_name().to_str().and_then(|n| n.strip_suffix(".toml")) {
-                names.push(n.to_string());
+                // A name with `/` or ending in .toml would be taken for a path.
+                if !n.is_empty() && !Lookup::is_path(n) {
+                    names.push(n.to_string());
+                }
             }
         }
     }
     names.sort();
     names.dedup();
-    names.into_iter().map(|n| {
-        let c = l.candidates(&n);
-        (n, c)
-    }).filter(|(_, c)| !c.is_empty()).collect()
+    names
+        .into_iter()
+        .map(|n| {
+            let c = l.candidates(&n);
+            (n, c)
+        })
+        .filter(|(_, c)| !c.is_empty())
+        .collect()
 }
 
 pub fn command(c: ProfileCommand) -> i32 {
     let l = lookup();
     match c {
-        ProfileCommand::List => {
-            let mut s = String::new();
-            for (name, origins) in all_profiles(&l) {
-                let desc = match l.load_origin(name.clone(), origins[0].clone()) {
-                    Ok(p) => p.profile.description,
-                    Err(e) => format!("INVALID: {e}"),
-                };
-                s.push_str(&format!("{name:<12} {:<40} {desc}\n", origins[0].to_string()));
-                for shadowed in &origins[1..] {
-                    s.push_str(&format!("{:<12} {:<40} (shadowed)\n", "", shadowed.to_string()));
-                }
-            }
-            out(&s);
+        ProfileCommand::List { names } => {
+            out(&list(&l, names));
             0
         }
         ProfileCommand::Show { name, origin } => {
             let spec = name
-                .or_else(|| std::env::var("AGENTBASH_PROFILE").ok())
+                .or_else(|| {
+                    std::env::var("AGENTBASH_PROFILE")
+                        .ok()
+                        .filter(|s| !s.is_empty())
+                })
                 .unwrap_or_else(|| "default".into());
-            let p = match l.load(&spec) {
-                Ok(p) => p,
+            match l.load(&spec) {
+                Ok(p) => {
+                    out(&show(&p, origin));
+                    0
+                }
                 Err(e) => {
                     err(&format!("agentbash: {e}\n"));
-                    return crate::exit::FAILURE;
-                }
-            };
-            out(&show(&p, origin));
-            0
-        }
-        ProfileCommand::Check { names } => {
-            let targets: Vec<String> = if names.is_empty() {
-                all_profiles(&l)
-                    .into_iter()
-                    .flat_map(|(n, o)| o.into_iter().map(move |o| match o {
-                        Origin::File(p) => p.display().to_string(),
-                        Origin::Builtin(_) => n.clone(),
-                    }))
-                    .collect()
-            } else {
-                names
-            };
-            let mut bad = 0;
-            for t in &targets {
-                match l.load(t) {
-                    Ok(p) => out(&format!("ok      {t} ({})\n", p.origin())),
-                    Err(e) => {
-                        bad += 1;
-                        out(&format!("invalid {e}\n"));
-                    }
+                    crate::exit::FAILURE
                 }
             }
-            i32::from(bad > 0)
+        }
+        ProfileCommand::Check { names } => {
+            let (report, ok) = check(&l, &names);
+            out(&report);
+            i32::from(!ok)
         }
     }
 }
 
-/// The resolved profile as TOML; with `origin`, each key annotated with its layer.
+/// `profile list`: a table of name, origin and description; shadowed definitions
+/// follow the one that wins. With `names_only`, one name per line (for completion).
+pub fn list(l: &Lookup, names_only: bool) -> String {
+    let all = all_profiles(l);
+    if names_only {
+        return all.keys().map(|n| format!("{n}\n")).collect();
+    }
+    let mut rows: Vec<[String; 3]> = Vec::new();
+    for (name, origins) in &all {
+        let desc = match l.load_origin(name.clone(), origins[0].clone()) {
+            Ok(p) => p.profile.description,
+            Err(_) => format!("INVALID (see `agentbash profile check {name}`)"),
+        };
+        rows.push([name.clone(), display_origin(&origins[0]), desc]);
+        for shadowed in &origins[1..] {
+            rows.push([
+                String::new(),
+                display_origin(shadowed),
+                format!("(shadowed by {})", display_origin(&origins[0])),
+            ]);
+        }
+    }
+    let w0 = rows.iter().map(|r| r[0].len()).max().unwrap_or(0).max(4);
+    let w1 = rows.iter().map(|r| r[1].len()).max().unwrap_or(0).max(6);
+    let mut s = format!("{:<w0$}  {:<w1$}  DESCRIPTION\n", "NAME", "ORIGIN");
+    for [name, origin, desc] in rows {
+        s.push_str(format!("{name:<w0$}  {origin:<w1$}  {desc}").trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+/// An origin for people: `built-in:ci`, or the file with `$HOME` shown as `~`.
+fn display_origin(o: &Origin) -> String {
+    match (o, crate::paths::home()) {
+        (Origin::File(p), Some(home)) if home.parent().is_some() => match p.strip_prefix(&home) {
+            Ok(rest) => format!("~/{}", rest.display()),
+            Err(_) => p.display().to_string(),
+        },
+        _ => o.to_string(),
+    }
+}
+
+/// `profile check`: load each target strictly. With no targets, every definition of
+/// every profile, shadowed ones included (each is checked as the file it is).
+/// Returns the report and whether everything was valid.
+pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
+    let results: Vec<(String, Result<(), crate::profile::ProfileError>)> = if names.is_empty() {
+        all_profiles(l)
+            .into_iter()
+            .flat_map(|(name, origins)| {
+                origins.into_iter().map(move |o| {
+                    let label = o.to_string();
+                    (label, l.load_origin(name.clone(), o).map(|_| ()))
+                })
+            })
+            .collect()
+    } else {
+        names
+            .iter()
+            .map(|t| match l.load(t) {
+                Ok(p) => (format!("{t} ({})", p.origin()), Ok(())),
+                Err(e) => (t.clone(), Err(e)),
+            })
+            .collect()
+    };
+    let mut s = String::new();
+    let mut bad = 0;
+    for (label, r) in &results {
+        match r {
+            Ok(()) => s.push_str(&format!("ok       {label}\n")),
+            Err(e) => {
+                bad += 1;
+                let msg = e.to_string().replace('\n', "\n         ");
+                s.push_str(&format!("invalid  {msg}\n"));
+            }
+        }
+    }
+    s.push_str(&format!(
+        "{} checked, {} invalid\n",
+        plural(results.len(), "profile"),
+        bad
+    ));
+    (s, bad == 0)
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// The resolved profile as TOML; with `origin`, each value annotated with the layer
+/// that set it. The output loads back as an equivalent profile.
 pub fn show(p: &crate::LoadedProfile, origin: bool) -> String {
+    let chain: Vec<String> = p.layers.iter().map(|(o, _)| o.to_string()).collect();
     let mut s = format!("# profile {} from {}\n", p.name, p.origin());
+    if chain.len() > 1 {
+        s.push_str(&format!("# layers, lowest first: {}\n", chain.join(" < ")));
+    }
     let value = toml::Table::try_from(&p.profile).unwrap_or_default();
     let text = toml::to_string(&value).unwrap_or_default();
     if !origin {
         s.push_str(&text);
         return s;
     }
-    let mut section = String::new();
+    let mut section: Vec<String> = Vec::new();
     for line in text.lines() {
         let t = line.trim();
         if t.starts_with('[') {
-            section = t.trim_matches(|c| c == '[' || c == ']').to_string();
+            section = t
+                .trim_matches(|c| c == '[' || c == ']')
+                .split('.')
+                .map(|k| k.trim().trim_matches('"').to_string())
+                .collect();
             s.push_str(line);
             s.push('\n');
             continue;
         }
-        let key = t.split('=').next().unwrap_or("").trim();
-        if key.is_empty() {
+        let key = t.split('=').next().unwrap_or("").trim().trim_matches('"');
+        if key.is_empty() || t.starts_with('#') {
             s.push_str(line);
             s.push('\n');
             continue;
         }
-        let o = p
-            .origin_of(&section, key)
-            .map_or("schema default".to_string(), |o| o.to_string());
+        let mut path: Vec<&str> = section.iter().map(String::as_str).collect();
+        path.push(key);
+        let o = origin_of(p, &path).map_or("schema default".to_string(), |o| o.to_string());
         s.push_str(&format!("{line}  # from {o}\n"));
     }
     s
+}
+
+/// The top-most layer that sets the value at `path` (tables walked key by key).
+fn origin_of<'a>(p: &'a crate::LoadedProfile, path: &[&str]) -> Option<&'a Origin> {
+    p.layers.iter().rev().find_map(|(o, t)| {
+        let (last, parents) = path.split_last()?;
+        let mut table = t;
+        for k in parents {
+            table = table.get(*k)?.as_table()?;
+        }
+        table.contains_key(*last).then_some(o)
+    })
 }

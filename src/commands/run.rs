@@ -38,7 +38,9 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
     let cwd = match std::env::current_dir() {
         Ok(c) => c,
         Err(e) => {
-            err(&format!("agentbash: the current directory is not accessible: {e}\n"));
+            err(&format!(
+                "agentbash: the current directory is not accessible: {e}\n"
+            ));
             return crate::exit::FAILURE;
         }
     };

@@ -126,7 +126,12 @@ pub fn build(
         for (k, v) in FIXED {
             set(&mut vars, k, v, EnvSource::Hardening);
         }
-        set(&mut vars, "SSH_ASKPASS", &false_path(), EnvSource::Hardening);
+        set(
+            &mut vars,
+            "SSH_ASKPASS",
+            &false_path(),
+            EnvSource::Hardening,
+        );
         if pty {
             set(&mut vars, "TERM", "xterm-256color", EnvSource::Hardening);
         } else {
@@ -177,8 +182,16 @@ mod tests {
     fn layering() {
         let mut cfg = EnvCfg::default();
         cfg.set.insert("PAGER".into(), "less".into());
-        let inherited = vec![("PAGER".to_string(), "most".to_string()), ("X".into(), "1".into())];
-        let e = build(&cfg, inherited.clone(), &[("PAGER".into(), "more".into())], false);
+        let inherited = vec![
+            ("PAGER".to_string(), "most".to_string()),
+            ("X".into(), "1".into()),
+        ];
+        let e = build(
+            &cfg,
+            inherited.clone(),
+            &[("PAGER".into(), "more".into())],
+            false,
+        );
         assert_eq!(e.vars["PAGER"], "more");
         assert_eq!(e.vars["GIT_PAGER"], "cat");
         assert_eq!(e.vars["TERM"], "dumb");

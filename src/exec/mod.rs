@@ -6,9 +6,13 @@
 //! ways of wiring its terminal.
 
 pub mod env;
+pub mod live;
 pub mod print;
 pub mod process;
 pub mod pty;
+pub mod session;
+pub mod snapshot;
+pub mod state;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -28,7 +28,7 @@ pub struct PrintRequest<'a> {
     pub cancel: &'a CancelToken,
 }
 
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: fds is a valid array of two ints.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -50,7 +50,7 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 /// Returns (bytes read, eof).
 fn read_available(fd: i32, buf: &mut [u8], sink: &mut OutputSink) -> (usize, bool) {
     let mut total = 0;
-    while total < 8 * READ_BUF {
+    while total < 8 * READ_BUF && !sink.pending_full() {
         // SAFETY: reading into a buffer we own, within its length.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
         if n > 0 {
@@ -71,7 +71,7 @@ fn read_available(fd: i32, buf: &mut [u8], sink: &mut OutputSink) -> (usize, boo
 }
 
 /// Wait until the output pipe or the child's pidfd is ready, or `timeout` passes.
-fn poll_fds(fds: &[Option<i32>], timeout: Duration) {
+pub(crate) fn poll_fds(fds: &[Option<i32>], timeout: Duration) {
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
     let mut p: Vec<libc::pollfd> = fds
         .iter()
@@ -94,7 +94,7 @@ fn poll_fds(fds: &[Option<i32>], timeout: Duration) {
 
 /// A pidfd becomes readable when the process exits (Linux 5.3+), so the loop wakes
 /// at once instead of polling for the exit.
-fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+pub(crate) fn pidfd_open(pid: i32) -> Option<OwnedFd> {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
@@ -121,12 +121,13 @@ pub fn run(
     } else {
         Stdio::null()
     };
-    let mut child = process::spawn(req.spawn, stdin, Stdio::from(w), Stdio::from(w2)).map_err(|err| {
-        ExecError::Spawn {
-            program: req.spawn.program.clone(),
-            err,
-        }
-    })?;
+    let mut child =
+        process::spawn(req.spawn, stdin, Stdio::from(w), Stdio::from(w2)).map_err(|err| {
+            ExecError::Spawn {
+                program: req.spawn.program.clone(),
+                err,
+            }
+        })?;
     let leader = child.id() as i32;
     let pidfd = pidfd_open(leader);
     let teardown = Teardown::new(leader, req.marker);
@@ -144,7 +145,9 @@ pub fn run(
 
     loop {
         let now = Instant::now();
-        if sink.has_pending() && now.duration_since(last_emit) >= EVENT_INTERVAL {
+        if sink.has_pending()
+            && (sink.pending_full() || now.duration_since(last_emit) >= EVENT_INTERVAL)
+        {
             if let Some(t) = sink.take_pending() {
                 on_output(&t);
             }
@@ -197,7 +200,11 @@ pub fn run(
             if sink.has_pending() {
                 wait = wait.min(EVENT_INTERVAL.saturating_sub(now.duration_since(last_emit)));
             }
-            let pid_watch = if status.is_none() { pidfd.as_ref().map(|f| f.as_raw_fd()) } else { None };
+            let pid_watch = if status.is_none() {
+                pidfd.as_ref().map(|f| f.as_raw_fd())
+            } else {
+                None
+            };
             poll_fds(&[Some(rfd), pid_watch], wait);
             let (n, at_eof) = read_available(rfd, &mut buf, sink);
             if n > 0 {
@@ -206,8 +213,15 @@ pub fn run(
             eof = at_eof;
         } else if exited_at.is_none() {
             // The command closed its output but is still running: wait for it.
-            let cap = if pidfd.is_some() { EVENT_INTERVAL } else { Duration::from_millis(5) };
-            poll_fds(&[pidfd.as_ref().map(|f| f.as_raw_fd())], cap.min(deadline.saturating_duration_since(now)));
+            let cap = if pidfd.is_some() {
+                EVENT_INTERVAL
+            } else {
+                Duration::from_millis(5)
+            };
+            poll_fds(
+                &[pidfd.as_ref().map(|f| f.as_raw_fd())],
+                cap.min(deadline.saturating_duration_since(now)),
+            );
         }
     }
     drop(r);

@@ -29,7 +29,12 @@ pub fn become_subreaper() {
 }
 
 /// Spawn `spec` with the given stdio as a new session leader.
-pub fn spawn(spec: &SpawnSpec, stdin: Stdio, stdout: Stdio, stderr: Stdio) -> std::io::Result<Child> {
+pub fn spawn(
+    spec: &SpawnSpec,
+    stdin: Stdio,
+    stdout: Stdio,
+    stderr: Stdio,
+) -> std::io::Result<Child> {
     become_subreaper();
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
@@ -55,7 +60,13 @@ pub fn spawn(spec: &SpawnSpec, stdin: Stdio, stdout: Stdio, stderr: Stdio) -> st
                     libc::_exit(125);
                 }
             }
-            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
+            for sig in [
+                libc::SIGINT,
+                libc::SIGTERM,
+                libc::SIGHUP,
+                libc::SIGQUIT,
+                libc::SIGPIPE,
+            ] {
                 libc::signal(sig, libc::SIG_DFL);
             }
             apply_limits(&limits)
@@ -70,9 +81,12 @@ fn apply_limits(l: &Limits) -> std::io::Result<()> {
         if v == 0 {
             return Ok(());
         }
+        // The CPU hard limit one second above the soft one: the soft limit sends
+        // SIGXCPU (reported as the limit firing), the hard one SIGKILL if ignored.
+        let hard = if res == libc::RLIMIT_CPU { v + 1 } else { v };
         let lim = libc::rlimit {
             rlim_cur: v as libc::rlim_t,
-            rlim_max: v as libc::rlim_t,
+            rlim_max: hard as libc::rlim_t,
         };
         // SAFETY: pointer to a valid rlimit on the stack.
         if unsafe { libc::setrlimit(res, &lim) } != 0 {
@@ -174,7 +188,10 @@ impl Teardown {
                 if !seen.insert(c.pid) {
                     continue;
                 }
+                // In the one-run CLI every orphan handed to us (subreaper) is the
+                // run's, even one that cleared its environment after setsid.
                 let member = parent_member
+                    || (pid == me && !shared_process())
                     || c.pid == self.leader
                     || c.sid == self.leader
                     || c.pgrp == self.leader
@@ -196,7 +213,10 @@ impl Teardown {
 
     /// Everything except the leader (whose exit status the caller collects).
     pub fn others(&self) -> Vec<i32> {
-        self.members().into_iter().filter(|&p| p != self.leader).collect()
+        self.members()
+            .into_iter()
+            .filter(|&p| p != self.leader)
+            .collect()
     }
 
     /// TERM (and CONT, so stopped processes see it) to every member, wait up to
@@ -252,12 +272,21 @@ impl Teardown {
     }
 
     /// SIGKILL until nothing is left (a forking process can add members meanwhile).
-    fn kill_all(&self, include_leader: bool, killed: &mut Vec<KilledProcess>, known: &mut HashSet<i32>) {
+    fn kill_all(
+        &self,
+        include_leader: bool,
+        killed: &mut Vec<KilledProcess>,
+        known: &mut HashSet<i32>,
+    ) {
         for _ in 0..200 {
             if include_leader {
                 signal_group(self.leader, libc::SIGKILL);
             }
-            let left: Vec<i32> = if include_leader { self.members() } else { self.others() };
+            let left: Vec<i32> = if include_leader {
+                self.members()
+            } else {
+                self.others()
+            };
             if left.is_empty() {
                 break;
             }
@@ -299,7 +328,10 @@ impl Teardown {
                 continue;
             };
             let sid = f.nth(1).and_then(|x| x.parse::<i32>().ok());
-            if state == "Z" && ppid.parse::<i32>().ok() == Some(me) && (sid == Some(self.leader) || has_zombie_marker()) {
+            if state == "Z"
+                && ppid.parse::<i32>().ok() == Some(me)
+                && (sid == Some(self.leader) || has_zombie_marker())
+            {
                 // SAFETY: waitpid on a specific zombie child of ours.
                 unsafe {
                     libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);

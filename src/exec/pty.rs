@@ -1632,6 +1632,100 @@ fn render_row(screen: &vt100::Screen, row: u16, cols: u16, out: &mut String) {
     out.push('│');
 }
 
+// ---------------------------------------------------------------------------
+// Adapter: the engine above, wired into the run pipeline (sink, teardown policy).
+
+/// The run's marker value, so teardown also finds descendants that left the session.
+fn run_marker(spec: &SpawnSpec) -> String {
+    spec.env
+        .iter()
+        .find(|(k, _)| k == super::env::RUN_MARKER)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
+}
+
+fn terminate_tree(leader: i32, marker: &str, grace: Duration) -> Vec<KilledProcess> {
+    super::process::Teardown::new(leader, marker).terminate(grace, true)
+}
+
+/// What the pipeline asks of PTY mode.
+pub struct PtyRun<'a> {
+    pub spawn: &'a SpawnSpec,
+    pub cols: u16,
+    pub rows: u16,
+    pub interactive: bool,
+    pub title: &'a str,
+    pub kill_key: &'a str,
+    pub feed_stdin: bool,
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    pub cancel: &'a CancelToken,
+    pub background: crate::profile::Background,
+}
+
+/// Run in a PTY, feeding the transcript to `sink` and live text to `on_output`.
+pub fn run(
+    req: &PtyRun<'_>,
+    sink: &mut crate::output::sink::OutputSink,
+    on_output: &mut dyn FnMut(&str),
+) -> Result<super::ExecOutcome, super::ExecError> {
+    use super::{End, ExecError, ExecOutcome};
+    let kill_key: KillKey = req
+        .kill_key
+        .parse()
+        .map_err(|e: KillKeyError| ExecError::Pty(e.to_string()))?;
+    super::process::become_subreaper();
+    let mut last_emit = Instant::now();
+    let outcome = run_pty(
+        PtyRequest {
+            spawn: req.spawn,
+            cols: req.cols,
+            rows: req.rows,
+            interactive: req.interactive,
+            title: req.title,
+            kill_key,
+            feed_stdin: req.feed_stdin,
+            deadline: Instant::now() + req.timeout,
+            kill_grace: req.kill_grace,
+            cancel: req.cancel,
+        },
+        &mut |bytes| {
+            sink.push(bytes);
+            if (sink.pending_full() || last_emit.elapsed() >= super::print::EVENT_INTERVAL)
+                && let Some(t) = sink.take_pending()
+            {
+                on_output(&t);
+                last_emit = Instant::now();
+            }
+        },
+    )
+    .map_err(|e| ExecError::Pty(e.to_string()))?;
+    if let Some(t) = sink.take_pending() {
+        on_output(&t);
+    }
+    let teardown = super::process::Teardown::new(outcome.leader_pid, &run_marker(req.spawn));
+    let mut background_killed: Vec<KilledProcess> = outcome
+        .killed
+        .into_iter()
+        .filter(|k| k.pid != outcome.leader_pid)
+        .collect();
+    if req.background == crate::profile::Background::Kill && super::process::has_children() {
+        background_killed.extend(teardown.terminate(req.kill_grace, true));
+    }
+    teardown.reap_orphans();
+    let end = match outcome.end {
+        PtyEnd::Exited(c) => End::Exited(c),
+        PtyEnd::Signaled(s) => End::Signaled(s),
+        PtyEnd::TimedOut => End::TimedOut,
+        PtyEnd::Cancelled(s) => End::Cancelled(s),
+        PtyEnd::KillKey => End::Killed,
+    };
+    Ok(ExecOutcome {
+        end,
+        background_killed,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1866,98 +1960,4 @@ mod tests {
         assert_eq!(visible_width(&line), 12, "{line:?}");
         assert!(line.starts_with("│日本\x1b[0;31mred\x1b[0m!"), "{line:?}");
     }
-}
-
-// ---------------------------------------------------------------------------
-// Adapter: the engine above, wired into the run pipeline (sink, teardown policy).
-
-/// The run's marker value, so teardown also finds descendants that left the session.
-fn run_marker(spec: &SpawnSpec) -> String {
-    spec.env
-        .iter()
-        .find(|(k, _)| k == super::env::RUN_MARKER)
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default()
-}
-
-fn terminate_tree(leader: i32, marker: &str, grace: Duration) -> Vec<KilledProcess> {
-    super::process::Teardown::new(leader, marker).terminate(grace, true)
-}
-
-/// What the pipeline asks of PTY mode.
-pub struct PtyRun<'a> {
-    pub spawn: &'a SpawnSpec,
-    pub cols: u16,
-    pub rows: u16,
-    pub interactive: bool,
-    pub title: &'a str,
-    pub kill_key: &'a str,
-    pub feed_stdin: bool,
-    pub timeout: Duration,
-    pub kill_grace: Duration,
-    pub cancel: &'a CancelToken,
-    pub background: crate::profile::Background,
-}
-
-/// Run in a PTY, feeding the transcript to `sink` and live text to `on_output`.
-pub fn run(
-    req: &PtyRun<'_>,
-    sink: &mut crate::output::sink::OutputSink,
-    on_output: &mut dyn FnMut(&str),
-) -> Result<super::ExecOutcome, super::ExecError> {
-    use super::{End, ExecError, ExecOutcome};
-    let kill_key: KillKey = req
-        .kill_key
-        .parse()
-        .map_err(|e: KillKeyError| ExecError::Pty(e.to_string()))?;
-    super::process::become_subreaper();
-    let mut last_emit = Instant::now();
-    let outcome = run_pty(
-        PtyRequest {
-            spawn: req.spawn,
-            cols: req.cols,
-            rows: req.rows,
-            interactive: req.interactive,
-            title: req.title,
-            kill_key,
-            feed_stdin: req.feed_stdin,
-            deadline: Instant::now() + req.timeout,
-            kill_grace: req.kill_grace,
-            cancel: req.cancel,
-        },
-        &mut |bytes| {
-            sink.push(bytes);
-            if last_emit.elapsed() >= super::print::EVENT_INTERVAL
-                && let Some(t) = sink.take_pending()
-            {
-                on_output(&t);
-                last_emit = Instant::now();
-            }
-        },
-    )
-    .map_err(|e| ExecError::Pty(e.to_string()))?;
-    if let Some(t) = sink.take_pending() {
-        on_output(&t);
-    }
-    let teardown = super::process::Teardown::new(outcome.leader_pid, &run_marker(req.spawn));
-    let mut background_killed: Vec<KilledProcess> = outcome
-        .killed
-        .into_iter()
-        .filter(|k| k.pid != outcome.leader_pid)
-        .collect();
-    if req.background == crate::profile::Background::Kill && super::process::has_children() {
-        background_killed.extend(teardown.terminate(req.kill_grace, true));
-    }
-    teardown.reap_orphans();
-    let end = match outcome.end {
-        PtyEnd::Exited(c) => End::Exited(c),
-        PtyEnd::Signaled(s) => End::Signaled(s),
-        PtyEnd::TimedOut => End::TimedOut,
-        PtyEnd::Cancelled(s) => End::Cancelled(s),
-        PtyEnd::KillKey => End::Killed,
-    };
-    Ok(ExecOutcome {
-        end,
-        background_killed,
-    })
 }

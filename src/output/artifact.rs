@@ -165,7 +165,9 @@ impl ArtifactStore {
                 Err(e) => return Err(e),
             }
         }
-        Err(io::Error::other("could not claim an artifact id after 1000 tries"))
+        Err(io::Error::other(
+            "could not claim an artifact id after 1000 tries",
+        ))
     }
 
     pub fn write_meta(&self, id: u64, meta: &Meta) {
@@ -204,7 +206,15 @@ mod tests {
     fn ids() {
         assert_eq!(parse_id("3").unwrap(), 3);
         assert_eq!(parse_id("artifact://42").unwrap(), 42);
-        for bad in ["", "-1", "../3", "3.bash.log", "artifact://", "1/2", "99999999999999999999"] {
+        for bad in [
+            "",
+            "-1",
+            "../3",
+            "3.bash.log",
+            "artifact://",
+            "1/2",
+            "99999999999999999999",
+        ] {
             assert!(parse_id(bad).is_err(), "{bad}");
         }
     }

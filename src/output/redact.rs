@@ -22,12 +22,17 @@ impl Redactor {
         let mut secrets: Vec<(Vec<u8>, Vec<u8>)> = pairs
             .iter()
             .filter(|(_, v)| v.len() >= MIN_SECRET_LEN)
-            .map(|(k, v)| (v.as_bytes().to_vec(), format!("[REDACTED:{k}]").into_bytes()))
+            .map(|(k, v)| {
+                (
+                    v.as_bytes().to_vec(),
+                    format!("[REDACTED:{k}]").into_bytes(),
+                )
+            })
             .collect();
         if secrets.is_empty() {
             return None;
         }
-        secrets.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.0.len()));
         secrets.dedup_by(|a, b| a.0 == b.0);
         let longest = secrets[0].0.len();
         Some(Redactor {

@@ -213,10 +213,7 @@ impl Sanitizer {
                 Err(e) => {
                     let valid = e.valid_up_to();
                     // SAFETY-free: the prefix was just validated.
-                    push_visible(
-                        std::str::from_utf8(&run[..valid]).unwrap_or_default(),
-                        out,
-                    );
+                    push_visible(std::str::from_utf8(&run[..valid]).unwrap_or_default(), out);
                     match e.error_len() {
                         Some(n) => {
                             out.push('\u{FFFD}');
@@ -322,13 +319,20 @@ mod tests {
             (b"\r\x1b[2Kprogress\r\x1b[2Kdone\n", "\nprogress\ndone\n"),
         ];
         for (input, want) in cases {
-            assert_eq!(sanitize(input), *want, "{:?}", String::from_utf8_lossy(input));
+            assert_eq!(
+                sanitize(input),
+                *want,
+                "{:?}",
+                String::from_utf8_lossy(input)
+            );
         }
     }
 
     #[test]
     fn every_split_point_gives_the_same_text() {
-        let mut input = "a\r\nb\rc \x1b[1;31mx\x1b[0m \u{2603}\u{1F600} \x1b]0;t\x07".as_bytes().to_vec();
+        let mut input = "a\r\nb\rc \x1b[1;31mx\x1b[0m \u{2603}\u{1F600} \x1b]0;t\x07"
+            .as_bytes()
+            .to_vec();
         input.extend_from_slice(b"\xff\r\n");
         input.extend_from_slice(b"\xe2\x82 z\r");
         let whole = sanitize(&input);

@@ -23,8 +23,9 @@ pub struct SinkConfig {
     pub redact: Vec<(String, String)>,
 }
 
-/// Most live text buffered between two events.
-const PENDING_CAP: usize = 1 << 20;
+/// Live text buffered past this is sent at once (bounding memory) instead of
+/// waiting for the next 50 ms tick.
+const PENDING_CAP: usize = 256 << 10;
 
 /// How the shown text was cut (§7.2 `truncation`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -90,7 +91,9 @@ impl Spill {
         if let Some(f) = self.file.as_mut()
             && let Err(e) = f.write_all(bytes)
         {
-            self.error = Some(format!("writing the artifact failed: {e}; it is incomplete"));
+            self.error = Some(format!(
+                "writing the artifact failed: {e}; it is incomplete"
+            ));
             self.file = None;
             self.lost = true;
         }
@@ -107,7 +110,9 @@ impl Spill {
         if let Some(mut f) = self.file.take()
             && let Err(e) = f.flush()
         {
-            self.error = Some(format!("writing the artifact failed: {e}; it is incomplete"));
+            self.error = Some(format!(
+                "writing the artifact failed: {e}; it is incomplete"
+            ));
             self.lost = true;
         }
         if needed && !self.lost {
@@ -235,6 +240,11 @@ impl OutputSink {
         !self.pending.is_empty()
     }
 
+    /// So much live text is waiting that it must go out now, whatever the pacing.
+    pub fn pending_full(&self) -> bool {
+        self.pending.len() >= PENDING_CAP
+    }
+
     fn text(&mut self, clean: &str) {
         if clean.is_empty() {
             return;
@@ -244,7 +254,8 @@ impl OutputSink {
             if let Some(r) = self.text_redactor.as_mut() {
                 r.push(clean.as_bytes(), true, &mut out);
             }
-            let s = String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            let s = String::from_utf8(out)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
             self.after_redact(&s);
         } else {
             self.after_redact(clean);
@@ -303,15 +314,6 @@ impl OutputSink {
         self.line_open = !s.ends_with('\n');
         if self.collect_events {
             self.pending.push_str(s);
-            // Live events are best-effort: a consumer that cannot keep up loses the
-            // oldest text here (the result and the artifact stay complete).
-            if self.pending.len() > PENDING_CAP * 2 {
-                let mut cut = self.pending.len() - PENDING_CAP;
-                while !self.pending.is_char_boundary(cut) {
-                    cut += 1;
-                }
-                self.pending.drain(..cut);
-            }
         }
         if let Some(h) = self.cfg.head_lines {
             self.retain_head_lines(s, h);
@@ -391,7 +393,7 @@ impl OutputSink {
         let total_lines = self.newlines + u64::from(self.line_open);
         let view = if self.cfg.head_lines.is_some() {
             self.head_view()
-        } else if self.head_done && self.tail_trimmed {
+        } else if self.head_done && self.tail_trimmed && self.cfg.tail_lines.is_none() {
             self.middle_view(total_lines)
         } else {
             self.tail_view(total_lines)
@@ -432,22 +434,39 @@ impl OutputSink {
         }
     }
 
-    /// `head_bytes` with a lost middle: head, an elision marker, tail.
+    /// `head_bytes` with a lost middle: head, an elision marker, tail. Either end may
+    /// be a fragment of a line (a huge line cut by bytes); the marker and the notice
+    /// say so rather than claiming whole lines.
     fn middle_view(&mut self, total_lines: u64) -> View {
-        let mut head = std::mem::take(&mut self.head);
-        if let Some(p) = head.rfind('\n') {
-            head.truncate(p + 1);
-        }
+        let head = std::mem::take(&mut self.head);
         let mut tail = std::mem::take(&mut self.tail);
-        drop_partial_first_line(&mut tail);
-        let head_lines = count_lines(&head);
-        let tail_lines = count_lines(&tail);
-        let elided = total_lines.saturating_sub(head_lines + tail_lines);
+        let tail_partial = !drop_partial_first_line(&mut tail);
+        let head_partial = !head.ends_with('\n');
+        let head_last = count_lines(&head);
+        let tail_first = total_lines.saturating_sub(count_lines(&tail)) + 1;
+        let whole_elided = tail_first.saturating_sub(head_last + 1);
+        let mut parts = Vec::new();
+        if head_partial && tail_partial && head_last == tail_first {
+            parts.push(format!("middle of line {head_last}"));
+        } else {
+            if head_partial {
+                parts.push(format!("rest of line {head_last}"));
+            }
+            if whole_elided > 0 || parts.is_empty() {
+                parts.push(format!("{whole_elided} lines"));
+            }
+            if tail_partial {
+                parts.push(format!("start of line {tail_first}"));
+            }
+        }
+        // A cut line keeps the marker inline, so the text has no lines the
+        // command never printed.
+        let same_line = head_partial && tail_partial && head_last == tail_first;
         let mut text = head;
-        if !text.is_empty() && !text.ends_with('\n') {
+        text.push_str(&format!("[…{} elided…]", parts.join(", ")));
+        if !same_line {
             text.push('\n');
         }
-        text.push_str(&format!("[…{elided} lines elided…]\n"));
         text.push_str(&tail);
         View {
             text,
@@ -455,17 +474,28 @@ impl OutputSink {
             by_bytes: true,
             by_lines: false,
             direction: "middle",
-            middle: Some((head_lines, total_lines - tail_lines + 1)),
+            middle: Some(Middle {
+                head_last,
+                head_partial,
+                tail_first,
+                tail_partial,
+            }),
         }
     }
 
     /// The usual case: the last `max_bytes` (after an unbroken head, if any).
     fn tail_view(&mut self, total_lines: u64) -> View {
-        let mut text = std::mem::take(&mut self.head);
+        let head = std::mem::take(&mut self.head);
         let mut tail = std::mem::take(&mut self.tail);
         if self.tail_trimmed {
             drop_partial_first_line(&mut tail);
         }
+        // A head kept apart from a trimmed tail is not contiguous with it.
+        let mut text = if self.tail_trimmed {
+            String::new()
+        } else {
+            head
+        };
         text.push_str(&tail);
         View {
             first: total_lines.saturating_sub(count_lines(&text)) + 1,
@@ -492,7 +522,11 @@ impl OutputSink {
             v.text.drain(..keep_from);
             v.first += n - t as u64;
             v.by_lines = true;
-            v.direction = if v.direction == "head" { "middle" } else { "tail" };
+            v.direction = if v.direction == "head" {
+                "middle"
+            } else {
+                "tail"
+            };
         }
         v
     }
@@ -519,15 +553,43 @@ impl OutputSink {
             } else {
                 String::new()
             };
-            let lines = match v.middle {
-                Some((h, t)) => format!("lines 1-{h} and {t}-{total_lines}"),
+            let lines = match &v.middle {
+                Some(m) if m.head_partial && m.tail_partial && m.head_last == m.tail_first => {
+                    format!("the start and end of line {}", m.head_last)
+                }
+                Some(m) => {
+                    let cut = |partial: bool, line: u64| {
+                        if partial {
+                            format!(" (line {line} cut)")
+                        } else {
+                            String::new()
+                        }
+                    };
+                    format!(
+                        "lines 1-{}{} and {}-{total_lines}{}",
+                        m.head_last,
+                        cut(m.head_partial, m.head_last),
+                        m.tail_first,
+                        cut(m.tail_partial, m.tail_first)
+                    )
+                }
                 None => format!("lines {}-{last}", v.first),
             };
-            notice = Some(format!("[Showing {lines} of {total_lines}{limit}{cols}{full}]"));
+            notice = Some(format!(
+                "[Showing {lines} of {total_lines}{limit}{cols}{full}]"
+            ));
             truncation = Some(Truncation {
                 direction: v.direction,
-                truncated_by: if v.by_lines && !v.by_bytes { "lines" } else { "bytes" },
-                shown_range: [v.first, last.max(v.first.min(total_lines))],
+                truncated_by: if v.by_lines && !v.by_bytes {
+                    "lines"
+                } else {
+                    "bytes"
+                },
+                shown_range: if v.middle.is_some() {
+                    [1, total_lines]
+                } else {
+                    [v.first, last.max(v.first.min(total_lines))]
+                },
             });
         }
         Retained {
@@ -552,7 +614,15 @@ struct View {
     by_bytes: bool,
     by_lines: bool,
     direction: &'static str,
-    middle: Option<(u64, u64)>,
+    middle: Option<Middle>,
+}
+
+/// Where a head+tail view's two parts sit in the stream.
+struct Middle {
+    head_last: u64,
+    head_partial: bool,
+    tail_first: u64,
+    tail_partial: bool,
 }
 
 pub fn count_lines(s: &str) -> u64 {

@@ -55,7 +55,9 @@ pub enum ProfileError {
         col: usize,
         message: String,
     },
-    #[error("profile {name:?} not found; looked in: {looked}. Run `agentbash profile list` to see the available profiles")]
+    #[error(
+        "profile {name:?} not found; looked in: {looked}. Run `agentbash profile list` to see the available profiles"
+    )]
     NotFound { name: String, looked: String },
     #[error("cannot read profile {}: {err}", path.display())]
     Unreadable { path: PathBuf, err: std::io::Error },
@@ -74,7 +76,11 @@ pub struct LoadedProfile {
 impl LoadedProfile {
     /// The file that named the profile (the top layer).
     pub fn origin(&self) -> &Origin {
-        &self.layers.last().expect("a profile has at least one layer").0
+        &self
+            .layers
+            .last()
+            .expect("a profile has at least one layer")
+            .0
     }
 
     /// The rule packs this profile uses, loaded (paths relative to the file that
@@ -201,7 +207,11 @@ impl Lookup {
             if layers.len() > MAX_EXTENDS_DEPTH {
                 return Err(ProfileError::ExtendsLoop {
                     origin: current,
-                    chain: layers.iter().map(|(o, _)| o.to_string()).collect::<Vec<_>>().join(" -> "),
+                    chain: layers
+                        .iter()
+                        .map(|(o, _)| o.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" -> "),
                 });
             }
             let next = if Self::is_path(&parent) {
@@ -212,7 +222,10 @@ impl Lookup {
                 // candidates up to and including the layer we are in.
                 let cands = self.candidates(&parent);
                 let skip = if parent == current_name {
-                    cands.iter().position(|c| *c == current).map_or(0, |i| i + 1)
+                    cands
+                        .iter()
+                        .position(|c| *c == current)
+                        .map_or(0, |i| i + 1)
                 } else {
                     0
                 };
@@ -235,7 +248,11 @@ impl Lookup {
                 layers.push((next, toml::Table::new()));
                 return Err(ProfileError::ExtendsLoop {
                     origin: current,
-                    chain: layers.iter().map(|(o, _)| o.to_string()).collect::<Vec<_>>().join(" -> "),
+                    chain: layers
+                        .iter()
+                        .map(|(o, _)| o.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" -> "),
                 });
             }
             current_name = parent;
@@ -247,21 +264,29 @@ impl Lookup {
             merge(&mut merged, t);
         }
         merged.remove("extends");
-        let profile: Profile = merged
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| ProfileError::Invalid {
-                origin: layers.last().map(|l| l.0.clone()).unwrap_or(Origin::Builtin(name.clone())),
-                line: 1,
-                col: 1,
-                message: format!("after merging `extends`: {}", e.message()),
-            })?;
+        let profile: Profile =
+            merged
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| ProfileError::Invalid {
+                    origin: layers
+                        .last()
+                        .map(|l| l.0.clone())
+                        .unwrap_or(Origin::Builtin(name.clone())),
+                    line: 1,
+                    col: 1,
+                    message: format!("after merging `extends`: {}", e.message()),
+                })?;
         if let Some((sec, key, msg)) = semantic_errors(&profile).into_iter().next() {
             // Blame the top-most layer that set the key.
             let origin = layers
                 .iter()
                 .rev()
-                .find(|(_, t)| t.get(sec).and_then(|s| s.as_table()).is_some_and(|s| s.contains_key(key)))
+                .find(|(_, t)| {
+                    t.get(sec)
+                        .and_then(|s| s.as_table())
+                        .is_some_and(|s| s.contains_key(key))
+                })
                 .map(|l| l.0.clone())
                 .unwrap_or_else(|| layers[layers.len() - 1].0.clone());
             let text = read_origin(&origin)?;
@@ -298,10 +323,7 @@ fn read_origin(o: &Origin) -> Result<String, ProfileError> {
 /// Parse one layer strictly: syntax, unknown keys and types, each with a position.
 pub fn parse_layer(origin: &Origin, text: &str) -> Result<(toml::Table, Profile), ProfileError> {
     let invalid = |e: toml::de::Error| {
-        let (line, col) = e
-            .span()
-            .map(|s| line_col(text, s.start))
-            .unwrap_or((1, 1));
+        let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
         ProfileError::Invalid {
             origin: origin.clone(),
             line,
@@ -331,8 +353,14 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = &text.as_bytes()[..offset];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let col = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let col = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
     (line, col)
 }
 
@@ -342,7 +370,12 @@ pub fn locate(text: &str, section: &str, key: &str) -> (usize, usize) {
     for (i, line) in text.lines().enumerate() {
         let t = line.trim_start();
         if t.starts_with('[') {
-            let name = t.trim_start_matches('[').split(']').next().unwrap_or("").trim();
+            let name = t
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim();
             in_section = name == section;
             continue;
         }
@@ -353,7 +386,9 @@ pub fn locate(text: &str, section: &str, key: &str) -> (usize, usize) {
             }
         }
         // `section.key = ...` dotted form at top level
-        if !section.is_empty() && t.split('=').next().unwrap_or("").trim() == format!("{section}.{key}") {
+        if !section.is_empty()
+            && t.split('=').next().unwrap_or("").trim() == format!("{section}.{key}")
+        {
             return (i + 1, line.len() - t.len() + 1);
         }
     }
@@ -402,15 +437,20 @@ mod tests {
     #[test]
     fn builtin_default_equals_schema_defaults() {
         let l = Lookup::new("/");
-        let p = l.load_origin("default".into(), Origin::Builtin("default".into())).unwrap();
-        let mut expect = Profile::default();
-        expect.description = p.profile.description.clone();
+        let p = l
+            .load_origin("default".into(), Origin::Builtin("default".into()))
+            .unwrap();
+        let expect = Profile {
+            description: p.profile.description.clone(),
+            ..Profile::default()
+        };
         assert_eq!(p.profile, expect);
     }
 
     #[test]
     fn unknown_key_suggests() {
-        let e = parse_layer(&Origin::File("x.toml".into()), "[timeout]\ndefualt = 3\n").unwrap_err();
+        let e =
+            parse_layer(&Origin::File("x.toml".into()), "[timeout]\ndefualt = 3\n").unwrap_err();
         let s = e.to_string();
         assert!(s.starts_with("x.toml:2:1: unknown field `defualt`"), "{s}");
         assert!(s.contains("did you mean `default`?"), "{s}");

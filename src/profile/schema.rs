@@ -6,7 +6,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Profile {
     pub description: String,
@@ -22,25 +22,6 @@ pub struct Profile {
     pub process: ProcessCfg,
     pub limits: LimitsCfg,
     pub render: RenderCfg,
-}
-
-impl Default for Profile {
-    fn default() -> Self {
-        Profile {
-            description: String::new(),
-            extends: None,
-            shell: ShellCfg::default(),
-            env: EnvCfg::default(),
-            timeout: TimeoutCfg::default(),
-            output: OutputCfg::default(),
-            artifacts: ArtifactsCfg::default(),
-            interceptor: InterceptorCfg::default(),
-            pty: PtyCfg::default(),
-            process: ProcessCfg::default(),
-            limits: LimitsCfg::default(),
-            render: RenderCfg::default(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -304,36 +285,83 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
     let mut errs = Vec::new();
     let mut bad = |sec, key, msg: String| errs.push((sec, key, msg));
     if p.shell.path.trim().is_empty() {
-        bad("shell", "path", "must not be empty (use \"auto\" to pick bash)".into());
+        bad(
+            "shell",
+            "path",
+            "must not be empty (use \"auto\" to pick bash)".into(),
+        );
     }
     if !(1..=3600).contains(&p.timeout.max) {
-        bad("timeout", "max", format!("{} is out of range: must be 1-3600 seconds", p.timeout.max));
+        bad(
+            "timeout",
+            "max",
+            format!("{} is out of range: must be 1-3600 seconds", p.timeout.max),
+        );
     }
     if p.timeout.default == 0 {
         bad("timeout", "default", "must be at least 1 second".into());
     }
     if p.timeout.kill_grace_ms > 60_000 {
-        bad("timeout", "kill_grace_ms", format!("{} is out of range: must be 0-60000", p.timeout.kill_grace_ms));
+        bad(
+            "timeout",
+            "kill_grace_ms",
+            format!(
+                "{} is out of range: must be 0-60000",
+                p.timeout.kill_grace_ms
+            ),
+        );
     }
     if p.output.max_bytes < 256 || p.output.max_bytes > 1 << 30 {
-        bad("output", "max_bytes", format!("{} is out of range: must be 256 to 1073741824 bytes", p.output.max_bytes));
+        bad(
+            "output",
+            "max_bytes",
+            format!(
+                "{} is out of range: must be 256 to 1073741824 bytes",
+                p.output.max_bytes
+            ),
+        );
     }
     if p.output.head_bytes > 0 && p.output.head_bytes >= p.output.max_bytes {
-        bad("output", "head_bytes", format!("{} must be smaller than output.max_bytes ({})", p.output.head_bytes, p.output.max_bytes));
+        bad(
+            "output",
+            "head_bytes",
+            format!(
+                "{} must be smaller than output.max_bytes ({})",
+                p.output.head_bytes, p.output.max_bytes
+            ),
+        );
     }
     if p.output.max_columns > 0 && p.output.max_columns < 8 {
-        bad("output", "max_columns", "must be 0 (no cap) or at least 8".into());
+        bad(
+            "output",
+            "max_columns",
+            "must be 0 (no cap) or at least 8".into(),
+        );
     }
     if p.pty.cols < 10 || p.pty.rows < 2 {
-        bad("pty", "cols", format!("{}x{} is too small: at least 10 columns and 2 rows", p.pty.cols, p.pty.rows));
+        bad(
+            "pty",
+            "cols",
+            format!(
+                "{}x{} is too small: at least 10 columns and 2 rows",
+                p.pty.cols, p.pty.rows
+            ),
+        );
     }
     if p.pty.kill_key.parse::<crate::exec::pty::KillKey>().is_err() {
-        bad("pty", "kill_key", format!("unknown key {:?}: use esc, ctrl-c, ctrl-\\, ctrl-] or ctrl-<letter>", p.pty.kill_key));
+        bad(
+            "pty",
+            "kill_key",
+            format!(
+                "unknown key {:?}: use esc, ctrl-c, ctrl-\\, ctrl-] or ctrl-<letter>",
+                p.pty.kill_key
+            ),
+        );
     }
     if p.render.preview_lines == 0 {
         bad("render", "preview_lines", "must be at least 1".into());
     }
-    for (k, _) in &p.env.set {
+    for k in p.env.set.keys() {
         if !crate::cli::valid_env_name(k) {
             bad("env", "set", format!("{k:?} is not a valid variable name"));
         }

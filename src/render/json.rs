@@ -34,7 +34,8 @@ impl Renderer for JsonRenderer {
     }
 
     fn finish(&mut self, result: &RunResult) {
-        let mut v = serde_json::to_value(result).unwrap_or_else(|e| json!({"error": e.to_string()}));
+        let mut v =
+            serde_json::to_value(result).unwrap_or_else(|e| json!({"error": e.to_string()}));
         if self.ndjson
             && let Some(o) = v.as_object_mut()
         {

@@ -12,7 +12,9 @@ pub trait Renderer {
     fn finish(&mut self, result: &RunResult);
 }
 
-/// `--color` resolution: `auto` honours `NO_COLOR` and `CLICOLOR_FORCE`, then the tty.
+/// `--color` resolution: `auto` honours `NO_COLOR`, then `CLICOLOR_FORCE`, then
+/// GitHub Actions (its job log renders ANSI colour although stdout is a pipe), then
+/// whether stdout is a terminal.
 pub fn color_enabled(arg: crate::cli::ColorArg, is_tty: bool) -> bool {
     use crate::cli::ColorArg;
     match arg {
@@ -20,12 +22,11 @@ pub fn color_enabled(arg: crate::cli::ColorArg, is_tty: bool) -> bool {
         ColorArg::Never => false,
         ColorArg::Auto => {
             let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty() && v != "0");
+            let github = std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true");
             if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
                 false
-            } else if set("CLICOLOR_FORCE") {
-                true
             } else {
-                is_tty
+                set("CLICOLOR_FORCE") || github || is_tty
             }
         }
     }

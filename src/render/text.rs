@@ -33,6 +33,8 @@ pub struct TextRenderer {
     last: VecDeque<String>,
     partial: String,
     streamed: bool,
+    /// An interactive PTY viewport was on screen during the run.
+    viewport: bool,
     group_open: bool,
 }
 
@@ -62,6 +64,7 @@ impl TextRenderer {
             last: VecDeque::new(),
             partial: String::new(),
             streamed: false,
+            viewport: false,
             group_open: false,
         }
     }
@@ -109,7 +112,10 @@ impl TextRenderer {
         let yellow = owo_colors::Style::new().yellow();
         let mut s = String::new();
         if let Some(b) = &r.blocked {
-            s.push_str(&self.paint(&format!("✖ blocked by rule `{}` (use the `{}` tool)", b.rule, b.tool), owo_colors::Style::new().red().bold()));
+            s.push_str(&self.paint(
+                &format!("✖ blocked by rule `{}` (use the `{}` tool)", b.rule, b.tool),
+                owo_colors::Style::new().red().bold(),
+            ));
             s.push('\n');
             s.push_str(&r.text);
             s.push('\n');
@@ -117,17 +123,30 @@ impl TextRenderer {
             return;
         }
         if let Some(e) = &r.error {
-            s.push_str(&self.paint(&format!("agentbash: {e}"), owo_colors::Style::new().red().bold()));
+            s.push_str(&self.paint(
+                &format!("agentbash: {e}"),
+                owo_colors::Style::new().red().bold(),
+            ));
             s.push('\n');
             out(&s);
             return;
         }
         let lines: Vec<&str> = r.output.split('\n').collect();
         let n = lines.len();
-        let show = if self.expand || self.quiet { n } else { self.preview_lines.min(n) };
-        if show < n && !self.quiet {
+        let show = if self.viewport && !self.expand {
+            // The viewport already left the command's final screen in view.
+            0
+        } else if self.expand || self.quiet {
+            n
+        } else {
+            self.preview_lines.min(n)
+        };
+        if show < n && !self.quiet && !self.viewport {
             s.push_str(&self.paint(
-                &format!("… ({} earlier lines, showing {show} of {n}) (--expand to show all)", n - show),
+                &format!(
+                    "… ({} earlier lines, showing {show} of {n}) (--expand to show all)",
+                    n - show
+                ),
                 dim,
             ));
             s.push('\n');
@@ -166,7 +185,11 @@ impl TextRenderer {
                 "{} {}\n",
                 self.paint(&status, status_style),
                 self.paint(
-                    &format!("· {} · timeout {}s", format_duration(r.duration_ms), r.timeout_s),
+                    &format!(
+                        "· {} · timeout {}s",
+                        format_duration(r.duration_ms),
+                        r.timeout_s
+                    ),
                     dim
                 )
             ));
@@ -175,60 +198,80 @@ impl TextRenderer {
     }
 
     fn finish_pipe(&mut self, r: &RunResult) {
-        if r.blocked.is_some() {
-            // The block message is the answer the caller gets instead of output.
-            out(&format!("{}\n", r.text));
-            return;
-        }
-        if let Some(e) = &r.error {
-            err(&format!("agentbash: {e}\n"));
+        if r.blocked.is_some() || r.error.is_some() {
+            if self.github {
+                self.close_group();
+                out(&github_error(r));
+            }
+            match &r.error {
+                // The block message is the answer the caller gets instead of output.
+                None => out(&format!("{}\n", r.text)),
+                Some(e) => err(&format!(
+                    "{}\n",
+                    self.paint(&format!("agentbash: {e}"), red_bold())
+                )),
+            }
             return;
         }
         if self.github && !self.group_open {
-            out("::group::output\n");
+            out(&github_group(&r.normalized_command));
             self.group_open = true;
         }
         if !self.streamed {
             // Only the command's own text: annotations and notices are ours.
-            let body = r.output.strip_prefix("[Command timed out after ").map_or(r.output.as_str(), |rest| {
-                rest.split_once('\n').map_or("", |(_, b)| b)
-            });
-            let body = body.strip_prefix("[Command cancelled]").map_or(body, |b| b.trim_start_matches('\n'));
-            if !(body == "(no output)" && r.total_bytes == 0) && !body.is_empty() {
+            let body = r.body.as_str();
+            let nothing = body.is_empty();
+            if !nothing {
                 out(body);
                 out("\n");
             }
         }
         if self.github {
-            out("::endgroup::\n");
-            if r.exit_code != Some(0) {
-                let mut msg = format!("Command `{}` exited with code {}", r.command, r.exit_code.unwrap_or(-1));
-                if r.timed_out {
-                    msg = format!("Command `{}` timed out after {}s", r.command, r.timeout_s);
-                }
-                if let Some(a) = &r.artifact {
-                    msg.push_str(&format!("; full output: {}", a.path.display()));
-                }
-                out(&format!("::error title=agentbash::{}\n", github_escape(&msg)));
+            self.close_group();
+            if r.agentbash_exit != 0 {
+                out(&github_error(r));
             }
         }
         if self.quiet {
             return;
         }
         let mut s = String::new();
+        let line = |s: &mut String, text: &str, style| {
+            s.push_str(&self.paint(text, style));
+            s.push('\n');
+        };
         if r.timed_out {
-            s.push_str(&format!("[Command timed out after {} seconds]\n", r.timeout_s));
+            line(
+                &mut s,
+                &format!("[Command timed out after {} seconds]", r.timeout_s),
+                red_bold(),
+            );
         } else if r.cancelled {
-            s.push_str("[Command cancelled]\n");
+            line(&mut s, "[Command cancelled]", red_bold());
         }
         for note in &r.notices {
-            s.push_str(note);
-            s.push('\n');
+            let style = if note.starts_with("[Showing") {
+                owo_colors::Style::new().yellow()
+            } else {
+                owo_colors::Style::new().dimmed()
+            };
+            line(&mut s, note, style);
         }
         for w in &r.warnings {
-            s.push_str(&format!("warning: {w}\n"));
+            line(
+                &mut s,
+                &format!("warning: {w}"),
+                owo_colors::Style::new().yellow(),
+            );
         }
         err(&s);
+    }
+
+    fn close_group(&mut self) {
+        if self.group_open {
+            out("::endgroup::\n");
+            self.group_open = false;
+        }
     }
 }
 
@@ -237,9 +280,22 @@ impl Renderer for TextRenderer {
         match event {
             Event::Start(plan) => {
                 self.started = Some(Instant::now());
+                self.viewport = self.tty
+                    && plan.mode.mode == crate::stages::Mode::Pty
+                    && std::io::IsTerminal::is_terminal(&std::io::stdin());
                 if !self.tty {
-                    if self.github && self.live == Live::Stream {
-                        out("::group::output\n");
+                    // Streamed output goes inside the group as it arrives. A blocked
+                    // or failed plan never streams, so it gets no group.
+                    if self.github
+                        && self.live == Live::Stream
+                        && plan.usage_error.is_none()
+                        && plan
+                            .interception
+                            .as_ref()
+                            .is_none_or(|i| i.blocked.is_none())
+                        && plan.cwd.is_ok()
+                    {
+                        out(&github_group(&plan.normalized.command));
                         self.group_open = true;
                     }
                     return;
@@ -251,7 +307,10 @@ impl Renderer for TextRenderer {
                     {
                         h.push_str(&format!("  (in {})", c.display()));
                     }
-                    out(&format!("{}\n", self.paint(&h, owo_colors::Style::new().bold())));
+                    out(&format!(
+                        "{}\n",
+                        self.paint(&h, owo_colors::Style::new().bold())
+                    ));
                 }
                 if self.live != Live::Off && plan.mode.mode == crate::stages::Mode::Print {
                     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
@@ -308,6 +367,49 @@ pub fn format_duration(ms: u64) -> String {
     }
 }
 
+fn red_bold() -> owo_colors::Style {
+    owo_colors::Style::new().red().bold()
+}
+
+/// GitHub Actions workflow-command data: `%`, CR and LF are escaped.
 fn github_escape(s: &str) -> String {
-    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// `::group::$ <command>`: the job log folds the command's output under its name.
+fn github_group(command: &str) -> String {
+    format!("::group::$ {}\n", github_escape(command))
+}
+
+/// The `::error` annotation for a run that did not succeed: what happened, the exit
+/// code agentbash returns, and where the full output is (for the job's artifact
+/// upload).
+fn github_error(r: &RunResult) -> String {
+    let cmd = &r.normalized_command;
+    let code = r.agentbash_exit;
+    let mut msg = if let Some(b) = &r.blocked {
+        format!(
+            "Command `{cmd}` was blocked by rule `{}` (exit {code}): {}",
+            b.rule, b.message
+        )
+    } else if let Some(e) = &r.error {
+        format!("Command `{cmd}` did not run (exit {code}): {e}")
+    } else if r.timed_out {
+        format!(
+            "Command `{cmd}` timed out after {}s (exit {code})",
+            r.timeout_s
+        )
+    } else if r.cancelled {
+        format!("Command `{cmd}` was cancelled (exit {code})")
+    } else if let Some(sig) = &r.signal {
+        format!("Command `{cmd}` was killed by {sig} (exit {code})")
+    } else {
+        format!("Command `{cmd}` exited with code {code}")
+    };
+    if let Some(a) = &r.artifact {
+        msg.push_str(&format!("; full output: {}", a.path.display()));
+    }
+    format!("::error title=agentbash::{}\n", github_escape(&msg))
 }

@@ -52,12 +52,21 @@ impl Engine {
     }
 
     /// Lines `offset..offset+limit` of an artifact, with a footer saying what is left.
-    pub fn read_artifact_lines(&self, id: &str, offset: usize, limit: Option<usize>) -> Result<String, String> {
+    pub fn read_artifact_lines(
+        &self,
+        id: &str,
+        offset: usize,
+        limit: Option<usize>,
+    ) -> Result<String, String> {
         let id = artifact::parse_id(id).map_err(|e| e.to_string())?;
         let store = self.store();
         let path = store.path(id);
-        let f = std::fs::File::open(&path)
-            .map_err(|_| format!("no artifact {} (it may have been removed by gc)", artifact::url(id)))?;
+        let f = std::fs::File::open(&path).map_err(|_| {
+            format!(
+                "no artifact {} (it may have been removed by gc)",
+                artifact::url(id)
+            )
+        })?;
         let limit = limit.unwrap_or(DEFAULT_ARTIFACT_LINES).max(1);
         let mut out = Vec::new();
         let mut total = 0usize;
@@ -129,7 +138,12 @@ impl Backend for Engine {
         })
     }
 
-    fn read_artifact(&self, id: &str, offset: usize, limit: Option<usize>) -> Result<String, String> {
+    fn read_artifact(
+        &self,
+        id: &str,
+        offset: usize,
+        limit: Option<usize>,
+    ) -> Result<String, String> {
         self.read_artifact_lines(id, offset, limit)
     }
 

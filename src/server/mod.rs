@@ -28,7 +28,9 @@ pub fn build_request(call: &BashCall, invoking_dir: &Path) -> Result<RunRequest,
     }
     for (name, v) in [("head", call.head), ("tail", call.tail)] {
         if v == Some(0) {
-            return Err(format!("`{name}` must be at least 1 (omit it to show all lines)"));
+            return Err(format!(
+                "`{name}` must be at least 1 (omit it to show all lines)"
+            ));
         }
     }
     let mut req = RunRequest::new(call.command.clone());
@@ -37,7 +39,11 @@ pub fn build_request(call: &BashCall, invoking_dir: &Path) -> Result<RunRequest,
     req.timeout = call.timeout.map(|t| t.min(i64::MAX as u64) as i64);
     req.head = call.head;
     req.tail = call.tail;
-    req.env = call.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    req.env = call
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     req.session = call.session.clone();
     req.tools = call.tools.clone();
     req.mode = crate::stages::ModeChoice::Print;

@@ -171,7 +171,10 @@ pub fn serve(engine: Engine) -> i32 {
         let line = match input {
             Input::Eof => break,
             Input::TooLong(n) => {
-                out.error(&Value::Null, format!("request line too long ({n} bytes; at most {MAX_LINE} bytes)"));
+                out.error(
+                    &Value::Null,
+                    format!("request line too long ({n} bytes; at most {MAX_LINE} bytes)"),
+                );
                 continue;
             }
             Input::Line(l) => l,
@@ -209,7 +212,10 @@ pub fn serve(engine: Engine) -> i32 {
                 {
                     let mut map = running.lock().unwrap_or_else(|p| p.into_inner());
                     if map.contains_key(&key) {
-                        out.error(&id, format!("a request with id {key} is still running; use a new id"));
+                        out.error(
+                            &id,
+                            format!("a request with id {key} is still running; use a new id"),
+                        );
                         continue;
                     }
                     map.insert(key.clone(), token.clone());
@@ -217,7 +223,10 @@ pub fn serve(engine: Engine) -> i32 {
                 let (engine, out2, running2) = (engine.clone(), out.clone(), running.clone());
                 threads.push(std::thread::spawn(move || {
                     run_bash(&engine, &out2, id, req, &token);
-                    running2.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+                    running2
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(&key);
                 }));
                 threads.retain(|t| !t.is_finished());
             }
@@ -242,7 +251,10 @@ pub fn serve(engine: Engine) -> i32 {
                 }
                 out.send(&json!({"id": id, "type": "response", "command": "abort_bash", "success": true}));
             }
-            Some(other) => out.error(&id, format!("unknown request type {other:?}: use \"bash\" or \"abort_bash\"")),
+            Some(other) => out.error(
+                &id,
+                format!("unknown request type {other:?}: use \"bash\" or \"abort_bash\""),
+            ),
             None => out.error(&id, "missing `type`: use \"bash\" or \"abort_bash\""),
         }
     }

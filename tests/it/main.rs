@@ -1,9 +1,17 @@
 //! The integration test binary: every module runs the real `agentbash` binary.
 
 mod bad_input;
+mod ecosystem;
 mod env;
+mod intercept;
+mod mcp;
 mod output;
 mod profiles;
+mod pty;
+mod rpc;
 mod run_basic;
+mod session;
+mod snapshot;
 mod support;
 mod teardown;
+mod tmux;

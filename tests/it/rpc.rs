@@ -84,7 +84,10 @@ impl Rpc {
                 let rest: Vec<Value> = self.lines.try_iter().collect();
                 return (status, rest);
             }
-            assert!(start.elapsed() < Duration::from_secs(15), "rpc did not exit after EOF");
+            assert!(
+                start.elapsed() < Duration::from_secs(15),
+                "rpc did not exit after EOF"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -107,7 +110,12 @@ fn bash_request_answers_with_the_result() {
     assert_eq!(r["success"], true);
     assert_eq!(r["data"]["exit_code"], 4);
     assert_eq!(r["data"]["output"], "hi");
-    assert!(r["data"]["text"].as_str().unwrap_or("").contains("Command exited with code 4"));
+    assert!(
+        r["data"]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Command exited with code 4")
+    );
     assert_eq!(msgs.len(), 1, "no output events without stream: {msgs:?}");
 }
 
@@ -122,7 +130,10 @@ fn streamed_output_comes_in_order_before_the_response() {
         .map(|m| m["data"].as_str().unwrap_or("").to_string())
         .collect();
     assert_eq!(data, "one\ntwo\n");
-    assert!(msgs.iter().filter(|m| m["type"] == "output").count() >= 2, "{msgs:?}");
+    assert!(
+        msgs.iter().filter(|m| m["type"] == "output").count() >= 2,
+        "{msgs:?}"
+    );
     assert!(msgs.iter().all(|m| m["id"] == 7));
 }
 
@@ -139,7 +150,11 @@ fn requests_run_concurrently() {
             done += 1;
         }
     }
-    assert!(start.elapsed() < Duration::from_millis(3500), "took {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_millis(3500),
+        "took {:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
@@ -150,7 +165,10 @@ fn abort_with_and_without_target() {
     std::thread::sleep(Duration::from_millis(300));
     rpc.send(json!({"id": "x", "type": "abort_bash", "target": "a"}));
     let msgs = rpc.until_response(&json!("a"));
-    let ack = msgs.iter().find(|m| m["id"] == "x").expect("abort acknowledged");
+    let ack = msgs
+        .iter()
+        .find(|m| m["id"] == "x")
+        .expect("abort acknowledged");
     assert_eq!(ack["success"], true);
     assert_eq!(ack["command"], "abort_bash");
     let a = msgs.last().expect("response");
@@ -168,26 +186,56 @@ fn malformed_input_is_answered_and_the_server_keeps_serving() {
     let mut rpc = Rpc::start();
     let cases: Vec<(String, &str)> = vec![
         ("not json".into(), "malformed JSON"),
-        (r#"{"id":"u","type":"launch"}"#.into(), "unknown request type"),
-        (r#"{"id":"m","type":"bash"}"#.into(), "missing field `command`"),
-        (r#"{"id":"e","type":"bash","command":"true","env":{"1X":"a"}}"#.into(), "not a valid variable name"),
-        (r#"{"id":"t","type":"bash","command":"true","timeout":"soon"}"#.into(), "invalid type"),
-        (r#"{"id":"s","type":"bash","command":"true","session":"../x"}"#.into(), "invalid session name"),
-        (r#"{"id":"k","type":"bash","command":"true","tial":3}"#.into(), "unknown field `tial`"),
-        (r#"{"type":"bash","command":"true"}"#.into(), "missing or invalid `id`"),
+        (
+            r#"{"id":"u","type":"launch"}"#.into(),
+            "unknown request type",
+        ),
+        (
+            r#"{"id":"m","type":"bash"}"#.into(),
+            "missing field `command`",
+        ),
+        (
+            r#"{"id":"e","type":"bash","command":"true","env":{"1X":"a"}}"#.into(),
+            "not a valid variable name",
+        ),
+        (
+            r#"{"id":"t","type":"bash","command":"true","timeout":"soon"}"#.into(),
+            "invalid type",
+        ),
+        (
+            r#"{"id":"s","type":"bash","command":"true","session":"../x"}"#.into(),
+            "invalid session name",
+        ),
+        (
+            r#"{"id":"k","type":"bash","command":"true","tial":3}"#.into(),
+            "unknown field `tial`",
+        ),
+        (
+            r#"{"type":"bash","command":"true"}"#.into(),
+            "missing or invalid `id`",
+        ),
         ("[1,2]".into(), "must be a JSON object"),
     ];
     for (line, want) in &cases {
         rpc.send_raw(line);
         let m = rpc.next();
         assert_eq!(m["success"], false, "{line}: {m}");
-        assert!(m["error"].as_str().unwrap_or("").contains(want), "{line}: {m}");
+        assert!(
+            m["error"].as_str().unwrap_or("").contains(want),
+            "{line}: {m}"
+        );
     }
-    let huge = format!(r#"{{"id":"big","type":"bash","command":"echo {}"}}"#, "a".repeat(20 << 20));
+    let huge = format!(
+        r#"{{"id":"big","type":"bash","command":"echo {}"}}"#,
+        "a".repeat(20 << 20)
+    );
     rpc.send_raw(&huge);
     let m = rpc.next();
     assert_eq!(m["success"], false);
-    assert!(m["error"].as_str().unwrap_or("").contains("too long"), "{m}");
+    assert!(
+        m["error"].as_str().unwrap_or("").contains("too long"),
+        "{m}"
+    );
     rpc.send(json!({"id": "ok", "type": "bash", "command": "echo still here"}));
     let r = rpc.until_response(&json!("ok"));
     assert_eq!(r.last().expect("ok")["data"]["output"], "still here");
@@ -202,7 +250,10 @@ fn eof_aborts_running_commands_and_exits_zero() {
     let (status, rest) = rpc.close();
     assert!(status.success(), "{status}");
     assert!(start.elapsed() < Duration::from_secs(5));
-    let r = rest.iter().find(|m| m["id"] == "long").expect("aborted run still answers");
+    let r = rest
+        .iter()
+        .find(|m| m["id"] == "long")
+        .expect("aborted run still answers");
     assert_eq!(r["data"]["cancelled"], true);
 }
 

@@ -309,14 +309,18 @@ fn timeout_in_text_format_keeps_the_output_so_far_on_stdout() {
 #[test]
 fn clamp_notice_repeats_the_requested_value() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "-t", "99999999999999999999", "--", "true"]);
+    let out = env.run(&["run", "--json", "-t", "9999999999", "--", "true"]);
     out.assert_code(0);
     let v = out.json();
     assert_eq!(v["timeout_s"], 3600);
-    let want = "Timeout clamped to 3600s (requested 99999999999999999999s; allowed range 1-3600s).";
+    let want = "Timeout clamped to 3600s (requested 9999999999s; allowed range 1-3600s).";
     assert!(
         v["notices"].as_array().unwrap().iter().any(|n| n == want),
         "{:#}",
         v["notices"]
     );
+    // Past 64 bits there is no honest number to repeat: a usage error.
+    let out = env.run(&["run", "--json", "-t", "99999999999999999999", "--", "true"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("too large"), "{}", out.stderr);
 }

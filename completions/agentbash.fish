@@ -1,0 +1,230 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_agentbash_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_agentbash_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_agentbash_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_agentbash_using_subcommand
+    set -l cmd (__fish_agentbash_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c agentbash -n "__fish_agentbash_needs_command" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_needs_command" -s V -l version -d 'Print version'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "run" -d 'Run one command'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "explain" -d 'Dry run: show every decision the run would make, run nothing'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "rpc" -d 'NDJSON requests on stdin, responses on stdout'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "mcp" -d 'Model Context Protocol server on stdio'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "profile" -d 'List, show and check profiles'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "rules" -d 'List, test and check interceptor rules'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "artifact" -d 'Inspect and clean up spilled output (artifact://ID)'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "session" -d 'Inspect and remove persistent sessions'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "snapshot" -d 'Inspect and refresh the snapshot of the user\'s shell rc'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "man" -d 'Print the roff man page'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s C -l cwd -d 'Working directory, relative to the invoking directory (or the session\'s cwd)' -r -f -a "(__fish_complete_directories)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s t -l timeout -d 'Requested timeout in seconds, clamped to the profile\'s allowed range' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l head -d 'Show only the first N lines of the output' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l tail -d 'Show only the last N lines of the output' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l mode -d 'Execution mode: auto picks a PTY only when the profile allows it and stdin and stdout are terminals' -r -f -a "auto\t''
+print\t''
+pty\t''"
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l format -d 'Output format' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l color -d 'Colour: auto honours NO_COLOR, CLICOLOR_FORCE and GitHub Actions, then whether stdout is a terminal' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l tools -d 'Comma-separated tools the caller has (for the interceptor); overrides the profile' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s e -l env -d 'Extra environment variable for the command (repeatable)' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s s -l session -d 'Persistent session: cwd, exported variables, functions and aliases carry over' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l pty -d 'Force PTY mode (same as --mode pty)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l no-pty -d 'Forbid PTY mode (same as --mode print)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l json -d 'Same as --format json'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l no-intercept -d 'Skip the interceptor'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l stdin -d 'Give the command agentbash\'s stdin (default: the null device)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l expand -d 'Text format: show the whole retained output instead of the collapsed preview'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s q -l quiet -d 'Text format: output only, no header, footer or notices'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s C -l cwd -d 'Working directory, relative to the invoking directory (or the session\'s cwd)' -r -f -a "(__fish_complete_directories)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s t -l timeout -d 'Requested timeout in seconds, clamped to the profile\'s allowed range' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l head -d 'Show only the first N lines of the output' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l tail -d 'Show only the last N lines of the output' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l mode -d 'Execution mode: auto picks a PTY only when the profile allows it and stdin and stdout are terminals' -r -f -a "auto\t''
+print\t''
+pty\t''"
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l format -d 'Output format' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l color -d 'Colour: auto honours NO_COLOR, CLICOLOR_FORCE and GitHub Actions, then whether stdout is a terminal' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l tools -d 'Comma-separated tools the caller has (for the interceptor); overrides the profile' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s e -l env -d 'Extra environment variable for the command (repeatable)' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s s -l session -d 'Persistent session: cwd, exported variables, functions and aliases carry over' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l pty -d 'Force PTY mode (same as --mode pty)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l no-pty -d 'Forbid PTY mode (same as --mode print)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l json -d 'Same as --format json'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l no-intercept -d 'Skip the interceptor'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l stdin -d 'Give the command agentbash\'s stdin (default: the null device)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l expand -d 'Text format: show the whole retained output instead of the collapsed preview'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s q -l quiet -d 'Text format: output only, no header, footer or notices'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and not __fish_seen_subcommand_from list show check help" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and not __fish_seen_subcommand_from list show check help" -f -a "list" -d 'List every profile that can be found, where it comes from, and what it shadows'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and not __fish_seen_subcommand_from list show check help" -f -a "show" -d 'Show the resolved profile after `extends` and lookup'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and not __fish_seen_subcommand_from list show check help" -f -a "check" -d 'Validate profiles; exit 1 with file:line:col errors'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and not __fish_seen_subcommand_from list show check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and __fish_seen_subcommand_from list" -l names -d 'One name per line, nothing else (for shell completion)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and __fish_seen_subcommand_from show" -l origin -d 'Annotate each value with the file it came from'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and __fish_seen_subcommand_from help" -f -a "list" -d 'List every profile that can be found, where it comes from, and what it shadows'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and __fish_seen_subcommand_from help" -f -a "show" -d 'Show the resolved profile after `extends` and lookup'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and __fish_seen_subcommand_from help" -f -a "check" -d 'Validate profiles; exit 1 with file:line:col errors'
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and not __fish_seen_subcommand_from list test check help" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and not __fish_seen_subcommand_from list test check help" -f -a "list" -d 'List the rules a profile uses'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and not __fish_seen_subcommand_from list test check help" -f -a "test" -d 'Show which candidate of a command matches which rule'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and not __fish_seen_subcommand_from list test check help" -f -a "check" -d 'Compile every pattern and run every example of rule packs (default: the built-in packs)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and not __fish_seen_subcommand_from list test check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from list" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from test" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from test" -l tools -d 'Comma-separated tools the caller has; overrides the profile' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from test" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the rules a profile uses'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "test" -d 'Show which candidate of a command matches which rule'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "check" -d 'Compile every pattern and run every example of rule packs (default: the built-in packs)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and not __fish_seen_subcommand_from list show path rm gc help" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and not __fish_seen_subcommand_from list show path rm gc help" -f -a "list" -d 'List artifacts: id, size, age, command'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and not __fish_seen_subcommand_from list show path rm gc help" -f -a "show" -d 'Print an artifact\'s raw content'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and not __fish_seen_subcommand_from list show path rm gc help" -f -a "path" -d 'Print an artifact\'s file path'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and not __fish_seen_subcommand_from list show path rm gc help" -f -a "rm" -d 'Remove an artifact'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and not __fish_seen_subcommand_from list show path rm gc help" -f -a "gc" -d 'Enforce max_total_bytes and max_age_days now'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and not __fish_seen_subcommand_from list show path rm gc help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from list" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -l head -d 'Only the first N lines' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -l tail -d 'Only the last N lines (applied after --head)' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from path" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from path" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from rm" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from gc" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from gc" -l dry-run -d 'Say what would be removed, remove nothing'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from gc" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from help" -f -a "list" -d 'List artifacts: id, size, age, command'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from help" -f -a "show" -d 'Print an artifact\'s raw content'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from help" -f -a "path" -d 'Print an artifact\'s file path'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from help" -f -a "rm" -d 'Remove an artifact'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from help" -f -a "gc" -d 'Enforce max_total_bytes and max_age_days now'
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and not __fish_seen_subcommand_from list show rm help" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and not __fish_seen_subcommand_from list show rm help" -f -a "list" -d 'List sessions'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and not __fish_seen_subcommand_from list show rm help" -f -a "show" -d 'Show a session\'s saved state'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and not __fish_seen_subcommand_from list show rm help" -f -a "rm" -d 'Remove a session'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and not __fish_seen_subcommand_from list show rm help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "list" -d 'List sessions'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "show" -d 'Show a session\'s saved state'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "rm" -d 'Remove a session'
+complete -c agentbash -n "__fish_agentbash_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and not __fish_seen_subcommand_from show refresh report help" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and not __fish_seen_subcommand_from show refresh report help" -f -a "show" -d 'Print the snapshot\'s path and content'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and not __fish_seen_subcommand_from show refresh report help" -f -a "refresh" -d 'Regenerate the snapshot now'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and not __fish_seen_subcommand_from show refresh report help" -f -a "report" -d 'What was captured, what was dropped, and why'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and not __fish_seen_subcommand_from show refresh report help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and __fish_seen_subcommand_from show" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and __fish_seen_subcommand_from refresh" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and __fish_seen_subcommand_from refresh" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and __fish_seen_subcommand_from report" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and __fish_seen_subcommand_from report" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and __fish_seen_subcommand_from help" -f -a "show" -d 'Print the snapshot\'s path and content'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and __fish_seen_subcommand_from help" -f -a "refresh" -d 'Regenerate the snapshot now'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and __fish_seen_subcommand_from help" -f -a "report" -d 'What was captured, what was dropped, and why'
+complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand man" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "run" -d 'Run one command'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "explain" -d 'Dry run: show every decision the run would make, run nothing'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "rpc" -d 'NDJSON requests on stdin, responses on stdout'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "mcp" -d 'Model Context Protocol server on stdio'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "profile" -d 'List, show and check profiles'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "rules" -d 'List, test and check interceptor rules'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "artifact" -d 'Inspect and clean up spilled output (artifact://ID)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "session" -d 'Inspect and remove persistent sessions'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "snapshot" -d 'Inspect and refresh the snapshot of the user\'s shell rc'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "completions" -d 'Print a shell completion script'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "man" -d 'Print the roff man page'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from profile" -f -a "list" -d 'List every profile that can be found, where it comes from, and what it shadows'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from profile" -f -a "show" -d 'Show the resolved profile after `extends` and lookup'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from profile" -f -a "check" -d 'Validate profiles; exit 1 with file:line:col errors'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "list" -d 'List the rules a profile uses'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "test" -d 'Show which candidate of a command matches which rule'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "check" -d 'Compile every pattern and run every example of rule packs (default: the built-in packs)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from artifact" -f -a "list" -d 'List artifacts: id, size, age, command'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from artifact" -f -a "show" -d 'Print an artifact\'s raw content'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from artifact" -f -a "path" -d 'Print an artifact\'s file path'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from artifact" -f -a "rm" -d 'Remove an artifact'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from artifact" -f -a "gc" -d 'Enforce max_total_bytes and max_age_days now'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "list" -d 'List sessions'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "show" -d 'Show a session\'s saved state'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "rm" -d 'Remove a session'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from snapshot" -f -a "show" -d 'Print the snapshot\'s path and content'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from snapshot" -f -a "refresh" -d 'Regenerate the snapshot now'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from snapshot" -f -a "report" -d 'What was captured, what was dropped, and why'
+
+# Added by agentbash (src/commands/generated.rs): values only known at completion time.
+function __fish_agentbash_profiles
+    set -l token (commandline -ct)
+    if string match -q -- '*/*' $token; or string match -q -- '*.toml' $token
+        __fish_complete_path $token
+    else
+        command agentbash profile list --names 2>/dev/null
+    end
+end
+
+function __fish_agentbash_rule_packs
+    set -l token (commandline -ct)
+    if string match -q -- '*/*' $token; or string match -q -- '*.toml' $token
+        __fish_complete_path $token
+    else
+        string split ' ' -- default
+    end
+end
+
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and __fish_seen_subcommand_from show" -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and __fish_seen_subcommand_from check" -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from check" -f -a "(__fish_agentbash_rule_packs)"

@@ -1,0 +1,508 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'agentbash'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'agentbash' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run one command')
+            [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Dry run: show every decision the run would make, run nothing')
+            [CompletionResult]::new('rpc', 'rpc', [CompletionResultType]::ParameterValue, 'NDJSON requests on stdin, responses on stdout')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Model Context Protocol server on stdio')
+            [CompletionResult]::new('profile', 'profile', [CompletionResultType]::ParameterValue, 'List, show and check profiles')
+            [CompletionResult]::new('rules', 'rules', [CompletionResultType]::ParameterValue, 'List, test and check interceptor rules')
+            [CompletionResult]::new('artifact', 'artifact', [CompletionResultType]::ParameterValue, 'Inspect and clean up spilled output (artifact://ID)')
+            [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Inspect and remove persistent sessions')
+            [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Inspect and refresh the snapshot of the user''s shell rc')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the roff man page')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;run' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Requested timeout in seconds, clamped to the profile''s allowed range')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Requested timeout in seconds, clamped to the profile''s allowed range')
+            [CompletionResult]::new('--head', '--head', [CompletionResultType]::ParameterName, 'Show only the first N lines of the output')
+            [CompletionResult]::new('--tail', '--tail', [CompletionResultType]::ParameterName, 'Show only the last N lines of the output')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Execution mode: auto picks a PTY only when the profile allows it and stdin and stdout are terminals')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour: auto honours NO_COLOR, CLICOLOR_FORCE and GitHub Actions, then whether stdout is a terminal')
+            [CompletionResult]::new('--tools', '--tools', [CompletionResultType]::ParameterName, 'Comma-separated tools the caller has (for the interceptor); overrides the profile')
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
+            [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'Force PTY mode (same as --mode pty)')
+            [CompletionResult]::new('--no-pty', '--no-pty', [CompletionResultType]::ParameterName, 'Forbid PTY mode (same as --mode print)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Same as --format json')
+            [CompletionResult]::new('--no-intercept', '--no-intercept', [CompletionResultType]::ParameterName, 'Skip the interceptor')
+            [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'Give the command agentbash''s stdin (default: the null device)')
+            [CompletionResult]::new('--expand', '--expand', [CompletionResultType]::ParameterName, 'Text format: show the whole retained output instead of the collapsed preview')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;explain' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Requested timeout in seconds, clamped to the profile''s allowed range')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Requested timeout in seconds, clamped to the profile''s allowed range')
+            [CompletionResult]::new('--head', '--head', [CompletionResultType]::ParameterName, 'Show only the first N lines of the output')
+            [CompletionResult]::new('--tail', '--tail', [CompletionResultType]::ParameterName, 'Show only the last N lines of the output')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Execution mode: auto picks a PTY only when the profile allows it and stdin and stdout are terminals')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour: auto honours NO_COLOR, CLICOLOR_FORCE and GitHub Actions, then whether stdout is a terminal')
+            [CompletionResult]::new('--tools', '--tools', [CompletionResultType]::ParameterName, 'Comma-separated tools the caller has (for the interceptor); overrides the profile')
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
+            [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'Force PTY mode (same as --mode pty)')
+            [CompletionResult]::new('--no-pty', '--no-pty', [CompletionResultType]::ParameterName, 'Forbid PTY mode (same as --mode print)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Same as --format json')
+            [CompletionResult]::new('--no-intercept', '--no-intercept', [CompletionResultType]::ParameterName, 'Skip the interceptor')
+            [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'Give the command agentbash''s stdin (default: the null device)')
+            [CompletionResult]::new('--expand', '--expand', [CompletionResultType]::ParameterName, 'Text format: show the whole retained output instead of the collapsed preview')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;rpc' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;mcp' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;profile' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List every profile that can be found, where it comes from, and what it shadows')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show the resolved profile after `extends` and lookup')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Validate profiles; exit 1 with file:line:col errors')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;profile;list' {
+            [CompletionResult]::new('--names', '--names', [CompletionResultType]::ParameterName, 'One name per line, nothing else (for shell completion)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;profile;show' {
+            [CompletionResult]::new('--origin', '--origin', [CompletionResultType]::ParameterName, 'Annotate each value with the file it came from')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;profile;check' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;profile;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List every profile that can be found, where it comes from, and what it shadows')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show the resolved profile after `extends` and lookup')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Validate profiles; exit 1 with file:line:col errors')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;profile;help;list' {
+            break
+        }
+        'agentbash;profile;help;show' {
+            break
+        }
+        'agentbash;profile;help;check' {
+            break
+        }
+        'agentbash;profile;help;help' {
+            break
+        }
+        'agentbash;rules' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the rules a profile uses')
+            [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Show which candidate of a command matches which rule')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Compile every pattern and run every example of rule packs (default: the built-in packs)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;rules;list' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;rules;test' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--tools', '--tools', [CompletionResultType]::ParameterName, 'Comma-separated tools the caller has; overrides the profile')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;rules;check' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;rules;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the rules a profile uses')
+            [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Show which candidate of a command matches which rule')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Compile every pattern and run every example of rule packs (default: the built-in packs)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;rules;help;list' {
+            break
+        }
+        'agentbash;rules;help;test' {
+            break
+        }
+        'agentbash;rules;help;check' {
+            break
+        }
+        'agentbash;rules;help;help' {
+            break
+        }
+        'agentbash;artifact' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List artifacts: id, size, age, command')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print an artifact''s raw content')
+            [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print an artifact''s file path')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove an artifact')
+            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Enforce max_total_bytes and max_age_days now')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;artifact;list' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;artifact;show' {
+            [CompletionResult]::new('--head', '--head', [CompletionResultType]::ParameterName, 'Only the first N lines')
+            [CompletionResult]::new('--tail', '--tail', [CompletionResultType]::ParameterName, 'Only the last N lines (applied after --head)')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;artifact;path' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;artifact;rm' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;artifact;gc' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Say what would be removed, remove nothing')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;artifact;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List artifacts: id, size, age, command')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print an artifact''s raw content')
+            [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print an artifact''s file path')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove an artifact')
+            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Enforce max_total_bytes and max_age_days now')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;artifact;help;list' {
+            break
+        }
+        'agentbash;artifact;help;show' {
+            break
+        }
+        'agentbash;artifact;help;path' {
+            break
+        }
+        'agentbash;artifact;help;rm' {
+            break
+        }
+        'agentbash;artifact;help;gc' {
+            break
+        }
+        'agentbash;artifact;help;help' {
+            break
+        }
+        'agentbash;session' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show a session''s saved state')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove a session')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;session;list' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;session;show' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;session;rm' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;session;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show a session''s saved state')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove a session')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;session;help;list' {
+            break
+        }
+        'agentbash;session;help;show' {
+            break
+        }
+        'agentbash;session;help;rm' {
+            break
+        }
+        'agentbash;session;help;help' {
+            break
+        }
+        'agentbash;snapshot' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print the snapshot''s path and content')
+            [CompletionResult]::new('refresh', 'refresh', [CompletionResultType]::ParameterValue, 'Regenerate the snapshot now')
+            [CompletionResult]::new('report', 'report', [CompletionResultType]::ParameterValue, 'What was captured, what was dropped, and why')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;snapshot;show' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;snapshot;refresh' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;snapshot;report' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;snapshot;help' {
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print the snapshot''s path and content')
+            [CompletionResult]::new('refresh', 'refresh', [CompletionResultType]::ParameterValue, 'Regenerate the snapshot now')
+            [CompletionResult]::new('report', 'report', [CompletionResultType]::ParameterValue, 'What was captured, what was dropped, and why')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;snapshot;help;show' {
+            break
+        }
+        'agentbash;snapshot;help;refresh' {
+            break
+        }
+        'agentbash;snapshot;help;report' {
+            break
+        }
+        'agentbash;snapshot;help;help' {
+            break
+        }
+        'agentbash;completions' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;man' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;help' {
+            [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run one command')
+            [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Dry run: show every decision the run would make, run nothing')
+            [CompletionResult]::new('rpc', 'rpc', [CompletionResultType]::ParameterValue, 'NDJSON requests on stdin, responses on stdout')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Model Context Protocol server on stdio')
+            [CompletionResult]::new('profile', 'profile', [CompletionResultType]::ParameterValue, 'List, show and check profiles')
+            [CompletionResult]::new('rules', 'rules', [CompletionResultType]::ParameterValue, 'List, test and check interceptor rules')
+            [CompletionResult]::new('artifact', 'artifact', [CompletionResultType]::ParameterValue, 'Inspect and clean up spilled output (artifact://ID)')
+            [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Inspect and remove persistent sessions')
+            [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Inspect and refresh the snapshot of the user''s shell rc')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the roff man page')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;help;run' {
+            break
+        }
+        'agentbash;help;explain' {
+            break
+        }
+        'agentbash;help;rpc' {
+            break
+        }
+        'agentbash;help;mcp' {
+            break
+        }
+        'agentbash;help;profile' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List every profile that can be found, where it comes from, and what it shadows')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show the resolved profile after `extends` and lookup')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Validate profiles; exit 1 with file:line:col errors')
+            break
+        }
+        'agentbash;help;profile;list' {
+            break
+        }
+        'agentbash;help;profile;show' {
+            break
+        }
+        'agentbash;help;profile;check' {
+            break
+        }
+        'agentbash;help;rules' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the rules a profile uses')
+            [CompletionResult]::new('test', 'test', [CompletionResultType]::ParameterValue, 'Show which candidate of a command matches which rule')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Compile every pattern and run every example of rule packs (default: the built-in packs)')
+            break
+        }
+        'agentbash;help;rules;list' {
+            break
+        }
+        'agentbash;help;rules;test' {
+            break
+        }
+        'agentbash;help;rules;check' {
+            break
+        }
+        'agentbash;help;artifact' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List artifacts: id, size, age, command')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print an artifact''s raw content')
+            [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print an artifact''s file path')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove an artifact')
+            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Enforce max_total_bytes and max_age_days now')
+            break
+        }
+        'agentbash;help;artifact;list' {
+            break
+        }
+        'agentbash;help;artifact;show' {
+            break
+        }
+        'agentbash;help;artifact;path' {
+            break
+        }
+        'agentbash;help;artifact;rm' {
+            break
+        }
+        'agentbash;help;artifact;gc' {
+            break
+        }
+        'agentbash;help;session' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show a session''s saved state')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove a session')
+            break
+        }
+        'agentbash;help;session;list' {
+            break
+        }
+        'agentbash;help;session;show' {
+            break
+        }
+        'agentbash;help;session;rm' {
+            break
+        }
+        'agentbash;help;snapshot' {
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Print the snapshot''s path and content')
+            [CompletionResult]::new('refresh', 'refresh', [CompletionResultType]::ParameterValue, 'Regenerate the snapshot now')
+            [CompletionResult]::new('report', 'report', [CompletionResultType]::ParameterValue, 'What was captured, what was dropped, and why')
+            break
+        }
+        'agentbash;help;snapshot;show' {
+            break
+        }
+        'agentbash;help;snapshot;refresh' {
+            break
+        }
+        'agentbash;help;snapshot;report' {
+            break
+        }
+        'agentbash;help;completions' {
+            break
+        }
+        'agentbash;help;man' {
+            break
+        }
+        'agentbash;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

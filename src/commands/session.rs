@@ -1,0 +1,115 @@
+//! `agentbash session list | show NAME | rm NAME` (SPEC §6.3). `show` prints names
+//! only, never values: exported variables often hold secrets.
+
+use crate::cli::SessionCommand;
+use crate::exec::session::{SessionError, SessionState, SessionStore};
+use crate::render::{err, out};
+
+pub fn command(c: SessionCommand) -> i32 {
+    let store = SessionStore::new();
+    let result = match c {
+        SessionCommand::List => list(&store),
+        SessionCommand::Show { name } => show(&store, &name),
+        SessionCommand::Rm { name } => store.remove(&name).map(|()| {
+            out(&format!("removed session {name}\n"));
+        }),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            err(&format!("agentbash: {e}\n"));
+            match e {
+                SessionError::InvalidName(_) => crate::exit::USAGE,
+                SessionError::Io { .. } => crate::exit::FAILURE,
+                _ => 1,
+            }
+        }
+    }
+}
+
+/// "3m ago" for a Unix time in seconds.
+fn ago(secs: u64) -> String {
+    if secs == 0 {
+        return "never".into();
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(secs);
+    let s = now.saturating_sub(secs);
+    match s {
+        0..=59 => format!("{s}s ago"),
+        60..=3599 => format!("{}m ago", s / 60),
+        3600..=86399 => format!("{}h ago", s / 3600),
+        _ => format!("{}d ago", s / 86400),
+    }
+}
+
+fn cwd_of(s: &SessionState) -> String {
+    match &s.cwd {
+        Some(c) if c.is_dir() => c.display().to_string(),
+        Some(c) => format!("{} (gone)", c.display()),
+        None => "-".into(),
+    }
+}
+
+fn list(store: &SessionStore) -> Result<(), SessionError> {
+    let sessions = store.list()?;
+    if sessions.is_empty() {
+        err("no sessions (start one with `agentbash run --session NAME -- ...`)\n");
+        return Ok(());
+    }
+    let width = sessions
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut t = format!("{:<width$}  {:<9}  CWD\n", "NAME", "LAST USED");
+    for s in &sessions {
+        t.push_str(&format!(
+            "{:<width$}  {:<9}  {}\n",
+            s.name,
+            ago(s.state.updated),
+            cwd_of(&s.state)
+        ));
+    }
+    out(&t);
+    Ok(())
+}
+
+fn show(store: &SessionStore, name: &str) -> Result<(), SessionError> {
+    let s = store.show(name)?;
+    let names = |v: &mut dyn Iterator<Item = &String>| {
+        let v: Vec<&str> = v.map(String::as_str).collect();
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(" ")
+        }
+    };
+    let mut t = String::new();
+    t.push_str(&format!("session    {name}\n"));
+    t.push_str(&format!("dir        {}\n", store.dir(name).display()));
+    t.push_str(&format!("cwd        {}\n", cwd_of(&s)));
+    t.push_str(&format!(
+        "last used  {} (saved {} times)\n",
+        ago(s.updated),
+        s.generation
+    ));
+    t.push_str(&format!("exported   {}\n", names(&mut s.env_set.keys())));
+    t.push_str(&format!("unset      {}\n", names(&mut s.env_unset.iter())));
+    t.push_str(&format!("variables  {}\n", names(&mut s.variables.iter())));
+    t.push_str(&format!("functions  {}\n", names(&mut s.functions.iter())));
+    t.push_str(&format!("aliases    {}\n", names(&mut s.aliases.iter())));
+    if !s.removed_functions.is_empty() || !s.removed_aliases.is_empty() {
+        t.push_str(&format!(
+            "removed    functions: {}; aliases: {}\n",
+            names(&mut s.removed_functions.iter()),
+            names(&mut s.removed_aliases.iter())
+        ));
+    }
+    t.push_str("(names only; values are not shown)\n");
+    out(&t);
+    Ok(())
+}

@@ -1,0 +1,556 @@
+//! §6.3 Persistent sessions: what a run on `--session NAME` leaves behind for the next.
+//!
+//! Carried over: the final working directory, exported variables (as a delta against
+//! the environment agentbash built, so `--env` and the profile still apply and an
+//! `unset` sticks), the other shell variables (so `deactivate` finds
+//! `_OLD_VIRTUAL_PATH`), functions and aliases (only those that differ from the rc
+//! snapshot; snapshot names the session removed are recorded as removed). Shell
+//! options and traps are not carried: every run starts with a clean `set +e +u`.
+//!
+//! Each session is a 0700 directory `$AGENTBASH_STATE_DIR/sessions/NAME/` holding
+//! `state.sh` (0600): a JSON header line, then bash that restores the state. A run holds
+//! an exclusive `flock` on `lock` from before it reads the state until after it commits,
+//! so runs on one session are serialized, across processes too. The shell writes its
+//! state from an EXIT trap into `pending`; agentbash commits it (atomic rename) only when
+//! the run ended on its own — a run that timed out or was cancelled leaves the session
+//! exactly as it was.
+
+use super::CancelToken;
+use super::snapshot::Snapshot;
+use super::state::{FileLock, LockWait, create_private, dump, nonce, quote, write_private};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+const STATE_VERSION: u32 = 1;
+const HEADER: &str = "#agentbash-session ";
+
+/// Exported variables that describe the process, not the session.
+const ENV_NOT_CARRIED: &[&str] = &[
+    "AGENTBASH_RUN_ID",
+    "PWD",
+    "OLDPWD",
+    "SHLVL",
+    "_",
+    "BASH_ENV",
+];
+
+/// Shell variables bash maintains itself (or that would break the next shell).
+fn variable_carried(name: &str) -> bool {
+    const SPECIAL: &[&str] = &[
+        "COLUMNS",
+        "LINES",
+        "COMP_WORDBREAKS",
+        "DIRSTACK",
+        "EPOCHREALTIME",
+        "EPOCHSECONDS",
+        "EUID",
+        "FUNCNAME",
+        "GROUPS",
+        "HISTCMD",
+        "HISTFILE",
+        "HISTFILESIZE",
+        "HISTSIZE",
+        "HOSTNAME",
+        "HOSTTYPE",
+        "IFS",
+        "LINENO",
+        "MACHTYPE",
+        "MAILCHECK",
+        "OPTARG",
+        "OPTERR",
+        "OPTIND",
+        "OSTYPE",
+        "PIPESTATUS",
+        "PPID",
+        "PS1",
+        "PS2",
+        "PS3",
+        "PS4",
+        "PWD",
+        "OLDPWD",
+        "RANDOM",
+        "SECONDS",
+        "SHELLOPTS",
+        "SHLVL",
+        "SRANDOM",
+        "UID",
+        "_",
+        "COPROC",
+        "MAPFILE",
+        "REPLY",
+    ];
+    !name.starts_with("BASH")
+        && !name.starts_with("READLINE_")
+        && !name.starts_with("COMP_")
+        && !name.starts_with(dump::OWN_PREFIX)
+        && !SPECIAL.contains(&name)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("invalid session name {0:?}: use 1-64 characters from A-Z a-z 0-9 . _ - (not . or ..)")]
+    InvalidName(String),
+    #[error("no session named {0:?} (see `agentbash session list`)")]
+    NotFound(String),
+    #[error("session {0:?} is in use by a running command; try again when it has finished")]
+    InUse(String),
+    #[error("timed out waiting for the session lock")]
+    LockTimedOut,
+    #[error("cancelled while waiting for the session lock")]
+    LockCancelled(i32),
+    #[error("session {name}: cannot {what} {}: {err}", path.display())]
+    Io {
+        name: String,
+        what: &'static str,
+        path: PathBuf,
+        err: std::io::Error,
+    },
+    #[error(
+        "session {0} was not saved: the shell ended without running its exit trap (an `exec`, a kill -9, or an EXIT trap set by the command); it keeps its previous state"
+    )]
+    NotSaved(String),
+}
+
+/// Check a session name (it becomes a directory name).
+pub fn validate_name(name: &str) -> Result<(), SessionError> {
+    crate::cli::parse_session_name(name)
+        .map(|_| ())
+        .map_err(|_| SessionError::InvalidName(name.to_string()))
+}
+
+/// A session's saved state (the JSON header of `state.sh`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SessionState {
+    pub version: u32,
+    /// Incremented by every commit (live shells use it to notice outside changes).
+    pub generation: u64,
+    pub cwd: Option<PathBuf>,
+    /// Exported variables set or changed by the session.
+    pub env_set: BTreeMap<String, String>,
+    /// Exported variables the session unset.
+    pub env_unset: BTreeSet<String>,
+    /// Other shell variables, functions and aliases the session holds.
+    pub variables: Vec<String>,
+    pub functions: Vec<String>,
+    pub aliases: Vec<String>,
+    /// Snapshot functions and aliases the session removed.
+    pub removed_functions: Vec<String>,
+    pub removed_aliases: Vec<String>,
+    /// Unix seconds.
+    pub created: u64,
+    pub updated: u64,
+}
+
+/// One line of `session list`.
+#[derive(Debug, Clone)]
+pub struct SessionSummary {
+    pub name: String,
+    pub state: SessionState,
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The sessions directory.
+#[derive(Debug, Clone)]
+pub struct SessionStore {
+    root: PathBuf,
+}
+
+impl Default for SessionStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SessionStore {
+    /// `$AGENTBASH_STATE_DIR/sessions`.
+    pub fn new() -> Self {
+        SessionStore {
+            root: crate::paths::state_dir().join("sessions"),
+        }
+    }
+
+    pub fn with_root(root: PathBuf) -> Self {
+        SessionStore { root }
+    }
+
+    pub fn dir(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    fn io(
+        name: &str,
+        what: &'static str,
+        path: &Path,
+    ) -> impl FnOnce(std::io::Error) -> SessionError {
+        let (name, path) = (name.to_string(), path.to_path_buf());
+        move |err| SessionError::Io {
+            name,
+            what,
+            path,
+            err,
+        }
+    }
+
+    /// The saved state, or `None` for a session that never saved anything.
+    pub fn load(&self, name: &str) -> Result<Option<SessionState>, SessionError> {
+        validate_name(name)?;
+        let path = self.dir(name).join("state.sh");
+        let f = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Self::io(name, "read", &path)(e)),
+        };
+        let mut line = String::new();
+        std::io::BufReader::new(f)
+            .read_line(&mut line)
+            .map_err(Self::io(name, "read", &path))?;
+        let state = line
+            .strip_prefix(HEADER)
+            .and_then(|j| serde_json::from_str::<SessionState>(j.trim_end()).ok());
+        // A damaged header reads as a fresh session rather than failing every run.
+        Ok(state.filter(|s| s.version == STATE_VERSION))
+    }
+
+    /// Lock the session for one run and load its state.
+    pub fn activate(
+        &self,
+        name: &str,
+        cancel: &CancelToken,
+        deadline: Instant,
+    ) -> Result<ActiveSession, SessionError> {
+        validate_name(name)?;
+        let dir = self.dir(name);
+        let lock_path = dir.join("lock");
+        let lock = loop {
+            crate::paths::private_dir(&self.root).map_err(Self::io(name, "create", &self.root))?;
+            crate::paths::private_dir(&dir).map_err(Self::io(name, "create", &dir))?;
+            let lock = match FileLock::acquire(&lock_path, Some(cancel), deadline) {
+                Ok(l) => l,
+                Err(LockWait::TimedOut) => return Err(SessionError::LockTimedOut),
+                Err(LockWait::Cancelled(s)) => return Err(SessionError::LockCancelled(s)),
+                Err(LockWait::Io(e)) => return Err(Self::io(name, "lock", &lock_path)(e)),
+            };
+            // `session rm` may have removed the directory while we waited.
+            if lock.is_at(&lock_path) {
+                break lock;
+            }
+        };
+        let state = self.load(name)?.unwrap_or_else(|| SessionState {
+            version: STATE_VERSION,
+            created: now_secs(),
+            ..Default::default()
+        });
+        let pending = dir.join("pending");
+        create_private(&pending).map_err(Self::io(name, "write", &pending))?;
+        Ok(ActiveSession {
+            name: name.to_string(),
+            dir,
+            _lock: lock,
+            cwd: state.cwd.clone(),
+            state,
+            e0: BTreeMap::new(),
+            delim: format!("__AGENTBASH_{}", nonce()),
+            pending,
+        })
+    }
+
+    /// Every session, sorted by name.
+    pub fn list(&self) -> Result<Vec<SessionSummary>, SessionError> {
+        let rd = match std::fs::read_dir(&self.root) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(Self::io("*", "read", &self.root)(e)),
+        };
+        let mut out = Vec::new();
+        for e in rd.flatten() {
+            let Some(name) = e.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if validate_name(&name).is_err() || !e.path().is_dir() {
+                continue;
+            }
+            let state = self.load(&name)?.unwrap_or_default();
+            out.push(SessionSummary { name, state });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// A session's state; `NotFound` when there is no such session.
+    pub fn show(&self, name: &str) -> Result<SessionState, SessionError> {
+        validate_name(name)?;
+        if !self.dir(name).is_dir() {
+            return Err(SessionError::NotFound(name.to_string()));
+        }
+        Ok(self.load(name)?.unwrap_or_default())
+    }
+
+    /// Remove a session (refused while a run holds it).
+    pub fn remove(&self, name: &str) -> Result<(), SessionError> {
+        validate_name(name)?;
+        let dir = self.dir(name);
+        if !dir.is_dir() {
+            return Err(SessionError::NotFound(name.to_string()));
+        }
+        let lock_path = dir.join("lock");
+        let _lock = match FileLock::try_acquire(&lock_path) {
+            Ok(Some(l)) => l,
+            Ok(None) => return Err(SessionError::InUse(name.to_string())),
+            Err(e) => return Err(Self::io(name, "lock", &lock_path)(e)),
+        };
+        std::fs::remove_dir_all(&dir).map_err(Self::io(name, "remove", &dir))
+    }
+}
+
+/// A session locked for one run.
+#[derive(Debug)]
+pub struct ActiveSession {
+    name: String,
+    dir: PathBuf,
+    _lock: FileLock,
+    state: SessionState,
+    /// The working directory: saved before the run, updated by a commit.
+    cwd: Option<PathBuf>,
+    /// The exported environment the command started with (the delta base).
+    e0: BTreeMap<String, String>,
+    delim: String,
+    pending: PathBuf,
+}
+
+impl ActiveSession {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn cwd(&self) -> Option<&Path> {
+        self.cwd.as_deref()
+    }
+
+    pub fn state(&self) -> &SessionState {
+        &self.state
+    }
+
+    /// The generation the next commit will write.
+    pub fn next_generation(&self) -> u64 {
+        self.state.generation + 1
+    }
+
+    fn state_file(&self) -> PathBuf {
+        self.dir.join("state.sh")
+    }
+
+    /// Apply the session's exported variables to `env` (`--env` pairs still win) and
+    /// remember the result as the run's starting environment.
+    pub fn apply_env(&mut self, env: &mut BTreeMap<String, String>, flags: &[(String, String)]) {
+        let flagged = |k: &str| flags.iter().any(|(f, _)| f == k);
+        for k in &self.state.env_unset {
+            if !flagged(k) {
+                env.remove(k);
+            }
+        }
+        for (k, v) in &self.state.env_set {
+            if !flagged(k) {
+                env.insert(k.clone(), v.clone());
+            }
+        }
+        self.e0 = env.clone();
+    }
+
+    /// Bash that restores the session (after the snapshot) and defines
+    /// `__agentbash_session_save STATUS`, which writes the pending state.
+    pub fn shell_setup(&self, snapshot: Option<&Path>) -> String {
+        let mut t = String::new();
+        if let Some(s) = snapshot {
+            t.push_str(&format!(". {}\n", quote(&s.display().to_string())));
+        }
+        if self.state_file().is_file() {
+            t.push_str(&format!(
+                ". {}\n",
+                quote(&self.state_file().display().to_string())
+            ));
+        }
+        t.push_str(&dump::function(
+            "__agentbash_dump",
+            &self.delim,
+            dump::Sections {
+                cwd: true,
+                variables: true,
+                options: false,
+            },
+        ));
+        t.push_str(&format!(
+            "__agentbash_session_save() {{ __agentbash_dump {} \"$1\"; }}\n",
+            quote(&self.pending.display().to_string())
+        ));
+        t
+    }
+
+    /// Write the `BASH_ENV` prelude for a spawned shell and return its path.
+    pub fn write_prelude(
+        &self,
+        snapshot: Option<&Path>,
+        user_bash_env: Option<&str>,
+    ) -> std::io::Result<PathBuf> {
+        let mut t = String::from("unset BASH_ENV\n");
+        t.push_str(&self.shell_setup(snapshot));
+        // A group's redirection also hides the trace when the command turned on -x.
+        t.push_str("builtin trap '{ __agentbash_session_save \"$?\"; } 2>/dev/null' EXIT\n");
+        if let Some(orig) = user_bash_env {
+            t.push_str(&format!("export BASH_ENV={0}\n. {0}\n", quote(orig)));
+        }
+        let path = self.dir.join("prelude.sh");
+        write_private(&path, t.as_bytes())?;
+        Ok(path)
+    }
+
+    /// Commit what the shell saved. A missing or cut-short dump leaves the state as it was.
+    pub fn commit(&mut self, snapshot: Option<&Snapshot>) -> Result<(), SessionError> {
+        let raw = std::fs::read(&self.pending).unwrap_or_default();
+        let _ = std::fs::remove_file(&self.pending);
+        // A live shell keeps the delimiter it started with: read it from the dump.
+        let d = dump::parse_any(&String::from_utf8_lossy(&raw));
+        if !d.complete {
+            return Err(SessionError::NotSaved(self.name.clone()));
+        }
+        let mut next = self.state.clone();
+        next.version = STATE_VERSION;
+        if let Some(c) = d.cwd.as_ref().filter(|c| c.starts_with('/')) {
+            next.cwd = Some(PathBuf::from(c));
+        }
+        // Exported variables: apply what this run changed to the saved delta.
+        let keys: BTreeSet<&String> = self.e0.keys().chain(d.exported.keys()).collect();
+        for k in keys {
+            if ENV_NOT_CARRIED.contains(&k.as_str()) || k.starts_with(dump::OWN_PREFIX) {
+                continue;
+            }
+            match (self.e0.get(k), d.exported.get(k)) {
+                (a, b) if a == b => {}
+                (_, Some(v)) => {
+                    next.env_set.insert(k.clone(), v.clone());
+                    next.env_unset.remove(k);
+                }
+                (Some(_), None) => {
+                    next.env_set.remove(k);
+                    next.env_unset.insert(k.clone());
+                }
+                (None, None) => {}
+            }
+        }
+        let snap = snapshot.map(|s| &s.meta);
+        let mut body = String::new();
+        next.variables.clear();
+        for (name, decl) in &d.variables {
+            if variable_carried(name) {
+                body.push_str(decl);
+                body.push('\n');
+                next.variables.push(name.clone());
+            }
+        }
+        // Functions: defined with alias expansion off, so bodies are taken literally.
+        body.push_str("__agentbash_ea=; builtin shopt -q expand_aliases && __agentbash_ea=1; builtin shopt -u expand_aliases\n");
+        next.removed_functions = snap
+            .map(|m| {
+                m.functions
+                    .keys()
+                    .filter(|n| !d.functions.contains_key(*n))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for n in &next.removed_functions {
+            body.push_str(&format!("builtin unset -f {}\n", quote(n)));
+        }
+        next.functions.clear();
+        for (name, def) in &d.functions {
+            if name.starts_with(dump::OWN_PREFIX) {
+                continue;
+            }
+            let same = snap.and_then(|m| m.functions.get(name))
+                == Some(&super::state::fnv64(def.as_bytes()));
+            if !same {
+                body.push_str(def);
+                body.push('\n');
+                next.functions.push(name.clone());
+            }
+        }
+        body.push_str("[ -n \"$__agentbash_ea\" ] && builtin shopt -s expand_aliases; builtin unset __agentbash_ea\n");
+        next.removed_aliases = snap
+            .map(|m| {
+                m.aliases
+                    .keys()
+                    .filter(|n| !d.aliases.contains_key(*n))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for n in &next.removed_aliases {
+            body.push_str(&format!("builtin unalias {} 2>/dev/null\n", quote(n)));
+        }
+        next.aliases.clear();
+        let mut alias_lines = String::new();
+        for (name, line) in &d.aliases {
+            let same = snap.and_then(|m| m.aliases.get(name))
+                == Some(&super::state::fnv64(line.as_bytes()));
+            if !same {
+                alias_lines.push_str(line);
+                alias_lines.push('\n');
+                next.aliases.push(name.clone());
+            }
+        }
+        if !alias_lines.is_empty() {
+            body.push_str("builtin shopt -s expand_aliases\n");
+            body.push_str(&alias_lines);
+        }
+        next.generation += 1;
+        next.updated = now_secs();
+        if next.created == 0 {
+            next.created = next.updated;
+        }
+        let header = serde_json::to_string(&next).unwrap_or_default();
+        let text = format!("{HEADER}{header}\n{body}");
+        let path = self.state_file();
+        write_private(&path, text.as_bytes())
+            .map_err(SessionStore::io(&self.name, "write", &path))?;
+        self.cwd = next.cwd.clone();
+        self.state = next;
+        Ok(())
+    }
+
+    /// Forget what the run saved (it timed out or was cancelled).
+    pub fn discard(&mut self) {
+        let _ = std::fs::remove_file(&self.pending);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for bad in ["", "../x", ".", "..", "a/b", &"x".repeat(65)] {
+            assert!(validate_name(bad).is_err(), "{bad:?}");
+        }
+        for good in ["a", "work-1", "x.y_z", &"x".repeat(64)] {
+            assert!(validate_name(good).is_ok(), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn special_variables_are_not_carried() {
+        assert!(!variable_carried("BASH_REMATCH"));
+        assert!(!variable_carried("PIPESTATUS"));
+        assert!(!variable_carried("__agentbash_x"));
+        assert!(variable_carried("_OLD_VIRTUAL_PATH"));
+        assert!(variable_carried("myvar"));
+    }
+}

@@ -1,0 +1,803 @@
+//! §6.2 The rc snapshot: the user's functions, aliases and shell options, captured once
+//! from `shell.rc` in a separate shell and sourced before every command.
+//!
+//! Agents lose the helpers their user relies on when a tool runs `bash -c` without the
+//! rc, and they break when it sources the rc every time (slow, noisy, interactive-only
+//! code, `set -e`). So the rc is sourced once, in an interactive bash of its own
+//! (`bash --norc --noprofile -i`, so the usual "return unless interactive" guard lets
+//! it run) with stdin on the null device, its output discarded and a 2 s limit, after
+//! which its whole tree is killed. What it defined is filtered (names that shadow the
+//! tools agents depend on, unused `_` helpers, options unsafe for non-interactive
+//! commands) and written, 0600, to a 0700 cache directory. The snapshot is reused until
+//! the rc's content or mtime, the shell, or HOME change; every decision, including each
+//! dropped name and why, is kept in a metadata file for `agentbash snapshot report`.
+//!
+//! Nothing here ever stops a run: a slow, failing or hostile rc yields a run without
+//! (or with a partial) snapshot and a warning that says why.
+
+use super::process::{self, Teardown};
+use super::state::{FileLock, LockWait, create_private, dump, fnv64, nonce, quote, write_private};
+use super::{Limits, SpawnSpec};
+use crate::exec::env::BuiltEnv;
+use crate::profile::ShellCfg;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Names that shadow the tools agents rely on (SPEC §6.2); a function or alias with
+/// one of these names is never carried into commands.
+pub const SHADOWED_TOOLS: &[&str] = &[
+    "ls", "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "find", "fd",
+    "sed", "awk", "perl", "cp", "mv", "rm", "mkdir", "rmdir", "touch", "chmod", "chown", "ln",
+    "pwd", "readlink", "stat", "cut", "sort", "uniq", "xargs", "tee", "tr", "basename", "dirname",
+];
+
+/// How long the rc may take to source.
+pub const GENERATION_LIMIT: Duration = Duration::from_secs(2);
+
+const META_VERSION: u32 = 1;
+
+/// What a run will do about the snapshot (decided without side effects).
+#[derive(Debug, Clone)]
+pub enum SnapshotPlan {
+    /// No snapshot, and rightly so (the reason is for `explain`/`snapshot show`).
+    Disabled(String),
+    /// The rc file does not exist: no snapshot, no warning.
+    NoRc(PathBuf),
+    Use(Source),
+}
+
+/// Where a snapshot comes from and where it lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub rc: PathBuf,
+    pub shell: PathBuf,
+    pub home: PathBuf,
+    pub dir: PathBuf,
+    /// File stem in `dir`: a hash of rc, shell and HOME.
+    pub id: String,
+}
+
+impl Source {
+    pub fn snapshot_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.sh", self.id))
+    }
+    pub fn meta_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.json", self.id))
+    }
+    fn lock_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.lock", self.id))
+    }
+}
+
+impl SnapshotPlan {
+    pub fn describe(&self) -> String {
+        match self {
+            SnapshotPlan::Disabled(why) => format!("off ({why})"),
+            SnapshotPlan::NoRc(rc) => format!("none ({} does not exist)", rc.display()),
+            SnapshotPlan::Use(src) => {
+                let fresh = current_key(src)
+                    .ok()
+                    .zip(read_meta(src))
+                    .is_some_and(|(k, m)| m.key == k);
+                if fresh {
+                    format!(
+                        "{} (cached, from {})",
+                        src.snapshot_path().display(),
+                        src.rc.display()
+                    )
+                } else {
+                    format!(
+                        "{} (to be generated from {})",
+                        src.snapshot_path().display(),
+                        src.rc.display()
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// Decide whether and from where a run uses a snapshot.
+pub fn plan(cfg: &ShellCfg, shell: Option<&Path>, home: Option<&Path>) -> SnapshotPlan {
+    if !cfg.snapshot {
+        return SnapshotPlan::Disabled("shell.snapshot = false".into());
+    }
+    let Some(shell) = shell else {
+        return SnapshotPlan::Disabled("no shell".into());
+    };
+    if !crate::shell::is_bash(shell) {
+        return SnapshotPlan::Disabled(format!(
+            "{} is not bash; snapshots are bash only",
+            shell.display()
+        ));
+    }
+    let Some(home) = home else {
+        return SnapshotPlan::Disabled("HOME is not set".into());
+    };
+    let rc = cfg.rc.trim();
+    let rc = if rc == "~" || rc.starts_with("~/") {
+        home.join(rc.trim_start_matches('~').trim_start_matches('/'))
+    } else {
+        home.join(rc) // absolute paths stay as they are
+    };
+    if !rc.is_file() {
+        return SnapshotPlan::NoRc(rc);
+    }
+    let id = format!(
+        "{:016x}",
+        fnv64(format!("{}\0{}\0{}", rc.display(), shell.display(), home.display()).as_bytes())
+    );
+    SnapshotPlan::Use(Source {
+        rc,
+        shell: shell.to_path_buf(),
+        home: home.to_path_buf(),
+        dir: crate::paths::cache_dir().join("snapshots"),
+        id,
+    })
+}
+
+/// What makes a snapshot stale when it changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Key {
+    pub rc: PathBuf,
+    pub rc_len: u64,
+    pub rc_mtime_ns: i128,
+    pub rc_hash: u64,
+    pub shell: PathBuf,
+    pub shell_mtime_ns: i128,
+    pub home: PathBuf,
+}
+
+fn mtime_ns(m: &std::fs::Metadata) -> i128 {
+    use std::os::unix::fs::MetadataExt;
+    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
+}
+
+fn current_key(src: &Source) -> std::io::Result<Key> {
+    let rc_meta = std::fs::metadata(&src.rc)?;
+    let content = std::fs::read(&src.rc)?;
+    let shell_mtime_ns = std::fs::metadata(&src.shell)
+        .map(|m| mtime_ns(&m))
+        .unwrap_or(0);
+    Ok(Key {
+        rc: src.rc.clone(),
+        rc_len: rc_meta.len(),
+        rc_mtime_ns: mtime_ns(&rc_meta),
+        rc_hash: fnv64(&content),
+        shell: src.shell.clone(),
+        shell_mtime_ns,
+        home: src.home.clone(),
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The rc was sourced to the end.
+    Ok,
+    /// The rc ended early (exit, `set -e`, non-zero status); what it defined is kept.
+    Partial,
+    /// Nothing could be captured; runs go without a snapshot.
+    Failed,
+}
+
+/// A name or option left out of the snapshot, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dropped {
+    pub name: String,
+    /// "function", "alias" or "option".
+    pub kind: String,
+    pub reason: String,
+}
+
+/// Everything known about one generated snapshot (stored next to it as JSON).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Meta {
+    pub version: u32,
+    pub key: Key,
+    /// Unix seconds.
+    pub generated_at: u64,
+    pub duration_ms: u64,
+    pub outcome: Outcome,
+    /// The snapshot file, absent when generation failed.
+    pub snapshot: Option<PathBuf>,
+    pub content_hash: u64,
+    /// Said once, by the run that generated the snapshot.
+    pub warnings: Vec<String>,
+    /// Said by every run while this snapshot is current (there is none to source).
+    pub persistent_warning: Option<String>,
+    /// Captured functions and aliases, with a hash of their definitions (sessions use
+    /// it to store only what a command changed).
+    pub functions: BTreeMap<String, u64>,
+    pub aliases: BTreeMap<String, u64>,
+    /// Captured option lines (`shopt -s extglob`, `set -o physical`).
+    pub options: Vec<String>,
+    pub dropped: Vec<Dropped>,
+}
+
+/// A snapshot a run can source.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub path: PathBuf,
+    pub content_hash: u64,
+    pub meta: Meta,
+}
+
+/// The result of making sure the snapshot is current.
+#[derive(Debug, Clone, Default)]
+pub struct Ensured {
+    pub snapshot: Option<Snapshot>,
+    pub meta: Option<Meta>,
+    /// For the run's `warnings`.
+    pub warnings: Vec<String>,
+    /// This call generated it.
+    pub generated: bool,
+}
+
+fn read_meta(src: &Source) -> Option<Meta> {
+    let text = std::fs::read(src.meta_path()).ok()?;
+    let m: Meta = serde_json::from_slice(&text).ok()?;
+    (m.version == META_VERSION).then_some(m)
+}
+
+fn from_meta(meta: Meta, generated: bool) -> Ensured {
+    let mut warnings = Vec::new();
+    if generated {
+        warnings.extend(meta.warnings.iter().cloned());
+    }
+    warnings.extend(meta.persistent_warning.iter().cloned());
+    let snapshot = meta
+        .snapshot
+        .as_ref()
+        .filter(|p| p.is_file())
+        .map(|p| Snapshot {
+            path: p.clone(),
+            content_hash: meta.content_hash,
+            meta: meta.clone(),
+        });
+    Ensured {
+        snapshot,
+        meta: Some(meta),
+        warnings,
+        generated,
+    }
+}
+
+/// Return the current snapshot, generating it when it is missing or stale (or when
+/// `force`). Never fails a run: problems come back as warnings.
+pub fn ensure(plan: &SnapshotPlan, env: &BuiltEnv, force: bool) -> Ensured {
+    let SnapshotPlan::Use(src) = plan else {
+        return Ensured::default();
+    };
+    let Ok(key) = current_key(src) else {
+        // The rc vanished between planning and now: the same as no rc.
+        return Ensured::default();
+    };
+    if !force
+        && let Some(m) = read_meta(src)
+        && m.key == key
+        && (m.outcome == Outcome::Failed || m.snapshot.as_ref().is_some_and(|p| p.is_file()))
+    {
+        return from_meta(m, false);
+    }
+    let unavailable = |e: String| Ensured {
+        warnings: vec![format!(
+            "shell snapshot unavailable ({e}); the command ran without the functions and aliases of {}",
+            src.rc.display()
+        )],
+        ..Default::default()
+    };
+    if let Err(e) = crate::paths::private_dir(&src.dir) {
+        return unavailable(format!("cannot create {}: {e}", src.dir.display()));
+    }
+    // One generator at a time; the others wait and reuse its work.
+    let _lock = match FileLock::acquire(
+        &src.lock_path(),
+        None,
+        Instant::now() + GENERATION_LIMIT * 3,
+    ) {
+        Ok(l) => l,
+        Err(LockWait::Io(e)) => {
+            return unavailable(format!("cannot lock {}: {e}", src.lock_path().display()));
+        }
+        Err(_) => return unavailable("another agentbash is still generating it".into()),
+    };
+    if !force
+        && let Some(m) = read_meta(src)
+        && m.key == key
+        && (m.outcome == Outcome::Failed || m.snapshot.as_ref().is_some_and(|p| p.is_file()))
+    {
+        return from_meta(m, false);
+    }
+    match generate(src, key, env) {
+        Ok(meta) => from_meta(meta, true),
+        Err(e) => unavailable(e),
+    }
+}
+
+/// Source the rc in a separate shell and write the snapshot and its metadata.
+fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
+    let started = Instant::now();
+    let delim = format!("__AGENTBASH_{}", nonce());
+    let dump_path = src.dir.join(format!("{}.dump-{}", src.id, nonce()));
+    create_private(&dump_path).map_err(|e| format!("cannot write {}: {e}", dump_path.display()))?;
+    let script = generator_script(&src.rc, &dump_path, &delim);
+    let marker = format!("snapshot-{}", nonce());
+    let mut vars = env.vars.clone();
+    vars.insert(super::env::RUN_MARKER.into(), marker.clone());
+    vars.insert("HISTFILE".into(), "/dev/null".into());
+    vars.insert("HOME".into(), src.home.display().to_string());
+    let cwd = if src.home.is_dir() {
+        src.home.clone()
+    } else {
+        PathBuf::from("/")
+    };
+    let spec = SpawnSpec {
+        program: src.shell.clone(),
+        args: vec![
+            "--norc".into(),
+            "--noprofile".into(),
+            "-i".into(),
+            "-c".into(),
+            script,
+        ],
+        env: vars.into_iter().collect(),
+        cwd,
+        limits: Limits::default(),
+    };
+    let spawned = process::spawn(&spec, Stdio::null(), Stdio::null(), Stdio::null());
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&dump_path);
+            return Err(format!("cannot start {}: {e}", src.shell.display()));
+        }
+    };
+    let deadline = started + GENERATION_LIMIT;
+    let mut timed_out = false;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() >= deadline => {
+                timed_out = true;
+                // An interactive bash ignores TERM; the grace is short on purpose.
+                Teardown::new(child.id() as i32, &marker)
+                    .terminate(Duration::from_millis(100), true);
+                let _ = child.wait();
+                break;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => break,
+        }
+    }
+    let text = std::fs::read(&dump_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&dump_path);
+    let parsed = dump::parse(&String::from_utf8_lossy(&text), &delim);
+    let mut meta = build(src, key, &parsed, timed_out);
+    meta.duration_ms = started.elapsed().as_millis() as u64;
+    let snapshot_text = meta.snapshot.take().map(|_| render(src, &parsed, &meta));
+    if let Some(text) = snapshot_text {
+        let path = src.snapshot_path();
+        write_private(&path, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        meta.content_hash = fnv64(text.as_bytes());
+        meta.snapshot = Some(path);
+    } else {
+        let _ = std::fs::remove_file(src.snapshot_path());
+    }
+    let json = serde_json::to_vec_pretty(&meta).map_err(|e| e.to_string())?;
+    write_private(&src.meta_path(), &json)
+        .map_err(|e| format!("cannot write {}: {e}", src.meta_path().display()))?;
+    Ok(meta)
+}
+
+/// The script the generator shell runs: options before, the rc, then the dump (also
+/// from an EXIT trap, so an rc that exits or trips `set -e` still leaves what it
+/// defined). History is never written.
+fn generator_script(rc: &Path, dump_path: &Path, delim: &str) -> String {
+    let what = dump::Sections {
+        cwd: false,
+        variables: false,
+        options: true,
+    };
+    format!(
+        "__agentbash_before=\"$(builtin shopt -p; builtin set +o)\"\n\
+         __agentbash_file={file}\n\
+         {func}\
+         __agentbash_finish() {{\n  __agentbash_dump \"$__agentbash_file\" \"$1\"\n  builtin printf '\\n{delim} options-before\\n%s\\n' \"$__agentbash_before\" >> \"$__agentbash_file\"\n  builtin unset HISTFILE\n}}\n\
+         builtin trap '__agentbash_finish \"exit $?\"' EXIT\n\
+         . {rc} </dev/null >/dev/null 2>&1\n\
+         __agentbash_st=$?\n\
+         builtin trap - EXIT\n\
+         __agentbash_finish \"done $__agentbash_st\"\n\
+         builtin exit 0\n",
+        file = quote(&dump_path.display().to_string()),
+        func = dump::function("__agentbash_dump", delim, what),
+        rc = quote(&rc.display().to_string()),
+    )
+}
+
+/// Why an option is or is not carried into commands.
+fn option_verdict(kind: &str, name: &str) -> Result<(), &'static str> {
+    const INTERACTIVE: &str = "interactive only; no effect on commands";
+    if kind == "shopt" {
+        match name {
+            "extglob"
+            | "globstar"
+            | "dotglob"
+            | "nocaseglob"
+            | "nocasematch"
+            | "globasciiranges"
+            | "extquote"
+            | "cdable_vars"
+            | "shift_verbose"
+            | "sourcepath"
+            | "checkhash"
+            | "assoc_expand_once"
+            | "localvar_inherit"
+            | "localvar_unset"
+            | "patsub_replacement"
+            | "noexpand_translation"
+            | "varredir_close" => Ok(()),
+            n if n.starts_with("compat") => Ok(()),
+            "nullglob" | "failglob" => Err("changes what an unmatched glob does"),
+            "xpg_echo" => Err("changes how echo treats backslashes"),
+            "lastpipe" => Err("changes which shell runs the last command of a pipeline"),
+            "inherit_errexit" | "execfail" => Err("changes error handling"),
+            "extdebug" => Err("debugger support; changes how functions run"),
+            "expand_aliases" => Err("managed by agentbash: on whenever aliases are captured"),
+            "histappend"
+            | "histreedit"
+            | "histverify"
+            | "cmdhist"
+            | "lithist"
+            | "checkwinsize"
+            | "checkjobs"
+            | "huponexit"
+            | "autocd"
+            | "cdspell"
+            | "dirspell"
+            | "direxpand"
+            | "hostcomplete"
+            | "progcomp"
+            | "progcomp_alias"
+            | "promptvars"
+            | "mailwarn"
+            | "no_empty_cmd_completion"
+            | "complete_fullquote"
+            | "force_fignore"
+            | "interactive_comments"
+            | "login_shell"
+            | "restricted_shell"
+            | "gnu_errfmt" => Err(INTERACTIVE),
+            _ => Err("not known to be safe for non-interactive commands"),
+        }
+    } else {
+        match name {
+            "braceexpand" | "hashall" | "interactive-comments" | "physical" => Ok(()),
+            "errexit" => Err("-e would end commands at their first failing step"),
+            "nounset" => Err("-u would make commands fail on unset variables"),
+            "xtrace" => Err("-x would mix a trace into the command's output"),
+            "verbose" => Err("-v would echo input into the command's output"),
+            "pipefail" => Err("would change the exit status of pipelines"),
+            "noclobber" => Err("-C would make `>` refuse to overwrite files"),
+            "noglob" => Err("-f would turn off filename expansion"),
+            "allexport" => Err("-a would export every variable a command sets"),
+            "noexec" => Err("-n would stop commands from running"),
+            "onecmd" => Err("-t would exit after one command"),
+            "errtrace" | "functrace" => Err("changes which traps functions inherit"),
+            "posix" => Err("POSIX mode changes many behaviours"),
+            "monitor" | "notify" | "ignoreeof" | "emacs" | "vi" | "history" | "histexpand" => {
+                Err(INTERACTIVE)
+            }
+            _ => Err("not known to be safe for non-interactive commands"),
+        }
+    }
+}
+
+/// `shopt -s x` / `set -o x` lines → (kind, name) → on.
+fn parse_options(lines: &[String]) -> BTreeMap<(String, String), bool> {
+    let mut m = BTreeMap::new();
+    for l in lines {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        match w.as_slice() {
+            ["shopt", flag, name] => {
+                m.insert(("shopt".to_string(), name.to_string()), *flag == "-s");
+            }
+            ["set", flag, name] if *flag == "-o" || *flag == "+o" => {
+                m.insert(("set".to_string(), name.to_string()), *flag == "-o");
+            }
+            _ => {}
+        }
+    }
+    m
+}
+
+/// Words a definition mentions (over-approximates calls; that only keeps more).
+fn words(def: &str) -> impl Iterator<Item = &str> {
+    def.split(|c: char| c.is_whitespace() || ";|&(){}<>\"'`$=\\!,".contains(c))
+        .filter(|w| !w.is_empty())
+}
+
+fn tool_reason(name: &str) -> String {
+    format!("shadows the `{name}` command, which agents rely on behaving as documented")
+}
+
+/// Decide what the snapshot keeps.
+fn build(src: &Source, key: Key, d: &dump::Dump, timed_out: bool) -> Meta {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let rc = src.rc.display().to_string();
+    let mut meta = Meta {
+        version: META_VERSION,
+        key,
+        generated_at: now,
+        duration_ms: 0,
+        outcome: Outcome::Ok,
+        snapshot: None,
+        content_hash: 0,
+        warnings: vec![],
+        persistent_warning: None,
+        functions: BTreeMap::new(),
+        aliases: BTreeMap::new(),
+        options: vec![],
+        dropped: vec![],
+    };
+    let limit = GENERATION_LIMIT.as_secs();
+    if timed_out {
+        meta.outcome = Outcome::Failed;
+        meta.persistent_warning = Some(format!(
+            "{rc} took longer than {limit}s to source and was stopped; commands run without its functions and aliases (make it faster, or set shell.snapshot = false; then `agentbash snapshot refresh`)"
+        ));
+        return meta;
+    }
+    if !d.complete {
+        meta.outcome = Outcome::Failed;
+        meta.persistent_warning = Some(format!(
+            "{rc} ended its shell before anything could be captured (does it call exec?); commands run without its functions and aliases (`agentbash snapshot refresh` after fixing it)"
+        ));
+        return meta;
+    }
+    let mut status = d.status.split_whitespace();
+    let phase = status.next().unwrap_or("");
+    let code = status.next().unwrap_or("0");
+    if phase == "exit" {
+        meta.outcome = Outcome::Partial;
+        meta.warnings.push(format!(
+            "{rc} exited its shell (status {code}) while being sourced; the snapshot holds only what it defined before that (see `agentbash snapshot report`)"
+        ));
+    } else if code != "0" {
+        meta.outcome = Outcome::Partial;
+        meta.warnings.push(format!(
+            "{rc} returned status {code} when sourced; the snapshot may be incomplete (see `agentbash snapshot report`)"
+        ));
+    }
+
+    // Options the rc changed.
+    let before_lines: Vec<String> = d
+        .extra
+        .get("options-before")
+        .map(|t| t.lines().map(str::to_string).collect())
+        .unwrap_or_default();
+    let before = parse_options(&before_lines);
+    let after = parse_options(&d.options);
+    let mut unsafe_set = Vec::new();
+    for ((kind, name), on) in &after {
+        if before.get(&(kind.clone(), name.clone())) == Some(on) {
+            continue;
+        }
+        let line = match (kind.as_str(), on) {
+            ("shopt", true) => format!("shopt -s {name}"),
+            ("shopt", false) => format!("shopt -u {name}"),
+            (_, true) => format!("set -o {name}"),
+            (_, false) => format!("set +o {name}"),
+        };
+        match option_verdict(kind, name) {
+            Ok(()) => meta.options.push(line),
+            Err(reason) => {
+                if *on
+                    && matches!(
+                        name.as_str(),
+                        "errexit"
+                            | "nounset"
+                            | "xtrace"
+                            | "verbose"
+                            | "noexec"
+                            | "onecmd"
+                            | "noclobber"
+                            | "pipefail"
+                    )
+                {
+                    unsafe_set.push(name.clone());
+                }
+                meta.dropped.push(Dropped {
+                    name: line,
+                    kind: "option".into(),
+                    reason: reason.into(),
+                });
+            }
+        }
+    }
+    if !unsafe_set.is_empty() {
+        meta.warnings.push(format!(
+            "{rc} turns on {}; not carried into commands (see `agentbash snapshot report`)",
+            unsafe_set.join(", ")
+        ));
+    }
+
+    // Functions and aliases.
+    let mut roots: Vec<&str> = Vec::new();
+    let mut helpers: BTreeSet<&str> = BTreeSet::new();
+    for name in d.functions.keys().map(String::as_str) {
+        if name.starts_with(dump::OWN_PREFIX) {
+            continue;
+        }
+        if SHADOWED_TOOLS.contains(&name) {
+            meta.dropped.push(Dropped {
+                name: name.into(),
+                kind: "function".into(),
+                reason: tool_reason(name),
+            });
+        } else if name == "command_not_found_handle" {
+            meta.dropped.push(Dropped {
+                name: name.into(),
+                kind: "function".into(),
+                reason: "interactive hook: would change how a missing command is reported".into(),
+            });
+        } else if name.starts_with('_') {
+            helpers.insert(name);
+        } else {
+            roots.push(name);
+        }
+    }
+    let mut kept_aliases = Vec::new();
+    for (name, line) in &d.aliases {
+        if SHADOWED_TOOLS.contains(&name.as_str()) {
+            meta.dropped.push(Dropped {
+                name: name.clone(),
+                kind: "alias".into(),
+                reason: tool_reason(name),
+            });
+        } else {
+            kept_aliases.push((name, line));
+        }
+    }
+    // Helpers reachable from kept functions and aliases, transitively.
+    let mut kept: BTreeSet<&str> = roots.iter().copied().collect();
+    let mut queue: Vec<&str> = roots
+        .iter()
+        .filter_map(|n| d.functions.get(*n).map(String::as_str))
+        .chain(kept_aliases.iter().map(|(_, l)| l.as_str()))
+        .collect();
+    while let Some(def) = queue.pop() {
+        for w in words(def) {
+            if helpers.contains(w) && kept.insert(w) {
+                if let Some(body) = d.functions.get(w) {
+                    queue.push(body);
+                }
+            }
+        }
+    }
+    for h in &helpers {
+        if !kept.contains(h) {
+            meta.dropped.push(Dropped {
+                name: (*h).into(),
+                kind: "function".into(),
+                reason: "`_` helper not called by any kept function or alias".into(),
+            });
+        }
+    }
+    for name in &kept {
+        if let Some(def) = d.functions.get(*name) {
+            meta.functions
+                .insert((*name).to_string(), fnv64(def.as_bytes()));
+        }
+    }
+    for (name, line) in &kept_aliases {
+        meta.aliases.insert((*name).clone(), fnv64(line.as_bytes()));
+    }
+    meta.snapshot = Some(src.snapshot_path());
+    meta
+}
+
+/// The snapshot file: options first (function bodies may need extglob to parse), then
+/// functions, then aliases (so they cannot change how the functions are parsed).
+fn render(src: &Source, d: &dump::Dump, meta: &Meta) -> String {
+    let mut t = format!(
+        "# agentbash snapshot of {} for {} (HOME={}).\n# Regenerate: agentbash snapshot refresh. What was left out and why: agentbash snapshot report.\nunset BASH_ENV\n",
+        src.rc.display(),
+        src.shell.display(),
+        src.home.display()
+    );
+    for o in &meta.options {
+        t.push_str(o);
+        t.push('\n');
+    }
+    for name in meta.functions.keys() {
+        if let Some(def) = d.functions.get(name) {
+            t.push_str(def);
+            t.push('\n');
+        }
+    }
+    if !meta.aliases.is_empty() {
+        t.push_str("shopt -s expand_aliases\n");
+        for name in meta.aliases.keys() {
+            if let Some(line) = d.aliases.get(name) {
+                t.push_str(line);
+                t.push('\n');
+            }
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_policy() {
+        assert!(option_verdict("set", "errexit").is_err());
+        assert!(option_verdict("set", "nounset").is_err());
+        assert!(option_verdict("set", "pipefail").is_err());
+        assert!(option_verdict("shopt", "extglob").is_ok());
+        assert!(option_verdict("shopt", "nullglob").is_err());
+        assert!(option_verdict("shopt", "compat42").is_ok());
+    }
+
+    #[test]
+    fn helper_closure_and_shadowing() {
+        let mut d = dump::Dump {
+            complete: true,
+            status: "done 0".into(),
+            ..Default::default()
+        };
+        for (n, body) in [
+            ("greet", "greet () \n{ \n    _zz \"$@\"\n}"),
+            ("_zz", "_zz () \n{ \n    _deeper\n}"),
+            ("_deeper", "_deeper () \n{ \n    echo deep\n}"),
+            ("_unused", "_unused () \n{ \n    :\n}"),
+            ("grep", "grep () \n{ \n    command grep --color \"$@\"\n}"),
+            ("__agentbash_dump", "__agentbash_dump () \n{ \n    :\n}"),
+        ] {
+            d.functions.insert(n.into(), body.into());
+        }
+        d.aliases.insert("ll".into(), "alias ll='ls -l'".into());
+        d.aliases
+            .insert("ls".into(), "alias ls='ls --color'".into());
+        let src = Source {
+            rc: "/h/.bashrc".into(),
+            shell: "/bin/bash".into(),
+            home: "/h".into(),
+            dir: "/tmp".into(),
+            id: "x".into(),
+        };
+        let key = Key {
+            rc: "/h/.bashrc".into(),
+            rc_len: 0,
+            rc_mtime_ns: 0,
+            rc_hash: 0,
+            shell: "/bin/bash".into(),
+            shell_mtime_ns: 0,
+            home: "/h".into(),
+        };
+        let m = build(&src, key, &d, false);
+        let kept: Vec<&str> = m.functions.keys().map(String::as_str).collect();
+        assert_eq!(kept, ["_deeper", "_zz", "greet"]);
+        let dropped: Vec<(&str, &str)> = m
+            .dropped
+            .iter()
+            .map(|x| (x.name.as_str(), x.kind.as_str()))
+            .collect();
+        assert!(dropped.contains(&("grep", "function")));
+        assert!(dropped.contains(&("_unused", "function")));
+        assert!(dropped.contains(&("ls", "alias")));
+        assert!(m.aliases.contains_key("ll"));
+        assert_eq!(m.outcome, Outcome::Ok);
+    }
+}

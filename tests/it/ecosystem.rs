@@ -1,0 +1,1259 @@
+//! Fitting the ecosystem (issue 7): generated completions and man page (committed,
+//! checked for drift, bash/fish/zsh completion driven for real), `profile` and
+//! `artifact` commands with their bad inputs, the shipped profiles, GitHub Actions
+//! output, and snapshots of help, `profile show`, `rules list` and the text renderer.
+//!
+//! Regenerate the committed files with `AGENTBASH_REGENERATE=1 cargo test --test it
+//! ecosystem::generated`; accept changed snapshots with `cargo insta review` (or
+//! `INSTA_UPDATE=always cargo test --test it ecosystem`).
+
+use crate::support::{TestEnv, bin, re, s, sh_output};
+use agentbash::cli::CompletionShell;
+use agentbash::commands::generated::{SHELLS, completion_file};
+use agentbash::profile::{Format, Live, Origin};
+use clap::ValueEnum;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn has(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `PATH` with the agentbash under test first, so completion scripts find it.
+fn path_with_agentbash() -> String {
+    let dir = bin().parent().expect("binary dir").display().to_string();
+    format!("{dir}:{}", std::env::var("PATH").unwrap_or_default())
+}
+
+// ---------------------------------------------------------------------------
+// Generated files
+
+/// (file relative to the repository, arguments that print it).
+fn generated_files() -> Vec<(&'static str, Vec<String>)> {
+    let mut v: Vec<(&str, Vec<String>)> = SHELLS
+        .iter()
+        .map(|sh| {
+            let name = sh
+                .to_possible_value()
+                .expect("shell name")
+                .get_name()
+                .to_string();
+            (completion_file(*sh), vec!["completions".to_string(), name])
+        })
+        .collect();
+    v.push(("man/agentbash.1", vec!["man".to_string()]));
+    v
+}
+
+#[test]
+fn generated_files_match_the_clap_definition() {
+    let env = TestEnv::new();
+    let regenerate = std::env::var("AGENTBASH_REGENERATE").as_deref() == Ok("1");
+    let mut drift = Vec::new();
+    for (rel, args) in generated_files() {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = env.run(&args);
+        out.assert_code(0);
+        assert!(
+            !out.stdout.is_empty(),
+            "`agentbash {}` printed nothing",
+            args.join(" ")
+        );
+        let path = repo().join(rel);
+        if std::fs::read_to_string(&path).ok().as_deref() == Some(out.stdout.as_str()) {
+            continue;
+        }
+        if regenerate {
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("create dir");
+            std::fs::write(&path, &out.stdout).expect("write generated file");
+        } else {
+            drift.push(format!("{rel} (`cargo run -- {} > {rel}`)", args.join(" ")));
+        }
+    }
+    assert!(
+        drift.is_empty(),
+        "generated files differ from what the clap definition produces:\n  {}\n\
+         Regenerate them all with:\n  AGENTBASH_REGENERATE=1 cargo test --test it ecosystem::generated",
+        drift.join("\n  ")
+    );
+}
+
+const REFERENCE_BEGIN: &str =
+    "<!-- BEGIN generated: configuration reference (profiles/default.toml) -->";
+const REFERENCE_END: &str = "<!-- END generated: configuration reference -->";
+
+/// The configuration reference, one row per key, generated from
+/// `profiles/default.toml` (every key there carries its default and meaning).
+fn configuration_reference() -> String {
+    let text = std::fs::read_to_string(repo().join("profiles/default.toml")).unwrap();
+    // Markdown: a table cell must not contain a bare `|`, and `*`, `<` and `\` would
+    // be taken for emphasis, HTML and escapes.
+    let text_cell = |s: &str| {
+        s.trim()
+            .replace('\\', "\\\\")
+            .replace('*', "\\*")
+            .replace('<', "&lt;")
+            .replace('|', "\\|")
+    };
+    let code_cell = |s: &str| s.trim().replace('|', "\\|");
+    let mut rows = vec![
+        "| key | default | meaning |".to_string(),
+        "|---|---|---|".to_string(),
+        "| `description` | `\"\"` | one line shown by `agentbash profile list` |".to_string(),
+        "| `extends` | none | profile name or path this one layers on: tables merge key by key, arrays and scalars replace |"
+            .to_string(),
+    ];
+    let mut section = String::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[') {
+            section = name.split(']').next().unwrap_or("").to_string();
+            continue;
+        }
+        if line.is_empty() || line.starts_with('#') || section.is_empty() {
+            continue;
+        }
+        let (assignment, meaning) = line.split_once(" #").unwrap_or((line, ""));
+        let (key, value) = assignment.split_once('=').expect("key = value");
+        rows.push(format!(
+            "| `{section}.{}` | `{}` | {} |",
+            key.trim(),
+            code_cell(value),
+            text_cell(meaning)
+        ));
+    }
+    format!("{REFERENCE_BEGIN}\n{}\n{REFERENCE_END}", rows.join("\n"))
+}
+
+/// Every key of a TOML table as `a.b.c` (tables flattened, `env.set` kept whole).
+fn keys(t: &toml::Table, prefix: &str, out: &mut Vec<String>) {
+    for (k, v) in t {
+        let key = format!("{prefix}{k}");
+        match v {
+            toml::Value::Table(inner) if key != "env.set" => keys(inner, &format!("{key}."), out),
+            _ => out.push(key),
+        }
+    }
+}
+
+#[test]
+fn default_profile_spells_out_every_key_with_its_meaning() {
+    let text = std::fs::read_to_string(repo().join("profiles/default.toml")).unwrap();
+    let mut spelled = Vec::new();
+    keys(&toml::from_str(&text).unwrap(), "", &mut spelled);
+    let mut schema = Vec::new();
+    keys(
+        &toml::Table::try_from(agentbash::Profile::default()).unwrap(),
+        "",
+        &mut schema,
+    );
+    spelled.sort();
+    schema.sort();
+    assert_eq!(
+        spelled, schema,
+        "profiles/default.toml and the schema disagree on the keys"
+    );
+    let mut section = "";
+    for line in text.lines() {
+        if line.starts_with('[') {
+            section = line;
+        } else if !line.starts_with('#') && line.contains('=') && !line.starts_with("description") {
+            assert!(
+                line.contains(" # "),
+                "{section} {line:?} has no comment saying what it means"
+            );
+        }
+    }
+}
+
+#[test]
+fn generated_readme_configuration_reference() {
+    let path = repo().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap_or_default();
+    let want = configuration_reference();
+    let (Some(start), Some(end)) = (readme.find(REFERENCE_BEGIN), readme.find(REFERENCE_END))
+    else {
+        panic!(
+            "README.md has no generated configuration reference: paste this where it belongs \
+             (later, `AGENTBASH_REGENERATE=1 cargo test --test it ecosystem::generated` \
+             rewrites what is between the markers):\n{want}"
+        );
+    };
+    let current = &readme[start..end + REFERENCE_END.len()];
+    if current == want {
+        return;
+    }
+    if std::env::var("AGENTBASH_REGENERATE").as_deref() == Ok("1") {
+        let updated = format!(
+            "{}{want}{}",
+            &readme[..start],
+            &readme[end + REFERENCE_END.len()..]
+        );
+        std::fs::write(&path, updated).expect("write README.md");
+        return;
+    }
+    panic!(
+        "README.md's configuration reference is out of date with profiles/default.toml; \
+         regenerate it with `AGENTBASH_REGENERATE=1 cargo test --test it ecosystem::generated`"
+    );
+}
+
+#[test]
+fn man_page_documents_exit_codes_and_environment() {
+    let env = TestEnv::new();
+    let out = env.run(&["man"]);
+    out.assert_code(0);
+    let man = &out.stdout;
+    for needle in [
+        ".SH \"EXIT STATUS\"",
+        "\\fB77\\fR",
+        "\\fB124\\fR",
+        "\\fB125\\fR",
+        ".SH ENVIRONMENT",
+        "\\fBAGENTBASH_PROFILE\\fR",
+        "\\fBAGENTBASH_NO_PTY\\fR",
+        "\\fBNO_COLOR\\fR",
+        ".SH FILES",
+        ".SS \"agentbash profile check",
+        ".SS \"agentbash artifact show",
+    ] {
+        assert!(man.contains(needle), "man page lacks {needle:?}");
+    }
+    // Subcommands are documented in this page, not in pages we do not ship.
+    assert!(
+        !man.contains("agentbash\\-run(1)"),
+        "man page points at agentbash-run(1)"
+    );
+    if has("groff") {
+        let page = env.write("agentbash.1", man);
+        let o = Command::new("groff")
+            .args(["-man", "-Tutf8", "-ww", "-z"])
+            .arg(&page)
+            .output()
+            .expect("run groff");
+        let warnings = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            o.status.success() && warnings.trim().is_empty(),
+            "groff: {warnings}"
+        );
+    } else {
+        eprintln!("groff not installed: man page not rendered");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Completion, driven for real
+
+/// An environment with a project profile `projzz` and a user profile `userzz`.
+fn completion_env() -> TestEnv {
+    let env = TestEnv::new();
+    env.write(
+        ".agentbash/profiles/projzz.toml",
+        "description = \"project\"\n",
+    );
+    let user = env.config_dir().join("profiles/userzz.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, "description = \"user\"\n").unwrap();
+    env
+}
+
+/// What bash offers for `words` (the last one is being completed), through the
+/// function the committed script registers with `complete`.
+fn bash_complete(env: &TestEnv, words: &[&str]) -> Vec<String> {
+    const DRIVER: &str = r#"
+source "$1" || exit 90
+shift
+COMP_WORDS=("$@")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+COMP_LINE="${COMP_WORDS[*]}"
+COMP_POINT=${#COMP_LINE}
+spec=$(complete -p agentbash) || exit 91
+func=$(sed -E 's/.* -F ([^ ]+) .*/\1/' <<<"$spec")
+"$func" agentbash "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s\n' "${COMPREPLY[@]}"
+"#;
+    let script = repo().join(completion_file(CompletionShell::Bash));
+    let script = script.display().to_string();
+    let mut args = vec!["-c", DRIVER, "bash", script.as_str()];
+    args.extend_from_slice(words);
+    let out = env
+        .program("bash", &args)
+        .env("PATH", path_with_agentbash())
+        .run();
+    out.assert_code(0);
+    out.stdout.lines().map(String::from).collect()
+}
+
+#[track_caller]
+fn assert_offers(got: &[String], want: &[&str], context: &str) {
+    for w in want {
+        assert!(
+            got.iter().any(|g| g == w),
+            "{context}: {w:?} not offered; got {got:?}"
+        );
+    }
+}
+
+#[test]
+fn bash_completion_offers_subcommands_and_profile_names() {
+    let env = completion_env();
+    let top = bash_complete(&env, &["agentbash", ""]);
+    assert_offers(
+        &top,
+        &[
+            "run",
+            "explain",
+            "rpc",
+            "mcp",
+            "profile",
+            "rules",
+            "artifact",
+            "completions",
+            "man",
+        ],
+        "agentbash <TAB>",
+    );
+    let profiles = ["default", "ci", "agent", "projzz", "userzz"];
+    for words in [
+        &["agentbash", "run", "-p", ""][..],
+        &["agentbash", "run", "--profile", ""],
+        &["agentbash", "explain", "-t", "5", "-p", ""],
+        &["agentbash", "rules", "list", "-p", ""],
+        &["agentbash", "artifact", "list", "--profile", ""],
+        &["agentbash", "mcp", "-p", ""],
+        &["agentbash", "profile", "show", ""],
+        &["agentbash", "profile", "check", "ci", ""],
+    ] {
+        assert_offers(&bash_complete(&env, words), &profiles, &words.join(" "));
+    }
+    assert_eq!(
+        bash_complete(&env, &["agentbash", "run", "-p", "pro"]),
+        ["projzz"]
+    );
+    assert_eq!(
+        bash_complete(&env, &["agentbash", "rules", "check", ""]),
+        ["default"]
+    );
+    // Other option values and subcommands still come from clap's script.
+    assert_offers(
+        &bash_complete(&env, &["agentbash", "run", "--mode", ""]),
+        &["auto", "print", "pty"],
+        "--mode",
+    );
+    assert_offers(
+        &bash_complete(&env, &["agentbash", "profile", ""]),
+        &["list", "show", "check"],
+        "profile <TAB>",
+    );
+    assert_offers(
+        &bash_complete(&env, &["agentbash", "run", "-"]),
+        &["--timeout", "--json"],
+        "run -",
+    );
+    // After `--`, or once the command has started, the words are the command's.
+    assert!(
+        !bash_complete(&env, &["agentbash", "run", "-t", "5", "ls", "--colo"])
+            .contains(&"--color".to_string())
+    );
+    let cmd = bash_complete(&env, &["agentbash", "run", "--", "ech"]);
+    assert!(cmd.iter().any(|c| c == "echo"), "{cmd:?}");
+    assert!(
+        bash_complete(&env, &["agentbash", "run", "--", "grep", "-p", ""])
+            .iter()
+            .all(|c| c != "projzz")
+    );
+}
+
+#[test]
+fn fish_completion_offers_profile_names() {
+    if !has("fish") {
+        eprintln!("fish not installed: fish completion not exercised");
+        return;
+    }
+    let env = completion_env();
+    let script = repo().join(completion_file(CompletionShell::Fish));
+    let complete = |line: &str| -> Vec<String> {
+        let cmd = format!("source '{}'; complete -C '{line}'", script.display());
+        let out = env
+            .program("fish", &["--no-config", "-c", &cmd])
+            .env("PATH", path_with_agentbash())
+            .run();
+        out.assert_code(0);
+        out.stdout
+            .lines()
+            .map(|l| l.split('\t').next().unwrap_or("").to_string())
+            .collect()
+    };
+    let profiles = ["default", "ci", "agent", "projzz", "userzz"];
+    assert_offers(&complete("agentbash run -p "), &profiles, "fish run -p");
+    assert_offers(
+        &complete("agentbash profile show "),
+        &profiles,
+        "fish profile show",
+    );
+    assert_offers(
+        &complete("agentbash rules check "),
+        &["default"],
+        "fish rules check",
+    );
+    assert_offers(
+        &complete("agentbash "),
+        &["run", "explain", "profile"],
+        "fish top level",
+    );
+}
+
+#[test]
+fn zsh_completion_offers_profile_names() {
+    if !has("zsh") {
+        eprintln!("zsh not installed: zsh completion not exercised");
+        return;
+    }
+    // zsh completes only in an interactive line editor: drive one through zpty and
+    // read the listing it prints.
+    const DRIVER: &str = r#"
+zmodload zsh/zpty || exit 90
+zpty z zsh -f -i
+zpty -w z "PS1='>'; fpath=($1 \$fpath); autoload -U compinit; compinit -u -D"
+zpty -w -n z "$2"$'\t'
+local all="" chunk
+for i in {1..150}; do
+    while zpty -r -t z chunk; do all+=$chunk; done
+    [[ $all == *"$3"* ]] && break
+    sleep 0.1
+done
+print -r -- "$all"
+zpty -d z
+"#;
+    let env = completion_env();
+    let fpath = env.root().join("zfunc");
+    std::fs::create_dir_all(&fpath).unwrap();
+    std::fs::copy(
+        repo().join(completion_file(CompletionShell::Zsh)),
+        fpath.join("_agentbash"),
+    )
+    .unwrap();
+    let fpath = fpath.display().to_string();
+    for line in ["agentbash run -p ", "agentbash profile show "] {
+        let out = env
+            .program("zsh", &["-f", "-c", DRIVER, "zsh", &fpath, line, "userzz"])
+            .env("PATH", path_with_agentbash())
+            .run();
+        let listing = re(r"\x1b\[[0-9;?]*[A-Za-z]").replace_all(&out.stdout, "");
+        for name in ["default", "ci", "agent", "projzz", "userzz"] {
+            assert!(
+                listing.contains(name),
+                "zsh `{line}<TAB>`: {name} not offered:\n{listing}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// profile list | show | check
+
+#[test]
+fn profile_list_shows_origin_description_and_shadowing() {
+    let env = TestEnv::new();
+    let out = env.run(&["profile", "list"]);
+    out.assert_code(0);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("NAME")
+            && lines[0].contains("ORIGIN")
+            && lines[0].contains("DESCRIPTION")
+    );
+    for name in ["default", "ci", "agent"] {
+        let row = lines
+            .iter()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{}", out.stdout));
+        assert!(row.contains(&format!("built-in:{name}")), "{row}");
+    }
+    assert!(out.stdout.contains("Headless CI"), "ci description missing");
+
+    // A project `ci` shadows the built-in; an invalid profile is listed as such.
+    env.write(
+        ".agentbash/profiles/ci.toml",
+        "description = \"our CI\"\nextends = \"ci\"\n",
+    );
+    env.write(
+        ".agentbash/profiles/broken.toml",
+        "[timeout]\ndefualt = 3\n",
+    );
+    let out = env.run(&["profile", "list"]);
+    out.assert_code(0);
+    let project_ci = env
+        .work()
+        .join(".agentbash/profiles/ci.toml")
+        .display()
+        .to_string();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let i = lines
+        .iter()
+        .position(|l| l.starts_with("ci "))
+        .expect("ci row");
+    assert!(
+        lines[i].contains(&project_ci) && lines[i].ends_with("our CI"),
+        "{}",
+        lines[i]
+    );
+    assert!(
+        lines[i + 1].trim_start().starts_with("built-in:ci")
+            && lines[i + 1].contains(&format!("(shadowed by {project_ci})")),
+        "shadowed built-in not shown under the project ci:\n{}",
+        out.stdout
+    );
+    let broken = lines
+        .iter()
+        .find(|l| l.starts_with("broken "))
+        .expect("broken row");
+    assert!(
+        broken.contains("INVALID") && broken.contains("agentbash profile check broken"),
+        "{broken}"
+    );
+
+    let names = env.run(&["profile", "list", "--names"]);
+    names.assert_code(0);
+    assert_eq!(names.stdout, "agent\nbroken\nci\ndefault\n");
+    // The completion helper is not advertised.
+    assert!(
+        !env.run(&["profile", "list", "--help"])
+            .stdout
+            .contains("--names")
+    );
+}
+
+#[test]
+fn profile_show_prints_the_resolved_toml_with_origins() {
+    let env = TestEnv::new();
+    let out = env.run(&["profile", "show", "ci"]);
+    out.assert_code(0);
+    assert!(out.stdout.starts_with(
+        "# profile ci from built-in:ci\n# layers, lowest first: built-in:default < built-in:ci\n"
+    ));
+    let table: toml::Table = toml::from_str(&out.stdout).expect("profile show prints TOML");
+    assert_eq!(table["render"]["live"].as_str(), Some("stream"));
+    assert_eq!(
+        table["timeout"]["max"].as_integer(),
+        Some(3600),
+        "merged from the built-in"
+    );
+    assert!(
+        table.get("extends").is_none(),
+        "the resolved profile has no extends"
+    );
+
+    // --origin: each value says which layer set it, nested tables included.
+    env.write(
+        ".agentbash/profiles/mine.toml",
+        "extends = \"ci\"\n[env]\nset = { FOO = \"bar\" }\n[timeout]\ndefault = 60\n",
+    );
+    let mine = env
+        .work()
+        .join(".agentbash/profiles/mine.toml")
+        .display()
+        .to_string();
+    let out = env.run(&["profile", "show", "--origin", "mine"]);
+    out.assert_code(0);
+    for line in [
+        format!("default = 60  # from {mine}"),
+        format!("FOO = \"bar\"  # from {mine}"),
+        "live = \"stream\"  # from built-in:ci".to_string(),
+        "max = 3600  # from built-in:ci".to_string(),
+        "preview_lines = 10  # from built-in:default".to_string(),
+    ] {
+        assert!(
+            out.stdout.lines().any(|l| l == line),
+            "missing {line:?} in:\n{}",
+            out.stdout
+        );
+    }
+
+    // What `show` prints loads back as the same profile.
+    let shown = env.run(&["profile", "show", "mine"]);
+    env.write("shown.toml", &shown.stdout);
+    let again = env.run(&["profile", "show", "./shown.toml"]);
+    again.assert_code(0);
+    let body = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(body(&again.stdout), body(&shown.stdout));
+
+    // The default is AGENTBASH_PROFILE, then `default`.
+    let out = env
+        .cmd(&["profile", "show"])
+        .env("AGENTBASH_PROFILE", "agent")
+        .run();
+    assert!(
+        out.stdout
+            .starts_with("# profile agent from built-in:agent\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        env.run(&["profile", "show"])
+            .stdout
+            .starts_with("# profile default from built-in:default\n")
+    );
+}
+
+#[test]
+fn profile_show_unknown_profile_is_a_clear_error() {
+    let env = TestEnv::new();
+    for args in [
+        &["profile", "show", "nope"][..],
+        &["profile", "show", "./missing.toml"],
+    ] {
+        let out = env.run(args);
+        out.assert_code(125);
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
+        assert!(out.stderr.starts_with("agentbash: "), "{}", out.stderr);
+    }
+    let out = env.run(&["profile", "show", "nope"]);
+    assert!(
+        out.stderr.contains("profile \"nope\" not found"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("agentbash profile list"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn profile_check_reports_file_line_col() {
+    let env = TestEnv::new();
+    let out = env.run(&["profile", "check"]);
+    out.assert_code(0);
+    assert_eq!(
+        out.stdout,
+        "ok       built-in:agent\nok       built-in:ci\nok       built-in:default\n3 profiles checked, 0 invalid\n"
+    );
+
+    let bad = env.write(
+        ".agentbash/profiles/bad.toml",
+        "description = \"x\"\n\n[timeout]\ndefualt = 30\n",
+    );
+    let range = env.write("range.toml", "[timeout]\nmax = 99999\n");
+    let syntax = env.write("syntax.toml", "[output\nmax_bytes = 1\n");
+    let out = env.run(&["profile", "check"]);
+    out.assert_code(1);
+    assert!(
+        out.stdout.contains(&format!(
+            "invalid  {}:4:1: unknown field `defualt`",
+            bad.display()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("did you mean `default`?"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.ends_with("4 profiles checked, 1 invalid\n"),
+        "{}",
+        out.stdout
+    );
+
+    let out = env.run(&["profile", "check", "range.toml", "./syntax.toml"]);
+    out.assert_code(1);
+    assert!(
+        out.stdout.contains(&format!(
+            "{}:2:1: timeout.max: 99999 is out of range",
+            range.display()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!("{}:1:", syntax.display())),
+        "{}",
+        out.stdout
+    );
+
+    // Names and files that are fine pass; an unknown name fails the check.
+    env.run(&["profile", "check", "ci", "agent"]).assert_code(0);
+    let out = env.run(&["profile", "check", "default", "nope"]);
+    out.assert_code(1);
+    assert!(
+        out.stdout.contains("invalid  profile \"nope\" not found"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn profile_check_checks_shadowed_definitions_too() {
+    let env = TestEnv::new();
+    // A valid project ci shadows the built-in; a broken user ci sits between them.
+    env.write(".agentbash/profiles/ci.toml", "description = \"ours\"\n");
+    let user = env.config_dir().join("profiles/ci.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, "[render]\nlive = \"loud\"\n").unwrap();
+    let out = env.run(&["profile", "check"]);
+    out.assert_code(1);
+    assert!(
+        out.stdout
+            .contains(&format!("invalid  {}:2:8", user.display())),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("ok       built-in:ci"),
+        "{}",
+        out.stdout
+    );
+    // Checking the name checks what `-p ci` would load, which is fine.
+    env.run(&["profile", "check", "ci"]).assert_code(0);
+}
+
+// ---------------------------------------------------------------------------
+// artifact list | show | path | rm | gc
+
+/// Run `seq 1 <n>` with a one-line view, so the whole output spills to an artifact.
+fn spill(env: &TestEnv, n: u32) {
+    env.run(&["run", "--tail", "1", "--", &format!("seq 1 {n}")])
+        .assert_code(0);
+}
+
+#[test]
+fn artifact_commands_accept_ids_and_urls() {
+    let env = TestEnv::new();
+    spill(&env, 3000);
+    spill(&env, 5);
+    let seq = sh_output("seq 1 3000");
+
+    let list = env.run(&["artifact", "list"]);
+    list.assert_code(0);
+    let rows: Vec<&str> = list.stdout.lines().collect();
+    assert!(rows[0].starts_with("ID") && rows[0].contains("SIZE") && rows[0].contains("AGE"));
+    assert_eq!(rows.len(), 3, "{}", list.stdout);
+    let row1 = rows
+        .iter()
+        .find(|r| r.starts_with("artifact://1 "))
+        .expect("row for 1");
+    assert!(row1.contains("13.6KB"), "{row1}");
+    assert!(rows.iter().any(|r| r.starts_with("artifact://2 ")));
+
+    for id in ["1", "artifact://1", " 1 "] {
+        let out = env.run(&["artifact", "show", id]);
+        out.assert_code(0);
+        assert_eq!(out.stdout_bytes, seq, "artifact show {id:?}");
+    }
+    let out = env.run(&["artifact", "show", "artifact://1", "--head", "3"]);
+    assert_eq!(out.stdout, "1\n2\n3\n");
+    let out = env.run(&["artifact", "show", "1", "--tail", "2"]);
+    assert_eq!(out.stdout, "2999\n3000\n");
+    let out = env.run(&["artifact", "show", "1", "--head", "10", "--tail", "2"]);
+    assert_eq!(out.stdout, "9\n10\n", "--tail applies to the --head lines");
+    env.run(&["artifact", "show", "1", "--head", "0"])
+        .assert_code(2);
+
+    let out = env.run(&["artifact", "path", "artifact://2"]);
+    out.assert_code(0);
+    let path = PathBuf::from(out.stdout.trim_end());
+    assert_eq!(path, env.state_dir().join("artifacts/2.bash.log"));
+    assert_eq!(std::fs::read(&path).unwrap(), b"1\n2\n3\n4\n5\n");
+
+    let out = env.run(&["artifact", "rm", "2"]);
+    out.assert_code(0);
+    assert_eq!(out.stdout, "removed artifact://2\n");
+    assert!(!path.exists());
+    let out = env.run(&["artifact", "show", "2"]);
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("no artifact artifact://2"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("agentbash artifact list"),
+        "the hint: {}",
+        out.stderr
+    );
+    env.run(&["artifact", "rm", "artifact://2"]).assert_code(1);
+    env.run(&["artifact", "path", "2"]).assert_code(1);
+}
+
+#[test]
+fn artifact_ids_are_validated() {
+    let env = TestEnv::new();
+    spill(&env, 10);
+    // Something a traversal would reach, to prove it is never read or removed.
+    env.write("x", "secret");
+    std::fs::write(env.state_dir().join("x.bash.log"), "secret").unwrap();
+    for bad in [
+        "../x",
+        "-1",
+        "abc",
+        "1/../../x",
+        "artifact://../x",
+        "artifact://",
+        "",
+        "3.bash.log",
+        "+1",
+        "0x1",
+    ] {
+        for sub in ["show", "path", "rm"] {
+            let out = env.run(&["artifact", sub, bad]);
+            out.assert_code(2);
+            assert!(
+                out.stderr.contains(&format!("invalid artifact id {bad:?}")),
+                "artifact {sub} {bad:?}: {}",
+                out.stderr
+            );
+            assert!(out.stdout.is_empty());
+        }
+    }
+    assert!(env.work().join("x").exists() && env.state_dir().join("x.bash.log").exists());
+    env.run(&["artifact", "show", "1"]).assert_code(0);
+}
+
+#[test]
+fn artifact_list_with_nothing_spilled() {
+    let env = TestEnv::new();
+    let out = env.run(&["artifact", "list"]);
+    out.assert_code(0);
+    assert!(out.stdout.is_empty());
+    assert!(out.stderr.starts_with("no artifacts in "), "{}", out.stderr);
+}
+
+/// Write an artifact of `size` bytes last modified `age_days` ago.
+fn old_artifact(dir: &Path, id: u64, size: usize, age_days: u64) {
+    let path = dir.join(format!("{id}.bash.log"));
+    std::fs::write(&path, vec![b'x'; size]).unwrap();
+    std::fs::write(dir.join(format!("{id}.json")), "{}").unwrap();
+    let when = SystemTime::now() - Duration::from_secs(age_days * 86_400 + 60);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(when))
+        .expect("set mtime");
+}
+
+#[test]
+fn artifact_gc_honours_age_and_size_limits() {
+    let env = TestEnv::new();
+    env.write(
+        ".agentbash/profiles/small.toml",
+        "[artifacts]\ndir = \"arts\"\nmax_total_bytes = 1000\nmax_age_days = 2\n",
+    );
+    let dir = env.work().join("arts");
+    std::fs::create_dir_all(&dir).unwrap();
+    old_artifact(&dir, 1, 600, 10); // too old
+    old_artifact(&dir, 2, 600, 1); // oldest of the rest: removed to fit 1000 bytes
+    old_artifact(&dir, 3, 600, 0);
+    old_artifact(&dir, 4, 300, 0);
+    let exists = |id: u64| dir.join(format!("{id}.bash.log")).exists();
+
+    let out = env.run(&["artifact", "gc", "--dry-run", "-p", "small"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout
+            .contains("would remove artifact://1 (600B, 10d old)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("would remove artifact://2 (600B, 1d old)"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("artifact://3") && !out.stdout.contains("artifact://4"));
+    assert!(
+        out.stdout
+            .ends_with("would free 2 artifact(s), 1.2KB; 2 kept\n"),
+        "{}",
+        out.stdout
+    );
+    assert!((1..=4).all(exists), "--dry-run removed something");
+
+    let out = env
+        .cmd(&["artifact", "gc"])
+        .env("AGENTBASH_PROFILE", "small")
+        .run();
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("removed artifact://1 "),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.ends_with("freed 2 artifact(s), 1.2KB; 2 kept\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(!exists(1) && !exists(2) && exists(3) && exists(4));
+    assert!(
+        !dir.join("1.json").exists(),
+        "the sidecar goes with the artifact"
+    );
+    // The sidecar's command is listed (on one line).
+    std::fs::write(
+        dir.join("3.json"),
+        r#"{"command":"cargo test\n--all","cwd":"/x","exit_code":1,"created_unix":0}"#,
+    )
+    .unwrap();
+    let listed = env.run(&["artifact", "list", "-p", "small"]).stdout;
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with("artifact://3 "))
+        .expect("row 3");
+    assert!(row.ends_with("  cargo test --all"), "{row}");
+    assert!(!listed.contains("artifact://1 "), "{listed}");
+
+    let out = env.run(&["artifact", "gc", "-p", "small"]);
+    assert!(
+        out.stdout.ends_with("freed 0 artifact(s), 0B; 2 kept\n"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn artifact_commands_with_a_bad_profile_fail_like_run() {
+    let env = TestEnv::new();
+    let out = env.run(&["artifact", "list", "-p", "nope"]);
+    out.assert_code(125);
+    assert!(
+        out.stderr.contains("profile \"nope\" not found"),
+        "{}",
+        out.stderr
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Shipped profiles
+
+fn builtin(name: &str) -> agentbash::LoadedProfile {
+    agentbash::Lookup::new("/")
+        .load_origin(name.to_string(), Origin::Builtin(name.to_string()))
+        .unwrap_or_else(|e| panic!("built-in {name}: {e}"))
+}
+
+#[test]
+fn shipped_profiles_are_real_configurations() {
+    let default = builtin("default").profile;
+    let spec = agentbash::Profile {
+        description: default.description.clone(),
+        ..Default::default()
+    };
+    assert_eq!(default, spec, "default is the SPEC defaults");
+
+    let ci = builtin("ci").profile;
+    assert_eq!(ci.render.live, Live::Stream, "ci streams live output");
+    assert!(ci.timeout.default >= 3600 && ci.timeout.max >= ci.timeout.default);
+    assert_eq!(ci.artifacts.dir, ".agentbash/artifacts");
+    assert!(ci.artifacts.enabled);
+    assert_ne!(
+        ci.render.ci_annotations,
+        agentbash::profile::CiAnnotations::Never
+    );
+    assert_eq!(ci.render.format, Format::Text);
+    assert!(ci.output.max_bytes > default.output.max_bytes);
+
+    let agent = builtin("agent");
+    let a = &agent.profile;
+    assert!(
+        a.output.head_bytes > 0 && a.output.head_bytes < a.output.max_bytes,
+        "agent keeps head and tail"
+    );
+    assert!(a.output.max_columns > 0, "agent caps columns");
+    assert_eq!(a.render.format, Format::Json);
+    assert!(a.interceptor.enabled);
+    let rules = agent.rule_set().expect("agent's rule packs load");
+    for tool in ["read", "grep", "glob", "edit", "write"] {
+        assert!(
+            a.interceptor.tools.iter().any(|t| t == tool),
+            "agent declares {tool}"
+        );
+        assert!(
+            rules.rules().iter().any(|r| r.tool == tool),
+            "no rule routes to `{tool}`: the name would be dead"
+        );
+    }
+}
+
+#[test]
+fn agent_profile_runs_as_json_with_head_and_tail() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "-p", "agent", "--", "seq 1 20000"]);
+    out.assert_code(0);
+    let v = out.json();
+    let output = s(&v, "output");
+    assert!(output.starts_with("1\n2\n3\n"), "head kept");
+    assert!(output.ends_with("19999\n20000"), "tail kept");
+    assert_eq!(v["truncation"]["direction"], "middle");
+    let out = env.run(&["run", "-p", "agent", "--", "cat Cargo.toml"]);
+    out.assert_code(77);
+}
+
+// ---------------------------------------------------------------------------
+// GitHub Actions
+
+fn github(env: &TestEnv, args: &[&str]) -> crate::support::Output {
+    env.cmd(args).env("GITHUB_ACTIONS", "true").run()
+}
+
+#[test]
+fn github_actions_groups_output_and_annotates_failures() {
+    let env = TestEnv::new();
+    for profile in ["ci", "default"] {
+        // Success: a group, no annotation.
+        let out = github(&env, &["run", "-p", profile, "--", "echo hi"]);
+        out.assert_code(0);
+        assert_eq!(
+            out.stdout, "::group::$ echo hi\nhi\n::endgroup::\n",
+            "-p {profile}"
+        );
+
+        // Failure: the annotation names the exit code.
+        let out = github(&env, &["run", "-p", profile, "--", "echo hi; exit 3"]);
+        out.assert_code(3);
+        assert_eq!(
+            out.stdout,
+            "::group::$ echo hi; exit 3\nhi\n::endgroup::\n\
+             ::error title=agentbash::Command `echo hi; exit 3` exited with code 3\n",
+            "-p {profile}"
+        );
+    }
+
+    // Failure with cut output: the annotation points at the artifact to upload.
+    let out = github(
+        &env,
+        &["run", "-p", "ci", "--tail", "2", "--", "seq 1 10; exit 4"],
+    );
+    out.assert_code(4);
+    let error = out.stdout.lines().last().unwrap_or_default();
+    let m = re(r"^::error title=agentbash::Command `seq 1 10; exit 4` exited with code 4; full output: (.+/\.agentbash/artifacts/(\d+)\.bash\.log)$")
+        .captures(error)
+        .unwrap_or_else(|| panic!("annotation: {error}"))
+        .get(1)
+        .unwrap()
+        .as_str()
+        .to_string();
+    assert!(m.starts_with(&env.work().display().to_string()), "{m}");
+    assert_eq!(std::fs::read(&m).unwrap(), sh_output("seq 1 10"));
+
+    // Timeout and agentbash's own failures are annotated too; no group for a run
+    // that never started.
+    let out = github(&env, &["run", "-p", "ci", "-t", "1", "--", "sleep 5"]);
+    out.assert_code(124);
+    assert!(out.stdout.ends_with("::endgroup::\n::error title=agentbash::Command `sleep 5` timed out after 1s (exit 124)\n"), "{}", out.stdout);
+    let out = github(&env, &["run", "-p", "ci", "-C", "nowhere", "--", "true"]);
+    out.assert_code(125);
+    assert!(!out.stdout.contains("::group::"), "{}", out.stdout);
+    assert!(out.stdout.starts_with("::error title=agentbash::Command `true` did not run (exit 125): Working directory does not exist"), "{}", out.stdout);
+
+    // Without GITHUB_ACTIONS, or with annotations off, nothing of the sort.
+    let out = env.run(&["run", "-p", "ci", "--", "echo hi; exit 3"]);
+    assert_eq!(out.stdout, "hi\n");
+    env.write(
+        ".agentbash/profiles/quiet-ci.toml",
+        "extends = \"ci\"\n[render]\nci_annotations = \"never\"\n",
+    );
+    let out = github(&env, &["run", "-p", "quiet-ci", "--", "echo hi; exit 3"]);
+    assert_eq!(out.stdout, "hi\n");
+}
+
+#[test]
+fn github_actions_stream_opens_the_group_before_the_output() {
+    let env = TestEnv::new();
+    let mut run = env
+        .cmd(&[
+            "run",
+            "-p",
+            "ci",
+            "--",
+            "echo first; sleep 1; echo second; exit 1",
+        ])
+        .env("GITHUB_ACTIONS", "true")
+        .spawn();
+    let (_, group) = run.next_line(Duration::from_secs(10)).expect("group line");
+    assert_eq!(
+        group,
+        "::group::$ echo first; sleep 1; echo second; exit 1\n"
+    );
+    let (at, first) = run.next_line(Duration::from_secs(10)).expect("first line");
+    assert_eq!(first, "first\n");
+    let out = run.wait();
+    out.assert_code(1);
+    assert!(
+        at < out.elapsed - Duration::from_millis(500),
+        "output was not streamed"
+    );
+    assert!(out.stdout.ends_with("second\n::endgroup::\n::error title=agentbash::Command `echo first; sleep 1; echo second; exit 1` exited with code 1\n"), "{}", out.stdout);
+}
+
+#[test]
+fn colour_in_ci_logs() {
+    let env = TestEnv::new();
+    let esc = |s: &str| s.contains('\x1b');
+    // Into a pipe: no colour, unless forced or on GitHub Actions (which renders it).
+    let plain = env.run(&["run", "--", "echo hi; exit 3"]);
+    assert!(!esc(&plain.stderr) && !esc(&plain.stdout));
+    let forced = env.run(&["run", "--color", "always", "--", "echo hi; exit 3"]);
+    assert!(esc(&forced.stderr), "{:?}", forced.stderr);
+    assert_eq!(
+        forced.stdout, "hi\n",
+        "the command's output stays sanitized"
+    );
+    let clicolor = env
+        .cmd(&["run", "--", "exit 3"])
+        .env("CLICOLOR_FORCE", "1")
+        .run();
+    assert!(esc(&clicolor.stderr));
+    let gha = github(&env, &["run", "-p", "ci", "--", "exit 3"]);
+    assert!(esc(&gha.stderr), "{:?}", gha.stderr);
+    let no_color = env
+        .cmd(&["run", "-p", "ci", "--", "exit 3"])
+        .env("GITHUB_ACTIONS", "true")
+        .env("NO_COLOR", "1")
+        .run();
+    assert!(!esc(&no_color.stderr), "{:?}", no_color.stderr);
+    let never = github(&env, &["run", "--color", "never", "--", "exit 3"]);
+    assert!(!esc(&never.stderr));
+}
+
+// ---------------------------------------------------------------------------
+// Snapshots
+
+#[test]
+fn snapshot_help() {
+    let env = TestEnv::new();
+    let top = env.cmd(&["--help"]).env("COLUMNS", "100").run();
+    top.assert_code(0);
+    insta::assert_snapshot!("help", top.stdout);
+    let run = env.cmd(&["run", "--help"]).env("COLUMNS", "100").run();
+    run.assert_code(0);
+    insta::assert_snapshot!("run_help", run.stdout);
+}
+
+#[test]
+fn snapshot_profile_show_default() {
+    let env = TestEnv::new();
+    let out = env.run(&["profile", "show", "default"]);
+    out.assert_code(0);
+    insta::assert_snapshot!("profile_show_default", out.stdout);
+}
+
+#[test]
+fn snapshot_rules_list() {
+    let env = TestEnv::new();
+    let out = env.run(&["rules", "list"]);
+    out.assert_code(0);
+    insta::assert_snapshot!("rules_list", out.stdout);
+}
+
+/// The final screen of a terminal that received `raw`, with colours and weights
+/// written as tags (`<bold red>exit 3</>`), trailing blanks trimmed.
+fn screen(raw: &[u8], rows: u16, cols: u16) -> String {
+    let nz = |n: u16| std::num::NonZeroU16::new(n).expect("non-zero size");
+    let mut parser = vt100::Parser::new(nz(rows), nz(cols), 0);
+    parser.process(raw);
+    let screen = parser.screen();
+    let mut out = Vec::new();
+    for row in 0..rows {
+        let mut line = String::new();
+        let mut style = String::new();
+        for col in 0..cols {
+            let Some(cell) = screen.cell(row, col) else {
+                continue;
+            };
+            if cell.is_wide_continuation() {
+                continue;
+            }
+            let mut tags = Vec::new();
+            if cell.bold() {
+                tags.push("bold".to_string());
+            }
+            if cell.dim() {
+                tags.push("dim".to_string());
+            }
+            const NAMES: [&str; 8] = [
+                "black", "red", "green", "yellow", "blue", "magenta", "cyan", "white",
+            ];
+            match cell.fgcolor() {
+                vt100::Color::Default => {}
+                vt100::Color::Idx(i) if i < 8 => tags.push(NAMES[i as usize].to_string()),
+                vt100::Color::Idx(i) => tags.push(format!("fg{i}")),
+                vt100::Color::Rgb(r, g, b) => tags.push(format!("#{r:02x}{g:02x}{b:02x}")),
+            }
+            let text = if cell.has_contents() {
+                cell.contents()
+            } else {
+                " "
+            };
+            let tags = tags.join(" ");
+            if tags != style {
+                if !style.is_empty() {
+                    line.push_str("</>");
+                }
+                if !tags.is_empty() {
+                    line.push_str(&format!("<{tags}>"));
+                }
+                style = tags;
+            }
+            line.push_str(text);
+        }
+        if !style.is_empty() {
+            line.push_str("</>");
+        }
+        out.push(line.trim_end().to_string());
+    }
+    while out.last().is_some_and(|l| l.is_empty()) {
+        out.pop();
+    }
+    out.join("\n")
+}
+
+/// Run agentbash with `args` on a 100x40 terminal (`script` gives it one) and return
+/// the final screen with durations filtered, and the exit code.
+fn on_a_terminal(env: &TestEnv, args: &[&str]) -> (String, Option<i32>) {
+    assert!(
+        has("script"),
+        "`script` (util-linux) is needed to give agentbash a terminal"
+    );
+    let quote = |a: &str| format!("'{}'", a.replace('\'', "'\\''"));
+    let inner = format!(
+        "stty cols 100 rows 40 2>/dev/null; exec {} {}",
+        quote(&bin().display().to_string()),
+        args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+    );
+    let out = env
+        .program("script", &["-qec", &inner, "/dev/null"])
+        .env("SHELL", "/bin/sh")
+        .run();
+    let shown = screen(&out.stdout_bytes, 40, 100);
+    let shown = re(r"· \d+(\.\d+)?m?s · |· \d+m\d+s · ").replace_all(&shown, "· [duration] · ");
+    (shown.into_owned(), out.code())
+}
+
+#[test]
+fn snapshot_text_renderer_on_a_terminal() {
+    let env = TestEnv::new();
+    let (shown, code) = on_a_terminal(&env, &["run", "--color", "always", "--", "echo hi; exit 3"]);
+    assert_eq!(code, Some(3));
+    insta::assert_snapshot!("text_renderer_tty_exit_3", shown);
+
+    // A longer output collapses to the last preview_lines lines.
+    let (shown, code) = on_a_terminal(&env, &["run", "--color", "always", "--", "seq 1 25"]);
+    assert_eq!(code, Some(0));
+    insta::assert_snapshot!("text_renderer_tty_preview", shown);
+}

@@ -1,0 +1,739 @@
+//! Persistent sessions (§6.3, issue 5): what carries over between runs with one
+//! `--session NAME`, what a timed-out or cancelled run leaves (nothing), serialization
+//! of concurrent runs, the session commands, and — through the library — live shells
+//! reused by long-lived callers.
+
+use crate::support::{TestEnv, procs_with_cmdline, s};
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["run", "--json"];
+    a.extend_from_slice(args);
+    env.run(&a).json()
+}
+
+/// `agentbash run --json -s NAME -- CMD`, its output.
+#[track_caller]
+fn in_session(env: &TestEnv, name: &str, cmd: &str) -> String {
+    let v = run_json(env, &["-s", name, "--", cmd]);
+    s(&v, "output").to_string()
+}
+
+#[test]
+fn cwd_persists_and_cwd_flag_is_relative_to_it() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.work().join("a/b")).expect("mkdir");
+    let work = env.work().display().to_string();
+    let v = run_json(&env, &["-s", "w", "--", "cd a"]);
+    assert_eq!(s(&v, "cwd"), work);
+    assert_eq!(s(&v, "final_cwd"), format!("{work}/a"));
+    assert_eq!(v["session"], "w");
+    assert_eq!(in_session(&env, "w", "pwd"), format!("{work}/a"));
+    let v = run_json(&env, &["-s", "w", "-C", "b", "--", "pwd"]);
+    assert_eq!(s(&v, "output"), format!("{work}/a/b"));
+    assert_eq!(
+        s(&v, "final_cwd"),
+        format!("{work}/a/b"),
+        "-C moves the session"
+    );
+    assert_eq!(in_session(&env, "w", "cd ..; pwd"), format!("{work}/a"));
+    // Another session and a session-less run are unaffected.
+    assert_eq!(in_session(&env, "other", "pwd"), work);
+    assert_eq!(s(&run_json(&env, &["--", "pwd"]), "output"), work);
+}
+
+#[test]
+fn exports_unsets_variables_functions_and_aliases_persist() {
+    let env = TestEnv::new();
+    in_session(
+        &env,
+        "st",
+        r#"export X=1 Q=$'line1\nline2 "quoted" $dollar \\back'; plain=kept; arr=(a "b c"); f() { echo "f:$1"; }; alias hi='echo hi-alias'"#,
+    );
+    assert_eq!(
+        in_session(
+            &env,
+            "st",
+            r#"echo "$X"; printf '%s\n' "$Q"; echo "$plain ${arr[1]}"; f x; hi; env | grep -c '^X=1$'"#
+        ),
+        "1\nline1\nline2 \"quoted\" $dollar \\back\nkept b c\nf:x\nhi-alias\n1"
+    );
+    in_session(&env, "st", "unset X plain; unset -f f; unalias hi");
+    assert_eq!(
+        in_session(
+            &env,
+            "st",
+            r#"echo "${X-unset} ${plain-unset}"; type -t f hi || echo gone"#
+        ),
+        "unset unset\ngone"
+    );
+    // An inherited variable unset in the session stays unset; one it never touched
+    // is inherited.
+    let with_parent = |cmd: &str| {
+        let v = env
+            .cmd(&["run", "--json", "-s", "st", "--", cmd])
+            .env("FROM_PARENT", "inherited")
+            .env("UNTOUCHED", "inherited")
+            .run()
+            .json();
+        s(&v, "output").to_string()
+    };
+    assert_eq!(
+        with_parent("echo $FROM_PARENT; unset FROM_PARENT"),
+        "inherited"
+    );
+    assert_eq!(
+        with_parent("echo ${FROM_PARENT-unset} $UNTOUCHED"),
+        "unset inherited"
+    );
+}
+
+#[test]
+fn env_flag_wins_for_one_run_without_persisting() {
+    let env = TestEnv::new();
+    in_session(&env, "e", "export MODE=session");
+    let v = run_json(&env, &["-s", "e", "-e", "MODE=flag", "--", "echo $MODE"]);
+    assert_eq!(s(&v, "output"), "flag");
+    assert_eq!(in_session(&env, "e", "echo $MODE"), "session");
+}
+
+#[test]
+fn snapshot_names_removed_in_a_session_stay_removed() {
+    let env = TestEnv::new();
+    std::fs::write(env.home().join(".bashrc"), crate::snapshot::BASHRC).expect("rc");
+    assert_eq!(
+        in_session(&env, "r", "greet s; unalias hey; unset -f greet"),
+        "hello s"
+    );
+    assert_eq!(
+        in_session(&env, "r", "type -t greet hey || echo gone"),
+        "gone"
+    );
+    // Only the session's own definitions are stored, not the snapshot's.
+    let show = env.run(&["session", "show", "r"]);
+    assert!(show.stdout.contains("functions  -"), "{}", show.stdout);
+    assert!(
+        show.stdout
+            .contains("removed    functions: greet; aliases: hey"),
+        "{}",
+        show.stdout
+    );
+}
+
+#[test]
+fn venv_activation_and_deactivation_carry_over() {
+    let env = TestEnv::new();
+    if std::process::Command::new("python3")
+        .arg("-c")
+        .arg("import venv")
+        .output()
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
+        eprintln!("skipped: python3 with venv is not available");
+        return;
+    }
+    let work = env.work().display().to_string();
+    let v = run_json(
+        &env,
+        &[
+            "-s",
+            "py",
+            "--",
+            "python3 -m venv --without-pip v && source v/bin/activate",
+        ],
+    );
+    assert_eq!(v["exit_code"], 0, "{v:#}");
+    assert_eq!(
+        in_session(&env, "py", "command -v python; echo $VIRTUAL_ENV"),
+        format!("{work}/v/bin/python\n{work}/v")
+    );
+    in_session(&env, "py", "deactivate");
+    let after = in_session(
+        &env,
+        "py",
+        "command -v python || echo none; echo ${VIRTUAL_ENV-unset}; declare -F deactivate || echo no-deactivate",
+    );
+    assert!(!after.contains(&format!("{work}/v/bin/python")), "{after}");
+    assert!(after.ends_with("unset\nno-deactivate"), "{after}");
+}
+
+#[test]
+fn exit_code_passes_through_and_state_is_still_saved() {
+    let env = TestEnv::new();
+    let v = run_json(
+        &env,
+        &[
+            "-s",
+            "x",
+            "--",
+            "export AFTER_EXIT=yes; mkdir -p d; cd d; exit 3",
+        ],
+    );
+    assert_eq!(v["exit_code"], 3);
+    assert_eq!(
+        in_session(&env, "x", "echo $AFTER_EXIT; pwd"),
+        format!("yes\n{}/d", env.work().display())
+    );
+    // set -e in one run does not leak into the next.
+    let v = run_json(&env, &["-s", "x", "--", "set -e; false; echo unreachable"]);
+    assert_eq!(v["exit_code"], 1);
+    assert_eq!(
+        in_session(&env, "x", "false; echo next-run-continues"),
+        "next-run-continues"
+    );
+}
+
+#[test]
+fn a_timed_out_run_leaves_the_session_unchanged() {
+    let env = TestEnv::new();
+    in_session(&env, "t", "export KEEP=before; mkdir -p sub");
+    let n = crate::support::nonce();
+    let v = run_json(
+        &env,
+        &[
+            "-s",
+            "t",
+            "-t",
+            "1",
+            "--",
+            &format!("export KEEP=during; cd sub; f() {{ :; }}; sleep 41.{n}"),
+        ],
+    );
+    assert_eq!(v["timed_out"], true);
+    assert_eq!(v["exit_code"], 124);
+    assert_eq!(s(&v, "final_cwd"), env.work().display().to_string());
+    assert_eq!(
+        in_session(&env, "t", "echo $KEEP; pwd; type -t f || echo no-f"),
+        format!("before\n{}\nno-f", env.work().display())
+    );
+    assert!(procs_with_cmdline(&format!("sleep 41.{n}"), Duration::from_secs(2)).is_empty());
+}
+
+#[test]
+fn a_cancelled_run_leaves_the_session_unchanged() {
+    let env = TestEnv::new();
+    in_session(&env, "c", "export KEEP=before");
+    let n = crate::support::nonce();
+    let mut r = env
+        .cmd(&[
+            "run",
+            "--format",
+            "ndjson",
+            "-s",
+            "c",
+            "--",
+            &format!("export KEEP=during; echo go; sleep 43.{n}"),
+        ])
+        .spawn();
+    r.wait_for_event("output", Duration::from_secs(10));
+    r.signal(libc::SIGINT);
+    let out = r.wait();
+    assert_eq!(out.code(), Some(130), "{}", out.stderr);
+    assert_eq!(in_session(&env, "c", "echo $KEEP"), "before");
+}
+
+#[test]
+fn concurrent_runs_on_one_session_are_serialized() {
+    let env = TestEnv::new();
+    in_session(&env, "par", "export V=");
+    let runs: Vec<_> = (1..=8)
+        .map(|i| {
+            env.cmd(&[
+                "run",
+                "-q",
+                "-s",
+                "par",
+                "--",
+                &format!("export V=\"$V {i}\"; sleep 0.05"),
+            ])
+            .spawn()
+        })
+        .collect();
+    for r in runs {
+        r.wait().assert_code(0);
+    }
+    let v = in_session(&env, "par", "echo $V");
+    let mut got: Vec<u32> = v
+        .split_whitespace()
+        .map(|x| x.parse().expect("number"))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        (1..=8).collect::<Vec<_>>(),
+        "every run saw the previous one's state: {v:?}"
+    );
+}
+
+#[test]
+fn a_deleted_session_directory_is_a_cwd_error_with_a_hint() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.work().join("gone")).expect("mkdir");
+    in_session(&env, "g", "cd gone");
+    std::fs::remove_dir(env.work().join("gone")).expect("rmdir");
+    let out = env.run(&["run", "-s", "g", "--", "pwd"]);
+    out.assert_code(125);
+    let want = format!(
+        "Working directory does not exist: {}/gone",
+        env.work().display()
+    );
+    assert!(out.stderr.contains(&want), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("agentbash session rm g"),
+        "{}",
+        out.stderr
+    );
+    // An absolute -C still works, and moves the session somewhere that exists.
+    let work = env.work().display().to_string();
+    let v = run_json(&env, &["-s", "g", "-C", &work, "--", "pwd"]);
+    assert_eq!(s(&v, "output"), work);
+    assert_eq!(in_session(&env, "g", "pwd"), work);
+}
+
+#[test]
+fn invalid_names_are_usage_errors() {
+    let env = TestEnv::new();
+    let long = "x".repeat(65);
+    for name in ["../x", "", ".", "..", "a/b", long.as_str()] {
+        let out = env.run(&["run", "-s", name, "--", "true"]);
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("invalid session name"),
+            "{name:?}: {}",
+            out.stderr
+        );
+        env.run(&["session", "show", name]).assert_code(2);
+        env.run(&["session", "rm", name]).assert_code(2);
+    }
+    assert!(!env.state_dir().join("x").exists());
+    let ok = "y".repeat(64);
+    env.run(&["run", "-q", "-s", &ok, "--", "true"])
+        .assert_code(0);
+}
+
+#[test]
+fn session_files_are_private() {
+    let env = TestEnv::new();
+    in_session(&env, "m", "export SECRET_ISH=1");
+    let dir = env.state_dir().join("sessions/m");
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode(&env.state_dir().join("sessions")), 0o700);
+    assert_eq!(mode(&dir), 0o700);
+    for e in std::fs::read_dir(&dir).expect("read dir").flatten() {
+        assert_eq!(mode(&e.path()), 0o600, "{}", e.path().display());
+    }
+    assert!(dir.join("state.sh").is_file());
+}
+
+#[test]
+fn list_show_and_rm() {
+    let env = TestEnv::new();
+    let out = env.run(&["session", "list"]);
+    out.assert_code(0);
+    assert!(out.stderr.contains("no sessions"), "{}", out.stderr);
+    std::fs::create_dir_all(env.work().join("proj")).expect("mkdir");
+    in_session(
+        &env,
+        "alpha",
+        "cd proj; export TOKEN_VALUE=hunter2; myfn() { :; }; alias al='true'; localvar=1",
+    );
+    in_session(&env, "beta", "true");
+    let out = env.run(&["session", "list"]);
+    out.assert_code(0);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].starts_with("NAME"), "{}", out.stdout);
+    assert!(
+        lines[1].starts_with("alpha")
+            && lines[1].ends_with(&format!("{}/proj", env.work().display())),
+        "{}",
+        out.stdout
+    );
+    assert!(lines[2].starts_with("beta"), "{}", out.stdout);
+    let out = env.run(&["session", "show", "alpha"]);
+    out.assert_code(0);
+    for want in [
+        "exported   TOKEN_VALUE",
+        "functions  myfn",
+        "aliases    al",
+        "variables  localvar",
+        "/proj",
+    ] {
+        assert!(
+            out.stdout.contains(want),
+            "{want:?} missing:\n{}",
+            out.stdout
+        );
+    }
+    assert!(
+        !out.stdout.contains("hunter2"),
+        "values are never shown:\n{}",
+        out.stdout
+    );
+    env.run(&["session", "rm", "alpha"]).assert_code(0);
+    assert!(!env.state_dir().join("sessions/alpha").exists());
+    env.run(&["session", "show", "alpha"]).assert_code(1);
+    env.run(&["session", "rm", "alpha"]).assert_code(1);
+    // A removed session starts afresh.
+    assert_eq!(
+        in_session(&env, "alpha", "echo ${TOKEN_VALUE-unset}; pwd"),
+        format!("unset\n{}", env.work().display())
+    );
+}
+
+#[test]
+fn sessions_need_bash() {
+    let env = TestEnv::new();
+    if !std::path::Path::new("/bin/sh").exists()
+        || std::fs::canonicalize("/bin/sh").is_ok_and(|p| p.ends_with("bash"))
+    {
+        return;
+    }
+    env.write("sh.toml", "[shell]\npath = \"/bin/sh\"\n");
+    let out = env.run(&["run", "-p", "./sh.toml", "-s", "x", "--", "true"]);
+    out.assert_code(125);
+    assert!(
+        out.stderr.contains("--session needs bash"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// The library's live shells (§6.3): what rpc and mcp use.
+mod pool {
+    use super::*;
+    use agentbash::exec::live::ShellPool;
+    use agentbash::run::{RunRequest, execute, execute_with};
+    use agentbash::{CancelToken, LoadedProfile, Lookup, RunResult};
+
+    /// A profile that touches no state or cache directory (so these tests can run in
+    /// the test process itself).
+    fn profile(dir: &std::path::Path) -> LoadedProfile {
+        let p = dir.join("pool.toml");
+        std::fs::write(
+            &p,
+            "[shell]\nsnapshot = false\n[artifacts]\nenabled = false\n",
+        )
+        .expect("write profile");
+        Lookup::new(dir)
+            .load(&p.display().to_string())
+            .expect("profile")
+    }
+
+    fn req(dir: &std::path::Path, cmd: &str) -> RunRequest {
+        let mut r = RunRequest::new(cmd);
+        r.invoking_dir = dir.to_path_buf();
+        r.live_output = true;
+        r
+    }
+
+    fn run(pool: &ShellPool, p: &LoadedProfile, r: &RunRequest) -> RunResult {
+        execute_with(r, p, &CancelToken::new(), Some(pool), &mut |_| {})
+    }
+
+    fn pid_of(pool: &ShellPool, p: &LoadedProfile, r: &RunRequest) -> i32 {
+        let mut r = r.clone();
+        r.command = "echo $$".into();
+        let res = run(pool, p, &r);
+        res.output
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("pid: {res:?}"))
+    }
+
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    }
+
+    #[test]
+    fn one_shell_is_reused_and_runs_are_isolated() {
+        let env = TestEnv::new();
+        let p = profile(env.root());
+        let pool = ShellPool::new();
+        let base = req(&env.work(), "");
+        let pid = pid_of(&pool, &p, &base);
+        assert!(pool.pids().contains(&pid));
+        let r = run(
+            &pool,
+            &p,
+            &req(
+                &env.work(),
+                "cd /; export LEAK=1; f() { :; }; echo out; echo err >&2; printf tail; exit 7",
+            ),
+        );
+        assert_eq!(r.exit_code, Some(7));
+        assert_eq!(r.output, "out\nerr\ntail");
+        assert!(r.text.contains("Command exited with code 7"));
+        let r = run(
+            &pool,
+            &p,
+            &req(
+                &env.work(),
+                "pwd; echo ${LEAK-unset}; type -t f || echo no-f",
+            ),
+        );
+        assert_eq!(r.output, format!("{}\nunset\nno-f", env.work().display()));
+        assert_eq!(r.final_cwd, env.work().display().to_string());
+        assert_eq!(
+            pid_of(&pool, &p, &base),
+            pid,
+            "the same shell served every run"
+        );
+        assert_eq!(pool.len(), 1);
+        // Live output events arrive as in print mode.
+        let mut seen = String::new();
+        let r = execute_with(
+            &req(&env.work(), "seq 1 3000"),
+            &p,
+            &CancelToken::new(),
+            Some(&pool),
+            &mut |e| {
+                if let agentbash::Event::Output(t) = e {
+                    seen.push_str(t);
+                }
+            },
+        );
+        assert_eq!(r.total_lines, 3000);
+        assert_eq!(seen.lines().count(), 3000);
+        drop(pool);
+        assert!(!alive(pid), "dropping the pool stops its shells");
+    }
+
+    #[test]
+    fn a_dead_shell_is_replaced_with_a_notice() {
+        let env = TestEnv::new();
+        let p = profile(env.root());
+        let pool = ShellPool::new();
+        let base = req(&env.work(), "");
+        let pid = pid_of(&pool, &p, &base);
+        // SAFETY: plain syscall on the pool's shell.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        std::thread::sleep(Duration::from_millis(100));
+        let r = run(&pool, &p, &req(&env.work(), "echo $$"));
+        assert_eq!(r.exit_code, Some(0), "{r:?}");
+        let new_pid: i32 = r.output.parse().expect("pid");
+        assert_ne!(new_pid, pid);
+        assert!(
+            r.notices
+                .iter()
+                .any(|n| n.contains("live shell had exited (killed by SIGKILL)")),
+            "{:?}",
+            r.notices
+        );
+        let r = run(&pool, &p, &req(&env.work(), "true"));
+        assert!(r.notices.is_empty(), "{:?}", r.notices);
+    }
+
+    #[test]
+    fn a_timeout_stops_only_that_keys_shell() {
+        let env = TestEnv::new();
+        let p = profile(env.root());
+        let pool = ShellPool::new();
+        let mut a = req(&env.work(), "");
+        a.env = vec![("KEY".into(), "a".into())];
+        let mut b = req(&env.work(), "");
+        b.env = vec![("KEY".into(), "b".into())];
+        let pid_a = pid_of(&pool, &p, &a);
+        let pid_b = pid_of(&pool, &p, &b);
+        assert_ne!(pid_a, pid_b, "different env, different shell");
+        let n = crate::support::nonce();
+        let mut slow = a.clone();
+        slow.command = format!("sleep 47.{n} & sleep 46.{n}");
+        slow.timeout = Some(1);
+        let started = Instant::now();
+        let r = run(&pool, &p, &slow);
+        assert!(r.timed_out, "{r:?}");
+        assert_eq!(r.exit_code, Some(124));
+        assert!(r.output.starts_with("[Command timed out after 1 seconds]"));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(!alive(pid_a), "the timed-out shell is gone");
+        assert!(alive(pid_b), "another key's shell is untouched");
+        assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(2)).is_empty());
+        assert_eq!(pid_of(&pool, &p, &b), pid_b);
+        let again = pid_of(&pool, &p, &a);
+        assert_ne!(again, pid_a, "a fresh shell for the timed-out key");
+    }
+
+    #[test]
+    fn cancel_and_background_jobs() {
+        let env = TestEnv::new();
+        let p = profile(env.root());
+        let pool = ShellPool::new();
+        let n = crate::support::nonce();
+        let r = run(
+            &pool,
+            &p,
+            &req(&env.work(), &format!("sleep 48.{n} & echo started")),
+        );
+        assert_eq!(r.output, "started");
+        // (Under load the job may be caught between fork and exec: listed as bash.)
+        assert!(!r.background_killed.is_empty(), "{r:?}");
+        assert!(procs_with_cmdline(&format!("sleep 48.{n}"), Duration::from_secs(2)).is_empty());
+        let token = CancelToken::new();
+        let t = token.clone();
+        let h = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            t.cancel(libc::SIGINT);
+        });
+        let started = Instant::now();
+        let r = execute_with(
+            &req(&env.work(), &format!("sleep 49.{n}")),
+            &p,
+            &token,
+            Some(&pool),
+            &mut |_| {},
+        );
+        h.join().expect("thread");
+        assert!(r.cancelled);
+        assert_eq!(r.exit_code, Some(130));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            run(&pool, &p, &req(&env.work(), "echo fine")).output,
+            "fine"
+        );
+    }
+
+    #[test]
+    fn the_pool_serves_several_threads() {
+        let env = TestEnv::new();
+        let p = profile(env.root());
+        let pool = ShellPool::new();
+        std::thread::scope(|sc| {
+            for t in 0..4 {
+                let (pool, p, work) = (&pool, &p, env.work());
+                sc.spawn(move || {
+                    for i in 0..5 {
+                        let r = run(pool, p, &req(&work, &format!("echo {t}-{i}")));
+                        assert_eq!(r.output, format!("{t}-{i}"));
+                    }
+                });
+            }
+        });
+        assert!(pool.len() >= 1);
+    }
+
+    /// Session runs through the pool, in a process of its own (sessions live in
+    /// `$AGENTBASH_STATE_DIR`, which the library reads from the environment).
+    #[test]
+    fn sessions_through_the_pool() {
+        let env = TestEnv::new();
+        std::fs::write(env.home().join(".bashrc"), crate::snapshot::BASHRC).expect("rc");
+        // Not current_exe(): a concurrent rebuild may have replaced that file.
+        let exe = std::path::PathBuf::from("/proc/self/exe");
+        let out = env
+            .program(
+                &exe,
+                &[
+                    "session::pool::session_pool_child",
+                    "--exact",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ],
+            )
+            .env("AGENTBASH_IT_POOL_WORK", env.work())
+            .run();
+        assert!(
+            out.status.success() && out.stdout.contains("1 passed"),
+            "child failed:\n{}\n{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+
+    #[test]
+    #[ignore = "run by sessions_through_the_pool in a process of its own"]
+    fn session_pool_child() {
+        let Some(work) = std::env::var_os("AGENTBASH_IT_POOL_WORK").map(std::path::PathBuf::from)
+        else {
+            return;
+        };
+        let p = Lookup::new(&work).load("default").expect("profile");
+        let pool = ShellPool::new();
+        let sreq = |cmd: &str| {
+            let mut r = req(&work, cmd);
+            r.session = Some("live".into());
+            r
+        };
+        let go = |cmd: &str| run(&pool, &p, &sreq(cmd));
+        std::fs::create_dir_all(work.join("sub")).expect("mkdir");
+        let r = go("cd sub && export X=1 && y=2 && g() { echo g-$1; } && alias al='echo al-alias'");
+        assert_eq!(r.exit_code, Some(0), "{r:?}");
+        assert_eq!(r.final_cwd, work.join("sub").display().to_string());
+        let r = go("pwd; echo $X $y; g a; al; greet live; hey; echo $$");
+        let lines: Vec<&str> = r.output.lines().collect();
+        assert_eq!(
+            &lines[..6],
+            [
+                &*work.join("sub").display().to_string(),
+                "1 2",
+                "g-a",
+                "al-alias",
+                "hello live",
+                "hey-from-alias"
+            ],
+            "{r:?}"
+        );
+        let pid: i32 = lines[6].parse().expect("pid");
+        let r = go("echo $$");
+        assert_eq!(
+            r.output,
+            pid.to_string(),
+            "the session's shell is reused: {r:?}"
+        );
+        // What the live shell did is saved for any other run of the session.
+        let cli = execute(
+            &sreq("echo $X; pwd; export X=2"),
+            &p,
+            &CancelToken::new(),
+            &mut |_| {},
+        );
+        assert_eq!(cli.output, format!("1\n{}", work.join("sub").display()));
+        // ...and what another run did is picked up (a fresh shell from the saved state).
+        let r = go("echo $X $y; echo $$");
+        assert_eq!(r.output.lines().next(), Some("2 2"), "{r:?}");
+        let pid: i32 = r
+            .output
+            .lines()
+            .nth(1)
+            .and_then(|l| l.parse().ok())
+            .expect("pid");
+        // set -e does not leak into the next command, nor does a redirection.
+        go("set -e; exec >/dev/null 2>&1");
+        assert_eq!(go("false; echo still-here").output, "still-here");
+        // A timeout kills the shell and leaves the session as it was.
+        let mut slow = sreq("export X=3; cd /; sleep 30");
+        slow.timeout = Some(1);
+        let r = run(&pool, &p, &slow);
+        assert!(r.timed_out);
+        let r = go("echo $X; pwd; echo $$");
+        let lines: Vec<&str> = r.output.lines().collect();
+        assert_eq!(
+            &lines[..2],
+            ["2", &*work.join("sub").display().to_string()],
+            "{r:?}"
+        );
+        assert_ne!(lines[2], pid.to_string());
+        assert!(r.notices.is_empty(), "{:?}", r.notices);
+        // exit N: that code, the state saved, no notice next time.
+        let r = go("export X=4; exit 3");
+        assert_eq!(r.exit_code, Some(3));
+        let r = go("echo $X");
+        assert_eq!(r.output, "4");
+        assert!(r.notices.is_empty(), "{:?}", r.notices);
+        // A shell killed between runs is replaced, restoring the session.
+        let pid: i32 = go("echo $$").output.parse().expect("pid");
+        // SAFETY: plain syscall on the pool's shell.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        std::thread::sleep(Duration::from_millis(100));
+        let r = go("echo $X $y");
+        assert_eq!(r.output, "4 2");
+        assert!(
+            r.notices.iter().any(|n| n.contains("session live")),
+            "{:?}",
+            r.notices
+        );
+    }
+}

@@ -1,0 +1,296 @@
+//! The rc snapshot (§6.2, issue 5): what is carried from `~/.bashrc` into commands,
+//! what is dropped and why, reuse and invalidation, and rc files that are slow,
+//! failing, noisy or hostile — none of which may break a run. Also `shell.prefix`.
+
+use crate::support::{Output, TestEnv, procs_with_cmdline, s};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A user rc with what real ones have: a non-interactive guard, output, a kept
+/// function calling a `_` helper (itself calling another), an unused helper, a
+/// function and aliases shadowing tools, a plain alias and an option.
+pub const BASHRC: &str = r#"
+case $- in *i*) ;; *) return;; esac
+echo "Welcome back!"
+greet() { _zz "$@"; }
+_zz() { _zz_inner "hello $1"; }
+_zz_inner() { echo "$1"; }
+_completion_helper() { :; }
+grep() { command grep --color=always "$@"; }
+alias ls='ls --color=always'
+alias hey='echo hey-from-alias'
+shopt -s extglob
+set -o pipefail
+"#;
+
+fn with_rc(rc: &str) -> TestEnv {
+    let env = TestEnv::new();
+    std::fs::write(env.home().join(".bashrc"), rc).expect("write .bashrc");
+    env
+}
+
+fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["run", "--json"];
+    a.extend_from_slice(args);
+    env.run(&a).json()
+}
+
+fn snapshot_files(env: &TestEnv) -> Vec<PathBuf> {
+    let dir = env.root().join("cache/agentbash/snapshots");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn mode(p: &std::path::Path) -> u32 {
+    std::fs::metadata(p).expect("stat").permissions().mode() & 0o777
+}
+
+fn warnings(v: &serde_json::Value) -> String {
+    v["warnings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|w| w.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn functions_aliases_and_options_are_carried_and_shadowing_names_dropped() {
+    let env = with_rc(BASHRC);
+    let v = run_json(
+        &env,
+        &[
+            "--",
+            "greet world; hey; type -t grep; type -t _completion_helper || echo no-helper; alias ls 2>&1 || true; shopt -p extglob; [[ -o pipefail ]] && echo pipefail-on || echo pipefail-off",
+        ],
+    );
+    let out = s(&v, "output");
+    assert!(
+        out.contains("hello world"),
+        "kept function via transitive helpers: {out}"
+    );
+    assert!(
+        out.contains("hey-from-alias"),
+        "alias usable on the command's first line: {out}"
+    );
+    assert!(
+        out.contains("\nfile\n"),
+        "grep function dropped, the real grep runs: {out}"
+    );
+    assert!(out.contains("no-helper"), "unused _ helper dropped: {out}");
+    assert!(
+        out.contains("alias: ls: not found"),
+        "ls alias dropped: {out}"
+    );
+    assert!(
+        out.contains("shopt -s extglob"),
+        "safe option carried: {out}"
+    );
+    assert!(
+        out.contains("pipefail-off"),
+        "unsafe option not carried: {out}"
+    );
+    assert!(
+        !out.contains("Welcome back"),
+        "rc output never reaches commands: {out}"
+    );
+    assert!(
+        warnings(&v).contains("pipefail"),
+        "the first run says what was not carried: {v:#}"
+    );
+    // Later runs reuse the snapshot quietly.
+    let v = run_json(&env, &["--", "greet again"]);
+    assert_eq!(s(&v, "output"), "hello again");
+    assert_eq!(warnings(&v), "", "no warning once the snapshot is cached");
+}
+
+#[test]
+fn report_lists_captured_and_dropped_names_with_reasons() {
+    let env = with_rc(BASHRC);
+    let out = env.run(&["snapshot", "report"]);
+    out.assert_code(0);
+    let r = &out.stdout;
+    for want in [
+        "functions  _zz _zz_inner greet",
+        "aliases    hey",
+        "options    shopt -s extglob",
+        "function grep",
+        "shadows the `grep` command",
+        "alias    ls",
+        "_completion_helper",
+        "helper not called by any kept function",
+        "set -o pipefail",
+        "would change the exit status of pipelines",
+    ] {
+        assert!(r.contains(want), "report lacks {want:?}:\n{r}");
+    }
+    let show = env.run(&["snapshot", "show"]);
+    show.assert_code(0);
+    assert!(
+        show.stdout.starts_with("# /"),
+        "show starts with the path: {}",
+        show.stdout
+    );
+    assert!(show.stdout.contains("greet ()"), "{}", show.stdout);
+    assert!(!show.stdout.contains("grep ()"), "{}", show.stdout);
+}
+
+#[test]
+fn snapshot_files_are_private_and_reused_until_the_rc_changes() {
+    let env = with_rc(BASHRC);
+    run_json(&env, &["--", "true"]);
+    let files = snapshot_files(&env);
+    let sh: Vec<&PathBuf> = files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "sh"))
+        .collect();
+    assert_eq!(sh.len(), 1, "{files:?}");
+    assert_eq!(mode(sh[0]), 0o600);
+    assert_eq!(mode(&env.root().join("cache/agentbash/snapshots")), 0o700);
+    for f in &files {
+        if f.extension().is_some_and(|e| e == "sh" || e == "json") {
+            assert_eq!(mode(f), 0o600, "{}", f.display());
+        }
+    }
+    let meta = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("meta");
+    let first = std::fs::read_to_string(meta).expect("meta");
+    run_json(&env, &["--", "true"]);
+    assert_eq!(
+        std::fs::read_to_string(meta).expect("meta"),
+        first,
+        "reused, not regenerated"
+    );
+    // A changed rc is picked up by the next run.
+    std::fs::write(
+        env.home().join(".bashrc"),
+        format!("{BASHRC}\nnewfn() {{ echo new; }}\n"),
+    )
+    .expect("write");
+    let v = run_json(&env, &["--", "newfn"]);
+    assert_eq!(s(&v, "output"), "new");
+    // `snapshot refresh` regenerates on demand.
+    let out = env.run(&["snapshot", "refresh"]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("4 functions"), "{}", out.stdout);
+}
+
+#[test]
+fn a_slow_rc_is_stopped_and_the_run_goes_on_with_a_warning() {
+    let n = crate::support::nonce();
+    let env = with_rc(&format!("f() {{ echo f; }}\nsleep 37.{n}\n"));
+    let v = run_json(&env, &["--", "echo ran; type -t f || echo no-f"]);
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(s(&v, "output"), "ran\nno-f");
+    assert!(warnings(&v).contains("longer than 2s"), "{v:#}");
+    assert!(v["duration_ms"].as_u64().unwrap_or(0) < 6000, "{v:#}");
+    assert!(
+        procs_with_cmdline(&format!("sleep 37.{n}"), Duration::from_secs(2)).is_empty(),
+        "the rc's sleep was left running"
+    );
+    // The failure is cached: the next run does not wait again, but still says why.
+    let v = run_json(&env, &["--", "true"]);
+    assert!(v["duration_ms"].as_u64().unwrap_or(0) < 1500, "{v:#}");
+    assert!(warnings(&v).contains("longer than 2s"), "{v:#}");
+}
+
+#[test]
+fn a_failing_rc_keeps_what_it_defined_and_says_why() {
+    let env = with_rc("before() { echo before; }\nexit 1\nafter() { echo after; }\n");
+    let v = run_json(&env, &["--", "before; type -t after || echo no-after"]);
+    assert_eq!(v["exit_code"], 0, "{v:#}");
+    assert_eq!(s(&v, "output"), "before\nno-after");
+    assert!(
+        warnings(&v).contains("exited its shell (status 1)"),
+        "{v:#}"
+    );
+
+    let env = with_rc("ok() { echo ok; }\nif then fi\n");
+    let v = run_json(&env, &["--", "ok"]);
+    assert_eq!(s(&v, "output"), "ok", "{v:#}");
+}
+
+#[test]
+fn an_rc_that_prints_or_reads_stdin_never_disturbs_the_command() {
+    let env = with_rc("echo noisy; echo noisy >&2; read -r line; cat; f() { echo f-works; }\n");
+    let v = run_json(&env, &["--", "f"]);
+    assert_eq!(s(&v, "output"), "f-works");
+    assert_eq!(v["exit_code"], 0);
+}
+
+#[test]
+fn errexit_and_nounset_from_the_rc_are_not_carried() {
+    let env = with_rc("set -eu\nf() { echo f; }\n");
+    let v = run_json(
+        &env,
+        &["--", "false; echo $NOT_SET_ANYWHERE; echo still-running; f"],
+    );
+    assert_eq!(v["exit_code"], 0, "{v:#}");
+    assert_eq!(s(&v, "output"), "\nstill-running\nf");
+    let w = warnings(&v);
+    assert!(w.contains("errexit") && w.contains("nounset"), "{v:#}");
+}
+
+#[test]
+fn no_rc_means_no_snapshot_and_no_warning() {
+    let env = TestEnv::new();
+    let v = run_json(&env, &["--", "echo $BASH_ENV; echo ok"]);
+    assert_eq!(s(&v, "output"), "\nok");
+    assert_eq!(warnings(&v), "");
+    assert!(snapshot_files(&env).is_empty());
+    let out = env.run(&["snapshot", "show"]);
+    assert_eq!(out.code(), Some(1));
+    assert!(out.stderr.contains("does not exist"), "{}", out.stderr);
+}
+
+#[test]
+fn snapshot_can_be_turned_off() {
+    let env = with_rc(BASHRC);
+    env.write("nosnap.toml", "[shell]\nsnapshot = false\n");
+    let v = run_json(
+        &env,
+        &["-p", "./nosnap.toml", "--", "type -t greet || echo none"],
+    );
+    assert_eq!(s(&v, "output"), "none");
+    assert!(snapshot_files(&env).is_empty());
+}
+
+#[test]
+fn line_numbers_and_child_scripts_are_unaffected() {
+    let env = with_rc(BASHRC);
+    env.write(
+        "child.sh",
+        "type -t greet || echo child-has-no-greet\necho \"BASH_ENV=${BASH_ENV-unset}\"\n",
+    );
+    let out: Output = env.run(&["run", "--json", "--", "bash child.sh; echo $LINENO"]);
+    let v = out.json();
+    assert_eq!(s(&v, "output"), "child-has-no-greet\nBASH_ENV=unset\n1");
+}
+
+#[test]
+fn prefix_wraps_the_command_and_explain_shows_it() {
+    let env = TestEnv::new();
+    env.write("nice.toml", "[shell]\nprefix = \"nice -n 7\"\n");
+    let out = env.run(&["explain", "-p", "./nice.toml", "--", "echo hi"]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("nice -n 7 echo hi"), "{}", out.stdout);
+    let v = run_json(
+        &env,
+        &[
+            "-p",
+            "./nice.toml",
+            "--",
+            "bash -c 'cut -d\" \" -f19 /proc/$$/stat'",
+        ],
+    );
+    assert_eq!(s(&v, "output"), "7", "{v:#}");
+}
