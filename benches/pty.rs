@@ -29,6 +29,8 @@ struct Sample {
 
 /// Runs `argv` with stdin and stdout on /dev/null; wall time and the child's peak
 /// RSS (wait4). Panics when the command fails: a failed run is not a measurement.
+// wait4 reaps the child (it alone gives the rusage), so `Child::wait` is not used.
+#[allow(clippy::zombie_processes)]
 fn measure(argv: &[&str], env: &[(&str, &Path)]) -> Sample {
     let mut command = Command::new(argv[0]);
     command.args(&argv[1..]);

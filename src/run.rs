@@ -250,6 +250,7 @@ pub fn execute_with(
     };
     // §6.2/§6.3: the snapshot, and the session, locked until this run is over.
     let limit = Duration::from_secs(plan.timeout.effective);
+    let t0 = Instant::now();
     let mut state = match exec::state::prepare(&plan.state, &shell_path, &plan.env, cancel, limit) {
         Ok(s) => s,
         Err(exec::state::Stopped::Failed(e)) => return fail(r, exit::FAILURE, e),
@@ -284,6 +285,7 @@ pub fn execute_with(
     };
     warnings.append(&mut state.warnings);
     notices.append(&mut state.notices);
+    if std::env::var_os("AB_T").is_some() { eprintln!("prepare {:?}", t0.elapsed()); }
     let cwd = match stages::resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref()) {
         Ok(c) => c,
         Err(e) => return fail(r, exit::FAILURE, state.cwd_error(&e, req.cwd.as_deref())),
@@ -411,7 +413,10 @@ pub fn execute_with(
                 cancel,
                 limits: spec.limits,
             };
-            pool.run(&job, &mut sink, &mut on_output).map(|o| {
+            let t1 = Instant::now();
+            let x = pool.run(&job, &mut sink, &mut on_output);
+            if std::env::var_os("AB_T").is_some() { eprintln!("pool.run {:?}", t1.elapsed()); }
+            x.map(|o| {
                 live_notices = o.notices;
                 o.outcome
             })

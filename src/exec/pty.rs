@@ -277,6 +277,12 @@ pub fn run_pty(
         pty,
         console,
     };
+    if !req.interactive && !req.feed_stdin {
+        // Headless with nothing to feed: the terminal's input is at its end, as the
+        // null device is in print mode, so a command that reads never waits.
+        run.send_eof();
+        run.flush_to_child();
+    }
     run.execute()
 }
 

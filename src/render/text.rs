@@ -133,8 +133,16 @@ impl TextRenderer {
         }
         let lines: Vec<&str> = r.output.split('\n').collect();
         let n = lines.len();
+        if self.viewport {
+            // The viewport left the command's final screen in view; what it cannot
+            // show is why the run ended early.
+            if r.timed_out {
+                s.push_str(&format!("[Command timed out after {} seconds]\n", r.timeout_s));
+            } else if r.cancelled {
+                s.push_str("[Command cancelled]\n");
+            }
+        }
         let show = if self.viewport && !self.expand {
-            // The viewport already left the command's final screen in view.
             0
         } else if self.expand || self.quiet {
             n
