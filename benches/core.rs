@@ -12,6 +12,8 @@ struct Sample {
 }
 
 /// Run `argv` with stdout to /dev/null; wall time and the child's peak RSS (wait4).
+// The child is reaped by wait4 below, which also gives its rusage.
+#[allow(clippy::zombie_processes)]
 fn measure(argv: &[&str], env: &[(&str, &str)]) -> Sample {
     let start = Instant::now();
     let child = Command::new(argv[0])

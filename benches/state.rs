@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 /// An rc of realistic size: a guard, output, functions, helpers, aliases, options.
 fn bashrc() -> String {
-    let mut rc = String::from("case $- in *i*) ;; *) return;; esac\necho hello\nshopt -s extglob globstar\n");
+    let mut rc = String::from(
+        "case $- in *i*) ;; *) return;; esac\necho hello\nshopt -s extglob globstar\n",
+    );
     for i in 0..40 {
         rc.push_str(&format!(
             "fn{i}() {{ local x=\"$1\"; if [[ -n $x ]]; then _helper{i} \"$x\"; else echo none; fi; }}\n_helper{i}() {{ printf '%s\\n' \"$1\"; }}\nalias a{i}='echo alias {i}'\n"
@@ -51,7 +53,13 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// Alternate `a` and `b` `n` times; print medians and the ratio a/b.
-fn compare(name: &str, n: usize, a: (&str, &[&str]), b: (&str, &[&str]), env: &[(&str, String)]) -> f64 {
+fn compare(
+    name: &str,
+    n: usize,
+    a: (&str, &[&str]),
+    b: (&str, &[&str]),
+    env: &[(&str, String)],
+) -> f64 {
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
     for _ in 0..n {
         ta.push(time_cli(a.1, env));
@@ -105,11 +113,28 @@ fn main() {
         &format!("snapshot: run -q -- true (N={n})"),
         n,
         ("cached snapshot", &[bin, "run", "-q", "--", "true"]),
-        ("no snapshot", &[bin, "run", "-q", "-p", &nosnap_s, "--", "true"]),
+        (
+            "no snapshot",
+            &[bin, "run", "-q", "-p", &nosnap_s, "--", "true"],
+        ),
         &env,
     );
-    println!("  snapshot overhead {:+.0}% (target <= +25%)", (snap - 1.0) * 100.0);
-    time_cli(&[bin, "run", "-q", "-s", "bench", "--", "cd /tmp; export A=1; f() { :; }"], &env);
+    println!(
+        "  snapshot overhead {:+.0}% (target <= +25%)",
+        (snap - 1.0) * 100.0
+    );
+    time_cli(
+        &[
+            bin,
+            "run",
+            "-q",
+            "-s",
+            "bench",
+            "--",
+            "cd /tmp; export A=1; f() { :; }",
+        ],
+        &env,
+    );
     let sess = compare(
         &format!("session: run -q -s NAME -- true (N={n})"),
         n,
@@ -119,43 +144,22 @@ fn main() {
     );
     println!("  session overhead {:+.0}%", (sess - 1.0) * 100.0);
 
-    // Library: live shell vs spawns.
+    // Library: live shell vs spawns, through the whole pipeline (`execute_with`), with
+    // the default profile and with a lean one (no interceptor, no artifacts) that
+    // isolates what the live shell itself costs.
     let profile = Lookup::new(&work).load("default").expect("profile");
     let lean_path = work.join("lean.toml");
-    std::fs::write(&lean_path, "[interceptor]\nenabled = false\n[artifacts]\nenabled = false\n").expect("write profile");
-    let lean = Lookup::new(&work).load(&lean_path.display().to_string()).expect("profile");
-    {
-        let pool = ShellPool::new();
-        let cancel = CancelToken::new();
-        let mut req = RunRequest::new("true");
-        req.invoking_dir = work.clone();
-        req.live_output = false;
-        for (name, p) in [("default", &profile), ("lean", &lean)] {
-            let t = Instant::now();
-            for _ in 0..50 { agentbash::run::plan(&req, p); }
-            eprintln!("plan {name}: {:.3} ms", ms(t.elapsed()) / 50.0);
-            execute_with(&req, p, &cancel, Some(&pool), &mut |_| {});
-            for _ in 0..5 {
-                let t = Instant::now();
-                execute_with(&req, p, &cancel, Some(&pool), &mut |_| {});
-                eprintln!("pool {name}: {:.3} ms", ms(t.elapsed()));
-            }
-        }
-    }
+    std::fs::write(
+        &lean_path,
+        "[interceptor]\nenabled = false\n[artifacts]\nenabled = false\n",
+    )
+    .expect("write profile");
+    let lean = Lookup::new(&work)
+        .load(&lean_path.display().to_string())
+        .expect("profile");
     let k = if quick { 100 } else { 1000 };
-    let pool = ShellPool::new();
     let cancel = CancelToken::new();
-    let mut req = RunRequest::new("true");
-    req.invoking_dir = work.clone();
-    req.live_output = false;
-    let warm = execute_with(&req, &profile, &cancel, Some(&pool), &mut |_| {});
-    assert_eq!(warm.exit_code, Some(0), "{warm:?}");
-    let t = Instant::now();
-    for _ in 0..k {
-        let r = execute_with(&req, &profile, &cancel, Some(&pool), &mut |_| {});
-        assert_eq!(r.exit_code, Some(0));
-    }
-    let live = t.elapsed();
+    let per = |d: Duration| ms(d) / k as f64;
     let t = Instant::now();
     for _ in 0..k {
         let s = Command::new("bash")
@@ -166,31 +170,37 @@ fn main() {
         assert!(s.success());
     }
     let bare = t.elapsed();
-    let t = Instant::now();
-    for _ in 0..k {
-        let r = execute(&req, &profile, &cancel, &mut |_| {});
-        assert_eq!(r.exit_code, Some(0));
-    }
-    let spawned = t.elapsed();
-    let mut sreq = req.clone();
-    sreq.session = Some("bench-live".into());
-    execute_with(&sreq, &profile, &cancel, Some(&pool), &mut |_| {});
-    let t = Instant::now();
-    for _ in 0..k {
-        let r = execute_with(&sreq, &profile, &cancel, Some(&pool), &mut |_| {});
-        assert_eq!(r.exit_code, Some(0));
-    }
-    let live_session = t.elapsed();
-    let per = |d: Duration| ms(d) / k as f64;
     println!(
-        "live shell: {k} x true, per command            pool {:>7.3} ms   bash -c true {:>7.3} ms   speed-up {:>5.2}x (target >= 2x)",
-        per(live),
-        per(bare),
-        bare.as_secs_f64() / live.as_secs_f64()
+        "live shell: {k} x true, per command; bash -c true spawn: {:.3} ms",
+        per(bare)
     );
-    println!(
-        "  reference: library without pool {:>7.3} ms; pool with a session (state saved every command) {:>7.3} ms",
-        per(spawned),
-        per(live_session)
-    );
+    for (name, p) in [("default profile", &profile), ("lean profile", &lean)] {
+        let pool = ShellPool::new();
+        let mut req = RunRequest::new("true");
+        req.invoking_dir = work.clone();
+        req.live_output = false;
+        let mut sreq = req.clone();
+        sreq.session = Some(format!("bench-{}", name.len()));
+        let timed = |r: &RunRequest, pool: Option<&ShellPool>| {
+            let warm = execute_with(r, p, &cancel, pool, &mut |_| {});
+            assert_eq!(warm.exit_code, Some(0), "{warm:?}");
+            let t = Instant::now();
+            for _ in 0..k {
+                let res = execute_with(r, p, &cancel, pool, &mut |_| {});
+                assert_eq!(res.exit_code, Some(0));
+            }
+            t.elapsed()
+        };
+        let live = timed(&req, Some(&pool));
+        let spawned = timed(&req, None);
+        let live_session = timed(&sreq, Some(&pool));
+        println!(
+            "  {name:<16} pool {:>6.3} ms (speed-up {:>4.2}x vs bash -c true; target >= 2x)   no pool {:>6.3} ms   pool + session {:>6.3} ms",
+            per(live),
+            bare.as_secs_f64() / live.as_secs_f64(),
+            per(spawned),
+            per(live_session)
+        );
+    }
+    let _ = execute;
 }

@@ -105,14 +105,11 @@ pub fn plan(req: &RunRequest, profile: &LoadedProfile) -> Plan {
         Some("empty command: give the command to run after `--`".to_string())
     } else if req.command.contains('\0') {
         Some("the command contains a NUL byte, which no shell can receive".to_string())
-    } else if let Some(e) = req
-        .session
-        .as_deref()
-        .and_then(|s| crate::cli::parse_session_name(s).err())
-    {
-        Some(e)
     } else {
-        None
+        // A library caller may skip the CLI's validation: session names become paths.
+        req.session
+            .as_deref()
+            .and_then(|s| crate::cli::parse_session_name(s).err())
     };
     // §4.1
     let normalized =
@@ -250,7 +247,6 @@ pub fn execute_with(
     };
     // §6.2/§6.3: the snapshot, and the session, locked until this run is over.
     let limit = Duration::from_secs(plan.timeout.effective);
-    let t0 = Instant::now();
     let mut state = match exec::state::prepare(&plan.state, &shell_path, &plan.env, cancel, limit) {
         Ok(s) => s,
         Err(exec::state::Stopped::Failed(e)) => return fail(r, exit::FAILURE, e),
@@ -285,7 +281,6 @@ pub fn execute_with(
     };
     warnings.append(&mut state.warnings);
     notices.append(&mut state.notices);
-    if std::env::var_os("AB_T").is_some() { eprintln!("prepare {:?}", t0.elapsed()); }
     let cwd = match stages::resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref()) {
         Ok(c) => c,
         Err(e) => return fail(r, exit::FAILURE, state.cwd_error(&e, req.cwd.as_deref())),
@@ -413,10 +408,7 @@ pub fn execute_with(
                 cancel,
                 limits: spec.limits,
             };
-            let t1 = Instant::now();
-            let x = pool.run(&job, &mut sink, &mut on_output);
-            if std::env::var_os("AB_T").is_some() { eprintln!("pool.run {:?}", t1.elapsed()); }
-            x.map(|o| {
+            pool.run(&job, &mut sink, &mut on_output).map(|o| {
                 live_notices = o.notices;
                 o.outcome
             })

@@ -28,9 +28,14 @@ fuzz_target!(|data: &[u8]| {
     };
     let origin = Origin::File("fuzz.toml".into());
     match parse_layer(&origin, text) {
-        Err(ProfileError::Invalid { line, col, message, .. }) => {
+        Err(ProfileError::Invalid {
+            line, col, message, ..
+        }) => {
             let lines = text.split('\n').count().max(1);
-            assert!(line >= 1 && line <= lines, "line {line} of {lines}: {message}");
+            assert!(
+                line >= 1 && line <= lines,
+                "line {line} of {lines}: {message}"
+            );
             assert!(col >= 1);
             assert!(!message.is_empty());
         }

@@ -17,7 +17,11 @@ fn config(b: &[u8; 4]) -> SinkConfig {
     SinkConfig {
         max_bytes,
         head_bytes: if b[1] & 1 == 1 { max_bytes / 3 } else { 0 },
-        max_columns: if b[1] & 2 == 2 { 8 + usize::from(b[2] % 64) } else { 0 },
+        max_columns: if b[1] & 2 == 2 {
+            8 + usize::from(b[2] % 64)
+        } else {
+            0
+        },
         head_lines: (b[1] & 4 == 4).then_some(1 + usize::from(b[3] % 16)),
         tail_lines: (b[1] & 8 == 8).then_some(1 + usize::from(b[3] / 16)),
         redact: if b[1] & 16 == 16 {
@@ -79,12 +83,25 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(one.truncated, other.truncated);
         assert_eq!(one.truncation, other.truncation);
         assert_eq!(
-            (one.total_bytes, one.total_lines, one.output_bytes, one.output_lines),
-            (other.total_bytes, other.total_lines, other.output_bytes, other.output_lines)
+            (
+                one.total_bytes,
+                one.total_lines,
+                one.output_bytes,
+                one.output_lines
+            ),
+            (
+                other.total_bytes,
+                other.total_lines,
+                other.output_bytes,
+                other.output_lines
+            )
         );
     }
     assert_eq!(one.total_bytes, stream.len() as u64);
-    assert!(one.text.len() <= cfg.max_bytes + 64, "retention over budget");
+    assert!(
+        one.text.len() <= cfg.max_bytes + 64,
+        "retention over budget"
+    );
     if !cfg.redact.is_empty() {
         assert!(!one.text.contains("s3cr3t-\u{e9}value"));
     }

@@ -3,14 +3,16 @@
 //! reused, so a command costs a write and a read instead of a fork, an exec and a bash
 //! start-up.
 //!
-//! A live shell reads NUL-separated frames (sentinel nonce, directory, command) on its
-//! stdin and runs each with `eval`, stdin on the null device, output on one pipe read
-//! into the same [`OutputSink`] as print mode. Completion is a sentinel line carrying
-//! the exit status, written to a saved copy of the output descriptor. Without a
-//! session, each command runs in a subshell, so nothing it changes (cwd, variables,
-//! functions) leaks into the next caller's command; with one, it runs in the shell
-//! itself, which then saves its state for agentbash to commit, exactly as a spawned
-//! session run does, and has its options, traps and descriptors reset.
+//! A live shell reads NUL-separated frames (directory, command) on its stdin and runs
+//! each with `eval`, stdin on the null device, output on one pipe read into the same
+//! [`OutputSink`] as print mode. Completion is a marker line — a per-shell token, the
+//! command's sequence number and its exit status — written to a saved copy of the
+//! output descriptor. Without a session, each command runs in a subshell so nothing it
+//! changes (cwd, variables, functions) leaks into the next caller's command; the shell
+//! forks that subshell ahead of time, while idle, so the fork is not paid by the
+//! command. With a session, the command runs in the shell itself, which then saves its
+//! state for agentbash to commit, exactly as a spawned session run does, and has its
+//! options, traps and descriptors reset.
 //!
 //! A shell found dead is replaced (with a notice in the result). A timeout or cancel
 //! tears down that shell's whole tree (its own session id and marker: never another
@@ -286,38 +288,63 @@ struct LiveShell {
     child: Child,
     pid: i32,
     marker: String,
+    /// Marks this shell's completion lines (never stored in the shell next to \x1e).
+    token: String,
+    /// Commands sent so far (the next one is `sent + 1`).
+    sent: u64,
     ctl: std::io::PipeWriter,
     out: OwnedFd,
     pidfd: Option<OwnedFd>,
     /// For a session shell, the session generation its memory matches.
     generation: Option<u64>,
     dead: bool,
+    /// The read buffer, kept between commands.
+    buf: Vec<u8>,
 }
 
-/// The bash program a live shell runs.
-fn shell_program(job: &LiveJob<'_>) -> String {
-    let session = job.key.session.is_some();
+/// The bash program a live shell runs. Markers are `\x1e<token><kind><n> <status>`:
+/// kind `s` (command `n` done; without a session followed by the subshell's pid),
+/// `x` (done, and the session's shell is exiting), `c` (subshell `n` has exited).
+fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
     // Plain `exec`, never `builtin exec`: only the former makes redirections stick.
-    let mut t = String::from("exec {__agentbash_out}>&1\n");
+    let mut t = format!("exec {{__agentbash_out}}>&1\n__agentbash_t={token}\n__agentbash_i=0\n");
     t.push_str(&job.setup);
-    let run = if session {
+    let read =
+        "IFS= builtin read -r -d '' __agentbash_d && IFS= builtin read -r -d '' __agentbash_c";
+    if job.key.session.is_some() {
         t.push_str(
             "__agentbash_opts=\"$(builtin set +o; builtin shopt -p)\"\n\
-             __agentbash_live_exit() {\n  __agentbash_session_save \"$1\"\n  builtin printf '\\036%s\\036x%s\\n' \"$__agentbash_n\" \"$1\" >&\"$__agentbash_out\"\n}\n\
+             __agentbash_live_exit() {\n  __agentbash_session_save \"$1\"\n  builtin printf '\\036%sx%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$1\" >&\"$__agentbash_out\"\n}\n\
              builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT\n",
         );
-        "  [ \"$PWD\" = \"$__agentbash_d\" ] || builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" </dev/null\n\
-         \x20 { __agentbash_s=$?; __agentbash_session_save \"$__agentbash_s\"; builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
-         \x20 exec 1>&\"$__agentbash_out\" 2>&1\n"
+        t.push_str(&format!("while {read}; do\n"));
+        t.push_str(
+            "  __agentbash_i=$((__agentbash_i+1))\n\
+             \x20 [ \"$PWD\" = \"$__agentbash_d\" ] || builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" </dev/null\n\
+             \x20 { __agentbash_s=$?; __agentbash_session_save \"$__agentbash_s\"; builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
+             \x20 exec 1>&\"$__agentbash_out\" 2>&1\n\
+             \x20 builtin printf '\\036%ss%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\
+             done\n",
+        );
     } else {
-        "  ( builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" ) </dev/null\n\
-         \x20 __agentbash_s=$?\n"
-    };
-    t.push_str(
-        "while IFS= builtin read -r -d '' __agentbash_n && IFS= builtin read -r -d '' __agentbash_d && IFS= builtin read -r -d '' __agentbash_c; do\n",
-    );
-    t.push_str(run);
-    t.push_str("  builtin printf '\\036%s\\036%s\\n' \"$__agentbash_n\" \"$__agentbash_s\" >&\"$__agentbash_out\"\ndone\n");
+        // The subshell for the next command is forked, and has touched the memory it
+        // will write to (copy-on-write faults), before that command arrives. At EOF
+        // (the pool let go of the shell) it takes the shell down with it.
+        t.push_str(&format!(
+            "while :; do\n\
+             \x20 __agentbash_i=$((__agentbash_i+1))\n\
+             \x20 (\n\
+             \x20   builtin export AGENTBASH_RUN_ID=\"$AGENTBASH_RUN_ID.$__agentbash_i\"\n\
+             \x20   builtin trap 'builtin printf \"\\036%ss%s %s %s\\n\" \"$__agentbash_t\" \"$__agentbash_i\" \"$?\" \"$BASHPID\" >&\"$__agentbash_out\"' EXIT\n\
+             \x20   builtin eval : </dev/null\n\
+             \x20   __agentbash_d=. __agentbash_c=:\n\
+             \x20   {read} || {{ builtin trap - EXIT; builtin kill -TERM $$; builtin exit 0; }}\n\
+             \x20   builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" </dev/null\n\
+             \x20 )\n\
+             \x20 builtin printf '\\036%sc%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$?\" >&\"$__agentbash_out\"\n\
+             done\n"
+        ));
+    }
     t
 }
 
@@ -330,59 +357,68 @@ fn describe_status(s: std::process::ExitStatus) -> String {
     }
 }
 
-/// Finds the completion sentinel in the output stream; everything before it goes to
-/// the sink, and no byte that may start it is passed on early.
+/// How a command's end was marked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Marker {
+    /// `s`, `x` or `c` (see [`shell_program`]).
+    kind: u8,
+    status: Option<i32>,
+    /// The subshell that ran the command (non-session shells).
+    pid: Option<i32>,
+}
+
+/// Finds command `seq`'s end marker in the output stream. Everything else goes to
+/// the sink, except markers of earlier commands (dropped) and any bytes that may yet
+/// turn out to start a marker (held back).
 struct Scanner {
-    sentinel: Vec<u8>,
+    prefix: Vec<u8>,
+    seq: u64,
     carry: Vec<u8>,
-    /// (exit status, the shell is exiting) once the sentinel line is complete.
-    found: Option<(Option<i32>, bool)>,
+    found: Option<Marker>,
 }
 
 impl Scanner {
-    fn new(nonce: &str) -> Self {
-        let mut sentinel = vec![0x1e];
-        sentinel.extend_from_slice(nonce.as_bytes());
-        sentinel.push(0x1e);
+    fn new(token: &str, seq: u64) -> Self {
+        let mut prefix = vec![0x1e];
+        prefix.extend_from_slice(token.as_bytes());
         Scanner {
-            sentinel,
+            prefix,
+            seq,
             carry: Vec::new(),
             found: None,
         }
     }
 
     fn feed(&mut self, data: &[u8], sink: &mut OutputSink) {
-        if self.found.is_some() {
-            if !data.is_empty() {
-                sink.push(data);
-            }
-            return;
-        }
         self.carry.extend_from_slice(data);
-        if let Some(i) = memchr::memmem::find(&self.carry, &self.sentinel) {
+        while let Some(i) = memchr::memmem::find(&self.carry, &self.prefix) {
             if i > 0 {
                 sink.push(&self.carry[..i]);
                 self.carry.drain(..i);
             }
-            let rest = &self.carry[self.sentinel.len()..];
-            if let Some(nl) = memchr::memchr(b'\n', rest) {
-                let line = String::from_utf8_lossy(&rest[..nl]).into_owned();
-                let (exiting, digits) = match line.strip_prefix('x') {
-                    Some(d) => (true, d.to_string()),
-                    None => (false, line),
-                };
-                let after = rest[nl + 1..].to_vec();
-                self.carry.clear();
-                self.found = Some((digits.trim().parse().ok(), exiting));
-                if !after.is_empty() {
-                    sink.push(&after);
-                }
+            let rest = &self.carry[self.prefix.len()..];
+            let Some(nl) = memchr::memchr(b'\n', rest) else {
+                return; // the rest of the marker is still on its way
+            };
+            let line = String::from_utf8_lossy(&rest[..nl]).into_owned();
+            self.carry.drain(..self.prefix.len() + nl + 1);
+            let Some(kind) = line.bytes().next() else {
+                continue;
+            };
+            let mut words = line[1..].split(' ');
+            let seq: Option<u64> = words.next().and_then(|w| w.parse().ok());
+            // Other markers (a subshell reporting its exit) are never output.
+            if seq == Some(self.seq) && self.found.is_none() {
+                self.found = Some(Marker {
+                    kind,
+                    status: words.next().and_then(|w| w.parse().ok()),
+                    pid: words.next().and_then(|w| w.parse().ok()),
+                });
             }
-            return;
         }
-        let keep = (1..self.sentinel.len())
+        let keep = (1..self.prefix.len())
             .rev()
-            .find(|&k| self.carry.ends_with(&self.sentinel[..k]))
+            .find(|&k| self.carry.ends_with(&self.prefix[..k]))
             .unwrap_or(0);
         let cut = self.carry.len() - keep;
         if cut > 0 {
@@ -391,7 +427,7 @@ impl Scanner {
         }
     }
 
-    /// No sentinel is coming: pass on what was held back.
+    /// No marker is coming: pass on what was held back.
     fn flush(&mut self, sink: &mut OutputSink) {
         if !self.carry.is_empty() {
             sink.push(&self.carry);
@@ -446,6 +482,7 @@ impl LiveShell {
         let out_w2 = out_w.try_clone()?;
         let (ctl_r, ctl_w) = std::io::pipe()?;
         let marker = format!("live-{}", super::state::nonce());
+        let token = super::state::nonce();
         let mut env: Vec<(String, String)> = job
             .start_env
             .iter()
@@ -459,7 +496,7 @@ impl LiveShell {
                 "--norc".into(),
                 "--noprofile".into(),
                 "-c".into(),
-                shell_program(job),
+                shell_program(job, &token),
             ],
             env,
             cwd: job.cwd.to_path_buf(),
@@ -482,10 +519,13 @@ impl LiveShell {
             child,
             pid,
             marker,
+            token,
+            sent: 0,
             ctl: ctl_w,
             out: out_r,
             generation: job.generation.map(|(want, _)| want),
             dead: false,
+            buf: Vec::new(),
         })
     }
 
@@ -524,6 +564,82 @@ impl LiveShell {
         ours.iter().any(|p| !known.contains(p))
     }
 
+    /// Could command subshell `pid` have left processes behind? It has children as it
+    /// exits, or orphans were handed to us; the full scan only if so.
+    fn subshell_may_have_left(&self, pid: Option<i32>, pool_pids: &Mutex<HashSet<i32>>) -> bool {
+        let Some(pid) = pid else { return true };
+        match std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")) {
+            Ok(k) if !k.trim().is_empty() => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return true,
+        }
+        let Some(ours) = own_children() else {
+            return true;
+        };
+        let Ok(known) = pool_pids.lock() else {
+            return true;
+        };
+        ours.iter().any(|p| !known.contains(p))
+    }
+
+    /// Stop what command subshell `child` left running: its children, orphans of this
+    /// shell's commands handed to us, and anything carrying the command's marker —
+    /// never the shell itself or the subshell it forked for the next command.
+    fn stop_leftovers(
+        &self,
+        child: Option<i32>,
+        command_marker: &str,
+        grace: Duration,
+    ) -> Vec<KilledProcess> {
+        let me = std::process::id() as i32;
+        let needle = format!("{}={command_marker}", super::env::RUN_MARKER).into_bytes();
+        let Ok(rd) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut roots = Vec::new();
+        for pid in rd
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        {
+            if pid == self.pid || Some(pid) == child {
+                continue;
+            }
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let Some(close) = stat.rfind(')') else {
+                continue;
+            };
+            let f: Vec<&str> = stat[close + 1..].split_ascii_whitespace().take(4).collect();
+            let (Some(state), Some(ppid), Some(sid)) = (f.first(), f.get(1), f.get(3)) else {
+                continue;
+            };
+            if *state == "Z" {
+                continue;
+            }
+            let (ppid, sid) = (
+                ppid.parse::<i32>().unwrap_or(0),
+                sid.parse::<i32>().unwrap_or(0),
+            );
+            let orphan = ppid == me && sid == self.pid;
+            let marked = || {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_slice()))
+            };
+            if Some(ppid) == child || orphan || marked() {
+                roots.push(pid);
+            }
+        }
+        let mut killed = Vec::new();
+        for root in roots {
+            killed.extend(Teardown::new(root, command_marker).terminate(grace, true));
+        }
+        killed.sort_by_key(|k| k.pid);
+        killed.dedup_by_key(|k| k.pid);
+        killed
+    }
+
     /// Run one command. Ok((end, background killed, shell still usable)).
     fn run(
         &mut self,
@@ -532,14 +648,25 @@ impl LiveShell {
         on_output: &mut dyn FnMut(&str),
         pool_pids: &Mutex<HashSet<i32>>,
     ) -> Result<(End, Vec<KilledProcess>, bool), RunError> {
-        let mut buf = vec![0u8; READ_BUF];
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.resize(READ_BUF, 0);
+        let r = self.run_with(&mut buf, job, sink, on_output, pool_pids);
+        self.buf = buf;
+        r
+    }
+
+    fn run_with(
+        &mut self,
+        buf: &mut [u8],
+        job: &LiveJob<'_>,
+        sink: &mut OutputSink,
+        on_output: &mut dyn FnMut(&str),
+        pool_pids: &Mutex<HashSet<i32>>,
+    ) -> Result<(End, Vec<KilledProcess>, bool), RunError> {
         let fd = self.out.as_raw_fd();
         // Whatever a kept background job printed since the last command is not ours.
-        read_available(fd, &mut buf, usize::MAX, |_| {});
-        let nonce = super::state::nonce();
-        let mut frame = Vec::with_capacity(job.script.len() + 128);
-        frame.extend_from_slice(nonce.as_bytes());
-        frame.push(0);
+        read_available(fd, &mut *buf, usize::MAX, |_| {});
+        let mut frame = Vec::with_capacity(job.script.len() + job.cwd.as_os_str().len() + 2);
         frame.extend_from_slice(job.cwd.as_os_str().as_bytes());
         frame.push(0);
         frame.extend_from_slice(job.script.as_bytes());
@@ -551,8 +678,12 @@ impl LiveShell {
                 RunError::Io(e)
             });
         }
+        self.sent += 1;
+        let seq = self.sent;
+        // What command `seq` starts carries this marker (non-session subshells).
+        let command_marker = format!("{}.{seq}", self.marker);
         let teardown = Teardown::new(self.pid, &self.marker);
-        let mut scan = Scanner::new(&nonce);
+        let mut scan = Scanner::new(&self.token, seq);
         let start = Instant::now();
         let deadline = start + job.timeout;
         let mut last_emit = start - EVENT_INTERVAL;
@@ -593,10 +724,16 @@ impl LiveShell {
                     let h = s.spawn(|| teardown.terminate(job.kill_grace, true));
                     while !h.is_finished() {
                         poll_fds(&[Some(fd)], Duration::from_millis(10));
-                        read_available(fd, &mut buf, 8 * READ_BUF, |d| scan.feed(d, sink));
+                        read_available(fd, &mut *buf, 8 * READ_BUF, |d| scan.feed(d, sink));
                     }
                     h.join().unwrap_or_default()
                 });
+                if job.key.session.is_none() {
+                    // Whatever left the shell's session still carries the command's marker.
+                    killed.extend(
+                        Teardown::new(-1, &command_marker).terminate(job.kill_grace, false),
+                    );
+                }
                 killed.retain(|k| k.pid != self.pid);
                 let _ = self.child.wait();
                 self.dead = true;
@@ -611,7 +748,7 @@ impl LiveShell {
                 wait,
             );
             let budget = if sink.pending_full() { 0 } else { 8 * READ_BUF };
-            read_available(fd, &mut buf, budget, |d| scan.feed(d, sink));
+            read_available(fd, &mut *buf, budget, |d| scan.feed(d, sink));
         }
         if let Some(s) = exit_status {
             // The shell died during the command: take what it printed (its EXIT trap
@@ -620,7 +757,7 @@ impl LiveShell {
             let at = Instant::now();
             let mut last_output = at;
             loop {
-                let (n, eof) = read_available(fd, &mut buf, 8 * READ_BUF, |d| scan.feed(d, sink));
+                let (n, eof) = read_available(fd, &mut *buf, 8 * READ_BUF, |d| scan.feed(d, sink));
                 let now = Instant::now();
                 if n > 0 {
                     last_output = now;
@@ -650,22 +787,37 @@ impl LiveShell {
             teardown.reap_orphans();
             return Ok((end, killed, false));
         }
-        let (code, exiting) = scan.found.unwrap_or((None, false));
+        let found = scan.found.unwrap_or(Marker {
+            kind: b's',
+            status: None,
+            pid: None,
+        });
         let mut background_killed = Vec::new();
-        if job.background == Background::Kill
-            && self.maybe_has_others(pool_pids)
-            && !teardown.others().is_empty()
-        {
-            background_killed = teardown.terminate(job.kill_grace, false);
-            read_available(fd, &mut buf, 8 * READ_BUF, |d| scan.feed(d, sink));
-            teardown.reap_orphans();
+        if job.background == Background::Kill {
+            background_killed = match job.key.session {
+                // Background jobs are the shell's own children.
+                Some(_) if self.maybe_has_others(pool_pids) && !teardown.others().is_empty() => {
+                    teardown.terminate(job.kill_grace, false)
+                }
+                Some(_) => Vec::new(),
+                // They were started by the command's subshell.
+                None if self.subshell_may_have_left(found.pid, pool_pids) => {
+                    self.stop_leftovers(found.pid, &command_marker, job.kill_grace)
+                }
+                None => Vec::new(),
+            };
+            if !background_killed.is_empty() {
+                read_available(fd, &mut *buf, 8 * READ_BUF, |d| scan.feed(d, sink));
+                teardown.reap_orphans();
+            }
         }
         emit(sink, &mut last_emit, true);
-        if exiting || self.dead {
+        if found.kind == b'x' || self.dead {
             // `exit N` in a session: the shell is on its way out; let it go.
             let _ = self.child.wait();
             self.dead = true;
         }
+        let code = found.status;
         let end = match code {
             Some(c) => End::Exited(c),
             None => End::MissingStatus,
@@ -703,26 +855,33 @@ mod tests {
     }
 
     #[test]
-    fn sentinel_split_across_reads() {
+    fn marker_split_across_reads() {
         let mut s = sink();
-        let mut sc = Scanner::new("abc");
+        let mut sc = Scanner::new("abc", 2);
         sc.feed(b"hello\x1ea", &mut s);
         assert!(sc.found.is_none());
-        sc.feed(b"bc\x1e4", &mut s);
+        sc.feed(b"bcs2 4", &mut s);
         assert!(sc.found.is_none());
-        sc.feed(b"2\nlate", &mut s);
-        assert_eq!(sc.found, Some((Some(42), false)));
-        let r = s.finish();
-        assert_eq!(r.text, "hellolate");
+        sc.feed(b"2 77\nlate", &mut s);
+        assert_eq!(
+            sc.found,
+            Some(Marker {
+                kind: b's',
+                status: Some(42),
+                pid: Some(77)
+            })
+        );
+        assert_eq!(s.finish().text, "hellolate");
     }
 
     #[test]
-    fn lookalike_is_output() {
+    fn earlier_markers_and_lookalikes_are_not_the_end() {
         let mut s = sink();
-        let mut sc = Scanner::new("abc");
-        sc.feed(b"x\x1eab!", &mut s);
-        sc.feed(b"\x1eabc\x1ex3\n", &mut s);
-        assert_eq!(sc.found, Some((Some(3), true)));
+        let mut sc = Scanner::new("abc", 3);
+        sc.feed(b"\x1eabcc2 0\nx\x1eab!", &mut s);
+        assert!(sc.found.is_none());
+        sc.feed(b"\x1eabcx3 3\n", &mut s);
+        assert_eq!(sc.found.map(|m| (m.kind, m.status)), Some((b'x', Some(3))));
         // The lookalike's control byte is sanitized away; its text is output.
         assert_eq!(s.finish().text, "xab!");
     }

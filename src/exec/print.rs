@@ -50,7 +50,7 @@ pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 /// Returns (bytes read, eof).
 fn read_available(fd: i32, buf: &mut [u8], sink: &mut OutputSink) -> (usize, bool) {
     let mut total = 0;
-    while total < 8 * READ_BUF && !sink.pending_full() {
+    while total < 8 * READ_BUF && !sink.pending_full() && sink.wants_more() {
         // SAFETY: reading into a buffer we own, within its length.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
         if n > 0 {
@@ -134,7 +134,10 @@ pub fn run(
     let start = Instant::now();
     let deadline = start + req.timeout;
     let mut buf = vec![0u8; READ_BUF];
-    let rfd = r.as_raw_fd();
+    // Dropped (closing our end of the pipe) when a head limit is filled and the
+    // command is stopped like `| head` would stop it (see `OutputSink::wants_more`).
+    let mut reader = Some(r);
+    let mut closed_early = false;
     let mut eof = false;
     let mut status: Option<std::process::ExitStatus> = None;
     let mut exited_at: Option<Instant> = None;
@@ -177,6 +180,7 @@ pub fn run(
             if let Some(end) = reason {
                 stopped = Some(end);
                 // Keep reading while the tree winds down so nothing is lost or blocked.
+                let rfd = reader.as_ref().map(|r| r.as_raw_fd());
                 killed = terminate_while_draining(&teardown, req.kill_grace, rfd, &mut buf, sink);
                 status = child.wait().ok();
                 exited_at = Some(Instant::now());
@@ -191,7 +195,7 @@ pub fn run(
                 break;
             }
         }
-        if !eof {
+        if !eof && let Some(rfd) = reader.as_ref().map(|r| r.as_raw_fd()) {
             let mut wait = if exited_at.is_some() {
                 Duration::from_millis(10)
             } else {
@@ -211,6 +215,13 @@ pub fn run(
                 last_output = Instant::now();
             }
             eof = at_eof;
+            if !eof && !sink.wants_more() {
+                // Writers now get SIGPIPE (or EPIPE), exactly as with `| head`.
+                reader = None;
+                closed_early = true;
+                eof = true;
+                sink.stopped_reading();
+            }
         } else if exited_at.is_none() {
             // The command closed its output but is still running: wait for it.
             let cap = if pidfd.is_some() {
@@ -224,7 +235,9 @@ pub fn run(
             );
         }
     }
-    drop(r);
+    drop(reader);
+    // What the sanitizer and redactors held back is output too: stream it now.
+    sink.end_input();
     if let Some(t) = sink.take_pending() {
         on_output(&t);
     }
@@ -243,6 +256,9 @@ pub fn run(
     let end = match stopped {
         Some(e) => e,
         None => match status {
+            // We closed the pipe, so the broken pipe is ours, not a failure: the
+            // status is what the pipeline with `| head` would have ended with.
+            Some(s) if closed_early && broken_pipe(&exit_to_end(s)) => End::Exited(0),
             Some(s) => exit_to_end(s),
             None => End::MissingStatus,
         },
@@ -256,18 +272,25 @@ pub fn run(
 fn terminate_while_draining(
     teardown: &Teardown,
     grace: Duration,
-    rfd: i32,
+    rfd: Option<i32>,
     buf: &mut [u8],
     sink: &mut OutputSink,
 ) -> Vec<super::KilledProcess> {
     std::thread::scope(|s| {
         let h = s.spawn(|| teardown.terminate(grace, true));
         while !h.is_finished() {
-            poll_fds(&[Some(rfd)], Duration::from_millis(10));
-            read_available(rfd, buf, sink);
+            poll_fds(&[rfd], Duration::from_millis(10));
+            if let Some(fd) = rfd {
+                read_available(fd, buf, sink);
+            }
         }
         h.join().unwrap_or_default()
     })
+}
+
+/// Death by SIGPIPE, or a shell reporting it (exit 141).
+fn broken_pipe(end: &End) -> bool {
+    matches!(end, End::Signaled(libc::SIGPIPE) | End::Exited(141))
 }
 
 pub fn exit_to_end(s: std::process::ExitStatus) -> End {

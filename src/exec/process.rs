@@ -8,13 +8,79 @@
 //! still be found and stopped: "no descendant outlives the run" holds for them too.
 
 use super::{KilledProcess, Limits, SpawnSpec};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::Once;
+use std::sync::{Mutex, Once, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 static SUBREAPER: Once = Once::new();
+
+/// What this process knows about its children, so that teardown reaps dead orphans
+/// (no zombie outlives a run) without ever reaping a child someone else will wait
+/// for: a run's leader, a live shell, or, when agentbash is a library, a child the
+/// embedding program spawned itself. A zombie's environment is unreadable, so it
+/// is attributed by what was recorded while it lived.
+#[derive(Default)]
+struct Attribution {
+    /// (pid, start time) of children whose `Child` a caller owns: never reaped here.
+    owned: Vec<(i32, u64)>,
+    /// Recent run leaders: a zombie in one of their sessions or process groups is an
+    /// orphan of a run.
+    leaders: VecDeque<i32>,
+    /// (pid, start time) of processes seen alive as members of a run.
+    seen: VecDeque<(i32, u64)>,
+}
+
+const MAX_REMEMBERED: usize = 4096;
+
+static ATTRIBUTION: Mutex<Attribution> = Mutex::new(Attribution {
+    owned: Vec::new(),
+    leaders: VecDeque::new(),
+    seen: VecDeque::new(),
+});
+
+/// The registry, locked. Held across a fork, so a fresh child cannot be reaped
+/// before it is registered.
+fn attribution() -> std::sync::MutexGuard<'static, Attribution> {
+    ATTRIBUTION.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Register a child spawned outside [`spawn`] (e.g. by a PTY library) whose owner
+/// will wait for it and which leads a run: concurrent teardowns never reap it, and
+/// dead orphans of its session are recognised.
+pub fn register_owned(pid: i32) {
+    attribution().register_leader(pid);
+}
+
+impl Attribution {
+    fn register_leader(&mut self, pid: i32) {
+        // Forget entries whose process is gone (reaped) or is now someone else.
+        self.owned.retain(|&(p, t)| start_time(p) == Some(t));
+        self.owned.push((pid, start_time(pid).unwrap_or(0)));
+        remember(&mut self.leaders, pid);
+    }
+
+    fn saw_member(&mut self, pid: i32, started: u64) {
+        if !self.seen.contains(&(pid, started)) {
+            remember(&mut self.seen, (pid, started));
+        }
+    }
+}
+
+fn remember<T: PartialEq>(q: &mut VecDeque<T>, item: T) {
+    if q.len() >= MAX_REMEMBERED {
+        q.pop_front();
+    }
+    q.push_back(item);
+}
+
+/// Field 22 of /proc/<pid>/stat: when the process started (also readable for zombies).
+fn start_time(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    rest.split_ascii_whitespace().nth(19)?.parse().ok()
+}
 
 /// Make this process the reaper of its orphaned descendants (Linux only; harmless
 /// elsewhere). Called once, before the first spawn.
@@ -72,7 +138,52 @@ pub fn spawn(
             apply_limits(&limits)
         });
     }
-    cmd.spawn()
+    on_spawner_thread(cmd)
+}
+
+/// A command to fork, and where to send the child.
+type SpawnJob = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// The parent-death signal fires when the *thread* that forked the child exits, not
+/// when the process does. So every child is forked by one thread that lives as long
+/// as agentbash: a command, or a live shell reused across requests, started from a
+/// short-lived request thread (rpc, mcp) must not be killed when that thread ends.
+fn on_spawner_thread(cmd: Command) -> std::io::Result<Child> {
+    static SPAWNER: OnceLock<Option<Mutex<mpsc::Sender<SpawnJob>>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnJob>();
+        std::thread::Builder::new()
+            .name("agentbash-spawner".into())
+            .spawn(move || {
+                for (cmd, reply) in rx {
+                    let _ = reply.send(fork_and_register(cmd));
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let (reply, answer) = mpsc::channel();
+    let sent = match spawner {
+        Some(tx) => {
+            let tx = tx.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            tx.send((cmd, reply)).map_err(|e| e.0.0)
+        }
+        None => Err(cmd),
+    };
+    match sent {
+        Ok(()) => answer
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone"))),
+        // No spawner thread (it could not be started): fork from this one.
+        Err(cmd) => fork_and_register(cmd),
+    }
+}
+
+fn fork_and_register(mut cmd: Command) -> std::io::Result<Child> {
+    let mut a = attribution();
+    let child = cmd.spawn()?;
+    a.register_leader(child.id() as i32);
+    Ok(child)
 }
 
 /// setrlimit in the child; runs between fork and exec.
@@ -121,6 +232,7 @@ struct Proc {
     ppid: i32,
     pgrp: i32,
     sid: i32,
+    started: u64,
 }
 
 fn read_stat(pid: i32) -> Option<Proc> {
@@ -132,11 +244,15 @@ fn read_stat(pid: i32) -> Option<Proc> {
     if state == "Z" || state == "X" {
         return None; // already dead, only waiting to be reaped
     }
+    let ppid = f.next()?.parse().ok()?;
+    let pgrp = f.next()?.parse().ok()?;
+    let sid = f.next()?.parse().ok()?;
     Some(Proc {
         pid,
-        ppid: f.next()?.parse().ok()?,
-        pgrp: f.next()?.parse().ok()?,
-        sid: f.next()?.parse().ok()?,
+        ppid,
+        pgrp,
+        sid,
+        started: f.nth(15)?.parse().ok()?,
     })
 }
 
@@ -191,7 +307,7 @@ impl Teardown {
                 // In the one-run CLI every orphan handed to us (subreaper) is the
                 // run's, even one that cleared its environment after setsid.
                 let member = parent_member
-                    || (pid == me && !shared_process())
+                    || (pid == me && exclusive_process())
                     || c.pid == self.leader
                     || c.sid == self.leader
                     || c.pgrp == self.leader
@@ -207,6 +323,12 @@ impl Teardown {
             if p.sid == self.leader && seen.insert(p.pid) {
                 out.push(p.pid);
             }
+        }
+        // Remember them: once dead, a zombie can no longer be told apart.
+        let members: HashSet<i32> = out.iter().copied().collect();
+        let mut a = attribution();
+        for p in procs.iter().filter(|p| members.contains(&p.pid)) {
+            a.saw_member(p.pid, p.started);
         }
         out
     }
@@ -305,58 +427,127 @@ impl Teardown {
         self.reap_orphans();
     }
 
-    /// Reap members that were reparented to agentbash (we are their subreaper) and
-    /// have died, so no zombie outlives the run. The leader is left to its `Child`.
+    /// Reap descendants that were reparented to agentbash (we are their subreaper)
+    /// and have died, so no zombie outlives the run. Children whose `Child` someone
+    /// owns (this run's leader, other runs' leaders, live shells) are left to it.
     pub fn reap_orphans(&self) {
-        let me = std::process::id() as i32;
-        let Ok(rd) = std::fs::read_dir("/proc") else {
-            return;
+        if !exclusive_process() {
+            // Record what is still alive, so it can be reaped once it has died.
+            let _ = self.members();
+        }
+        reap_dead_orphans(self.leader);
+    }
+}
+
+/// See [`Teardown::reap_orphans`]; `leader` is never reaped here either.
+///
+/// When agentbash runs one command per process (the CLI), every zombie child nobody
+/// owns is an orphan of that run. Otherwise (rpc, mcp, a program using the library)
+/// the process may have children of its own, so only zombies that were seen as run
+/// members, or that sit in a run leader's session or process group, are reaped.
+fn reap_dead_orphans(leader: i32) {
+    let me = std::process::id() as i32;
+    let exclusive = exclusive_process();
+    // Under the lock throughout: a child spawned meanwhile is registered before we
+    // look, and no pid we judged can be reaped and reused before we act on it.
+    let a = attribution();
+    for pid in child_pids() {
+        if pid == leader {
+            continue;
+        }
+        let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
         };
-        for pid in rd
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        {
-            if pid == self.leader {
-                continue;
-            }
-            let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let Some(close) = s.rfind(')') else { continue };
-            let mut f = s[close + 2..].split_ascii_whitespace();
-            let (Some(state), Some(ppid)) = (f.next(), f.next()) else {
-                continue;
-            };
-            let sid = f.nth(1).and_then(|x| x.parse::<i32>().ok());
-            if state == "Z"
-                && ppid.parse::<i32>().ok() == Some(me)
-                && (sid == Some(self.leader) || has_zombie_marker())
-            {
-                // SAFETY: waitpid on a specific zombie child of ours.
-                unsafe {
-                    libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
-                }
+        let Some(close) = s.rfind(')') else { continue };
+        let f: Vec<&str> = s[close + 2..].split_ascii_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<i64>().ok());
+        if f.first() != Some(&"Z") || num(1) != Some(i64::from(me)) {
+            continue;
+        }
+        let (pgrp, sid) = (num(2).unwrap_or(0) as i32, num(3).unwrap_or(0) as i32);
+        let started = num(19).unwrap_or(-1) as u64;
+        if a.owned.contains(&(pid, started)) {
+            continue;
+        }
+        let ours = exclusive
+            || a.seen.contains(&(pid, started))
+            || a.leaders.contains(&sid)
+            || a.leaders.contains(&pgrp);
+        if ours {
+            // SAFETY: waitpid on a specific zombie child of ours that nobody owns.
+            unsafe {
+                libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
             }
         }
     }
 }
 
-/// Zombies have no readable environ, so a zombie orphan of ours outside the
-/// leader's session cannot be attributed; in the one-run CLI every orphan is ours.
-fn has_zombie_marker() -> bool {
-    !crate::exec::process::shared_process()
+/// Children of this process (every thread's), from /proc; all of /proc when the
+/// per-thread lists are unavailable (the caller filters by parent).
+fn child_pids() -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return all_pids();
+    };
+    for t in tasks.flatten() {
+        match std::fs::read_to_string(t.path().join("children")) {
+            Ok(c) => out.extend(
+                c.split_ascii_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            ),
+            Err(_) => return all_pids(),
+        }
+    }
+    out
+}
+
+fn all_pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 static SHARED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Mark this process as running several commands at once (rpc/mcp), so teardown
-/// never reaps an orphan it cannot attribute to its own run.
+/// never touches a process it cannot attribute to its own run.
 pub fn set_shared_process() {
     SHARED.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// True unless this is the one-run CLI ([`exclusive_process`]).
 pub fn shared_process() -> bool {
-    SHARED.load(std::sync::atomic::Ordering::SeqCst)
+    !exclusive_process()
+}
+
+static EXCLUSIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Declare this process the one-run CLI (see [`exclusive_process`]).
+pub fn set_exclusive_process() {
+    EXCLUSIVE.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The `agentbash` binary running one command: every process handed to it (as
+/// subreaper) belongs to that run, even one that cleared its environment after
+/// setsid, and may be stopped and reaped. Anywhere else — rpc, mcp, or a program
+/// that embeds the library and has children of its own — only processes attributed
+/// to a run are. Declared with [`set_exclusive_process`]; until the CLI does, a
+/// process whose executable is named `agentbash` counts as declared.
+pub fn exclusive_process() -> bool {
+    static AGENTBASH_BINARY: OnceLock<bool> = OnceLock::new();
+    use std::sync::atomic::Ordering::SeqCst;
+    !SHARED.load(SeqCst)
+        && (EXCLUSIVE.load(SeqCst)
+            || *AGENTBASH_BINARY.get_or_init(|| {
+                std::env::current_exe()
+                    .ok()
+                    .and_then(|p| p.file_stem().map(|s| s == "agentbash"))
+                    .unwrap_or(false)
+            }))
 }
 
 fn signal(pid: i32, sig: i32) {

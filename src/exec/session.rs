@@ -125,6 +125,10 @@ pub fn validate_name(name: &str) -> Result<(), SessionError> {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SessionState {
     pub version: u32,
+    /// Random, fixed when the session is created (a removed and re-created session
+    /// is a different one).
+    #[serde(default)]
+    pub id: String,
     /// Incremented by every commit (live shells use it to notice outside changes).
     pub generation: u64,
     pub cwd: Option<PathBuf>,
@@ -246,10 +250,19 @@ impl SessionStore {
         };
         let state = self.load(name)?.unwrap_or_else(|| SessionState {
             version: STATE_VERSION,
+            id: nonce(),
             created: now_secs(),
             ..Default::default()
         });
-        let pending = dir.join("pending");
+        // The shell writes its state line by line: on a memory filesystem when there is
+        // a private one (a disk-backed file costs a slow syscall per line).
+        let pending = match super::state::runtime_dir() {
+            Some(rt) => rt.join(format!(
+                "session-{:016x}.pending",
+                super::state::fnv64(dir.as_os_str().as_encoded_bytes())
+            )),
+            None => dir.join("pending"),
+        };
         create_private(&pending).map_err(Self::io(name, "write", &pending))?;
         Ok(ActiveSession {
             name: name.to_string(),
@@ -339,9 +352,11 @@ impl ActiveSession {
         &self.state
     }
 
-    /// The generation the next commit will write.
-    pub fn next_generation(&self) -> u64 {
-        self.state.generation + 1
+    /// Identifies the saved state now and after the next commit, for live shells
+    /// to tell whether what they hold in memory is still the session's state.
+    pub fn generation_tags(&self) -> (u64, u64) {
+        let tag = |g: u64| super::state::fnv64(format!("{}:{g}", self.state.id).as_bytes());
+        (tag(self.state.generation), tag(self.state.generation + 1))
     }
 
     fn state_file(&self) -> PathBuf {

@@ -21,9 +21,10 @@ use super::{Limits, SpawnSpec};
 use crate::exec::env::BuiltEnv;
 use crate::profile::ShellCfg;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Names that shadow the tools agents rely on (SPEC §6.2); a function or alias with
@@ -156,17 +157,42 @@ fn mtime_ns(m: &std::fs::Metadata) -> i128 {
     i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
 }
 
+/// Per-process memo of file contents' hashes and parsed metadata, keyed by path and
+/// validated by size and mtime, so long-lived callers (rpc, mcp) do not re-read and
+/// re-parse on every command. A one-shot CLI run reads everything once either way.
+static MEMO: Mutex<Option<Memo>> = Mutex::new(None);
+
+#[derive(Default)]
+struct Memo {
+    rc: HashMap<PathBuf, (u64, i128, u64)>,
+    meta: HashMap<PathBuf, (u64, i128, Arc<Meta>)>,
+}
+
+fn with_memo<T>(f: impl FnOnce(&mut Memo) -> T) -> Option<T> {
+    let mut g = MEMO.lock().ok()?;
+    Some(f(g.get_or_insert_with(Memo::default)))
+}
+
 fn current_key(src: &Source) -> std::io::Result<Key> {
     let rc_meta = std::fs::metadata(&src.rc)?;
-    let content = std::fs::read(&src.rc)?;
+    let (len, mtime) = (rc_meta.len(), mtime_ns(&rc_meta));
+    let known = with_memo(|m| m.rc.get(&src.rc).copied()).flatten();
+    let rc_hash = match known {
+        Some((l, t, h)) if l == len && t == mtime => h,
+        _ => {
+            let h = fnv64(&std::fs::read(&src.rc)?);
+            with_memo(|m| m.rc.insert(src.rc.clone(), (len, mtime, h)));
+            h
+        }
+    };
     let shell_mtime_ns = std::fs::metadata(&src.shell)
         .map(|m| mtime_ns(&m))
         .unwrap_or(0);
     Ok(Key {
         rc: src.rc.clone(),
-        rc_len: rc_meta.len(),
-        rc_mtime_ns: mtime_ns(&rc_meta),
-        rc_hash: fnv64(&content),
+        rc_len: len,
+        rc_mtime_ns: mtime,
+        rc_hash,
         shell: src.shell.clone(),
         shell_mtime_ns,
         home: src.home.clone(),
@@ -223,27 +249,40 @@ pub struct Meta {
 pub struct Snapshot {
     pub path: PathBuf,
     pub content_hash: u64,
-    pub meta: Meta,
+    pub meta: Arc<Meta>,
 }
 
 /// The result of making sure the snapshot is current.
 #[derive(Debug, Clone, Default)]
 pub struct Ensured {
     pub snapshot: Option<Snapshot>,
-    pub meta: Option<Meta>,
+    pub meta: Option<Arc<Meta>>,
     /// For the run's `warnings`.
     pub warnings: Vec<String>,
     /// This call generated it.
     pub generated: bool,
 }
 
-fn read_meta(src: &Source) -> Option<Meta> {
-    let text = std::fs::read(src.meta_path()).ok()?;
+fn read_meta(src: &Source) -> Option<Arc<Meta>> {
+    let path = src.meta_path();
+    let st = std::fs::metadata(&path).ok()?;
+    let (len, mtime) = (st.len(), mtime_ns(&st));
+    if let Some(Some(m)) = with_memo(|memo| {
+        memo.meta
+            .get(&path)
+            .filter(|(l, t, _)| *l == len && *t == mtime)
+            .map(|(_, _, m)| m.clone())
+    }) {
+        return Some(m);
+    }
+    let text = std::fs::read(&path).ok()?;
     let m: Meta = serde_json::from_slice(&text).ok()?;
+    let m = Arc::new(m);
+    with_memo(|memo| memo.meta.insert(path, (len, mtime, m.clone())));
     (m.version == META_VERSION).then_some(m)
 }
 
-fn from_meta(meta: Meta, generated: bool) -> Ensured {
+fn from_meta(meta: Arc<Meta>, generated: bool) -> Ensured {
     let mut warnings = Vec::new();
     if generated {
         warnings.extend(meta.warnings.iter().cloned());
@@ -313,7 +352,7 @@ pub fn ensure(plan: &SnapshotPlan, env: &BuiltEnv, force: bool) -> Ensured {
         return from_meta(m, false);
     }
     match generate(src, key, env) {
-        Ok(meta) => from_meta(meta, true),
+        Ok(meta) => from_meta(Arc::new(meta), true),
         Err(e) => unavailable(e),
     }
 }
@@ -676,10 +715,11 @@ fn build(src: &Source, key: Key, d: &dump::Dump, timed_out: bool) -> Meta {
         .collect();
     while let Some(def) = queue.pop() {
         for w in words(def) {
-            if helpers.contains(w) && kept.insert(w) {
-                if let Some(body) = d.functions.get(w) {
-                    queue.push(body);
-                }
+            if helpers.contains(w)
+                && kept.insert(w)
+                && let Some(body) = d.functions.get(w)
+            {
+                queue.push(body);
             }
         }
     }

@@ -239,11 +239,9 @@ impl Prepared {
         }
     }
 
-    /// For a session: (generation now, generation after a commit).
+    /// For a session: tags of its saved state now and after a commit.
     pub fn generation(&self) -> Option<(u64, u64)> {
-        self.session
-            .as_ref()
-            .map(|s| (s.state().generation, s.next_generation()))
+        self.session.as_ref().map(|s| s.generation_tags())
     }
 
     /// After the run: commit the session (unless the run timed out or was cancelled)
@@ -287,6 +285,33 @@ fn temp_prelude(text: &str) -> std::io::Result<tempfile::TempPath> {
     f.write_all(text.as_bytes())?;
     f.flush()?;
     Ok(f.into_temp_path())
+}
+
+/// A private (0700, ours, not a symlink) directory on a memory filesystem, for the
+/// short-lived files a shell writes line by line: `$XDG_RUNTIME_DIR/agentbash`, else
+/// `/dev/shm/agentbash-<uid>`. `None` when neither is usable.
+pub fn runtime_dir() -> Option<PathBuf> {
+    static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        let candidates = [
+            std::env::var_os("XDG_RUNTIME_DIR")
+                .filter(|d| !d.is_empty())
+                .map(|d| PathBuf::from(d).join("agentbash")),
+            Some(PathBuf::from(format!("/dev/shm/agentbash-{uid}"))),
+        ];
+        candidates.into_iter().flatten().find(|d| {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let parent_ok = d.parent().is_some_and(Path::is_dir);
+            parent_ok
+                && crate::paths::private_dir(d).is_ok()
+                && std::fs::symlink_metadata(d).is_ok_and(|m| {
+                    m.is_dir() && m.uid() == uid && m.permissions().mode() & 0o077 == 0
+                })
+        })
+    })
+    .clone()
 }
 
 /// FNV-1a, 64 bit: a stable hash for cache keys and change detection (not security).
@@ -465,12 +490,9 @@ pub mod dump {
             body.push_str(&format!("    builtin printf '\\n{d} cwd\\n%s' \"$PWD\"\n"));
         }
         if what.variables {
-            let mut starts = String::new();
-            for c in ('A'..='Z').chain('a'..='z').chain(std::iter::once('_')) {
-                starts.push_str(&format!(" \"${{!{c}@}}\""));
-            }
+            // One `declare -p` is far cheaper than visiting variables one by one.
             body.push_str(&format!(
-                "    for __agentbash_n in{starts}; do\n      case $__agentbash_n in __agentbash_*) continue;; esac\n      __agentbash_a=\"${{!__agentbash_n@a}}\"\n      case $__agentbash_a in\n        *[aA]*) case $__agentbash_a in *x*|*r*) ;; *) builtin printf '\\n{d} v %s\\n' \"$__agentbash_n\"; builtin declare -p \"$__agentbash_n\";; esac;;\n        *x*) builtin printf '\\n{d} x %s\\n%s' \"$__agentbash_n\" \"${{!__agentbash_n}}\";;\n        *r*) ;;\n        *) builtin printf '\\n{d} v %s\\n' \"$__agentbash_n\"; builtin declare -p \"$__agentbash_n\";;\n      esac\n    done\n"
+                "    builtin printf '\\n{d} variables\\n'; builtin declare -p\n"
             ));
         }
         body.push_str(&format!(
@@ -528,12 +550,16 @@ pub mod dump {
             match kind {
                 "status" => d.status = arg.to_string(),
                 "cwd" => d.cwd = Some(body.to_string()),
-                "x" => {
-                    d.exported.insert(arg.to_string(), body.to_string());
-                }
-                "v" => {
-                    d.variables
-                        .insert(arg.to_string(), body.trim_end_matches('\n').to_string());
+                "variables" => {
+                    for v in parse_declare(body) {
+                        if v.flags.contains('x') {
+                            if let (Some(value), false) = (v.value, v.flags.contains(['a', 'A'])) {
+                                d.exported.insert(v.name, value);
+                            }
+                        } else if !v.flags.contains('r') {
+                            d.variables.insert(v.name, v.line);
+                        }
+                    }
                 }
                 "functions" => function_text = Some(body.to_string()),
                 "function-names" => function_names = Some(body.to_string()),
@@ -558,6 +584,174 @@ pub mod dump {
             d.functions = split_functions(&t, &n);
         }
         d
+    }
+
+    /// One entry of `declare -p` output.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Declared {
+        pub name: String,
+        /// Attribute letters (`-` for none): `x` exported, `r` readonly, `a`/`A` arrays.
+        pub flags: String,
+        /// The whole entry, which re-creates the variable when sourced.
+        pub line: String,
+        /// A scalar's value, unquoted (`None` for arrays and unset variables).
+        pub value: Option<String>,
+    }
+
+    /// Parse `declare -p` output. Values are quoted (`"..."`, `$'...'`, `'...'`,
+    /// arrays in parentheses), so an entry ends at the first newline outside quotes
+    /// whatever the value holds.
+    pub fn parse_declare(text: &str) -> Vec<Declared> {
+        let b = text.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            if !text[i..].starts_with("declare -") {
+                i += text[i..].find('\n').map_or(b.len() - i, |n| n + 1);
+                continue;
+            }
+            let start = i;
+            i += "declare ".len();
+            let flags_end = text[i..].find(' ').map_or(b.len(), |n| i + n);
+            let flags = text[i..flags_end].trim_start_matches('-').to_string();
+            i = (flags_end + 1).min(b.len());
+            let name_end = text[i..].find(['=', '\n']).map_or(b.len(), |n| i + n);
+            let name = text[i..name_end].to_string();
+            i = name_end;
+            let mut value = None;
+            if i < b.len() && b[i] == b'=' {
+                let (v, end) = parse_value(b, i + 1);
+                value = v.map(|v| String::from_utf8_lossy(&v).into_owned());
+                i = end;
+            }
+            out.push(Declared {
+                name,
+                flags: if flags.is_empty() { "-".into() } else { flags },
+                line: text[start..i].to_string(),
+                value,
+            });
+            i += 1;
+        }
+        out
+    }
+
+    /// A value starting at `i`: (the unquoted scalar, or `None` for an array; index of
+    /// the newline ending the entry).
+    fn parse_value(b: &[u8], mut i: usize) -> (Option<Vec<u8>>, usize) {
+        let mut v = Vec::new();
+        let mut scalar = true;
+        let mut depth = 0usize;
+        while i < b.len() && (b[i] != b'\n' || depth > 0) {
+            match b[i] {
+                b'"' => {
+                    i += 1;
+                    while i < b.len() && b[i] != b'"' {
+                        if b[i] == b'\\'
+                            && i + 1 < b.len()
+                            && matches!(b[i + 1], b'"' | b'\\' | b'$' | b'`' | b'\n')
+                        {
+                            if b[i + 1] != b'\n' {
+                                v.push(b[i + 1]);
+                            }
+                            i += 2;
+                        } else {
+                            v.push(b[i]);
+                            i += 1;
+                        }
+                    }
+                    i += 1;
+                }
+                b'$' if b.get(i + 1) == Some(&b'\'') => i = ansi_c(b, i + 2, &mut v),
+                b'\'' => {
+                    i += 1;
+                    while i < b.len() && b[i] != b'\'' {
+                        v.push(b[i]);
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                b'(' => {
+                    scalar = false;
+                    depth += 1;
+                    i += 1;
+                }
+                b')' => {
+                    depth = depth.saturating_sub(1);
+                    i += 1;
+                }
+                c => {
+                    v.push(c);
+                    i += 1;
+                }
+            }
+        }
+        (scalar.then_some(v), i.min(b.len()))
+    }
+
+    /// Decode `$'...'` from just after the opening quote; returns the index after the
+    /// closing one.
+    fn ansi_c(b: &[u8], mut i: usize, v: &mut Vec<u8>) -> usize {
+        let digits = |b: &[u8], i: usize, max: usize, radix: u32| {
+            let mut n = 0u32;
+            let mut k = 0;
+            while k < max && i + k < b.len() && (b[i + k] as char).is_digit(radix) {
+                n = n * radix + (b[i + k] as char).to_digit(radix).unwrap_or(0);
+                k += 1;
+            }
+            (n, k)
+        };
+        while i < b.len() && b[i] != b'\'' {
+            if b[i] != b'\\' || i + 1 >= b.len() {
+                v.push(b[i]);
+                i += 1;
+                continue;
+            }
+            let c = b[i + 1];
+            i += 2;
+            match c {
+                b'a' => v.push(7),
+                b'b' => v.push(8),
+                b'e' | b'E' => v.push(27),
+                b'f' => v.push(12),
+                b'n' => v.push(b'\n'),
+                b'r' => v.push(b'\r'),
+                b't' => v.push(b'\t'),
+                b'v' => v.push(11),
+                b'0'..=b'7' => {
+                    let (n, k) = digits(b, i - 1, 3, 8);
+                    v.push(n as u8);
+                    i += k - 1;
+                }
+                b'x' | b'u' | b'U' => {
+                    let max = match c {
+                        b'x' => 2,
+                        b'u' => 4,
+                        _ => 8,
+                    };
+                    let (n, k) = digits(b, i, max, 16);
+                    if k == 0 {
+                        v.extend_from_slice(&[b'\\', c]);
+                    } else if c == b'x' {
+                        v.push(n as u8);
+                    } else {
+                        let mut buf = [0u8; 4];
+                        v.extend_from_slice(
+                            char::from_u32(n)
+                                .unwrap_or('\u{fffd}')
+                                .encode_utf8(&mut buf)
+                                .as_bytes(),
+                        );
+                    }
+                    i += k;
+                }
+                b'c' if i < b.len() => {
+                    v.push(b[i] & 0x1f);
+                    i += 1;
+                }
+                other => v.push(other),
+            }
+        }
+        i + 1
     }
 
     /// Parse a dump whatever its delimiter (the first line names it).
@@ -692,13 +886,66 @@ mod tests {
     #[test]
     fn parses_sections() {
         let d = "D";
-        let text = "\nD status 3\n\nD cwd\n/tmp/x y\nD x PATH\n/bin\nD x MULTI\na\nb\nD v arr\ndeclare -a arr=([0]=\"1\")\n\nD functions\n\nD function-names\n\nD aliases\n\nD end\n";
+        let text = "\nD status 3\n\nD cwd\n/tmp/x y\nD variables\ndeclare -x PATH=\"/bin\"\ndeclare -x MULTI=$'a\\nb'\ndeclare -a arr=([0]=\"1\")\ndeclare -r RO=\"1\"\n\nD functions\n\nD function-names\n\nD aliases\n\nD end\n";
         let p = parse(text, d);
         assert_eq!(p.status, "3");
         assert_eq!(p.cwd.as_deref(), Some("/tmp/x y"));
         assert_eq!(p.exported["PATH"], "/bin");
         assert_eq!(p.exported["MULTI"], "a\nb");
         assert_eq!(p.variables["arr"], "declare -a arr=([0]=\"1\")");
+        assert!(!p.variables.contains_key("RO"));
         assert!(p.complete);
+    }
+
+    #[test]
+    fn declare_values_round_trip_through_real_bash() {
+        // Every awkward value bash can hold, printed by bash and read back.
+        let values = [
+            "plain",
+            "",
+            "two words",
+            "q\"uote",
+            "back\\slash",
+            "dol$lar",
+            "back`tick",
+            "new\nline",
+            "tab\there",
+            "\u{1}ctrl\u{7f}",
+            "héllo wörld",
+            "'single'",
+            "$'not-ansi'",
+            "a=b",
+            "trailing\\",
+        ];
+        let mut script = String::new();
+        for (k, v) in values.iter().enumerate() {
+            script.push_str(&format!("export V{k}={}\n", super::quote(v)));
+        }
+        script.push_str(
+            "declare -a arr=(\"x y\" $'z\\n'); declare -A as=([k]=v); declare -i n=5; declare -p\n",
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .output()
+            .expect("bash");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let decl = parse_declare(&text);
+        for (k, v) in values.iter().enumerate() {
+            let e = decl
+                .iter()
+                .find(|d| d.name == format!("V{k}"))
+                .expect("declared");
+            assert_eq!(e.value.as_deref(), Some(*v), "V{k} from {:?}", e.line);
+            assert!(e.flags.contains('x'));
+        }
+        let arr = decl.iter().find(|d| d.name == "arr").expect("arr");
+        assert_eq!(arr.value, None);
+        assert!(arr.line.starts_with("declare -a arr=("));
+        assert!(decl.iter().any(|d| d.name == "as" && d.flags == "A"));
+        assert!(
+            decl.iter()
+                .any(|d| d.name == "n" && d.value.as_deref() == Some("5"))
+        );
     }
 }

@@ -28,6 +28,9 @@ pub struct Allocated {
     pub id: u64,
     pub path: PathBuf,
     pub file: File,
+    /// The most this artifact may hold (`artifacts.max_total_bytes`): a command that
+    /// prints forever must not fill the disk before its timeout.
+    pub max_bytes: u64,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -159,6 +162,7 @@ impl ArtifactStore {
                         id: next,
                         path,
                         file,
+                        max_bytes: self.max_total_bytes,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => next += 1,

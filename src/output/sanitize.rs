@@ -113,8 +113,11 @@ impl Sanitizer {
                     i += 1;
                 }
                 State::Str => {
-                    // Skip the body quickly: only BEL and ESC matter.
-                    let rest = &input[i..];
+                    // Skip the body quickly: only BEL and ESC matter. Never look past
+                    // the length limit, so the string is abandoned at the same byte
+                    // however the stream was cut into reads.
+                    let room = MAX_STRING_SEQ.saturating_sub(self.seq_len);
+                    let rest = &input[i..len.min(i + room)];
                     match rest.iter().position(|&b| b == 0x07 || b == 0x1b) {
                         Some(p) => {
                             self.seq_len += p;
@@ -127,11 +130,11 @@ impl Sanitizer {
                         }
                         None => {
                             self.seq_len += rest.len();
-                            i = len;
+                            i += rest.len();
+                            if self.seq_len >= MAX_STRING_SEQ {
+                                self.state = State::Ground;
+                            }
                         }
-                    }
-                    if self.seq_len > MAX_STRING_SEQ {
-                        self.state = State::Ground;
                     }
                 }
                 State::StrEsc => {
@@ -183,25 +186,41 @@ impl Sanitizer {
             run = &run[1..];
         }
         if self.carry_len > 0 {
-            let need = utf8_len(self.carry[0]);
-            while self.carry_len < need && !run.is_empty() && (run[0] & 0xc0) == 0x80 {
-                self.carry[self.carry_len] = run[0];
-                self.carry_len += 1;
-                run = &run[1..];
-            }
-            if self.carry_len == need {
-                let carry = self.carry;
-                let n = self.carry_len;
-                self.carry_len = 0;
-                match std::str::from_utf8(&carry[..n]) {
-                    Ok(s) => push_visible(s, out),
-                    Err(_) => out.push('\u{FFFD}'),
+            // The carry is the valid start of a character cut by the previous read.
+            // Complete it with what this read brings and judge it exactly as
+            // `from_utf8` would have judged the bytes in one piece (which
+            // continuation bytes a lead accepts depends on the lead: F4 takes 80-8F).
+            let c = self.carry_len;
+            let take = run.len().min(utf8_len(self.carry[0]) - c);
+            let mut buf = [0u8; 4];
+            buf[..c].copy_from_slice(&self.carry[..c]);
+            buf[c..c + take].copy_from_slice(&run[..take]);
+            self.carry_len = 0;
+            match std::str::from_utf8(&buf[..c + take]) {
+                Ok(s) => {
+                    push_visible(s, out);
+                    run = &run[take..];
                 }
-            } else if run.is_empty() && at_input_end {
-                return; // still incomplete: wait for the next chunk
-            } else {
-                self.carry_len = 0;
-                out.push('\u{FFFD}');
+                Err(e) => match e.error_len() {
+                    // Still a valid beginning, and this read is used up: wait.
+                    None if at_input_end => {
+                        self.carry = buf;
+                        self.carry_len = c + take;
+                        return;
+                    }
+                    // Cut short by a control byte or the end of the stream.
+                    None => {
+                        out.push('\u{FFFD}');
+                        run = &run[take..];
+                    }
+                    // The character cannot be completed: one U+FFFD for its
+                    // valid beginning (the carry and perhaps some of this read),
+                    // and what follows is looked at afresh.
+                    Some(n) => {
+                        out.push('\u{FFFD}');
+                        run = &run[n.saturating_sub(c)..];
+                    }
+                },
             }
         }
         loop {
@@ -325,6 +344,55 @@ mod tests {
                 "{:?}",
                 String::from_utf8_lossy(input)
             );
+        }
+    }
+
+    /// Found by fuzz/fuzz_targets/sink.rs: F4 accepts only 80-8F after it, so
+    /// `F4 B7` is two errors whether or not a read ends between them.
+    #[test]
+    fn a_carried_lead_is_judged_like_one_piece() {
+        let cases: &[&[u8]] = &[
+            b":\xd7\x84\xdd\xf4\xb7\xfa",
+            b"\xf4\x90\x80\x80",
+            b"\xf0\x80\x80\x80",
+            b"\xe0\x80\xaf",
+            b"\xed\xa0\x80",
+            b"\xe2\x82",
+            b"\xe2\x82\x1b[m",
+            b"\xf0\x9f\x98\x80\xf0\x9f",
+            b"\xc2\x85\xc2",
+        ];
+        for input in cases {
+            let whole = sanitize(input);
+            for a in 0..=input.len() {
+                for b in a..=input.len() {
+                    let mut s = Sanitizer::new();
+                    let mut out = String::new();
+                    s.push(&input[..a], &mut out);
+                    s.push(&input[a..b], &mut out);
+                    s.push(&input[b..], &mut out);
+                    s.finish(&mut out);
+                    assert_eq!(out, whole, "{input:x?} cut at {a} and {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_unterminated_string_is_abandoned_at_the_same_byte_for_any_reads() {
+        let mut input = b"\x1b]".to_vec();
+        input.resize(200_000, b'x');
+        input.extend_from_slice(b"\nend");
+        let whole = sanitize(&input);
+        assert_eq!(whole.len(), 200_000 - 2 - MAX_STRING_SEQ + 4);
+        for step in [1, 7, 4096, 65_536, 100_000] {
+            let mut s = Sanitizer::new();
+            let mut out = String::new();
+            for c in input.chunks(step) {
+                s.push(c, &mut out);
+            }
+            s.finish(&mut out);
+            assert_eq!(out, whole, "reads of {step}");
         }
     }
 

@@ -27,6 +27,12 @@ pub struct SinkConfig {
 /// waiting for the next 50 ms tick.
 const PENDING_CAP: usize = 256 << 10;
 
+/// Once a head line limit (`--head`, a stripped `| head -n N`) is filled, this much
+/// more output is still read and saved, then reading stops and the command meets a
+/// closed pipe, as it would have with the real `| head`. Without it, `yes | head -n 3`
+/// would run until its timeout and fill the artifact.
+pub const HEAD_OVERREAD: u64 = 16 << 20;
+
 /// How the shown text was cut (§7.2 `truncation`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Truncation {
@@ -63,6 +69,11 @@ struct Spill {
     spilled: bool,
     lost: bool,
     error: Option<String>,
+    /// Bytes written to the file, and the most it may hold.
+    written: u64,
+    file_cap: u64,
+    /// The file reached `file_cap`: it holds the start of the stream only.
+    capped: bool,
 }
 
 impl Spill {
@@ -87,7 +98,16 @@ impl Spill {
         self.write(raw);
     }
 
-    fn write(&mut self, bytes: &[u8]) {
+    fn write(&mut self, mut bytes: &[u8]) {
+        if self.capped {
+            return;
+        }
+        let room = self.file_cap.saturating_sub(self.written);
+        if bytes.len() as u64 > room {
+            bytes = &bytes[..room as usize];
+            self.capped = true;
+        }
+        self.written += bytes.len() as u64;
         if let Some(f) = self.file.as_mut()
             && let Err(e) = f.write_all(bytes)
         {
@@ -148,11 +168,15 @@ pub struct OutputSink {
     spill: Spill,
     collect_events: bool,
     pending: String,
+    /// Raw bytes read when the head line limit was filled.
+    head_full_at: Option<u64>,
+    /// The reader stopped before the end of the stream ([`HEAD_OVERREAD`]).
+    stopped_reading: bool,
 }
 
 impl OutputSink {
     pub fn new(cfg: SinkConfig, artifact: Option<Allocated>, collect_events: bool) -> Self {
-        let (file, art) = match artifact {
+        let (file, art, file_cap) = match artifact {
             Some(a) => (
                 Some(BufWriter::with_capacity(64 * 1024, a.file)),
                 Some(ArtifactRef {
@@ -160,8 +184,9 @@ impl OutputSink {
                     url: super::artifact::url(a.id),
                     path: a.path,
                 }),
+                a.max_bytes,
             ),
-            None => (None, None),
+            None => (None, None, u64::MAX),
         };
         let tail_cap = if cfg.head_lines.is_some() {
             0
@@ -196,7 +221,12 @@ impl OutputSink {
                 spilled: false,
                 lost: false,
                 error: None,
+                written: 0,
+                file_cap,
+                capped: false,
             },
+            head_full_at: None,
+            stopped_reading: false,
             collect_events,
             pending: String::new(),
             cfg,
@@ -225,6 +255,24 @@ impl OutputSink {
         self.sanitizer.push(raw, &mut clean);
         self.text(&clean);
         self.clean = clean;
+        if self.head_full_at.is_none() && self.cfg.head_lines.is_some() && self.head_done {
+            self.head_full_at = Some(self.raw_bytes);
+        }
+    }
+
+    /// False once a head line limit is filled and [`HEAD_OVERREAD`] more bytes were
+    /// read: the reader should stop and close its end of the pipe, as `| head` would.
+    pub fn wants_more(&self) -> bool {
+        self.head_full_at
+            .is_none_or(|at| self.raw_bytes - at < HEAD_OVERREAD)
+    }
+
+    /// The reader stopped before the end of the stream (after [`wants_more`]
+    /// said so); the notice says the count is of what was read.
+    ///
+    /// [`wants_more`]: Self::wants_more
+    pub fn stopped_reading(&mut self) {
+        self.stopped_reading = true;
     }
 
     /// Text emitted since the last call (for live streaming), if any.
@@ -388,7 +436,7 @@ impl OutputSink {
 
     /// End of stream: flush partial state, apply line limits, decide on the artifact.
     pub fn finish(mut self) -> Retained {
-        self.flush_stream();
+        self.end_input();
         self.trim_tail();
         let total_lines = self.newlines + u64::from(self.line_open);
         let view = if self.cfg.head_lines.is_some() {
@@ -402,17 +450,22 @@ impl OutputSink {
         self.conclude(view, total_lines)
     }
 
-    fn flush_stream(&mut self) {
+    /// End of the command's output: release what the sanitizer and the redactors
+    /// were holding back (an incomplete character, a possible start of a secret), so
+    /// it reaches the live text ([`take_pending`](Self::take_pending)) before the run
+    /// ends rather than only the final result. [`finish`](Self::finish) calls it too;
+    /// calling it again is harmless, and so is more input after it (still redacted).
+    pub fn end_input(&mut self) {
         let mut rest = String::new();
         self.sanitizer.finish(&mut rest);
-        if let Some(mut r) = self.text_redactor.take() {
+        if let Some(r) = self.text_redactor.as_mut() {
             let mut out = Vec::new();
             r.push(rest.as_bytes(), true, &mut out);
             r.finish(&mut out);
             rest = String::from_utf8_lossy(&out).into_owned();
         }
         self.after_redact(&rest);
-        if let Some(mut r) = self.raw_redactor.take() {
+        if let Some(r) = self.raw_redactor.as_mut() {
             let mut out = Vec::new();
             r.finish(&mut out);
             self.spill.push(&out);
@@ -538,6 +591,14 @@ impl OutputSink {
         if let Some(e) = self.spill.error.take() {
             warnings.push(e);
         }
+        if let Some(a) = artifact.as_ref().filter(|_| self.spill.capped) {
+            warnings.push(format!(
+                "{} holds only the first {} of the {} the command printed (artifacts.max_total_bytes)",
+                a.url,
+                format_size(self.spill.written),
+                format_size(self.raw_bytes)
+            ));
+        }
         let output_lines = count_lines(&v.text);
         let last = (v.first + output_lines).saturating_sub(1);
         let (mut notice, mut truncation) = (None, None);
@@ -575,8 +636,16 @@ impl OutputSink {
                 }
                 None => format!("lines {}-{last}", v.first),
             };
+            let stopped = if self.stopped_reading {
+                format!(
+                    " read; the command was stopped {} past the head limit, as `| head` would",
+                    format_size(HEAD_OVERREAD)
+                )
+            } else {
+                String::new()
+            };
             notice = Some(format!(
-                "[Showing {lines} of {total_lines}{limit}{cols}{full}]"
+                "[Showing {lines} of {total_lines}{stopped}{limit}{cols}{full}]"
             ));
             truncation = Some(Truncation {
                 direction: v.direction,

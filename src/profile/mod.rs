@@ -328,7 +328,7 @@ pub fn parse_layer(origin: &Origin, text: &str) -> Result<(toml::Table, Profile)
             origin: origin.clone(),
             line,
             col,
-            message: with_suggestion(e.message()),
+            message: shorten(&with_suggestion(e.message())),
         }
     };
     let table: toml::Table = toml::from_str(text).map_err(invalid)?;
@@ -395,6 +395,20 @@ pub fn locate(text: &str, section: &str, key: &str) -> (usize, usize) {
     (1, 1)
 }
 
+/// Error messages quote the offending key or value; a hostile profile can make that
+/// a megabyte. Keep the start and say how much was left out.
+fn shorten(msg: &str) -> String {
+    const MAX: usize = 1000;
+    if msg.len() <= MAX {
+        return msg.to_string();
+    }
+    let mut cut = MAX;
+    while !msg.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… [{} more bytes]", &msg[..cut], msg.len() - cut)
+}
+
 /// serde says "unknown field `tiemout`, expected one of `a`, `b`": add "did you mean".
 fn with_suggestion(msg: &str) -> String {
     let msg = msg.trim_end().to_string();
@@ -405,8 +419,11 @@ fn with_suggestion(msg: &str) -> String {
         return msg;
     };
     let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    // A key whose length is far from a candidate's cannot be near it: skipping those
+    // keeps a hostile megabyte-long key from costing seconds of edit distance.
     let best = candidates
         .iter()
+        .filter(|c| bad.len().abs_diff(c.len()) <= 2.max(c.len() / 3))
         .map(|c| (edit_distance(bad, c), *c))
         .min()
         .filter(|(d, c)| *d <= 2.max(c.len() / 3));

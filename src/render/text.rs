@@ -137,7 +137,10 @@ impl TextRenderer {
             // The viewport left the command's final screen in view; what it cannot
             // show is why the run ended early.
             if r.timed_out {
-                s.push_str(&format!("[Command timed out after {} seconds]\n", r.timeout_s));
+                s.push_str(&format!(
+                    "[Command timed out after {} seconds]\n",
+                    r.timeout_s
+                ));
             } else if r.cancelled {
                 s.push_str("[Command cancelled]\n");
             }

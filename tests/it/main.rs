@@ -8,6 +8,7 @@ mod mcp;
 mod output;
 mod profiles;
 mod pty;
+mod reliability;
 mod rpc;
 mod run_basic;
 mod session;

@@ -268,6 +268,48 @@ fn concurrent_runs_on_one_session_are_serialized() {
 }
 
 #[test]
+fn a_run_waiting_for_a_busy_session_times_out_without_running() {
+    let env = TestEnv::new();
+    let holder = env
+        .cmd(&[
+            "run",
+            "-q",
+            "-s",
+            "busy",
+            "--",
+            "sleep 3; export HOLDER=done",
+        ])
+        .spawn();
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    let v = run_json(&env, &["-s", "busy", "-t", "1", "--", "touch ran-anyway"]);
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(v["timed_out"], true, "{v:#}");
+    assert_eq!(v["exit_code"], 124);
+    assert!(s(&v, "text").contains("stayed busy"), "{v:#}");
+    assert!(!env.work().join("ran-anyway").exists());
+    holder.wait().assert_code(0);
+    assert_eq!(in_session(&env, "busy", "echo $HOLDER"), "done");
+}
+
+#[test]
+fn pty_mode_runs_keep_the_session_too() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.work().join("p")).expect("mkdir");
+    let v = run_json(&env, &["--pty", "-s", "tty", "--", "cd p; export VIA=pty"]);
+    assert_eq!(v["mode"], "pty", "{v:#}");
+    assert_eq!(v["exit_code"], 0, "{v:#}");
+    assert_eq!(
+        in_session(&env, "tty", "pwd; echo $VIA"),
+        format!("{}/p\npty", env.work().display())
+    );
+}
+
+#[test]
 fn a_deleted_session_directory_is_a_cwd_error_with_a_hint() {
     let env = TestEnv::new();
     std::fs::create_dir_all(env.work().join("gone")).expect("mkdir");
@@ -401,15 +443,22 @@ fn sessions_need_bash() {
     );
 }
 
-/// The library's live shells (§6.3): what rpc and mcp use.
+/// The library's live shells (§6.3): what rpc and mcp use. These tests run in a
+/// process of their own ([`pool_tests_in_their_own_process`]): a pool marks its
+/// process as running several commands at once and relies on it being the subreaper
+/// of its orphans, process-wide settings other tests in this binary change.
 mod pool {
     use super::*;
     use agentbash::exec::live::ShellPool;
     use agentbash::run::{RunRequest, execute, execute_with};
     use agentbash::{CancelToken, LoadedProfile, Lookup, RunResult};
 
-    /// A profile that touches no state or cache directory (so these tests can run in
-    /// the test process itself).
+    /// Set in the process that runs the `child_` tests.
+    fn in_child() -> bool {
+        std::env::var_os("AGENTBASH_IT_POOL_WORK").is_some()
+    }
+
+    /// A profile that touches no state or cache directory.
     fn profile(dir: &std::path::Path) -> LoadedProfile {
         let p = dir.join("pool.toml");
         std::fs::write(
@@ -448,7 +497,11 @@ mod pool {
     }
 
     #[test]
-    fn one_shell_is_reused_and_runs_are_isolated() {
+    #[ignore = "run by pool_tests_in_their_own_process"]
+    fn child_one_shell_is_reused_and_runs_are_isolated() {
+        if !in_child() {
+            return;
+        }
         let env = TestEnv::new();
         let p = profile(env.root());
         let pool = ShellPool::new();
@@ -476,6 +529,21 @@ mod pool {
         );
         assert_eq!(r.output, format!("{}\nunset\nno-f", env.work().display()));
         assert_eq!(r.final_cwd, env.work().display().to_string());
+        // Commands that replace the subshell or its EXIT trap still end cleanly.
+        let r = run(&pool, &p, &req(&env.work(), "exec echo via-exec"));
+        assert_eq!((r.exit_code, r.output.as_str()), (Some(0), "via-exec"));
+        let r = run(
+            &pool,
+            &p,
+            &req(&env.work(), "trap 'echo bye' EXIT; echo hi; exit 4"),
+        );
+        assert_eq!((r.exit_code, r.output.as_str()), (Some(4), "hi\nbye"));
+        let r = run(
+            &pool,
+            &p,
+            &req(&env.work(), "cat; read -r x || echo stdin-is-empty"),
+        );
+        assert_eq!(r.output, "stdin-is-empty");
         assert_eq!(
             pid_of(&pool, &p, &base),
             pid,
@@ -502,7 +570,11 @@ mod pool {
     }
 
     #[test]
-    fn a_dead_shell_is_replaced_with_a_notice() {
+    #[ignore = "run by pool_tests_in_their_own_process"]
+    fn child_a_dead_shell_is_replaced_with_a_notice() {
+        if !in_child() {
+            return;
+        }
         let env = TestEnv::new();
         let p = profile(env.root());
         let pool = ShellPool::new();
@@ -527,7 +599,11 @@ mod pool {
     }
 
     #[test]
-    fn a_timeout_stops_only_that_keys_shell() {
+    #[ignore = "run by pool_tests_in_their_own_process"]
+    fn child_a_timeout_stops_only_that_keys_shell() {
+        if !in_child() {
+            return;
+        }
         let env = TestEnv::new();
         let p = profile(env.root());
         let pool = ShellPool::new();
@@ -557,7 +633,11 @@ mod pool {
     }
 
     #[test]
-    fn cancel_and_background_jobs() {
+    #[ignore = "run by pool_tests_in_their_own_process"]
+    fn child_cancel_and_background_jobs() {
+        if !in_child() {
+            return;
+        }
         let env = TestEnv::new();
         let p = profile(env.root());
         let pool = ShellPool::new();
@@ -596,7 +676,11 @@ mod pool {
     }
 
     #[test]
-    fn the_pool_serves_several_threads() {
+    #[ignore = "run by pool_tests_in_their_own_process"]
+    fn child_the_pool_serves_several_threads() {
+        if !in_child() {
+            return;
+        }
         let env = TestEnv::new();
         let p = profile(env.root());
         let pool = ShellPool::new();
@@ -611,13 +695,13 @@ mod pool {
                 });
             }
         });
-        assert!(pool.len() >= 1);
+        assert!(!pool.is_empty());
     }
 
     /// Session runs through the pool, in a process of its own (sessions live in
     /// `$AGENTBASH_STATE_DIR`, which the library reads from the environment).
     #[test]
-    fn sessions_through_the_pool() {
+    fn pool_tests_in_their_own_process() {
         let env = TestEnv::new();
         std::fs::write(env.home().join(".bashrc"), crate::snapshot::BASHRC).expect("rc");
         // Not current_exe(): a concurrent rebuild may have replaced that file.
@@ -625,27 +709,21 @@ mod pool {
         let out = env
             .program(
                 &exe,
-                &[
-                    "session::pool::session_pool_child",
-                    "--exact",
-                    "--ignored",
-                    "--nocapture",
-                    "--test-threads=1",
-                ],
+                &["session::pool::child_", "--ignored", "--test-threads=2"],
             )
             .env("AGENTBASH_IT_POOL_WORK", env.work())
             .run();
         assert!(
-            out.status.success() && out.stdout.contains("1 passed"),
-            "child failed:\n{}\n{}",
+            out.status.success() && out.stdout.contains("6 passed"),
+            "pool tests failed:\n{}\n{}",
             out.stdout,
             out.stderr
         );
     }
 
     #[test]
-    #[ignore = "run by sessions_through_the_pool in a process of its own"]
-    fn session_pool_child() {
+    #[ignore = "run by pool_tests_in_their_own_process"]
+    fn child_sessions_through_the_pool() {
         let Some(work) = std::env::var_os("AGENTBASH_IT_POOL_WORK").map(std::path::PathBuf::from)
         else {
             return;
