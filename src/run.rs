@@ -98,8 +98,15 @@ impl Plan {
     }
 }
 
-/// Make every decision for `req` under `profile`; runs nothing.
+/// Make every decision for `req` under `profile`; runs nothing. Shows the full
+/// interception trace (what `explain` prints).
 pub fn plan(req: &RunRequest, profile: &LoadedProfile) -> Plan {
+    plan_with(req, profile, true)
+}
+
+/// `trace_all`: check the rules even when the caller has no tools (so `explain` can
+/// show what would match); a run skips that, since no rule can apply.
+fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan {
     let p = &profile.profile;
     let usage_error = if req.command.trim().is_empty() {
         Some("empty command: give the command to run after `--`".to_string())
@@ -119,20 +126,21 @@ pub fn plan(req: &RunRequest, profile: &LoadedProfile) -> Plan {
         .tools
         .clone()
         .unwrap_or_else(|| p.interceptor.tools.clone());
-    let (interception, rule_warnings) = if p.interceptor.enabled && !req.no_intercept {
-        match profile.rule_set() {
-            Ok(set) => (
-                Some(intercept::intercept(&normalized.command, &set, &tools)),
-                set.warnings().to_vec(),
-            ),
-            Err(e) => (
-                None,
-                vec![format!("interceptor disabled for this run: {e}")],
-            ),
-        }
-    } else {
-        (None, vec![])
-    };
+    let (interception, rule_warnings) =
+        if p.interceptor.enabled && !req.no_intercept && (trace_all || !tools.is_empty()) {
+            match profile.rule_set() {
+                Ok(set) => (
+                    Some(intercept::intercept(&normalized.command, &set, &tools)),
+                    set.warnings().to_vec(),
+                ),
+                Err(e) => (
+                    None,
+                    vec![format!("interceptor disabled for this run: {e}")],
+                ),
+            }
+        } else {
+            (None, vec![])
+        };
     // §4.4
     let timeout = stages::clamp_timeout(req.timeout, &p.timeout);
     // §4.6 (decided before the env, which differs for a PTY)
@@ -212,7 +220,7 @@ pub fn execute_with(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunResult {
     let started = Instant::now();
-    let plan = plan(req, profile);
+    let plan = plan_with(req, profile, false);
     let p = &profile.profile;
     let mut r = base_result(req, &plan);
     let mut notices: Vec<String> = Vec::new();

@@ -66,7 +66,8 @@ pub struct LiveJob<'a> {
     pub start_env: &'a BTreeMap<String, String>,
     /// Bash run once when a shell starts: the snapshot and the session's restore.
     pub setup: String,
-    /// For a session: (generation the shell must hold, generation after this run).
+    /// For a session: tags of the saved state the shell must hold, and of the state
+    /// after this run commits (see `ActiveSession::generation_tags`).
     pub generation: Option<(u64, u64)>,
     pub script: &'a str,
     pub cwd: &'a Path,

@@ -71,6 +71,9 @@ pub struct LoadedProfile {
     pub name: String,
     pub profile: Profile,
     pub layers: Vec<(Origin, toml::Table)>,
+    /// Compiled rule packs, built on first use: compiling the default pack costs
+    /// milliseconds, so a long-lived server compiles it once.
+    rules: std::sync::OnceLock<Result<std::sync::Arc<crate::rules::RuleSet>, String>>,
 }
 
 impl LoadedProfile {
@@ -85,11 +88,17 @@ impl LoadedProfile {
 
     /// The rule packs this profile uses, loaded (paths relative to the file that
     /// named them).
-    pub fn rule_set(&self) -> Result<crate::rules::RuleSet, crate::rules::RulesError> {
-        let base = self
-            .origin_of("interceptor", "rules")
-            .and_then(|o| o.base_dir().map(PathBuf::from));
-        crate::rules::RuleSet::load(&self.profile.interceptor.rules, base.as_deref())
+    pub fn rule_set(&self) -> Result<std::sync::Arc<crate::rules::RuleSet>, String> {
+        self.rules
+            .get_or_init(|| {
+                let base = self
+                    .origin_of("interceptor", "rules")
+                    .and_then(|o| o.base_dir().map(PathBuf::from));
+                crate::rules::RuleSet::load(&self.profile.interceptor.rules, base.as_deref())
+                    .map(std::sync::Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
     }
 
     /// The layer that last set `section.key` (for `profile show --origin`).
@@ -302,6 +311,7 @@ impl Lookup {
             name,
             profile,
             layers,
+            rules: std::sync::OnceLock::new(),
         })
     }
 }

@@ -880,9 +880,6 @@ fn fault_children_outlive_the_thread_that_spawned_them() {
     })
     .join()
     .expect("spawning thread");
-    // spawn() made this test process a subreaper; undo it for the other tests.
-    // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
     std::thread::sleep(Duration::from_millis(300));
     let alive = child.try_wait().expect("try_wait").is_none();
     let _ = child.kill();
@@ -908,8 +905,6 @@ fn fault_library_embedding_keeps_the_callers_children() {
     let mut req = agentbash::RunRequest::new("setsid sleep 30 & (sleep 30 &); sleep 30 & echo hi");
     req.invoking_dir = env.work();
     let r = agentbash::execute(&req, &profile, &agentbash::CancelToken::new(), &mut |_| {});
-    // SAFETY: prctl with integer arguments; undo the subreaper for the other tests.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
     assert_eq!(r.output, "hi");
     // Three sleeps (and, under load, a subshell caught before it exited).
     assert!(r.background_killed.len() >= 3, "{:?}", r.background_killed);
