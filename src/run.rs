@@ -345,7 +345,7 @@ pub fn execute_with(
     });
     let start_env = live.is_some().then(|| env.clone());
     if live.is_none()
-        && let Err(w) = state.install_prelude(&mut env)
+        && let Err(w) = state.install_prelude(&mut env, &plan.script)
     {
         warnings.push(w);
     }

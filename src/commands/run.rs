@@ -88,6 +88,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
     req.live_output = format == FormatArg::Ndjson
         || stdout_tty
         || profile.profile.render.live == crate::profile::Live::Stream;
+    crate::exec::process::set_exclusive_process();
     let token = CancelToken::new();
     install_signal_handlers(&token);
     let p = &profile.profile;

@@ -755,6 +755,8 @@ impl Pty {
             .process_id()
             .and_then(|pid| i32::try_from(pid).ok())
             .ok_or_else(|| spawn_error("the child has no process id".into()))?;
+        // Ours to reap: a teardown elsewhere in a shared process must not take it.
+        super::process::register_owned(pid);
         // The exit status is collected with waitpid(2) (it keeps the signal
         // number, portable-pty's status does not); dropping the handle
         // neither kills nor waits.
@@ -1706,6 +1708,8 @@ pub fn run(
         },
     )
     .map_err(|e| ExecError::Pty(e.to_string()))?;
+    // Release what the sanitizer and redactors hold back into the live stream.
+    sink.end_input();
     if let Some(t) = sink.take_pending() {
         on_output(&t);
     }

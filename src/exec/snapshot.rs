@@ -38,7 +38,7 @@ pub const SHADOWED_TOOLS: &[&str] = &[
 /// How long the rc may take to source.
 pub const GENERATION_LIMIT: Duration = Duration::from_secs(2);
 
-const META_VERSION: u32 = 1;
+const META_VERSION: u32 = 2;
 
 /// What a run will do about the snapshot (decided without side effects).
 #[derive(Debug, Clone)]
@@ -242,6 +242,10 @@ pub struct Meta {
     /// Captured option lines (`shopt -s extglob`, `set -o physical`).
     pub options: Vec<String>,
     pub dropped: Vec<Dropped>,
+    /// For each captured function and alias, the captured names it mentions (what
+    /// must be defined along with it).
+    #[serde(default)]
+    pub refs: BTreeMap<String, Vec<String>>,
 }
 
 /// A snapshot a run can source.
@@ -418,6 +422,17 @@ fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
     let mut meta = build(src, key, &parsed, timed_out);
     meta.duration_ms = started.elapsed().as_millis() as u64;
     let snapshot_text = meta.snapshot.take().map(|_| render(src, &parsed, &meta));
+    // Parts cut from the previous snapshot are stale now.
+    if let Ok(rd) = std::fs::read_dir(&src.dir) {
+        let prefix = format!("{}.", src.id);
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&prefix) && name.ends_with(".sh") && name.len() == prefix.len() + 19
+            {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
     if let Some(text) = snapshot_text {
         let path = src.snapshot_path();
         write_private(&path, text.as_bytes())
@@ -586,6 +601,7 @@ fn build(src: &Source, key: Key, d: &dump::Dump, timed_out: bool) -> Meta {
         aliases: BTreeMap::new(),
         options: vec![],
         dropped: vec![],
+        refs: BTreeMap::new(),
     };
     let limit = GENERATION_LIMIT.as_secs();
     if timed_out {
@@ -741,6 +757,27 @@ fn build(src: &Source, key: Key, d: &dump::Dump, timed_out: bool) -> Meta {
     for (name, line) in &kept_aliases {
         meta.aliases.insert((*name).clone(), fnv64(line.as_bytes()));
     }
+    let defined: BTreeSet<&str> = meta
+        .functions
+        .keys()
+        .chain(meta.aliases.keys())
+        .map(String::as_str)
+        .collect();
+    for name in &defined {
+        let text = d
+            .functions
+            .get(*name)
+            .or_else(|| d.aliases.get(*name))
+            .map(String::as_str)
+            .unwrap_or("");
+        let mentioned: BTreeSet<&str> = words(text)
+            .filter(|w| w != name && defined.contains(w))
+            .collect();
+        meta.refs.insert(
+            (*name).to_string(),
+            mentioned.into_iter().map(str::to_string).collect(),
+        );
+    }
     meta.snapshot = Some(src.snapshot_path());
     meta
 }
@@ -758,22 +795,121 @@ fn render(src: &Source, d: &dump::Dump, meta: &Meta) -> String {
         t.push_str(o);
         t.push('\n');
     }
+    // The markers let a run take only the definitions its command can reach.
     for name in meta.functions.keys() {
         if let Some(def) = d.functions.get(name) {
-            t.push_str(def);
-            t.push('\n');
+            t.push_str(&format!("{MARK}function {name}\n{def}\n"));
         }
     }
     if !meta.aliases.is_empty() {
         t.push_str("shopt -s expand_aliases\n");
         for name in meta.aliases.keys() {
             if let Some(line) = d.aliases.get(name) {
-                t.push_str(line);
-                t.push('\n');
+                t.push_str(&format!("{MARK}alias {name}\n{line}\n"));
             }
         }
     }
     t
+}
+
+const MARK: &str = "# agentbash:";
+
+/// Words that let a command reach definitions it does not name: expansions, `eval`,
+/// sourcing, and the builtins that list, change or look up functions and aliases.
+/// A command containing one sources the whole snapshot.
+fn reaches_everything(command: &str) -> bool {
+    const DYNAMIC: &[&str] = &[
+        "eval",
+        "source",
+        ".",
+        "declare",
+        "typeset",
+        "local",
+        "type",
+        "command",
+        "compgen",
+        "complete",
+        "alias",
+        "unalias",
+        "unset",
+        "set",
+        "export",
+        "builtin",
+        "hash",
+        "enable",
+        "trap",
+        "readonly",
+        "shopt",
+        "caller",
+        "mapfile",
+        "readarray",
+    ];
+    command.contains(['$', '`']) || command_words(command).any(|w| DYNAMIC.contains(&w))
+}
+
+/// The words of a command, split as loosely as names may be written.
+fn command_words(command: &str) -> impl Iterator<Item = &str> {
+    command
+        .split(|c: char| c.is_whitespace() || ";|&(){}<>\"'=\\!,*?[]#~".contains(c))
+        .filter(|w| !w.is_empty())
+}
+
+impl Snapshot {
+    /// The file a run of `command` sources: the whole snapshot, or (the usual case)
+    /// only the options and the functions and aliases the command names, with what
+    /// they in turn name — bash parses every function it sources, which costs about
+    /// 10 µs each on every run. `None` when there is nothing to source.
+    pub fn source_for(&self, command: &str) -> std::io::Result<Option<PathBuf>> {
+        let m = &self.meta;
+        if reaches_everything(command) {
+            return Ok(Some(self.path.clone()));
+        }
+        let mut wanted: BTreeSet<&str> = BTreeSet::new();
+        let mut queue: Vec<&str> = command_words(command)
+            .filter(|w| m.refs.contains_key(*w))
+            .collect();
+        while let Some(n) = queue.pop() {
+            if wanted.insert(n) {
+                queue.extend(m.refs.get(n).into_iter().flatten().map(String::as_str));
+            }
+        }
+        if wanted.is_empty() && m.options.is_empty() {
+            return Ok(None);
+        }
+        let Some((dir, stem)) = self
+            .path
+            .parent()
+            .zip(self.path.file_stem().and_then(|s| s.to_str()))
+        else {
+            return Ok(Some(self.path.clone()));
+        };
+        let names: Vec<&str> = wanted.iter().copied().collect();
+        let tag = fnv64(format!("{}\0{}", m.content_hash, names.join("\0")).as_bytes());
+        let part = dir.join(format!("{stem}.{tag:016x}.sh"));
+        if part.is_file() {
+            return Ok(Some(part));
+        }
+        let full = std::fs::read_to_string(&self.path)?;
+        let mut out = String::from("unset BASH_ENV\n");
+        out.extend(m.options.iter().map(|o| format!("{o}\n")));
+        let mut keep = false;
+        let mut aliases = false;
+        for line in full.lines() {
+            if let Some(rest) = line.strip_prefix(MARK) {
+                let (kind, name) = rest.split_once(' ').unwrap_or((rest, ""));
+                keep = wanted.contains(name);
+                if keep && kind == "alias" && !aliases {
+                    out.push_str("shopt -s expand_aliases\n");
+                    aliases = true;
+                }
+            } else if keep {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        write_private(&part, out.as_bytes())?;
+        Ok(Some(part))
+    }
 }
 
 #[cfg(test)]

@@ -197,30 +197,46 @@ impl Prepared {
         }
     }
 
-    /// Point `BASH_ENV` at the prelude a spawned bash sources before the command: the
-    /// snapshot itself, or a file that also restores the session (and the caller's
-    /// own `BASH_ENV`, if it had one).
-    pub fn install_prelude(&mut self, env: &mut BTreeMap<String, String>) -> Result<(), String> {
+    /// Point `BASH_ENV` at the prelude a spawned bash sources before `command`: the
+    /// part of the snapshot the command can reach, or a file that also restores the
+    /// session (and the caller's own `BASH_ENV`, if it had one).
+    pub fn install_prelude(
+        &mut self,
+        env: &mut BTreeMap<String, String>,
+        command: &str,
+    ) -> Result<(), String> {
         let user_bash_env = env.get("BASH_ENV").cloned();
-        let snap = self.snapshot.as_ref().map(|s| s.path.clone());
         let prelude_path = match (&self.session, user_bash_env) {
-            (None, None) => snap,
-            (None, Some(orig)) => {
-                let mut text = String::new();
-                if let Some(p) = &snap {
-                    text.push_str(&format!(". {}\n", quote(&p.display().to_string())));
+            (None, orig) => {
+                // Only what the command can reach (see `Snapshot::source_for`).
+                let snap = match &self.snapshot {
+                    Some(s) => s.source_for(command).unwrap_or(Some(s.path.clone())),
+                    None => None,
+                };
+                match orig {
+                    None => snap,
+                    Some(orig) => {
+                        let mut text = String::new();
+                        if let Some(p) = &snap {
+                            text.push_str(&format!(". {}\n", quote(&p.display().to_string())));
+                        }
+                        text.push_str(&format!("export BASH_ENV={0}\n. {0}\n", quote(&orig)));
+                        let f = temp_prelude(&text)
+                            .map_err(|e| format!("cannot write the shell prelude: {e}"))?;
+                        let p = f.to_path_buf();
+                        self.prelude = Some(f);
+                        Some(p)
+                    }
                 }
-                text.push_str(&format!("export BASH_ENV={0}\n. {0}\n", quote(&orig)));
-                let f = temp_prelude(&text)
-                    .map_err(|e| format!("cannot write the shell prelude: {e}"))?;
-                let p = f.to_path_buf();
-                self.prelude = Some(f);
-                Some(p)
             }
-            (Some(s), orig) => Some(
-                s.write_prelude(snap.as_deref(), orig.as_deref())
-                    .map_err(|e| format!("cannot prepare session {}: {e}", s.name()))?,
-            ),
+            // A session sees the whole snapshot: it records what the command removed.
+            (Some(s), orig) => {
+                let snap = self.snapshot.as_ref().map(|s| s.path.clone());
+                Some(
+                    s.write_prelude(snap.as_deref(), orig.as_deref())
+                        .map_err(|e| format!("cannot prepare session {}: {e}", s.name()))?,
+                )
+            }
         };
         if let Some(p) = prelude_path {
             env.insert("BASH_ENV".into(), p.display().to_string());

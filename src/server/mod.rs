@@ -16,6 +16,20 @@ pub fn build_request(call: &BashCall, invoking_dir: &Path) -> Result<RunRequest,
     if call.command.trim().is_empty() {
         return Err("`command` is empty: give the shell command to run".into());
     }
+    // NUL cannot reach a process: say which field has one instead of failing late.
+    let nul = |s: &str| s.contains('\0');
+    if nul(&call.command) {
+        return Err("`command` contains a NUL byte, which no shell can receive".into());
+    }
+    if let Some((k, _)) = call.env.iter().find(|(k, v)| nul(k) || nul(v)) {
+        return Err(format!(
+            "`env` entry {:?} contains a NUL byte",
+            k.replace('\0', "\\0")
+        ));
+    }
+    if call.cwd.as_deref().is_some_and(nul) {
+        return Err("`cwd` contains a NUL byte".into());
+    }
     for k in call.env.keys() {
         if !crate::cli::valid_env_name(k) {
             return Err(format!(

@@ -147,9 +147,14 @@ fn snapshot_files_are_private_and_reused_until_the_rc_changes() {
     let env = with_rc(BASHRC);
     run_json(&env, &["--", "true"]);
     let files = snapshot_files(&env);
+    // The snapshot itself (`<id>.sh`), and the part a run cut from it (`<id>.<n>.sh`).
     let sh: Vec<&PathBuf> = files
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "sh"))
+        .filter(|p| {
+            p.file_stem()
+                .is_some_and(|s| !s.to_string_lossy().contains('.'))
+        })
         .collect();
     assert_eq!(sh.len(), 1, "{files:?}");
     assert_eq!(mode(sh[0]), 0o600);
@@ -182,6 +187,36 @@ fn snapshot_files_are_private_and_reused_until_the_rc_changes() {
     let out = env.run(&["snapshot", "refresh"]);
     out.assert_code(0);
     assert!(out.stdout.contains("4 functions"), "{}", out.stdout);
+}
+
+#[test]
+fn a_run_sources_only_what_its_command_can_reach() {
+    let env = with_rc(BASHRC);
+    // Named directly, through an alias, dynamically, or listed: all work.
+    let v = run_json(&env, &["--", "greet direct"]);
+    assert_eq!(s(&v, "output"), "hello direct");
+    let v = run_json(&env, &["--", "hey"]);
+    assert_eq!(s(&v, "output"), "hey-from-alias");
+    let v = run_json(&env, &["--", "f=greet; $f dynamic"]);
+    assert_eq!(s(&v, "output"), "hello dynamic");
+    let v = run_json(&env, &["--", "declare -F | grep -c ' greet$'"]);
+    assert_eq!(s(&v, "output"), "1");
+    // The part cut for `greet` holds greet and its helpers, nothing else.
+    let part = snapshot_files(&env)
+        .into_iter()
+        .filter(|p| {
+            p.file_stem()
+                .is_some_and(|s| s.to_string_lossy().contains('.'))
+        })
+        .map(|p| std::fs::read_to_string(p).expect("read part"))
+        .find(|t| t.contains("greet ()"))
+        .expect("a part with greet");
+    assert!(
+        part.contains("_zz ()") && part.contains("_zz_inner ()"),
+        "{part}"
+    );
+    assert!(part.contains("shopt -s extglob"), "{part}");
+    assert!(!part.contains("alias hey"), "{part}");
 }
 
 #[test]
