@@ -6,7 +6,8 @@ use crate::exec::CancelToken;
 use crate::output::artifact::{self, ArtifactStore};
 use crate::profile::LoadedProfile;
 use crate::result::RunResult;
-use crate::run::{Event, execute};
+use crate::exec::live::ShellPool;
+use crate::run::{Event, execute_with};
 use std::io::BufRead;
 use std::path::PathBuf;
 
@@ -16,6 +17,8 @@ pub const DEFAULT_ARTIFACT_LINES: usize = 2000;
 pub struct Engine {
     pub profile: LoadedProfile,
     pub invoking_dir: PathBuf,
+    /// Live shells kept per key and reused across requests (§6.3).
+    pub pool: ShellPool,
 }
 
 impl Engine {
@@ -24,6 +27,7 @@ impl Engine {
         Engine {
             profile,
             invoking_dir,
+            pool: ShellPool::new(),
         }
     }
 
@@ -35,7 +39,7 @@ impl Engine {
         on_output: &mut dyn FnMut(&str),
     ) -> Result<RunResult, String> {
         let req = super::build_request(call, &self.invoking_dir)?;
-        Ok(execute(&req, &self.profile, cancel, &mut |e| {
+        Ok(execute_with(&req, &self.profile, cancel, Some(&self.pool), &mut |e| {
             if let Event::Output(t) = e {
                 on_output(t);
             }
