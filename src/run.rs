@@ -409,6 +409,7 @@ pub fn execute_with(
                 setup: state.live_setup(),
                 generation: state.generation(),
                 script: &plan.script,
+                save_definitions: state.saves_definitions(&plan.script),
                 cwd: &cwd,
                 timeout,
                 kill_grace: grace,

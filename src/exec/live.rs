@@ -70,6 +70,9 @@ pub struct LiveJob<'a> {
     /// after this run commits (see `ActiveSession::generation_tags`).
     pub generation: Option<(u64, u64)>,
     pub script: &'a str,
+    /// A session shell saves functions and aliases after this command (it may have
+    /// changed them).
+    pub save_definitions: bool,
     pub cwd: &'a Path,
     pub timeout: Duration,
     pub kill_grace: Duration,
@@ -315,14 +318,16 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
     if job.key.session.is_some() {
         t.push_str(
             "__agentbash_opts=\"$(builtin set +o; builtin shopt -p)\"\n\
-             __agentbash_live_exit() {\n  __agentbash_session_save \"$1\"\n  builtin printf '\\036%sx%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$1\" >&\"$__agentbash_out\"\n}\n\
+             __agentbash_live_exit() {\n  __agentbash_session_save \"$1\" \"$__agentbash_v\"\n  builtin printf '\\036%sx%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$1\" >&\"$__agentbash_out\"\n}\n\
              builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT\n",
         );
-        t.push_str(&format!("while {read}; do\n"));
+        t.push_str(&format!(
+            "while {read} && IFS= builtin read -r -d '' __agentbash_v; do\n"
+        ));
         t.push_str(
             "  __agentbash_i=$((__agentbash_i+1))\n\
              \x20 [ \"$PWD\" = \"$__agentbash_d\" ] || builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" </dev/null\n\
-             \x20 { __agentbash_s=$?; __agentbash_session_save \"$__agentbash_s\"; builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
+             \x20 { __agentbash_s=$?; __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
              \x20 exec 1>&\"$__agentbash_out\" 2>&1\n\
              \x20 builtin printf '\\036%ss%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\
              done\n",
@@ -672,6 +677,9 @@ impl LiveShell {
         frame.push(0);
         frame.extend_from_slice(job.script.as_bytes());
         frame.push(0);
+        if job.key.session.is_some() {
+            frame.extend_from_slice(if job.save_definitions { b"1\0" } else { b"0\0" });
+        }
         if let Err(e) = self.ctl.write_all(&frame).and_then(|_| self.ctl.flush()) {
             return Err(if e.kind() == std::io::ErrorKind::BrokenPipe {
                 RunError::Dead
@@ -793,24 +801,36 @@ impl LiveShell {
             status: None,
             pid: None,
         });
+        // Anything the command left running? (A cheap look first: the full scan only
+        // when something may be there — background jobs, or orphans handed to us.)
         let mut background_killed = Vec::new();
-        if job.background == Background::Kill {
-            background_killed = match job.key.session {
-                // Background jobs are the shell's own children.
-                Some(_) if self.maybe_has_others(pool_pids) && !teardown.others().is_empty() => {
-                    teardown.terminate(job.kill_grace, false)
+        let by_marker = Teardown::new(found.pid.unwrap_or(-1), &command_marker);
+        let (suspect, scope) = match job.key.session {
+            // Background jobs are the shell's own children.
+            Some(_) => (self.maybe_has_others(pool_pids), &teardown),
+            // They were started by the command's subshell and carry its marker.
+            None => (
+                self.subshell_may_have_left(found.pid, pool_pids),
+                &by_marker,
+            ),
+        };
+        if suspect {
+            if job.background == Background::Kill {
+                background_killed = match job.key.session {
+                    Some(_) if !teardown.others().is_empty() => {
+                        teardown.terminate(job.kill_grace, false)
+                    }
+                    Some(_) => Vec::new(),
+                    None => self.stop_leftovers(found.pid, &command_marker, job.kill_grace),
+                };
+                if !background_killed.is_empty() {
+                    read_available(fd, &mut *buf, 8 * READ_BUF, |d| scan.feed(d, sink));
                 }
-                Some(_) => Vec::new(),
-                // They were started by the command's subshell.
-                None if self.subshell_may_have_left(found.pid, pool_pids) => {
-                    self.stop_leftovers(found.pid, &command_marker, job.kill_grace)
-                }
-                None => Vec::new(),
-            };
-            if !background_killed.is_empty() {
-                read_available(fd, &mut *buf, 8 * READ_BUF, |d| scan.feed(d, sink));
-                teardown.reap_orphans();
             }
+            // Reap what died, and note what is kept running (background = "keep") so
+            // that it is reaped in turn once it exits: no zombie outlives its run.
+            scope.reap_orphans();
+            teardown.reap_orphans();
         }
         emit(sink, &mut last_emit, true);
         if found.kind == b'x' || self.dead {

@@ -26,6 +26,8 @@ use std::time::Instant;
 
 const STATE_VERSION: u32 = 1;
 const HEADER: &str = "#agentbash-session ";
+/// Separates the variables from the functions and aliases in `state.sh`.
+const DEFINITIONS: &str = "# agentbash:definitions\n";
 
 /// Exported variables that describe the process, not the session.
 const ENV_NOT_CARRIED: &[&str] = &[
@@ -400,25 +402,31 @@ impl ActiveSession {
                 cwd: true,
                 variables: true,
                 options: false,
+                definitions_on_request: true,
             },
         ));
         t.push_str(&format!(
-            "__agentbash_session_save() {{ __agentbash_dump {} \"$1\"; }}\n",
+            "__agentbash_session_save() {{ __agentbash_dump {} \"$1\" \"$2\"; }}\n",
             quote(&self.pending.display().to_string())
         ));
         t
     }
 
     /// Write the `BASH_ENV` prelude for a spawned shell and return its path.
+    /// `definitions`: save functions and aliases too (the command may change them).
     pub fn write_prelude(
         &self,
         snapshot: Option<&Path>,
         user_bash_env: Option<&str>,
+        definitions: bool,
     ) -> std::io::Result<PathBuf> {
         let mut t = String::from("unset BASH_ENV\n");
         t.push_str(&self.shell_setup(snapshot));
         // A group's redirection also hides the trace when the command turned on -x.
-        t.push_str("builtin trap '{ __agentbash_session_save \"$?\"; } 2>/dev/null' EXIT\n");
+        t.push_str(&format!(
+            "builtin trap '{{ __agentbash_session_save \"$?\" {}; }} 2>/dev/null' EXIT\n",
+            u8::from(definitions)
+        ));
         if let Some(orig) = user_bash_env {
             t.push_str(&format!("export BASH_ENV={0}\n. {0}\n", quote(orig)));
         }
@@ -428,7 +436,13 @@ impl ActiveSession {
     }
 
     /// Commit what the shell saved. A missing or cut-short dump leaves the state as it was.
-    pub fn commit(&mut self, snapshot: Option<&Snapshot>) -> Result<(), SessionError> {
+    /// `loaded`: the snapshot names the run sourced (`None`: all of them); only those
+    /// can have been removed by it.
+    pub fn commit(
+        &mut self,
+        snapshot: Option<&Snapshot>,
+        loaded: Option<&BTreeSet<String>>,
+    ) -> Result<(), SessionError> {
         let raw = std::fs::read(&self.pending).unwrap_or_default();
         let _ = std::fs::remove_file(&self.pending);
         // A live shell keeps the delimiter it started with: read it from the dump.
@@ -470,13 +484,29 @@ impl ActiveSession {
                 next.variables.push(name.clone());
             }
         }
+        body.push_str(DEFINITIONS);
+        if !d.has_definitions {
+            // The command could not have changed them: keep what was saved.
+            let old = std::fs::read_to_string(self.state_file()).unwrap_or_default();
+            if let Some(i) = old.find(DEFINITIONS) {
+                body.push_str(&old[i + DEFINITIONS.len()..]);
+            }
+            return self.write_state(next, body);
+        }
         // Functions: defined with alias expansion off, so bodies are taken literally.
         body.push_str("__agentbash_ea=; builtin shopt -q expand_aliases && __agentbash_ea=1; builtin shopt -u expand_aliases\n");
+        let was_loaded = |n: &String| loaded.is_none_or(|l| l.contains(n));
         next.removed_functions = snap
             .map(|m| {
                 m.functions
                     .keys()
-                    .filter(|n| !d.functions.contains_key(*n))
+                    .filter(|n| {
+                        if was_loaded(n) {
+                            !d.functions.contains_key(*n)
+                        } else {
+                            self.state.removed_functions.contains(n)
+                        }
+                    })
                     .cloned()
                     .collect()
             })
@@ -502,7 +532,13 @@ impl ActiveSession {
             .map(|m| {
                 m.aliases
                     .keys()
-                    .filter(|n| !d.aliases.contains_key(*n))
+                    .filter(|n| {
+                        if was_loaded(n) {
+                            !d.aliases.contains_key(*n)
+                        } else {
+                            self.state.removed_aliases.contains(n)
+                        }
+                    })
                     .cloned()
                     .collect()
             })
@@ -525,6 +561,10 @@ impl ActiveSession {
             body.push_str("builtin shopt -s expand_aliases\n");
             body.push_str(&alias_lines);
         }
+        self.write_state(next, body)
+    }
+
+    fn write_state(&mut self, mut next: SessionState, body: String) -> Result<(), SessionError> {
         next.generation += 1;
         next.updated = now_secs();
         if next.created == 0 {

@@ -456,6 +456,7 @@ fn generator_script(rc: &Path, dump_path: &Path, delim: &str) -> String {
         cwd: false,
         variables: false,
         options: true,
+        definitions_on_request: false,
     };
     format!(
         "__agentbash_before=\"$(builtin shopt -p; builtin set +o)\"\n\
@@ -854,16 +855,41 @@ fn command_words(command: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
+/// What a run sources from the snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct Part {
+    /// `None`: nothing to source.
+    pub path: Option<PathBuf>,
+    /// The functions and aliases it defines; `None`: all of them.
+    pub names: Option<BTreeSet<String>>,
+}
+
+/// Whether `command` could define, change or remove a function or alias: it has
+/// parentheses (`f() {...}`) or the `function` keyword, reaches anything dynamically
+/// (see [`reaches_everything`]), or names one of `known` (a function can define
+/// others). Conservative: a `false` is safe to rely on.
+pub fn may_change_definitions<'a>(command: &str, known: impl IntoIterator<Item = &'a str>) -> bool {
+    if command.contains(['(', ')']) || reaches_everything(command) {
+        return true;
+    }
+    let words: BTreeSet<&str> = command_words(command).collect();
+    words.contains("function") || known.into_iter().any(|k| words.contains(k))
+}
+
 impl Snapshot {
-    /// The file a run of `command` sources: the whole snapshot, or (the usual case)
-    /// only the options and the functions and aliases the command names, with what
-    /// they in turn name — bash parses every function it sources, which costs about
-    /// 10 µs each on every run. `None` when there is nothing to source.
-    pub fn source_for(&self, command: &str) -> std::io::Result<Option<PathBuf>> {
-        let m = &self.meta;
+    /// What a run of `command` sources: the whole snapshot, or (the usual case) only
+    /// the options and the functions and aliases the command names, with what they in
+    /// turn name — bash parses every function it sources, about 10 µs each, on every
+    /// run.
+    pub fn part_for(&self, command: &str) -> Part {
+        let all = Part {
+            path: Some(self.path.clone()),
+            names: None,
+        };
         if reaches_everything(command) {
-            return Ok(Some(self.path.clone()));
+            return all;
         }
+        let m = &self.meta;
         let mut wanted: BTreeSet<&str> = BTreeSet::new();
         let mut queue: Vec<&str> = command_words(command)
             .filter(|w| m.refs.contains_key(*w))
@@ -873,21 +899,34 @@ impl Snapshot {
                 queue.extend(m.refs.get(n).into_iter().flatten().map(String::as_str));
             }
         }
+        let names = Some(wanted.iter().map(|n| n.to_string()).collect());
         if wanted.is_empty() && m.options.is_empty() {
-            return Ok(None);
+            return Part { path: None, names };
         }
-        let Some((dir, stem)) = self
-            .path
-            .parent()
-            .zip(self.path.file_stem().and_then(|s| s.to_str()))
-        else {
-            return Ok(Some(self.path.clone()));
+        match self.cut(&wanted) {
+            Ok(p) => Part {
+                path: Some(p),
+                names,
+            },
+            Err(_) => all,
+        }
+    }
+
+    /// A file with the options and the `wanted` definitions (cached next to the
+    /// snapshot, named after its content).
+    fn cut(&self, wanted: &BTreeSet<&str>) -> std::io::Result<PathBuf> {
+        let m = &self.meta;
+        let (Some(dir), Some(stem)) = (
+            self.path.parent(),
+            self.path.file_stem().and_then(|s| s.to_str()),
+        ) else {
+            return Err(std::io::Error::other("snapshot path without a name"));
         };
         let names: Vec<&str> = wanted.iter().copied().collect();
         let tag = fnv64(format!("{}\0{}", m.content_hash, names.join("\0")).as_bytes());
         let part = dir.join(format!("{stem}.{tag:016x}.sh"));
         if part.is_file() {
-            return Ok(Some(part));
+            return Ok(part);
         }
         let full = std::fs::read_to_string(&self.path)?;
         let mut out = String::from("unset BASH_ENV\n");
@@ -908,7 +947,7 @@ impl Snapshot {
             }
         }
         write_private(&part, out.as_bytes())?;
-        Ok(Some(part))
+        Ok(part)
     }
 }
 

@@ -110,6 +110,8 @@ pub struct Prepared {
     pub waited: Duration,
     /// A per-run prelude file, removed when the run is over.
     prelude: Option<tempfile::TempPath>,
+    /// The snapshot names the command's shell sourced (`None`: all).
+    loaded: Option<std::collections::BTreeSet<String>>,
 }
 
 /// Make the snapshot and the session ready. `limit` bounds the wait for the session
@@ -160,6 +162,7 @@ pub fn prepare(
         notices,
         waited,
         prelude: None,
+        loaded: None,
     })
 }
 
@@ -206,42 +209,56 @@ impl Prepared {
         command: &str,
     ) -> Result<(), String> {
         let user_bash_env = env.get("BASH_ENV").cloned();
+        // Only what the command can reach (see `Snapshot::part_for`).
+        let part = self
+            .snapshot
+            .as_ref()
+            .map(|s| s.part_for(command))
+            .unwrap_or_default();
+        self.loaded = part.names;
         let prelude_path = match (&self.session, user_bash_env) {
-            (None, orig) => {
-                // Only what the command can reach (see `Snapshot::source_for`).
-                let snap = match &self.snapshot {
-                    Some(s) => s.source_for(command).unwrap_or(Some(s.path.clone())),
-                    None => None,
-                };
-                match orig {
-                    None => snap,
-                    Some(orig) => {
-                        let mut text = String::new();
-                        if let Some(p) = &snap {
-                            text.push_str(&format!(". {}\n", quote(&p.display().to_string())));
-                        }
-                        text.push_str(&format!("export BASH_ENV={0}\n. {0}\n", quote(&orig)));
-                        let f = temp_prelude(&text)
-                            .map_err(|e| format!("cannot write the shell prelude: {e}"))?;
-                        let p = f.to_path_buf();
-                        self.prelude = Some(f);
-                        Some(p)
-                    }
+            (None, None) => part.path,
+            (None, Some(orig)) => {
+                let mut text = String::new();
+                if let Some(p) = &part.path {
+                    text.push_str(&format!(". {}\n", quote(&p.display().to_string())));
                 }
+                text.push_str(&format!("export BASH_ENV={0}\n. {0}\n", quote(&orig)));
+                let f = temp_prelude(&text)
+                    .map_err(|e| format!("cannot write the shell prelude: {e}"))?;
+                let p = f.to_path_buf();
+                self.prelude = Some(f);
+                Some(p)
             }
-            // A session sees the whole snapshot: it records what the command removed.
-            (Some(s), orig) => {
-                let snap = self.snapshot.as_ref().map(|s| s.path.clone());
-                Some(
-                    s.write_prelude(snap.as_deref(), orig.as_deref())
-                        .map_err(|e| format!("cannot prepare session {}: {e}", s.name()))?,
+            (Some(s), orig) => Some(
+                s.write_prelude(
+                    part.path.as_deref(),
+                    orig.as_deref(),
+                    self.saves_definitions(command),
                 )
-            }
+                .map_err(|e| format!("cannot prepare session {}: {e}", s.name()))?,
+            ),
         };
         if let Some(p) = prelude_path {
             env.insert("BASH_ENV".into(), p.display().to_string());
         }
         Ok(())
+    }
+
+    /// Whether a session run of `command` must save functions and aliases (it may
+    /// have changed them); printing every function is the costly part of a save.
+    pub fn saves_definitions(&self, command: &str) -> bool {
+        let Some(s) = &self.session else {
+            return false;
+        };
+        let snap = self.snapshot.as_ref().map(|s| &s.meta);
+        let known = snap
+            .into_iter()
+            .flat_map(|m| m.functions.keys().chain(m.aliases.keys()))
+            .chain(s.state().functions.iter())
+            .chain(s.state().aliases.iter())
+            .map(String::as_str);
+        snapshot::may_change_definitions(command, known)
     }
 
     /// Bash a live shell runs once at start: the snapshot, then the session.
@@ -267,7 +284,7 @@ impl Prepared {
         let snapshot = self.snapshot.as_ref();
         let s = self.session.as_mut()?;
         if committed {
-            match s.commit(snapshot) {
+            match s.commit(snapshot, self.loaded.as_ref()) {
                 Ok(()) => {}
                 Err(e) => self.warnings.push(e.to_string()),
             }
@@ -481,12 +498,15 @@ pub mod dump {
         /// Exported variables (raw values) and the other shell variables (`declare -p`).
         pub variables: bool,
         pub options: bool,
+        /// Functions and aliases only when the function's third argument is `1`
+        /// (otherwise always).
+        pub definitions_on_request: bool,
     }
 
     /// Names the dump function uses for itself; never saved.
     pub const OWN_PREFIX: &str = "__agentbash_";
 
-    /// The bash function `name FILE STATUS` that writes the dump.
+    /// The bash function `name FILE STATUS [DEFINITIONS]` that writes the dump.
     pub fn function(name: &str, delim: &str, what: Sections) -> String {
         let mut body = String::new();
         body.push_str(&format!(
@@ -511,6 +531,14 @@ pub mod dump {
                 "    builtin printf '\\n{d} variables\\n'; builtin declare -p\n"
             ));
         }
+        // Printing every function is the costly part of a dump; a caller that knows
+        // none can have changed asks for it to be left out.
+        let (open, close) = if what.definitions_on_request {
+            ("    if [ \"$3\" = 1 ]; then\n", "    fi\n")
+        } else {
+            ("", "")
+        };
+        body.push_str(open);
         body.push_str(&format!(
             "    builtin printf '\\n{d} functions\\n'; builtin declare -f\n"
         ));
@@ -520,6 +548,7 @@ pub mod dump {
         body.push_str(&format!(
             "    builtin printf '\\n{d} aliases\\n'; builtin alias -p\n"
         ));
+        body.push_str(close);
         if what.options {
             body.push_str(&format!(
                 "    builtin printf '\\n{d} options\\n%s\\n' \"$__agentbash_o\"\n"
@@ -548,6 +577,8 @@ pub mod dump {
         pub options: Vec<String>,
         /// The file ended with its `end` section (it was not cut short).
         pub complete: bool,
+        /// Functions and aliases were dumped.
+        pub has_definitions: bool,
         /// Sections present in the file (extra ones are ignored).
         pub extra: BTreeMap<String, String>,
     }
@@ -577,7 +608,10 @@ pub mod dump {
                         }
                     }
                 }
-                "functions" => function_text = Some(body.to_string()),
+                "functions" => {
+                    d.has_definitions = true;
+                    function_text = Some(body.to_string());
+                }
                 "function-names" => function_names = Some(body.to_string()),
                 "aliases" => d.aliases = parse_aliases(body),
                 "options" => {

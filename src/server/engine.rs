@@ -3,10 +3,10 @@
 
 use super::backend::{Backend, BashCall, BashOutcome};
 use crate::exec::CancelToken;
+use crate::exec::live::ShellPool;
 use crate::output::artifact::{self, ArtifactStore};
 use crate::profile::LoadedProfile;
 use crate::result::RunResult;
-use crate::exec::live::ShellPool;
 use crate::run::{Event, execute_with};
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -39,11 +39,17 @@ impl Engine {
         on_output: &mut dyn FnMut(&str),
     ) -> Result<RunResult, String> {
         let req = super::build_request(call, &self.invoking_dir)?;
-        Ok(execute_with(&req, &self.profile, cancel, Some(&self.pool), &mut |e| {
-            if let Event::Output(t) = e {
-                on_output(t);
-            }
-        }))
+        Ok(execute_with(
+            &req,
+            &self.profile,
+            cancel,
+            Some(&self.pool),
+            &mut |e| {
+                if let Event::Output(t) = e {
+                    on_output(t);
+                }
+            },
+        ))
     }
 
     pub fn store(&self) -> ArtifactStore {

@@ -90,6 +90,27 @@ fn exports_unsets_variables_functions_and_aliases_persist() {
 }
 
 #[test]
+fn functions_defined_indirectly_are_saved() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.home().join(".bashrc"),
+        "mkfn() { eval 'made() { echo made-by-mkfn; }'; }\n",
+    )
+    .expect("rc");
+    env.write(
+        "defs.sh",
+        "sourced() { echo from-file; }\nalias al2='echo al2'\n",
+    );
+    in_session(&env, "ind", "mkfn");
+    in_session(&env, "ind", "source defs.sh");
+    in_session(&env, "ind", "true"); // saves without re-reading definitions
+    assert_eq!(
+        in_session(&env, "ind", "made; sourced; al2"),
+        "made-by-mkfn\nfrom-file\nal2"
+    );
+}
+
+#[test]
 fn env_flag_wins_for_one_run_without_persisting() {
     let env = TestEnv::new();
     in_session(&env, "e", "export MODE=session");
@@ -119,6 +140,24 @@ fn snapshot_names_removed_in_a_session_stay_removed() {
         "{}",
         show.stdout
     );
+}
+
+#[test]
+fn session_definitions_win_over_the_snapshot_whatever_the_command_names() {
+    let env = TestEnv::new();
+    std::fs::write(env.home().join(".bashrc"), crate::snapshot::BASHRC).expect("rc");
+    in_session(&env, "o", "greet() { echo mine; }");
+    // Named directly (only part of the snapshot is sourced), then dynamically.
+    assert_eq!(in_session(&env, "o", "greet"), "mine");
+    assert_eq!(in_session(&env, "o", "f=greet; $f"), "mine");
+    in_session(&env, "o", "unset -f greet");
+    let v = run_json(&env, &["-s", "o", "--", "greet x"]);
+    assert_eq!(v["exit_code"], 127, "{v:#}");
+    // A run that sources only part of the snapshot does not forget the removal.
+    in_session(&env, "o", "true");
+    let v = run_json(&env, &["-s", "o", "--", "greet x"]);
+    assert_eq!(v["exit_code"], 127, "{v:#}");
+    assert_eq!(in_session(&env, "o", "hey"), "hey-from-alias");
 }
 
 #[test]
