@@ -298,11 +298,7 @@ pub fn execute_with(
     notices.extend(plan.mode.notice.clone());
     // §4.5: never fatal.
     let allocated: Option<Allocated> = plan.artifact_dir.as_ref().and_then(|dir| {
-        let store = ArtifactStore {
-            dir: dir.clone(),
-            max_total_bytes: p.artifacts.max_total_bytes,
-            max_age_days: p.artifacts.max_age_days,
-        };
+        let store = ArtifactStore::new(dir.clone(), &p.artifacts);
         match store.allocate() {
             Ok(a) => Some(a),
             Err(e) => {
@@ -490,12 +486,7 @@ fn remember_artifact(
     command: String,
     r: &RunResult,
 ) {
-    let store = ArtifactStore {
-        dir,
-        max_total_bytes: p.artifacts.max_total_bytes,
-        max_age_days: p.artifacts.max_age_days,
-    };
-    store.write_meta(
+    ArtifactStore::new(dir, &p.artifacts).write_meta(
         id,
         &artifact::Meta {
             command,

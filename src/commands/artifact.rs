@@ -11,11 +11,7 @@ use std::io::{BufRead, Write};
 fn store(profile: Option<&str>) -> Result<ArtifactStore, i32> {
     let p = super::load_profile(profile)?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
-    Ok(ArtifactStore {
-        dir: artifact::resolve_dir(&p.profile.artifacts.dir, &cwd),
-        max_total_bytes: p.profile.artifacts.max_total_bytes,
-        max_age_days: p.profile.artifacts.max_age_days,
-    })
+    Ok(ArtifactStore::for_profile(&p.profile.artifacts, &cwd))
 }
 
 fn id_of(s: &str) -> Result<u64, i32> {

@@ -22,16 +22,8 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// SIGINT/SIGTERM/SIGHUP cancel the run (teardown, then exit 128+N).
 pub fn install_signal_handlers(token: &CancelToken) {
     let _ = SIGNAL_TOKEN.set(token.clone());
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only does an atomic compare-exchange.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+    // The handler only does an atomic compare-exchange.
+    crate::exec::process::on_stop_signals(on_signal);
 }
 
 pub fn run(args: RunArgs, explain: bool) -> i32 {

@@ -588,3 +588,18 @@ pub fn command_line(pid: i32) -> String {
     }
     s
 }
+
+/// Route SIGINT, SIGTERM and SIGHUP to `handler`, which must be async-signal-safe
+/// (an atomic store is). The one place agentbash installs its stop signals.
+pub fn on_stop_signals(handler: extern "C" fn(libc::c_int)) {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: a zeroed sigaction with a valid handler and an empty mask.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = handler as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}

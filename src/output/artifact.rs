@@ -79,6 +79,20 @@ pub fn url(id: u64) -> String {
 }
 
 impl ArtifactStore {
+    /// The store a profile's `[artifacts]` names, in `dir`.
+    pub fn new(dir: PathBuf, cfg: &crate::profile::ArtifactsCfg) -> Self {
+        ArtifactStore {
+            dir,
+            max_total_bytes: cfg.max_total_bytes,
+            max_age_days: cfg.max_age_days,
+        }
+    }
+
+    /// The store of a profile, with its directory resolved against `invoking_dir`.
+    pub fn for_profile(cfg: &crate::profile::ArtifactsCfg, invoking_dir: &Path) -> Self {
+        Self::new(resolve_dir(&cfg.dir, invoking_dir), cfg)
+    }
+
     pub fn path(&self, id: u64) -> PathBuf {
         self.dir.join(format!("{id}{SUFFIX}"))
     }

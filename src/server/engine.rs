@@ -53,12 +53,7 @@ impl Engine {
     }
 
     pub fn store(&self) -> ArtifactStore {
-        let a = &self.profile.profile.artifacts;
-        ArtifactStore {
-            dir: artifact::resolve_dir(&a.dir, &self.invoking_dir),
-            max_total_bytes: a.max_total_bytes,
-            max_age_days: a.max_age_days,
-        }
+        ArtifactStore::for_profile(&self.profile.profile.artifacts, &self.invoking_dir)
     }
 
     /// Lines `offset..offset+limit` of an artifact, with a footer saying what is left.

@@ -145,15 +145,8 @@ fn reader() -> mpsc::Receiver<Input> {
 }
 
 pub fn serve(engine: Engine) -> i32 {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores to an atomic.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_stop as *const () as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+    // The handler only stores to an atomic; the reader thread polls it.
+    crate::exec::process::on_stop_signals(on_stop);
     let engine = Arc::new(engine);
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
     let running: Arc<Mutex<HashMap<String, CancelToken>>> = Arc::new(Mutex::new(HashMap::new()));
