@@ -130,7 +130,7 @@ fn artifact_dir_that_cannot_be_created_is_a_warning() {
     );
 }
 
-/// SUSPECTED BUG: an unknown option before the command is swallowed into the command
+/// Regression (fixed): an unknown option before the command is swallowed into the command
 /// text (`--jsn -- echo hi` is handed to the shell) instead of being rejected.
 #[test]
 fn unknown_option_before_the_command_is_a_usage_error() {

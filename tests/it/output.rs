@@ -668,7 +668,7 @@ fn ndjson_output_events_are_coalesced() {
     assert_eq!(streamed, sh_text("seq 0 199"));
 }
 
-/// SUSPECTED BUG: with `head_bytes` set (as in the built-in `agent` profile), a tail
+/// Regression (fixed): with `head_bytes` set (as in the built-in `agent` profile), a tail
 /// line limit (`| tail -n N` or `--tail N`) is ignored once the output overflows
 /// `max_bytes`: the caller gets ~32 KB of head+tail instead of N lines.
 #[test]
@@ -713,7 +713,7 @@ fn tail_limit_still_applies_when_head_bytes_is_set() {
     );
 }
 
-/// SUSPECTED BUG: when `head_bytes` cuts inside a long line, the elision marker says
+/// Regression (fixed): when `head_bytes` cuts inside a long line, the elision marker says
 /// `[…0 lines elided…]` and the notice claims every line was shown
 /// (`Showing lines 1-1 and 2-2 of 2`), although ~99 KB of line 1 are missing.
 #[test]
@@ -764,7 +764,7 @@ fn head_bytes_cut_inside_a_line_is_not_reported_as_complete() {
     }
 }
 
-/// SUSPECTED BUG: for a head+tail ("middle") cut, `truncation.shown_range` should be
+/// Regression (fixed): for a head+tail ("middle") cut, `truncation.shown_range` should be
 /// [first shown line, last shown line] = [1, 100000]; it is [1, <number of output
 /// lines>] instead, naming a line that is not shown.
 #[test]

@@ -179,7 +179,7 @@ fn ndjson_streams_output_while_the_command_runs() {
     );
 }
 
-/// SUSPECTED BUG: SPEC §7.3 lists `start` first; a notice known before the run (a timeout clamp)
+/// Regression (fixed): SPEC §7.3 lists `start` first; a notice known before the run (a timeout clamp)
 /// must not come before it.
 #[test]
 fn ndjson_start_comes_before_notices() {
@@ -550,7 +550,7 @@ fn file_size_limit_kills_the_writer() {
     assert!(std::fs::metadata(env.work().join("big")).unwrap().len() <= 1024 * 1024);
 }
 
-/// SUSPECTED BUG: `limits.cpu_seconds` sets the soft and hard RLIMIT_CPU to the same
+/// Regression (fixed): `limits.cpu_seconds` sets the soft and hard RLIMIT_CPU to the same
 /// value, so the kernel sends SIGKILL instead of SIGXCPU and the run ends as a bare
 /// "exit 137" without the "CPU time limit (limits.cpu_seconds)" explanation.
 #[test]
@@ -659,7 +659,7 @@ fn broken_stdout_pipe_exits_zero() {
     assert_eq!(lines[1], "status 0", "stderr: {}", out.stderr);
 }
 
-/// SUSPECTED BUG: with `render.live = "stream"` (the `ci` profile) stdout is the job
+/// Regression (fixed): with `render.live = "stream"` (the `ci` profile) stdout is the job
 /// log, but fast output loses whole chunks: live text is coalesced for 50 ms and the
 /// pending buffer is capped at 2 MiB, so `seq 1 1000000` streams e.g. `595`,
 /// `168596`, ... instead of starting at `1`.
@@ -683,7 +683,7 @@ fn stream_mode_writes_every_line_in_order() {
     assert_eq!(out.stdout.lines().count(), 1_000_000);
 }
 
-/// SUSPECTED BUG: a double-forked job that calls setsid *and* clears its environment
+/// Regression (fixed): a double-forked job that calls setsid *and* clears its environment
 /// (so it has neither the session nor the run marker) is reparented to agentbash (the
 /// subreaper) but not recognised as part of the run, and survives it.
 #[test]

@@ -304,7 +304,7 @@ fn timeout_in_text_format_keeps_the_output_so_far_on_stdout() {
     assert_eq!(out.stdout, "before\n");
 }
 
-/// SUSPECTED BUG (minor): a timeout too large for an i64 is clamped, but the notice
+/// Regression (fixed): a timeout too large for an i64 is clamped, but the notice
 /// claims the user requested 9223372036854775807s.
 #[test]
 fn clamp_notice_repeats_the_requested_value() {
