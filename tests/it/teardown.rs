@@ -304,8 +304,8 @@ fn timeout_in_text_format_keeps_the_output_so_far_on_stdout() {
     assert_eq!(out.stdout, "before\n");
 }
 
-/// Regression (fixed): a timeout too large for an i64 is clamped, but the notice
-/// claims the user requested 9223372036854775807s.
+/// Regression (fixed): the clamp notice repeats the value the user typed; a value
+/// past 64 bits is a usage error rather than a notice naming i64::MAX.
 #[test]
 fn clamp_notice_repeats_the_requested_value() {
     let env = TestEnv::new();
