@@ -83,6 +83,9 @@ fn variable_carried(name: &str) -> bool {
         "COPROC",
         "MAPFILE",
         "REPLY",
+        // bash sets SHELL itself (unexported) when the environment has none;
+        // an exported SHELL travels with the environment instead.
+        "SHELL",
     ];
     !name.starts_with("BASH")
         && !name.starts_with("READLINE_")

@@ -854,3 +854,27 @@ mod pool {
         );
     }
 }
+
+/// Regression: with no SHELL in the environment (a bare CI runner), bash sets SHELL
+/// itself; that is the shell's bookkeeping, not session state.
+#[test]
+fn shell_set_by_bash_is_not_session_state() {
+    let env = TestEnv::new();
+    env.cmd(&["run", "-q", "-s", "bare", "--", "mine=1"])
+        .env_remove("SHELL")
+        .run()
+        .assert_code(0);
+    let out = env.run(&["session", "show", "bare"]);
+    out.assert_code(0);
+    let vars = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("variables"))
+        .unwrap_or_default();
+    assert_eq!(
+        vars.split_whitespace().collect::<Vec<_>>(),
+        ["variables", "mine"],
+        "{}",
+        out.stdout
+    );
+}
