@@ -4,9 +4,6 @@
 //! throws the rest of the output away for good; lifted into a limit, the caller still
 //! sees the same lines while the full stream lands in an artifact.
 
-use regex::Regex;
-use std::sync::LazyLock;
-
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Normalized {
     /// The command that will run.
@@ -17,10 +14,37 @@ pub struct Normalized {
     pub tail: Option<usize>,
 }
 
-static TRAILING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?s)^(.*?)\s*(\|\s*(head|tail)\s*(?:-n\s*([0-9]+)|-([0-9]+)))\s*$")
-        .expect("static regex")
-});
+/// A trailing `| head|tail -n N` / `| head|tail -N` split off `s`: (what precedes the
+/// pipe with its trailing whitespace trimmed, the suffix from the `|` on without its
+/// trailing whitespace, true for head, N as written). Hand-written because compiling
+/// the equivalent regex costs more than the rest of start-up's decisions together;
+/// the regex stays in the tests as the oracle.
+fn trailing(s: &str) -> Option<(&str, &str, bool, &str)> {
+    // The suffix holds no `|` of its own, so the operator is the last one.
+    let bar = s.rfind('|')?;
+    let suffix = s[bar..].trim_end_matches(char::is_whitespace);
+    let after = suffix[1..].trim_start_matches(char::is_whitespace);
+    let (is_head, after) = if let Some(a) = after.strip_prefix("head") {
+        (true, a)
+    } else {
+        (false, after.strip_prefix("tail")?)
+    };
+    let after = after.trim_start_matches(char::is_whitespace);
+    let digits = if let Some(a) = after.strip_prefix("-n") {
+        a.trim_start_matches(char::is_whitespace)
+    } else {
+        after.strip_prefix('-')?
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((
+        s[..bar].trim_end_matches(char::is_whitespace),
+        suffix,
+        is_head,
+        digits,
+    ))
+}
 
 /// Trim outer whitespace and, with `strip`, lift one trailing head/tail into a limit.
 /// Explicit `--head`/`--tail` win over extracted values.
@@ -40,25 +64,24 @@ pub fn normalize(
     if !strip {
         return out;
     }
-    let Some(c) = TRAILING.captures(trimmed) else {
+    let Some((rest, suffix, is_head, digits)) = trailing(trimmed) else {
         return out;
     };
-    let rest = c.get(1).map_or("", |m| m.as_str());
-    // `a || tail -n 5` is an or-list, not a pipe; `|& tail` pipes stderr too and we
-    // cannot honour that split, and an escaped `\|` is not an operator at all.
-    if rest.is_empty() || rest.ends_with('|') || rest.ends_with('\\') || c[2].starts_with("|&") {
+    // `a || tail -n 5` is an or-list, not a pipe, and an escaped `\|` is not an
+    // operator at all. (`|& tail` never matches: `&` is not `head`/`tail`.)
+    if rest.is_empty() || rest.ends_with('|') || rest.ends_with('\\') {
         return out;
     }
     if !quotes_balanced(rest) {
         return out;
     }
-    let n: usize = match c.get(4).or(c.get(5)).and_then(|m| m.as_str().parse().ok()) {
-        Some(n) if n > 0 => n,
+    let n: usize = match digits.parse() {
+        Ok(n) if n > 0 => n,
         _ => return out,
     };
     out.command = rest.to_string();
-    out.stripped = Some(c[2].to_string());
-    if &c[3] == "head" {
+    out.stripped = Some(suffix.to_string());
+    if is_head {
         out.head = explicit_head.or(Some(n));
     } else {
         out.tail = explicit_tail.or(Some(n));
@@ -173,5 +196,32 @@ mod tests {
             (n.command.as_str(), n.stripped),
             ("seq 100 | tail -n 5", None)
         );
+    }
+
+    /// The hand-written splitter against the regex it replaced, on inputs built from
+    /// the pieces that matter (pipes, names, flags, digits, Unicode whitespace).
+    #[test]
+    fn trailing_agrees_with_the_regex_oracle() {
+        use proptest::prelude::*;
+        let oracle =
+            regex::Regex::new(r"(?s)^(.*?)\s*(\|\s*(head|tail)\s*(?:-n\s*([0-9]+)|-([0-9]+)))\s*$")
+                .expect("oracle");
+        let piece = prop::sample::select(vec![
+            "|", "||", "|&", " ", "\t", "\u{3000}", "\n", "head", "tail", "hea", "-n", "-", "n",
+            "5", "0", "42", "x", "'", "\"", "\\", "é", "seq 1 9",
+        ]);
+        proptest!(ProptestConfig::with_cases(4000), |(parts in prop::collection::vec(piece, 0..12))| {
+            let s: String = parts.concat();
+            let want = oracle.captures(&s).map(|c| {
+                (
+                    c.get(1).map_or("", |m| m.as_str()).to_string(),
+                    c[2].to_string(),
+                    &c[3] == "head",
+                    c.get(4).or(c.get(5)).map_or("", |m| m.as_str()).to_string(),
+                )
+            });
+            let got = trailing(&s).map(|(r, suf, h, d)| (r.to_string(), suf.to_string(), h, d.to_string()));
+            prop_assert_eq!(got, want, "{:?}", s);
+        });
     }
 }
