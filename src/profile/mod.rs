@@ -207,10 +207,15 @@ impl Lookup {
         let mut layers: Vec<(Origin, toml::Table)> = Vec::new();
         let mut current = origin;
         let mut current_name = name.clone();
+        // A profile without `extends` is its own merge: keep its typed form.
+        let mut only: Option<Profile> = None;
         loop {
             let text = read_origin(&current)?;
             let (table, prof) = parse_layer(&current, &text)?;
             let extends = prof.extends.clone();
+            if layers.is_empty() && extends.is_none() {
+                only = Some(prof);
+            }
             layers.push((current.clone(), table));
             let Some(parent) = extends else { break };
             if layers.len() > MAX_EXTENDS_DEPTH {
@@ -268,24 +273,26 @@ impl Lookup {
             current = next;
         }
         layers.reverse();
-        let mut merged = toml::Table::new();
-        for (_, t) in &layers {
-            merge(&mut merged, t);
-        }
-        merged.remove("extends");
-        let profile: Profile =
-            merged
-                .clone()
-                .try_into()
-                .map_err(|e: toml::de::Error| ProfileError::Invalid {
-                    origin: layers
-                        .last()
-                        .map(|l| l.0.clone())
-                        .unwrap_or(Origin::Builtin(name.clone())),
-                    line: 1,
-                    col: 1,
-                    message: format!("after merging `extends`: {}", e.message()),
-                })?;
+        let typed = match only {
+            Some(p) => Ok(p),
+            None => {
+                let mut merged = toml::Table::new();
+                for (_, t) in &layers {
+                    merge(&mut merged, t);
+                }
+                merged.remove("extends");
+                merged.try_into()
+            }
+        };
+        let profile: Profile = typed.map_err(|e: toml::de::Error| ProfileError::Invalid {
+            origin: layers
+                .last()
+                .map(|l| l.0.clone())
+                .unwrap_or(Origin::Builtin(name.clone())),
+            line: 1,
+            col: 1,
+            message: format!("after merging `extends`: {}", e.message()),
+        })?;
         if let Some((sec, key, msg)) = semantic_errors(&profile).into_iter().next() {
             // Blame the top-most layer that set the key.
             let origin = layers
@@ -342,8 +349,15 @@ pub fn parse_layer(origin: &Origin, text: &str) -> Result<(toml::Table, Profile)
         }
     };
     let table: toml::Table = toml::from_str(text).map_err(invalid)?;
-    let prof: Profile = toml::from_str(text).map_err(invalid)?;
-    Ok((table, prof))
+    // Typing the parsed table is cheap; only when it fails is the text parsed again,
+    // for an error that points at the offending key.
+    match toml::Value::Table(table.clone()).try_into::<Profile>() {
+        Ok(prof) => Ok((table, prof)),
+        Err(e) => match toml::from_str::<Profile>(text) {
+            Err(spanned) => Err(invalid(spanned)),
+            Ok(_) => Err(invalid(e)),
+        },
+    }
 }
 
 /// Deep merge: tables key by key, everything else replaced.
