@@ -149,6 +149,12 @@ type SpawnJob = (Command, mpsc::Sender<std::io::Result<Child>>);
 /// as agentbash: a command, or a live shell reused across requests, started from a
 /// short-lived request thread (rpc, mcp) must not be killed when that thread ends.
 fn on_spawner_thread(cmd: Command) -> std::io::Result<Child> {
+    // The main thread lives exactly as long as the process: it may fork itself, and
+    // a single-run CLI never pays for the thread (nor for the TLB shootdowns a fork
+    // costs in a multi-threaded process).
+    if is_main_thread() {
+        return fork_and_register(cmd);
+    }
     static SPAWNER: OnceLock<Option<Mutex<mpsc::Sender<SpawnJob>>>> = OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<SpawnJob>();
@@ -176,6 +182,18 @@ fn on_spawner_thread(cmd: Command) -> std::io::Result<Child> {
             .unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone"))),
         // No spawner thread (it could not be started): fork from this one.
         Err(cmd) => fork_and_register(cmd),
+    }
+}
+
+fn is_main_thread() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid and getpid take no arguments and cannot fail.
+        unsafe { libc::gettid() == libc::getpid() }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
     }
 }
 
