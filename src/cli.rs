@@ -4,7 +4,7 @@
 //! completions (all generated from it). Turning these raw values into a validated
 //! plan happens in `run::RunRequest` and the profile loader, not here.
 
-use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
+use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum, ValueHint};
 use std::path::PathBuf;
 
 /// Environment variables agentbash itself reads: `--help`, the man page and the
@@ -64,37 +64,64 @@ fn after_help() -> String {
 
 /// Run shell commands the way coding agents and CI jobs need them run.
 #[derive(Debug, Parser)]
-#[command(name = "agentbash", version, about, after_help = after_help())]
+#[command(name = "agentbash", version, about)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
+impl Cli {
+    /// The full definition, including the exit-code and environment tables shown
+    /// after the top-level `--help`.
+    pub fn definition() -> clap::Command {
+        EAGER.store(true, std::sync::atomic::Ordering::Relaxed);
+        <Cli as clap::CommandFactory>::command().after_help(after_help())
+    }
+
+    /// Parse the process arguments (exiting with clap's message on error). The
+    /// tables after `--help` are only assembled when help may be shown.
+    pub fn parse_args() -> Cli {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        let may_show_help = args.len() < 2
+            || args[1..]
+                .iter()
+                .take_while(|a| *a != "--")
+                .any(|a| a == "-h" || a == "--help" || a == "help");
+        let cmd = if may_show_help {
+            Cli::definition()
+        } else {
+            <Cli as clap::CommandFactory>::command()
+        };
+        let mut matches = cmd.get_matches_from(args);
+        Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one command.
-    Run(RunArgs),
+    Run(Deferred<RunArgs>),
     /// Dry run: show every decision the run would make, run nothing.
-    Explain(RunArgs),
+    Explain(Deferred<RunArgs>),
     /// NDJSON requests on stdin, responses on stdout.
-    Rpc(ServerArgs),
+    Rpc(Deferred<ServerArgs>),
     /// Model Context Protocol server on stdio.
-    Mcp(ServerArgs),
+    Mcp(Deferred<ServerArgs>),
     /// List, show and check profiles.
     #[command(subcommand)]
-    Profile(ProfileCommand),
+    Profile(Deferred<ProfileCommand>),
     /// List, test and check interceptor rules.
     #[command(subcommand)]
-    Rules(RulesCommand),
+    Rules(Deferred<RulesCommand>),
     /// Inspect and clean up spilled output (artifact://ID).
     #[command(subcommand)]
-    Artifact(ArtifactCommand),
+    Artifact(Deferred<ArtifactCommand>),
     /// Inspect and remove persistent sessions.
     #[command(subcommand)]
-    Session(SessionCommand),
+    Session(Deferred<SessionCommand>),
     /// Inspect and refresh the snapshot of the user's shell rc.
     #[command(subcommand)]
-    Snapshot(SnapshotCommand),
+    Snapshot(Deferred<SnapshotCommand>),
     /// Print a shell completion script.
     Completions {
         /// The shell to generate completions for.
@@ -102,6 +129,73 @@ pub enum Command {
     },
     /// Print the roff man page.
     Man,
+}
+
+/// A subcommand's arguments, built only when clap enters that subcommand (or builds
+/// the whole tree for help, completions and the man page). Building every
+/// subcommand's arguments up front is most of clap's share of start-up, and every
+/// `agentbash run` pays start-up.
+///
+/// The generators (help, completions, man page) want the whole tree at once — clap
+/// derives `help`'s own nested subcommands from what exists when the top level is
+/// built — so [`Cli::definition`] turns deferral off.
+#[derive(Debug, Clone)]
+pub struct Deferred<T>(pub T);
+
+static EAGER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn defer(cmd: clap::Command, build: fn(clap::Command) -> clap::Command) -> clap::Command {
+    if EAGER.load(std::sync::atomic::Ordering::Relaxed) {
+        build(cmd)
+    } else {
+        cmd.defer(build)
+    }
+}
+
+impl<T> std::ops::Deref for Deferred<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: FromArgMatches> FromArgMatches for Deferred<T> {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(m).map(Deferred)
+    }
+    fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches_mut(m).map(Deferred)
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+    fn update_from_arg_matches_mut(&mut self, m: &mut ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(m)
+    }
+}
+
+impl<T: Args> Args for Deferred<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        defer(cmd, T::augment_args)
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        defer(cmd, T::augment_args_for_update)
+    }
+    fn group_id() -> Option<clap::Id> {
+        T::group_id()
+    }
+}
+
+impl<T: Subcommand> Subcommand for Deferred<T> {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        defer(cmd, T::augment_subcommands)
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        defer(cmd, T::augment_subcommands_for_update)
+    }
+    fn has_subcommand(name: &str) -> bool {
+        T::has_subcommand(name)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -137,7 +231,8 @@ pub enum ColorArg {
     Never,
 }
 
-/// Options shared by `run` and `explain`.
+// Options shared by `run` and `explain`. (A plain comment: a doc comment here would
+// become the subcommands' `about`, replacing the variants' own.)
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Profile name or path to a .toml file.

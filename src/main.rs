@@ -1,10 +1,9 @@
 //! The `agentbash` binary: parse arguments, call the library, map to an exit code.
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = agentbash::cli::Cli::parse();
+    let cli = agentbash::cli::Cli::parse_args();
     let code = agentbash::commands::dispatch(cli);
     ExitCode::from(code.clamp(0, 255) as u8)
 }

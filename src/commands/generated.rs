@@ -19,7 +19,7 @@
 //! it ecosystem` rewrites them).
 
 use crate::cli::{Cli, CompletionShell};
-use clap::{Arg, CommandFactory};
+use clap::Arg;
 use std::fmt::Write as _;
 
 /// The file each shell's script is committed as, relative to the repository root.
@@ -52,7 +52,7 @@ pub fn completions(shell: CompletionShell) -> String {
         CompletionShell::Powershell => Shell::PowerShell,
     };
     let mut buf = Vec::new();
-    clap_complete::generate(sh, &mut Cli::command(), "agentbash", &mut buf);
+    clap_complete::generate(sh, &mut Cli::definition(), "agentbash", &mut buf);
     let script = String::from_utf8_lossy(&buf).into_owned();
     let model = Model::new();
     match shell {
@@ -119,7 +119,7 @@ impl Model {
             paths: Vec::new(),
             command_paths: Vec::new(),
         };
-        let mut cmd = Cli::command();
+        let mut cmd = Cli::definition();
         cmd.build();
         m.walk(&cmd, &mut Vec::new());
         m.value_options.sort();
@@ -433,7 +433,7 @@ end
 /// The roff man page: clap_mangen's header and top-level options, then every
 /// subcommand, exit status, environment and files.
 pub fn man_page() -> String {
-    let mut cmd = Cli::command();
+    let mut cmd = Cli::definition();
     cmd.build();
     let man = clap_mangen::Man::new(cmd.clone()).date("");
     let mut buf = Vec::new();

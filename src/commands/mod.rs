@@ -15,10 +15,10 @@ use crate::render::err;
 
 pub fn dispatch(cli: Cli) -> i32 {
     match cli.command {
-        Command::Run(args) => run::run(args, false),
-        Command::Explain(args) => run::run(args, true),
-        Command::Profile(c) => profile::command(c),
-        Command::Artifact(c) => artifact::command(c),
+        Command::Run(args) => run::run(args.0, false),
+        Command::Explain(args) => run::run(args.0, true),
+        Command::Profile(c) => profile::command(c.0),
+        Command::Artifact(c) => artifact::command(c.0),
         Command::Completions { shell } => {
             crate::render::out(&generated::completions(shell));
             0
@@ -27,11 +27,11 @@ pub fn dispatch(cli: Cli) -> i32 {
             crate::render::out(&generated::man_page());
             0
         }
-        Command::Rules(c) => rules::command(c),
-        Command::Rpc(a) => server(a, false),
-        Command::Mcp(a) => server(a, true),
-        Command::Session(c) => session::command(c),
-        Command::Snapshot(c) => snapshot::command(c),
+        Command::Rules(c) => rules::command(c.0),
+        Command::Rpc(a) => server(a.0, false),
+        Command::Mcp(a) => server(a.0, true),
+        Command::Session(c) => session::command(c.0),
+        Command::Snapshot(c) => snapshot::command(c.0),
     }
 }
 
