@@ -318,6 +318,7 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
     if job.key.session.is_some() {
         t.push_str(
             "__agentbash_opts=\"$(builtin set +o; builtin shopt -p)\"\n\
+             __agentbash_optsig=\"$-:$SHELLOPTS:$BASHOPTS\"\n\
              __agentbash_live_exit() {\n  __agentbash_session_save \"$1\" \"$__agentbash_v\"\n  builtin printf '\\036%sx%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$1\" >&\"$__agentbash_out\"\n}\n\
              builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT\n",
         );
@@ -326,8 +327,8 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
         ));
         t.push_str(
             "  __agentbash_i=$((__agentbash_i+1))\n\
-             \x20 [ \"$PWD\" = \"$__agentbash_d\" ] || builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" </dev/null\n\
-             \x20 { __agentbash_s=$?; __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
+             \x20 builtin [ \"$PWD\" = \"$__agentbash_d\" ] || builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" </dev/null\n\
+             \x20 { __agentbash_s=$?; __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
              \x20 exec 1>&\"$__agentbash_out\" 2>&1\n\
              \x20 builtin printf '\\036%ss%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\
              done\n",

@@ -820,6 +820,13 @@ mod pool {
         // set -e does not leak into the next command, nor does a redirection.
         go("set -e; exec >/dev/null 2>&1");
         assert_eq!(go("false; echo still-here").output, "still-here");
+        // Nor do shopt and set -o options (restored only when they changed).
+        go("shopt -s nullglob; set -o noclobber");
+        assert_eq!(
+            go("shopt -q nullglob || echo no-nullglob; [[ -o noclobber ]] || echo no-noclobber")
+                .output,
+            "no-nullglob\nno-noclobber"
+        );
         // A timeout kills the shell and leaves the session as it was.
         let mut slow = sreq("export X=3; cd /; sleep 30");
         slow.timeout = Some(1);
