@@ -21,7 +21,13 @@ fn spawn_wait(argv: &[&str], env: &[(&str, &str)]) {
 }
 
 /// One rpc connection running `n` sequential requests; returns the elapsed time.
-fn rpc_sequential(bin: &str, env: &[(&str, &str)], n: usize, session: Option<&str>) -> Duration {
+fn rpc_sequential(
+    bin: &str,
+    env: &[(&str, &str)],
+    n: usize,
+    session: Option<&str>,
+    command: &str,
+) -> Duration {
     let mut child = Command::new(bin)
         .arg("rpc")
         .envs(env.iter().copied())
@@ -33,7 +39,7 @@ fn rpc_sequential(bin: &str, env: &[(&str, &str)], n: usize, session: Option<&st
     let mut stdin = child.stdin.take().expect("stdin");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut one = |i: usize| {
-        let mut req = json!({"id": i, "type": "bash", "command": "true"});
+        let mut req = json!({"id": i, "type": "bash", "command": command});
         if let Some(s) = session {
             req["session"] = json!(s);
         }
@@ -92,8 +98,9 @@ fn main() {
         }
         s.elapsed()
     };
-    let warm = rpc_sequential(bin, &env, n, Some("bench"));
-    let fresh = rpc_sequential(bin, &env, n, None);
+    let warm = rpc_sequential(bin, &env, n, Some("bench"), "true");
+    let saving = rpc_sequential(bin, &env, n, Some("bench"), "x=$((x+1))");
+    let fresh = rpc_sequential(bin, &env, n, None, "true");
     let b = per_call(bare, n);
     println!(
         "bash -c true (spawn)               {:>8.3} ms/call   1.00x",
@@ -110,7 +117,12 @@ fn main() {
         per_call(warm, n) / b
     );
     println!(
-        "rpc, no session (spawn per call)   {:>8.3} ms/call   {:.2}x",
+        "rpc, one session, x=$((x+1)) (saved) {:>6.3} ms/call   {:.2}x",
+        per_call(saving, n),
+        per_call(saving, n) / b
+    );
+    println!(
+        "rpc, no session (reused live shell){:>8.3} ms/call   {:.2}x",
         per_call(fresh, n),
         per_call(fresh, n) / b
     );
@@ -128,7 +140,7 @@ fn main() {
             std::thread::spawn(move || {
                 let env: Vec<(&str, &str)> =
                     env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                rpc_sequential(&bin, &env, per_client, Some(&format!("c{c}")))
+                rpc_sequential(&bin, &env, per_client, Some(&format!("c{c}")), "true")
             })
         })
         .collect();

@@ -380,6 +380,7 @@ pub fn execute_with(
     let grace = Duration::from_millis(p.timeout.kill_grace_ms);
     let mut on_output = |t: &str| on_event(Event::Output(t));
     let mut live_notices = Vec::new();
+    let mut session_unchanged = false;
     let outcome = match plan.mode.mode {
         Mode::Print if let Some(pool) = live => {
             let job = exec::live::LiveJob {
@@ -406,6 +407,7 @@ pub fn execute_with(
                 generation: state.generation(),
                 script: &plan.script,
                 save_definitions: state.saves_definitions(&plan.script),
+                stateless_word: state.stateless_word(&plan.script),
                 cwd: &cwd,
                 timeout,
                 kill_grace: grace,
@@ -415,6 +417,7 @@ pub fn execute_with(
             };
             pool.run(&job, &mut sink, &mut on_output).map(|o| {
                 live_notices = o.notices;
+                session_unchanged = o.session_unchanged;
                 o.outcome
             })
         }
@@ -465,7 +468,7 @@ pub fn execute_with(
     };
     let retained = sink.finish();
     warnings.extend(retained.warnings.iter().cloned());
-    let final_cwd = state.finish(&outcome.end).unwrap_or(cwd);
+    let final_cwd = state.finish(&outcome.end, session_unchanged).unwrap_or(cwd);
     warnings.append(&mut state.warnings);
     let (command, artifact_dir) = (plan.command.clone(), plan.artifact_dir.clone());
     let r = shape(

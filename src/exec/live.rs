@@ -73,6 +73,10 @@ pub struct LiveJob<'a> {
     /// A session shell saves functions and aliases after this command (it may have
     /// changed them).
     pub save_definitions: bool,
+    /// A session command that cannot change the shell's state unless this word
+    /// names a function or alias (see `session::plain_command_word`): the shell
+    /// checks, and skips the save when it names neither.
+    pub stateless_word: Option<&'a str>,
     pub cwd: &'a Path,
     pub timeout: Duration,
     pub kill_grace: Duration,
@@ -88,6 +92,8 @@ pub struct LiveOutcome {
     pub notices: Vec<String>,
     /// The shell that ran it.
     pub shell_pid: i32,
+    /// A session shell ran a stateless command and saved nothing: nothing to commit.
+    pub session_unchanged: bool,
 }
 
 /// Live shells, reusable across threads. Runs on one session are serialized by the
@@ -249,8 +255,11 @@ impl ShellPool {
                 return Err(ExecError::Io(e));
             }
         };
+        let unchanged = shell.unchanged && healthy;
         if healthy {
-            shell.generation = job.generation.map(|(_, next)| next);
+            shell.generation = job
+                .generation
+                .map(|(want, next)| if unchanged { want } else { next });
             self.put_back(shell);
         } else {
             self.stop(shell);
@@ -262,6 +271,7 @@ impl ShellPool {
             },
             notices,
             shell_pid: pid,
+            session_unchanged: unchanged,
         })
     }
 }
@@ -302,6 +312,8 @@ struct LiveShell {
     /// For a session shell, the session generation its memory matches.
     generation: Option<u64>,
     dead: bool,
+    /// The last command was stateless and the session shell saved nothing.
+    unchanged: bool,
     /// The read buffer, kept between commands.
     buf: Vec<u8>,
 }
@@ -327,10 +339,12 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
         ));
         t.push_str(
             "  __agentbash_i=$((__agentbash_i+1))\n\
-             \x20 builtin [ \"$PWD\" = \"$__agentbash_d\" ] || builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" </dev/null\n\
-             \x20 { __agentbash_s=$?; __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
+             \x20 builtin [ \"$PWD\" = \"$__agentbash_d\" ] || { __agentbash_v=${__agentbash_v/#q*/0}; builtin cd -- \"$__agentbash_d\"; } && builtin eval \"$__agentbash_c\" </dev/null\n\
+             \x20 { __agentbash_s=$?; __agentbash_k=s\n\
+             \x20   case $__agentbash_v in q*) builtin declare -F -- \"${__agentbash_v#q}\" || builtin alias -- \"${__agentbash_v#q}\" || __agentbash_k=u;; esac >/dev/null\n\
+             \x20   builtin [ $__agentbash_k = u ] || __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
              \x20 exec 1>&\"$__agentbash_out\" 2>&1\n\
-             \x20 builtin printf '\\036%ss%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\
+             \x20 builtin printf '\\036%s%s%s %s\\n' \"$__agentbash_t\" \"$__agentbash_k\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\
              done\n",
         );
     } else {
@@ -532,6 +546,7 @@ impl LiveShell {
             out: out_r,
             generation: job.generation.map(|(want, _)| want),
             dead: false,
+            unchanged: false,
             buf: Vec::new(),
         })
     }
@@ -671,6 +686,7 @@ impl LiveShell {
         pool_pids: &Mutex<HashSet<i32>>,
     ) -> Result<(End, Vec<KilledProcess>, bool), RunError> {
         let fd = self.out.as_raw_fd();
+        self.unchanged = false;
         // Whatever a kept background job printed since the last command is not ours.
         read_available(fd, &mut *buf, usize::MAX, |_| {});
         let mut frame = Vec::with_capacity(job.script.len() + job.cwd.as_os_str().len() + 2);
@@ -679,7 +695,15 @@ impl LiveShell {
         frame.extend_from_slice(job.script.as_bytes());
         frame.push(0);
         if job.key.session.is_some() {
-            frame.extend_from_slice(if job.save_definitions { b"1\0" } else { b"0\0" });
+            match (job.save_definitions, job.stateless_word) {
+                (true, _) => frame.extend_from_slice(b"1\0"),
+                (false, Some(w)) => {
+                    frame.push(b'q');
+                    frame.extend_from_slice(w.as_bytes());
+                    frame.push(0);
+                }
+                (false, None) => frame.extend_from_slice(b"0\0"),
+            }
         }
         if let Err(e) = self.ctl.write_all(&frame).and_then(|_| self.ctl.flush()) {
             return Err(if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -834,6 +858,7 @@ impl LiveShell {
             teardown.reap_orphans();
         }
         emit(sink, &mut last_emit, true);
+        self.unchanged = found.kind == b'u';
         if found.kind == b'x' || self.dead {
             // `exit N` in a session: the shell is on its way out; let it go.
             let _ = self.child.wait();

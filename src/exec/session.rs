@@ -119,6 +119,115 @@ pub enum SessionError {
     NotSaved(String),
 }
 
+/// Bash builtins and keywords: as a command word, each may change the shell's state
+/// (except the few in [`HARMLESS`]).
+const BUILTINS: &[&str] = &[
+    ".",
+    ":",
+    "[",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "case",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "compopt",
+    "continue",
+    "coproc",
+    "declare",
+    "dirs",
+    "disown",
+    "do",
+    "done",
+    "echo",
+    "elif",
+    "else",
+    "enable",
+    "esac",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "fi",
+    "for",
+    "function",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "if",
+    "in",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "select",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "test",
+    "then",
+    "time",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "until",
+    "wait",
+    "while",
+];
+const HARMLESS: &[&str] = &[
+    ":", "true", "false", "echo", "pwd", "test", "type", "times", "help",
+];
+
+/// The command word of `command` when it is one plain command — words of letters,
+/// digits and `_ . / : @ % + , = -` separated by spaces, no expansion, quoting,
+/// redirection, assignment or operator of any kind — whose word is not a builtin
+/// or keyword that could change the shell. Such a command runs a program (or a
+/// harmless builtin) and leaves the session as it was, unless the word names a
+/// function or an alias, which only the shell can tell (it checks before skipping
+/// the save).
+pub fn plain_command_word(command: &str) -> Option<&str> {
+    let c = command.trim_matches(' ');
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_./:@%+,=- ".contains(&b);
+    if c.is_empty() || !c.bytes().all(plain) {
+        return None;
+    }
+    let word = c.split(' ').next()?;
+    if word.contains(['=', '%']) || word.starts_with('-') {
+        return None;
+    }
+    if BUILTINS.contains(&word) && !HARMLESS.contains(&word) {
+        return None;
+    }
+    Some(word)
+}
+
 /// Check a session name (it becomes a directory name).
 pub fn validate_name(name: &str) -> Result<(), SessionError> {
     crate::cli::parse_session_name(name)
@@ -218,13 +327,24 @@ impl SessionStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Self::io(name, "read", &path)(e)),
         };
+        // A run that changed nothing only touches the file (`ActiveSession::touch`).
+        let touched = f
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs());
         let mut line = String::new();
         std::io::BufReader::new(f)
             .read_line(&mut line)
             .map_err(Self::io(name, "read", &path))?;
         let state = line
             .strip_prefix(HEADER)
-            .and_then(|j| serde_json::from_str::<SessionState>(j.trim_end()).ok());
+            .and_then(|j| serde_json::from_str::<SessionState>(j.trim_end()).ok())
+            .map(|mut s| {
+                s.updated = s.updated.max(touched);
+                s
+            });
         // A damaged header reads as a fresh session rather than failing every run.
         Ok(state.filter(|s| s.version == STATE_VERSION))
     }
@@ -583,6 +703,13 @@ impl ActiveSession {
         Ok(())
     }
 
+    /// A run that changed nothing: note the use (the file's time) without a commit.
+    pub fn touch(&self) {
+        if let Ok(f) = std::fs::File::options().write(true).open(self.state_file()) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
+    }
+
     /// Forget what the run saved (it timed out or was cancelled).
     pub fn discard(&mut self) {
         let _ = std::fs::remove_file(&self.pending);
@@ -600,6 +727,38 @@ mod tests {
         }
         for good in ["a", "work-1", "x.y_z", &"x".repeat(64)] {
             assert!(validate_name(good).is_ok(), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn plain_command_words() {
+        for (cmd, want) in [
+            ("true", Some("true")),
+            ("cargo test --features=x -p a", Some("cargo")),
+            ("./build.sh", Some("./build.sh")),
+            ("/usr/bin/env", Some("/usr/bin/env")),
+            ("  ls -la  ", Some("ls")),
+            ("cd /tmp", None),
+            ("export X=1", None),
+            ("X=1 make", None),
+            ("source x", None),
+            (". x", None),
+            ("echo $X", None),
+            ("ls > out", None),
+            ("ls; cd /", None),
+            ("ls && cd /", None),
+            ("a | b", None),
+            ("echo `cd /`", None),
+            ("f() { :; }", None),
+            ("%1", None),
+            ("ls\ncd /", None),
+            ("ls\tx", None),
+            ("echo 'a b'", None),
+            ("ls *", None),
+            ("exec ls", None),
+            ("", None),
+        ] {
+            assert_eq!(plain_command_word(cmd), want, "{cmd:?}");
         }
     }
 

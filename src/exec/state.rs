@@ -261,6 +261,16 @@ impl Prepared {
         snapshot::may_change_definitions(command, known)
     }
 
+    /// For a session run in a live shell: the command word when `command` is one
+    /// plain external-looking command that cannot change the shell's state (see
+    /// [`super::session::plain_command_word`]); the shell then skips the save unless
+    /// the word turns out to be a function or alias.
+    pub fn stateless_word<'a>(&self, command: &'a str) -> Option<&'a str> {
+        // A session's first run creates it (and its identity): always committed.
+        self.session.as_ref().filter(|s| s.state().generation > 0)?;
+        super::session::plain_command_word(command)
+    }
+
     /// Bash a live shell runs once at start: the snapshot, then the session.
     pub fn live_setup(&self) -> String {
         let snap = self.snapshot.as_ref().map(|s| s.path.as_path());
@@ -279,11 +289,15 @@ impl Prepared {
 
     /// After the run: commit the session (unless the run timed out or was cancelled)
     /// and return the session's working directory.
-    pub fn finish(&mut self, end: &End) -> Option<PathBuf> {
+    /// `unchanged`: the live shell ran a stateless command and saved nothing, so
+    /// there is nothing to commit.
+    pub fn finish(&mut self, end: &End, unchanged: bool) -> Option<PathBuf> {
         let committed = matches!(end, End::Exited(_) | End::Signaled(_) | End::MissingStatus);
         let snapshot = self.snapshot.as_ref();
         let s = self.session.as_mut()?;
-        if committed {
+        if unchanged {
+            s.touch();
+        } else if committed {
             match s.commit(snapshot, self.loaded.as_ref()) {
                 Ok(()) => {}
                 Err(e) => self.warnings.push(e.to_string()),

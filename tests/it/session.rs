@@ -859,6 +859,76 @@ mod pool {
             "{:?}",
             r.notices
         );
+        // A plain program changes nothing: no commit (the saved generation stays),
+        // the same shell keeps going, and what it holds is still the session.
+        let state =
+            std::path::PathBuf::from(std::env::var_os("AGENTBASH_STATE_DIR").expect("state"))
+                .join("sessions/live/state.sh");
+        let generation = || -> u64 {
+            let text = std::fs::read_to_string(&state).expect("state.sh");
+            let header: serde_json::Value = serde_json::from_str(
+                text.lines()
+                    .next()
+                    .and_then(|l| l.strip_prefix("#agentbash-session "))
+                    .expect("header"),
+            )
+            .expect("header json");
+            header["generation"].as_u64().expect("generation")
+        };
+        let pid: i32 = go("echo $$").output.parse().expect("pid");
+        let g = generation();
+        for cmd in ["true", "cat /dev/null", "/bin/echo plain", "env --version"] {
+            let r = go(cmd);
+            assert_eq!(r.exit_code, Some(0), "{cmd}: {r:?}");
+            assert!(r.warnings.is_empty(), "{cmd}: {:?}", r.warnings);
+        }
+        assert_eq!(generation(), g, "stateless commands commit nothing");
+        assert_eq!(go("echo $$ $X").output, format!("{pid} 4"));
+        // ...but a function or alias of that name can change state: saved.
+        go("hop() { cd /; export X=5; }; alias skip='cd /tmp'");
+        let g = generation();
+        let r = go("hop");
+        assert_eq!(r.final_cwd, "/");
+        assert!(generation() > g);
+        let r = go("skip");
+        assert_eq!(r.final_cwd, "/tmp");
+        // ...and so does a plain command run in another directory (--cwd).
+        let mut elsewhere = sreq("true");
+        elsewhere.cwd = Some(work.clone());
+        let r = run(&pool, &p, &elsewhere);
+        assert_eq!(r.final_cwd, work.display().to_string());
+        let r = go("pwd; echo $X; echo $$");
+        assert_eq!(
+            r.output,
+            format!("{}\n5\n{pid}", work.display()),
+            "the shell is still the session's and saw every change"
+        );
+        // A process on the session (not this pool) sees the same state.
+        let cli = execute(&sreq("pwd; echo $X"), &p, &CancelToken::new(), &mut |_| {});
+        assert_eq!(cli.output, format!("{}\n5", work.display()));
+        // A new session whose first command is a plain one is still created, and its
+        // shell is reused from then on.
+        let fresh = |cmd: &str| {
+            let mut r = req(&work, cmd);
+            r.session = Some("fresh".into());
+            run(&pool, &p, &r)
+        };
+        assert_eq!(fresh("true").exit_code, Some(0));
+        assert!(
+            state
+                .with_file_name("")
+                .parent()
+                .expect("sessions")
+                .join("fresh/state.sh")
+                .is_file()
+        );
+        let a = fresh("echo $$").output;
+        fresh("true");
+        assert_eq!(
+            fresh("echo $$").output,
+            a,
+            "the fresh session's shell is reused"
+        );
     }
 }
 
