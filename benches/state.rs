@@ -217,7 +217,7 @@ fn main() {
             bare_paused.as_secs_f64() / live_paused.as_secs_f64()
         );
         println!(
-            "  {:<16} no pool {:>6.3} ms; pool with a session (state saved after every command) {:>6.3} ms",
+            "  {:<16} no pool {:>6.3} ms; pool with a session (`true` is a plain program: no state save) {:>6.3} ms",
             "",
             ms(spawned),
             ms(live_session)
