@@ -177,7 +177,7 @@ fn plural(n: usize, word: &str) -> String {
 /// The resolved profile as TOML; with `origin`, each value annotated with the layer
 /// that set it. The output loads back as an equivalent profile.
 pub fn show(p: &crate::LoadedProfile, origin: bool) -> String {
-    let chain: Vec<String> = p.layers.iter().map(|(o, _)| o.to_string()).collect();
+    let chain: Vec<String> = p.layers().iter().map(|(o, _)| o.to_string()).collect();
     let mut s = format!("# profile {} from {}\n", p.name, p.origin());
     if chain.len() > 1 {
         s.push_str(&format!("# layers, lowest first: {}\n", chain.join(" < ")));
@@ -217,7 +217,7 @@ pub fn show(p: &crate::LoadedProfile, origin: bool) -> String {
 
 /// The top-most layer that sets the value at `path` (tables walked key by key).
 fn origin_of<'a>(p: &'a crate::LoadedProfile, path: &[&str]) -> Option<&'a Origin> {
-    p.layers.iter().rev().find_map(|(o, t)| {
+    p.layers().iter().rev().find_map(|(o, t)| {
         let (last, parents) = path.split_last()?;
         let mut table = t;
         for k in parents {

@@ -70,7 +70,11 @@ pub enum ProfileError {
 pub struct LoadedProfile {
     pub name: String,
     pub profile: Profile,
-    pub layers: Vec<(Origin, toml::Table)>,
+    /// Every file of the `extends` chain, lowest first, with its parsed table (see
+    /// [`LoadedProfile::layers`]).
+    layers: std::sync::OnceLock<Vec<(Origin, toml::Table)>>,
+    /// The file that named the profile (the top layer).
+    top: Origin,
     /// Compiled rule packs, built on first use: compiling the default pack costs
     /// milliseconds, so a long-lived server compiles it once.
     rules: std::sync::OnceLock<Result<std::sync::Arc<crate::rules::RuleSet>, String>>,
@@ -79,11 +83,20 @@ pub struct LoadedProfile {
 impl LoadedProfile {
     /// The file that named the profile (the top layer).
     pub fn origin(&self) -> &Origin {
-        &self
-            .layers
-            .last()
-            .expect("a profile has at least one layer")
-            .0
+        &self.top
+    }
+
+    /// The layers of the `extends` chain, lowest first, each with its TOML table.
+    /// The built-in default is typed without parsing its text (see
+    /// [`builtin_default`]); its table is parsed here, the first time it is asked for.
+    pub fn layers(&self) -> &[(Origin, toml::Table)] {
+        self.layers.get_or_init(|| {
+            let table = read_origin(&self.top)
+                .ok()
+                .and_then(|t| toml::from_str(&t).ok())
+                .unwrap_or_default();
+            vec![(self.top.clone(), table)]
+        })
     }
 
     /// The rule packs this profile uses, loaded (paths relative to the file that
@@ -103,7 +116,7 @@ impl LoadedProfile {
 
     /// The layer that last set `section.key` (for `profile show --origin`).
     pub fn origin_of(&self, section: &str, key: &str) -> Option<&Origin> {
-        self.layers.iter().rev().find_map(|(o, t)| {
+        self.layers().iter().rev().find_map(|(o, t)| {
             let hit = if section.is_empty() {
                 t.contains_key(key)
             } else {
@@ -204,6 +217,16 @@ impl Lookup {
     }
 
     pub fn load_origin(&self, name: String, origin: Origin) -> Result<LoadedProfile, ProfileError> {
+        if matches!(&origin, Origin::Builtin(n) if n == "default") {
+            // Every run without a profile of its own lands here: skip the TOML parse.
+            return Ok(LoadedProfile {
+                name,
+                profile: builtin_default(),
+                layers: std::sync::OnceLock::new(),
+                top: origin,
+                rules: std::sync::OnceLock::new(),
+            });
+        }
         let mut layers: Vec<(Origin, toml::Table)> = Vec::new();
         let mut current = origin;
         let mut current_name = name.clone();
@@ -314,14 +337,28 @@ impl Lookup {
                 message: format!("{sec}.{key}: {msg}"),
             });
         }
+        let top = layers[layers.len() - 1].0.clone();
         Ok(LoadedProfile {
             name,
             profile,
-            layers,
+            layers: layers.into(),
+            top,
             rules: std::sync::OnceLock::new(),
         })
     }
 }
+
+/// The built-in `default` profile: the schema's defaults (which are SPEC's) with the
+/// file's description. A test keeps `profiles/default.toml` equal to it.
+fn builtin_default() -> Profile {
+    Profile {
+        description: DEFAULT_DESCRIPTION.to_string(),
+        ..Profile::default()
+    }
+}
+
+const DEFAULT_DESCRIPTION: &str =
+    "SPEC defaults: print mode, 50 KiB tail retention, artifacts in the state dir";
 
 fn read_origin(o: &Origin) -> Result<String, ProfileError> {
     match o {
@@ -474,6 +511,27 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The built-in default is typed without parsing: it must be what its file says.
+    #[test]
+    fn builtin_default_is_its_file() {
+        let text = BUILTIN
+            .iter()
+            .find(|(n, _)| *n == "default")
+            .expect("default")
+            .1;
+        let parsed: Profile = toml::from_str(text).expect("default.toml");
+        assert_eq!(parsed, builtin_default());
+        let p = Lookup::new("/")
+            .load_origin("default".into(), Origin::Builtin("default".into()))
+            .expect("default");
+        assert_eq!(p.profile, parsed);
+        let table: toml::Table = toml::from_str(text).expect("table");
+        assert_eq!(
+            p.layers(),
+            &[(Origin::Builtin("default".into()), table)][..]
+        );
+    }
 
     #[test]
     fn builtin_default_equals_schema_defaults() {
