@@ -20,7 +20,7 @@
 //! committed state.
 
 use super::print::{EVENT_INTERVAL, exit_to_end, pidfd_open, pipe, poll_fds};
-use super::process::{self, Teardown};
+use super::process::{self, Child, ChildIo, Teardown};
 use super::{CancelToken, End, ExecError, ExecOutcome, KilledProcess, Limits, SpawnSpec};
 use crate::output::sink::OutputSink;
 use crate::profile::Background;
@@ -29,7 +29,6 @@ use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -525,9 +524,9 @@ impl LiveShell {
         };
         let child = process::spawn(
             &spec,
-            Stdio::from(ctl_r),
-            Stdio::from(out_w),
-            Stdio::from(out_w2),
+            ChildIo::Fd(ctl_r.into()),
+            ChildIo::Fd(out_w),
+            ChildIo::Fd(out_w2),
         )
         .map_err(|err| ExecError::Spawn {
             program: spec.program.clone(),

@@ -4,12 +4,11 @@
 //! 250 ms without output, or 2 s in all, so a background job holding the pipe open
 //! never makes the run hang.
 
-use super::process::{self, Teardown};
+use super::process::{self, ChildIo, Teardown};
 use super::{CancelToken, End, ExecError, ExecOutcome, SpawnSpec};
 use crate::output::sink::OutputSink;
 use crate::profile::Background;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const DRAIN_IDLE: Duration = Duration::from_millis(250);
@@ -117,12 +116,12 @@ pub fn run(
     let (r, w) = pipe()?;
     let w2 = w.try_clone()?;
     let stdin = if req.stdin_inherit {
-        Stdio::inherit()
+        ChildIo::Inherit
     } else {
-        Stdio::null()
+        ChildIo::Null
     };
     let mut child =
-        process::spawn(req.spawn, stdin, Stdio::from(w), Stdio::from(w2)).map_err(|err| {
+        process::spawn(req.spawn, stdin, ChildIo::Fd(w), ChildIo::Fd(w2)).map_err(|err| {
             ExecError::Spawn {
                 program: req.spawn.program.clone(),
                 err,

@@ -9,8 +9,13 @@
 
 use super::{KilledProcess, Limits, SpawnSpec};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, Once, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
@@ -94,66 +99,178 @@ pub fn become_subreaper() {
     });
 }
 
+/// Where a child's standard descriptor comes from.
+pub enum ChildIo {
+    /// The null device.
+    Null,
+    /// The same descriptor as agentbash's.
+    Inherit,
+    /// This descriptor (moved into the child, closed here once it is spawned).
+    Fd(OwnedFd),
+}
+
+/// A spawned command: its pid, and its exit status once reaped. (Not
+/// `std::process::Child`: std forks a copy of agentbash, we start the child with
+/// `CLONE_VM | CLONE_VFORK`, which costs no page-table copy.)
+#[derive(Debug)]
+pub struct Child {
+    pid: i32,
+    status: Option<ExitStatus>,
+}
+
+impl Child {
+    pub fn id(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// SIGKILL the child (unless it has already been reaped).
+    pub fn kill(&mut self) -> std::io::Result<()> {
+        if self.status.is_some() {
+            return Ok(());
+        }
+        // SAFETY: kill(2) on our own, not yet reaped, child.
+        if unsafe { libc::kill(self.pid, libc::SIGKILL) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// The exit status if the child has exited (reaping it), else `None`.
+    pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        self.wait_with(libc::WNOHANG)
+    }
+
+    /// Wait for the child to exit.
+    pub fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        loop {
+            if let Some(s) = self.wait_with(0)? {
+                return Ok(s);
+            }
+        }
+    }
+
+    fn wait_with(&mut self, flags: i32) -> std::io::Result<Option<ExitStatus>> {
+        if let Some(s) = self.status {
+            return Ok(Some(s));
+        }
+        let mut status = 0;
+        loop {
+            // SAFETY: waitpid on our own child with a valid out-pointer.
+            let r = unsafe { libc::waitpid(self.pid, &mut status, flags) };
+            if r == self.pid {
+                let s = ExitStatus::from_raw(status);
+                self.status = Some(s);
+                return Ok(Some(s));
+            }
+            if r == 0 {
+                return Ok(None);
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Everything the child needs, prepared (allocated) before it exists: between
+/// clone and exec the child shares our memory and may not allocate or lock.
+struct Launch {
+    program: CString,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+    cwd: CString,
+    /// Descriptors for 0, 1 and 2 (`None`: inherit).
+    fds: [Option<OwnedFd>; 3],
+    limits: Limits,
+}
+
 /// Spawn `spec` with the given stdio as a new session leader.
 pub fn spawn(
     spec: &SpawnSpec,
-    stdin: Stdio,
-    stdout: Stdio,
-    stderr: Stdio,
+    stdin: ChildIo,
+    stdout: ChildIo,
+    stderr: ChildIo,
 ) -> std::io::Result<Child> {
     become_subreaper();
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&spec.cwd)
-        .stdin(stdin)
-        .stdout(stdout)
-        .stderr(stderr);
-    let limits = spec.limits;
-    // SAFETY: the closure only calls async-signal-safe functions (setsid, prctl,
-    // getppid, setrlimit, sigprocmask, signal) between fork and exec.
-    let parent = unsafe { libc::getpid() };
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            #[cfg(target_os = "linux")]
-            {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                if libc::getppid() != parent {
-                    libc::_exit(125);
-                }
-            }
-            for sig in [
-                libc::SIGINT,
-                libc::SIGTERM,
-                libc::SIGHUP,
-                libc::SIGQUIT,
-                libc::SIGPIPE,
-            ] {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-            apply_limits(&limits)
-        });
+    let cstr = |s: &[u8]| {
+        CString::new(s).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a NUL byte in the command, its arguments or its environment",
+            )
+        })
+    };
+    let program = cstr(
+        resolve_program(&spec.program, &spec.env)?
+            .as_os_str()
+            .as_bytes(),
+    )?;
+    let mut argv = vec![cstr(spec.program.as_os_str().as_bytes())?];
+    for a in &spec.args {
+        argv.push(cstr(a.as_bytes())?);
     }
-    on_spawner_thread(cmd)
+    let envp = spec
+        .env
+        .iter()
+        .map(|(k, v)| cstr(format!("{k}={v}").as_bytes()))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let fd = |io: ChildIo| -> std::io::Result<Option<OwnedFd>> {
+        Ok(match io {
+            ChildIo::Inherit => None,
+            ChildIo::Fd(fd) => Some(fd),
+            ChildIo::Null => Some(
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open("/dev/null")?
+                    .into(),
+            ),
+        })
+    };
+    let launch = Launch {
+        program,
+        argv,
+        envp,
+        cwd: cstr(spec.cwd.as_os_str().as_bytes())?,
+        fds: [fd(stdin)?, fd(stdout)?, fd(stderr)?],
+        limits: spec.limits,
+    };
+    on_spawner_thread(launch)
 }
 
-/// A command to fork, and where to send the child.
-type SpawnJob = (Command, mpsc::Sender<std::io::Result<Child>>);
+/// `program` as execve wants it: a path, found on the child's PATH when it has no `/`.
+fn resolve_program(program: &Path, env: &[(String, String)]) -> std::io::Result<PathBuf> {
+    if program.as_os_str().as_bytes().contains(&b'/') {
+        return Ok(program.to_path_buf());
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var("PATH").ok())
+        .unwrap_or_else(|| "/usr/bin:/bin".into());
+    for dir in path.split(':').filter(|d| !d.is_empty()) {
+        let candidate = Path::new(dir).join(program);
+        if crate::shell::is_executable(&candidate) {
+            return Ok(candidate);
+        }
+    }
+    Err(std::io::Error::from_raw_os_error(libc::ENOENT))
+}
+
+/// A command to start, and where to send the child.
+type SpawnJob = (Launch, mpsc::Sender<std::io::Result<Child>>);
 
 /// The parent-death signal fires when the *thread* that forked the child exits, not
 /// when the process does. So every child is forked by one thread that lives as long
 /// as agentbash: a command, or a live shell reused across requests, started from a
 /// short-lived request thread (rpc, mcp) must not be killed when that thread ends.
-fn on_spawner_thread(cmd: Command) -> std::io::Result<Child> {
-    // The main thread lives exactly as long as the process: it may fork itself, and
-    // a single-run CLI never pays for the thread (nor for the TLB shootdowns a fork
-    // costs in a multi-threaded process).
+fn on_spawner_thread(launch: Launch) -> std::io::Result<Child> {
+    // The main thread lives exactly as long as the process: it may start children
+    // itself, and a single-run CLI never pays for the thread.
     if is_main_thread() {
-        return fork_and_register(cmd);
+        return launch_and_register(launch);
     }
     static SPAWNER: OnceLock<Option<Mutex<mpsc::Sender<SpawnJob>>>> = OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
@@ -161,8 +278,8 @@ fn on_spawner_thread(cmd: Command) -> std::io::Result<Child> {
         std::thread::Builder::new()
             .name("agentbash-spawner".into())
             .spawn(move || {
-                for (cmd, reply) in rx {
-                    let _ = reply.send(fork_and_register(cmd));
+                for (launch, reply) in rx {
+                    let _ = reply.send(launch_and_register(launch));
                 }
             })
             .ok()
@@ -172,16 +289,16 @@ fn on_spawner_thread(cmd: Command) -> std::io::Result<Child> {
     let sent = match spawner {
         Some(tx) => {
             let tx = tx.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            tx.send((cmd, reply)).map_err(|e| e.0.0)
+            tx.send((launch, reply)).map_err(|e| e.0.0)
         }
-        None => Err(cmd),
+        None => Err(launch),
     };
     match sent {
         Ok(()) => answer
             .recv()
             .unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone"))),
-        // No spawner thread (it could not be started): fork from this one.
-        Err(cmd) => fork_and_register(cmd),
+        // No spawner thread (it could not be started): start it from this one.
+        Err(launch) => launch_and_register(launch),
     }
 }
 
@@ -197,11 +314,174 @@ fn is_main_thread() -> bool {
     }
 }
 
-fn fork_and_register(mut cmd: Command) -> std::io::Result<Child> {
+fn launch_and_register(launch: Launch) -> std::io::Result<Child> {
     let mut a = attribution();
-    let child = cmd.spawn()?;
-    a.register_leader(child.id() as i32);
+    let child = start(&launch)?;
+    a.register_leader(child.pid);
     Ok(child)
+    // `launch` drops here: our copies of the child's descriptors are closed.
+}
+
+/// What the child reads, by raw pointer: it runs on its own stack in our memory.
+struct ChildArgs {
+    program: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+    cwd: *const libc::c_char,
+    fds: [libc::c_int; 3],
+    limits: Limits,
+    parent: libc::pid_t,
+    /// errno of the step that failed, written by the child before it exits.
+    err: AtomicI32,
+}
+
+const CHILD_STACK: usize = 64 * 1024;
+
+fn start(l: &Launch) -> std::io::Result<Child> {
+    let ptrs = |v: &[CString]| -> Vec<*const libc::c_char> {
+        v.iter()
+            .map(|c| c.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect()
+    };
+    let (argv, envp) = (ptrs(&l.argv), ptrs(&l.envp));
+    let raw = |f: &Option<OwnedFd>| f.as_ref().map_or(-1, |f| f.as_raw_fd());
+    let args = ChildArgs {
+        program: l.program.as_ptr(),
+        argv: argv.as_ptr(),
+        envp: envp.as_ptr(),
+        cwd: l.cwd.as_ptr(),
+        fds: [raw(&l.fds[0]), raw(&l.fds[1]), raw(&l.fds[2])],
+        limits: l.limits,
+        // SAFETY: getpid cannot fail.
+        parent: unsafe { libc::getpid() },
+        err: AtomicI32::new(0),
+    };
+    // No signal handler may run in the child while it shares our memory: block
+    // everything around the clone; the child resets dispositions, then unblocks.
+    // SAFETY: sigset operations on local, initialised sets.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
+    let pid = clone_child(&args);
+    let clone_err = std::io::Error::last_os_error();
+    // SAFETY: restoring the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    if pid < 0 {
+        return Err(clone_err);
+    }
+    let mut child = Child { pid, status: None };
+    // With CLONE_VFORK we resume once the child has exec'd or exited: `err` is final.
+    let err = args.err.load(Ordering::Acquire);
+    if err != 0 {
+        let _ = child.wait();
+        return Err(std::io::Error::from_raw_os_error(err));
+    }
+    Ok(child)
+}
+
+#[cfg(target_os = "linux")]
+fn clone_child(args: &ChildArgs) -> libc::pid_t {
+    let mut stack = vec![0u8; CHILD_STACK];
+    // SAFETY: the stack outlives the child's use of it (CLONE_VFORK suspends us
+    // until the child execs or exits); the top is 16-byte aligned as the ABI wants.
+    unsafe {
+        let top = stack.as_mut_ptr().add(CHILD_STACK);
+        let top = top.sub(top as usize % 16);
+        libc::clone(
+            child_main,
+            top.cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (args as *const ChildArgs).cast_mut().cast(),
+        )
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn clone_child(args: &ChildArgs) -> libc::pid_t {
+    // SAFETY: the child only runs `child_main` (async-signal-safe calls) and exits.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            child_main((args as *const ChildArgs).cast_mut().cast());
+        }
+        pid
+    }
+}
+
+/// The child between clone and exec: async-signal-safe calls only, no allocation,
+/// no locks (it shares the parent's memory). Any failure records errno and exits 127.
+extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` points at the parent's ChildArgs, alive while we run.
+    let a = unsafe { &*(arg as *const ChildArgs) };
+    let fail = |a: &ChildArgs| -> ! {
+        // SAFETY: reading errno and leaving without running any destructor.
+        unsafe {
+            a.err.store(*libc::__errno_location(), Ordering::Release);
+            libc::_exit(127)
+        }
+    };
+    // SAFETY: plain syscalls on values prepared by the parent.
+    unsafe {
+        // Handlers are the parent's code: back to the default for every caught
+        // signal (ignored ones stay ignored), and the ones a command expects live.
+        let mut act: libc::sigaction = std::mem::zeroed();
+        for sig in 1..libc::SIGRTMAX() {
+            if libc::sigaction(sig, std::ptr::null(), &mut act) == 0
+                && act.sa_sigaction != libc::SIG_DFL
+                && act.sa_sigaction != libc::SIG_IGN
+            {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        for (target, &fd) in a.fds.iter().enumerate() {
+            let target = target as libc::c_int;
+            if fd < 0 {
+                continue;
+            }
+            if fd == target {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    fail(a);
+                }
+            } else if libc::dup2(fd, target) < 0 {
+                fail(a);
+            }
+        }
+        if libc::chdir(a.cwd) != 0 {
+            fail(a);
+        }
+        if libc::setsid() < 0 {
+            fail(a);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            if libc::getppid() != a.parent {
+                libc::_exit(125);
+            }
+        }
+        if apply_limits(&a.limits).is_err() {
+            fail(a);
+        }
+        libc::execve(a.program, a.argv, a.envp);
+        fail(a)
+    }
 }
 
 /// setrlimit in the child; runs between fork and exec.
@@ -619,5 +899,146 @@ pub fn on_stop_signals(handler: extern "C" fn(libc::c_int)) {
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
+    }
+}
+
+#[cfg(test)]
+mod spawn_tests {
+    use super::*;
+    use std::io::Read;
+
+    fn spec(program: &str, args: &[&str], cwd: &str) -> SpawnSpec {
+        SpawnSpec {
+            program: program.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: vec![
+                ("PATH".into(), "/usr/bin:/bin".into()),
+                ("ONLY".into(), "this".into()),
+            ],
+            cwd: cwd.into(),
+            ..Default::default()
+        }
+    }
+
+    fn output(s: &SpawnSpec) -> (String, ExitStatus) {
+        let (mut r, w) = std::io::pipe().expect("pipe");
+        let w2 = w.try_clone().expect("dup");
+        let mut child = spawn(
+            s,
+            ChildIo::Null,
+            ChildIo::Fd(w.into()),
+            ChildIo::Fd(w2.into()),
+        )
+        .expect("spawn");
+        let mut out = String::new();
+        r.read_to_string(&mut out).expect("read");
+        (out, child.wait().expect("wait"))
+    }
+
+    #[test]
+    fn runs_with_exactly_the_given_env_cwd_and_stdio() {
+        let (out, status) = output(&spec(
+            "sh",
+            &[
+                "-c",
+                "pwd; env | sort | tr '\\n' ' '; echo err >&2; read x || echo eof; exit 3",
+            ],
+            "/tmp",
+        ));
+        assert_eq!(status.code(), Some(3));
+        assert_eq!(
+            out,
+            "/tmp\nONLY=this PATH=/usr/bin:/bin PWD=/tmp err\neof\n"
+        );
+    }
+
+    #[test]
+    fn a_new_session_with_default_signals_and_an_empty_mask() {
+        let (out, _) = output(&spec(
+            "sh",
+            &[
+                "-c",
+                "ps -o sid=,pgid= -p $$; grep -E '^Sig(Blk|Ign)' /proc/$$/status",
+            ],
+            "/",
+        ));
+        let mut lines = out.lines();
+        let ids: Vec<&str> = lines.next().expect("ids").split_whitespace().collect();
+        assert_eq!(ids[0], ids[1], "session leader: {out}");
+        assert_eq!(lines.next(), Some("SigBlk:\t0000000000000000"), "{out}");
+        // sh itself ignores nothing we care about; SIGPIPE (13) is not ignored.
+        let ign = u64::from_str_radix(
+            lines
+                .next()
+                .expect("SigIgn")
+                .trim_start_matches("SigIgn:\t"),
+            16,
+        )
+        .expect("hex");
+        assert_eq!(ign & (1 << (libc::SIGPIPE - 1)), 0, "{out}");
+    }
+
+    #[test]
+    fn failures_are_errors_not_children() {
+        let e = spawn(
+            &spec("/nonexistent/prog", &[], "/"),
+            ChildIo::Null,
+            ChildIo::Null,
+            ChildIo::Null,
+        )
+        .expect_err("missing program");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+        let e = spawn(
+            &spec("no-such-prog-anywhere", &[], "/"),
+            ChildIo::Null,
+            ChildIo::Null,
+            ChildIo::Null,
+        )
+        .expect_err("not on PATH");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+        let e = spawn(
+            &spec("sh", &["-c", "true"], "/nonexistent-dir"),
+            ChildIo::Null,
+            ChildIo::Null,
+            ChildIo::Null,
+        )
+        .expect_err("missing cwd");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+        let e = spawn(
+            &spec("/etc/hostname", &[], "/"),
+            ChildIo::Null,
+            ChildIo::Null,
+            ChildIo::Null,
+        )
+        .expect_err("not executable");
+        // EACCES, or ENOEXEC for root (who may exec any file with an x bit).
+        assert!(
+            matches!(e.raw_os_error(), Some(libc::EACCES | libc::ENOEXEC)),
+            "{e}"
+        );
+        let mut bad = spec("sh", &["-c", "true"], "/");
+        bad.args.push("a\0b".into());
+        let e = spawn(&bad, ChildIo::Null, ChildIo::Null, ChildIo::Null).expect_err("NUL");
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn try_wait_kill_and_wait() {
+        let mut c = spawn(
+            &spec("sleep", &["30"], "/"),
+            ChildIo::Null,
+            ChildIo::Null,
+            ChildIo::Null,
+        )
+        .expect("spawn");
+        assert!(c.try_wait().expect("try_wait").is_none());
+        c.kill().expect("kill");
+        let s = c.wait().expect("wait");
+        assert_eq!(s.signal(), Some(libc::SIGKILL));
+        assert_eq!(
+            c.try_wait().expect("cached").map(|s| s.signal()),
+            Some(Some(libc::SIGKILL))
+        );
+        c.kill().expect("no-op once reaped");
     }
 }

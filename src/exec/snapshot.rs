@@ -15,7 +15,7 @@
 //! Nothing here ever stops a run: a slow, failing or hostile rc yields a run without
 //! (or with a partial) snapshot and a warning that says why.
 
-use super::process::{self, Teardown};
+use super::process::{self, ChildIo, Teardown};
 use super::state::{FileLock, LockWait, create_private, dump, fnv64, nonce, quote, write_private};
 use super::{Limits, SpawnSpec};
 use crate::exec::env::BuiltEnv;
@@ -23,7 +23,6 @@ use crate::profile::ShellCfg;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -391,7 +390,7 @@ fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
         cwd,
         limits: Limits::default(),
     };
-    let spawned = process::spawn(&spec, Stdio::null(), Stdio::null(), Stdio::null());
+    let spawned = process::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null);
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {

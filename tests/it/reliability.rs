@@ -866,7 +866,8 @@ fn fault_exec_replacing_the_shell_and_kill_9_of_the_shell() {
 /// from a request thread that then ends (rpc, mcp, a reused live shell) must live on.
 #[test]
 fn fault_children_outlive_the_thread_that_spawned_them() {
-    use agentbash::exec::{SpawnSpec, process};
+    use agentbash::exec::SpawnSpec;
+    use agentbash::exec::process::{self, ChildIo};
     let arg = format!("401.{}", nonce());
     let spec = SpawnSpec {
         program: "sleep".into(),
@@ -876,7 +877,7 @@ fn fault_children_outlive_the_thread_that_spawned_them() {
         ..Default::default()
     };
     let mut child = std::thread::spawn(move || {
-        process::spawn(&spec, Stdio::null(), Stdio::null(), Stdio::null()).expect("spawn")
+        process::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null).expect("spawn")
     })
     .join()
     .expect("spawning thread");
