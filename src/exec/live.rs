@@ -8,11 +8,13 @@
 //! [`OutputSink`] as print mode. Completion is a marker line — a per-shell token, the
 //! command's sequence number and its exit status — written to a saved copy of the
 //! output descriptor. Without a session, each command runs in a subshell so nothing it
-//! changes (cwd, variables, functions) leaks into the next caller's command; the shell
-//! forks that subshell ahead of time, while idle, so the fork is not paid by the
-//! command. With a session, the command runs in the shell itself, which then saves its
-//! state for agentbash to commit, exactly as a spawned session run does, and has its
-//! options, traps and descriptors reset.
+//! changes (cwd, variables, functions) leaks into the next caller's command — except a
+//! plain program (`session::plain_command_word`: words only, not a function, alias or
+//! state-changing builtin), which cannot change the shell and runs in it directly, the
+//! shell putting back its directory afterwards. With a session, the command runs in the
+//! shell itself, which then saves its state for agentbash to commit, exactly as a
+//! spawned session run does (a plain program skips the save), and has its options,
+//! traps and descriptors reset.
 //!
 //! A shell found dead is replaced (with a notice in the result). A timeout or cancel
 //! tears down that shell's whole tree (its own session id and marker: never another
@@ -72,9 +74,10 @@ pub struct LiveJob<'a> {
     /// A session shell saves functions and aliases after this command (it may have
     /// changed them).
     pub save_definitions: bool,
-    /// A session command that cannot change the shell's state unless this word
-    /// names a function or alias (see `session::plain_command_word`): the shell
-    /// checks, and skips the save when it names neither.
+    /// A command that cannot change the shell's state unless this word names a
+    /// function or alias (see `session::plain_command_word`): the shell checks, and
+    /// when it names neither, a session shell skips the save and a session-less one
+    /// runs it without a subshell.
     pub stateless_word: Option<&'a str>,
     pub cwd: &'a Path,
     pub timeout: Duration,
@@ -347,21 +350,31 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
              done\n",
         );
     } else {
-        // The subshell for the next command is forked, and has touched the memory it
-        // will write to (copy-on-write faults), before that command arrives. At EOF
-        // (the pool let go of the shell) it takes the shell down with it.
+        // A plain program (see `session::plain_command_word`) cannot change the shell:
+        // it runs in the shell itself, which then puts back its directory and clears
+        // the command hash table (marker `u`). Anything else runs in a subshell so
+        // nothing it changes leaks into the next caller's command (marker `s`, with
+        // the subshell's pid, then `c` when the subshell has exited).
         t.push_str(&format!(
-            "while :; do\n\
-             \x20 __agentbash_i=$((__agentbash_i+1))\n\
+            "__agentbash_r=\"$AGENTBASH_RUN_ID\" __agentbash_h=\"$PWD\" __agentbash_o=\"${{OLDPWD-}}\" __agentbash_os=\"${{OLDPWD+set}}\"\n\
+             while {read} && IFS= builtin read -r -d '' __agentbash_v; do\n\
+             \x20 __agentbash_i=$((__agentbash_i+1)) __agentbash_k=s\n\
+             \x20 case $__agentbash_v in q*) {{ builtin declare -F -- \"${{__agentbash_v#q}}\" || builtin alias -- \"${{__agentbash_v#q}}\" || __agentbash_k=u; }} >/dev/null 2>&1;; esac\n\
+             \x20 if builtin [ $__agentbash_k = u ]; then\n\
+             \x20   builtin export AGENTBASH_RUN_ID=\"$__agentbash_r.$__agentbash_i\"\n\
+             \x20   builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" </dev/null\n\
+             \x20   __agentbash_s=$?\n\
+             \x20   {{ builtin export AGENTBASH_RUN_ID=\"$__agentbash_r\"; builtin cd -- \"$__agentbash_h\"; builtin hash -r\n\
+             \x20     if builtin [ \"$__agentbash_os\" = set ]; then OLDPWD=$__agentbash_o; else builtin unset OLDPWD; fi; }} 2>/dev/null\n\
+             \x20   builtin printf '\\036%su%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\
+             \x20 else\n\
              \x20 (\n\
-             \x20   builtin export AGENTBASH_RUN_ID=\"$AGENTBASH_RUN_ID.$__agentbash_i\"\n\
+             \x20   builtin export AGENTBASH_RUN_ID=\"$__agentbash_r.$__agentbash_i\"\n\
              \x20   builtin trap 'builtin printf \"\\036%ss%s %s %s\\n\" \"$__agentbash_t\" \"$__agentbash_i\" \"$?\" \"$BASHPID\" >&\"$__agentbash_out\"' EXIT\n\
-             \x20   builtin eval : </dev/null\n\
-             \x20   __agentbash_d=. __agentbash_c=:\n\
-             \x20   {read} || {{ builtin trap - EXIT; builtin kill -TERM $$; builtin exit 0; }}\n\
              \x20   builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" </dev/null\n\
              \x20 )\n\
              \x20 builtin printf '\\036%sc%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$?\" >&\"$__agentbash_out\"\n\
+             \x20 fi\n\
              done\n"
         ));
     }
@@ -693,7 +706,7 @@ impl LiveShell {
         frame.push(0);
         frame.extend_from_slice(job.script.as_bytes());
         frame.push(0);
-        if job.key.session.is_some() {
+        {
             match (job.save_definitions, job.stateless_word) {
                 (true, _) => frame.extend_from_slice(b"1\0"),
                 (false, Some(w)) => {
@@ -832,6 +845,9 @@ impl LiveShell {
         let (suspect, scope) = match job.key.session {
             // Background jobs are the shell's own children.
             Some(_) => (self.maybe_has_others(pool_pids), &teardown),
+            // A plain program run in the shell itself: whatever it left is a child
+            // of the shell, an orphan handed to us, or carries its marker.
+            None if found.kind == b'u' => (self.maybe_has_others(pool_pids), &by_marker),
             // They were started by the command's subshell and carry its marker.
             None => (
                 self.subshell_may_have_left(found.pid, pool_pids),

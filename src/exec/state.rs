@@ -261,13 +261,20 @@ impl Prepared {
         snapshot::may_change_definitions(command, known)
     }
 
-    /// For a session run in a live shell: the command word when `command` is one
-    /// plain external-looking command that cannot change the shell's state (see
-    /// [`super::session::plain_command_word`]); the shell then skips the save unless
-    /// the word turns out to be a function or alias.
+    /// For a run in a live shell: the command word when `command` is one plain
+    /// external-looking command that cannot change the shell's state (see
+    /// [`super::session::plain_command_word`]); unless the word turns out to be a
+    /// function or alias, a session shell then skips the save and a session-less one
+    /// runs it without a subshell.
     pub fn stateless_word<'a>(&self, command: &'a str) -> Option<&'a str> {
         // A session's first run creates it (and its identity): always committed.
-        self.session.as_ref().filter(|s| s.state().generation > 0)?;
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.state().generation == 0)
+        {
+            return None;
+        }
         super::session::plain_command_word(command)
     }
 

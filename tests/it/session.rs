@@ -583,6 +583,48 @@ mod pool {
             &req(&env.work(), "cat; read -r x || echo stdin-is-empty"),
         );
         assert_eq!(r.output, "stdin-is-empty");
+        // A plain program runs in the shell itself (no subshell: its parent is the
+        // shell), in its own directory, and leaves the shell as it was.
+        std::fs::create_dir_all(env.work().join("plain")).expect("mkdir");
+        let before = run(
+            &pool,
+            &p,
+            &req(&env.work(), "pwd; echo \"${OLDPWD-unset}\"; hash"),
+        )
+        .output;
+        let mut plain = req(&env.work(), "cat /proc/self/stat");
+        plain.cwd = Some(env.work().join("plain"));
+        let r = run(&pool, &p, &plain);
+        let ppid: i32 = r
+            .output
+            .rsplit(')')
+            .next()
+            .and_then(|f| f.split_whitespace().nth(1))
+            .and_then(|f| f.parse().ok())
+            .unwrap_or_else(|| panic!("stat: {r:?}"));
+        assert_eq!(ppid, pid, "run by the shell itself");
+        assert_eq!(r.final_cwd, env.work().join("plain").display().to_string());
+        let r = run(
+            &pool,
+            &p,
+            &req(&env.work(), "pwd; echo \"${OLDPWD-unset}\"; hash"),
+        );
+        assert_eq!(
+            r.output, before,
+            "cwd, OLDPWD and the hash table are put back"
+        );
+        let r = run(&pool, &p, &req(&env.work(), "false"));
+        assert_eq!(r.exit_code, Some(1));
+        // What a plain program leaves running is stopped like anything else.
+        let tag = format!("402.{}", crate::support::nonce());
+        let r = run(
+            &pool,
+            &p,
+            &req(&env.work(), &format!("setsid -f sleep {tag}")),
+        );
+        assert_eq!(r.exit_code, Some(0), "{r:?}");
+        assert!(!r.background_killed.is_empty(), "{r:?}");
+        assert!(procs_with_cmdline(&tag, Duration::from_millis(200)).is_empty());
         assert_eq!(
             pid_of(&pool, &p, &base),
             pid,
