@@ -47,6 +47,12 @@ pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Val
         "mode": { "mode": plan.mode.mode, "reasons": plan.mode.reasons, "notice": plan.mode.notice },
         "env_changes": env_changes,
         "shell": match &plan.shell { Ok(s) => json!({"ok": s.display().to_string()}), Err(e) => json!({"error": e.to_string()}) },
+        "snapshot": plan.state.snapshot.describe(),
+        "session": plan.state.session.as_ref().map(|s| json!({
+            "name": s.name,
+            "dir": s.dir.display().to_string(),
+            "cwd": s.cwd.as_ref().map(|c| c.display().to_string()),
+        })),
         "argv": plan.argv(profile),
         "artifact_dir": plan.artifact_dir.as_ref().map(|d| d.display().to_string()),
         "usage_error": plan.usage_error,
@@ -181,6 +187,19 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
                 .unwrap_or_default()
         )
     ));
+    t.push_str(&format!("snapshot    {}\n", show(s("/snapshot"))));
+    match v.pointer("/session") {
+        Some(sess) if !sess.is_null() => t.push_str(&format!(
+            "session     {} ({}), {}\n",
+            show(sess["name"].clone()),
+            show(sess["dir"].clone()),
+            match sess["cwd"].as_str() {
+                Some(c) => format!("saved cwd {c}"),
+                None => "new: created by this run".into(),
+            }
+        )),
+        _ => t.push_str("session     none\n"),
+    }
     t.push_str(&format!("argv        {}\n", s("/argv")));
     t.push_str(&format!("artifacts   {}\n", show(s("/artifact_dir"))));
     if let Some(u) = v.pointer("/usage_error").and_then(|u| u.as_str()) {

@@ -997,3 +997,37 @@ fn shell_set_by_bash_is_not_session_state() {
         out.stdout
     );
 }
+
+/// `explain` shows the state stage: the snapshot it would use and the session
+/// (new, then with its saved cwd), and runs nothing.
+#[test]
+fn explain_shows_snapshot_and_session() {
+    let env = TestEnv::new();
+    std::fs::write(env.home().join(".bashrc"), "hello() { echo hi; }\n").expect("rc");
+    let out = env.run(&["explain", "-s", "dev", "--", "cd /"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("(to be generated from"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("session     dev (") && out.stdout.contains("new: created by this run"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !env.state_dir().join("sessions/dev").exists(),
+        "explain runs nothing"
+    );
+    env.run(&["run", "-q", "-s", "dev", "--", "cd /"])
+        .assert_code(0);
+    let v = env
+        .run(&["explain", "--format", "json", "-s", "dev", "--", "ls"])
+        .json();
+    assert_eq!(v["session"]["name"], "dev");
+    assert_eq!(v["session"]["cwd"], "/");
+    assert!(s(&v, "snapshot").contains("(cached, from"), "{v}");
+    let v = env.run(&["explain", "--format", "json", "--", "ls"]).json();
+    assert!(v["session"].is_null());
+}
