@@ -66,6 +66,12 @@ pub enum Event<'a> {
 pub struct Plan {
     pub command: String,
     pub normalized: Normalized,
+    /// `output.redact` secrets: (NAME, value) from agentbash's environment and the
+    /// run's, masked in everything shown (output, and the command itself).
+    pub secrets: Vec<(String, String)>,
+    /// The command and the normalized command as shown (secrets masked).
+    pub shown_command: String,
+    pub shown_normalized: String,
     pub interception: Option<Interception>,
     pub tools: Vec<String>,
     pub rule_warnings: Vec<String>,
@@ -166,9 +172,17 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         .artifacts
         .enabled
         .then(|| artifact::resolve_dir(&p.artifacts.dir, &req.invoking_dir));
+    let secrets = redact_pairs(&p.output.redact, &env.vars);
+    let (shown_command, shown_normalized) = (
+        mask(&secrets, &req.command),
+        mask(&secrets, &normalized.command),
+    );
     Plan {
         command: req.command.clone(),
         normalized,
+        secrets,
+        shown_command,
+        shown_normalized,
         interception,
         tools,
         rule_warnings,
@@ -310,7 +324,7 @@ pub fn execute_with(
             }
         }
     });
-    let redact = redact_pairs(&p.output.redact);
+    let redact = plan.secrets.clone();
     let mut sink = OutputSink::new(
         SinkConfig {
             max_bytes: p.output.max_bytes,
@@ -440,7 +454,7 @@ pub fn execute_with(
                 cols: p.pty.cols,
                 rows: p.pty.rows,
                 interactive: req.stdin_tty && req.stdout_tty,
-                title: &plan.normalized.command,
+                title: &plan.shown_normalized,
                 kill_key: &p.pty.kill_key,
                 feed_stdin: req.stdin,
                 timeout,
@@ -470,7 +484,7 @@ pub fn execute_with(
     warnings.extend(retained.warnings.iter().cloned());
     let final_cwd = state.finish(&outcome.end, session_unchanged).unwrap_or(cwd);
     warnings.append(&mut state.warnings);
-    let (command, artifact_dir) = (plan.command.clone(), plan.artifact_dir.clone());
+    let (command, artifact_dir) = (plan.shown_command.clone(), plan.artifact_dir.clone());
     let r = shape(
         r, plan, outcome, retained, notices, warnings, started, final_cwd,
     );
@@ -625,8 +639,8 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
         Err(CwdError::Missing(c) | CwdError::NotADirectory(c)) => c.display().to_string(),
     };
     RunResult {
-        command: req.command.clone(),
-        normalized_command: plan.normalized.command.clone(),
+        command: plan.shown_command.clone(),
+        normalized_command: plan.shown_normalized.clone(),
         stripped: plan.normalized.stripped.clone(),
         profile: plan.profile_name.clone(),
         final_cwd: cwd.clone(),
@@ -671,13 +685,35 @@ fn fail(mut r: RunResult, code: i32, msg: String) -> RunResult {
 }
 
 /// Values of agentbash's own env vars whose names match the redact globs.
-fn redact_pairs(globs: &[String]) -> Vec<(String, String)> {
+/// (NAME, value) of every variable `globs` names, in agentbash's environment (a
+/// secret excluded from the run's env can still reach its output through a file)
+/// or in the run's (`env.set`, `--env`).
+fn redact_pairs(
+    globs: &[String],
+    run_env: &std::collections::BTreeMap<String, String>,
+) -> Vec<(String, String)> {
     if globs.is_empty() {
         return vec![];
     }
-    std::env::vars()
-        .filter(|(k, _)| globs.iter().any(|g| exec::env::glob_match(g, k)))
-        .collect()
+    let named = |k: &str| globs.iter().any(|g| exec::env::glob_match(g, k));
+    let mut v: Vec<(String, String)> = std::env::vars()
+        .chain(run_env.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .filter(|(k, _)| named(k))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// `s` with the secrets masked.
+fn mask(secrets: &[(String, String)], s: &str) -> String {
+    let Some(mut r) = crate::output::redact::Redactor::new(secrets) else {
+        return s.to_string();
+    };
+    let mut out = Vec::with_capacity(s.len());
+    r.push(s.as_bytes(), true, &mut out);
+    r.finish(&mut out);
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Write a very long command to a private temp file and source it instead.

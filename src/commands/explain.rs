@@ -24,10 +24,10 @@ pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Val
         .map(|(k, src)| (k.clone(), json!(src)))
         .collect();
     json!({
-        "command": plan.command,
+        "command": plan.shown_command,
         "profile": { "name": profile.name, "origin": profile.origin().to_string() },
         "normalize": {
-            "command": plan.normalized.command,
+            "command": plan.shown_normalized,
             "stripped": plan.normalized.stripped,
             "head": plan.normalized.head,
             "tail": plan.normalized.tail,

@@ -21,8 +21,8 @@ impl Renderer for JsonRenderer {
         match event {
             Event::Start(plan) => line(&json!({
                 "type": "start",
-                "command": plan.command,
-                "normalized_command": plan.normalized.command,
+                "command": plan.shown_command,
+                "normalized_command": plan.shown_normalized,
                 "profile": plan.profile_name,
                 "cwd": plan.cwd.as_ref().map(|c| c.display().to_string()).ok(),
                 "mode": plan.mode.mode,

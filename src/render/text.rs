@@ -306,13 +306,13 @@ impl Renderer for TextRenderer {
                             .is_none_or(|i| i.blocked.is_none())
                         && plan.cwd.is_ok()
                     {
-                        out(&github_group(&plan.normalized.command));
+                        out(&github_group(&plan.shown_normalized));
                         self.group_open = true;
                     }
                     return;
                 }
                 if !self.quiet {
-                    let mut h = format!("$ {}", plan.normalized.command);
+                    let mut h = format!("$ {}", plan.shown_normalized);
                     if let Ok(c) = &plan.cwd
                         && c.display().to_string() != self.invoking_dir
                     {

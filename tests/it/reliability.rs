@@ -1549,6 +1549,60 @@ fn secrets_are_redacted_everywhere_even_split_across_writes() {
     }
 }
 
+/// The command itself is shown masked too (result, start event, header, artifact
+/// list), and secrets the run's own env brings (`--env`, `env.set`) count as well.
+#[test]
+fn secrets_in_the_command_and_in_the_runs_env_are_masked() {
+    let env = TestEnv::new();
+    env.write(
+        "p.toml",
+        "[output]\nredact = [\"*TOKEN*\", \"*_KEY\"]\nmax_bytes = 256\n[env.set]\nSET_KEY = \"set-key-value-123\"\n",
+    );
+    let cmd = format!("echo {SECRET}; echo $CLI_KEY $SET_KEY; seq 1 1000");
+    for format in ["json", "ndjson", "text"] {
+        let out = env
+            .cmd(&[
+                "run",
+                "--format",
+                format,
+                "-p",
+                "./p.toml",
+                "-e",
+                "CLI_KEY=cli-key-value-123",
+                "--",
+                &cmd,
+            ])
+            .env("REL_TOKEN", SECRET)
+            .env("GITHUB_ACTIONS", "true")
+            .run();
+        out.assert_code(0);
+        for leak in [SECRET, "cli-key-value-123", "set-key-value-123"] {
+            assert!(
+                !out.stdout.contains(leak) && !out.stderr.contains(leak),
+                "{format}: {leak} leaked:\n{}\n{}",
+                out.stdout,
+                out.stderr
+            );
+        }
+        if format == "json" {
+            let v = out.json();
+            assert_eq!(
+                s(&v, "command"),
+                "echo [REDACTED:REL_TOKEN]; echo $CLI_KEY $SET_KEY; seq 1 1000"
+            );
+            assert!(s(&v, "normalized_command").contains("[REDACTED:REL_TOKEN]"));
+        }
+    }
+    let list = env.run(&["artifact", "list"]);
+    list.assert_code(0);
+    assert!(
+        list.stdout.contains("[REDACTED:REL_TOKEN]"),
+        "{}",
+        list.stdout
+    );
+    assert!(!list.stdout.contains(SECRET), "{}", list.stdout);
+}
+
 #[test]
 fn secrets_env_exclude_and_the_agent_profile() {
     let env = TestEnv::new();
