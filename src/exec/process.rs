@@ -484,8 +484,17 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     }
 }
 
-/// setrlimit in the child; runs between fork and exec.
+/// setrlimit in the child; runs between clone and exec (no allocation).
 fn apply_limits(l: &Limits) -> std::io::Result<()> {
+    limit(0, l)
+}
+
+/// Apply `l` to process `pid` (0: this one) with prlimit(2).
+///
+/// For a child started by someone else's spawn code (portable-pty in PTY mode),
+/// which offers no hook between fork and exec: called as soon as the spawn returns,
+/// while bash is still starting up, before it can fork anything of its own.
+pub fn limit(pid: i32, l: &Limits) -> std::io::Result<()> {
     let set = |res, v: u64| -> std::io::Result<()> {
         if v == 0 {
             return Ok(());
@@ -497,8 +506,8 @@ fn apply_limits(l: &Limits) -> std::io::Result<()> {
             rlim_cur: v as libc::rlim_t,
             rlim_max: hard as libc::rlim_t,
         };
-        // SAFETY: pointer to a valid rlimit on the stack.
-        if unsafe { libc::setrlimit(res, &lim) } != 0 {
+        // SAFETY: pointer to a valid rlimit on the stack; no old value asked for.
+        if unsafe { libc::prlimit(pid, res, &lim, std::ptr::null_mut()) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
         Ok(())

@@ -757,6 +757,16 @@ impl Pty {
             .ok_or_else(|| spawn_error("the child has no process id".into()))?;
         // Ours to reap: a teardown elsewhere in a shared process must not take it.
         super::process::register_owned(pid);
+        // [limits]: portable-pty has no hook between fork and exec, so they are set
+        // on the child right away (see `process::limit`).
+        if let Err(e) = super::process::limit(pid, &spec.limits) {
+            // SAFETY: kill(2)/waitpid(2) on the child we just started.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            return Err(spawn_error(format!("cannot apply [limits]: {e}")));
+        }
         // The exit status is collected with waitpid(2) (it keeps the signal
         // number, portable-pty's status does not); dropping the handle
         // neither kills nor waits.

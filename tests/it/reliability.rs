@@ -1700,6 +1700,43 @@ fn limits_cpu_seconds_fires_with_a_reason() {
     assert!(out.elapsed < Duration::from_secs(8));
 }
 
+/// PTY mode applies the same limits (set on the child as soon as it is spawned).
+#[test]
+fn limits_apply_in_pty_mode_too() {
+    let env = TestEnv::new();
+    env.write("p.toml", "[limits]\ncpu_seconds = 1\nfile_size_mb = 1\n");
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--pty",
+        "-p",
+        "./p.toml",
+        "--",
+        "while :; do :; done",
+    ]);
+    out.assert_code(152);
+    let v = out.json();
+    assert_eq!(v["mode"], "pty");
+    assert_eq!(v["signal"], "SIGXCPU");
+    assert!(out.elapsed < Duration::from_secs(8));
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--pty",
+        "-p",
+        "./p.toml",
+        "--",
+        "ulimit -f; ulimit -t; exec head -c 2000000 /dev/zero > big.bin",
+    ]);
+    out.assert_code(153);
+    let v = out.json();
+    assert!(s(&v, "output").starts_with("1024\n1"), "{v}");
+    assert_eq!(
+        std::fs::metadata(env.work().join("big.bin")).unwrap().len(),
+        1 << 20
+    );
+}
+
 #[test]
 fn limits_file_size_fires_with_a_reason() {
     let env = TestEnv::new();
