@@ -181,6 +181,9 @@ pub enum PtyEnd {
     Cancelled(i32),
     /// The interactive kill key was pressed.
     KillKey,
+    /// `on_output` wanted no more (a lifted `| head -n N` was filled): the command
+    /// was stopped as `| head` would stop it.
+    OutputDone,
 }
 
 /// The result of a PTY run.
@@ -231,10 +234,10 @@ fn io_error(what: &'static str) -> impl FnOnce(Errno) -> PtyError {
 
 /// Runs `req.spawn` in a PTY until it exits, times out, is cancelled or is
 /// killed with the kill key. `on_output` receives the raw bytes the program
-/// writes, in order, in large chunks.
+/// writes, in order, in large chunks, and returns false once it wants no more.
 pub fn run_pty(
     req: PtyRequest<'_>,
-    on_output: &mut dyn FnMut(&[u8]),
+    on_output: &mut dyn FnMut(&[u8]) -> bool,
 ) -> Result<PtyOutcome, PtyError> {
     // portable-pty silently falls back to $HOME for a bad cwd; refuse instead.
     if !req.spawn.cwd.is_dir() {
@@ -274,6 +277,7 @@ pub fn run_pty(
         stdin_open: req.interactive || req.feed_stdin,
         last_fed: None,
         bytes_out: 0,
+        output_done: false,
         pty,
         console,
     };
@@ -292,11 +296,14 @@ enum Stop {
     TimedOut,
     Cancelled(i32),
     KillKey,
+    OutputDone,
 }
 
 struct Run<'r, 'o> {
     req: &'r PtyRequest<'r>,
-    on_output: &'o mut dyn FnMut(&[u8]),
+    on_output: &'o mut dyn FnMut(&[u8]) -> bool,
+    /// `on_output` returned false.
+    output_done: bool,
     pty: Pty,
     console: Option<Console>,
     keys: KeyInput,
@@ -334,6 +341,11 @@ impl Run<'_, '_> {
             Stop::TimedOut => (PtyEnd::TimedOut, self.teardown()),
             Stop::Cancelled(signal) => (PtyEnd::Cancelled(signal), self.teardown()),
             Stop::KillKey => (PtyEnd::KillKey, self.teardown()),
+            // What the stop kills is the pipeline itself, not something left behind.
+            Stop::OutputDone => {
+                self.teardown();
+                (PtyEnd::OutputDone, Vec::new())
+            }
         };
         self.drain(cancelled_before_drain);
         if let Some(console) = &mut self.console {
@@ -382,6 +394,9 @@ impl Run<'_, '_> {
             }
             if self.poll_once(wait, true)? {
                 return Ok(Stop::KillKey);
+            }
+            if self.output_done {
+                return Ok(Stop::OutputDone);
             }
         }
     }
@@ -468,7 +483,9 @@ impl Run<'_, '_> {
 
     fn handle_output(&mut self, chunk: &[u8]) {
         self.bytes_out += chunk.len() as u64;
-        (self.on_output)(chunk);
+        if !(self.on_output)(chunk) {
+            self.output_done = true;
+        }
         self.hits.clear();
         self.queries.scan(chunk, &mut self.hits);
         let mut start = 0;
@@ -682,6 +699,7 @@ fn end_label(end: PtyEnd) -> String {
         PtyEnd::Signaled(signal) => format!("killed by {}", signal_name(signal)),
         PtyEnd::TimedOut => "timed out".to_string(),
         PtyEnd::Cancelled(_) | PtyEnd::KillKey => "killed".to_string(),
+        PtyEnd::OutputDone => "stopped (head limit)".to_string(),
     }
 }
 
@@ -1715,9 +1733,13 @@ pub fn run(
                 on_output(&t);
                 last_emit = Instant::now();
             }
+            sink.wants_more()
         },
     )
     .map_err(|e| ExecError::Pty(e.to_string()))?;
+    if matches!(outcome.end, PtyEnd::OutputDone) {
+        sink.stopped_reading();
+    }
     // Release what the sanitizer and redactors hold back into the live stream.
     sink.end_input();
     if let Some(t) = sink.take_pending() {
@@ -1739,6 +1761,8 @@ pub fn run(
         PtyEnd::TimedOut => End::TimedOut,
         PtyEnd::Cancelled(s) => End::Cancelled(s),
         PtyEnd::KillKey => End::Killed,
+        // Like `| head`: the pipeline ended because its reader had enough.
+        PtyEnd::OutputDone => End::Exited(0),
     };
     Ok(ExecOutcome {
         end,

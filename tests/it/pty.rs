@@ -679,6 +679,35 @@ fn big_output_is_retained_like_print_mode() {
     assert!(text == expected, "artifact is not the full raw transcript");
 }
 
+/// A lifted `| head -n N` stops an endless producer in PTY mode as in print mode
+/// (regression: it ran until the timeout).
+#[test]
+fn lifted_head_stops_the_producer_in_pty_mode() {
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "run",
+        "--pty",
+        "-t",
+        "60",
+        "--json",
+        "--",
+        "yes | head -n 3",
+    ]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v, "mode"), "pty");
+    assert_eq!(v["timed_out"], false);
+    assert_eq!(s(&v, "output"), "y\ny\ny");
+    assert!(
+        v["notices"][0]
+            .as_str()
+            .is_some_and(|n| n.contains("as `| head` would")),
+        "{v:#}"
+    );
+    assert!(out.elapsed < Duration::from_secs(30), "{:?}", out.elapsed);
+    assert!(env.leftovers(Duration::from_millis(200)).is_empty());
+}
+
 #[test]
 fn terminal_queries_are_answered_headless() {
     let env = TestEnv::new();
