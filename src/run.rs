@@ -482,6 +482,7 @@ pub fn execute_with(
     };
     let retained = sink.finish();
     warnings.extend(retained.warnings.iter().cloned());
+    notices.extend(limit_hint(&p.limits, &outcome.end, &retained.text));
     let final_cwd = state.finish(&outcome.end, session_unchanged).unwrap_or(cwd);
     warnings.append(&mut state.warnings);
     let (command, artifact_dir) = (plan.shown_command.clone(), plan.artifact_dir.clone());
@@ -622,6 +623,54 @@ fn shape(
     r.agentbash_exit = code;
     let _ = plan;
     r
+}
+
+/// A failed command whose output reports a failed allocation or fork, with the
+/// matching `[limits]` key set: say which limit it probably hit. (Memory and process
+/// limits send no signal of their own; the command only sees the call fail.)
+fn limit_hint(l: &crate::profile::LimitsCfg, end: &End, output: &str) -> Option<String> {
+    let failed = match end {
+        End::Exited(c) => *c != 0,
+        End::Signaled(s) => *s != libc::SIGXCPU && *s != libc::SIGXFSZ,
+        _ => false,
+    };
+    if !failed || (l.address_space_mb == 0 && l.processes == 0) {
+        return None;
+    }
+    let lower = output.to_ascii_lowercase();
+    let says = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
+    if l.address_space_mb > 0
+        && says(&[
+            "cannot allocate",
+            "out of memory",
+            "memory allocation failed",
+            "memory allocation of",
+            "failed to allocate",
+            "memoryerror",
+            "bad_alloc",
+            "memory exhausted",
+        ])
+    {
+        return Some(format!(
+            "The command ran out of memory under its address-space limit (limits.address_space_mb = {})",
+            l.address_space_mb
+        ));
+    }
+    if l.processes > 0
+        && says(&[
+            "resource temporarily unavailable",
+            "fork: retry",
+            "cannot fork",
+            "can't fork",
+            "too many processes",
+        ])
+    {
+        return Some(format!(
+            "The command could not start a process under its process limit (limits.processes = {})",
+            l.processes
+        ));
+    }
+    None
 }
 
 /// Why a signal probably came from a `[limits]` guard.

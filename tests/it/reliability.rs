@@ -1794,6 +1794,26 @@ fn limits_address_space_makes_allocations_fail_visibly() {
         "{:#}",
         strip_output(&v)
     );
+    // ...and the result names the limit it probably hit.
+    assert!(
+        notices(&v)
+            .iter()
+            .any(|n| n.contains("limits.address_space_mb = 64")),
+        "{:?}",
+        notices(&v)
+    );
+    // Without that limit, the same words in a failing command's output are just words.
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--",
+        "echo 'Cannot allocate memory'; exit 1",
+    ]);
+    assert!(
+        !notices(&out.json()).iter().any(|n| n.contains("limits.")),
+        "{:?}",
+        notices(&out.json())
+    );
 }
 
 /// RLIMIT_NPROC counts every process of the user and is not enforced for root
@@ -1831,6 +1851,15 @@ fn limits_processes_fires_for_non_root_users() {
         "{:#}",
         strip_output(&v)
     );
+    if v["exit_code"] != 0 {
+        assert!(
+            notices(&v)
+                .iter()
+                .any(|n| n.contains("limits.processes = 8")),
+            "{:?}",
+            notices(&v)
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------
