@@ -355,7 +355,7 @@ pub fn execute_with(
     });
     let start_env = live.is_some().then(|| env.clone());
     if live.is_none()
-        && let Err(w) = state.install_prelude(&mut env, &plan.script)
+        && let Err(w) = state.install_prelude(&mut env, &plan.script, &cwd)
     {
         warnings.push(w);
     }
@@ -421,7 +421,7 @@ pub fn execute_with(
                 generation: state.generation(),
                 script: &plan.script,
                 save_definitions: state.saves_definitions(&plan.script),
-                stateless_word: state.stateless_word(&plan.script),
+                stateless_word: state.stateless_word(&plan.script, &cwd),
                 cwd: &cwd,
                 timeout,
                 kill_grace: grace,

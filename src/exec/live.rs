@@ -341,9 +341,10 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
         ));
         t.push_str(
             "  __agentbash_i=$((__agentbash_i+1))\n\
-             \x20 builtin [ \"$PWD\" = \"$__agentbash_d\" ] || { __agentbash_v=${__agentbash_v/#q*/0}; builtin cd -- \"$__agentbash_d\"; } && builtin eval \"$__agentbash_c\" </dev/null\n\
-             \x20 { __agentbash_s=$?; __agentbash_k=s\n\
-             \x20   case $__agentbash_v in q*) builtin declare -F -- \"${__agentbash_v#q}\" || builtin alias -- \"${__agentbash_v#q}\" || __agentbash_k=u;; esac >/dev/null\n\
+             \x20 __agentbash_k=s\n\
+             \x20 case $__agentbash_v in q*) if { builtin declare -F -- \"${__agentbash_v#q}\" || builtin alias -- \"${__agentbash_v#q}\"; } >/dev/null 2>&1; then __agentbash_v=1; else __agentbash_k=u; fi;; esac\n\
+             \x20 builtin [ \"$PWD\" = \"$__agentbash_d\" ] || { __agentbash_k=s; builtin cd -- \"$__agentbash_d\"; } && builtin eval \"$__agentbash_c\" </dev/null\n\
+             \x20 { __agentbash_s=$?\n\
              \x20   builtin [ $__agentbash_k = u ] || __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
              \x20 exec 1>&\"$__agentbash_out\" 2>&1\n\
              \x20 builtin printf '\\036%s%s%s %s\\n' \"$__agentbash_t\" \"$__agentbash_k\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\

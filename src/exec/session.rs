@@ -537,19 +537,33 @@ impl ActiveSession {
 
     /// Write the `BASH_ENV` prelude for a spawned shell and return its path.
     /// `definitions`: save functions and aliases too (the command may change them).
+    /// `plain`: the command is this plain program (`plain_command_word`), run in the
+    /// session's own directory: the state is saved only if the word turns out to be a
+    /// function or an alias (see [`ActiveSession::has_pending`]).
     pub fn write_prelude(
         &self,
         snapshot: Option<&Path>,
         user_bash_env: Option<&str>,
         definitions: bool,
+        plain: Option<&str>,
     ) -> std::io::Result<PathBuf> {
         let mut t = String::from("unset BASH_ENV\n");
         t.push_str(&self.shell_setup(snapshot));
         // A group's redirection also hides the trace when the command turned on -x.
-        t.push_str(&format!(
-            "builtin trap '{{ __agentbash_session_save \"$?\" {}; }} 2>/dev/null' EXIT\n",
-            u8::from(definitions)
-        ));
+        match plain {
+            // Decided before the command runs: a function may unset itself
+            // (a venv's `deactivate` does).
+            Some(word) => t.push_str(&format!(
+                "if {{ builtin declare -F -- {w} || builtin alias -- {w}; }} >/dev/null 2>&1; then\n\
+                 \x20 builtin trap '{{ __agentbash_session_save \"$?\" 1; }} 2>/dev/null' EXIT\n\
+                 fi\n",
+                w = quote(word)
+            )),
+            None => t.push_str(&format!(
+                "builtin trap '{{ __agentbash_session_save \"$?\" {}; }} 2>/dev/null' EXIT\n",
+                u8::from(definitions)
+            )),
+        }
         if let Some(orig) = user_bash_env {
             t.push_str(&format!("export BASH_ENV={0}\n. {0}\n", quote(orig)));
         }
@@ -701,6 +715,12 @@ impl ActiveSession {
         self.cwd = next.cwd.clone();
         self.state = next;
         Ok(())
+    }
+
+    /// The shell saved its state for this run (a dump is waiting to be committed;
+    /// the file itself is created, empty and private, before the run).
+    pub fn has_pending(&self) -> bool {
+        std::fs::metadata(&self.pending).is_ok_and(|m| m.len() > 0)
     }
 
     /// A run that changed nothing: note the use (the file's time) without a commit.

@@ -112,6 +112,9 @@ pub struct Prepared {
     prelude: Option<tempfile::TempPath>,
     /// The snapshot names the command's shell sourced (`None`: all).
     loaded: Option<std::collections::BTreeSet<String>>,
+    /// A session run of this plain program in the session's own directory: the
+    /// shell saves only if the word is a function or alias.
+    plain: Option<String>,
 }
 
 /// Make the snapshot and the session ready. `limit` bounds the wait for the session
@@ -163,6 +166,7 @@ pub fn prepare(
         waited,
         prelude: None,
         loaded: None,
+        plain: None,
     })
 }
 
@@ -207,7 +211,13 @@ impl Prepared {
         &mut self,
         env: &mut BTreeMap<String, String>,
         command: &str,
+        cwd: &Path,
     ) -> Result<(), String> {
+        self.plain = self
+            .session
+            .as_ref()
+            .and_then(|_| self.stateless_word(command, cwd))
+            .map(str::to_string);
         let user_bash_env = env.get("BASH_ENV").cloned();
         // Only what the command can reach (see `Snapshot::part_for`).
         let part = self
@@ -235,6 +245,7 @@ impl Prepared {
                     part.path.as_deref(),
                     orig.as_deref(),
                     self.saves_definitions(command),
+                    self.plain.as_deref(),
                 )
                 .map_err(|e| format!("cannot prepare session {}: {e}", s.name()))?,
             ),
@@ -266,12 +277,13 @@ impl Prepared {
     /// [`super::session::plain_command_word`]); unless the word turns out to be a
     /// function or alias, a session shell then skips the save and a session-less one
     /// runs it without a subshell.
-    pub fn stateless_word<'a>(&self, command: &'a str) -> Option<&'a str> {
-        // A session's first run creates it (and its identity): always committed.
+    pub fn stateless_word<'a>(&self, command: &'a str, cwd: &Path) -> Option<&'a str> {
+        // A session's first run creates it (and its identity), and a run elsewhere
+        // moves it: both are committed.
         if self
             .session
             .as_ref()
-            .is_some_and(|s| s.state().generation == 0)
+            .is_some_and(|s| s.state().generation == 0 || s.cwd() != Some(cwd))
         {
             return None;
         }
@@ -302,6 +314,9 @@ impl Prepared {
         let committed = matches!(end, End::Exited(_) | End::Signaled(_) | End::MissingStatus);
         let snapshot = self.snapshot.as_ref();
         let s = self.session.as_mut()?;
+        // A plain program in a spawned shell: saved only if its word was a function
+        // or an alias.
+        let unchanged = unchanged || (self.plain.is_some() && !s.has_pending());
         if unchanged {
             s.touch();
         } else if committed {

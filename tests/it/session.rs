@@ -948,6 +948,17 @@ mod pool {
         // A process on the session (not this pool) sees the same state.
         let cli = execute(&sreq("pwd; echo $X"), &p, &CancelToken::new(), &mut |_| {});
         assert_eq!(cli.output, format!("{}\n5", work.display()));
+        // A function that unsets itself (as a venv's `deactivate` does): the check is
+        // made before the command runs, and the definitions are saved too.
+        go("bye() { unset -f bye; export GONE=1; }");
+        go("bye");
+        let cli = execute(
+            &sreq("echo ${GONE-unset}; declare -F bye || echo no-bye"),
+            &p,
+            &CancelToken::new(),
+            &mut |_| {},
+        );
+        assert_eq!(cli.output, "1\nno-bye");
         // A new session whose first command is a plain one is still created, and its
         // shell is reused from then on.
         let fresh = |cmd: &str| {
@@ -1030,4 +1041,51 @@ fn explain_shows_snapshot_and_session() {
     assert!(s(&v, "snapshot").contains("(cached, from"), "{v}");
     let v = env.run(&["explain", "--format", "json", "--", "ls"]).json();
     assert!(v["session"].is_null());
+}
+
+/// A CLI session run of a plain program in the session's directory commits nothing
+/// (the saved generation stays) unless its word is a session function or alias; in
+/// another directory (`-C`) it is saved, since the cwd changed.
+#[test]
+fn plain_programs_on_the_cli_leave_the_session_untouched() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.work().join("sub")).expect("mkdir");
+    let generation = || -> u64 {
+        let text =
+            std::fs::read_to_string(env.state_dir().join("sessions/a/state.sh")).expect("state.sh");
+        let header: serde_json::Value = serde_json::from_str(
+            text.lines()
+                .next()
+                .and_then(|l| l.strip_prefix("#agentbash-session "))
+                .expect("header"),
+        )
+        .expect("header json");
+        header["generation"].as_u64().expect("generation")
+    };
+    in_session(&env, "a", "cd sub; export X=1; hop() { cd /; }");
+    let g = generation();
+    for cmd in ["true", "cat /dev/null", "env --version"] {
+        let v = run_json(&env, &["-s", "a", "--", cmd]);
+        assert_eq!(v["exit_code"], 0, "{cmd}: {v}");
+        assert!(
+            v["warnings"].as_array().is_some_and(|w| w.is_empty()),
+            "{v}"
+        );
+    }
+    assert_eq!(generation(), g, "plain programs commit nothing");
+    assert_eq!(
+        in_session(&env, "a", "echo $X; pwd"),
+        format!("1\n{}", env.work().join("sub").display())
+    );
+    // A session function of that name may change state: saved.
+    let v = run_json(&env, &["-s", "a", "--", "hop"]);
+    assert_eq!(s(&v, "final_cwd"), "/");
+    assert_eq!(in_session(&env, "a", "pwd"), "/");
+    // A plain program elsewhere moves the session there.
+    let g = generation();
+    let work = env.work().display().to_string();
+    let v = run_json(&env, &["-s", "a", "-C", &work, "--", "true"]);
+    assert_eq!(s(&v, "final_cwd"), work);
+    assert!(generation() > g);
+    assert_eq!(in_session(&env, "a", "pwd"), work);
 }
