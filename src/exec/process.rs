@@ -929,6 +929,11 @@ mod spawn_tests {
         }
     }
 
+    /// Spawn with every standard descriptor on the null device.
+    fn quiet(s: &SpawnSpec) -> std::io::Result<Child> {
+        spawn(s, ChildIo::Null, ChildIo::Null, ChildIo::Null)
+    }
+
     fn output(s: &SpawnSpec) -> (String, ExitStatus) {
         let (mut r, w) = std::io::pipe().expect("pipe");
         let w2 = w.try_clone().expect("dup");
@@ -990,37 +995,13 @@ mod spawn_tests {
 
     #[test]
     fn failures_are_errors_not_children() {
-        let e = spawn(
-            &spec("/nonexistent/prog", &[], "/"),
-            ChildIo::Null,
-            ChildIo::Null,
-            ChildIo::Null,
-        )
-        .expect_err("missing program");
+        let e = quiet(&spec("/nonexistent/prog", &[], "/")).expect_err("missing program");
         assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
-        let e = spawn(
-            &spec("no-such-prog-anywhere", &[], "/"),
-            ChildIo::Null,
-            ChildIo::Null,
-            ChildIo::Null,
-        )
-        .expect_err("not on PATH");
+        let e = quiet(&spec("no-such-prog-anywhere", &[], "/")).expect_err("not on PATH");
         assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
-        let e = spawn(
-            &spec("sh", &["-c", "true"], "/nonexistent-dir"),
-            ChildIo::Null,
-            ChildIo::Null,
-            ChildIo::Null,
-        )
-        .expect_err("missing cwd");
+        let e = quiet(&spec("sh", &["-c", "true"], "/nonexistent-dir")).expect_err("missing cwd");
         assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
-        let e = spawn(
-            &spec("/etc/hostname", &[], "/"),
-            ChildIo::Null,
-            ChildIo::Null,
-            ChildIo::Null,
-        )
-        .expect_err("not executable");
+        let e = quiet(&spec("/etc/hostname", &[], "/")).expect_err("not executable");
         // EACCES, or ENOEXEC for root (who may exec any file with an x bit).
         assert!(
             matches!(e.raw_os_error(), Some(libc::EACCES | libc::ENOEXEC)),
@@ -1028,19 +1009,13 @@ mod spawn_tests {
         );
         let mut bad = spec("sh", &["-c", "true"], "/");
         bad.args.push("a\0b".into());
-        let e = spawn(&bad, ChildIo::Null, ChildIo::Null, ChildIo::Null).expect_err("NUL");
+        let e = quiet(&bad).expect_err("NUL");
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     }
 
     #[test]
     fn try_wait_kill_and_wait() {
-        let mut c = spawn(
-            &spec("sleep", &["30"], "/"),
-            ChildIo::Null,
-            ChildIo::Null,
-            ChildIo::Null,
-        )
-        .expect("spawn");
+        let mut c = quiet(&spec("sleep", &["30"], "/")).expect("spawn");
         assert!(c.try_wait().expect("try_wait").is_none());
         c.kill().expect("kill");
         let s = c.wait().expect("wait");

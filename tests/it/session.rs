@@ -13,6 +13,20 @@ fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
     env.run(&a).json()
 }
 
+/// The commit count in a session's `state.sh` header.
+#[track_caller]
+fn saved_generation(state_file: &std::path::Path) -> u64 {
+    let text = std::fs::read_to_string(state_file).expect("state.sh");
+    let header: serde_json::Value = serde_json::from_str(
+        text.lines()
+            .next()
+            .and_then(|l| l.strip_prefix("#agentbash-session "))
+            .expect("header"),
+    )
+    .expect("header json");
+    header["generation"].as_u64().expect("generation")
+}
+
 /// `agentbash run --json -s NAME -- CMD`, its output.
 #[track_caller]
 fn in_session(env: &TestEnv, name: &str, cmd: &str) -> String {
@@ -906,17 +920,7 @@ mod pool {
         let state =
             std::path::PathBuf::from(std::env::var_os("AGENTBASH_STATE_DIR").expect("state"))
                 .join("sessions/live/state.sh");
-        let generation = || -> u64 {
-            let text = std::fs::read_to_string(&state).expect("state.sh");
-            let header: serde_json::Value = serde_json::from_str(
-                text.lines()
-                    .next()
-                    .and_then(|l| l.strip_prefix("#agentbash-session "))
-                    .expect("header"),
-            )
-            .expect("header json");
-            header["generation"].as_u64().expect("generation")
-        };
+        let generation = || saved_generation(&state);
         let pid: i32 = go("echo $$").output.parse().expect("pid");
         let g = generation();
         for cmd in ["true", "cat /dev/null", "/bin/echo plain", "env --version"] {
@@ -1050,18 +1054,7 @@ fn explain_shows_snapshot_and_session() {
 fn plain_programs_on_the_cli_leave_the_session_untouched() {
     let env = TestEnv::new();
     std::fs::create_dir_all(env.work().join("sub")).expect("mkdir");
-    let generation = || -> u64 {
-        let text =
-            std::fs::read_to_string(env.state_dir().join("sessions/a/state.sh")).expect("state.sh");
-        let header: serde_json::Value = serde_json::from_str(
-            text.lines()
-                .next()
-                .and_then(|l| l.strip_prefix("#agentbash-session "))
-                .expect("header"),
-        )
-        .expect("header json");
-        header["generation"].as_u64().expect("generation")
-    };
+    let generation = || saved_generation(&env.state_dir().join("sessions/a/state.sh"));
     in_session(&env, "a", "cd sub; export X=1; hop() { cd /; }");
     let g = generation();
     for cmd in ["true", "cat /dev/null", "env --version"] {
