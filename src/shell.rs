@@ -11,7 +11,12 @@ pub enum ShellError {
     NotFound(String),
 }
 
-fn on_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
+/// `name` found as an executable file in `path_var` (else `$PATH`).
+pub(crate) fn on_path(
+    name: impl AsRef<std::ffi::OsStr>,
+    path_var: Option<&str>,
+) -> Option<PathBuf> {
+    let name = name.as_ref();
     let path_var = path_var
         .map(str::to_string)
         .or_else(|| std::env::var("PATH").ok())?;
@@ -22,7 +27,7 @@ fn on_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
         .find(|p| is_executable(p))
 }
 
-pub(crate) fn is_executable(p: &Path) -> bool {
+fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

@@ -250,11 +250,8 @@ fn resolve_program(program: &Path, env: &[(String, String)]) -> std::io::Result<
         .map(|(_, v)| v.clone())
         .or_else(|| std::env::var("PATH").ok())
         .unwrap_or_else(|| "/usr/bin:/bin".into());
-    for dir in path.split(':').filter(|d| !d.is_empty()) {
-        let candidate = Path::new(dir).join(program);
-        if crate::shell::is_executable(&candidate) {
-            return Ok(candidate);
-        }
+    if let Some(found) = crate::shell::on_path(program, Some(&path)) {
+        return Ok(found);
     }
     Err(std::io::Error::from_raw_os_error(libc::ENOENT))
 }
