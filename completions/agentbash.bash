@@ -1758,7 +1758,7 @@ _agentbash_rule_packs() {
     if [[ "$cur" == */* || "$cur" == *.toml ]]; then
         COMPREPLY=($(compgen -f -- "$cur"))
     else
-        COMPREPLY=($(compgen -W "default" -- "$cur"))
+        COMPREPLY=($(compgen -W "default guard" -- "$cur"))
     fi
 }
 

@@ -221,7 +221,7 @@ function __fish_agentbash_rule_packs
     if string match -q -- '*/*' $token; or string match -q -- '*.toml' $token
         __fish_complete_path $token
     else
-        string split ' ' -- default
+        string split ' ' -- default guard
     end
 end
 

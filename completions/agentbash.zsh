@@ -1261,7 +1261,7 @@ _agentbash_rule_packs() {
         _files -g '*.toml'
     else
         local -a packs
-        packs=(default)
+        packs=(default guard)
         _wanted packs expl 'rule pack' compadd -a packs
     fi
 }

@@ -5,7 +5,7 @@
 
 /// Bad command-line usage (clap's own convention).
 pub const USAGE: i32 = 2;
-/// An interceptor rule blocked the command; nothing ran.
+/// An interceptor rule blocked the command, or the guard refused it; nothing ran.
 pub const BLOCKED: i32 = 77;
 /// The command ran out of time and was torn down.
 pub const TIMEOUT: i32 = 124;
@@ -23,7 +23,10 @@ pub fn for_signal(sig: i32) -> i32 {
 pub const TABLE: &[(&str, &str)] = &[
     ("N", "the command ran and exited with N"),
     ("2", "usage error"),
-    ("77", "blocked by an interceptor rule"),
+    (
+        "77",
+        "blocked by an interceptor rule, or refused by the guard; nothing ran",
+    ),
     ("124", "timed out"),
     (
         "125",

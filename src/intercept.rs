@@ -680,7 +680,8 @@ pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
                 let Some(rule) = rules.rules().get(index) else {
                     continue;
                 };
-                let applies = tools.contains(&rule.tool);
+                // A deny rule needs no declared tool: it refuses for everyone.
+                let applies = rule.action == Action::Deny || tools.contains(&rule.tool);
                 trace.matches.push(RuleMatch {
                     rule: rule.id.clone(),
                     pack: rule.pack.clone(),
@@ -701,7 +702,7 @@ pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
                     candidate: trace.text.clone(),
                 };
                 match rule.action {
-                    Action::Block => {
+                    Action::Block | Action::Deny => {
                         trace.verdict = Verdict::Block;
                         if out.blocked.is_none() {
                             out.blocked = Some(hit);
@@ -782,6 +783,7 @@ pub fn format_test(cmd: &str, interception: &Interception, tools: &[String]) -> 
             } else if decider == Some(index) {
                 match m.action {
                     Action::Block => "BLOCKS".to_string(),
+                    Action::Deny => "REFUSES (deny: whatever the tools)".to_string(),
                     Action::Warn => "WARNS (command runs)".to_string(),
                 }
             } else {

@@ -9,8 +9,10 @@ use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Blocked {
+    /// The interceptor rule id, `guard:<check>`, or a `deny` rule's id.
     pub rule: String,
-    pub tool: String,
+    /// The tool to use instead; `null` when the guard or a `deny` rule refused.
+    pub tool: Option<String>,
     pub message: String,
 }
 

@@ -23,9 +23,11 @@ use crate::intercept::{Verdict, intercept};
 
 /// The shipped pack, embedded so the binary needs no data files.
 const DEFAULT_PACK: &str = include_str!("../rules/default.toml");
+/// The guard's `deny` pack, checked on every run (profile key `guard.rules`).
+const GUARD_PACK: &str = include_str!("../rules/guard.toml");
 
 /// Names of the built-in packs, usable in `interceptor.rules` without a path.
-pub const BUILTIN_PACKS: &[&str] = &["default"];
+pub const BUILTIN_PACKS: &[&str] = &["default", "guard"];
 
 /// Compiled-size ceiling per pattern and for the combined set. The defaults of the
 /// `regex` crate are tuned for one pattern; a few hundred rules need more room.
@@ -40,6 +42,8 @@ pub enum Action {
     Block,
     /// Run the command and add the rule's message as a notice.
     Warn,
+    /// Refuse to run the command (exit 77) whatever tools the caller declared.
+    Deny,
 }
 
 impl fmt::Display for Action {
@@ -47,6 +51,7 @@ impl fmt::Display for Action {
         f.write_str(match self {
             Action::Block => "block",
             Action::Warn => "warn",
+            Action::Deny => "deny",
         })
     }
 }
@@ -71,6 +76,10 @@ pub struct Rule {
     pub action: Action,
     pub examples_match: Vec<String>,
     pub examples_not_match: Vec<String>,
+    /// When set, the rule can only match a candidate containing one of these words,
+    /// and a pack whose every rule has keywords is not compiled for a command that
+    /// contains none of them (see [`might_match`]).
+    pub keywords: Vec<String>,
     /// The pack it came from: a built-in name such as `default`, or the pack's path.
     pub pack: String,
     regex: Regex,
@@ -138,12 +147,16 @@ struct RawRule {
     pattern: Spanned<String>,
     #[serde(default)]
     unless: Option<Spanned<String>>,
-    tool: Spanned<String>,
+    /// Required for `block` and `warn`; a `deny` rule needs none.
+    #[serde(default)]
+    tool: Option<Spanned<String>>,
     message: Spanned<String>,
     #[serde(default)]
     action: Action,
     #[serde(default)]
     examples: RawExamples,
+    #[serde(default)]
+    keywords: Vec<String>,
 }
 
 #[derive(Default, Deserialize)]
@@ -267,12 +280,47 @@ impl RuleSet {
             .matches(text)
             .into_iter()
             .filter(|&i| {
-                self.rules
-                    .get(i)
-                    .is_some_and(|r| !r.unless_regex.as_ref().is_some_and(|u| u.is_match(text)))
+                self.rules.get(i).is_some_and(|r| {
+                    has_keyword(&r.keywords, text)
+                        && !r.unless_regex.as_ref().is_some_and(|u| u.is_match(text))
+                })
             })
             .collect()
     }
+}
+
+/// True when `keywords` is empty or `text` contains one of them.
+fn has_keyword(keywords: &[String], text: &str) -> bool {
+    keywords.is_empty() || keywords.iter().any(|k| text.contains(k.as_str()))
+}
+
+/// Whether any rule of the packs `specs` could match `text`, judged from the rules'
+/// `keywords` without compiling a pattern: false only when every rule has keywords
+/// and `text` contains none. A pack that cannot be read or parsed answers true, so
+/// that loading it reports the error.
+pub fn might_match(specs: &[String], base_dir: Option<&Path>, text: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Keyworded {
+        #[serde(default)]
+        rule: Vec<KeywordedRule>,
+    }
+    #[derive(Deserialize)]
+    struct KeywordedRule {
+        #[serde(default)]
+        keywords: Vec<String>,
+    }
+    specs.iter().any(|spec| {
+        let Ok((_, pack)) = read_pack(spec, base_dir) else {
+            return true;
+        };
+        match toml::from_str::<Keyworded>(&pack) {
+            Ok(k) => k
+                .rule
+                .iter()
+                .any(|r| r.keywords.is_empty() || has_keyword(&r.keywords, text)),
+            Err(_) => true,
+        }
+    })
 }
 
 fn skipped_warning(pack: &str, bad: &InvalidRule) -> String {
@@ -307,6 +355,7 @@ fn read_pack(spec: &str, base_dir: Option<&Path>) -> Result<(String, String), Ru
     if !is_path_spec(spec) {
         return match spec {
             "default" => Ok(("default".to_string(), DEFAULT_PACK.to_string())),
+            "guard" => Ok(("guard".to_string(), GUARD_PACK.to_string())),
             _ => Err(RulesError::UnknownPack {
                 name: spec.to_string(),
             }),
@@ -378,15 +427,25 @@ fn parse_pack(name: &str, text: &str) -> Result<ParsedPack, RulesError> {
         for (key, value) in [
             ("id", &raw_rule.id),
             ("pattern", &raw_rule.pattern),
-            ("tool", &raw_rule.tool),
             ("message", &raw_rule.message),
-        ] {
+        ]
+        .into_iter()
+        .chain(raw_rule.tool.as_ref().map(|t| ("tool", t)))
+        {
             if value.get_ref().trim().is_empty() {
                 return Err(invalid_at(
                     value.span(),
                     format!("rule `{id}`: `{key}` must not be empty"),
                 ));
             }
+        }
+        if raw_rule.tool.is_none() && raw_rule.action != Action::Deny {
+            return Err(invalid_at(
+                raw_rule.id.span(),
+                format!(
+                    "rule `{id}`: missing `tool` (the tool the caller should use instead); only an `action = \"deny\"` rule may omit it"
+                ),
+            ));
         }
         if let Some((_, first)) = seen.iter().find(|(seen_id, _)| *seen_id == id) {
             return Err(invalid_at(
@@ -430,11 +489,15 @@ fn parse_pack(name: &str, text: &str) -> Result<ParsedPack, RulesError> {
             id,
             pattern: raw_rule.pattern.into_inner(),
             unless: raw_rule.unless.map(Spanned::into_inner),
-            tool: raw_rule.tool.into_inner().trim().to_string(),
+            tool: raw_rule
+                .tool
+                .map(|t| t.into_inner().trim().to_string())
+                .unwrap_or_default(),
             message: raw_rule.message.into_inner().trim().to_string(),
             action: raw_rule.action,
             examples_match: raw_rule.examples.matches,
             examples_not_match: raw_rule.examples.not_match,
+            keywords: raw_rule.keywords,
             pack: name.to_string(),
             regex,
             unless_regex,
@@ -716,9 +779,25 @@ pub fn check_pack(spec: &str) -> CheckReport {
         let at = Some(rule.location());
         for example in &rule.examples_match {
             report.examples += 1;
+            if !has_keyword(&rule.keywords, example) {
+                report.fail(
+                    Some(&rule.id),
+                    at,
+                    CheckProblem::MissedMatch {
+                        example: example.clone(),
+                        got: format!(
+                            "it contains none of the rule's keywords {:?}, so the rule can never see it",
+                            rule.keywords
+                        ),
+                    },
+                );
+                continue;
+            }
             let result = intercept(example, &set, &tools);
             let caught = match rule.action {
-                Action::Block => result.blocked.as_ref().is_some_and(|h| h.rule == rule.id),
+                Action::Block | Action::Deny => {
+                    result.blocked.as_ref().is_some_and(|h| h.rule == rule.id)
+                }
                 Action::Warn => result.warnings.iter().any(|h| h.rule == rule.id),
             };
             if !caught {

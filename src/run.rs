@@ -72,6 +72,8 @@ pub struct Plan {
     /// The command and the normalized command as shown (secrets masked).
     pub shown_command: String,
     pub shown_normalized: String,
+    /// The guard's verdict: refuses catastrophes whatever the caller declared.
+    pub guard: crate::guard::GuardPlan,
     pub interception: Option<Interception>,
     pub tools: Vec<String>,
     pub rule_warnings: Vec<String>,
@@ -168,6 +170,22 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     );
     // §4.3, against the session's cwd when there is one
     let cwd = stages::resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref());
+    let guard = if p.guard.enabled {
+        let base = state.base_dir(&req.invoking_dir);
+        crate::guard::GuardPlan::decide(
+            &req.command,
+            &crate::guard::Context {
+                env: &env.vars,
+                cwd: cwd.as_deref().unwrap_or(&base),
+                protected: &p.guard.protected,
+            },
+            profile
+                .guard_rules_might_match(&req.command)
+                .then(|| profile.guard_rule_set()),
+        )
+    } else {
+        crate::guard::GuardPlan::off()
+    };
     let artifact_dir = p
         .artifacts
         .enabled
@@ -183,6 +201,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         secrets,
         shown_command,
         shown_normalized,
+        guard,
         interception,
         tools,
         rule_warnings,
@@ -242,11 +261,27 @@ pub fn execute_with(
     if let Some(e) = &plan.usage_error {
         return fail(r, exit::USAGE, e.clone());
     }
+    if let Some(e) = &plan.guard.error {
+        return fail(r, exit::FAILURE, e.clone());
+    }
+    if let Some(refusal) = &plan.guard.refused {
+        let msg = crate::guard::refused_message(&refusal.reason, &plan.shown_command);
+        r.blocked = Some(Blocked {
+            rule: refusal.rule.clone(),
+            tool: None,
+            message: refusal.reason.clone(),
+        });
+        r.output = msg.clone();
+        r.text = msg;
+        r.warnings = warnings;
+        r.agentbash_exit = exit::BLOCKED;
+        return r;
+    }
     if let Some(hit) = plan.interception.as_ref().and_then(|i| i.blocked.as_ref()) {
         let msg = intercept::blocked_message(hit, &req.command);
         r.blocked = Some(Blocked {
             rule: hit.rule.clone(),
-            tool: hit.tool.clone(),
+            tool: Some(hit.tool.clone()).filter(|t| !t.is_empty()),
             message: hit.message.clone(),
         });
         r.output = msg.clone();

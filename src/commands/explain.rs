@@ -3,12 +3,15 @@
 use crate::cli::FormatArg;
 use crate::profile::LoadedProfile;
 use crate::render::out;
-use crate::run::{RunRequest, plan};
+use crate::run::{Plan, RunRequest, plan};
 use serde_json::json;
 
 /// Build the explanation as JSON (the text form is rendered from it).
 pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Value {
-    let plan = plan(req, profile);
+    explanation_of(&plan(req, profile), profile)
+}
+
+fn explanation_of(plan: &Plan, profile: &LoadedProfile) -> serde_json::Value {
     let interception = plan.interception.as_ref().map(|i| {
         json!({
             "candidates": i.candidates,
@@ -32,6 +35,7 @@ pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Val
             "head": plan.normalized.head,
             "tail": plan.normalized.tail,
         },
+        "guard": plan.guard,
         "intercept": {
             "enabled": plan.interception.is_some(),
             "tools": plan.tools,
@@ -60,7 +64,8 @@ pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Val
 }
 
 pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> i32 {
-    let v = explanation(req, profile);
+    let plan = plan(req, profile);
+    let v = explanation_of(&plan, profile);
     if format != FormatArg::Text {
         out(&format!("{v}\n"));
         return 0;
@@ -85,6 +90,10 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
         show(s("/normalize/head")),
         show(s("/normalize/tail"))
     ));
+    for (n, line) in plan.guard.describe().iter().enumerate() {
+        let label = if n == 0 { "guard:   " } else { "" };
+        t.push_str(&format!("{label}{line}\n"));
+    }
     if v.pointer("/intercept/enabled") == Some(&json!(true)) {
         t.push_str(&format!(
             "intercept   tools: {}\n",

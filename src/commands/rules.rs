@@ -41,9 +41,17 @@ pub fn command(c: RulesCommand) -> i32 {
             };
             let tools = tools.unwrap_or_else(|| p.profile.interceptor.tools.clone());
             let cmd = command.join(" ");
+            // The guard as a run here would see it (this directory, agentbash's env).
+            let req = crate::run::RunRequest::new(cmd.clone());
+            let guard = crate::run::plan(&req, &p).guard;
             let i = intercept::intercept(&cmd, &set, &tools);
-            out(&intercept::format_test(&cmd, &i, &tools));
-            if i.blocked.is_some() {
+            let mut report = intercept::format_test(&cmd, &i, &tools);
+            for (n, line) in guard.describe().iter().enumerate() {
+                let label = if n == 0 { "guard:   " } else { "" };
+                report.push_str(&format!("{label}{line}\n"));
+            }
+            out(&report);
+            if guard.refused.is_some() || guard.error.is_some() || i.blocked.is_some() {
                 crate::exit::BLOCKED
             } else {
                 0

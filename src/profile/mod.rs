@@ -78,6 +78,8 @@ pub struct LoadedProfile {
     /// Compiled rule packs, built on first use: compiling the default pack costs
     /// milliseconds, so a long-lived server compiles it once.
     rules: std::sync::OnceLock<Result<std::sync::Arc<crate::rules::RuleSet>, String>>,
+    /// The guard's packs (`guard.rules`), compiled on first use.
+    guard_rules: std::sync::OnceLock<Result<std::sync::Arc<crate::rules::RuleSet>, String>>,
 }
 
 impl LoadedProfile {
@@ -108,6 +110,32 @@ impl LoadedProfile {
                     .origin_of("interceptor", "rules")
                     .and_then(|o| o.base_dir().map(PathBuf::from));
                 crate::rules::RuleSet::load(&self.profile.interceptor.rules, base.as_deref())
+                    .map(std::sync::Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+    }
+
+    /// Whether a guard pack could match `command` (see [`crate::rules::might_match`]):
+    /// when not, the packs need not be compiled for this run.
+    pub fn guard_rules_might_match(&self, command: &str) -> bool {
+        if self.guard_rules.get().is_some() {
+            return true;
+        }
+        let base = self
+            .origin_of("guard", "rules")
+            .and_then(|o| o.base_dir().map(PathBuf::from));
+        crate::rules::might_match(&self.profile.guard.rules, base.as_deref(), command)
+    }
+
+    /// The guard's rule packs (`guard.rules`), loaded like [`LoadedProfile::rule_set`].
+    pub fn guard_rule_set(&self) -> Result<std::sync::Arc<crate::rules::RuleSet>, String> {
+        self.guard_rules
+            .get_or_init(|| {
+                let base = self
+                    .origin_of("guard", "rules")
+                    .and_then(|o| o.base_dir().map(PathBuf::from));
+                crate::rules::RuleSet::load(&self.profile.guard.rules, base.as_deref())
                     .map(std::sync::Arc::new)
                     .map_err(|e| e.to_string())
             })
@@ -225,6 +253,7 @@ impl Lookup {
                 layers: std::sync::OnceLock::new(),
                 top: origin,
                 rules: std::sync::OnceLock::new(),
+                guard_rules: std::sync::OnceLock::new(),
             });
         }
         let mut layers: Vec<(Origin, toml::Table)> = Vec::new();
@@ -344,6 +373,7 @@ impl Lookup {
             layers: layers.into(),
             top,
             rules: std::sync::OnceLock::new(),
+            guard_rules: std::sync::OnceLock::new(),
         })
     }
 }

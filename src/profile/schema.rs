@@ -18,6 +18,7 @@ pub struct Profile {
     pub output: OutputCfg,
     pub artifacts: ArtifactsCfg,
     pub interceptor: InterceptorCfg,
+    pub guard: GuardCfg,
     pub pty: PtyCfg,
     pub process: ProcessCfg,
     pub limits: LimitsCfg,
@@ -178,6 +179,36 @@ impl Default for InterceptorCfg {
             enabled: true,
             rules: vec!["default".into()],
             tools: vec![],
+        }
+    }
+}
+
+/// The guard: refuses destructive commands on protected paths, disks and every
+/// process, and the `deny` rules of its packs, whatever tools the caller declared.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GuardCfg {
+    pub enabled: bool,
+    /// Paths no command may delete, move away or re-permission as a whole: absolute,
+    /// or `~`-relative (the run's HOME).
+    pub protected: Vec<String>,
+    /// Rule packs checked on every run, whatever tools the caller declared.
+    pub rules: Vec<String>,
+}
+
+/// The system directories a recursive delete, move or permission change must never
+/// reach as a whole, plus the home directory and its keys.
+pub const DEFAULT_PROTECTED: &[&str] = &[
+    "/", "~", "~/.ssh", "~/.gnupg", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32",
+    "/lib64", "/opt", "/proc", "/root", "/sbin", "/srv", "/sys", "/usr", "/var",
+];
+
+impl Default for GuardCfg {
+    fn default() -> Self {
+        GuardCfg {
+            enabled: true,
+            protected: DEFAULT_PROTECTED.iter().map(|s| s.to_string()).collect(),
+            rules: vec!["guard".into()],
         }
     }
 }
@@ -360,6 +391,15 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
     }
     if p.render.preview_lines == 0 {
         bad("render", "preview_lines", "must be at least 1".into());
+    }
+    for entry in &p.guard.protected {
+        if !(entry.starts_with('/') || entry == "~" || entry.starts_with("~/")) {
+            bad(
+                "guard",
+                "protected",
+                format!("{entry:?} must be an absolute path or start with ~/"),
+            );
+        }
     }
     for k in p.env.set.keys() {
         if !crate::cli::valid_env_name(k) {

@@ -112,10 +112,11 @@ impl TextRenderer {
         let yellow = owo_colors::Style::new().yellow();
         let mut s = String::new();
         if let Some(b) = &r.blocked {
-            s.push_str(&self.paint(
-                &format!("✖ blocked by rule `{}` (use the `{}` tool)", b.rule, b.tool),
-                owo_colors::Style::new().red().bold(),
-            ));
+            let headline = match &b.tool {
+                Some(tool) => format!("✖ blocked by rule `{}` (use the `{tool}` tool)", b.rule),
+                None => format!("✖ refused by the guard (`{}`)", b.rule),
+            };
+            s.push_str(&self.paint(&headline, owo_colors::Style::new().red().bold()));
             s.push('\n');
             s.push_str(&r.text);
             s.push('\n');
@@ -300,6 +301,7 @@ impl Renderer for TextRenderer {
                     if self.github
                         && self.live == Live::Stream
                         && plan.usage_error.is_none()
+                        && plan.guard.refused.is_none()
                         && plan
                             .interception
                             .as_ref()
@@ -402,8 +404,14 @@ fn github_error(r: &RunResult) -> String {
     let code = r.agentbash_exit;
     let mut msg = if let Some(b) = &r.blocked {
         format!(
-            "Command `{cmd}` was blocked by rule `{}` (exit {code}): {}",
-            b.rule, b.message
+            "Command `{cmd}` was {} by rule `{}` (exit {code}): {}",
+            if b.tool.is_some() {
+                "blocked"
+            } else {
+                "refused"
+            },
+            b.rule,
+            b.message
         )
     } else if let Some(e) = &r.error {
         format!("Command `{cmd}` did not run (exit {code}): {e}")

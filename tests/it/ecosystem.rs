@@ -339,7 +339,7 @@ fn bash_completion_offers_subcommands_and_profile_names() {
     );
     assert_eq!(
         bash_complete(&env, &["agentbash", "rules", "check", ""]),
-        ["default"]
+        ["default", "guard"]
     );
     // Other option values and subcommands still come from clap's script.
     assert_offers(

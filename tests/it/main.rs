@@ -3,6 +3,7 @@
 mod bad_input;
 mod ecosystem;
 mod env;
+mod guard;
 mod intercept;
 mod mcp;
 mod output;

@@ -1,0 +1,532 @@
+//! The guard: a table of catastrophic forms it must refuse and look-alikes it must let
+//! through (judged by the library, nothing run), then the binary end to end — explain,
+//! rules test, and a run against a protected directory the test creates.
+//!
+//! Nothing here ever runs a destructive command for real: refused forms are only
+//! judged, and the one `run` that would delete something targets a temp directory.
+
+use crate::support::*;
+use agentbash::guard::{Context, check};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const PROTECTED: &[&str] = &[
+    "/", "~", "~/.ssh", "~/.gnupg", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64",
+    "/opt", "/proc", "/root", "/sbin", "/srv", "/sys", "/usr", "/var",
+];
+
+fn verdict(cmd: &str) -> agentbash::guard::Verdict {
+    let env: BTreeMap<String, String> = [
+        ("HOME", "/home/agent"),
+        ("PROJ", "/work/proj"),
+        ("TMPDIR", "/tmp/abc"),
+        ("PATH", "/usr/bin:/bin"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let protected: Vec<String> = PROTECTED.iter().map(|s| s.to_string()).collect();
+    check(
+        cmd,
+        &Context {
+            env: &env,
+            cwd: Path::new("/work/proj"),
+            protected: &protected,
+        },
+    )
+}
+
+const REFUSED: &[&str] = &[
+    // The forms the issue names.
+    "rm -rf /",
+    "rm -rf / --no-preserve-root",
+    "rm -fr /*",
+    "rm -r -f \"/\"",
+    "sudo rm -rf /",
+    "\\rm -rf ~",
+    "rm -rf $HOME",
+    "rm -rf \"$EMPTY/\"*",
+    "rm -rf /usr/../",
+    "cd / && rm -rf *",
+    "rm -rf ~/",
+    "find / -delete",
+    "find ~ -exec rm -rf {} +",
+    "chmod -R 777 /",
+    "chown -R x /etc",
+    "mv /usr /tmp/x",
+    "dd if=/dev/zero of=/dev/sda",
+    "mkfs.ext4 /dev/vda1",
+    "rm -rf ~/*",
+    "bash -c 'rm -rf /'",
+    "(rm -rf /)",
+    "> /dev/sda",
+    ":(){ :|:& };:",
+    "kill -9 -1",
+    // Quoting and expansion.
+    "rm -rf \"$EMPTY/\"",
+    "rm -rf ${EMPTY}/",
+    "rm -rf \"${HOME}\"",
+    "rm -rf '/'",
+    "rm -rf $'/'",
+    "rm -rf /\\usr",
+    "rm -rf \"/usr/\"",
+    "rm -rf ${EMPTY:-/}",
+    "rm -rf $HOME/",
+    "rm -rf ~root",
+    "unset HOME; rm -rf \"$HOME/\"",
+    "D=\"/ /tmp\"; rm -rf $D",
+    // Options and spellings.
+    "rm --recursive --force /",
+    "rm -Rf /etc",
+    "rm -rf //",
+    "rm -rf /./",
+    "rm -rf /etc/..",
+    "rm -rf -- /",
+    "/bin/rm -rf /",
+    "\"rm\" -rf /",
+    "rm -rf /etc/",
+    "rm -rf /var",
+    "rm -rf /home",
+    "rm -rf ~/.ssh",
+    "rm -rf /u*",
+    "rm -rf ../../../../../../../../",
+    "rm -f ~/*",
+    "rm /etc/*",
+    // Earlier assignments and directory changes.
+    "X=/; rm -rf $X",
+    "X=/ && rm -rf \"$X\"",
+    "export D=/usr; rm -rf $D",
+    "cd ~ && rm -rf *",
+    "cd /etc; rm -rf ./*",
+    // Wrappers.
+    "env rm -rf /",
+    "env -i rm -rf /usr",
+    "command rm -rf /",
+    "nice -n 10 rm -rf /",
+    "time rm -rf /",
+    "timeout 5 rm -rf /",
+    "timeout -s KILL 5 rm -rf /",
+    "echo / | xargs rm -rf /",
+    "xargs rm -rf / < list",
+    "sudo -u root rm -rf /etc",
+    "sudo -E env X=1 rm -rf ~",
+    "nohup rm -rf / &",
+    "ionice -c3 rm -rf /",
+    "stdbuf -o0 rm -rf /",
+    "setsid rm -rf /",
+    "busybox rm -rf /",
+    // Structure.
+    "{ rm -rf /; }",
+    "if true; then rm -rf /; fi",
+    "for i in 1; do rm -rf ~; done",
+    "true && rm -rf /usr",
+    "echo hi; rm -rf /",
+    "sh -c \"rm -rf /\"",
+    "bash -lc 'rm -rf ~'",
+    "sudo sh -c 'rm -rf /etc'",
+    "bash -c \"cd / && rm -rf *\"",
+    "eval \"rm -rf /\"",
+    "echo $(rm -rf /)",
+    "echo `rm -rf /`",
+    // find, permissions, moves.
+    "find / -type f -delete",
+    "find ~ -delete",
+    "find $HOME -mindepth 1 -delete",
+    "find / -exec rm {} \\;",
+    "chmod -R 000 ~",
+    "chown -R nobody:nogroup /usr",
+    "chgrp -R staff /",
+    "chmod 000 /",
+    "chmod -R a-x /usr/*",
+    "mv ~ /tmp/home",
+    "mv /etc /etc.bak",
+    "mv /* /tmp/",
+    "mv -t /tmp /usr",
+    "rsync -a --delete empty/ /",
+    // Disks.
+    "dd if=/dev/urandom of=/dev/nvme0n1 bs=1M",
+    "sudo dd of=/dev/sdb if=x.img",
+    "mkfs -t ext4 /dev/sdb1",
+    "mkswap /dev/sda2",
+    "wipefs -a /dev/sda",
+    "shred -n 3 /dev/sda",
+    "cat /dev/zero > /dev/sda",
+    "echo x >> /dev/vdb",
+    "cp disk.img /dev/sdc",
+    "tee /dev/sda < img",
+    // Every process.
+    "bomb(){ bomb|bomb& }; bomb",
+    "kill -KILL -1",
+    "kill -s KILL -1",
+    "kill -- -1",
+    "sudo kill -9 -1",
+    "kill -1 -1",
+];
+
+const ALLOWED: &[&str] = &[
+    // The look-alikes the issue names.
+    "rm -rf build/",
+    "rm -rf ./node_modules",
+    "rm -rf /tmp/x",
+    "rm -rf \"$HOME/.cache/pip\"",
+    "find . -name '*.o' -delete",
+    "chmod -R u+w src",
+    "echo \"rm -rf /\"",
+    "git rm -r --cached .",
+    "docker run --rm -v /:/host img true",
+    // Deleting what is not protected.
+    "rm -rf target",
+    "rm -rf ~/.cache/*",
+    "rm -rf /tmp/*",
+    "rm -rf \"$TMPDIR/x\"",
+    "rm -f /etc/nginx/sites-enabled/default",
+    "rm -rf /usr/local/lib/foo",
+    "rm -rf /var/tmp/build",
+    "rm -rf $PROJ/dist",
+    "cd /tmp && rm -rf *",
+    "cd build && rm -rf *",
+    "rm -rf ~/projects/old",
+    "rm -rf node_modules package-lock.json",
+    "rm -rf .git/hooks/pre-commit",
+    "rm -rf ~/.ssh.bak",
+    "rm -rf \"$(mktemp -d)\"",
+    "find / -name '*.pyc' -delete",
+    "find . -type f -delete",
+    "find ~ -name node_modules -prune",
+    "find / -name x",
+    // Permissions and moves that stay small.
+    "chmod -R 755 ./dist",
+    "chmod 644 /etc/hosts",
+    "chown -R me: ~/project",
+    "chmod +x script.sh",
+    "mv /tmp/a /tmp/b",
+    "mv build/out /usr/local/bin/tool",
+    "mv ~/.bashrc ~/.bashrc.bak",
+    "rsync -a --delete src/ /tmp/mirror/",
+    "rsync -av / backup:/srv/",
+    // Disks read, images written, harmless devices.
+    "dd if=/dev/zero of=disk.img bs=1M count=10",
+    "dd if=/dev/sda of=backup.img",
+    "mkfs.ext4 disk.img",
+    "echo hi > /dev/null",
+    "make 2>/dev/null",
+    "echo x > /dev/stderr",
+    "cat /dev/sda | head -c 512 | xxd",
+    "cp a.txt /dev/null",
+    "truncate -s 0 log.txt",
+    "tee /tmp/log",
+    // Signals to one process or job.
+    "kill -9 1234",
+    "kill -1 1234",
+    "kill -1",
+    "kill %1",
+    // Functions that are not bombs, and text that only mentions danger.
+    "f(){ echo hi; }; f",
+    "fib(){ fib $1; }",
+    "printf 'rm -rf /\\n'",
+    "grep -r \"rm -rf /\" .",
+    "echo '$(rm -rf /)'",
+    "cat <<EOF\nrm -rf /\nEOF",
+    "# rm -rf /",
+    "command -v rm",
+    "which rm",
+    "man rm",
+    "rm --help",
+    "sudo apt-get remove -y foo",
+    "git clean -fdx",
+    "cargo clean",
+    "npm run clean",
+    "ls /",
+];
+
+#[test]
+fn table_refuses_every_catastrophic_form() {
+    assert!(REFUSED.len() >= 70, "{} refused cases", REFUSED.len());
+    let missed: Vec<&str> = REFUSED
+        .iter()
+        .copied()
+        .filter(|c| verdict(c).refused.is_none())
+        .collect();
+    assert!(missed.is_empty(), "not refused: {missed:#?}");
+}
+
+#[test]
+fn table_lets_every_look_alike_through() {
+    assert!(ALLOWED.len() >= 50, "{} allowed cases", ALLOWED.len());
+    let wrong: Vec<(&str, String)> = ALLOWED
+        .iter()
+        .copied()
+        .filter_map(|c| verdict(c).refused.map(|r| (c, r.reason)))
+        .collect();
+    assert!(wrong.is_empty(), "refused: {wrong:#?}");
+}
+
+#[test]
+fn refusal_names_the_resolved_target() {
+    let v = verdict("rm -rf \"$EMPTY/\"");
+    let r = v.refused.expect("refused");
+    assert_eq!(r.rule, "guard:delete");
+    assert!(r.reason.contains("recursively delete /"), "{}", r.reason);
+    let t = &v.checked[0].targets[0];
+    assert_eq!(t.resolved.as_deref(), Some("/"));
+    let v = verdict("cd / && rm -rf *");
+    assert!(
+        v.refused
+            .expect("refused")
+            .reason
+            .contains("every entry of /")
+    );
+    let v = verdict("rm -rf /usr/../");
+    assert_eq!(v.checked[0].targets[0].resolved.as_deref(), Some("/"));
+}
+
+#[test]
+fn guard_never_panics_and_stays_linear() {
+    // Hostile shapes: deep nesting, huge globs, unterminated everything.
+    let deep = "bash -c '".repeat(50) + "rm -rf /";
+    let _ = verdict(&deep);
+    let glob = format!("rm -rf /{}", "*a".repeat(20_000));
+    let started = std::time::Instant::now();
+    let _ = verdict(&glob);
+    let many = "rm -rf x; ".repeat(20_000);
+    let _ = verdict(&many);
+    assert!(
+        started.elapsed() < HANG_CAP,
+        "guard took {:?}",
+        started.elapsed()
+    );
+    for s in [
+        "$(",
+        "`",
+        "${",
+        "'",
+        "\"",
+        "((",
+        "<<",
+        ":(){",
+        "kill",
+        "find / -exec",
+    ] {
+        let _ = verdict(s);
+    }
+}
+
+/// A profile protecting a directory the test owns.
+fn protecting(t: &TestEnv) -> (std::path::PathBuf, std::path::PathBuf) {
+    let precious = t.work().join("precious");
+    std::fs::create_dir_all(precious.join("inner")).expect("mkdir");
+    std::fs::write(precious.join("inner/data"), "keep").expect("write");
+    let profile = t.write(
+        "guarded.toml",
+        format!(
+            "[guard]\nprotected = [\"/\", \"~\", {:?}]\n",
+            precious.display().to_string()
+        ),
+    );
+    (precious, profile)
+}
+
+#[test]
+fn run_refuses_a_protected_directory_whatever_the_caller_declared() {
+    let t = TestEnv::new();
+    let (precious, profile) = protecting(&t);
+    let p = profile.display().to_string();
+    let target = precious.display().to_string();
+    for extra in [
+        vec![],
+        vec!["--no-intercept"],
+        vec!["--tools", ""],
+        vec!["--tools", "read,write"],
+    ] {
+        let mut args = vec!["run", "-p", &p];
+        args.extend(extra.iter().copied());
+        let cmd = format!("rm -rf {target}");
+        args.extend(["--", &cmd]);
+        let out = t.run(&args);
+        out.assert_code(77);
+        // Like an interceptor block, the refusal is what the command's output
+        // would have been: on stdout.
+        assert!(
+            out.stdout
+                .starts_with("Refused: `rm` would recursively delete")
+                && out.stdout.contains(&target)
+                && out.stdout.contains(&format!("Original command: {cmd}")),
+            "{}",
+            out.stdout
+        );
+        assert!(
+            precious.join("inner/data").exists(),
+            "the directory is gone"
+        );
+    }
+    // Through a variable, a cd and a wrapper too; JSON says who refused and why.
+    let cmd = format!("cd {target}/.. && D=precious; sudo -n env X=1 rm -rf \"$D\"");
+    let out = t.run(&["run", "-p", &p, "--json", "--", &cmd]);
+    out.assert_code(77);
+    let j = out.json();
+    assert_eq!(j["blocked"]["rule"], "guard:delete");
+    assert!(j["blocked"]["tool"].is_null());
+    assert!(s(&j, "text").starts_with("Refused: "), "{j}");
+    assert!(j["exit_code"].is_null(), "nothing ran: {j}");
+    assert!(precious.join("inner/data").exists());
+    // A sibling is not protected: the same command on it runs.
+    let scratch = t.work().join("scratch");
+    std::fs::create_dir_all(&scratch).expect("mkdir");
+    let out = t.run(&[
+        "run",
+        "-p",
+        &p,
+        "--",
+        &format!("rm -rf {}", scratch.display()),
+    ]);
+    out.assert_code(0);
+    assert!(!scratch.exists());
+}
+
+#[test]
+fn explain_shows_the_guard_verdict_and_targets() {
+    let t = TestEnv::new();
+    let out = t.run(&[
+        "explain",
+        "--",
+        "rm -rf \"$EMPTY_GUARD_VAR/\" --no-preserve-root",
+    ]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("guard:"), "{}", out.stdout);
+    assert!(out.stdout.contains("REFUSED"), "{}", out.stdout);
+    assert!(out.stdout.contains("-> /"), "{}", out.stdout);
+    let out = t.run(&["explain", "--format", "json", "--", "rm -rf ~/"]);
+    let j = out.json();
+    assert_eq!(j["guard"]["refused"]["rule"], "guard:delete", "{j}");
+    let home = t.home().display().to_string();
+    assert_eq!(j["guard"]["checked"][0]["targets"][0]["resolved"], home);
+    let out = t.run(&["explain", "--format", "json", "--", "rm -rf build"]);
+    let j = out.json();
+    assert!(j["guard"]["refused"].is_null(), "{j}");
+    assert_eq!(j["guard"]["checked"][0]["check"], "delete");
+}
+
+#[test]
+fn rules_test_reports_the_guard() {
+    let t = TestEnv::new();
+    let out = t.run(&["rules", "test", "--", "dd if=/dev/zero of=/dev/sda"]);
+    assert!(out.stdout.contains("guard:   REFUSED"), "{}", out.stdout);
+    assert!(out.stdout.contains("/dev/sda"), "{}", out.stdout);
+    let out = t.run(&["rules", "test", "--", "shutdown -h now"]);
+    assert!(
+        out.stdout.contains("guard:   REFUSED by rule `power`"),
+        "{}",
+        out.stdout
+    );
+    let out = t.run(&["rules", "test", "--", "ls -la"]);
+    assert!(out.stdout.contains("guard:   passes"), "{}", out.stdout);
+}
+
+#[test]
+fn guard_pack_examples_pass_rules_check() {
+    let t = TestEnv::new();
+    let out = t.run(&["rules", "check", "guard"]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("guard"), "{}", out.stdout);
+}
+
+#[test]
+fn deny_rules_refuse_whatever_the_tools_and_others_cannot_disable_them() {
+    let t = TestEnv::new();
+    t.write(
+        "deny.toml",
+        r#"
+[[rule]]
+id = "no-prod-db"
+pattern = '\bpsql\b.*\bprod\b'
+keywords = ["psql"]
+action = "deny"
+message = "Never connect to the production database from an agent."
+examples.match = ["psql -h prod.db"]
+examples.not_match = ["psql -h localhost"]
+"#,
+    );
+    let profile = t.write(
+        "p.toml",
+        "[guard]\nrules = [\"guard\", \"deny.toml\"]\n[interceptor]\nenabled = false\n",
+    );
+    let p = profile.display().to_string();
+    let out = t.run(&[
+        "run",
+        "-p",
+        &p,
+        "--no-intercept",
+        "--",
+        "psql -h prod.example",
+    ]);
+    out.assert_code(77);
+    assert!(
+        out.stdout
+            .starts_with("Refused: Never connect to the production database from an agent."),
+        "{}",
+        out.stdout
+    );
+    let out = t.run(&[
+        "rules",
+        "check",
+        &t.work().join("deny.toml").display().to_string(),
+    ]);
+    out.assert_code(0);
+    // Keywords let a pack skip compiling; a match example without one is a wrong
+    // keyword list, and `rules check` says so.
+    let bad = t.write(
+        "bad-keywords.toml",
+        r#"
+[[rule]]
+id = "no-prod-db"
+pattern = '\bpsql\b.*\bprod\b'
+keywords = ["mysql"]
+action = "deny"
+message = "no"
+examples.match = ["psql -h prod.db"]
+"#,
+    );
+    let out = t.run(&["rules", "check", &bad.display().to_string()]);
+    out.assert_code(1);
+    assert!(
+        out.stdout.contains("none of the rule's keywords"),
+        "{}",
+        out.stdout
+    );
+    // A deny rule in an interceptor pack applies without its tool being declared.
+    let profile = t.write(
+        "q.toml",
+        "[interceptor]\nrules = [\"deny.toml\"]\ntools = [\"read\"]\n",
+    );
+    let q = profile.display().to_string();
+    let out = t.run(&["run", "-p", &q, "--", "psql -h prod.example"]);
+    out.assert_code(77);
+    // An invalid guard pack never runs anything.
+    let profile = t.write("r.toml", "[guard]\nrules = [\"missing.toml\"]\n");
+    let r = profile.display().to_string();
+    let out = t.run(&["run", "-p", &r, "--", "echo should-not-run"]);
+    out.assert_code(125);
+    assert!(!out.stdout.contains("should-not-run"));
+}
+
+#[test]
+fn guard_can_be_switched_off_only_by_a_profile() {
+    let t = TestEnv::new();
+    let (precious, _) = protecting(&t);
+    let profile = t.write(
+        "off.toml",
+        format!(
+            "[guard]\nenabled = false\nprotected = [{:?}]\n",
+            precious.display().to_string()
+        ),
+    );
+    let out = t.run(&[
+        "explain",
+        "-p",
+        &profile.display().to_string(),
+        "--",
+        &format!("rm -rf {}", precious.display()),
+    ]);
+    assert!(out.stdout.contains("guard:   off"), "{}", out.stdout);
+    assert!(precious.exists());
+}
