@@ -530,3 +530,22 @@ fn guard_can_be_switched_off_only_by_a_profile() {
     assert!(out.stdout.contains("guard:   off"), "{}", out.stdout);
     assert!(precious.exists());
 }
+
+#[test]
+fn rpc_requests_are_guarded_whatever_tools_they_declare() {
+    let t = TestEnv::new();
+    let (precious, profile) = protecting(&t);
+    let req = serde_json::json!({
+        "id": "1", "type": "bash", "tools": [],
+        "command": format!("rm -rf {}", precious.display()),
+    });
+    let out = t
+        .cmd(&["rpc", "-p", &profile.display().to_string()])
+        .stdin(format!("{req}\n"))
+        .run();
+    let line = out.stdout.lines().next().expect("a response");
+    let v: serde_json::Value = serde_json::from_str(line).expect("json");
+    assert_eq!(v["data"]["blocked"]["rule"], "guard:delete", "{v}");
+    assert!(s(&v["data"], "text").starts_with("Refused: "), "{v}");
+    assert!(precious.join("inner/data").exists());
+}
