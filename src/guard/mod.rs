@@ -198,45 +198,84 @@ fn component_matches(pattern: &str, name: &str) -> bool {
     if name.starts_with('.') && !pattern.starts_with('.') && !pattern.starts_with("\\.") {
         return false;
     }
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some('*') => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
-            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
-            Some('[') => {
-                let Some(close) = p.iter().skip(2).position(|&c| c == ']').map(|i| i + 2) else {
-                    return n.first() == Some(&'[') && go(&p[1..], &n[1..]);
-                };
-                let Some(&c) = n.first() else { return false };
-                let set = &p[1..close];
-                let (negate, set) = match set.first() {
-                    Some('!' | '^') => (true, &set[1..]),
-                    _ => (false, set),
-                };
-                let mut hit = false;
-                let mut i = 0;
-                while i < set.len() {
-                    if i + 2 < set.len() && set[i + 1] == '-' {
-                        hit |= set[i] <= c && c <= set[i + 2];
-                        i += 3;
-                    } else {
-                        hit |= set[i] == c;
-                        i += 1;
-                    }
-                }
-                hit != negate && go(&p[close + 1..], &n[1..])
-            }
-            Some('\\') if p.len() > 1 => n.first() == Some(&p[1]) && go(&p[2..], &n[1..]),
-            Some(c) => n.first() == Some(c) && go(&p[1..], &n[1..]),
-        }
+    enum Item {
+        Star,
+        One(Box<dyn Fn(char) -> bool>),
     }
     let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    // A hostile 100 KiB glob must not make the guard exponential.
-    if p.len() > 256 || n.len() > 256 {
-        return false;
+    let mut items: Vec<Item> = Vec::new();
+    let mut i = 0;
+    while let Some(&c) = p.get(i) {
+        i += 1;
+        items.push(match c {
+            '*' => Item::Star,
+            '?' => Item::One(Box::new(|_| true)),
+            '\\' if i < p.len() => {
+                let lit = p[i];
+                i += 1;
+                Item::One(Box::new(move |n| n == lit))
+            }
+            '[' => match p
+                .iter()
+                .skip(i + 1)
+                .position(|&c| c == ']')
+                .map(|k| k + i + 1)
+            {
+                Some(close) => {
+                    let mut set: Vec<char> = p[i..close].to_vec();
+                    i = close + 1;
+                    let negate = matches!(set.first(), Some('!' | '^'));
+                    if negate {
+                        set.remove(0);
+                    }
+                    Item::One(Box::new(move |n| {
+                        let mut hit = false;
+                        let mut k = 0;
+                        while k < set.len() {
+                            if k + 2 < set.len() && set[k + 1] == '-' {
+                                hit |= set[k] <= n && n <= set[k + 2];
+                                k += 3;
+                            } else {
+                                hit |= set[k] == n;
+                                k += 1;
+                            }
+                        }
+                        hit != negate
+                    }))
+                }
+                None => Item::One(Box::new(|n| n == '[')),
+            },
+            lit => Item::One(Box::new(move |n| n == lit)),
+        });
     }
-    go(&p, &n)
+    // Greedy matching with one backtrack point per star: O(pattern × name), never
+    // exponential, whatever a hostile glob looks like.
+    let n: Vec<char> = name.chars().collect();
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        match items.get(pi) {
+            Some(Item::Star) => {
+                star = Some((pi, ni));
+                pi += 1;
+            }
+            Some(Item::One(f)) if f(n[ni]) => {
+                pi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    pi = sp + 1;
+                    ni = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    items[pi.min(items.len())..]
+        .iter()
+        .all(|it| matches!(it, Item::Star))
 }
 
 /// A glob component that matches every (non-hidden, or every hidden) entry.
@@ -1121,7 +1160,8 @@ impl Walker<'_> {
             let mut depth = 0i32;
             let mut calls = 0;
             let mut spawns = false;
-            for t in toks.iter().skip(body_start) {
+            // A body is short; bounding the scan keeps `f() f() f() …` linear.
+            for t in toks.iter().skip(body_start).take(4096) {
                 match t {
                     Tok::Word(w) if w.raw == "{" => depth += 1,
                     Tok::Word(w) if w.raw == "}" => {

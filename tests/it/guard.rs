@@ -290,6 +290,10 @@ fn guard_never_panics_and_stays_linear() {
     let _ = verdict(&glob);
     let many = "rm -rf x; ".repeat(20_000);
     let _ = verdict(&many);
+    let defs = "f() ".repeat(50_000);
+    let _ = verdict(&defs);
+    let stars = format!("rm -rf /{}b", "*a".repeat(100));
+    let _ = verdict(&stars);
     assert!(
         started.elapsed() < HANG_CAP,
         "guard took {:?}",
