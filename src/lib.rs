@@ -26,6 +26,7 @@ pub mod cli;
 pub mod commands;
 pub mod exec;
 pub mod exit;
+pub mod fsguard;
 pub mod intercept;
 pub mod normalize;
 pub mod output;

@@ -179,7 +179,12 @@ fn current_key(src: &Source) -> std::io::Result<Key> {
     let rc_hash = match known {
         Some((l, t, h)) if l == len && t == mtime => h,
         _ => {
-            let h = fnv64(&std::fs::read(&src.rc)?);
+            // The rc may be a dotfile manager's link; its target must still be ours.
+            let h = fnv64(&crate::fsguard::read_file(
+                &src.rc,
+                crate::fsguard::SNAPSHOT_CAP,
+                crate::fsguard::Links::Follow,
+            )?);
             with_memo(|m| m.rc.insert(src.rc.clone(), (len, mtime, h)));
             h
         }
@@ -278,7 +283,12 @@ fn read_meta(src: &Source) -> Option<Arc<Meta>> {
     }) {
         return Some(m);
     }
-    let text = std::fs::read(&path).ok()?;
+    let text = crate::fsguard::read_file(
+        &path,
+        crate::fsguard::SNAPSHOT_CAP,
+        crate::fsguard::Links::Refuse,
+    )
+    .ok()?;
     let m: Meta = serde_json::from_slice(&text).ok()?;
     let m = Arc::new(m);
     with_memo(|memo| memo.meta.insert(path, (len, mtime, m.clone())));
@@ -314,9 +324,20 @@ pub fn ensure(plan: &SnapshotPlan, env: &BuiltEnv, force: bool) -> Ensured {
     let SnapshotPlan::Use(src) = plan else {
         return Ensured::default();
     };
-    let Ok(key) = current_key(src) else {
+    let key = match current_key(src) {
+        Ok(k) => k,
         // The rc vanished between planning and now: the same as no rc.
-        return Ensured::default();
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ensured::default(),
+        // Not a regular file of ours, or too large: never sourced.
+        Err(e) => {
+            return Ensured {
+                warnings: vec![format!(
+                    "shell snapshot unavailable (will not use {}: {e}); the command ran without its functions and aliases",
+                    src.rc.display()
+                )],
+                ..Default::default()
+            };
+        }
     };
     if !force
         && let Some(m) = read_meta(src)
@@ -415,7 +436,12 @@ fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
             Err(_) => break,
         }
     }
-    let text = std::fs::read(&dump_path).unwrap_or_default();
+    let text = crate::fsguard::read_file(
+        &dump_path,
+        crate::fsguard::SNAPSHOT_CAP,
+        crate::fsguard::Links::Refuse,
+    )
+    .unwrap_or_default();
     let _ = std::fs::remove_file(&dump_path);
     let parsed = dump::parse(&String::from_utf8_lossy(&text), &delim);
     let mut meta = build(src, key, &parsed, timed_out);
@@ -927,7 +953,11 @@ impl Snapshot {
         if part.is_file() {
             return Ok(part);
         }
-        let full = std::fs::read_to_string(&self.path)?;
+        let full = crate::fsguard::read_text(
+            &self.path,
+            crate::fsguard::SNAPSHOT_CAP,
+            crate::fsguard::Links::Refuse,
+        )?;
         let mut out = String::from("unset BASH_ENV\n");
         out.extend(m.options.iter().map(|o| format!("{o}\n")));
         let mut keep = false;
