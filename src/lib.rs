@@ -39,6 +39,7 @@ pub mod run;
 pub mod server;
 pub mod shell;
 pub mod stages;
+pub mod trust;
 
 pub use exec::CancelToken;
 pub use profile::{LoadedProfile, Lookup, Profile};
