@@ -16,3 +16,4 @@ mod snapshot;
 mod support;
 mod teardown;
 mod tmux;
+mod trust;
