@@ -17,3 +17,4 @@ mod support;
 mod teardown;
 mod tmux;
 mod trust;
+mod trusted_files;
