@@ -337,10 +337,7 @@ mod tests {
         let mode = std::fs::metadata(&open).expect("stat").permissions().mode() & 0o777;
         assert_eq!(mode, 0o755);
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o775)).expect("chmod");
-        assert!(matches!(
-            private_dir(&open),
-            Err(DirError::Writable { .. })
-        ));
+        assert!(matches!(private_dir(&open), Err(DirError::Writable { .. })));
         let new = d.path().join("a/b");
         private_dir(&new).expect("create");
         let mode = std::fs::metadata(&new).expect("stat").permissions().mode() & 0o777;

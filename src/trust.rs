@@ -106,7 +106,9 @@ pub fn find_project(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, TrustErro
     let found = match dir {
         Some(d) => {
             let d = crate::paths::absolute(cwd, d);
-            has(&d).then_some(d.clone()).ok_or(TrustError::NoProject(d))?
+            has(&d)
+                .then_some(d.clone())
+                .ok_or(TrustError::NoProject(d))?
         }
         None => cwd
             .ancestors()
@@ -284,7 +286,9 @@ impl TrustStore {
         match fingerprint(&canonical) {
             Ok(now) => match changes(&record.files, &now) {
                 None => Status::Trusted,
-                Some(c) => Status::Untrusted(format!("its files changed since it was trusted: {c}")),
+                Some(c) => {
+                    Status::Untrusted(format!("its files changed since it was trusted: {c}"))
+                }
             },
             Err(e) => Status::Untrusted(e.to_string()),
         }
@@ -331,16 +335,27 @@ mod tests {
             project_of(Path::new("/r/a/.agentbash/rules/sub/p.toml")),
             Some(PathBuf::from("/r/a"))
         );
-        assert_eq!(project_of(Path::new("/r/.agentbash/artifacts/1.json")), None);
-        assert_eq!(project_of(Path::new("/home/u/.config/agentbash/profiles/x.toml")), None);
-        assert!(covers(Path::new("/r"), Path::new("/r/.agentbash/rules/p.toml")));
+        assert_eq!(
+            project_of(Path::new("/r/.agentbash/artifacts/1.json")),
+            None
+        );
+        assert_eq!(
+            project_of(Path::new("/home/u/.config/agentbash/profiles/x.toml")),
+            None
+        );
+        assert!(covers(
+            Path::new("/r"),
+            Path::new("/r/.agentbash/rules/p.toml")
+        ));
         assert!(!covers(Path::new("/r"), Path::new("/r/tools/p.toml")));
     }
 
     #[test]
     fn changes_name_each_file() {
-        let a: BTreeMap<String, String> = [("a".into(), "1".into()), ("b".into(), "2".into())].into();
-        let b: BTreeMap<String, String> = [("a".into(), "9".into()), ("c".into(), "3".into())].into();
+        let a: BTreeMap<String, String> =
+            [("a".into(), "1".into()), ("b".into(), "2".into())].into();
+        let b: BTreeMap<String, String> =
+            [("a".into(), "9".into()), ("c".into(), "3".into())].into();
         assert_eq!(changes(&a, &a), None);
         assert_eq!(
             changes(&a, &b).as_deref(),

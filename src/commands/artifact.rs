@@ -102,10 +102,12 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
             let id = id_of(&id)?;
             let st = store(profile.as_deref())?;
             let path = existing(&st, id)?;
-            let f = crate::fsguard::open(&path, u64::MAX, crate::fsguard::Links::Refuse).map_err(|e| {
-                err(&format!("agentbash: cannot read {}: {e}\n", path.display()));
-                crate::exit::FAILURE
-            })?;
+            let f = crate::fsguard::open(&path, u64::MAX, crate::fsguard::Links::Refuse).map_err(
+                |e| {
+                    err(&format!("agentbash: cannot read {}: {e}\n", path.display()));
+                    crate::exit::FAILURE
+                },
+            )?;
             let stdout = std::io::stdout();
             let mut o = stdout.lock();
             if head.is_none() && tail.is_none() {

@@ -322,7 +322,9 @@ impl Lookup {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| spec.to_string())
         } else {
-            spec.strip_prefix(BUILTIN_PREFIX).unwrap_or(spec).to_string()
+            spec.strip_prefix(BUILTIN_PREFIX)
+                .unwrap_or(spec)
+                .to_string()
         };
         self.load_origin(name, origin)
     }
@@ -499,15 +501,13 @@ fn read_origin(o: &Origin) -> Result<String, ProfileError> {
             .find(|(b, _)| b == n)
             .map(|(_, t)| t.to_string())
             .unwrap_or_default()),
-        Origin::File(p) => crate::fsguard::read_text(
-            p,
-            crate::fsguard::CONFIG_CAP,
-            crate::fsguard::Links::Follow,
-        )
-        .map_err(|err| ProfileError::Unreadable {
-            path: p.clone(),
-            err,
-        }),
+        Origin::File(p) => {
+            crate::fsguard::read_text(p, crate::fsguard::CONFIG_CAP, crate::fsguard::Links::Follow)
+                .map_err(|err| ProfileError::Unreadable {
+                    path: p.clone(),
+                    err,
+                })
+        }
     }
 }
 

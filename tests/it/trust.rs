@@ -59,14 +59,22 @@ fn an_untrusted_prefix_never_runs_until_trusted_and_again_after_an_edit() {
     out.assert_code(0);
     assert!(!marker.exists(), "an edited profile ran without new trust");
     assert_skipped_warning(&out, &env);
-    assert!(out.stderr.contains("modified profiles/default.toml"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("modified profiles/default.toml"),
+        "{}",
+        out.stderr
+    );
 
     // So does a new file (a rule pack a profile could name), once re-trusted.
     env.trust(".");
     env.write(".agentbash/rules/extra.toml", "");
     let out = env.run(&["run", "--", "true"]);
     assert!(!marker.exists(), "a new file went unnoticed");
-    assert!(out.stderr.contains("new rules/extra.toml"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("new rules/extra.toml"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -100,7 +108,14 @@ fn builtin_prefix_skips_even_a_trusted_project() {
     env.trust(".");
     let out = env.run(&["run", "--json", "-p", "agent", "--", "echo \"[$WHICH]\""]);
     assert_eq!(out.json()["output"], "[project]");
-    let out = env.run(&["run", "--json", "-p", "builtin:agent", "--", "echo \"[$WHICH]\""]);
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-p",
+        "builtin:agent",
+        "--",
+        "echo \"[$WHICH]\"",
+    ]);
     out.assert_code(0);
     let v = out.json();
     assert_eq!(v["output"], "[]");
@@ -177,7 +192,10 @@ fn profile_list_and_explain_show_the_untrusted_project() {
 fn a_project_profile_cannot_load_files_its_record_does_not_cover() {
     let env = TestEnv::new();
     env.write("tools/base.toml", "[env.set]\nWHICH = \"outside\"\n");
-    env.write(".agentbash/profiles/x.toml", "extends = \"../../tools/base.toml\"\n");
+    env.write(
+        ".agentbash/profiles/x.toml",
+        "extends = \"../../tools/base.toml\"\n",
+    );
     env.trust(".");
     let out = env.run(&["run", "-p", "x", "--", "true"]);
     out.assert_code(125);

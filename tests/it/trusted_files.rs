@@ -36,8 +36,7 @@ impl Hostile {
         }
         match self {
             Hostile::Fifo => {
-                nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600))
-                    .unwrap();
+                nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
             }
             Hostile::DevZero => symlink("/dev/zero", path).unwrap(),
             Hostile::Socket => return Some(std::os::unix::net::UnixListener::bind(path).unwrap()),
@@ -112,9 +111,7 @@ fn hostile_rule_packs_are_refused_at_once() {
         let _keep = h.make(&pack);
         let profile = env.write(
             format!("p-{h:?}.toml"),
-            format!(
-                "[interceptor]\nrules = [\"pack-{h:?}.toml\"]\ntools = [\"read\"]\n"
-            ),
+            format!("[interceptor]\nrules = [\"pack-{h:?}.toml\"]\ntools = [\"read\"]\n"),
         );
         // The run goes on without the interceptor, saying why (as for any bad pack).
         let (out, took) = timed(env.cmd(&[
@@ -147,7 +144,8 @@ fn hostile_rule_packs_are_refused_at_once() {
 
 /// A session that has run once, so its `state.sh` exists.
 fn session(env: &TestEnv, name: &str) -> PathBuf {
-    env.run(&["run", "-s", name, "--", "export A=1"]).assert_code(0);
+    env.run(&["run", "-s", name, "--", "export A=1"])
+        .assert_code(0);
     let state = env.state_dir().join("sessions").join(name).join("state.sh");
     assert!(state.is_file());
     state
@@ -240,7 +238,11 @@ fn an_existing_0755_state_dir_is_used_as_it_is() {
     std::fs::set_permissions(env.state_dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let v = run_json(&env, &["--", "seq 100000"]);
     assert!(!v["artifact"].is_null(), "{}", warnings(&v));
-    assert_eq!(mode(&env.state_dir()), 0o755, "an existing dir was chmod'ed");
+    assert_eq!(
+        mode(&env.state_dir()),
+        0o755,
+        "an existing dir was chmod'ed"
+    );
     assert_eq!(mode(&env.state_dir().join("artifacts")), 0o700);
 }
 
@@ -253,11 +255,16 @@ fn a_group_writable_or_linked_artifacts_dir_means_no_artifacts() {
     let v = run_json(&env, &["--", "seq 100000"]);
     assert!(v["artifact"].is_null());
     assert!(
-        warnings(&v).contains("artifacts unavailable") && warnings(&v).contains("writable by group"),
+        warnings(&v).contains("artifacts unavailable")
+            && warnings(&v).contains("writable by group"),
         "{}",
         warnings(&v)
     );
-    assert_eq!(mode(&env.state_dir()), 0o775, "an existing dir was chmod'ed");
+    assert_eq!(
+        mode(&env.state_dir()),
+        0o775,
+        "an existing dir was chmod'ed"
+    );
 
     // A custom artifacts dir that is a link to a real one.
     let real = env.root().join("real-arts");
@@ -297,8 +304,11 @@ fn a_hostile_session_dir_is_exit_125() {
     let dir = env.state_dir().join("sessions/open");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(env.state_dir(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    std::fs::set_permissions(dir.parent().unwrap(), std::fs::Permissions::from_mode(0o700))
-        .unwrap();
+    std::fs::set_permissions(
+        dir.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let out = env.run(&["run", "-s", "open", "--", "echo ran"]);
     out.assert_code(125);
@@ -336,7 +346,8 @@ fn a_group_writable_snapshot_cache_means_no_snapshot() {
     let out = env.run(&["run", "--json", "--", "greet"]);
     let v = out.json();
     assert!(
-        warnings(&v).contains("shell snapshot unavailable") && warnings(&v).contains("writable by group"),
+        warnings(&v).contains("shell snapshot unavailable")
+            && warnings(&v).contains("writable by group"),
         "{}",
         warnings(&v)
     );
@@ -383,5 +394,8 @@ fn a_command_cannot_read_agentbash_environment() {
     let output = s(&v, "output");
     assert!(!output.contains(&secret), "the secret leaked: {output}");
     assert!(output.contains("Permission denied"), "{output}");
-    assert!(output.ends_with("\n1"), "the command's own environ: {output}");
+    assert!(
+        output.ends_with("\n1"),
+        "the command's own environ: {output}"
+    );
 }
