@@ -219,12 +219,32 @@ impl TrustStore {
         toml::from_str(&text).ok()
     }
 
+    /// Records are used only from directories that pass the [`fsguard`] checks, up to
+    /// the state dir: whoever could write them could trust anything.
+    fn check_dirs(&self) -> Result<bool, fsguard::DirError> {
+        if std::fs::symlink_metadata(&self.dir).is_err() {
+            return Ok(false);
+        }
+        let state = crate::paths::state_dir();
+        if self.dir.starts_with(&state) {
+            fsguard::check_dir(&state)?;
+        }
+        fsguard::check_dir(&self.dir)?;
+        Ok(true)
+    }
+
     /// The record of `project` (canonical), if there is one.
     pub fn record(&self, project: &Path) -> Option<Record> {
-        // A record whose directory was tampered with is no record.
-        fsguard::check_dir(&self.dir).ok()?;
-        self.read(&self.record_path(project))
-            .filter(|r| r.project == project)
+        self.checked_record(project).ok().flatten()
+    }
+
+    fn checked_record(&self, project: &Path) -> Result<Option<Record>, fsguard::DirError> {
+        if !self.check_dirs()? {
+            return Ok(None);
+        }
+        Ok(self
+            .read(&self.record_path(project))
+            .filter(|r| r.project == project))
     }
 
     /// Record `project` (canonical) as trusted with its current files.
@@ -257,7 +277,7 @@ impl TrustStore {
 
     /// Every record, sorted by project.
     pub fn list(&self) -> Vec<Record> {
-        if fsguard::check_dir(&self.dir).is_err() {
+        if !self.check_dirs().unwrap_or(false) {
             return vec![];
         }
         let mut out: Vec<Record> = std::fs::read_dir(&self.dir)
@@ -280,8 +300,10 @@ impl TrustStore {
             Ok(c) => c,
             Err(e) => return Status::Untrusted(format!("cannot resolve it: {e}")),
         };
-        let Some(record) = self.record(&canonical) else {
-            return Status::Untrusted("it was never trusted".into());
+        let record = match self.checked_record(&canonical) {
+            Ok(Some(r)) => r,
+            Ok(None) => return Status::Untrusted("it was never trusted".into()),
+            Err(e) => return Status::Untrusted(format!("trust records are not usable: {e}")),
         };
         match fingerprint(&canonical) {
             Ok(now) => match changes(&record.files, &now) {

@@ -156,6 +156,19 @@ fn display_origin(o: &Origin) -> String {
 /// Returns the report and whether everything was valid.
 pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
     let results: Vec<(String, Result<(), crate::profile::ProfileError>)> = if names.is_empty() {
+        // An untrusted project's definitions are checked too (parsing runs nothing),
+        // so they can be reviewed before `agentbash trust`.
+        let untrusted: Vec<(String, Origin)> = all_names(l)
+            .into_iter()
+            .filter_map(|n| {
+                let (file, project) = l.project_file(&n)?;
+                (!l.project_status(&project).is_trusted()).then_some((n, Origin::File(file)))
+            })
+            .collect();
+        let untrusted = untrusted.into_iter().map(|(name, o)| {
+            let label = format!("{o} (untrusted project: not used until trusted)");
+            (label, l.load_origin(name, o).map(|_| ()))
+        });
         all_profiles(l)
             .into_iter()
             .flat_map(|(name, origins)| {
@@ -164,6 +177,7 @@ pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
                     (label, l.load_origin(name.clone(), o).map(|_| ()))
                 })
             })
+            .chain(untrusted)
             .collect()
     } else {
         names

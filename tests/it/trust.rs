@@ -257,3 +257,46 @@ fn trust_list_and_revoke() {
     out.assert_code(0);
     assert!(!out.stdout.contains(&project.display().to_string()));
 }
+
+#[test]
+fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_believed() {
+    let env = TestEnv::new();
+    let marker = hostile_default(&env);
+    env.write(
+        ".agentbash/profiles/broken.toml",
+        "[timeout]\ndefualt = 3\n",
+    );
+    let out = env.run(&["profile", "check"]);
+    out.assert_code(1);
+    assert!(
+        out.stdout
+            .contains("(untrusted project: not used until trusted)")
+            && out.stdout.contains("did you mean `default`?"),
+        "{}",
+        out.stdout
+    );
+    std::fs::remove_file(env.work().join(".agentbash/profiles/broken.toml")).unwrap();
+    env.trust(".");
+    // A trust directory others can write could hold any record: it is not believed.
+    let dir = env.state_dir().join("trust");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = env.run(&["run", "--", "true"]);
+    out.assert_code(0);
+    assert!(
+        !marker.exists(),
+        "a record in a world-writable dir was believed"
+    );
+    assert!(
+        out.stderr.contains("trust records are not usable")
+            && out.stderr.contains("writable by group"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(&["trust", "."]);
+    out.assert_code(125);
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o777,
+        "an existing dir was chmod'ed"
+    );
+}
