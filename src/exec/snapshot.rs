@@ -295,6 +295,17 @@ fn read_meta(src: &Source) -> Option<Arc<Meta>> {
     (m.version == META_VERSION).then_some(m)
 }
 
+/// A snapshot file bash may source: a regular file of ours (not a link) within the cap.
+/// One that is not is generated again (written over by an atomic rename).
+fn sourceable(p: &Path) -> bool {
+    crate::fsguard::check_file(
+        p,
+        crate::fsguard::SNAPSHOT_CAP,
+        crate::fsguard::Links::Refuse,
+    )
+    .is_ok()
+}
+
 fn from_meta(meta: Arc<Meta>, generated: bool) -> Ensured {
     let mut warnings = Vec::new();
     if generated {
@@ -304,7 +315,7 @@ fn from_meta(meta: Arc<Meta>, generated: bool) -> Ensured {
     let snapshot = meta
         .snapshot
         .as_ref()
-        .filter(|p| p.is_file())
+        .filter(|p| sourceable(p))
         .map(|p| Snapshot {
             path: p.clone(),
             content_hash: meta.content_hash,
@@ -339,13 +350,6 @@ pub fn ensure(plan: &SnapshotPlan, env: &BuiltEnv, force: bool) -> Ensured {
             };
         }
     };
-    if !force
-        && let Some(m) = read_meta(src)
-        && m.key == key
-        && (m.outcome == Outcome::Failed || m.snapshot.as_ref().is_some_and(|p| p.is_file()))
-    {
-        return from_meta(m, false);
-    }
     let unavailable = |e: String| Ensured {
         warnings: vec![format!(
             "shell snapshot unavailable ({e}); the command ran without the functions and aliases of {}",
@@ -353,8 +357,16 @@ pub fn ensure(plan: &SnapshotPlan, env: &BuiltEnv, force: bool) -> Ensured {
         )],
         ..Default::default()
     };
+    // Checked on every run, a cached snapshot included: bash sources what is in it.
     if let Err(e) = crate::paths::private_dir(&src.dir) {
-        return unavailable(format!("cannot create {}: {e}", src.dir.display()));
+        return unavailable(e.to_string());
+    }
+    if !force
+        && let Some(m) = read_meta(src)
+        && m.key == key
+        && (m.outcome == Outcome::Failed || m.snapshot.as_deref().is_some_and(sourceable))
+    {
+        return from_meta(m, false);
     }
     // One generator at a time; the others wait and reuse its work.
     let _lock = match FileLock::acquire(
@@ -371,7 +383,7 @@ pub fn ensure(plan: &SnapshotPlan, env: &BuiltEnv, force: bool) -> Ensured {
     if !force
         && let Some(m) = read_meta(src)
         && m.key == key
-        && (m.outcome == Outcome::Failed || m.snapshot.as_ref().is_some_and(|p| p.is_file()))
+        && (m.outcome == Outcome::Failed || m.snapshot.as_deref().is_some_and(sourceable))
     {
         return from_meta(m, false);
     }
@@ -950,7 +962,7 @@ impl Snapshot {
         let names: Vec<&str> = wanted.iter().copied().collect();
         let tag = fnv64(format!("{}\0{}", m.content_hash, names.join("\0")).as_bytes());
         let part = dir.join(format!("{stem}.{tag:016x}.sh"));
-        if part.is_file() {
+        if sourceable(&part) {
             return Ok(part);
         }
         let full = crate::fsguard::read_text(

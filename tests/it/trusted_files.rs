@@ -337,11 +337,38 @@ fn a_hostile_session_dir_is_exit_125() {
 }
 
 #[test]
+fn a_snapshot_file_of_another_user_is_never_sourced() {
+    if !is_root() {
+        eprintln!("SKIP: chown to nobody needs root");
+        return;
+    }
+    let env = TestEnv::new();
+    std::fs::write(env.home().join(".bashrc"), "greet() { echo hi; }\n").unwrap();
+    let v = run_json(&env, &["--", "greet"]);
+    assert_eq!(v["output"], "hi");
+    // Every snapshot file handed to someone else (and made to define something else).
+    let snaps = env.root().join("cache/agentbash/snapshots");
+    let marker = env.root().join("sourced");
+    for e in std::fs::read_dir(&snaps).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "sh") {
+            std::fs::write(&p, format!("touch '{}'\n", marker.display())).unwrap();
+            std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+        }
+    }
+    let v = run_json(&env, &["--", "greet"]);
+    assert!(!marker.exists(), "a foreign snapshot file was sourced");
+    assert_eq!(v["output"], "hi", "regenerated: {}", warnings(&v));
+}
+
+#[test]
 fn a_group_writable_snapshot_cache_means_no_snapshot() {
     let env = TestEnv::new();
     std::fs::write(env.home().join(".bashrc"), "greet() { echo hi; }\n").unwrap();
     let cache = env.root().join("cache/agentbash");
-    std::fs::create_dir_all(&cache).unwrap();
+    // A cached snapshot first: the check is made on every run, not only on generation.
+    let v = run_json(&env, &["--", "greet"]);
+    assert_eq!(v["output"], "hi", "{}", warnings(&v));
     std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
     let out = env.run(&["run", "--json", "--", "greet"]);
     let v = out.json();
