@@ -16,10 +16,11 @@
 //! in agentbash's environment trusts every project without a record (for CI, where
 //! the checkout is the code under test anyway).
 //!
-//! What remains: the files are hashed when a profile is looked up and read again to be
-//! parsed a moment later; someone who can write the project directory during that
-//! window can slip a change in. Trust protects against what a repository brings with
-//! it, not against a concurrent writer.
+//! The text a project profile is parsed from is hashed again and must be the text that
+//! was trusted, so a change between the lookup and the read is caught too. What
+//! remains: rule packs are read by the rule loader after the lookup checked their hash,
+//! so a concurrent writer of the project directory could still swap one in between (a
+//! rule pack only routes commands; it cannot run code).
 
 use crate::fsguard::{self, Links};
 use sha2::{Digest, Sha256};
@@ -70,8 +71,9 @@ pub struct Record {
 pub enum Status {
     /// By `AGENTBASH_TRUST_PROJECT=1`.
     TrustedByEnv,
-    /// By a record that still matches.
-    Trusted,
+    /// By a record that still matches; its hashes (path under `.agentbash/` → hex),
+    /// so what is parsed can be checked to be what was trusted.
+    Trusted(BTreeMap<String, String>),
     Untrusted(String),
 }
 
@@ -120,6 +122,11 @@ pub fn find_project(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, TrustErro
         path: found.clone(),
         err,
     })
+}
+
+/// Lowercase hex SHA-256 of `bytes`, as in a record.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -203,6 +210,11 @@ impl TrustStore {
         TrustStore {
             dir: crate::paths::state_dir().join("trust"),
         }
+    }
+
+    /// Records kept in `dir` (tests, embedders with a state dir of their own).
+    pub fn with_dir(dir: PathBuf) -> Self {
+        TrustStore { dir }
     }
 
     pub fn dir(&self) -> &Path {
@@ -307,7 +319,7 @@ impl TrustStore {
         };
         match fingerprint(&canonical) {
             Ok(now) => match changes(&record.files, &now) {
-                None => Status::Trusted,
+                None => Status::Trusted(now),
                 Some(c) => {
                     Status::Untrusted(format!("its files changed since it was trusted: {c}"))
                 }

@@ -76,6 +76,11 @@ pub enum ProfileError {
         project: PathBuf,
         why: String,
     },
+    #[error(
+        "{}: it changed after `agentbash trust` (its content is not what was trusted); review it and run `agentbash trust` again",
+        path.display()
+    )]
+    ChangedSinceTrust { path: PathBuf },
     #[error("{origin}: `extends` chain is too deep or circular ({chain})")]
     ExtendsLoop { origin: Origin, chain: String },
 }
@@ -176,9 +181,14 @@ pub struct Lookup {
 
 impl Lookup {
     pub fn new(invoking_dir: impl Into<PathBuf>) -> Self {
+        Self::with_trust(invoking_dir, crate::trust::TrustStore::new())
+    }
+
+    /// A lookup that believes the trust records of `trust`.
+    pub fn with_trust(invoking_dir: impl Into<PathBuf>, trust: crate::trust::TrustStore) -> Self {
         Lookup {
             invoking_dir: invoking_dir.into(),
-            trust: crate::trust::TrustStore::new(),
+            trust,
             statuses: Default::default(),
             warnings: Default::default(),
         }
@@ -209,6 +219,25 @@ impl Lookup {
             m.insert(project.to_path_buf(), s.clone());
         }
         s
+    }
+
+    /// A layer's text; a trusted project's file must hash to what its record says.
+    fn read_layer(&self, origin: &Origin) -> Result<String, ProfileError> {
+        let text = read_origin(origin)?;
+        if let Origin::File(p) = origin
+            && let Some(project) = crate::trust::project_of(p)
+            && let crate::trust::Status::Trusted(files) = self.project_status(&project)
+        {
+            let rel = p
+                .strip_prefix(project.join(".agentbash"))
+                .unwrap_or(p)
+                .display()
+                .to_string();
+            if files.get(&rel) != Some(&crate::trust::sha256_hex(text.as_bytes())) {
+                return Err(ProfileError::ChangedSinceTrust { path: p.clone() });
+            }
+        }
+        Ok(text)
     }
 
     fn warn(&self, w: String) {
@@ -347,7 +376,7 @@ impl Lookup {
         // A profile without `extends` is its own merge: keep its typed form.
         let mut only: Option<Profile> = None;
         loop {
-            let text = read_origin(&current)?;
+            let text = self.read_layer(&current)?;
             let (table, prof) = parse_layer(&current, &text)?;
             let extends = prof.extends.clone();
             if layers.is_empty() && extends.is_none() {
@@ -681,6 +710,30 @@ mod tests {
             ..Profile::default()
         };
         assert_eq!(p.profile, expect);
+    }
+
+    /// What is parsed is what was trusted: a file changed after the lookup hashed it
+    /// (the status is decided once per lookup) is refused, not loaded.
+    #[test]
+    fn a_trusted_profile_changed_after_the_lookup_is_refused() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let project = tmp.path().canonicalize().expect("canonical").join("p");
+        let file = project.join(".agentbash/profiles/x.toml");
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&file, "description = \"trusted\"\n").expect("write");
+        let store = || crate::trust::TrustStore::with_dir(tmp.path().join("trust"));
+        store().trust(&project).expect("trust");
+        let l = Lookup::with_trust(&project, store());
+        assert_eq!(l.load("x").expect("trusted").profile.description, "trusted");
+        let l = Lookup::with_trust(&project, store());
+        assert!(l.project_status(&project).is_trusted());
+        std::fs::write(&file, "description = \"swapped\"\n").expect("write");
+        let e = l.load("x").unwrap_err();
+        assert!(matches!(e, ProfileError::ChangedSinceTrust { .. }), "{e}");
+        // A fresh lookup sees the change and falls back (no such built-in: an error
+        // saying the project is untrusted).
+        let e = Lookup::with_trust(&project, store()).load("x").unwrap_err();
+        assert!(matches!(e, ProfileError::Untrusted { .. }), "{e}");
     }
 
     #[test]
