@@ -288,9 +288,9 @@ impl TrustStore {
     }
 
     /// Every record, sorted by project.
-    pub fn list(&self) -> Vec<Record> {
-        if !self.check_dirs().unwrap_or(false) {
-            return vec![];
+    pub fn list(&self) -> Result<Vec<Record>, TrustError> {
+        if !self.check_dirs()? {
+            return Ok(vec![]);
         }
         let mut out: Vec<Record> = std::fs::read_dir(&self.dir)
             .into_iter()
@@ -300,7 +300,7 @@ impl TrustStore {
             .filter_map(|e| self.read(&e.path()))
             .collect();
         out.sort_by(|a, b| a.project.cmp(&b.project));
-        out
+        Ok(out)
     }
 
     /// Whether `project`'s profiles may be used now.

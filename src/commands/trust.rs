@@ -11,8 +11,7 @@ pub fn command(a: TrustArgs) -> i32 {
     let store = TrustStore::new();
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
     let result = if a.list {
-        list(&store);
-        Ok(())
+        list(&store)
     } else if a.revoke {
         revoke(&store, a.dir.as_deref(), &cwd)
     } else {
@@ -73,11 +72,11 @@ fn revoke(
     Ok(())
 }
 
-fn list(store: &TrustStore) {
-    let records = store.list();
+fn list(store: &TrustStore) -> Result<(), TrustError> {
+    let records = store.list()?;
     if records.is_empty() {
         err("no trusted projects (trust one with `agentbash trust DIR`)\n");
-        return;
+        return Ok(());
     }
     let w = records
         .iter()
@@ -101,6 +100,7 @@ fn list(store: &TrustStore) {
         ));
     }
     out(&s);
+    Ok(())
 }
 
 /// `2026-12-01 08:30 UTC` for Unix seconds (civil-from-days, no time zone database).

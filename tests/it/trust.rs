@@ -292,6 +292,9 @@ fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_belie
         "{}",
         out.stderr
     );
+    let out = env.run(&["trust", "--list"]);
+    out.assert_code(125);
+    assert!(out.stderr.contains("writable by group"), "{}", out.stderr);
     let out = env.run(&["trust", "."]);
     out.assert_code(125);
     assert_eq!(
