@@ -34,6 +34,9 @@ pub const COVERED: &[&str] = &["profiles", "rules"];
 /// More files than this under the covered directories is refused (a hostile tree).
 const MAX_FILES: usize = 10_000;
 const MAX_DEPTH: usize = 16;
+/// Nor more bytes than this in all (each file is also capped at
+/// [`fsguard::CONFIG_CAP`]): a trusted project is hashed on every lookup.
+const MAX_TOTAL_BYTES: u64 = 16 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
@@ -45,7 +48,7 @@ pub enum TrustError {
     Unreadable { err: fsguard::ReadError },
     #[error("cannot list {}: {err}", path.display())]
     List { path: PathBuf, err: std::io::Error },
-    #[error("more than {MAX_FILES} files, or directories nested deeper than {MAX_DEPTH}, under {}", .0.display())]
+    #[error("more than {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes, or directories nested deeper than {MAX_DEPTH}, under {}", .0.display())]
     TooMany(PathBuf),
     #[error("trust records: {0}")]
     Dir(#[from] fsguard::DirError),
@@ -138,8 +141,9 @@ fn hex(bytes: &[u8]) -> String {
 pub fn fingerprint(project: &Path) -> Result<BTreeMap<String, String>, TrustError> {
     let base = project.join(".agentbash");
     let mut out = BTreeMap::new();
+    let mut total = 0;
     for c in COVERED {
-        walk(&base, &base.join(c), 0, &mut out)?;
+        walk(&base, &base.join(c), 0, &mut out, &mut total)?;
     }
     Ok(out)
 }
@@ -149,6 +153,7 @@ fn walk(
     dir: &Path,
     depth: usize,
     out: &mut BTreeMap<String, String>,
+    total: &mut u64,
 ) -> Result<(), TrustError> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
@@ -168,7 +173,7 @@ fn walk(
     for path in entries {
         let is_real_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
         if is_real_dir {
-            walk(base, &path, depth + 1, out)?;
+            walk(base, &path, depth + 1, out, total)?;
             continue;
         }
         if out.len() >= MAX_FILES {
@@ -176,6 +181,10 @@ fn walk(
         }
         let bytes = fsguard::read_file(&path, fsguard::CONFIG_CAP, Links::Follow)
             .map_err(|err| TrustError::Unreadable { err })?;
+        *total += bytes.len() as u64;
+        if *total > MAX_TOTAL_BYTES {
+            return Err(TrustError::TooMany(base.to_path_buf()));
+        }
         let rel = path
             .strip_prefix(base)
             .unwrap_or(&path)

@@ -303,3 +303,24 @@ fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_belie
         "an existing dir was chmod'ed"
     );
 }
+
+#[test]
+fn trust_refuses_to_hash_a_fifo_at_once() {
+    let env = TestEnv::new();
+    hostile_default(&env);
+    let fifo = env.work().join(".agentbash/rules/pipe.toml");
+    std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let t = std::time::Instant::now();
+    let out = env.run(&["trust"]);
+    out.assert_code(125);
+    assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    assert!(
+        out.stderr.contains(&fifo.display().to_string()) && out.stderr.contains("FIFO"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !env.state_dir().join("trust").exists() || env.run(&["trust", "--list"]).stdout.is_empty()
+    );
+}
