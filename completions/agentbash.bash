@@ -52,6 +52,9 @@ _agentbash() {
             agentbash,snapshot)
                 cmd="agentbash__subcmd__snapshot"
                 ;;
+            agentbash,trust)
+                cmd="agentbash__subcmd__trust"
+                ;;
             agentbash__subcmd__artifact,gc)
                 cmd="agentbash__subcmd__artifact__subcmd__gc"
                 ;;
@@ -123,6 +126,9 @@ _agentbash() {
                 ;;
             agentbash__subcmd__help,snapshot)
                 cmd="agentbash__subcmd__help__subcmd__snapshot"
+                ;;
+            agentbash__subcmd__help,trust)
+                cmd="agentbash__subcmd__help__subcmd__trust"
                 ;;
             agentbash__subcmd__help__subcmd__artifact,gc)
                 cmd="agentbash__subcmd__help__subcmd__artifact__subcmd__gc"
@@ -278,7 +284,7 @@ _agentbash() {
 
     case "${cmd}" in
         agentbash)
-            opts="-h -V --help --version run explain rpc mcp profile rules artifact session snapshot completions man help"
+            opts="-h -V --help --version run explain rpc mcp profile rules artifact session snapshot trust completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -620,7 +626,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__help)
-            opts="run explain rpc mcp profile rules artifact session snapshot completions man help"
+            opts="run explain rpc mcp profile rules artifact session snapshot trust completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1028,6 +1034,20 @@ _agentbash() {
         agentbash__subcmd__help__subcmd__snapshot__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__trust)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1729,6 +1749,20 @@ _agentbash() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentbash__subcmd__trust)
+            opts="-h --list --revoke --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
     esac
 }
 
@@ -1789,7 +1823,7 @@ _agentbash_with_values() {
             -*) ;;
             *)
                 case "$path/$word" in
-                    /run|/explain|/rpc|/mcp|/profile|/profile/list|/profile/show|/profile/check|/rules|/rules/list|/rules/test|/rules/check|/artifact|/artifact/list|/artifact/show|/artifact/path|/artifact/rm|/artifact/gc|/session|/session/list|/session/show|/session/rm|/snapshot|/snapshot/show|/snapshot/refresh|/snapshot/report|/completions|/man) path="$path/$word" ;;
+                    /run|/explain|/rpc|/mcp|/profile|/profile/list|/profile/show|/profile/check|/rules|/rules/list|/rules/test|/rules/check|/artifact|/artifact/list|/artifact/show|/artifact/path|/artifact/rm|/artifact/gc|/session|/session/list|/session/show|/session/rm|/snapshot|/snapshot/show|/snapshot/refresh|/snapshot/report|/trust|/completions|/man) path="$path/$word" ;;
                     *) given+=1; [[ -z "$start" ]] && start=$i ;;
                 esac ;;
         esac

@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('artifact', 'artifact', [CompletionResultType]::ParameterValue, 'Inspect and clean up spilled output (artifact://ID)')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Inspect and remove persistent sessions')
             [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Inspect and refresh the snapshot of the user''s shell rc')
+            [CompletionResult]::new('trust', 'trust', [CompletionResultType]::ParameterValue, 'Trust a project''s own profiles and rule packs (its .agentbash/), list or revoke trust')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the roff man page')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -372,6 +373,13 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;snapshot;help;help' {
             break
         }
+        'agentbash;trust' {
+            [CompletionResult]::new('--list', '--list', [CompletionResultType]::ParameterName, 'List trusted projects: when each was trusted and whether its files still match')
+            [CompletionResult]::new('--revoke', '--revoke', [CompletionResultType]::ParameterName, 'Forget the trust given to the project')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'agentbash;completions' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
@@ -392,6 +400,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('artifact', 'artifact', [CompletionResultType]::ParameterValue, 'Inspect and clean up spilled output (artifact://ID)')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Inspect and remove persistent sessions')
             [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Inspect and refresh the snapshot of the user''s shell rc')
+            [CompletionResult]::new('trust', 'trust', [CompletionResultType]::ParameterValue, 'Trust a project''s own profiles and rule packs (its .agentbash/), list or revoke trust')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the roff man page')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -490,6 +499,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             break
         }
         'agentbash;help;snapshot;report' {
+            break
+        }
+        'agentbash;help;trust' {
             break
         }
         'agentbash;help;completions' {

@@ -501,6 +501,15 @@ esac
     ;;
 esac
 ;;
+(trust)
+_arguments "${_arguments_options[@]}" : \
+'(--revoke)--list[List trusted projects\: when each was trusted and whether its files still match]' \
+'--revoke[Forget the trust given to the project]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'::dir -- Project directory holding .agentbash/ (default\: the current directory or its nearest ancestor with one):_files -/' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
@@ -690,6 +699,10 @@ _arguments "${_arguments_options[@]}" : \
     ;;
 esac
 ;;
+(trust)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -723,6 +736,7 @@ _agentbash_commands() {
 'artifact:Inspect and clean up spilled output (artifact\://ID)' \
 'session:Inspect and remove persistent sessions' \
 'snapshot:Inspect and refresh the snapshot of the user'\''s shell rc' \
+'trust:Trust a project'\''s own profiles and rule packs (its .agentbash/), list or revoke trust' \
 'completions:Print a shell completion script' \
 'man:Print the roff man page' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -830,6 +844,7 @@ _agentbash__subcmd__help_commands() {
 'artifact:Inspect and clean up spilled output (artifact\://ID)' \
 'session:Inspect and remove persistent sessions' \
 'snapshot:Inspect and refresh the snapshot of the user'\''s shell rc' \
+'trust:Trust a project'\''s own profiles and rule packs (its .agentbash/), list or revoke trust' \
 'completions:Print a shell completion script' \
 'man:Print the roff man page' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -1002,6 +1017,11 @@ _agentbash__subcmd__help__subcmd__snapshot__subcmd__report_commands() {
 _agentbash__subcmd__help__subcmd__snapshot__subcmd__show_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash help snapshot show commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__trust_commands] )) ||
+_agentbash__subcmd__help__subcmd__trust_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help trust commands' commands "$@"
 }
 (( $+functions[_agentbash__subcmd__man_commands] )) ||
 _agentbash__subcmd__man_commands() {
@@ -1242,6 +1262,11 @@ _agentbash__subcmd__snapshot__subcmd__report_commands() {
 _agentbash__subcmd__snapshot__subcmd__show_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash snapshot show commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__trust_commands] )) ||
+_agentbash__subcmd__trust_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash trust commands' commands "$@"
 }
 
 # Added by agentbash (src/commands/generated.rs): values only known at completion time.

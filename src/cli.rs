@@ -22,6 +22,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "AGENTBASH_STATE_DIR",
         "artifacts and sessions (default $XDG_STATE_HOME/agentbash)",
     ),
+    (
+        "AGENTBASH_TRUST_PROJECT",
+        "1: use project profiles (.agentbash/profiles) without `agentbash trust` (CI)",
+    ),
     ("AGENTBASH_NO_PTY", "1: never use a pseudo-terminal"),
     ("AGENTBASH_NO_CI", "1: do not set CI=true for the command"),
     ("NO_COLOR", "non-empty: no colour under --color auto"),
@@ -122,6 +126,8 @@ pub enum Command {
     /// Inspect and refresh the snapshot of the user's shell rc.
     #[command(subcommand)]
     Snapshot(Deferred<SnapshotCommand>),
+    /// Trust a project's own profiles and rule packs (its .agentbash/), list or revoke trust.
+    Trust(Deferred<TrustArgs>),
     /// Print a shell completion script.
     Completions {
         /// The shell to generate completions for.
@@ -453,6 +459,20 @@ pub enum SessionCommand {
         #[arg(value_parser = parse_session_name)]
         name: String,
     },
+}
+
+// `agentbash trust`: a project's profiles are used only after this (see src/trust.rs).
+#[derive(Debug, Clone, Args)]
+pub struct TrustArgs {
+    /// Project directory holding .agentbash/ (default: the current directory or its nearest ancestor with one).
+    #[arg(value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub dir: Option<PathBuf>,
+    /// List trusted projects: when each was trusted and whether its files still match.
+    #[arg(long, conflicts_with_all = ["dir", "revoke"])]
+    pub list: bool,
+    /// Forget the trust given to the project.
+    #[arg(long)]
+    pub revoke: bool,
 }
 
 #[derive(Debug, Subcommand)]

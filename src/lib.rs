@@ -26,6 +26,7 @@ pub mod cli;
 pub mod commands;
 pub mod exec;
 pub mod exit;
+pub mod fsguard;
 pub mod guard;
 pub mod intercept;
 pub mod normalize;
@@ -39,6 +40,7 @@ pub mod run;
 pub mod server;
 pub mod shell;
 pub mod stages;
+pub mod trust;
 
 pub use exec::CancelToken;
 pub use profile::{LoadedProfile, Lookup, Profile};

@@ -67,16 +67,15 @@ pub fn absolute(base: &Path, p: &Path) -> PathBuf {
     out
 }
 
-/// Create `dir` (and parents) and make it 0700.
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let meta = std::fs::metadata(dir)?;
-    if meta.permissions().mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+/// Create `dir` 0700 if missing, and check it and every directory between it and the
+/// state or cache directory it lives under (see [`crate::fsguard::private_dir`]): an
+/// existing directory is never chmod'ed, a symbolic link is never followed, and one
+/// owned by someone else or writable by group or others is refused.
+pub fn private_dir(dir: &Path) -> Result<(), crate::fsguard::DirError> {
+    for root in [state_dir(), cache_dir()] {
+        if dir.starts_with(&root) {
+            return crate::fsguard::private_dir_under(&root, dir);
+        }
     }
-    Ok(())
+    crate::fsguard::private_dir(dir)
 }

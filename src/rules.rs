@@ -111,7 +111,7 @@ pub enum RulesError {
     #[error("cannot read rule pack {path}: {source}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        source: crate::fsguard::ReadError,
     },
     #[error(
         "{file}:{line}:{column}: {message}{}",
@@ -365,7 +365,12 @@ fn read_pack(spec: &str, base_dir: Option<&Path>) -> Result<(String, String), Ru
         Some(base) if Path::new(spec).is_relative() => base.join(spec),
         _ => PathBuf::from(spec),
     };
-    let text = std::fs::read_to_string(&path).map_err(|source| RulesError::Read {
+    let text = crate::fsguard::read_text(
+        &path,
+        crate::fsguard::CONFIG_CAP,
+        crate::fsguard::Links::Follow,
+    )
+    .map_err(|source| RulesError::Read {
         path: path.clone(),
         source,
     })?;

@@ -389,11 +389,18 @@ pub fn execute_with(
         )
     });
     let start_env = live.is_some().then(|| env.clone());
-    if live.is_none()
-        && let Err(w) = state.install_prelude(&mut env, &plan.script, &cwd)
-    {
-        warnings.push(w);
+    if live.is_none() {
+        match state.install_prelude(&mut env, &plan.script, &cwd) {
+            Ok(()) => {}
+            Err(exec::state::PreludeError::Refused(e)) => return fail(r, exit::FAILURE, e),
+            Err(exec::state::PreludeError::Unwritten(w)) => warnings.push(w),
+        }
     }
+    // A session's state file refused right before a live shell would source it.
+    let live_setup = match live.map(|_| state.live_setup()).transpose() {
+        Ok(s) => s.unwrap_or_default(),
+        Err(e) => return fail(r, exit::FAILURE, e),
+    };
     env.insert(exec::env::RUN_MARKER.to_string(), marker.clone());
     let (script, script_file) = if plan.script.len() > MAX_INLINE_SCRIPT {
         match spill_script(&plan.script) {
@@ -452,7 +459,7 @@ pub fn execute_with(
                     ],
                 },
                 start_env: start_env.as_ref().unwrap_or(&plan.env.vars),
-                setup: state.live_setup(),
+                setup: live_setup,
                 generation: state.generation(),
                 script: &plan.script,
                 save_definitions: state.saves_definitions(&plan.script),

@@ -71,7 +71,17 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
             }
             let mut s = format!("{:<14} {:>9} {:>5}  COMMAND\n", "ID", "SIZE", "AGE");
             for e in entries.iter().rev() {
-                let cmd = st.read_meta(e.id).map(|m| m.command).unwrap_or_default();
+                let cmd = match st.read_meta(e.id) {
+                    Ok(m) => m.command,
+                    Err(x) if x.is_not_found() => String::new(),
+                    Err(x) => {
+                        err(&format!(
+                            "agentbash: ignoring {}: {x}\n",
+                            x.path().display()
+                        ));
+                        String::new()
+                    }
+                };
                 s.push_str(&format!(
                     "{:<14} {:>9} {:>5}  {}\n",
                     artifact::url(e.id),
@@ -92,10 +102,12 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
             let id = id_of(&id)?;
             let st = store(profile.as_deref())?;
             let path = existing(&st, id)?;
-            let f = std::fs::File::open(&path).map_err(|e| {
-                err(&format!("agentbash: cannot read {}: {e}\n", path.display()));
-                crate::exit::FAILURE
-            })?;
+            let f = crate::fsguard::open(&path, u64::MAX, crate::fsguard::Links::Refuse).map_err(
+                |e| {
+                    err(&format!("agentbash: cannot read {}: {e}\n", path.display()));
+                    crate::exit::FAILURE
+                },
+            )?;
             let stdout = std::io::stdout();
             let mut o = stdout.lock();
             if head.is_none() && tail.is_none() {

@@ -28,7 +28,11 @@ fn explanation_of(plan: &Plan, profile: &LoadedProfile) -> serde_json::Value {
         .collect();
     json!({
         "command": plan.shown_command,
-        "profile": { "name": profile.name, "origin": profile.origin().to_string() },
+        "profile": {
+            "name": profile.name,
+            "origin": profile.origin().to_string(),
+            "warnings": profile.warnings,
+        },
         "normalize": {
             "command": plan.shown_normalized,
             "stripped": plan.normalized.stripped,
@@ -83,6 +87,9 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
         show(s("/profile/name")),
         show(s("/profile/origin"))
     ));
+    for w in &profile.warnings {
+        t.push_str(&format!("  warning   {w}\n"));
+    }
     t.push_str(&format!(
         "normalize   {}  (stripped: {}, head: {}, tail: {})\n",
         show(s("/normalize/command")),

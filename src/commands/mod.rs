@@ -9,6 +9,7 @@ pub mod rules;
 pub mod run;
 pub mod session;
 pub mod snapshot;
+pub mod trust;
 
 use crate::cli::{Cli, Command};
 use crate::render::err;
@@ -32,18 +33,28 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Mcp(a) => server(a.0, true),
         Command::Session(c) => session::command(c.0),
         Command::Snapshot(c) => snapshot::command(c.0),
+        Command::Trust(a) => trust::command(a.0),
     }
 }
 
 /// Load a profile for a management command, printing the error on failure.
 pub fn load_profile(spec: Option<&str>) -> Result<crate::LoadedProfile, i32> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
-    crate::Lookup::new(cwd)
+    let p = crate::Lookup::new(cwd)
         .load(spec.unwrap_or("default"))
         .map_err(|e| {
             err(&format!("agentbash: {e}\n"));
             crate::exit::FAILURE
-        })
+        })?;
+    warn_profile(&p);
+    Ok(p)
+}
+
+/// Say on stderr what the profile lookup left out (untrusted project profiles).
+pub fn warn_profile(p: &crate::LoadedProfile) {
+    for w in &p.warnings {
+        err(&format!("agentbash: warning: {w}\n"));
+    }
 }
 
 /// `agentbash rpc` / `agentbash mcp`.

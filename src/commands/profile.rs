@@ -13,6 +13,18 @@ fn lookup() -> Lookup {
 /// Every profile name that can be found, with every place it is defined, in lookup
 /// order: the first one wins, the others are shadowed.
 pub fn all_profiles(l: &Lookup) -> BTreeMap<String, Vec<Origin>> {
+    all_names(l)
+        .into_iter()
+        .map(|n| {
+            let c = l.candidates(&n);
+            (n, c)
+        })
+        .filter(|(_, c)| !c.is_empty())
+        .collect()
+}
+
+/// Every profile name defined anywhere, untrusted projects included.
+fn all_names(l: &Lookup) -> Vec<String> {
     let mut names: Vec<String> = BUILTIN.iter().map(|(n, _)| n.to_string()).collect();
     let mut dirs = Vec::new();
     for dir in l.invoking_dir.ancestors() {
@@ -37,13 +49,6 @@ pub fn all_profiles(l: &Lookup) -> BTreeMap<String, Vec<Origin>> {
     names.sort();
     names.dedup();
     names
-        .into_iter()
-        .map(|n| {
-            let c = l.candidates(&n);
-            (n, c)
-        })
-        .filter(|(_, c)| !c.is_empty())
-        .collect()
 }
 
 pub fn command(c: ProfileCommand) -> i32 {
@@ -63,6 +68,7 @@ pub fn command(c: ProfileCommand) -> i32 {
                 .unwrap_or_else(|| "default".into());
             match l.load(&spec) {
                 Ok(p) => {
+                    super::warn_profile(&p);
                     out(&show(&p, origin));
                     0
                 }
@@ -88,12 +94,34 @@ pub fn list(l: &Lookup, names_only: bool) -> String {
         return all.keys().map(|n| format!("{n}\n")).collect();
     }
     let mut rows: Vec<[String; 3]> = Vec::new();
-    for (name, origins) in &all {
+    for name in all_names(l) {
+        // An untrusted project's definition would come first; it is listed, ignored.
+        let untrusted = l.project_file(&name).and_then(|(file, project)| {
+            (!l.project_status(&project).is_trusted()).then_some((file, project))
+        });
+        if let Some((file, project)) = &untrusted {
+            rows.push([
+                name.clone(),
+                display_origin(&Origin::File(file.clone())),
+                format!(
+                    "UNTRUSTED, ignored (run `agentbash trust {}`)",
+                    crate::exec::state::quote(&project.display().to_string())
+                ),
+            ]);
+        }
+        let Some(origins) = all.get(&name) else {
+            continue;
+        };
+        let shown = if untrusted.is_some() {
+            String::new()
+        } else {
+            name.clone()
+        };
         let desc = match l.load_origin(name.clone(), origins[0].clone()) {
             Ok(p) => p.profile.description,
             Err(_) => format!("INVALID (see `agentbash profile check {name}`)"),
         };
-        rows.push([name.clone(), display_origin(&origins[0]), desc]);
+        rows.push([shown, display_origin(&origins[0]), desc]);
         for shadowed in &origins[1..] {
             rows.push([
                 String::new(),
@@ -128,6 +156,19 @@ fn display_origin(o: &Origin) -> String {
 /// Returns the report and whether everything was valid.
 pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
     let results: Vec<(String, Result<(), crate::profile::ProfileError>)> = if names.is_empty() {
+        // An untrusted project's definitions are checked too (parsing runs nothing),
+        // so they can be reviewed before `agentbash trust`.
+        let untrusted: Vec<(String, Origin)> = all_names(l)
+            .into_iter()
+            .filter_map(|n| {
+                let (file, project) = l.project_file(&n)?;
+                (!l.project_status(&project).is_trusted()).then_some((n, Origin::File(file)))
+            })
+            .collect();
+        let untrusted = untrusted.into_iter().map(|(name, o)| {
+            let label = format!("{o} (untrusted project: not used until trusted)");
+            (label, l.load_origin(name, o).map(|_| ()))
+        });
         all_profiles(l)
             .into_iter()
             .flat_map(|(name, origins)| {
@@ -136,6 +177,7 @@ pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
                     (label, l.load_origin(name.clone(), o).map(|_| ()))
                 })
             })
+            .chain(untrusted)
             .collect()
     } else {
         names

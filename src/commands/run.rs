@@ -44,6 +44,10 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
             return crate::exit::FAILURE;
         }
     };
+    // `explain` shows them in its own output.
+    if !explain {
+        super::warn_profile(&profile);
+    }
     let stdout_tty = std::io::stdout().is_terminal();
     let req = RunRequest {
         command: args.command.join(" "),

@@ -57,7 +57,11 @@ fn show(e: &Ensured) -> i32 {
         err("no snapshot could be made (see the warning above)\n");
         return 1;
     };
-    match std::fs::read_to_string(&s.path) {
+    match crate::fsguard::read_text(
+        &s.path,
+        crate::fsguard::SNAPSHOT_CAP,
+        crate::fsguard::Links::Refuse,
+    ) {
         Ok(text) => {
             out(&format!("# {}\n{text}", s.path.display()));
             0

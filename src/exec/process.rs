@@ -828,6 +828,18 @@ pub fn shared_process() -> bool {
     !exclusive_process()
 }
 
+/// Make agentbash non-dumpable: its `/proc/<pid>/environ`, `mem` and the like then
+/// belong to root, so a command running as the same user cannot read the environment
+/// agentbash was given (tokens included) through `/proc/$PPID/environ`, nor ptrace
+/// it. Nothing agentbash does needs its own `/proc` entries readable by others (it
+/// reads its own and its descendants'; a process may always read its own). Children
+/// are unaffected: execve of a normal binary makes a process dumpable again.
+/// Returns whether it took effect.
+pub fn make_non_dumpable() -> bool {
+    // SAFETY: PR_SET_DUMPABLE takes one integer argument and touches no memory.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 }
+}
+
 static EXCLUSIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Declare this process the one-run CLI (see [`exclusive_process`]).

@@ -113,6 +113,19 @@ pub enum SessionError {
         path: PathBuf,
         err: std::io::Error,
     },
+    #[error("session {name}: {err}")]
+    Dir {
+        name: String,
+        err: crate::fsguard::DirError,
+    },
+    #[error(
+        "session {name}: will not use {}: {err} (remove the session with `agentbash session rm {name}`)",
+        err.path().display()
+    )]
+    Untrusted {
+        name: String,
+        err: crate::fsguard::ReadError,
+    },
     #[error(
         "session {0} was not saved: the shell ended without running its exit trap (an `exec`, a kill -9, or an EXIT trap set by the command); it keeps its previous state"
     )]
@@ -322,20 +335,29 @@ impl SessionStore {
     pub fn load(&self, name: &str) -> Result<Option<SessionState>, SessionError> {
         validate_name(name)?;
         let path = self.dir(name).join("state.sh");
-        let f = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Self::io(name, "read", &path)(e)),
+        // The file bash will source: only a regular file of ours, read to a cap.
+        let text = match crate::fsguard::read_file(
+            &path,
+            crate::fsguard::SESSION_STATE_CAP,
+            crate::fsguard::Links::Refuse,
+        ) {
+            Ok(t) => t,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(err) => {
+                return Err(SessionError::Untrusted {
+                    name: name.to_string(),
+                    err,
+                });
+            }
         };
         // A run that changed nothing only touches the file (`ActiveSession::touch`).
-        let touched = f
-            .metadata()
+        let touched = std::fs::symlink_metadata(&path)
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_secs());
         let mut line = String::new();
-        std::io::BufReader::new(f)
+        std::io::BufReader::new(&text[..])
             .read_line(&mut line)
             .map_err(Self::io(name, "read", &path))?;
         let state = line
@@ -360,8 +382,12 @@ impl SessionStore {
         let dir = self.dir(name);
         let lock_path = dir.join("lock");
         let lock = loop {
-            crate::paths::private_dir(&self.root).map_err(Self::io(name, "create", &self.root))?;
-            crate::paths::private_dir(&dir).map_err(Self::io(name, "create", &dir))?;
+            let dir_error = |err| SessionError::Dir {
+                name: name.to_string(),
+                err,
+            };
+            crate::paths::private_dir(&self.root).map_err(dir_error)?;
+            crate::fsguard::private_dir(&dir).map_err(dir_error)?;
             let lock = match FileLock::acquire(&lock_path, Some(cancel), deadline) {
                 Ok(l) => l,
                 Err(LockWait::TimedOut) => return Err(SessionError::LockTimedOut),
@@ -507,16 +533,30 @@ impl ActiveSession {
 
     /// Bash that restores the session (after the snapshot) and defines
     /// `__agentbash_session_save STATUS`, which writes the pending state.
-    pub fn shell_setup(&self, snapshot: Option<&Path>) -> String {
+    ///
+    /// `state.sh` is checked here, right before bash is told to source it: a regular
+    /// file (not a link), ours, within the cap. Its directory was checked when the
+    /// session was locked (ours, not a link, not writable by group or others), so only
+    /// our own user or root could swap the file between this check and bash's open.
+    pub fn shell_setup(&self, snapshot: Option<&Path>) -> Result<String, SessionError> {
         let mut t = String::new();
         if let Some(s) = snapshot {
             t.push_str(&format!(". {}\n", quote(&s.display().to_string())));
         }
-        if self.state_file().is_file() {
-            t.push_str(&format!(
-                ". {}\n",
-                quote(&self.state_file().display().to_string())
-            ));
+        let state = self.state_file();
+        match crate::fsguard::check_file(
+            &state,
+            crate::fsguard::SESSION_STATE_CAP,
+            crate::fsguard::Links::Refuse,
+        ) {
+            Ok(()) => t.push_str(&format!(". {}\n", quote(&state.display().to_string()))),
+            Err(e) if e.is_not_found() => {}
+            Err(err) => {
+                return Err(SessionError::Untrusted {
+                    name: self.name.clone(),
+                    err,
+                });
+            }
         }
         t.push_str(&dump::function(
             "__agentbash_dump",
@@ -532,7 +572,7 @@ impl ActiveSession {
             "__agentbash_session_save() {{ __agentbash_dump {} \"$1\" \"$2\"; }}\n",
             quote(&self.pending.display().to_string())
         ));
-        t
+        Ok(t)
     }
 
     /// Write the `BASH_ENV` prelude for a spawned shell and return its path.
@@ -546,9 +586,9 @@ impl ActiveSession {
         user_bash_env: Option<&str>,
         definitions: bool,
         plain: Option<&str>,
-    ) -> std::io::Result<PathBuf> {
+    ) -> Result<PathBuf, SessionError> {
         let mut t = String::from("unset BASH_ENV\n");
-        t.push_str(&self.shell_setup(snapshot));
+        t.push_str(&self.shell_setup(snapshot)?);
         // A group's redirection also hides the trace when the command turned on -x.
         match plain {
             // Decided before the command runs: a function may unset itself
@@ -568,7 +608,7 @@ impl ActiveSession {
             t.push_str(&format!("export BASH_ENV={0}\n. {0}\n", quote(orig)));
         }
         let path = self.dir.join("prelude.sh");
-        write_private(&path, t.as_bytes())?;
+        write_private(&path, t.as_bytes()).map_err(SessionStore::io(&self.name, "write", &path))?;
         Ok(path)
     }
 
@@ -580,8 +620,24 @@ impl ActiveSession {
         snapshot: Option<&Snapshot>,
         loaded: Option<&BTreeSet<String>>,
     ) -> Result<(), SessionError> {
-        let raw = std::fs::read(&self.pending).unwrap_or_default();
+        // Written by our shell into a private directory; a dump past the cap is not
+        // saved (the next run could not load it).
+        let raw = crate::fsguard::read_file(
+            &self.pending,
+            crate::fsguard::SESSION_STATE_CAP,
+            crate::fsguard::Links::Refuse,
+        );
         let _ = std::fs::remove_file(&self.pending);
+        let raw = match raw {
+            Ok(r) => r,
+            Err(e) if e.is_not_found() => Vec::new(),
+            Err(err) => {
+                return Err(SessionError::Untrusted {
+                    name: self.name.clone(),
+                    err,
+                });
+            }
+        };
         // A live shell keeps the delimiter it started with: read it from the dump.
         let d = dump::parse_any(&String::from_utf8_lossy(&raw));
         if !d.complete {
@@ -624,7 +680,12 @@ impl ActiveSession {
         body.push_str(DEFINITIONS);
         if !d.has_definitions {
             // The command could not have changed them: keep what was saved.
-            let old = std::fs::read_to_string(self.state_file()).unwrap_or_default();
+            let old = crate::fsguard::read_text(
+                &self.state_file(),
+                crate::fsguard::SESSION_STATE_CAP,
+                crate::fsguard::Links::Refuse,
+            )
+            .unwrap_or_default();
             if let Some(i) = old.find(DEFINITIONS) {
                 body.push_str(&old[i + DEFINITIONS.len()..]);
             }

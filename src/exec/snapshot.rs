@@ -179,7 +179,12 @@ fn current_key(src: &Source) -> std::io::Result<Key> {
     let rc_hash = match known {
         Some((l, t, h)) if l == len && t == mtime => h,
         _ => {
-            let h = fnv64(&std::fs::read(&src.rc)?);
+            // The rc may be a dotfile manager's link; its target must still be ours.
+            let h = fnv64(&crate::fsguard::read_file(
+                &src.rc,
+                crate::fsguard::SNAPSHOT_CAP,
+                crate::fsguard::Links::Follow,
+            )?);
             with_memo(|m| m.rc.insert(src.rc.clone(), (len, mtime, h)));
             h
         }
@@ -278,11 +283,27 @@ fn read_meta(src: &Source) -> Option<Arc<Meta>> {
     }) {
         return Some(m);
     }
-    let text = std::fs::read(&path).ok()?;
+    let text = crate::fsguard::read_file(
+        &path,
+        crate::fsguard::SNAPSHOT_CAP,
+        crate::fsguard::Links::Refuse,
+    )
+    .ok()?;
     let m: Meta = serde_json::from_slice(&text).ok()?;
     let m = Arc::new(m);
     with_memo(|memo| memo.meta.insert(path, (len, mtime, m.clone())));
     (m.version == META_VERSION).then_some(m)
+}
+
+/// A snapshot file bash may source: a regular file of ours (not a link) within the cap.
+/// One that is not is generated again (written over by an atomic rename).
+fn sourceable(p: &Path) -> bool {
+    crate::fsguard::check_file(
+        p,
+        crate::fsguard::SNAPSHOT_CAP,
+        crate::fsguard::Links::Refuse,
+    )
+    .is_ok()
 }
 
 fn from_meta(meta: Arc<Meta>, generated: bool) -> Ensured {
@@ -294,7 +315,7 @@ fn from_meta(meta: Arc<Meta>, generated: bool) -> Ensured {
     let snapshot = meta
         .snapshot
         .as_ref()
-        .filter(|p| p.is_file())
+        .filter(|p| sourceable(p))
         .map(|p| Snapshot {
             path: p.clone(),
             content_hash: meta.content_hash,
@@ -314,17 +335,21 @@ pub fn ensure(plan: &SnapshotPlan, env: &BuiltEnv, force: bool) -> Ensured {
     let SnapshotPlan::Use(src) = plan else {
         return Ensured::default();
     };
-    let Ok(key) = current_key(src) else {
+    let key = match current_key(src) {
+        Ok(k) => k,
         // The rc vanished between planning and now: the same as no rc.
-        return Ensured::default();
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ensured::default(),
+        // Not a regular file of ours, or too large: never sourced.
+        Err(e) => {
+            return Ensured {
+                warnings: vec![format!(
+                    "shell snapshot unavailable (will not use {}: {e}); the command ran without its functions and aliases",
+                    src.rc.display()
+                )],
+                ..Default::default()
+            };
+        }
     };
-    if !force
-        && let Some(m) = read_meta(src)
-        && m.key == key
-        && (m.outcome == Outcome::Failed || m.snapshot.as_ref().is_some_and(|p| p.is_file()))
-    {
-        return from_meta(m, false);
-    }
     let unavailable = |e: String| Ensured {
         warnings: vec![format!(
             "shell snapshot unavailable ({e}); the command ran without the functions and aliases of {}",
@@ -332,8 +357,16 @@ pub fn ensure(plan: &SnapshotPlan, env: &BuiltEnv, force: bool) -> Ensured {
         )],
         ..Default::default()
     };
+    // Checked on every run, a cached snapshot included: bash sources what is in it.
     if let Err(e) = crate::paths::private_dir(&src.dir) {
-        return unavailable(format!("cannot create {}: {e}", src.dir.display()));
+        return unavailable(e.to_string());
+    }
+    if !force
+        && let Some(m) = read_meta(src)
+        && m.key == key
+        && (m.outcome == Outcome::Failed || m.snapshot.as_deref().is_some_and(sourceable))
+    {
+        return from_meta(m, false);
     }
     // One generator at a time; the others wait and reuse its work.
     let _lock = match FileLock::acquire(
@@ -350,7 +383,7 @@ pub fn ensure(plan: &SnapshotPlan, env: &BuiltEnv, force: bool) -> Ensured {
     if !force
         && let Some(m) = read_meta(src)
         && m.key == key
-        && (m.outcome == Outcome::Failed || m.snapshot.as_ref().is_some_and(|p| p.is_file()))
+        && (m.outcome == Outcome::Failed || m.snapshot.as_deref().is_some_and(sourceable))
     {
         return from_meta(m, false);
     }
@@ -415,7 +448,12 @@ fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
             Err(_) => break,
         }
     }
-    let text = std::fs::read(&dump_path).unwrap_or_default();
+    let text = crate::fsguard::read_file(
+        &dump_path,
+        crate::fsguard::SNAPSHOT_CAP,
+        crate::fsguard::Links::Refuse,
+    )
+    .unwrap_or_default();
     let _ = std::fs::remove_file(&dump_path);
     let parsed = dump::parse(&String::from_utf8_lossy(&text), &delim);
     let mut meta = build(src, key, &parsed, timed_out);
@@ -924,10 +962,14 @@ impl Snapshot {
         let names: Vec<&str> = wanted.iter().copied().collect();
         let tag = fnv64(format!("{}\0{}", m.content_hash, names.join("\0")).as_bytes());
         let part = dir.join(format!("{stem}.{tag:016x}.sh"));
-        if part.is_file() {
+        if sourceable(&part) {
             return Ok(part);
         }
-        let full = std::fs::read_to_string(&self.path)?;
+        let full = crate::fsguard::read_text(
+            &self.path,
+            crate::fsguard::SNAPSHOT_CAP,
+            crate::fsguard::Links::Refuse,
+        )?;
         let mut out = String::from("unset BASH_ENV\n");
         out.extend(m.options.iter().map(|o| format!("{o}\n")));
         let mut keep = false;

@@ -100,6 +100,15 @@ pub enum Stopped {
     Failed(String),
 }
 
+/// Why the prelude a spawned shell sources could not be installed.
+#[derive(Debug)]
+pub enum PreludeError {
+    /// The session's state file was refused: the run must not go on (exit 125).
+    Refused(String),
+    /// It could not be written: the run goes on without it, with this warning.
+    Unwritten(String),
+}
+
 /// The state made ready for one run; holds the session lock until dropped.
 pub struct Prepared {
     pub snapshot: Option<Snapshot>,
@@ -212,7 +221,7 @@ impl Prepared {
         env: &mut BTreeMap<String, String>,
         command: &str,
         cwd: &Path,
-    ) -> Result<(), String> {
+    ) -> Result<(), PreludeError> {
         self.plain = self
             .session
             .as_ref()
@@ -234,8 +243,9 @@ impl Prepared {
                     text.push_str(&format!(". {}\n", quote(&p.display().to_string())));
                 }
                 text.push_str(&format!("export BASH_ENV={0}\n. {0}\n", quote(&orig)));
-                let f = temp_prelude(&text)
-                    .map_err(|e| format!("cannot write the shell prelude: {e}"))?;
+                let f = temp_prelude(&text).map_err(|e| {
+                    PreludeError::Unwritten(format!("cannot write the shell prelude: {e}"))
+                })?;
                 let p = f.to_path_buf();
                 self.prelude = Some(f);
                 Some(p)
@@ -247,7 +257,10 @@ impl Prepared {
                     self.saves_definitions(command),
                     self.plain.as_deref(),
                 )
-                .map_err(|e| format!("cannot prepare session {}: {e}", s.name()))?,
+                .map_err(|e| match e {
+                    SessionError::Untrusted { .. } => PreludeError::Refused(e.to_string()),
+                    other => PreludeError::Unwritten(other.to_string()),
+                })?,
             ),
         };
         if let Some(p) = prelude_path {
@@ -291,13 +304,14 @@ impl Prepared {
     }
 
     /// Bash a live shell runs once at start: the snapshot, then the session.
-    pub fn live_setup(&self) -> String {
+    /// An error (the session's state file was refused) fails the run.
+    pub fn live_setup(&self) -> Result<String, String> {
         let snap = self.snapshot.as_ref().map(|s| s.path.as_path());
         match &self.session {
-            Some(s) => s.shell_setup(snap),
-            None => snap
+            Some(s) => s.shell_setup(snap).map_err(|e| e.to_string()),
+            None => Ok(snap
                 .map(|p| format!(". {}\n", quote(&p.display().to_string())))
-                .unwrap_or_default(),
+                .unwrap_or_default()),
         }
     }
 

@@ -14,6 +14,8 @@ use std::time::{Duration, SystemTime};
 
 pub const URL_PREFIX: &str = "artifact://";
 const SUFFIX: &str = ".bash.log";
+/// The longest command a sidecar keeps (it fits well within its read cap).
+const META_COMMAND_MAX: usize = 64 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct ArtifactStore {
@@ -189,7 +191,18 @@ impl ArtifactStore {
     }
 
     pub fn write_meta(&self, id: u64, meta: &Meta) {
-        let Ok(json) = serde_json::to_vec(meta) else {
+        // The sidecar is read back under a cap: a command of megabytes (rpc allows
+        // 16 MiB) is kept to its start.
+        let mut meta = meta.clone();
+        if meta.command.len() > META_COMMAND_MAX {
+            let mut cut = META_COMMAND_MAX;
+            while !meta.command.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            meta.command.truncate(cut);
+            meta.command.push('…');
+        }
+        let Ok(json) = serde_json::to_vec(&meta) else {
             return;
         };
         let _ = OpenOptions::new()
@@ -201,9 +214,19 @@ impl ArtifactStore {
             .and_then(|mut f| io::Write::write_all(&mut f, &json));
     }
 
-    pub fn read_meta(&self, id: u64) -> Option<Meta> {
-        let bytes = std::fs::read(self.meta_path(id)).ok()?;
-        serde_json::from_slice(&bytes).ok()
+    /// The sidecar, when it is a regular file of ours within
+    /// [`crate::fsguard::ARTIFACT_META_CAP`].
+    pub fn read_meta(&self, id: u64) -> Result<Meta, crate::fsguard::ReadError> {
+        let path = self.meta_path(id);
+        let bytes = crate::fsguard::read_file(
+            &path,
+            crate::fsguard::ARTIFACT_META_CAP,
+            crate::fsguard::Links::Refuse,
+        )?;
+        serde_json::from_slice(&bytes).map_err(|e| crate::fsguard::ReadError::Io {
+            path,
+            err: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })
     }
 }
 

@@ -60,7 +60,27 @@ pub enum ProfileError {
     )]
     NotFound { name: String, looked: String },
     #[error("cannot read profile {}: {err}", path.display())]
-    Unreadable { path: PathBuf, err: std::io::Error },
+    Unreadable {
+        path: PathBuf,
+        err: crate::fsguard::ReadError,
+    },
+    #[error(
+        "profile {name:?} exists only as {}, and {} is not trusted ({why}); to use it run `agentbash trust {}` (or set AGENTBASH_TRUST_PROJECT=1), or name a built-in as builtin:NAME",
+        file.display(),
+        project.display(),
+        crate::exec::state::quote(&project.display().to_string())
+    )]
+    Untrusted {
+        name: String,
+        file: PathBuf,
+        project: PathBuf,
+        why: String,
+    },
+    #[error(
+        "{}: it changed after `agentbash trust` (its content is not what was trusted); review it and run `agentbash trust` again",
+        path.display()
+    )]
+    ChangedSinceTrust { path: PathBuf },
     #[error("{origin}: `extends` chain is too deep or circular ({chain})")]
     ExtendsLoop { origin: Origin, chain: String },
 }
@@ -80,6 +100,8 @@ pub struct LoadedProfile {
     rules: std::sync::OnceLock<Result<std::sync::Arc<crate::rules::RuleSet>, String>>,
     /// The guard's packs (`guard.rules`), compiled on first use.
     guard_rules: std::sync::OnceLock<Result<std::sync::Arc<crate::rules::RuleSet>, String>>,
+    /// Said while looking the profile up: untrusted project profiles left out.
+    pub warnings: Vec<String>,
 }
 
 impl LoadedProfile {
@@ -105,14 +127,7 @@ impl LoadedProfile {
     /// named them).
     pub fn rule_set(&self) -> Result<std::sync::Arc<crate::rules::RuleSet>, String> {
         self.rules
-            .get_or_init(|| {
-                let base = self
-                    .origin_of("interceptor", "rules")
-                    .and_then(|o| o.base_dir().map(PathBuf::from));
-                crate::rules::RuleSet::load(&self.profile.interceptor.rules, base.as_deref())
-                    .map(std::sync::Arc::new)
-                    .map_err(|e| e.to_string())
-            })
+            .get_or_init(|| self.load_packs("interceptor", &self.profile.interceptor.rules))
             .clone()
     }
 
@@ -131,15 +146,37 @@ impl LoadedProfile {
     /// The guard's rule packs (`guard.rules`), loaded like [`LoadedProfile::rule_set`].
     pub fn guard_rule_set(&self) -> Result<std::sync::Arc<crate::rules::RuleSet>, String> {
         self.guard_rules
-            .get_or_init(|| {
-                let base = self
-                    .origin_of("guard", "rules")
-                    .and_then(|o| o.base_dir().map(PathBuf::from));
-                crate::rules::RuleSet::load(&self.profile.guard.rules, base.as_deref())
-                    .map(std::sync::Arc::new)
-                    .map_err(|e| e.to_string())
-            })
+            .get_or_init(|| self.load_packs("guard", &self.profile.guard.rules))
             .clone()
+    }
+
+    /// Loads `specs` (the `rules` key of `section`), relative to the file that set
+    /// them; a project profile's packs must be covered by its trust record.
+    fn load_packs(
+        &self,
+        section: &str,
+        specs: &[String],
+    ) -> Result<std::sync::Arc<crate::rules::RuleSet>, String> {
+        let origin = self.origin_of(section, "rules");
+        let base = origin.and_then(|o| o.base_dir().map(PathBuf::from));
+        if let Some(Origin::File(f)) = origin
+            && let Some(project) = crate::trust::project_of(f)
+            && let Some(base) = &base
+        {
+            for spec in specs {
+                let path = crate::paths::absolute(base, Path::new(spec));
+                if Lookup::is_path(spec) && !crate::trust::covers(&project, &path) {
+                    return Err(format!(
+                        "{f}: rule pack {spec:?} is outside {0}/.agentbash/profiles and {0}/.agentbash/rules, which `agentbash trust` covers; move it there",
+                        project.display(),
+                        f = f.display()
+                    ));
+                }
+            }
+        }
+        crate::rules::RuleSet::load(specs, base.as_deref())
+            .map(std::sync::Arc::new)
+            .map_err(|e| e.to_string())
     }
 
     /// The layer that last set `section.key` (for `profile show --origin`).
@@ -157,16 +194,93 @@ impl LoadedProfile {
     }
 }
 
+/// Names a built-in profile, skipping every other location: `builtin:agent`.
+pub const BUILTIN_PREFIX: &str = "builtin:";
+
 /// Directories searched for named profiles, highest priority first.
 pub struct Lookup {
     pub invoking_dir: PathBuf,
+    trust: crate::trust::TrustStore,
+    /// Trust status per project directory, decided once per lookup.
+    statuses: std::sync::Mutex<std::collections::HashMap<PathBuf, crate::trust::Status>>,
+    /// Untrusted project profiles left out so far (drained into the loaded profile).
+    warnings: std::sync::Mutex<Vec<String>>,
 }
 
 impl Lookup {
     pub fn new(invoking_dir: impl Into<PathBuf>) -> Self {
+        Self::with_trust(invoking_dir, crate::trust::TrustStore::new())
+    }
+
+    /// A lookup that believes the trust records of `trust`.
+    pub fn with_trust(invoking_dir: impl Into<PathBuf>, trust: crate::trust::TrustStore) -> Self {
         Lookup {
             invoking_dir: invoking_dir.into(),
+            trust,
+            statuses: Default::default(),
+            warnings: Default::default(),
         }
+    }
+
+    /// The nearest `.agentbash/profiles/NAME.toml` at or above the invoking directory,
+    /// with its project directory, trusted or not.
+    pub fn project_file(&self, name: &str) -> Option<(PathBuf, PathBuf)> {
+        let file = format!("{name}.toml");
+        self.invoking_dir.ancestors().find_map(|dir| {
+            let p = dir.join(".agentbash/profiles").join(&file);
+            p.is_file().then(|| (p, dir.to_path_buf()))
+        })
+    }
+
+    /// Whether the profiles of `project` may be used (see [`crate::trust`]).
+    pub fn project_status(&self, project: &Path) -> crate::trust::Status {
+        let known = self
+            .statuses
+            .lock()
+            .ok()
+            .and_then(|m| m.get(project).cloned());
+        if let Some(s) = known {
+            return s;
+        }
+        let s = self.trust.status(project);
+        if let Ok(mut m) = self.statuses.lock() {
+            m.insert(project.to_path_buf(), s.clone());
+        }
+        s
+    }
+
+    /// A layer's text; a trusted project's file must hash to what its record says.
+    fn read_layer(&self, origin: &Origin) -> Result<String, ProfileError> {
+        let text = read_origin(origin)?;
+        if let Origin::File(p) = origin
+            && let Some(project) = crate::trust::project_of(p)
+            && let crate::trust::Status::Trusted(files) = self.project_status(&project)
+        {
+            let rel = p
+                .strip_prefix(project.join(".agentbash"))
+                .unwrap_or(p)
+                .display()
+                .to_string();
+            if files.get(&rel) != Some(&crate::trust::sha256_hex(text.as_bytes())) {
+                return Err(ProfileError::ChangedSinceTrust { path: p.clone() });
+            }
+        }
+        Ok(text)
+    }
+
+    fn warn(&self, w: String) {
+        if let Ok(mut v) = self.warnings.lock()
+            && !v.contains(&w)
+        {
+            v.push(w);
+        }
+    }
+
+    fn take_warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
     }
 
     /// `$AGENTBASH_CONFIG_DIR`, else `$XDG_CONFIG_HOME/agentbash`, else `~/.config/agentbash`.
@@ -180,15 +294,24 @@ impl Lookup {
         crate::paths::home().map(|h| h.join(".config/agentbash"))
     }
 
-    /// Every place `name` could come from, in lookup order.
+    /// Every place `name` could come from, in lookup order. A project profile is
+    /// among them only when its project is trusted; otherwise it is left out with a
+    /// warning (see [`LoadedProfile::warnings`]). `builtin:NAME` is the built-in only.
     pub fn candidates(&self, name: &str) -> Vec<Origin> {
         let mut out = Vec::new();
+        if let Some(b) = name.strip_prefix(BUILTIN_PREFIX) {
+            if BUILTIN.iter().any(|(n, _)| *n == b) {
+                out.push(Origin::Builtin(b.to_string()));
+            }
+            return out;
+        }
         let file = format!("{name}.toml");
-        for dir in self.invoking_dir.ancestors() {
-            let p = dir.join(".agentbash/profiles").join(&file);
-            if p.is_file() {
-                out.push(Origin::File(p));
-                break;
+        if let Some((p, project)) = self.project_file(name) {
+            match self.project_status(&project) {
+                crate::trust::Status::Untrusted(why) => {
+                    self.warn(crate::trust::skipped_warning(&p, &project, &why));
+                }
+                _ => out.push(Origin::File(p)),
             }
         }
         if let Some(cd) = Self::config_dir() {
@@ -217,7 +340,27 @@ impl Lookup {
 
     /// True when `spec` names a file rather than a profile.
     pub fn is_path(spec: &str) -> bool {
-        spec.contains('/') || spec.ends_with(".toml")
+        !spec.starts_with(BUILTIN_PREFIX) && (spec.contains('/') || spec.ends_with(".toml"))
+    }
+
+    /// `spec` not found: untrusted when only an untrusted project defines it.
+    fn not_found(&self, spec: &str) -> ProfileError {
+        let name = spec.to_string();
+        if !spec.starts_with(BUILTIN_PREFIX)
+            && let Some((file, project)) = self.project_file(spec)
+            && let crate::trust::Status::Untrusted(why) = self.project_status(&project)
+        {
+            return ProfileError::Untrusted {
+                name,
+                file,
+                project,
+                why,
+            };
+        }
+        ProfileError::NotFound {
+            looked: self.looked_in(spec),
+            name,
+        }
     }
 
     /// Resolve `spec` (name or path) and load it with its `extends` chain.
@@ -228,10 +371,7 @@ impl Lookup {
             self.candidates(spec)
                 .into_iter()
                 .next()
-                .ok_or_else(|| ProfileError::NotFound {
-                    name: spec.to_string(),
-                    looked: self.looked_in(spec),
-                })?
+                .ok_or_else(|| self.not_found(spec))?
         };
         let name = if Self::is_path(spec) {
             Path::new(spec)
@@ -239,7 +379,9 @@ impl Lookup {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| spec.to_string())
         } else {
-            spec.to_string()
+            spec.strip_prefix(BUILTIN_PREFIX)
+                .unwrap_or(spec)
+                .to_string()
         };
         self.load_origin(name, origin)
     }
@@ -254,6 +396,7 @@ impl Lookup {
                 top: origin,
                 rules: std::sync::OnceLock::new(),
                 guard_rules: std::sync::OnceLock::new(),
+                warnings: self.take_warnings(),
             });
         }
         let mut layers: Vec<(Origin, toml::Table)> = Vec::new();
@@ -262,7 +405,7 @@ impl Lookup {
         // A profile without `extends` is its own merge: keep its typed form.
         let mut only: Option<Profile> = None;
         loop {
-            let text = read_origin(&current)?;
+            let text = self.read_layer(&current)?;
             let (table, prof) = parse_layer(&current, &text)?;
             let extends = prof.extends.clone();
             if layers.is_empty() && extends.is_none() {
@@ -282,7 +425,25 @@ impl Lookup {
             }
             let next = if Self::is_path(&parent) {
                 let base = current.base_dir().unwrap_or(&self.invoking_dir);
-                Origin::File(crate::paths::absolute(base, Path::new(&parent)))
+                let path = crate::paths::absolute(base, Path::new(&parent));
+                // What a project profile loads must be covered by its trust record.
+                if let Origin::File(f) = &current
+                    && let Some(project) = crate::trust::project_of(f)
+                    && !crate::trust::covers(&project, &path)
+                {
+                    let text = read_origin(&current)?;
+                    let (line, col) = locate(&text, "", "extends");
+                    return Err(ProfileError::Invalid {
+                        origin: current,
+                        line,
+                        col,
+                        message: format!(
+                            "extends = {parent:?}: a project profile may only extend files under {0}/.agentbash/profiles or {0}/.agentbash/rules, which `agentbash trust` covers",
+                            project.display()
+                        ),
+                    });
+                }
+                Origin::File(path)
             } else {
                 // A project `default.toml` may extend the built-in `default`: skip
                 // candidates up to and including the layer we are in.
@@ -298,14 +459,15 @@ impl Lookup {
                 match cands.into_iter().nth(skip) {
                     Some(o) => o,
                     None => {
+                        let why = match self.not_found(&parent) {
+                            e @ ProfileError::Untrusted { .. } => e.to_string(),
+                            _ => format!("no such profile ({})", self.looked_in(&parent)),
+                        };
                         return Err(ProfileError::Invalid {
                             line: locate(&read_origin(&current)?, "", "extends").0,
                             col: locate(&read_origin(&current)?, "", "extends").1,
                             origin: current,
-                            message: format!(
-                                "extends = {parent:?}: no such profile ({})",
-                                self.looked_in(&parent)
-                            ),
+                            message: format!("extends = {parent:?}: {why}"),
                         });
                     }
                 }
@@ -374,6 +536,7 @@ impl Lookup {
             top,
             rules: std::sync::OnceLock::new(),
             guard_rules: std::sync::OnceLock::new(),
+            warnings: self.take_warnings(),
         })
     }
 }
@@ -397,10 +560,13 @@ fn read_origin(o: &Origin) -> Result<String, ProfileError> {
             .find(|(b, _)| b == n)
             .map(|(_, t)| t.to_string())
             .unwrap_or_default()),
-        Origin::File(p) => std::fs::read_to_string(p).map_err(|err| ProfileError::Unreadable {
-            path: p.clone(),
-            err,
-        }),
+        Origin::File(p) => {
+            crate::fsguard::read_text(p, crate::fsguard::CONFIG_CAP, crate::fsguard::Links::Follow)
+                .map_err(|err| ProfileError::Unreadable {
+                    path: p.clone(),
+                    err,
+                })
+        }
     }
 }
 
@@ -574,6 +740,30 @@ mod tests {
             ..Profile::default()
         };
         assert_eq!(p.profile, expect);
+    }
+
+    /// What is parsed is what was trusted: a file changed after the lookup hashed it
+    /// (the status is decided once per lookup) is refused, not loaded.
+    #[test]
+    fn a_trusted_profile_changed_after_the_lookup_is_refused() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let project = tmp.path().canonicalize().expect("canonical").join("p");
+        let file = project.join(".agentbash/profiles/x.toml");
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&file, "description = \"trusted\"\n").expect("write");
+        let store = || crate::trust::TrustStore::with_dir(tmp.path().join("trust"));
+        store().trust(&project).expect("trust");
+        let l = Lookup::with_trust(&project, store());
+        assert_eq!(l.load("x").expect("trusted").profile.description, "trusted");
+        let l = Lookup::with_trust(&project, store());
+        assert!(l.project_status(&project).is_trusted());
+        std::fs::write(&file, "description = \"swapped\"\n").expect("write");
+        let e = l.load("x").unwrap_err();
+        assert!(matches!(e, ProfileError::ChangedSinceTrust { .. }), "{e}");
+        // A fresh lookup sees the change and falls back (no such built-in: an error
+        // saying the project is untrusted).
+        let e = Lookup::with_trust(&project, store()).load("x").unwrap_err();
+        assert!(matches!(e, ProfileError::Untrusted { .. }), "{e}");
     }
 
     #[test]

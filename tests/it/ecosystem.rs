@@ -253,7 +253,7 @@ fn man_page_documents_exit_codes_and_environment() {
 
 /// An environment with a project profile `projzz` and a user profile `userzz`.
 fn completion_env() -> TestEnv {
-    let env = TestEnv::new();
+    let env = TestEnv::trusting();
     env.write(
         ".agentbash/profiles/projzz.toml",
         "description = \"project\"\n",
@@ -461,7 +461,7 @@ zpty -d z
 
 #[test]
 fn profile_list_shows_origin_description_and_shadowing() {
-    let env = TestEnv::new();
+    let env = TestEnv::trusting();
     let out = env.run(&["profile", "list"]);
     out.assert_code(0);
     let lines: Vec<&str> = out.stdout.lines().collect();
@@ -533,7 +533,7 @@ fn profile_list_shows_origin_description_and_shadowing() {
 
 #[test]
 fn profile_show_prints_the_resolved_toml_with_origins() {
-    let env = TestEnv::new();
+    let env = TestEnv::trusting();
     let out = env.run(&["profile", "show", "ci"]);
     out.assert_code(0);
     assert!(out.stdout.starts_with(
@@ -635,7 +635,7 @@ fn profile_show_unknown_profile_is_a_clear_error() {
 
 #[test]
 fn profile_check_reports_file_line_col() {
-    let env = TestEnv::new();
+    let env = TestEnv::trusting();
     let out = env.run(&["profile", "check"]);
     out.assert_code(0);
     assert_eq!(
@@ -699,7 +699,7 @@ fn profile_check_reports_file_line_col() {
 
 #[test]
 fn profile_check_checks_shadowed_definitions_too() {
-    let env = TestEnv::new();
+    let env = TestEnv::trusting();
     // A valid project ci shadows the built-in; a broken user ci sits between them.
     env.write(".agentbash/profiles/ci.toml", "description = \"ours\"\n");
     let user = env.config_dir().join("profiles/ci.toml");
@@ -848,7 +848,7 @@ fn old_artifact(dir: &Path, id: u64, size: usize, age_days: u64) {
 
 #[test]
 fn artifact_gc_honours_age_and_size_limits() {
-    let env = TestEnv::new();
+    let env = TestEnv::trusting();
     env.write(
         ".agentbash/profiles/small.toml",
         "[artifacts]\ndir = \"arts\"\nmax_total_bytes = 1000\nmax_age_days = 2\n",
@@ -1013,7 +1013,7 @@ fn github(env: &TestEnv, args: &[&str]) -> crate::support::Output {
 
 #[test]
 fn github_actions_groups_output_and_annotates_failures() {
-    let env = TestEnv::new();
+    let env = TestEnv::trusting();
     for profile in ["ci", "default"] {
         // Success: a group, no annotation.
         let out = github(&env, &["run", "-p", profile, "--", "echo hi"]);

@@ -17,3 +17,5 @@ mod snapshot;
 mod support;
 mod teardown;
 mod tmux;
+mod trust;
+mod trusted_files;

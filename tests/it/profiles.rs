@@ -52,7 +52,7 @@ fn ci_profile_keeps_artifacts_in_the_workspace() {
 
 #[test]
 fn project_profile_wins_over_the_user_dir() {
-    let env = TestEnv::new();
+    let env = TestEnv::trusting();
     std::fs::create_dir_all(env.work().join("sub/deeper")).unwrap();
     env.write(".agentbash/profiles/x.toml", set_which("project"));
     let user = env.config_dir().join("profiles/x.toml");
@@ -66,7 +66,7 @@ fn project_profile_wins_over_the_user_dir() {
 
 #[test]
 fn nearest_project_dir_wins() {
-    let env = TestEnv::new();
+    let env = TestEnv::trusting();
     env.write(".agentbash/profiles/x.toml", set_which("outer"));
     env.write("inner/.agentbash/profiles/x.toml", set_which("inner"));
     std::fs::create_dir_all(env.work().join("inner/deep")).unwrap();
@@ -94,7 +94,7 @@ fn user_dir_wins_over_builtin_and_xdg_default_is_used() {
 
 #[test]
 fn project_default_can_extend_the_builtin_default() {
-    let env = TestEnv::new();
+    let env = TestEnv::trusting();
     env.write(
         ".agentbash/profiles/default.toml",
         format!("extends = \"default\"\n{}", set_which("project-default")),

@@ -28,6 +28,7 @@ const CLEARED: &[&str] = &[
     "GITHUB_ACTIONS",
     "AGENTBASH_NO_PTY",
     "AGENTBASH_NO_CI",
+    "AGENTBASH_TRUST_PROJECT",
     "CI",
 ];
 
@@ -53,6 +54,8 @@ pub fn bin() -> PathBuf {
 pub struct TestEnv {
     dir: tempfile::TempDir,
     pub tag: String,
+    /// Every command runs with `AGENTBASH_TRUST_PROJECT=1` (see [`TestEnv::trusting`]).
+    trust_projects: bool,
 }
 
 impl Default for TestEnv {
@@ -80,7 +83,24 @@ impl TestEnv {
         TestEnv {
             dir,
             tag: format!("it-{}", nonce()),
+            trust_projects: false,
         }
+    }
+
+    /// An env whose commands trust project profiles (`AGENTBASH_TRUST_PROJECT=1`), for
+    /// tests about what project profiles do rather than whether they may.
+    pub fn trusting() -> Self {
+        let mut env = Self::new();
+        env.trust_projects = true;
+        env
+    }
+
+    /// Record trust in `rel` (relative to the working directory) with
+    /// `agentbash trust`, as a user would.
+    pub fn trust(&self, rel: &str) -> Output {
+        let out = self.run(&["trust", rel]);
+        out.assert_code(0);
+        out
     }
 
     pub fn root(&self) -> &Path {
@@ -136,6 +156,9 @@ impl TestEnv {
             .env("AGENTBASH_STATE_DIR", self.state_dir())
             .env("AGENTBASH_CONFIG_DIR", self.config_dir())
             .env(TAG_VAR, &self.tag);
+        if self.trust_projects {
+            c.env("AGENTBASH_TRUST_PROJECT", "1");
+        }
         Cmd {
             command: c,
             stdin: None,

@@ -1,0 +1,326 @@
+//! Project trust: a repository's `.agentbash/profiles` run only after
+//! `agentbash trust` (or `AGENTBASH_TRUST_PROJECT=1`), and stop when they change.
+
+use crate::support::*;
+use std::os::unix::fs::PermissionsExt;
+
+/// A project default profile whose prefix would write `marker` before every command.
+fn hostile_default(env: &TestEnv) -> std::path::PathBuf {
+    let marker = env.root().join("marker");
+    env.write(
+        ".agentbash/profiles/default.toml",
+        format!(
+            "description = \"cloned\"\n[shell]\nprefix = \"touch '{}';\"\n",
+            marker.display()
+        ),
+    );
+    marker
+}
+
+fn assert_skipped_warning(out: &Output, env: &TestEnv) {
+    let project = env.work().canonicalize().unwrap();
+    assert!(
+        out.stderr.contains("is not trusted")
+            && out.stderr.contains(&project.display().to_string())
+            && out.stderr.contains("agentbash trust")
+            && out.stderr.contains("AGENTBASH_TRUST_PROJECT=1"),
+        "stderr: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_untrusted_prefix_never_runs_until_trusted_and_again_after_an_edit() {
+    let env = TestEnv::new();
+    let marker = hostile_default(&env);
+    let out = env.run(&["run", "--", "true"]);
+    out.assert_code(0);
+    assert!(!marker.exists(), "the untrusted prefix ran");
+    assert_skipped_warning(&out, &env);
+
+    let trusted = env.trust(".");
+    assert!(
+        trusted.stdout.contains(".agentbash/profiles/default.toml"),
+        "trust says what it hashed: {}",
+        trusted.stdout
+    );
+    let out = env.run(&["run", "--", "true"]);
+    out.assert_code(0);
+    assert!(marker.exists(), "a trusted prefix runs: {}", out.stderr);
+    assert!(!out.stderr.contains("not trusted"), "{}", out.stderr);
+
+    // An edit makes the project untrusted again.
+    std::fs::remove_file(&marker).unwrap();
+    let f = env.work().join(".agentbash/profiles/default.toml");
+    let mut text = std::fs::read_to_string(&f).unwrap();
+    text.push_str("# edited\n");
+    std::fs::write(&f, text).unwrap();
+    let out = env.run(&["run", "--", "true"]);
+    out.assert_code(0);
+    assert!(!marker.exists(), "an edited profile ran without new trust");
+    assert_skipped_warning(&out, &env);
+    assert!(
+        out.stderr.contains("modified profiles/default.toml"),
+        "{}",
+        out.stderr
+    );
+
+    // So does a new file (a rule pack a profile could name), once re-trusted.
+    env.trust(".");
+    env.write(".agentbash/rules/extra.toml", "");
+    let out = env.run(&["run", "--", "true"]);
+    assert!(!marker.exists(), "a new file went unnoticed");
+    assert!(
+        out.stderr.contains("new rules/extra.toml"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_explicit_builtin_name_is_not_shadowed_by_an_untrusted_project() {
+    let env = TestEnv::new();
+    env.write(
+        ".agentbash/profiles/agent.toml",
+        "[interceptor]\nenabled = false\n[env.set]\nWHICH = \"project\"\n",
+    );
+    let out = env.run(&["run", "--json", "-p", "agent", "--", "echo \"[$WHICH]\""]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(v["output"], "[]", "the built-in agent ran");
+    assert_skipped_warning(&out, &env);
+    // The built-in agent intercepts `cat`; the project's would not have.
+    env.run(&["run", "-p", "agent", "--", "cat README.md"])
+        .assert_code(77);
+}
+
+#[test]
+fn builtin_prefix_skips_even_a_trusted_project() {
+    let env = TestEnv::new();
+    env.write(
+        ".agentbash/profiles/agent.toml",
+        "[env.set]\nWHICH = \"project\"\n",
+    );
+    env.write(
+        ".agentbash/profiles/x.toml",
+        "extends = \"builtin:default\"\n[env.set]\nWHICH = \"x-on-builtin\"\n",
+    );
+    env.trust(".");
+    let out = env.run(&["run", "--json", "-p", "agent", "--", "echo \"[$WHICH]\""]);
+    assert_eq!(out.json()["output"], "[project]");
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-p",
+        "builtin:agent",
+        "--",
+        "echo \"[$WHICH]\"",
+    ]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(v["output"], "[]");
+    assert_eq!(v["profile"], "agent");
+    let out = env.run(&["run", "--json", "-p", "x", "--", "echo \"[$WHICH] $PAGER\""]);
+    out.assert_code(0);
+    assert_eq!(out.json()["output"], "[x-on-builtin] cat");
+    let out = env.run(&["run", "-p", "builtin:nope", "--", "true"]);
+    out.assert_code(125);
+}
+
+#[test]
+fn the_environment_variable_trusts_without_a_record() {
+    let env = TestEnv::new();
+    let marker = hostile_default(&env);
+    let out = env
+        .cmd(&["run", "--", "true"])
+        .env("AGENTBASH_TRUST_PROJECT", "1")
+        .run();
+    out.assert_code(0);
+    assert!(marker.exists(), "{}", out.stderr);
+    assert!(!env.state_dir().join("trust").exists(), "no record written");
+}
+
+#[test]
+fn a_name_only_an_untrusted_project_defines_is_exit_125() {
+    let env = TestEnv::new();
+    let marker = env.root().join("marker");
+    env.write(
+        ".agentbash/profiles/mine.toml",
+        format!("[shell]\nprefix = \"touch '{}';\"\n", marker.display()),
+    );
+    let out = env.run(&["run", "-p", "mine", "--", "true"]);
+    out.assert_code(125);
+    assert!(!marker.exists());
+    assert!(
+        out.stderr.contains("exists only as")
+            && out.stderr.contains("is not trusted")
+            && out.stderr.contains("agentbash trust"),
+        "{}",
+        out.stderr
+    );
+    // extends by name reports the same.
+    env.write("p.toml", "extends = \"mine\"\n");
+    let out = env.run(&["run", "-p", "./p.toml", "--", "true"]);
+    out.assert_code(125);
+    assert!(out.stderr.contains("is not trusted"), "{}", out.stderr);
+}
+
+#[test]
+fn profile_list_and_explain_show_the_untrusted_project() {
+    let env = TestEnv::new();
+    hostile_default(&env);
+    let out = env.run(&["profile", "list"]);
+    out.assert_code(0);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains(".agentbash/profiles/default.toml"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(line.contains("UNTRUSTED"), "{}", out.stdout);
+    assert!(out.stdout.contains("built-in:default"), "{}", out.stdout);
+    let out = env.run(&["explain", "--", "true"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.contains("warning") && out.stdout.contains("is not trusted"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("built-in:default"), "{}", out.stdout);
+}
+
+#[test]
+fn a_project_profile_cannot_load_files_its_record_does_not_cover() {
+    let env = TestEnv::new();
+    env.write("tools/base.toml", "[env.set]\nWHICH = \"outside\"\n");
+    env.write(
+        ".agentbash/profiles/x.toml",
+        "extends = \"../../tools/base.toml\"\n",
+    );
+    env.trust(".");
+    let out = env.run(&["run", "-p", "x", "--", "true"]);
+    out.assert_code(125);
+    assert!(
+        out.stderr.contains("may only extend files under"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn trust_list_and_revoke() {
+    let env = TestEnv::new();
+    let marker = hostile_default(&env);
+    let project = env.work().canonicalize().unwrap();
+    // Nothing to trust outside a project, nothing to revoke before trust.
+    std::fs::create_dir_all(env.root().join("plain")).unwrap();
+    let out = env.run(&["trust", "../plain"]);
+    out.assert_code(1);
+    assert!(out.stderr.contains("has no .agentbash/"), "{}", out.stderr);
+    env.run(&["trust", "--revoke"]).assert_code(1);
+
+    // From a subdirectory, the nearest project is the one trusted.
+    std::fs::create_dir_all(env.work().join("sub")).unwrap();
+    env.cmd(&["trust"])
+        .current_dir(env.work().join("sub"))
+        .run()
+        .assert_code(0);
+    let dir = env.state_dir().join("trust");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    for e in std::fs::read_dir(&dir).unwrap() {
+        assert_eq!(mode(&e.unwrap().path()), 0o600);
+    }
+    let out = env.run(&["trust", "--list"]);
+    out.assert_code(0);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&project.display().to_string()))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(row.contains("matches") && row.contains("UTC"), "{row}");
+
+    env.write(".agentbash/profiles/new.toml", "");
+    let out = env.run(&["trust", "--list"]);
+    assert!(
+        out.stdout.contains("CHANGED") && out.stdout.contains("new profiles/new.toml"),
+        "{}",
+        out.stdout
+    );
+    std::fs::remove_file(env.work().join(".agentbash/profiles/new.toml")).unwrap();
+
+    let out = env.run(&["trust", "--revoke", "."]);
+    out.assert_code(0);
+    assert!(out.stdout.contains("revoked"), "{}", out.stdout);
+    env.run(&["run", "--", "true"]).assert_code(0);
+    assert!(!marker.exists(), "a revoked project's prefix ran");
+    let out = env.run(&["trust", "--list"]);
+    out.assert_code(0);
+    assert!(!out.stdout.contains(&project.display().to_string()));
+}
+
+#[test]
+fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_believed() {
+    let env = TestEnv::new();
+    let marker = hostile_default(&env);
+    env.write(
+        ".agentbash/profiles/broken.toml",
+        "[timeout]\ndefualt = 3\n",
+    );
+    let out = env.run(&["profile", "check"]);
+    out.assert_code(1);
+    assert!(
+        out.stdout
+            .contains("(untrusted project: not used until trusted)")
+            && out.stdout.contains("did you mean `default`?"),
+        "{}",
+        out.stdout
+    );
+    std::fs::remove_file(env.work().join(".agentbash/profiles/broken.toml")).unwrap();
+    env.trust(".");
+    // A trust directory others can write could hold any record: it is not believed.
+    let dir = env.state_dir().join("trust");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = env.run(&["run", "--", "true"]);
+    out.assert_code(0);
+    assert!(
+        !marker.exists(),
+        "a record in a world-writable dir was believed"
+    );
+    assert!(
+        out.stderr.contains("trust records are not usable")
+            && out.stderr.contains("writable by group"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(&["trust", "--list"]);
+    out.assert_code(125);
+    assert!(out.stderr.contains("writable by group"), "{}", out.stderr);
+    let out = env.run(&["trust", "."]);
+    out.assert_code(125);
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o777,
+        "an existing dir was chmod'ed"
+    );
+}
+
+#[test]
+fn trust_refuses_to_hash_a_fifo_at_once() {
+    let env = TestEnv::new();
+    hostile_default(&env);
+    let fifo = env.work().join(".agentbash/rules/pipe.toml");
+    std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let t = std::time::Instant::now();
+    let out = env.run(&["trust"]);
+    out.assert_code(125);
+    assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    assert!(
+        out.stderr.contains(&fifo.display().to_string()) && out.stderr.contains("FIFO"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !env.state_dir().join("trust").exists() || env.run(&["trust", "--list"]).stdout.is_empty()
+    );
+}
