@@ -273,14 +273,25 @@ pub fn execute_with(
         Ok(s) => s,
         Err(exec::state::Stopped::Failed(e)) => return fail(r, exit::FAILURE, e),
         Err(stopped) => {
-            let end = match stopped {
-                exec::state::Stopped::Cancelled(sig) => End::Cancelled(sig),
-                _ => End::TimedOut,
+            // Shaped as a timeout (or a cancel), but the line says what really
+            // happened: the command never started.
+            let session = req.session.as_deref().unwrap_or("");
+            let (end, line) = match stopped {
+                exec::state::Stopped::Cancelled(sig) => (
+                    End::Cancelled(sig),
+                    format!(
+                        "[Cancelled while waiting for session \"{session}\", held by another run; the command did not start]"
+                    ),
+                ),
+                exec::state::Stopped::TimedOut(waited) => (
+                    End::TimedOut,
+                    format!(
+                        "[Waited {} s for session \"{session}\", held by another run; the command did not start]",
+                        waited.as_secs_f64().round() as u64
+                    ),
+                ),
+                exec::state::Stopped::Failed(e) => return fail(r, exit::FAILURE, e),
             };
-            notices.push(format!(
-                "Session {} stayed busy; the command did not run",
-                req.session.as_deref().unwrap_or("")
-            ));
             let cwd = plan
                 .cwd
                 .as_ref()
@@ -289,7 +300,7 @@ pub fn execute_with(
                 end,
                 background_killed: vec![],
             };
-            return shape(
+            let r = shape(
                 r,
                 plan,
                 outcome,
@@ -299,6 +310,7 @@ pub fn execute_with(
                 started,
                 cwd,
             );
+            return did_not_start(r, line);
         }
     };
     warnings.append(&mut state.warnings);
@@ -621,6 +633,7 @@ fn shape(
     r.notices = notices;
     r.warnings = warnings;
     r.agentbash_exit = code;
+    r.annotation = annotation;
     let _ = plan;
     r
 }
@@ -721,7 +734,44 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
         error: None,
         body: String::new(),
         agentbash_exit: 0,
+        annotation: None,
     }
+}
+
+/// The result of a request cancelled by `sig` before it started (a server's queued
+/// request): shaped like a cancelled run, with `line` saying why nothing ran.
+pub fn not_started(req: &RunRequest, profile: &LoadedProfile, sig: i32, line: String) -> RunResult {
+    let plan = plan_with(req, profile, false);
+    let r = base_result(req, &plan);
+    let cwd = plan
+        .cwd
+        .as_ref()
+        .map_or_else(|_| req.invoking_dir.clone(), Clone::clone);
+    let outcome = ExecOutcome {
+        end: End::Cancelled(sig),
+        background_killed: vec![],
+    };
+    let r = shape(
+        r,
+        plan,
+        outcome,
+        Default::default(),
+        vec![],
+        vec![],
+        Instant::now(),
+        cwd,
+    );
+    did_not_start(r, line)
+}
+
+/// A timed-out or cancelled result whose command never started: `line` replaces the
+/// generic "[Command timed out …]" / "[Command cancelled]" annotation.
+fn did_not_start(mut r: RunResult, line: String) -> RunResult {
+    if let Some(generic) = r.annotation.replace(line.clone()) {
+        r.text = r.text.replacen(&generic, &line, 1);
+    }
+    r.output = line;
+    r
 }
 
 fn fail(mut r: RunResult, code: i32, msg: String) -> RunResult {

@@ -94,7 +94,8 @@ pub fn plan(
 /// Why the stage stopped the run before it started.
 #[derive(Debug)]
 pub enum Stopped {
-    TimedOut,
+    /// The run's timeout expired while another run held the session: how long it waited.
+    TimedOut(Duration),
     Cancelled(i32),
     /// agentbash's own failure with the message to show (exit 125).
     Failed(String),
@@ -140,7 +141,7 @@ pub fn prepare(
         let store = SessionStore::new();
         match store.activate(&sp.name, cancel, started + limit) {
             Ok(s) => session = Some(s),
-            Err(SessionError::LockTimedOut) => return Err(Stopped::TimedOut),
+            Err(SessionError::LockTimedOut) => return Err(Stopped::TimedOut(started.elapsed())),
             Err(SessionError::LockCancelled(sig)) => return Err(Stopped::Cancelled(sig)),
             Err(e) => return Err(Stopped::Failed(e.to_string())),
         }
