@@ -75,6 +75,8 @@ pub struct Plan {
     pub interception: Option<Interception>,
     pub tools: Vec<String>,
     pub rule_warnings: Vec<String>,
+    /// A rule pack the profile names cannot be loaded (exit 125, nothing runs).
+    pub rules_error: Option<String>,
     pub cwd: Result<PathBuf, CwdError>,
     pub timeout: Timeout,
     pub mode: ModeDecision,
@@ -132,21 +134,26 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         .tools
         .clone()
         .unwrap_or_else(|| p.interceptor.tools.clone());
-    let (interception, rule_warnings) =
-        if p.interceptor.enabled && !req.no_intercept && (trace_all || !tools.is_empty()) {
-            match profile.rule_set() {
-                Ok(set) => (
-                    Some(intercept::intercept(&normalized.command, &set, &tools)),
-                    set.warnings().to_vec(),
-                ),
-                Err(e) => (
-                    None,
-                    vec![format!("interceptor disabled for this run: {e}")],
-                ),
+    // A pack that cannot be loaded stops the run (exit 125) even when no rule could
+    // apply: without tools the packs are only read and parsed, not compiled.
+    let mut rules_error = None;
+    let (interception, rule_warnings) = if !p.interceptor.enabled || req.no_intercept {
+        (None, vec![])
+    } else if trace_all || !tools.is_empty() {
+        match profile.rule_set() {
+            Ok(set) => (
+                Some(intercept::intercept(&normalized.command, &set, &tools)),
+                set.warnings().to_vec(),
+            ),
+            Err(e) => {
+                rules_error = Some(e);
+                (None, vec![])
             }
-        } else {
-            (None, vec![])
-        };
+        }
+    } else {
+        rules_error = profile.check_rule_packs().err();
+        (None, vec![])
+    };
     // §4.4
     let timeout = stages::clamp_timeout(req.timeout, &p.timeout);
     // §4.6 (decided before the env, which differs for a PTY)
@@ -186,6 +193,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         interception,
         tools,
         rule_warnings,
+        rules_error,
         cwd,
         timeout,
         mode,
@@ -241,6 +249,9 @@ pub fn execute_with(
     let mut warnings: Vec<String> = plan.rule_warnings.clone();
     if let Some(e) = &plan.usage_error {
         return fail(r, exit::USAGE, e.clone());
+    }
+    if let Some(e) = &plan.rules_error {
+        return fail(r, exit::FAILURE, e.clone());
     }
     if let Some(hit) = plan.interception.as_ref().and_then(|i| i.blocked.as_ref()) {
         let msg = intercept::blocked_message(hit, &req.command);

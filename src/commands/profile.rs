@@ -127,13 +127,25 @@ fn display_origin(o: &Origin) -> String {
 /// every profile, shadowed ones included (each is checked as the file it is).
 /// Returns the report and whether everything was valid.
 pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
-    let results: Vec<(String, Result<(), crate::profile::ProfileError>)> = if names.is_empty() {
+    // A profile is valid when it loads and so do the rule packs it names (compiled
+    // here, so a skipped rule shows up as a warning).
+    let usable = |p: &crate::LoadedProfile| -> Result<Vec<String>, String> {
+        if !p.profile.interceptor.enabled {
+            return Ok(vec![]);
+        }
+        p.rule_set().map(|set| set.warnings().to_vec())
+    };
+    let results: Vec<(String, Result<Vec<String>, String>)> = if names.is_empty() {
         all_profiles(l)
             .into_iter()
             .flat_map(|(name, origins)| {
                 origins.into_iter().map(move |o| {
                     let label = o.to_string();
-                    (label, l.load_origin(name.clone(), o).map(|_| ()))
+                    let checked = l
+                        .load_origin(name.clone(), o)
+                        .map_err(|e| e.to_string())
+                        .and_then(|p| usable(&p).map_err(|e| format!("{label}: {e}")));
+                    (label, checked)
                 })
             })
             .collect()
@@ -141,8 +153,12 @@ pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
         names
             .iter()
             .map(|t| match l.load(t) {
-                Ok(p) => (format!("{t} ({})", p.origin()), Ok(())),
-                Err(e) => (t.clone(), Err(e)),
+                Ok(p) => {
+                    let label = format!("{t} ({})", p.origin());
+                    let checked = usable(&p).map_err(|e| format!("{label}: {e}"));
+                    (label, checked)
+                }
+                Err(e) => (t.clone(), Err(e.to_string())),
             })
             .collect()
     };
@@ -150,10 +166,15 @@ pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
     let mut bad = 0;
     for (label, r) in &results {
         match r {
-            Ok(()) => s.push_str(&format!("ok       {label}\n")),
+            Ok(warnings) => {
+                s.push_str(&format!("ok       {label}\n"));
+                for w in warnings {
+                    s.push_str(&format!("         warning: {w}\n"));
+                }
+            }
             Err(e) => {
                 bad += 1;
-                let msg = e.to_string().replace('\n', "\n         ");
+                let msg = e.replace('\n', "\n         ");
                 s.push_str(&format!("invalid  {msg}\n"));
             }
         }

@@ -101,17 +101,42 @@ impl LoadedProfile {
 
     /// The rule packs this profile uses, loaded (paths relative to the file that
     /// named them).
+    /// A pack that cannot be loaded is an error naming the pack, what is wrong with
+    /// it and the profile key that names it.
     pub fn rule_set(&self) -> Result<std::sync::Arc<crate::rules::RuleSet>, String> {
         self.rules
             .get_or_init(|| {
-                let base = self
-                    .origin_of("interceptor", "rules")
-                    .and_then(|o| o.base_dir().map(PathBuf::from));
-                crate::rules::RuleSet::load(&self.profile.interceptor.rules, base.as_deref())
+                crate::rules::RuleSet::load(&self.profile.interceptor.rules, self.rules_base())
                     .map(std::sync::Arc::new)
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| self.rules_error(&e))
             })
             .clone()
+    }
+
+    /// Whether the rule packs load, without compiling them when they have not been
+    /// compiled yet (see [`crate::rules::RuleSet::check_loadable`]): what a run that
+    /// needs no rules checks, so that a broken pack is never silently ignored.
+    pub fn check_rule_packs(&self) -> Result<(), String> {
+        if let Some(loaded) = self.rules.get() {
+            return loaded.as_ref().map(|_| ()).map_err(Clone::clone);
+        }
+        crate::rules::RuleSet::check_loadable(&self.profile.interceptor.rules, self.rules_base())
+            .map_err(|e| self.rules_error(&e))
+    }
+
+    /// Pack paths are relative to the file that named them.
+    fn rules_base(&self) -> Option<&Path> {
+        self.origin_of("interceptor", "rules")
+            .and_then(Origin::base_dir)
+    }
+
+    fn rules_error(&self, e: &crate::rules::RulesError) -> String {
+        let named_in = self
+            .origin_of("interceptor", "rules")
+            .map_or_else(|| self.top.to_string(), ToString::to_string);
+        format!(
+            "rule pack cannot be loaded: {e}. Fix the pack, or remove it from interceptor.rules (set in {named_in}); no command runs until then"
+        )
     }
 
     /// The layer that last set `section.key` (for `profile show --origin`).
