@@ -30,7 +30,7 @@ use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use tokio::io::{AsyncRead, ReadBuf};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, Semaphore, watch};
 
 use super::backend::{Backend, BashCall, BashOutcome};
 
@@ -181,9 +181,11 @@ pub struct McpServer<B: Backend> {
 impl<B: Backend> McpServer<B> {
     fn new(backend: Arc<B>, closed: watch::Sender<bool>) -> anyhow::Result<Self> {
         let tools = tool_definitions(&backend.describe())?;
+        let slots = Arc::new(Semaphore::new(backend.max_concurrent().max(1)));
         Ok(Self {
             backend,
             tools,
+            slots,
             closed,
         })
     }
@@ -196,6 +198,25 @@ impl<B: Backend> McpServer<B> {
         let call: BashCall = match parse_arguments::<BashArgs>(BASH_TOOL, arguments) {
             Ok(args) => args.into(),
             Err(error) => return tool_error(error.to_string()),
+        };
+
+        // Wait for a run slot; a call cancelled meanwhile (or the client leaving) is
+        // answered as cancelled without starting anything.
+        let permit = {
+            let mut closed = self.closed.subscribe();
+            tokio::select! {
+                permit = Arc::clone(&self.slots).acquire_owned() => permit.ok(),
+                () = context.ct.cancelled() => None,
+                _ = closed.wait_for(|closed| *closed) => None,
+            }
+        };
+        let Some(permit) = permit else {
+            let backend = Arc::clone(&self.backend);
+            return match tokio::task::spawn_blocking(move || backend.not_started(call)).await {
+                Ok(Ok(outcome)) => outcome_result(outcome),
+                Ok(Err(message)) => tool_error(message),
+                Err(error) => tool_error(format!("agentbash failed: {error}")),
+            };
         };
 
         let cancel = Arc::new(crate::exec::CancelToken::new());
@@ -230,6 +251,7 @@ impl<B: Backend> McpServer<B> {
         let sink = progress.as_ref().map(|(buffer, _)| Arc::clone(buffer));
         let run_cancel = Arc::clone(&cancel);
         let joined = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             let mut on_progress = |text: &str| {
                 if let Some(sink) = &sink {
                     sink.push(text);

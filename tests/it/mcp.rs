@@ -67,12 +67,25 @@ fn python_sdk_client_passes() {
 struct Server {
     child: Child,
     lines: mpsc::Receiver<String>,
+    state: tempfile::TempDir,
 }
 
 impl Server {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// With extra arguments after `mcp` (e.g. a profile); state, artifacts and HOME
+    /// live in a temporary directory.
+    fn start_with(args: &[&str]) -> Self {
+        let state = tempfile::tempdir().expect("temp dir");
         let mut child = Command::new(SERVER)
             .arg("mcp")
+            .args(args)
+            .current_dir(state.path())
+            .env("AGENTBASH_STATE_DIR", state.path().join("state"))
+            .env("HOME", state.path())
+            .env_remove("AGENTBASH_PROFILE")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -87,7 +100,32 @@ impl Server {
                 }
             }
         });
-        Self { child, lines }
+        Self {
+            child,
+            lines,
+            state,
+        }
+    }
+
+    /// Send a `tools/call` request.
+    fn call(&mut self, id: u64, tool: &str, arguments: serde_json::Value) {
+        let request = serde_json::json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        });
+        self.send(&request.to_string());
+    }
+
+    /// Messages until the answer to request `id` (which is returned).
+    fn answer(&self, id: u64, within: Duration) -> serde_json::Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = self.message(left);
+            if message["id"] == id {
+                return message;
+            }
+        }
     }
 
     fn send(&mut self, line: &str) {
@@ -226,4 +264,64 @@ fn progress_arrives_before_the_result_when_a_token_is_sent() {
     assert_eq!(reply["id"], 4, "{reply}");
     server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
+}
+
+/// Descendants of `pid` whose command line contains `needle`.
+fn descendants_named(pid: u32, needle: &str) -> usize {
+    crate::support::processes()
+        .iter()
+        .filter(|p| p.cmdline.contains(needle) && crate::support::descends_from(p.pid, pid as i32))
+        .count()
+}
+
+#[test]
+fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = dir.path().join("two.toml");
+    std::fs::write(&profile, "[server]\nmax_concurrent = 2\n").expect("write profile");
+    let mut server = Server::start_with(&["--profile", &profile.display().to_string()]);
+    server.initialize();
+    let sleep = format!("sleep 41.{}", std::process::id());
+    for id in 10..13 {
+        server.call(id, "bash", serde_json::json!({"command": sleep}));
+    }
+    let pid = server.child.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while descendants_named(pid, &sleep) < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        descendants_named(pid, &sleep),
+        2,
+        "only max_concurrent calls run"
+    );
+    // The client leaves: the two runs are cancelled, the queued call answers too.
+    server.close_stdin();
+    let (code, _, rest) = server.exit(Duration::from_secs(10));
+    assert_eq!(code, Some(0));
+    let answers: Vec<serde_json::Value> = rest
+        .iter()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let texts: Vec<&str> = (10..13)
+        .map(|id| {
+            let answer = answers
+                .iter()
+                .find(|a| a["id"] == id)
+                .unwrap_or_else(|| panic!("no answer to {id}: {rest:?}"));
+            assert_eq!(
+                answer["result"]["structuredContent"]["cancelled"], true,
+                "{answer}"
+            );
+            answer["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+        })
+        .collect();
+    let unstarted = texts
+        .iter()
+        .filter(|t| t.contains("the command did not start"))
+        .count();
+    assert_eq!(unstarted, 1, "{texts:?}");
 }

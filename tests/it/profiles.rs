@@ -457,3 +457,25 @@ fn an_invalid_regex_in_a_valid_pack_is_only_skipped() {
     let rules = env.run(&["rules", "check", "packs/pack.toml"]);
     assert_ne!(rules.code(), Some(0), "{}", rules.stdout);
 }
+
+#[test]
+fn server_max_concurrent_is_range_checked() {
+    let env = TestEnv::new();
+    for (value, ok) in [("0", false), ("1", true), ("1024", true), ("1025", false)] {
+        env.write("s.toml", format!("[server]\nmax_concurrent = {value}\n"));
+        let out = env.run(&["profile", "check", "s.toml"]);
+        if ok {
+            out.assert_code(0);
+        } else {
+            out.assert_code(1);
+            assert!(
+                out.stdout.contains("s.toml:2:")
+                    && out.stdout.contains(&format!(
+                        "server.max_concurrent: {value} is out of range: must be 1-1024"
+                    )),
+                "{}",
+                out.stdout
+            );
+        }
+    }
+}
