@@ -215,6 +215,9 @@ fn junk_on_stdin_does_not_stop_the_server() {
     let mut server = Server::start();
     server.initialize();
     server.send("this is not json");
+    let reply = server.message(Duration::from_secs(10));
+    assert_eq!(reply["id"], serde_json::Value::Null, "{reply}");
+    assert_eq!(reply["error"]["code"], -32700, "{reply}");
     server.send(r#"{"jsonrpc":"2.0","id":7,"method":"no/such/method"}"#);
     let reply = server.message(Duration::from_secs(10));
     assert_eq!(reply["id"], 7);
@@ -262,6 +265,91 @@ fn progress_arrives_before_the_result_when_a_token_is_sent() {
     );
     let reply = server.message(Duration::from_secs(10));
     assert_eq!(reply["id"], 4, "{reply}");
+    server.close_stdin();
+    let _ = server.exit(Duration::from_secs(5));
+}
+
+#[test]
+fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
+    let mut server = Server::start();
+    server.initialize();
+    for junk in [r#"{"jsonrpc":"2.0","id":5,"method":"#, "\u{1}\u{2}", "[1,2"] {
+        server.send(junk);
+        let reply = server.message(Duration::from_secs(10));
+        assert_eq!(reply["id"], serde_json::Value::Null, "{junk}: {reply}");
+        assert_eq!(reply["error"]["code"], -32700, "{junk}: {reply}");
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("Parse error"), "{message}");
+    }
+    // 20 MB on one line: more than the 16 MiB limit, never buffered whole.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"bash","arguments":{{"command":"echo {}"}}}}}}"#,
+        "x".repeat(20 << 20)
+    );
+    server.send(&huge);
+    let reply = server.message(Duration::from_secs(20));
+    assert_eq!(reply["id"], serde_json::Value::Null, "{}", reply["error"]);
+    assert_eq!(reply["error"]["code"], -32600, "{}", reply["error"]);
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("more than the limit of 16777216 bytes"),
+        "{message}"
+    );
+    server.call(8, "bash", serde_json::json!({"command": "echo still here"}));
+    let reply = server.answer(8, Duration::from_secs(10));
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "still here",
+        "{reply}"
+    );
+    server.close_stdin();
+    let (code, _, _) = server.exit(Duration::from_secs(5));
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn numeric_arguments_may_be_strings() {
+    let mut server = Server::start();
+    server.initialize();
+    server.call(
+        2,
+        "bash",
+        serde_json::json!({"command": "seq 1 100", "head": "5", "timeout": "7"}),
+    );
+    let reply = server.answer(2, Duration::from_secs(10));
+    let result = &reply["result"]["structuredContent"];
+    assert_eq!(result["head"], 5, "{reply}");
+    assert_eq!(result["timeout_s"], 7, "{reply}");
+    assert_eq!(result["output"], "1\n2\n3\n4\n5", "{reply}");
+    let url = result["artifact"]["url"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(url.starts_with("artifact://"), "{reply}");
+
+    server.call(
+        3,
+        "read_artifact",
+        serde_json::json!({"id": url, "offset": "3", "limit": "2"}),
+    );
+    let reply = server.answer(3, Duration::from_secs(10));
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("4\n5\n"), "{reply}");
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+
+    server.call(
+        4,
+        "bash",
+        serde_json::json!({"command": "touch ran", "timeout": "soon"}),
+    );
+    let reply = server.answer(4, Duration::from_secs(10));
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("`timeout` must be a whole number"), "{text}");
+    assert!(!server.state.path().join("ran").exists());
     server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
 }
