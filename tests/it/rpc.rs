@@ -361,3 +361,36 @@ fn requests_beyond_max_concurrent_queue_without_threads_or_processes() {
         "the aborted request ran"
     );
 }
+
+#[test]
+fn a_command_defining_builtin_functions_does_not_break_the_live_shell() {
+    let mut rpc = Rpc::start();
+    let hijack = "builtin() { echo hijacked; }; printf() { echo hijacked; }";
+    let requests = [
+        (
+            json!({"session": "s", "command": format!("{hijack}; export Z=3")}),
+            "(no output)",
+            0,
+        ),
+        (
+            json!({"session": "s", "command": "echo $Z; type -t builtin printf"}),
+            "3\nbuiltin\nbuiltin",
+            0,
+        ),
+        (
+            json!({"command": format!("{hijack}; echo sub; exit 3")}),
+            "sub",
+            3,
+        ),
+        (json!({"command": "echo next"}), "next", 0),
+    ];
+    for (id, (mut request, output, code)) in requests.into_iter().enumerate() {
+        request["id"] = json!(id);
+        request["type"] = json!("bash");
+        rpc.send(request);
+        let r = rpc.until_response(&json!(id));
+        let data = &r.last().expect("response")["data"];
+        assert_eq!(data["output"], output, "{id}: {data}");
+        assert_eq!(data["exit_code"], code, "{id}: {data}");
+    }
+}
