@@ -198,8 +198,9 @@ impl Scheduler {
         let (sched, engine, out) = (self.clone(), engine.clone(), out.clone());
         Some(std::thread::spawn(move || {
             let mut next = Some(job);
+            let mut queued = false;
             while let Some(job) = next {
-                if job.token.reason().is_some() {
+                if queued && job.token.reason().is_some() {
                     // Aborted between the queue and this worker.
                     answer_unstarted(&engine, &out, &sched, job);
                 } else {
@@ -208,6 +209,7 @@ impl Scheduler {
                 }
                 let mut q = sched.queue();
                 next = q.waiting.pop_front();
+                queued = true;
                 if next.is_none() {
                     q.workers -= 1;
                 }
