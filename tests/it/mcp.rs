@@ -155,8 +155,14 @@ impl Server {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
-                let rest = self.lines.try_iter().collect();
-                return (status.code(), started.elapsed(), rest);
+                let took = started.elapsed();
+                // The reader thread may still be reading the last lines from the pipe:
+                // everything up to its EOF.
+                let mut rest = Vec::new();
+                while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+                    rest.push(line);
+                }
+                return (status.code(), took, rest);
             }
             if started.elapsed() > within {
                 let _ = self.child.kill();

@@ -100,7 +100,11 @@ impl Rpc {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
-                let rest: Vec<Value> = self.lines.try_iter().collect();
+                // The reader thread may still be reading the last lines from the pipe.
+                let mut rest = Vec::new();
+                while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+                    rest.push(line);
+                }
                 return (status, rest);
             }
             assert!(
