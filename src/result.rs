@@ -57,6 +57,11 @@ pub struct RunResult {
     /// The exit code agentbash itself exits with.
     #[serde(skip)]
     pub agentbash_exit: i32,
+    /// The line that says why the run ended early (`[Command timed out after 5
+    /// seconds]`, `[Command cancelled]`, a session wait), also the first line of
+    /// `output`; renderers show it as it is.
+    #[serde(skip)]
+    pub annotation: Option<String>,
 }
 
 /// `SIGKILL` for 9, etc.

@@ -77,6 +77,8 @@ pub struct Plan {
     pub interception: Option<Interception>,
     pub tools: Vec<String>,
     pub rule_warnings: Vec<String>,
+    /// A rule pack the profile names cannot be loaded (exit 125, nothing runs).
+    pub rules_error: Option<String>,
     pub cwd: Result<PathBuf, CwdError>,
     pub timeout: Timeout,
     pub mode: ModeDecision,
@@ -134,21 +136,26 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         .tools
         .clone()
         .unwrap_or_else(|| p.interceptor.tools.clone());
-    let (interception, rule_warnings) =
-        if p.interceptor.enabled && !req.no_intercept && (trace_all || !tools.is_empty()) {
-            match profile.rule_set() {
-                Ok(set) => (
-                    Some(intercept::intercept(&normalized.command, &set, &tools)),
-                    set.warnings().to_vec(),
-                ),
-                Err(e) => (
-                    None,
-                    vec![format!("interceptor disabled for this run: {e}")],
-                ),
+    // A pack that cannot be loaded stops the run (exit 125) even when no rule could
+    // apply: without tools the packs are only read and parsed, not compiled.
+    let mut rules_error = None;
+    let (interception, rule_warnings) = if !p.interceptor.enabled || req.no_intercept {
+        (None, vec![])
+    } else if trace_all || !tools.is_empty() {
+        match profile.rule_set() {
+            Ok(set) => (
+                Some(intercept::intercept(&normalized.command, &set, &tools)),
+                set.warnings().to_vec(),
+            ),
+            Err(e) => {
+                rules_error = Some(e);
+                (None, vec![])
             }
-        } else {
-            (None, vec![])
-        };
+        }
+    } else {
+        rules_error = profile.check_rule_packs().err();
+        (None, vec![])
+    };
     // §4.4
     let timeout = stages::clamp_timeout(req.timeout, &p.timeout);
     // §4.6 (decided before the env, which differs for a PTY)
@@ -205,6 +212,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         interception,
         tools,
         rule_warnings,
+        rules_error,
         cwd,
         timeout,
         mode,
@@ -261,6 +269,9 @@ pub fn execute_with(
     if let Some(e) = &plan.usage_error {
         return fail(r, exit::USAGE, e.clone());
     }
+    if let Some(e) = &plan.rules_error {
+        return fail(r, exit::FAILURE, e.clone());
+    }
     if let Some(e) = &plan.guard.error {
         return fail(r, exit::FAILURE, e.clone());
     }
@@ -308,14 +319,25 @@ pub fn execute_with(
         Ok(s) => s,
         Err(exec::state::Stopped::Failed(e)) => return fail(r, exit::FAILURE, e),
         Err(stopped) => {
-            let end = match stopped {
-                exec::state::Stopped::Cancelled(sig) => End::Cancelled(sig),
-                _ => End::TimedOut,
+            // Shaped as a timeout (or a cancel), but the line says what really
+            // happened: the command never started.
+            let session = req.session.as_deref().unwrap_or("");
+            let (end, line) = match stopped {
+                exec::state::Stopped::Cancelled(sig) => (
+                    End::Cancelled(sig),
+                    format!(
+                        "[Cancelled while waiting for session \"{session}\", held by another run; the command did not start]"
+                    ),
+                ),
+                exec::state::Stopped::TimedOut(waited) => (
+                    End::TimedOut,
+                    format!(
+                        "[Waited {} s for session \"{session}\", held by another run; the command did not start]",
+                        waited.as_secs_f64().round() as u64
+                    ),
+                ),
+                exec::state::Stopped::Failed(e) => return fail(r, exit::FAILURE, e),
             };
-            notices.push(format!(
-                "Session {} stayed busy; the command did not run",
-                req.session.as_deref().unwrap_or("")
-            ));
             let cwd = plan
                 .cwd
                 .as_ref()
@@ -324,7 +346,7 @@ pub fn execute_with(
                 end,
                 background_killed: vec![],
             };
-            return shape(
+            let r = shape(
                 r,
                 plan,
                 outcome,
@@ -334,6 +356,7 @@ pub fn execute_with(
                 started,
                 cwd,
             );
+            return did_not_start(r, line);
         }
     };
     warnings.append(&mut state.warnings);
@@ -663,6 +686,7 @@ fn shape(
     r.notices = notices;
     r.warnings = warnings;
     r.agentbash_exit = code;
+    r.annotation = annotation;
     let _ = plan;
     r
 }
@@ -763,7 +787,44 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
         error: None,
         body: String::new(),
         agentbash_exit: 0,
+        annotation: None,
     }
+}
+
+/// The result of a request cancelled by `sig` before it started (a server's queued
+/// request): shaped like a cancelled run, with `line` saying why nothing ran.
+pub fn not_started(req: &RunRequest, profile: &LoadedProfile, sig: i32, line: String) -> RunResult {
+    let plan = plan_with(req, profile, false);
+    let r = base_result(req, &plan);
+    let cwd = plan
+        .cwd
+        .as_ref()
+        .map_or_else(|_| req.invoking_dir.clone(), Clone::clone);
+    let outcome = ExecOutcome {
+        end: End::Cancelled(sig),
+        background_killed: vec![],
+    };
+    let r = shape(
+        r,
+        plan,
+        outcome,
+        Default::default(),
+        vec![],
+        vec![],
+        Instant::now(),
+        cwd,
+    );
+    did_not_start(r, line)
+}
+
+/// A timed-out or cancelled result whose command never started: `line` replaces the
+/// generic "[Command timed out …]" / "[Command cancelled]" annotation.
+fn did_not_start(mut r: RunResult, line: String) -> RunResult {
+    if let Some(generic) = r.annotation.replace(line.clone()) {
+        r.text = r.text.replacen(&generic, &line, 1);
+    }
+    r.output = line;
+    r
 }
 
 fn fail(mut r: RunResult, code: i32, msg: String) -> RunResult {

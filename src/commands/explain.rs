@@ -45,6 +45,7 @@ fn explanation_of(plan: &Plan, profile: &LoadedProfile) -> serde_json::Value {
             "tools": plan.tools,
             "result": interception,
             "warnings": plan.rule_warnings,
+            "error": plan.rules_error,
         },
         "cwd": match &plan.cwd { Ok(c) => json!({"ok": c.display().to_string()}), Err(e) => json!({"error": e.to_string()}) },
         "timeout": {
@@ -70,9 +71,15 @@ fn explanation_of(plan: &Plan, profile: &LoadedProfile) -> serde_json::Value {
 pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> i32 {
     let plan = plan(req, profile);
     let v = explanation_of(&plan, profile);
+    // A rule pack that cannot be loaded would stop the run: so it fails here too.
+    let code = match v.pointer("/intercept/error") {
+        Some(e) if !e.is_null() => crate::exit::FAILURE,
+        _ if plan.guard.error.is_some() => crate::exit::FAILURE,
+        _ => 0,
+    };
     if format != FormatArg::Text {
         out(&format!("{v}\n"));
-        return 0;
+        return code;
     }
     let s = |p: &str| v.pointer(p).cloned().unwrap_or(serde_json::Value::Null);
     let show = |x: serde_json::Value| match x {
@@ -221,6 +228,10 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
     if let Some(u) = v.pointer("/usage_error").and_then(|u| u.as_str()) {
         t.push_str(&format!("error       {u}\n"));
     }
+    let rules_error = v.pointer("/intercept/error").and_then(|e| e.as_str());
+    if let Some(e) = rules_error {
+        t.push_str(&format!("error       {e}\n"));
+    }
     out(&t);
-    0
+    code
 }

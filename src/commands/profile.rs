@@ -155,7 +155,19 @@ fn display_origin(o: &Origin) -> String {
 /// every profile, shadowed ones included (each is checked as the file it is).
 /// Returns the report and whether everything was valid.
 pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
-    let results: Vec<(String, Result<(), crate::profile::ProfileError>)> = if names.is_empty() {
+    // A profile is valid when it loads and so do the rule packs it names (compiled
+    // here, so a skipped rule shows up as a warning), the guard's included.
+    let usable = |p: &crate::LoadedProfile| -> Result<Vec<String>, String> {
+        let mut warnings = vec![];
+        if p.profile.guard.enabled {
+            warnings.extend(p.guard_rule_set()?.warnings().iter().cloned());
+        }
+        if p.profile.interceptor.enabled {
+            warnings.extend(p.rule_set()?.warnings().iter().cloned());
+        }
+        Ok(warnings)
+    };
+    let results: Vec<(String, Result<Vec<String>, String>)> = if names.is_empty() {
         // An untrusted project's definitions are checked too (parsing runs nothing),
         // so they can be reviewed before `agentbash trust`.
         let untrusted: Vec<(String, Origin)> = all_names(l)
@@ -167,14 +179,22 @@ pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
             .collect();
         let untrusted = untrusted.into_iter().map(|(name, o)| {
             let label = format!("{o} (untrusted project: not used until trusted)");
-            (label, l.load_origin(name, o).map(|_| ()))
+            let checked = l
+                .load_origin(name, o)
+                .map_err(|e| e.to_string())
+                .and_then(|p| usable(&p).map_err(|e| format!("{label}: {e}")));
+            (label, checked)
         });
         all_profiles(l)
             .into_iter()
             .flat_map(|(name, origins)| {
                 origins.into_iter().map(move |o| {
                     let label = o.to_string();
-                    (label, l.load_origin(name.clone(), o).map(|_| ()))
+                    let checked = l
+                        .load_origin(name.clone(), o)
+                        .map_err(|e| e.to_string())
+                        .and_then(|p| usable(&p).map_err(|e| format!("{label}: {e}")));
+                    (label, checked)
                 })
             })
             .chain(untrusted)
@@ -183,8 +203,12 @@ pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
         names
             .iter()
             .map(|t| match l.load(t) {
-                Ok(p) => (format!("{t} ({})", p.origin()), Ok(())),
-                Err(e) => (t.clone(), Err(e)),
+                Ok(p) => {
+                    let label = format!("{t} ({})", p.origin());
+                    let checked = usable(&p).map_err(|e| format!("{label}: {e}"));
+                    (label, checked)
+                }
+                Err(e) => (t.clone(), Err(e.to_string())),
             })
             .collect()
     };
@@ -192,10 +216,15 @@ pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
     let mut bad = 0;
     for (label, r) in &results {
         match r {
-            Ok(()) => s.push_str(&format!("ok       {label}\n")),
+            Ok(warnings) => {
+                s.push_str(&format!("ok       {label}\n"));
+                for w in warnings {
+                    s.push_str(&format!("         warning: {w}\n"));
+                }
+            }
             Err(e) => {
                 bad += 1;
-                let msg = e.to_string().replace('\n', "\n         ");
+                let msg = e.replace('\n', "\n         ");
                 s.push_str(&format!("invalid  {msg}\n"));
             }
         }

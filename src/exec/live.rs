@@ -344,8 +344,13 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
              \x20 __agentbash_k=s\n\
              \x20 case $__agentbash_v in q*) if { builtin declare -F -- \"${__agentbash_v#q}\" || builtin alias -- \"${__agentbash_v#q}\"; } >/dev/null 2>&1; then __agentbash_v=1; else __agentbash_k=u; fi;; esac\n\
              \x20 builtin [ \"$PWD\" = \"$__agentbash_d\" ] || { __agentbash_k=s; builtin cd -- \"$__agentbash_d\"; } && builtin eval \"$__agentbash_c\" </dev/null\n\
-             \x20 { __agentbash_s=$?\n\
-             \x20   builtin [ $__agentbash_k = u ] || __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
+             \x20 { __agentbash_s=$?\n",
+        );
+        // The command may have defined a function named like a builtin used below.
+        t.push_str("    ");
+        t.push_str(&super::state::dump::unshadow(None));
+        t.push_str(
+            "    builtin [ $__agentbash_k = u ] || __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
              \x20 exec 1>&\"$__agentbash_out\" 2>&1\n\
              \x20 builtin printf '\\036%s%s%s %s\\n' \"$__agentbash_t\" \"$__agentbash_k\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\
              done\n",
@@ -371,12 +376,13 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
              \x20 else\n\
              \x20 (\n\
              \x20   builtin export AGENTBASH_RUN_ID=\"$__agentbash_r.$__agentbash_i\"\n\
-             \x20   builtin trap 'builtin printf \"\\036%ss%s %s %s\\n\" \"$__agentbash_t\" \"$__agentbash_i\" \"$?\" \"$BASHPID\" >&\"$__agentbash_out\"' EXIT\n\
+             \x20   builtin trap '__agentbash_s=$?; {unshadow}builtin printf \"\\036%ss%s %s %s\\n\" \"$__agentbash_t\" \"$__agentbash_i\" \"$__agentbash_s\" \"$BASHPID\" >&\"$__agentbash_out\"' EXIT\n\
              \x20   builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" </dev/null\n\
              \x20 )\n\
              \x20 builtin printf '\\036%sc%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$?\" >&\"$__agentbash_out\"\n\
              \x20 fi\n\
-             done\n"
+             done\n",
+            unshadow = super::state::dump::unshadow(None),
         ));
     }
     t

@@ -34,6 +34,33 @@ pub const SHADOWED_TOOLS: &[&str] = &[
     "pwd", "readlink", "stat", "cut", "sort", "uniq", "xargs", "tee", "tr", "basename", "dirname",
 ];
 
+/// Bash's reserved words. An alias with one of these names changes how every
+/// command parses; none is carried.
+pub const KEYWORDS: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
+    "done", "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]",
+];
+
+/// Why a function or alias with this name is never carried, if it is one of the
+/// names agentbash protects (tools agents rely on, builtins its own shell code
+/// relies on, keywords). `cd` is not one: rc files commonly wrap it (nvm, rvm), and
+/// agentbash's own code calls `builtin cd`.
+pub fn protected_name(name: &str) -> Option<String> {
+    if SHADOWED_TOOLS.contains(&name) {
+        Some(tool_reason(name))
+    } else if dump::MACHINERY_BUILTINS.contains(&name) {
+        Some(format!(
+            "shadows the `{name}` builtin, which agentbash's own shell code and commands rely on"
+        ))
+    } else if KEYWORDS.contains(&name) {
+        Some(format!(
+            "named like the shell keyword `{name}`, it would change how commands parse"
+        ))
+    } else {
+        None
+    }
+}
+
 /// How long the rc may take to source.
 pub const GENERATION_LIMIT: Duration = Duration::from_secs(2);
 
@@ -495,20 +522,30 @@ fn generator_script(rc: &Path, dump_path: &Path, delim: &str) -> String {
         options: true,
         definitions_on_request: false,
     };
+    // Everything after the rc is in functions parsed before it, so the rc's aliases
+    // cannot change it; its functions named like the builtins we use are recorded
+    // (for `snapshot report`) and removed before the dump.
     format!(
         "__agentbash_before=\"$(builtin shopt -p; builtin set +o)\"\n\
          __agentbash_file={file}\n\
          {func}\
-         __agentbash_finish() {{\n  __agentbash_dump \"$__agentbash_file\" \"$1\"\n  builtin printf '\\n{delim} options-before\\n%s\\n' \"$__agentbash_before\" >> \"$__agentbash_file\"\n  builtin unset HISTFILE\n}}\n\
+         __agentbash_finish() {{\n  \
+           __agentbash_m=\n  \
+           {unshadow}  \
+           __agentbash_dump \"$__agentbash_file\" \"$1\"\n  \
+           builtin trap - EXIT\n  \
+           builtin printf '\\n{delim} options-before\\n%s\\n' \"$__agentbash_before\" >> \"$__agentbash_file\"\n  \
+           builtin printf '\\n{delim} shadowing-functions\\n%s' \"$__agentbash_m\" >> \"$__agentbash_file\"\n  \
+           builtin unset HISTFILE\n  \
+           builtin exit 0\n\
+         }}\n\
          builtin trap '__agentbash_finish \"exit $?\"' EXIT\n\
          . {rc} </dev/null >/dev/null 2>&1\n\
-         __agentbash_st=$?\n\
-         builtin trap - EXIT\n\
-         __agentbash_finish \"done $__agentbash_st\"\n\
-         builtin exit 0\n",
+         __agentbash_finish \"done $?\"\n",
         file = quote(&dump_path.display().to_string()),
         func = dump::function("__agentbash_dump", delim, what),
         rc = quote(&rc.display().to_string()),
+        unshadow = dump::unshadow(Some("__agentbash_m")),
     )
 }
 
@@ -726,15 +763,28 @@ fn build(src: &Source, key: Key, d: &dump::Dump, timed_out: bool) -> Meta {
     // Functions and aliases.
     let mut roots: Vec<&str> = Vec::new();
     let mut helpers: BTreeSet<&str> = BTreeSet::new();
+    // Removed in the generator before the dump (they would have broken it).
+    let shadowing = d
+        .extra
+        .get("shadowing-functions")
+        .map(String::as_str)
+        .unwrap_or("");
+    for name in shadowing.lines().filter(|n| !n.is_empty()) {
+        meta.dropped.push(Dropped {
+            name: name.into(),
+            kind: "function".into(),
+            reason: protected_name(name).unwrap_or_default(),
+        });
+    }
     for name in d.functions.keys().map(String::as_str) {
         if name.starts_with(dump::OWN_PREFIX) {
             continue;
         }
-        if SHADOWED_TOOLS.contains(&name) {
+        if let Some(reason) = protected_name(name) {
             meta.dropped.push(Dropped {
                 name: name.into(),
                 kind: "function".into(),
-                reason: tool_reason(name),
+                reason,
             });
         } else if name == "command_not_found_handle" {
             meta.dropped.push(Dropped {
@@ -750,11 +800,11 @@ fn build(src: &Source, key: Key, d: &dump::Dump, timed_out: bool) -> Meta {
     }
     let mut kept_aliases = Vec::new();
     for (name, line) in &d.aliases {
-        if SHADOWED_TOOLS.contains(&name.as_str()) {
+        if let Some(reason) = protected_name(name) {
             meta.dropped.push(Dropped {
                 name: name.clone(),
                 kind: "alias".into(),
-                reason: tool_reason(name),
+                reason,
             });
         } else {
             kept_aliases.push((name, line));

@@ -94,7 +94,8 @@ pub fn plan(
 /// Why the stage stopped the run before it started.
 #[derive(Debug)]
 pub enum Stopped {
-    TimedOut,
+    /// The run's timeout expired while another run held the session: how long it waited.
+    TimedOut(Duration),
     Cancelled(i32),
     /// agentbash's own failure with the message to show (exit 125).
     Failed(String),
@@ -149,7 +150,7 @@ pub fn prepare(
         let store = SessionStore::new();
         match store.activate(&sp.name, cancel, started + limit) {
             Ok(s) => session = Some(s),
-            Err(SessionError::LockTimedOut) => return Err(Stopped::TimedOut),
+            Err(SessionError::LockTimedOut) => return Err(Stopped::TimedOut(started.elapsed())),
             Err(SessionError::LockCancelled(sig)) => return Err(Stopped::Cancelled(sig)),
             Err(e) => return Err(Stopped::Failed(e.to_string())),
         }
@@ -556,11 +557,49 @@ pub mod dump {
     /// Names the dump function uses for itself; never saved.
     pub const OWN_PREFIX: &str = "__agentbash_";
 
+    /// Builtins the generated bash relies on, or that a command expects to behave as
+    /// documented. A function takes precedence over a builtin of the same name, and
+    /// neither `builtin` nor a backslash gets past a function named `builtin`, so a
+    /// user's `builtin() { … }` would break every save. Such functions are removed
+    /// (see [`unshadow`]) before anything of ours runs, and never carried.
+    pub const MACHINERY_BUILTINS: &[&str] = &[
+        "builtin", "command", "declare", "typeset", "local", "export", "unset", "set", "shopt",
+        "trap", "eval", "exec", "source", ".", "return", "exit", "printf", "echo", "read", "type",
+        "hash", "alias", "unalias", "enable", "test", "[",
+    ];
+
+    /// Bash that removes functions named like [`MACHINERY_BUILTINS`]. In POSIX mode
+    /// (entered by assigning `POSIXLY_CORRECT`, which no function can intercept)
+    /// `unset` is a special builtin, found before any function. Leaving POSIX mode
+    /// keeps the `inherit_errexit` it turned on: that is put back too.
+    ///
+    /// With `record`, the names that were functions are first appended, one per line,
+    /// to that variable (`export -f` fails for a name that is not a function, and is
+    /// a special builtin too).
+    pub fn unshadow(record: Option<&str>) -> String {
+        // Words without quotes, so that the text also fits in a single-quoted trap.
+        let names: Vec<&str> = MACHINERY_BUILTINS
+            .iter()
+            .map(|n| if *n == "[" { "\\[" } else { n })
+            .collect();
+        let names = names.join(" ");
+        let find = record.map_or_else(String::new, |var| {
+            format!(
+                "for __agentbash_n in {names}; do export -f -- \"$__agentbash_n\" 2>/dev/null && {var}=\"${var}$__agentbash_n\n\"; done; "
+            )
+        });
+        format!(
+            "__agentbash_px=\"${{POSIXLY_CORRECT+x}}:$BASHOPTS:\"; POSIXLY_CORRECT=y; {find}unset -f -- {names} 2>/dev/null; \
+             case $__agentbash_px in x*) ;; *) unset POSIXLY_CORRECT; case $__agentbash_px in *:inherit_errexit:*) ;; *) builtin shopt -u inherit_errexit;; esac;; esac\n"
+        )
+    }
+
     /// The bash function `name FILE STATUS [DEFINITIONS]` that writes the dump.
     pub fn function(name: &str, delim: &str, what: Sections) -> String {
         let mut body = String::new();
         body.push_str(&format!(
-            "{name}() {{\n  local __agentbash_f=\"$1\" __agentbash_s=\"$2\" __agentbash_n __agentbash_a __agentbash_o\n"
+            "{name}() {{\n  {}  local __agentbash_f=\"$1\" __agentbash_s=\"$2\" __agentbash_n __agentbash_a __agentbash_o\n",
+            unshadow(None)
         ));
         if what.options {
             // Before anything changes them.

@@ -1381,7 +1381,7 @@ impl GuardPlan {
         };
         match rules {
             None => {}
-            Some(Err(e)) => plan.error = Some(format!("guard rule pack: {e}")),
+            Some(Err(e)) => plan.error = Some(e),
             Some(Ok(set)) if plan.refused.is_none() => {
                 let i = crate::intercept::intercept(command, &set, &[]);
                 if let Some(hit) = i.blocked {

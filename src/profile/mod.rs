@@ -125,10 +125,40 @@ impl LoadedProfile {
 
     /// The rule packs this profile uses, loaded (paths relative to the file that
     /// named them).
+    /// A pack that cannot be loaded is an error naming the pack, what is wrong with
+    /// it and the profile key that names it.
     pub fn rule_set(&self) -> Result<std::sync::Arc<crate::rules::RuleSet>, String> {
         self.rules
             .get_or_init(|| self.load_packs("interceptor", &self.profile.interceptor.rules))
             .clone()
+    }
+
+    /// Whether the rule packs load, without compiling them when they have not been
+    /// compiled yet (see [`crate::rules::RuleSet::check_loadable`]): what a run that
+    /// needs no rules checks, so that a broken pack is never silently ignored.
+    pub fn check_rule_packs(&self) -> Result<(), String> {
+        if let Some(loaded) = self.rules.get() {
+            return loaded.as_ref().map(|_| ()).map_err(Clone::clone);
+        }
+        crate::rules::RuleSet::check_loadable(
+            &self.profile.interceptor.rules,
+            self.rules_base("interceptor"),
+        )
+        .map_err(|e| self.rules_error("interceptor", &e))
+    }
+
+    /// Pack paths are relative to the file that named them.
+    fn rules_base(&self, section: &str) -> Option<&Path> {
+        self.origin_of(section, "rules").and_then(Origin::base_dir)
+    }
+
+    fn rules_error(&self, section: &str, e: &impl std::fmt::Display) -> String {
+        let named_in = self
+            .origin_of(section, "rules")
+            .map_or_else(|| self.top.to_string(), ToString::to_string);
+        format!(
+            "rule pack cannot be loaded: {e}. Fix the pack, or remove it from {section}.rules (set in {named_in}); no command runs until then"
+        )
     }
 
     /// Whether a guard pack could match `command` (see [`crate::rules::might_match`]):
@@ -137,10 +167,7 @@ impl LoadedProfile {
         if self.guard_rules.get().is_some() {
             return true;
         }
-        let base = self
-            .origin_of("guard", "rules")
-            .and_then(|o| o.base_dir().map(PathBuf::from));
-        crate::rules::might_match(&self.profile.guard.rules, base.as_deref(), command)
+        crate::rules::might_match(&self.profile.guard.rules, self.rules_base("guard"), command)
     }
 
     /// The guard's rule packs (`guard.rules`), loaded like [`LoadedProfile::rule_set`].
@@ -158,10 +185,10 @@ impl LoadedProfile {
         specs: &[String],
     ) -> Result<std::sync::Arc<crate::rules::RuleSet>, String> {
         let origin = self.origin_of(section, "rules");
-        let base = origin.and_then(|o| o.base_dir().map(PathBuf::from));
+        let base = self.rules_base(section);
         if let Some(Origin::File(f)) = origin
             && let Some(project) = crate::trust::project_of(f)
-            && let Some(base) = &base
+            && let Some(base) = base
         {
             for spec in specs {
                 let path = crate::paths::absolute(base, Path::new(spec));
@@ -174,9 +201,9 @@ impl LoadedProfile {
                 }
             }
         }
-        crate::rules::RuleSet::load(specs, base.as_deref())
+        crate::rules::RuleSet::load(specs, base)
             .map(std::sync::Arc::new)
-            .map_err(|e| e.to_string())
+            .map_err(|e| self.rules_error(section, &e))
     }
 
     /// The layer that last set `section.key` (for `profile show --origin`).

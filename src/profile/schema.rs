@@ -23,6 +23,7 @@ pub struct Profile {
     pub process: ProcessCfg,
     pub limits: LimitsCfg,
     pub render: RenderCfg,
+    pub server: ServerCfg,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -311,6 +312,25 @@ impl Default for RenderCfg {
     }
 }
 
+/// Highest `server.max_concurrent`: each running request holds a thread and a
+/// shell, so more than this would be a fork bomb, not a server.
+pub const MAX_CONCURRENT_LIMIT: usize = 1024;
+
+/// `agentbash rpc` and `agentbash mcp`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerCfg {
+    /// Runs executing at once; further requests wait in a queue (as parsed
+    /// requests: no thread, no process) until one finishes.
+    pub max_concurrent: usize,
+}
+
+impl Default for ServerCfg {
+    fn default() -> Self {
+        ServerCfg { max_concurrent: 16 }
+    }
+}
+
 /// Range checks serde cannot express: (section, key, message) for each bad value.
 pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)> {
     let mut errs = Vec::new();
@@ -400,6 +420,16 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
                 format!("{entry:?} must be an absolute path or start with ~/"),
             );
         }
+    }
+    if !(1..=MAX_CONCURRENT_LIMIT).contains(&p.server.max_concurrent) {
+        bad(
+            "server",
+            "max_concurrent",
+            format!(
+                "{} is out of range: must be 1-{MAX_CONCURRENT_LIMIT}",
+                p.server.max_concurrent
+            ),
+        );
     }
     for k in p.env.set.keys() {
         if !crate::cli::valid_env_name(k) {

@@ -137,13 +137,9 @@ impl TextRenderer {
         if self.viewport {
             // The viewport left the command's final screen in view; what it cannot
             // show is why the run ended early.
-            if r.timed_out {
-                s.push_str(&format!(
-                    "[Command timed out after {} seconds]\n",
-                    r.timeout_s
-                ));
-            } else if r.cancelled {
-                s.push_str("[Command cancelled]\n");
+            if let Some(a) = &r.annotation {
+                s.push_str(a);
+                s.push('\n');
             }
         }
         let show = if self.viewport && !self.expand {
@@ -252,14 +248,8 @@ impl TextRenderer {
             s.push_str(&self.paint(text, style));
             s.push('\n');
         };
-        if r.timed_out {
-            line(
-                &mut s,
-                &format!("[Command timed out after {} seconds]", r.timeout_s),
-                red_bold(),
-            );
-        } else if r.cancelled {
-            line(&mut s, "[Command cancelled]", red_bold());
+        if let Some(a) = &r.annotation {
+            line(&mut s, a, red_bold());
         }
         for note in &r.notices {
             let style = if note.starts_with("[Showing") {

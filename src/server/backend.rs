@@ -54,6 +54,14 @@ pub trait Backend: Send + Sync + 'static {
         cancel: &crate::exec::CancelToken,
     ) -> Result<BashOutcome, String>;
 
+    /// How many `bash` calls may run at once; the server keeps further calls waiting
+    /// (as tasks: no thread, no process) until one finishes.
+    fn max_concurrent(&self) -> usize;
+
+    /// The answer to a call cancelled while it waited for a run slot: shaped like a
+    /// cancelled run, and nothing was started.
+    fn not_started(&self, call: BashCall) -> Result<BashOutcome, String>;
+
     /// Lines `offset..offset+limit` (0-based; `limit: None` = to the end) of artifact
     /// `id`, a bare decimal id (the server strips `artifact://`).
     fn read_artifact(

@@ -52,6 +52,20 @@ impl Engine {
         ))
     }
 
+    /// The answer to a call cancelled while it waited for one of the `max_concurrent`
+    /// run slots: shaped like a cancelled run, but nothing was started.
+    pub fn not_started(&self, call: &BashCall, max_concurrent: usize) -> Result<RunResult, String> {
+        let req = super::build_request(call, &self.invoking_dir)?;
+        Ok(crate::run::not_started(
+            &req,
+            &self.profile,
+            libc::SIGINT,
+            format!(
+                "[Cancelled while queued (server.max_concurrent = {max_concurrent} runs were busy); the command did not start]"
+            ),
+        ))
+    }
+
     pub fn store(&self) -> ArtifactStore {
         ArtifactStore::for_profile(&self.profile.profile.artifacts, &self.invoking_dir)
     }
@@ -131,16 +145,15 @@ impl Backend for Engine {
         on_progress: &mut dyn FnMut(&str),
         cancel: &CancelToken,
     ) -> Result<BashOutcome, String> {
-        let r = self.run(&call, cancel, on_progress)?;
-        if let Some(e) = &r.error {
-            return Err(e.clone());
-        }
-        let is_error = r.exit_code != Some(0) || r.timed_out || r.blocked.is_some();
-        Ok(BashOutcome {
-            text: r.text.clone(),
-            result: serde_json::to_value(&r).map_err(|e| e.to_string())?,
-            is_error,
-        })
+        outcome(self.run(&call, cancel, on_progress)?)
+    }
+
+    fn max_concurrent(&self) -> usize {
+        self.profile.profile.server.max_concurrent
+    }
+
+    fn not_started(&self, call: BashCall) -> Result<BashOutcome, String> {
+        outcome(Engine::not_started(self, &call, self.max_concurrent())?)
     }
 
     fn read_artifact(
@@ -155,4 +168,18 @@ impl Backend for Engine {
     fn describe(&self) -> String {
         self.description()
     }
+}
+
+/// A result as the MCP server answers it: agentbash's own failure is an error
+/// message, anything else the text and the whole result.
+fn outcome(r: RunResult) -> Result<BashOutcome, String> {
+    if let Some(e) = &r.error {
+        return Err(e.clone());
+    }
+    let is_error = r.exit_code != Some(0) || r.timed_out || r.blocked.is_some();
+    Ok(BashOutcome {
+        text: r.text.clone(),
+        result: serde_json::to_value(&r).map_err(|e| e.to_string())?,
+        is_error,
+    })
 }

@@ -30,9 +30,10 @@ use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use tokio::io::{AsyncRead, ReadBuf};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, Semaphore, watch};
 
 use super::backend::{Backend, BashCall, BashOutcome};
+use super::mcp_stdio;
 
 const BASH_TOOL: &str = "bash";
 const READ_ARTIFACT_TOOL: &str = "read_artifact";
@@ -54,19 +55,31 @@ pub async fn serve_stdio<B: Backend>(backend: Arc<B>) -> anyhow::Result<()> {
     let (closed, _) = watch::channel(false);
     let server = McpServer::new(backend, closed.clone())?;
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    let transport = (EofSignal::new(stdin, closed), stdout);
-    let running = match server.serve(transport).await {
-        Ok(running) => running,
+    // stdin → line filter → rmcp → one writer of whole lines → stdout.
+    let (to_rmcp, rmcp_in) = tokio::io::duplex(PIPE_BYTES);
+    let (rmcp_out, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
+    let (errors, error_lines) = tokio::sync::mpsc::channel(16);
+    let filter = tokio::spawn(mcp_stdio::filter_input(stdin, to_rmcp, errors));
+    let writer = tokio::spawn(mcp_stdio::write_output(from_rmcp, error_lines, stdout));
+    let transport = (EofSignal::new(rmcp_in, closed), rmcp_out);
+    let served = match server.serve(transport).await {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|error| anyhow::anyhow!("MCP server task failed: {error}")),
         // The client went away before (or while) initializing: nothing to clean up.
-        Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-        Err(error) => return Err(anyhow::anyhow!("MCP initialization failed: {error}")),
+        Err(ServerInitializeError::ConnectionClosed(_)) => Ok(()),
+        Err(error) => Err(anyhow::anyhow!("MCP initialization failed: {error}")),
     };
-    running
-        .waiting()
-        .await
-        .map_err(|error| anyhow::anyhow!("MCP server task failed: {error}"))?;
-    Ok(())
+    // rmcp has closed its output: let the last lines reach stdout.
+    filter.abort();
+    let _ = tokio::time::timeout(PROGRESS_DRAIN_TIMEOUT, writer).await;
+    served
 }
+
+/// Buffer of each in-process pipe around rmcp.
+const PIPE_BYTES: usize = 64 * 1024;
 
 /// The `bash` tool's arguments. Field doc comments become the JSON schema
 /// descriptions the model reads, so each is one line (schemars keeps line breaks).
@@ -77,12 +90,15 @@ struct BashArgs {
     /// The shell command to run, as one string (pipes, `&&`, redirects and `2>&1` are fine). It runs non-interactively: stdin is empty, pagers and prompts are off.
     command: String,
     /// Timeout in seconds. Default and maximum come from the profile (values outside the allowed range are clamped, with a notice). On timeout the whole process tree is killed and the output so far is returned.
+    #[serde(default, deserialize_with = "lenient::timeout")]
     timeout: Option<u64>,
     /// Working directory for this command. A relative path is resolved against the server's directory, or the session's directory when `session` is set.
     cwd: Option<String>,
     /// Show only the first N lines of the output. The full output stays available through `read_artifact`.
+    #[serde(default, deserialize_with = "lenient::head")]
     head: Option<usize>,
     /// Show only the last N lines of the output. The full output stays available through `read_artifact`.
+    #[serde(default, deserialize_with = "lenient::tail")]
     tail: Option<usize>,
     /// Extra environment variables for this command, as an object of strings, e.g. `{"RUST_LOG": "debug"}`. Names must match `^[A-Za-z_][A-Za-z0-9_]*$`.
     #[schemars(extend("propertyNames" = { "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" }))]
@@ -117,9 +133,65 @@ struct ReadArtifactArgs {
     /// The artifact to read, as named in a notice: `artifact://3`, or just `3`.
     id: ArtifactRef,
     /// First line to return, 0-based. Default 0.
+    #[serde(default, deserialize_with = "lenient::offset")]
     offset: Option<usize>,
     /// Number of lines to return. Default: up to the end.
+    #[serde(default, deserialize_with = "lenient::limit")]
     limit: Option<usize>,
+}
+
+/// Whole-number arguments given as JSON numbers or as decimal strings: some stock
+/// clients (the MCP inspector's CLI among them) send every argument as a string.
+/// Anything else is an error naming the argument.
+mod lenient {
+    use serde::{Deserialize, Deserializer, de::Error};
+    use serde_json::Value;
+
+    fn count<'de, D: Deserializer<'de>>(
+        d: D,
+        name: &str,
+        unit: &str,
+    ) -> Result<Option<u64>, D::Error> {
+        let bad = |shown: &str| {
+            D::Error::custom(format!(
+                "`{name}` must be a whole number{unit} such as 5 or \"5\", not {shown}"
+            ))
+        };
+        match Option::<Value>::deserialize(d)? {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| bad(&n.to_string())),
+            Some(Value::String(text)) => text
+                .trim()
+                .parse::<u64>()
+                .map(Some)
+                .map_err(|_| bad(&Value::String(text.clone()).to_string())),
+            Some(other) => Err(bad(&other.to_string())),
+        }
+    }
+
+    fn lines<'de, D: Deserializer<'de>>(d: D, name: &str) -> Result<Option<usize>, D::Error> {
+        count(d, name, " of lines")?
+            .map(|n| {
+                usize::try_from(n).map_err(|_| D::Error::custom(format!("`{name}` is too large")))
+            })
+            .transpose()
+    }
+
+    pub fn timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        count(d, "timeout", " of seconds")
+    }
+    pub fn head<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+        lines(d, "head")
+    }
+    pub fn tail<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+        lines(d, "tail")
+    }
+    pub fn offset<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+        lines(d, "offset")
+    }
+    pub fn limit<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+        lines(d, "limit")
+    }
 }
 
 /// An artifact id as a model writes it: a number or a string (`"3"`, `"artifact://3"`).
@@ -174,6 +246,9 @@ fn parse_arguments<T: serde::de::DeserializeOwned>(
 pub struct McpServer<B: Backend> {
     backend: Arc<B>,
     tools: Vec<Tool>,
+    /// One permit per run allowed at once (`server.max_concurrent`); a call waits for
+    /// one as a task, so queued calls cost no thread and no process.
+    slots: Arc<Semaphore>,
     /// Becomes `true` when stdin reaches EOF: every running call is cancelled.
     closed: watch::Sender<bool>,
 }
@@ -181,9 +256,11 @@ pub struct McpServer<B: Backend> {
 impl<B: Backend> McpServer<B> {
     fn new(backend: Arc<B>, closed: watch::Sender<bool>) -> anyhow::Result<Self> {
         let tools = tool_definitions(&backend.describe())?;
+        let slots = Arc::new(Semaphore::new(backend.max_concurrent().max(1)));
         Ok(Self {
             backend,
             tools,
+            slots,
             closed,
         })
     }
@@ -196,6 +273,25 @@ impl<B: Backend> McpServer<B> {
         let call: BashCall = match parse_arguments::<BashArgs>(BASH_TOOL, arguments) {
             Ok(args) => args.into(),
             Err(error) => return tool_error(error.to_string()),
+        };
+
+        // Wait for a run slot; a call cancelled meanwhile (or the client leaving) is
+        // answered as cancelled without starting anything.
+        let permit = {
+            let mut closed = self.closed.subscribe();
+            tokio::select! {
+                permit = Arc::clone(&self.slots).acquire_owned() => permit.ok(),
+                () = context.ct.cancelled() => None,
+                _ = closed.wait_for(|closed| *closed) => None,
+            }
+        };
+        let Some(permit) = permit else {
+            let backend = Arc::clone(&self.backend);
+            return match tokio::task::spawn_blocking(move || backend.not_started(call)).await {
+                Ok(Ok(outcome)) => outcome_result(outcome),
+                Ok(Err(message)) => tool_error(message),
+                Err(error) => tool_error(format!("agentbash failed: {error}")),
+            };
         };
 
         let cancel = Arc::new(crate::exec::CancelToken::new());
@@ -230,6 +326,7 @@ impl<B: Backend> McpServer<B> {
         let sink = progress.as_ref().map(|(buffer, _)| Arc::clone(buffer));
         let run_cancel = Arc::clone(&cancel);
         let joined = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             let mut on_progress = |text: &str| {
                 if let Some(sink) = &sink {
                     sink.push(text);
@@ -610,6 +707,41 @@ mod tests {
         );
         let message = bad_id.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(message.contains("artifact://3"), "{message}");
+    }
+
+    #[test]
+    fn numbers_may_come_as_strings() -> anyhow::Result<()> {
+        let parsed: BashArgs = parse_arguments(
+            BASH_TOOL,
+            args(serde_json::json!({"command": "ls", "timeout": "5", "head": " 10 ", "tail": 3})),
+        )?;
+        assert_eq!(
+            (parsed.timeout, parsed.head, parsed.tail),
+            (Some(5), Some(10), Some(3))
+        );
+        let parsed: ReadArtifactArgs = parse_arguments(
+            READ_ARTIFACT_TOOL,
+            args(serde_json::json!({"id": "3", "offset": "3", "limit": "20"})),
+        )?;
+        assert_eq!((parsed.offset, parsed.limit), (Some(3), Some(20)));
+        for (field, value) in [
+            ("timeout", serde_json::json!("five")),
+            ("timeout", serde_json::json!(-1)),
+            ("head", serde_json::json!("1.5")),
+            ("tail", serde_json::json!(true)),
+        ] {
+            let mut call = serde_json::json!({"command": "ls"});
+            call[field] = value.clone();
+            let message = parse_arguments::<BashArgs>(BASH_TOOL, args(call))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                message.contains(&format!("`{field}` must be a whole number")),
+                "{field}={value}: {message}"
+            );
+        }
+        Ok(())
     }
 
     #[test]

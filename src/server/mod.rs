@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod engine;
 pub mod mcp;
+mod mcp_stdio;
 pub mod rpc;
 
 use crate::run::RunRequest;

@@ -1,15 +1,18 @@
 //! `agentbash rpc` (SPEC §9): JSON requests on stdin, one per line; JSON messages on
-//! stdout, one per line. Requests run concurrently on their own threads; a session's
-//! runs are serialized by the session lock. Malformed input is answered, never fatal.
-//! EOF on stdin (or SIGTERM/SIGINT/SIGHUP) aborts what runs, waits for the aborted
-//! runs to answer, and exits 0. Nothing but protocol messages goes to stdout.
+//! stdout, one per line. Up to `server.max_concurrent` requests run at once, each on a
+//! worker thread; the rest wait in a queue as parsed requests (no thread, no process),
+//! and a worker that finishes takes the next. A session's runs are serialized by the
+//! session lock. Malformed input is answered, never fatal. EOF on stdin (or
+//! SIGTERM/SIGINT/SIGHUP) aborts what runs, answers what is queued as cancelled, waits
+//! for the aborted runs to answer, and exits 0. Nothing but protocol messages goes to
+//! stdout.
 
 use super::backend::BashCall;
 use super::engine::Engine;
 use crate::exec::CancelToken;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -144,12 +147,110 @@ fn reader() -> mpsc::Receiver<Input> {
     rx
 }
 
+/// One accepted `bash` request: what a queued request costs is this, nothing more.
+struct Job {
+    id: Value,
+    key: String,
+    call: BashCall,
+    stream: bool,
+    token: CancelToken,
+}
+
+/// Requests running and waiting. Workers are threads that run jobs back to back;
+/// there are never more than `max` of them.
+struct Scheduler {
+    max: usize,
+    state: Mutex<Queue>,
+    /// Every accepted request not answered yet (running or queued), by id.
+    pending: Mutex<HashMap<String, CancelToken>>,
+}
+
+#[derive(Default)]
+struct Queue {
+    workers: usize,
+    waiting: VecDeque<Job>,
+}
+
+impl Scheduler {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancelToken>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Run `job` now if a worker is free, else queue it. Returns a new worker thread.
+    fn submit(
+        self: &Arc<Self>,
+        job: Job,
+        engine: &Arc<Engine>,
+        out: &Out,
+    ) -> Option<std::thread::JoinHandle<()>> {
+        {
+            let mut q = self.queue();
+            if q.workers >= self.max {
+                q.waiting.push_back(job);
+                return None;
+            }
+            q.workers += 1;
+        }
+        let (sched, engine, out) = (self.clone(), engine.clone(), out.clone());
+        Some(std::thread::spawn(move || {
+            let mut next = Some(job);
+            let mut queued = false;
+            while let Some(job) = next {
+                if queued && job.token.reason().is_some() {
+                    // Aborted between the queue and this worker.
+                    answer_unstarted(&engine, &out, &sched, job);
+                } else {
+                    run_bash(&engine, &out, &job);
+                    sched.pending().remove(&job.key);
+                }
+                let mut q = sched.queue();
+                next = q.waiting.pop_front();
+                queued = true;
+                if next.is_none() {
+                    q.workers -= 1;
+                }
+            }
+        }))
+    }
+
+    /// Take the queued request `key` out of the queue, if it is there.
+    fn unqueue(&self, key: &str) -> Option<Job> {
+        let mut q = self.queue();
+        let at = q.waiting.iter().position(|j| j.key == key)?;
+        q.waiting.remove(at)
+    }
+
+    fn unqueue_all(&self) -> Vec<Job> {
+        self.queue().waiting.drain(..).collect()
+    }
+}
+
+/// Answer a request that was cancelled while it waited in the queue.
+fn answer_unstarted(engine: &Engine, out: &Out, sched: &Scheduler, job: Job) {
+    match engine.not_started(&job.call, sched.max) {
+        Ok(r) => {
+            let data = serde_json::to_value(&r).unwrap_or(Value::Null);
+            out.send(&json!({"id": job.id, "type": "response", "command": "bash", "success": true, "data": data}));
+        }
+        Err(e) => out.error(&job.id, e),
+    }
+    sched.pending().remove(&job.key);
+}
+
 pub fn serve(engine: Engine) -> i32 {
     // The handler only stores to an atomic; the reader thread polls it.
     crate::exec::process::on_stop_signals(on_stop);
+    let sched = Arc::new(Scheduler {
+        max: engine.profile.profile.server.max_concurrent.max(1),
+        state: Mutex::default(),
+        pending: Mutex::default(),
+    });
     let engine = Arc::new(engine);
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
-    let running: Arc<Mutex<HashMap<String, CancelToken>>> = Arc::new(Mutex::new(HashMap::new()));
     let mut threads = Vec::new();
     let rx = reader();
     loop {
@@ -203,7 +304,7 @@ pub fn serve(engine: Engine) -> i32 {
                 let key = id_key(&id);
                 let token = CancelToken::new();
                 {
-                    let mut map = running.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut map = sched.pending();
                     if map.contains_key(&key) {
                         out.error(
                             &id,
@@ -213,14 +314,14 @@ pub fn serve(engine: Engine) -> i32 {
                     }
                     map.insert(key.clone(), token.clone());
                 }
-                let (engine, out2, running2) = (engine.clone(), out.clone(), running.clone());
-                threads.push(std::thread::spawn(move || {
-                    run_bash(&engine, &out2, id, req, &token);
-                    running2
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(&key);
-                }));
+                let job = Job {
+                    id,
+                    key,
+                    stream: req.stream.unwrap_or(false),
+                    call: bash_call(req),
+                    token,
+                };
+                threads.extend(sched.submit(job, &engine, &out));
                 threads.retain(|t| !t.is_finished());
             }
             Some("abort_bash") => {
@@ -231,18 +332,35 @@ pub fn serve(engine: Engine) -> i32 {
                         continue;
                     }
                 };
-                let map = running.lock().unwrap_or_else(|p| p.into_inner());
-                match req.target {
-                    Some(t) => match map.get(&id_key(&t)) {
-                        Some(tok) => tok.cancel(libc::SIGINT),
-                        None => {
-                            out.error(&id, format!("no running request with id {}", id_key(&t)));
-                            continue;
+                // A queued request is answered at once, without running; a running
+                // one answers when its teardown is done.
+                let unstarted = match req.target {
+                    Some(t) => {
+                        let key = id_key(&t);
+                        let token = sched.pending().get(&key).cloned();
+                        match token {
+                            Some(tok) => {
+                                tok.cancel(libc::SIGINT);
+                                sched.unqueue(&key).into_iter().collect()
+                            }
+                            None => {
+                                out.error(&id, format!("no running request with id {key}"));
+                                continue;
+                            }
                         }
-                    },
-                    None => map.values().for_each(|t| t.cancel(libc::SIGINT)),
-                }
+                    }
+                    None => {
+                        sched
+                            .pending()
+                            .values()
+                            .for_each(|t| t.cancel(libc::SIGINT));
+                        sched.unqueue_all()
+                    }
+                };
                 out.send(&json!({"id": id, "type": "response", "command": "abort_bash", "success": true}));
+                for job in unstarted {
+                    answer_unstarted(&engine, &out, &sched, job);
+                }
             }
             Some(other) => out.error(
                 &id,
@@ -251,9 +369,13 @@ pub fn serve(engine: Engine) -> i32 {
             None => out.error(&id, "missing `type`: use \"bash\" or \"abort_bash\""),
         }
     }
-    // EOF or a stop signal: abort what runs and let each answer.
-    for t in running.lock().unwrap_or_else(|p| p.into_inner()).values() {
+    // EOF or a stop signal: abort what runs and let each answer; what waits is
+    // answered as cancelled without running.
+    for t in sched.pending().values() {
         t.cancel(libc::SIGINT);
+    }
+    for job in sched.unqueue_all() {
+        answer_unstarted(&engine, &out, &sched, job);
     }
     for t in threads {
         let _ = t.join();
@@ -261,8 +383,8 @@ pub fn serve(engine: Engine) -> i32 {
     0
 }
 
-fn run_bash(engine: &Engine, out: &Out, id: Value, req: BashRequest, token: &CancelToken) {
-    let call = BashCall {
+fn bash_call(req: BashRequest) -> BashCall {
+    BashCall {
         command: req.command,
         timeout: req.timeout.map(|t| t.max(0) as u64),
         cwd: req.cwd,
@@ -271,14 +393,17 @@ fn run_bash(engine: &Engine, out: &Out, id: Value, req: BashRequest, token: &Can
         env: req.env.unwrap_or_default(),
         session: req.session,
         tools: req.tools,
-    };
-    let stream = req.stream.unwrap_or(false);
+    }
+}
+
+fn run_bash(engine: &Engine, out: &Out, job: &Job) {
+    let (id, token, stream) = (&job.id, &job.token, job.stream);
     let mut on_output = |t: &str| {
         if stream {
             out.send(&json!({"id": id, "type": "output", "data": t}));
         }
     };
-    match engine.run(&call, token, &mut on_output) {
+    match engine.run(&job.call, token, &mut on_output) {
         Ok(r) => {
             let data = serde_json::to_value(&r).unwrap_or(Value::Null);
             match &r.error {
@@ -286,6 +411,6 @@ fn run_bash(engine: &Engine, out: &Out, id: Value, req: BashRequest, token: &Can
                 None => out.send(&json!({"id": id, "type": "response", "command": "bash", "success": true, "data": data})),
             }
         }
-        Err(e) => out.error(&id, e),
+        Err(e) => out.error(id, e),
     }
 }

@@ -67,12 +67,25 @@ fn python_sdk_client_passes() {
 struct Server {
     child: Child,
     lines: mpsc::Receiver<String>,
+    state: tempfile::TempDir,
 }
 
 impl Server {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// With extra arguments after `mcp` (e.g. a profile); state, artifacts and HOME
+    /// live in a temporary directory.
+    fn start_with(args: &[&str]) -> Self {
+        let state = tempfile::tempdir().expect("temp dir");
         let mut child = Command::new(SERVER)
             .arg("mcp")
+            .args(args)
+            .current_dir(state.path())
+            .env("AGENTBASH_STATE_DIR", state.path().join("state"))
+            .env("HOME", state.path())
+            .env_remove("AGENTBASH_PROFILE")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -87,7 +100,32 @@ impl Server {
                 }
             }
         });
-        Self { child, lines }
+        Self {
+            child,
+            lines,
+            state,
+        }
+    }
+
+    /// Send a `tools/call` request.
+    fn call(&mut self, id: u64, tool: &str, arguments: serde_json::Value) {
+        let request = serde_json::json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        });
+        self.send(&request.to_string());
+    }
+
+    /// Messages until the answer to request `id` (which is returned).
+    fn answer(&self, id: u64, within: Duration) -> serde_json::Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = self.message(left);
+            if message["id"] == id {
+                return message;
+            }
+        }
     }
 
     fn send(&mut self, line: &str) {
@@ -117,8 +155,14 @@ impl Server {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
-                let rest = self.lines.try_iter().collect();
-                return (status.code(), started.elapsed(), rest);
+                let took = started.elapsed();
+                // The reader thread may still be reading the last lines from the pipe:
+                // everything up to its EOF.
+                let mut rest = Vec::new();
+                while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+                    rest.push(line);
+                }
+                return (status.code(), took, rest);
             }
             if started.elapsed() > within {
                 let _ = self.child.kill();
@@ -177,6 +221,9 @@ fn junk_on_stdin_does_not_stop_the_server() {
     let mut server = Server::start();
     server.initialize();
     server.send("this is not json");
+    let reply = server.message(Duration::from_secs(10));
+    assert_eq!(reply["id"], serde_json::Value::Null, "{reply}");
+    assert_eq!(reply["error"]["code"], -32700, "{reply}");
     server.send(r#"{"jsonrpc":"2.0","id":7,"method":"no/such/method"}"#);
     let reply = server.message(Duration::from_secs(10));
     assert_eq!(reply["id"], 7);
@@ -226,4 +273,149 @@ fn progress_arrives_before_the_result_when_a_token_is_sent() {
     assert_eq!(reply["id"], 4, "{reply}");
     server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
+}
+
+#[test]
+fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
+    let mut server = Server::start();
+    server.initialize();
+    for junk in [r#"{"jsonrpc":"2.0","id":5,"method":"#, "\u{1}\u{2}", "[1,2"] {
+        server.send(junk);
+        let reply = server.message(Duration::from_secs(10));
+        assert_eq!(reply["id"], serde_json::Value::Null, "{junk}: {reply}");
+        assert_eq!(reply["error"]["code"], -32700, "{junk}: {reply}");
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("Parse error"), "{message}");
+    }
+    // 20 MB on one line: more than the 16 MiB limit, never buffered whole.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"bash","arguments":{{"command":"echo {}"}}}}}}"#,
+        "x".repeat(20 << 20)
+    );
+    server.send(&huge);
+    let reply = server.message(Duration::from_secs(20));
+    assert_eq!(reply["id"], serde_json::Value::Null, "{}", reply["error"]);
+    assert_eq!(reply["error"]["code"], -32600, "{}", reply["error"]);
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("more than the limit of 16777216 bytes"),
+        "{message}"
+    );
+    server.call(8, "bash", serde_json::json!({"command": "echo still here"}));
+    let reply = server.answer(8, Duration::from_secs(10));
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "still here",
+        "{reply}"
+    );
+    server.close_stdin();
+    let (code, _, _) = server.exit(Duration::from_secs(5));
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn numeric_arguments_may_be_strings() {
+    let mut server = Server::start();
+    server.initialize();
+    server.call(
+        2,
+        "bash",
+        serde_json::json!({"command": "seq 1 100", "head": "5", "timeout": "7"}),
+    );
+    let reply = server.answer(2, Duration::from_secs(10));
+    let result = &reply["result"]["structuredContent"];
+    assert_eq!(result["head"], 5, "{reply}");
+    assert_eq!(result["timeout_s"], 7, "{reply}");
+    assert_eq!(result["output"], "1\n2\n3\n4\n5", "{reply}");
+    let url = result["artifact"]["url"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(url.starts_with("artifact://"), "{reply}");
+
+    server.call(
+        3,
+        "read_artifact",
+        serde_json::json!({"id": url, "offset": "3", "limit": "2"}),
+    );
+    let reply = server.answer(3, Duration::from_secs(10));
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("4\n5\n"), "{reply}");
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+
+    server.call(
+        4,
+        "bash",
+        serde_json::json!({"command": "touch ran", "timeout": "soon"}),
+    );
+    let reply = server.answer(4, Duration::from_secs(10));
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("`timeout` must be a whole number"), "{text}");
+    assert!(!server.state.path().join("ran").exists());
+    server.close_stdin();
+    let _ = server.exit(Duration::from_secs(5));
+}
+
+/// Descendants of `pid` whose command line contains `needle`.
+fn descendants_named(pid: u32, needle: &str) -> usize {
+    crate::support::processes()
+        .iter()
+        .filter(|p| p.cmdline.contains(needle) && crate::support::descends_from(p.pid, pid as i32))
+        .count()
+}
+
+#[test]
+fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = dir.path().join("two.toml");
+    std::fs::write(&profile, "[server]\nmax_concurrent = 2\n").expect("write profile");
+    let mut server = Server::start_with(&["--profile", &profile.display().to_string()]);
+    server.initialize();
+    let sleep = format!("sleep 41.{}", std::process::id());
+    for id in 10..13 {
+        server.call(id, "bash", serde_json::json!({"command": sleep}));
+    }
+    let pid = server.child.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while descendants_named(pid, &sleep) < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        descendants_named(pid, &sleep),
+        2,
+        "only max_concurrent calls run"
+    );
+    // The client leaves: the two runs are cancelled, the queued call answers too.
+    server.close_stdin();
+    let (code, _, rest) = server.exit(Duration::from_secs(10));
+    assert_eq!(code, Some(0));
+    let answers: Vec<serde_json::Value> = rest
+        .iter()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let texts: Vec<&str> = (10..13)
+        .map(|id| {
+            let answer = answers
+                .iter()
+                .find(|a| a["id"] == id)
+                .unwrap_or_else(|| panic!("no answer to {id}: {rest:?}"));
+            assert_eq!(
+                answer["result"]["structuredContent"]["cancelled"], true,
+                "{answer}"
+            );
+            answer["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+        })
+        .collect();
+    let unstarted = texts
+        .iter()
+        .filter(|t| t.contains("the command did not start"))
+        .count();
+    assert_eq!(unstarted, 1, "{texts:?}");
 }

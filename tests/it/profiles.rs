@@ -342,3 +342,140 @@ fn agentbash_profile_env_selects_the_profile() {
         .run();
     assert_eq!(out.json()["profile"], "default");
 }
+
+/// A rule pack that cannot be loaded stops every run of its profile (exit 125, with
+/// a message naming the pack and what to fix), whether or not the caller declared
+/// tools; `profile check` fails on it; rpc answers the request as a failure.
+#[test]
+fn a_rule_pack_that_cannot_load_stops_the_run() {
+    let cases: &[(&str, Option<&str>, &str)] = &[
+        ("missing file", None, "cannot read rule pack"),
+        ("invalid TOML", Some("[[rule]\nid = 1\n"), "pack.toml:1:"),
+        (
+            "unknown key",
+            Some("[[rule]]\nid = \"a\"\npattern = 'x'\ntool = \"t\"\nmessage = \"m\"\ntol = 1\n"),
+            "unknown field `tol`",
+        ),
+        (
+            "duplicate id",
+            Some(
+                "[[rule]]\nid = \"a\"\npattern = 'x'\ntool = \"t\"\nmessage = \"m\"\n[[rule]]\nid = \"a\"\npattern = 'y'\ntool = \"t\"\nmessage = \"m\"\n",
+            ),
+            "duplicate rule id `a`",
+        ),
+    ];
+    for (what, pack, want) in cases {
+        let env = TestEnv::new();
+        env.write(
+            "p.toml",
+            "extends = \"default\"\n[interceptor]\nrules = [\"default\", \"packs/pack.toml\"]\n",
+        );
+        if let Some(text) = pack {
+            env.write("packs/pack.toml", text);
+        }
+        for tools in [None, Some("read")] {
+            let mut args = vec!["run", "-p", "p.toml"];
+            if let Some(t) = tools {
+                args.extend(["--tools", t]);
+            }
+            args.extend(["--", "touch ran"]);
+            let out = env.run(&args);
+            out.assert_code(125);
+            assert!(
+                out.stderr.contains(want)
+                    && out.stderr.contains("packs/pack.toml")
+                    && out
+                        .stderr
+                        .contains("Fix the pack, or remove it from interceptor.rules"),
+                "{what}, tools {tools:?}: {}",
+                out.stderr
+            );
+            assert!(
+                !out.stderr.contains("interceptor disabled"),
+                "{}",
+                out.stderr
+            );
+            assert!(!env.work().join("ran").exists(), "{what}: the command ran");
+        }
+        let check = env.run(&["profile", "check", "p.toml"]);
+        check.assert_code(1);
+        assert!(check.stdout.contains(want), "{what}: {}", check.stdout);
+    }
+
+    // An unknown built-in pack name, over rpc.
+    let env = TestEnv::new();
+    env.write(
+        "q.toml",
+        "extends = \"default\"\n[interceptor]\nrules = [\"strict\"]\n",
+    );
+    let out = env
+        .cmd(&["rpc", "-p", "q.toml"])
+        .stdin(r#"{"id":1,"type":"bash","command":"touch ran"}"#.to_string() + "\n")
+        .run();
+    let answer: serde_json::Value =
+        serde_json::from_str(out.stdout.lines().next().unwrap_or_default()).unwrap_or_default();
+    assert_eq!(answer["success"], false, "{}", out.stdout);
+    let error = answer["error"].as_str().unwrap_or_default();
+    assert!(error.contains("unknown rule pack `strict`"), "{error}");
+    assert_eq!(answer["data"]["exit_code"], 125, "{answer}");
+    assert!(!env.work().join("ran").exists());
+}
+
+/// One rule with a bad regex in an otherwise valid pack: skipped with a warning at run
+/// time (when rules apply), `profile check` passes with the warning, `rules check`
+/// fails.
+#[test]
+fn an_invalid_regex_in_a_valid_pack_is_only_skipped() {
+    let env = TestEnv::new();
+    env.write(
+        "p.toml",
+        "extends = \"default\"\n[interceptor]\nrules = [\"packs/pack.toml\"]\n",
+    );
+    env.write(
+        "packs/pack.toml",
+        "[[rule]]\nid = \"bad\"\npattern = '(x'\ntool = \"t\"\nmessage = \"m\"\n",
+    );
+    let out = env.run(&[
+        "run", "--json", "-p", "p.toml", "--tools", "t", "--", "echo ok",
+    ]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(v["output"], "ok");
+    assert!(
+        v["warnings"]
+            .to_string()
+            .contains("rule `bad` (line 3) skipped"),
+        "{v}"
+    );
+    let check = env.run(&["profile", "check", "p.toml"]);
+    check.assert_code(0);
+    assert!(
+        check.stdout.contains("warning: rule pack"),
+        "{}",
+        check.stdout
+    );
+    let rules = env.run(&["rules", "check", "packs/pack.toml"]);
+    assert_ne!(rules.code(), Some(0), "{}", rules.stdout);
+}
+
+#[test]
+fn server_max_concurrent_is_range_checked() {
+    let env = TestEnv::new();
+    for (value, ok) in [("0", false), ("1", true), ("1024", true), ("1025", false)] {
+        env.write("s.toml", format!("[server]\nmax_concurrent = {value}\n"));
+        let out = env.run(&["profile", "check", "s.toml"]);
+        if ok {
+            out.assert_code(0);
+        } else {
+            out.assert_code(1);
+            assert!(
+                out.stdout.contains("s.toml:2:")
+                    && out.stdout.contains(&format!(
+                        "server.max_concurrent: {value} is out of range: must be 1-1024"
+                    )),
+                "{}",
+                out.stdout
+            );
+        }
+    }
+}

@@ -6,18 +6,36 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::support::{descendants, thread_count};
+
 struct Rpc {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<Value>,
     _state: tempfile::TempDir,
+    _profile: Option<tempfile::TempDir>,
 }
 
 impl Rpc {
     fn start() -> Rpc {
+        Self::start_with(&[])
+    }
+
+    /// With a profile whose TOML is `profile` (empty: the default profile).
+    fn start_with_profile(profile: &str) -> Rpc {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("server.toml");
+        std::fs::write(&path, profile).expect("write profile");
+        let mut rpc = Self::start_with(&["--profile", &path.display().to_string()]);
+        rpc._profile = Some(dir);
+        rpc
+    }
+
+    fn start_with(args: &[&str]) -> Rpc {
         let state = tempfile::tempdir().expect("temp dir");
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentbash"))
             .arg("rpc")
+            .args(args)
             .env("AGENTBASH_STATE_DIR", state.path())
             .env("HOME", state.path())
             .env_remove("AGENTBASH_PROFILE")
@@ -43,6 +61,7 @@ impl Rpc {
             child,
             lines: rx,
             _state: state,
+            _profile: None,
         }
     }
 
@@ -81,7 +100,11 @@ impl Rpc {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
-                let rest: Vec<Value> = self.lines.try_iter().collect();
+                // The reader thread may still be reading the last lines from the pipe.
+                let mut rest = Vec::new();
+                while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+                    rest.push(line);
+                }
                 return (status, rest);
             }
             assert!(
@@ -268,4 +291,110 @@ fn sigterm_aborts_and_exits_zero() {
     assert_eq!(r.last().expect("long")["data"]["cancelled"], true);
     let (status, _) = rpc.close();
     assert!(status.success(), "{status}");
+}
+
+#[test]
+fn requests_beyond_max_concurrent_queue_without_threads_or_processes() {
+    const REQUESTS: usize = 300;
+    let mut rpc = Rpc::start_with_profile("[server]\nmax_concurrent = 4\n");
+    let pid = rpc.child.id() as i32;
+    let idle_threads = thread_count(pid);
+    rpc.send(json!({"id": "first", "type": "bash", "command": "sleep 30"}));
+    for i in 0..REQUESTS {
+        rpc.send(json!({"id": i, "type": "bash", "command": "sleep 0.05; echo $((6 * 7))"}));
+    }
+    rpc.send(json!({"id": "last", "type": "bash", "command": "touch \"$HOME/ran\""}));
+    // Sample while most requests wait.
+    let (mut max_threads, mut max_procs) = (0, 0);
+    let mut answered = Vec::new();
+    let sampling = Instant::now();
+    while sampling.elapsed() < Duration::from_millis(1500) {
+        max_threads = max_threads.max(thread_count(pid));
+        max_procs = max_procs.max(descendants(pid).len());
+        answered.extend(rpc.lines.try_iter());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "rpc, max_concurrent 4, {REQUESTS} queued: threads idle {idle_threads}, at most {max_threads}; descendants at most {max_procs}"
+    );
+    assert!(
+        answered.len() < REQUESTS,
+        "the queue drained while sampling: the test proves nothing"
+    );
+    // Each run holds one worker thread and at most a shell, a subshell and the
+    // command (plus a live shell per pool key).
+    assert!(
+        max_threads <= idle_threads + 4 * 3,
+        "{max_threads} threads (idle {idle_threads})"
+    );
+    assert!(max_procs <= 4 * 4, "{max_procs} descendant processes");
+
+    // A queued request aborted: answered at once, cancelled, never run.
+    rpc.send(json!({"id": "abort", "type": "abort_bash", "target": "last"}));
+    let mut got = answered;
+    let aborted = loop {
+        let m = rpc.next();
+        if m["id"] == "last" {
+            break m;
+        }
+        got.push(m);
+    };
+    assert_eq!(aborted["success"], true, "{aborted}");
+    assert_eq!(aborted["data"]["cancelled"], true, "{aborted}");
+    let text = aborted["data"]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("the command did not start"), "{text}");
+    rpc.send(json!({"id": "stop", "type": "abort_bash", "target": "first"}));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while got
+        .iter()
+        .filter(|m| m["type"] == "response" && m["command"] == "bash")
+        .count()
+        < REQUESTS + 1
+    {
+        assert!(Instant::now() < deadline, "only {} answers", got.len());
+        got.push(rpc.next());
+    }
+    let bash: Vec<&Value> = got.iter().filter(|m| m["command"] == "bash").collect();
+    for i in 0..REQUESTS {
+        let answers: Vec<&&Value> = bash.iter().filter(|m| m["id"] == i).collect();
+        assert_eq!(answers.len(), 1, "request {i}: {answers:?}");
+        assert_eq!(answers[0]["data"]["output"], "42", "{}", answers[0]);
+    }
+    assert!(
+        !rpc._state.path().join("ran").exists(),
+        "the aborted request ran"
+    );
+}
+
+#[test]
+fn a_command_defining_builtin_functions_does_not_break_the_live_shell() {
+    let mut rpc = Rpc::start();
+    let hijack = "builtin() { echo hijacked; }; printf() { echo hijacked; }";
+    let requests = [
+        (
+            json!({"session": "s", "command": format!("{hijack}; export Z=3")}),
+            "(no output)",
+            0,
+        ),
+        (
+            json!({"session": "s", "command": "echo $Z; type -t builtin printf"}),
+            "3\nbuiltin\nbuiltin",
+            0,
+        ),
+        (
+            json!({"command": format!("{hijack}; echo sub; exit 3")}),
+            "sub",
+            3,
+        ),
+        (json!({"command": "echo next"}), "next", 0),
+    ];
+    for (id, (mut request, output, code)) in requests.into_iter().enumerate() {
+        request["id"] = json!(id);
+        request["type"] = json!("bash");
+        rpc.send(request);
+        let r = rpc.until_response(&json!(id));
+        let data = &r.last().expect("response")["data"];
+        assert_eq!(data["output"], output, "{id}: {data}");
+        assert_eq!(data["exit_code"], code, "{id}: {data}");
+    }
 }

@@ -330,20 +330,35 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
             "-s",
             "busy",
             "--",
-            "sleep 3; export HOLDER=done",
+            "sleep 4; export HOLDER=done",
         ])
         .spawn();
     std::thread::sleep(Duration::from_millis(500));
     let started = Instant::now();
-    let v = run_json(&env, &["-s", "busy", "-t", "1", "--", "touch ran-anyway"]);
+    // The same wait seen by a person (text on a pipe) and by a program (JSON).
+    let text_run = env
+        .cmd(&["run", "-s", "busy", "-t", "2", "--", "touch ran-anyway"])
+        .spawn();
+    let v = run_json(&env, &["-s", "busy", "-t", "2", "--", "touch ran-anyway"]);
     assert!(
-        started.elapsed() < Duration::from_millis(2500),
+        started.elapsed() < Duration::from_millis(3500),
         "{:?}",
         started.elapsed()
     );
+    let line = "[Waited 2 s for session \"busy\", held by another run; the command did not start]";
     assert_eq!(v["timed_out"], true, "{v:#}");
     assert_eq!(v["exit_code"], 124);
-    assert!(s(&v, "text").contains("stayed busy"), "{v:#}");
+    assert_eq!(s(&v, "output"), line, "{v:#}");
+    assert!(s(&v, "text").starts_with(line), "{v:#}");
+    assert!(!s(&v, "text").contains("Command timed out"), "{v:#}");
+    let text = text_run.wait();
+    text.assert_code(124);
+    assert!(text.stderr.starts_with(line), "{}", text.stderr);
+    assert!(
+        !text.stderr.contains("Command timed out"),
+        "{}",
+        text.stderr
+    );
     assert!(!env.work().join("ran-anyway").exists());
     holder.wait().assert_code(0);
     assert_eq!(in_session(&env, "busy", "echo $HOLDER"), "done");

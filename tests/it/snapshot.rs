@@ -329,3 +329,67 @@ fn prefix_wraps_the_command_and_explain_shows_it() {
     );
     assert_eq!(s(&v, "output"), "7", "{v:#}");
 }
+
+/// An rc whose functions shadow the builtins agentbash's own shell code calls, and
+/// an alias for a keyword: none of them reaches a command, sessions keep working
+/// (cd, export, a function saved), and the report says what was dropped and why.
+#[test]
+fn rc_functions_named_like_builtins_never_break_sessions() {
+    let env = with_rc(
+        "builtin() { echo hijacked; }\ncommand() { echo hijacked; }\nprintf() { echo hijacked; }\n\
+         cd() { builtin cd \"$@\" && echo cd-wrapper >&2; }\nalias if='echo hijacked'\ngreet() { echo hi \"$1\"; }\n",
+    );
+    std::fs::create_dir_all(env.work().join("sub")).expect("mkdir");
+    let v = run_json(
+        &env,
+        &["-s", "hj", "--", "cd sub; export X=1; f() { echo fn; }"],
+    );
+    assert_eq!(v["exit_code"], 0, "{v:#}");
+    assert_eq!(warnings(&v), "", "the snapshot was taken: {v:#}");
+    let v = run_json(
+        &env,
+        &[
+            "-s",
+            "hj",
+            "--",
+            "pwd; echo $X; f; greet you; type -t builtin command printf",
+        ],
+    );
+    let out = s(&v, "output");
+    assert_eq!(
+        out,
+        format!(
+            "{}/sub\n1\nfn\nhi you\nbuiltin\nbuiltin\nbuiltin",
+            env.work().display()
+        ),
+        "{v:#}"
+    );
+    let v = run_json(&env, &["--", "if true; then echo plain; fi"]);
+    assert_eq!(s(&v, "output"), "plain", "{v:#}");
+    let report = env.run(&["snapshot", "report"]);
+    report.assert_code(0);
+    let r = &report.stdout;
+    for want in [
+        "function builtin",
+        "shadows the `builtin` builtin, which agentbash's own shell code and commands rely on",
+        "function command",
+        "function printf",
+        "alias    if",
+        "named like the shell keyword `if`",
+    ] {
+        assert!(r.contains(want), "report lacks {want:?}:\n{r}");
+    }
+    assert!(
+        r.contains("functions  cd greet"),
+        "a cd wrapper is kept:\n{r}"
+    );
+    // Nothing anywhere printed the hijack.
+    for args in [&["session", "show", "hj"][..], &["snapshot", "show"][..]] {
+        let shown = env.run(args);
+        assert!(
+            !shown.stdout.contains("echo hijacked"),
+            "{args:?}: {}",
+            shown.stdout
+        );
+    }
+}

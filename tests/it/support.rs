@@ -572,3 +572,49 @@ pub fn wait_for_cmdline(cmdline: &str, within: Duration) -> bool {
     }
     false
 }
+
+/// The parent of `pid`, from `/proc/PID/stat` (the field after the parenthesised
+/// command name, which may itself contain spaces or parentheses).
+pub fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether `pid` is `ancestor` or one of its descendants.
+pub fn descends_from(pid: i32, ancestor: i32) -> bool {
+    let mut p = pid;
+    for _ in 0..64 {
+        if p == ancestor {
+            return true;
+        }
+        match parent_of(p) {
+            Some(parent) if parent > 1 => p = parent,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Every live descendant of `ancestor` (not counting it).
+pub fn descendants(ancestor: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&p| p != ancestor && descends_from(p, ancestor))
+        .collect()
+}
+
+/// The number of threads of `pid` (`Threads:` in `/proc/PID/status`).
+pub fn thread_count(pid: i32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}

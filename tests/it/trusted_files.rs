@@ -113,7 +113,7 @@ fn hostile_rule_packs_are_refused_at_once() {
             format!("p-{h:?}.toml"),
             format!("[interceptor]\nrules = [\"pack-{h:?}.toml\"]\ntools = [\"read\"]\n"),
         );
-        // The run goes on without the interceptor, saying why (as for any bad pack).
+        // A pack that cannot be loaded stops the run (as for any bad pack), saying why.
         let (out, took) = timed(env.cmd(&[
             "run",
             "--json",
@@ -122,9 +122,9 @@ fn hostile_rule_packs_are_refused_at_once() {
             "--",
             "true",
         ]));
-        out.assert_code(0);
+        out.assert_code(125);
         let v = out.json();
-        let warnings = v["warnings"].to_string();
+        let warnings = v["error"].to_string();
         eprintln!("rule pack {h:?} (run): refused in {took:?}");
         assert!(took < PROMPT, "{h:?} took {took:?}");
         assert!(

@@ -8,7 +8,8 @@ The same checks run twice, over stdio, once per way a stock client connects:
   legacy  `ClientSession.initialize()` — the initialize handshake most clients use;
   auto    `mcp.Client` default (SDK 2.x): probes `server/discover`, falls back to initialize.
 Checks: server identity, tool list and schemas, `bash` text/structured content/isError,
-progress notifications, `read_artifact`, tool errors for bad input, client
+progress notifications, `read_artifact`, numeric arguments sent as strings (as the
+MCP inspector's CLI sends them), tool errors for bad input, client
 cancellation (the command's process must die) and that the server keeps serving.
 
 Ends with the line `N passed, M failed`; exit status 0 only when nothing failed.
@@ -196,6 +197,18 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
         past = await client.call_tool("read_artifact", {"id": artifact["url"], "offset": 900})
         assert "past the end" in text_of(past), text_of(past)
 
+    async def numbers_as_strings() -> None:
+        # What the MCP inspector's CLI sends: every argument as a string.
+        result = await client.call_tool("bash", {"command": "seq 1 50", "head": "2", "timeout": "9"})
+        assert not is_error(result), text_of(result)
+        data = structured(result)
+        assert data["output"] == "1\n2" and data["timeout_s"] == 9, data
+        page = await client.call_tool("read_artifact", {"id": data["artifact"]["url"], "offset": "48", "limit": "5"})
+        assert text_of(page).split("\n")[:2] == ["49", "50"], text_of(page)
+        bad = await client.call_tool("bash", {"command": "true", "head": "ten"})
+        assert is_error(bad) is True, bad
+        assert "`head` must be a whole number" in text_of(bad), text_of(bad)
+
     async def calls_run_concurrently() -> None:
         results: dict[int, Any] = {}
 
@@ -265,6 +278,7 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
         ("bash env and cwd", env_and_cwd),
         ("progress notifications while running", progress),
         ("read_artifact by url and by number", read_artifact),
+        ("numeric arguments sent as strings", numbers_as_strings),
         ("three calls run concurrently", calls_run_concurrently),
         ("backend error becomes a tool error", backend_error_is_tool_error),
         ("bad arguments become tool errors", bad_arguments_are_tool_errors),

@@ -1,0 +1,184 @@
+//! The MCP server's stdio framing: a line filter between the client and `rmcp`.
+//!
+//! `rmcp` drops a line that is not JSON, or longer than its limit, without a word (on
+//! purpose: a reply to garbage can start an error storm between two confused peers).
+//! A client that sent a broken request then waits forever. So every line from stdin
+//! passes through [`filter_input`] first: JSON goes on to `rmcp` unchanged, anything
+//! else is answered here with a JSON-RPC error (`id: null`), and the server keeps
+//! serving. A line is never held in memory beyond [`MAX_LINE`].
+//!
+//! Both `rmcp` and the filter write to stdout, so neither writes it directly:
+//! [`write_output`] owns stdout and writes whole lines only, `rmcp`'s (read from a
+//! pipe) and the filter's (from a channel), never one inside the other.
+
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+/// Longest line accepted (the same limit as `rmcp`'s and the rpc server's).
+pub const MAX_LINE: usize = 16 << 20;
+
+/// JSON-RPC: the line is not JSON.
+const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC: not a valid request (here: longer than [`MAX_LINE`]).
+const INVALID_REQUEST: i64 = -32600;
+
+/// A JSON-RPC error line with `id: null` (no id can be read from a broken line).
+fn error_line(code: i64, message: String) -> Vec<u8> {
+    let mut line =
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})
+            .to_string()
+            .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// What a client line is.
+fn verdict(line: &[u8]) -> Result<(), Vec<u8>> {
+    let text = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
+    match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(error_line(PARSE_ERROR, format!("Parse error: {e}"))),
+    }
+}
+
+/// Copy client lines from `input` to `to_rmcp`, answering the ones `rmcp` would drop
+/// on `errors`. Returns at EOF (or a read error), dropping `to_rmcp`, which `rmcp`
+/// then sees as the end of its input.
+pub async fn filter_input<R, W>(input: R, mut to_rmcp: W, errors: mpsc::Sender<Vec<u8>>)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut input = BufReader::with_capacity(64 * 1024, input);
+    let mut line = Vec::new();
+    // Bytes of the current line seen so far, once it is known to be too long.
+    let mut too_long = 0usize;
+    loop {
+        let (consumed, complete, at_end) = {
+            let buf = match input.fill_buf().await {
+                Ok(buf) => buf,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => &[],
+            };
+            if buf.is_empty() {
+                (0, !line.is_empty() || too_long > 0, true)
+            } else {
+                let (chunk, complete) = match memchr::memchr(b'\n', buf) {
+                    Some(at) => (&buf[..at], true),
+                    None => (buf, false),
+                };
+                if too_long > 0 || line.len() + chunk.len() > MAX_LINE {
+                    too_long = too_long.max(line.len()) + chunk.len();
+                    line = Vec::new();
+                } else {
+                    line.extend_from_slice(chunk);
+                }
+                (chunk.len() + usize::from(complete), complete, false)
+            }
+        };
+        input.consume(consumed);
+        if complete {
+            let answer = if too_long > 0 {
+                Err(error_line(
+                    INVALID_REQUEST,
+                    format!(
+                        "Invalid Request: the line is {too_long} bytes, more than the limit of {MAX_LINE} bytes; it was skipped"
+                    ),
+                ))
+            } else if line.iter().all(u8::is_ascii_whitespace) {
+                Ok(false)
+            } else {
+                verdict(&line).map(|()| true)
+            };
+            match answer {
+                Ok(true) => {
+                    line.push(b'\n');
+                    if to_rmcp.write_all(&line).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(false) => {}
+                Err(reply) => {
+                    if errors.send(reply).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            line.clear();
+            too_long = 0;
+        }
+        if at_end {
+            let _ = to_rmcp.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// Own `output` (stdout): write `rmcp`'s lines, read from `from_rmcp`, and the
+/// filter's error lines, each whole. Ends when `rmcp` closes its side.
+pub async fn write_output<R, W>(
+    mut from_rmcp: R,
+    mut errors: mpsc::Receiver<Vec<u8>>,
+    mut output: W,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut pending: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut errors_open = true;
+    loop {
+        tokio::select! {
+            read = from_rmcp.read_buf(&mut pending) => {
+                match read {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                if let Some(last) = memchr::memrchr(b'\n', &pending) {
+                    if output.write_all(&pending[..=last]).await.is_err() {
+                        return;
+                    }
+                    pending.drain(..=last);
+                    if output.flush().await.is_err() {
+                        return;
+                    }
+                }
+            }
+            // Only between rmcp's lines, never inside one.
+            reply = errors.recv(), if errors_open && pending.is_empty() => {
+                match reply {
+                    Some(line) => {
+                        if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+                            return;
+                        }
+                    }
+                    None => errors_open = false,
+                }
+            }
+        }
+    }
+    if !pending.is_empty() {
+        let _ = output.write_all(&pending).await;
+    }
+    while let Ok(line) = errors.try_recv() {
+        let _ = output.write_all(&line).await;
+    }
+    let _ = output.flush().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_json_passes() {
+        assert!(verdict(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).is_ok());
+        assert!(verdict(b"\xef\xbb\xbf[1]").is_ok());
+        for bad in [&b"not json"[..], b"{\"a\":", b"\xff\xfe"] {
+            let reply = verdict(bad).err().unwrap_or_default();
+            let v: serde_json::Value = serde_json::from_slice(&reply).unwrap_or_default();
+            assert_eq!(v["error"]["code"], PARSE_ERROR, "{v}");
+            assert_eq!(v["id"], serde_json::Value::Null);
+        }
+    }
+}
