@@ -730,6 +730,44 @@ struct Pty {
     reaped: bool,
 }
 
+/// `spec.args` with a bash script first setting its own `[limits]` (see
+/// [`Pty::spawn`]): prlimit(2) from outside races the script's first commands, and
+/// portable-pty has no hook between fork and exec. Other shells keep prlimit alone.
+fn limited_args(spec: &SpawnSpec) -> Vec<String> {
+    let l = &spec.limits;
+    let bash = spec
+        .program
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().contains("bash"));
+    let mut args = spec.args.clone();
+    let any = l.address_space_mb | l.file_size_mb | l.processes | l.cpu_seconds != 0;
+    let Some(script) = args.last_mut().filter(|_| bash && any) else {
+        return args;
+    };
+    let mut set = String::new();
+    // The same values process::limit sets: KiB for -v, 1 KiB blocks for -f, and a
+    // hard CPU limit one second above the soft one so SIGXCPU comes first.
+    for (flag, value) in [
+        ("v", l.address_space_mb.saturating_mul(1024)),
+        ("f", l.file_size_mb.saturating_mul(1024)),
+        ("u", l.processes),
+    ] {
+        if value > 0 {
+            set.push_str(&format!("ulimit -{flag} {value} || exit 125; "));
+        }
+    }
+    if l.cpu_seconds > 0 {
+        // Soft first: lowering the hard limit below a soft one is refused.
+        set.push_str(&format!(
+            "ulimit -St {} && ulimit -Ht {} || exit 125; ",
+            l.cpu_seconds,
+            l.cpu_seconds + 1
+        ));
+    }
+    *script = format!("{set}{script}");
+    args
+}
+
 impl Pty {
     fn spawn(spec: &SpawnSpec, rows: u16, cols: u16) -> Result<Self, PtyError> {
         let pair = native_pty_system()
@@ -753,7 +791,7 @@ impl Pty {
         fcntl(master_fd, FcntlArg::F_SETFL(flags)).map_err(io_error("fcntl(F_SETFL)"))?;
 
         let mut cmd = CommandBuilder::new(&spec.program);
-        cmd.args(&spec.args);
+        cmd.args(limited_args(spec));
         cmd.env_clear();
         for (key, value) in &spec.env {
             cmd.env(key, value);
@@ -776,7 +814,8 @@ impl Pty {
         // Ours to reap: a teardown elsewhere in a shared process must not take it.
         super::process::register_owned(pid);
         // [limits]: portable-pty has no hook between fork and exec, so they are set
-        // on the child right away (see `process::limit`).
+        // on the child right away (see `process::limit`), and a bash script sets them
+        // itself before its first command (see `limited_args`).
         if let Err(e) = super::process::limit(pid, &spec.limits) {
             // SAFETY: kill(2)/waitpid(2) on the child we just started.
             unsafe {
