@@ -1,6 +1,7 @@
 //! `agentbash explain`: every decision of a run, nothing run.
 
 use crate::cli::FormatArg;
+use crate::display::escape_controls;
 use crate::profile::LoadedProfile;
 use crate::render::out;
 use crate::run::{RunRequest, plan};
@@ -9,6 +10,13 @@ use serde_json::json;
 /// Build the explanation as JSON (the text form is rendered from it).
 pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Value {
     let plan = plan(req, profile);
+    let mut v = explanation_of(&plan, profile);
+    // Everything shown, the argv and the interception trace included.
+    plan.secrets.mask_json(&mut v);
+    v
+}
+
+fn explanation_of(plan: &crate::run::Plan, profile: &LoadedProfile) -> serde_json::Value {
     let interception = plan.interception.as_ref().map(|i| {
         json!({
             "candidates": i.candidates,
@@ -66,8 +74,9 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
         return 0;
     }
     let s = |p: &str| v.pointer(p).cloned().unwrap_or(serde_json::Value::Null);
+    // Each value is shown on one line, its controls escaped.
     let show = |x: serde_json::Value| match x {
-        serde_json::Value::String(s) => s,
+        serde_json::Value::String(s) => escape_controls(&s).into_owned(),
         serde_json::Value::Null => "-".into(),
         other => other.to_string(),
     };
@@ -122,7 +131,7 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
             {
                 t.push_str(&format!(
                     "  (checked as a whole only: {})\n",
-                    o.replace('_', " ")
+                    escape_controls(&o.replace('_', " "))
                 ));
             }
         }
@@ -175,6 +184,7 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
     t.push_str("env         (keys only; values are not shown)\n");
     if let Some(m) = v.pointer("/env_changes").and_then(|m| m.as_object()) {
         for (k, src) in m {
+            let k = escape_controls(k);
             t.push_str(&format!("  {k:<32} {}\n", show(src.clone())));
         }
     }
@@ -194,7 +204,7 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
             show(sess["name"].clone()),
             show(sess["dir"].clone()),
             match sess["cwd"].as_str() {
-                Some(c) => format!("saved cwd {c}"),
+                Some(c) => format!("saved cwd {}", escape_controls(c)),
                 None => "new: created by this run".into(),
             }
         )),
@@ -203,7 +213,7 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
     t.push_str(&format!("argv        {}\n", s("/argv")));
     t.push_str(&format!("artifacts   {}\n", show(s("/artifact_dir"))));
     if let Some(u) = v.pointer("/usage_error").and_then(|u| u.as_str()) {
-        t.push_str(&format!("error       {u}\n"));
+        t.push_str(&format!("error       {}\n", escape_controls(u)));
     }
     out(&t);
     0

@@ -7,7 +7,7 @@
 
 use super::artifact::{Allocated, ArtifactRef};
 use super::notice::{format_size, full_ref};
-use super::redact::Redactor;
+use super::redact::{Form, Redactor, Secrets};
 use super::sanitize::Sanitizer;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -19,8 +19,8 @@ pub struct SinkConfig {
     pub max_columns: usize,
     pub head_lines: Option<usize>,
     pub tail_lines: Option<usize>,
-    /// (NAME, value) pairs to mask as `[REDACTED:NAME]`.
-    pub redact: Vec<(String, String)>,
+    /// Secrets to mask as `[REDACTED:NAME]`, in the shown text and in the artifact.
+    pub redact: Secrets,
 }
 
 /// Live text buffered past this is sent at once (bounding memory) instead of
@@ -194,8 +194,8 @@ impl OutputSink {
             cfg.max_bytes.saturating_sub(cfg.head_bytes)
         };
         OutputSink {
-            text_redactor: Redactor::new(&cfg.redact),
-            raw_redactor: Redactor::new(&cfg.redact),
+            text_redactor: cfg.redact.redactor(Form::Text),
+            raw_redactor: cfg.redact.redactor(Form::Raw),
             sanitizer: Sanitizer::new(),
             clean: String::new(),
             capped: String::new(),
@@ -244,7 +244,7 @@ impl OutputSink {
         if let Some(r) = self.raw_redactor.as_mut() {
             let mut out = std::mem::take(&mut self.redacted);
             out.clear();
-            r.push(raw, false, &mut out);
+            r.push(raw, &mut out);
             self.spill.push(&out);
             self.redacted = out;
         } else {
@@ -300,7 +300,7 @@ impl OutputSink {
         if self.text_redactor.is_some() {
             let mut out = Vec::new();
             if let Some(r) = self.text_redactor.as_mut() {
-                r.push(clean.as_bytes(), true, &mut out);
+                r.push(clean.as_bytes(), &mut out);
             }
             let s = String::from_utf8(out)
                 .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
@@ -460,7 +460,7 @@ impl OutputSink {
         self.sanitizer.finish(&mut rest);
         if let Some(r) = self.text_redactor.as_mut() {
             let mut out = Vec::new();
-            r.push(rest.as_bytes(), true, &mut out);
+            r.push(rest.as_bytes(), &mut out);
             r.finish(&mut out);
             rest = String::from_utf8_lossy(&out).into_owned();
         }
