@@ -54,6 +54,7 @@ fn explanation_of(plan: &crate::run::Plan, profile: &LoadedProfile) -> serde_jso
         },
         "mode": { "mode": plan.mode.mode, "reasons": plan.mode.reasons, "notice": plan.mode.notice },
         "env_changes": env_changes,
+        "redact": plan.secrets.names(),
         "shell": match &plan.shell { Ok(s) => json!({"ok": s.display().to_string()}), Err(e) => json!({"error": e.to_string()}) },
         "snapshot": plan.state.snapshot.describe(),
         "session": plan.state.session.as_ref().map(|s| json!({
@@ -187,6 +188,19 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
             let k = escape_controls(k);
             t.push_str(&format!("  {k:<32} {}\n", show(src.clone())));
         }
+    }
+    let redact = v
+        .pointer("/redact")
+        .and_then(|r| r.as_array())
+        .map(|r| {
+            r.iter()
+                .map(|n| show(n.clone()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    if !redact.is_empty() {
+        t.push_str(&format!("redact      {redact} (values masked)\n"));
     }
     t.push_str(&format!(
         "shell       {}\n",

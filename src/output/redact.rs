@@ -8,8 +8,9 @@
 //! set, the password of a URL with userinfo (`scheme://user:password@host`) in any of
 //! those variables is a secret too, named after the variable.
 //!
-//! All values are found in one pass with an Aho-Corasick automaton, whatever their
-//! number: the cost is that of reading the output once, not once per secret. A value
+//! All values are found in one pass, whatever their number (a skipping multi-value
+//! search for the long ones, an Aho-Corasick automaton for the short ones): the cost
+//! is that of reading the output once, not once per secret. A value
 //! can straddle two reads, so a stream holds back the last `longest - 1` bytes of each
 //! chunk until the next chunk (or the end) shows whether they start a secret. Each value
 //! is looked for in the form it takes where it is looked for: as given and with its LF
@@ -44,36 +45,63 @@ pub struct Secrets {
 struct Compiled {
     /// The variable names the secrets came from (sorted, deduplicated).
     names: Vec<String>,
-    raw: Needles,
-    text: Needles,
+    raw: Arc<Needles>,
+    text: Arc<Needles>,
     /// Both forms, for strings of any origin (the command, a path, a message).
-    any: Needles,
+    any: Arc<Needles>,
 }
 
-/// Values to find and what replaces each, in one automaton.
+/// Values to find and what replaces each. Values of [`LONG_LEN`] bytes or more (most
+/// secrets: tokens, keys, passwords) are found by a [`LongFinder`], which skips
+/// through text that cannot hold one; the others by an Aho-Corasick automaton. Both
+/// take a single pass whatever the number of values.
 #[derive(Debug)]
 struct Needles {
-    /// `None` when there is nothing to find in this form.
-    ac: Option<AhoCorasick>,
+    long: Option<LongFinder>,
+    short: Option<AhoCorasick>,
+    /// The index in `replacements` of each value `short` finds.
+    short_ids: Vec<usize>,
     replacements: Vec<Box<[u8]>>,
     longest: usize,
 }
 
+/// A match: start, end, index of the replacement.
+type Found = (usize, usize, usize);
+
 impl Needles {
-    fn build(mut list: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
-        // The first entry for a value wins (pairs arrive sorted by name).
+    /// Deduplicated list (the first entry for a value wins; pairs arrive sorted by
+    /// name), for comparing the forms before building.
+    fn dedup(mut list: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut seen = std::collections::HashSet::new();
         list.retain(|(needle, _)| !needle.is_empty() && seen.insert(needle.clone()));
+        list
+    }
+
+    fn build(list: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
         let longest = list.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        let (mut long, mut short, mut short_ids) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, (n, _)) in list.iter().enumerate() {
+            if n.len() >= LONG_LEN {
+                long.push((n.clone(), i));
+            } else {
+                short.push(n.clone());
+                short_ids.push(i);
+            }
+        }
         // Building fails only past 2^31 automaton states; the values come from
         // environments the kernel has accepted (a few MiB at most), far below that.
-        let ac = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(list.iter().map(|(n, _)| n))
-            .ok()
-            .filter(|_| !list.is_empty());
+        let short = (!short.is_empty())
+            .then(|| {
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(&short)
+                    .ok()
+            })
+            .flatten();
         Needles {
-            ac,
+            long: (!long.is_empty()).then(|| LongFinder::new(long)),
+            short,
+            short_ids,
             replacements: list
                 .into_iter()
                 .map(|(_, r)| r.into_boxed_slice())
@@ -82,35 +110,185 @@ impl Needles {
         }
     }
 
+    fn is_empty(&self) -> bool {
+        self.long.is_none() && self.short.is_none()
+    }
+
+    fn find_short(&self, buf: &[u8], from: usize) -> Option<Found> {
+        let ac = self.short.as_ref()?;
+        let m = ac.find(aho_corasick::Input::new(buf).span(from..buf.len()))?;
+        Some((m.start(), m.end(), self.short_ids[m.pattern().as_usize()]))
+    }
+
     /// Emit `buf` masked, up to the last secret that starts before `limit`; returns
-    /// where the unemitted rest begins. A match starting before `limit` is final: the
-    /// longest candidate starting there, or anywhere earlier, ends inside `buf`.
+    /// where the unemitted rest begins. Matches are leftmost-longest over all values
+    /// (the earlier of the two finders' next matches; at the same start, the longer).
+    /// A match starting before `limit` is final: the longest candidate starting
+    /// there, or anywhere earlier, ends inside `buf`.
     fn mask(&self, buf: &[u8], limit: usize, out: &mut Vec<u8>) -> usize {
-        let Some(ac) = &self.ac else {
-            return 0;
-        };
         let mut cursor = 0;
-        for m in ac.find_iter(buf) {
-            if m.start() >= limit {
-                break;
+        // Each finder's next match at or after `cursor` (searched again only once
+        // the cursor has passed its start).
+        let mut next_long: Option<Option<Found>> = None;
+        let mut next_short: Option<Option<Found>> = None;
+        loop {
+            let stale = |n: &Option<Option<Found>>| match n {
+                None => true,
+                Some(Some((start, _, _))) => *start < cursor,
+                Some(None) => false,
+            };
+            if stale(&next_long) {
+                next_long = Some(self.long.as_ref().and_then(|f| f.find(buf, cursor)));
             }
-            out.extend_from_slice(&buf[cursor..m.start()]);
-            out.extend_from_slice(&self.replacements[m.pattern().as_usize()]);
-            cursor = m.end();
+            if stale(&next_short) {
+                next_short = Some(self.find_short(buf, cursor));
+            }
+            let best = match (next_long.flatten(), next_short.flatten()) {
+                (Some(a), Some(b)) => Some(if (b.0, a.1) < (a.0, b.1) { b } else { a }),
+                (a, b) => a.or(b),
+            };
+            match best {
+                Some((start, end, id)) if start < limit => {
+                    out.extend_from_slice(&buf[cursor..start]);
+                    out.extend_from_slice(&self.replacements[id]);
+                    cursor = end;
+                }
+                _ => return cursor,
+            }
         }
-        cursor
     }
 
     fn mask_str<'a>(&self, s: &'a str) -> Cow<'a, str> {
-        match &self.ac {
-            Some(ac) if ac.is_match(s) => {
-                let mut out = Vec::with_capacity(s.len());
-                let cursor = self.mask(s.as_bytes(), s.len(), &mut out);
-                out.extend_from_slice(&s.as_bytes()[cursor..]);
-                Cow::Owned(into_string(out))
-            }
-            _ => Cow::Borrowed(s),
+        let mut out = Vec::new();
+        let cursor = self.mask(s.as_bytes(), s.len(), &mut out);
+        if cursor == 0 {
+            return Cow::Borrowed(s);
         }
+        out.extend_from_slice(&s.as_bytes()[cursor..]);
+        Cow::Owned(into_string(out))
+    }
+}
+
+/// Values at least this long go to the [`LongFinder`].
+const LONG_LEN: usize = 16;
+
+/// Finds values of at least [`LONG_LEN`] bytes, leftmost-longest (Wu-Manber): a
+/// window as long as the shortest value slides over the text; a table says, for the
+/// window's last three bytes, how far it can move without passing the start of a
+/// value (most of the time: the whole window). Only where it cannot move is the
+/// window's first 8 bytes looked up, and the values starting with them compared.
+struct LongFinder {
+    /// The window: the length of the shortest value (at most 64).
+    window: usize,
+    shift: Box<[u8]>,
+    prefix: std::collections::HashMap<u64, Vec<(Box<[u8]>, usize)>, PrefixHash>,
+}
+
+impl std::fmt::Debug for LongFinder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LongFinder")
+            .field("window", &self.window)
+            .field("prefixes", &self.prefix.len())
+            .finish()
+    }
+}
+
+const BLOCK: usize = 3;
+const SHIFT_BITS: u32 = 16;
+
+/// The hashed last [`BLOCK`] bytes of the window ending at `end`.
+#[inline]
+fn block_at(b: &[u8], end: usize) -> usize {
+    let x = u32::from(b[end - 2]) | (u32::from(b[end - 1]) << 8) | (u32::from(b[end]) << 16);
+    (x.wrapping_mul(0x9E37_79B1) >> (32 - SHIFT_BITS)) as usize
+}
+
+#[inline]
+fn prefix_at(b: &[u8], at: usize) -> u64 {
+    let mut k = [0u8; 8];
+    k.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(k)
+}
+
+/// Multiply-shift hashing of the 8-byte prefixes (SipHash would cost more than the
+/// lookup it guards).
+#[derive(Debug, Default, Clone, Copy)]
+struct PrefixHash;
+
+#[derive(Debug, Default, Clone, Copy)]
+struct PrefixHasher(u64);
+
+impl std::hash::Hasher for PrefixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(26);
+    }
+}
+
+impl std::hash::BuildHasher for PrefixHash {
+    type Hasher = PrefixHasher;
+    fn build_hasher(&self) -> PrefixHasher {
+        PrefixHasher(0)
+    }
+}
+
+impl LongFinder {
+    /// From (value, replacement index); every value is at least [`LONG_LEN`] long.
+    fn new(values: Vec<(Vec<u8>, usize)>) -> Self {
+        let window = values
+            .iter()
+            .map(|(v, _)| v.len())
+            .min()
+            .unwrap_or(LONG_LEN)
+            .min(64);
+        let mut shift = vec![(window - BLOCK + 1) as u8; 1 << SHIFT_BITS].into_boxed_slice();
+        let mut prefix: std::collections::HashMap<u64, Vec<(Box<[u8]>, usize)>, PrefixHash> =
+            Default::default();
+        for (v, id) in values {
+            for q in BLOCK - 1..window {
+                let h = block_at(&v, q);
+                shift[h] = shift[h].min((window - 1 - q) as u8);
+            }
+            prefix
+                .entry(prefix_at(&v, 0))
+                .or_default()
+                .push((v.into_boxed_slice(), id));
+        }
+        for list in prefix.values_mut() {
+            list.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
+        }
+        LongFinder {
+            window,
+            shift,
+            prefix,
+        }
+    }
+
+    /// The leftmost-longest value starting at or after `from`.
+    fn find(&self, b: &[u8], from: usize) -> Option<Found> {
+        let mut end = from + self.window - 1;
+        while end < b.len() {
+            let s = self.shift[block_at(b, end)];
+            if s > 0 {
+                end += usize::from(s);
+                continue;
+            }
+            let start = end + 1 - self.window;
+            if let Some(list) = self.prefix.get(&prefix_at(b, start))
+                && let Some((v, id)) = list.iter().find(|(v, _)| b[start..].starts_with(v))
+            {
+                return Some((start, start + v.len(), *id));
+            }
+            end += 1;
+        }
+        None
     }
 }
 
@@ -153,8 +331,10 @@ impl Secrets {
             .collect();
         vars.sort();
         vars.dedup();
-        let (named, others): (Vec<_>, Vec<_>) =
-            vars.into_iter().partition(|(k, _)| name_matches(globs, k));
+        let globs = LoweredGlobs::new(globs);
+        let (named, others): (Vec<_>, Vec<_>) = vars
+            .into_iter()
+            .partition(|(k, _)| globs.matches(k));
         Self::build(&named, &others)
     }
 
@@ -201,13 +381,28 @@ impl Secrets {
         }
         names.sort();
         names.dedup();
-        let any: Vec<_> = raw.iter().chain(&text).cloned().collect();
+        // Usually a value looks the same in both forms: one finder then serves all.
+        let (raw, text) = (Needles::dedup(raw), Needles::dedup(text));
+        let any = Needles::dedup(raw.iter().chain(&text).cloned().collect());
+        let same_text = text == raw;
+        let same_any = any == raw;
+        let raw = Arc::new(Needles::build(raw));
+        let text = if same_text {
+            Arc::clone(&raw)
+        } else {
+            Arc::new(Needles::build(text))
+        };
+        let any = if same_any {
+            Arc::clone(&raw)
+        } else {
+            Arc::new(Needles::build(any))
+        };
         Secrets {
             inner: Some(Arc::new(Compiled {
                 names,
-                raw: Needles::build(raw),
-                text: Needles::build(text),
-                any: Needles::build(any),
+                raw,
+                text,
+                any,
             })),
         }
     }
@@ -242,7 +437,9 @@ impl Secrets {
             Form::Raw => &c.raw,
             Form::Text => &c.text,
         };
-        needles.ac.as_ref()?;
+        if needles.is_empty() {
+            return None;
+        }
         Some(Redactor {
             secrets: Arc::clone(c),
             form,
@@ -345,10 +542,36 @@ impl Secrets {
 /// Does any of the `output.redact` globs name `name`? Case-insensitive: `*token*`
 /// and `*TOKEN*` both catch `GITHUB_TOKEN` and `npm_token`.
 pub fn name_matches(globs: &[String], name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    globs
-        .iter()
-        .any(|g| crate::exec::env::glob_match(&g.to_ascii_lowercase(), &name))
+    LoweredGlobs::new(globs).matches(name)
+}
+
+/// Globs lowercased once; those without a wildcard looked up in a set (a profile
+/// may list many exact names).
+struct LoweredGlobs {
+    exact: std::collections::HashSet<String>,
+    patterns: Vec<String>,
+}
+
+impl LoweredGlobs {
+    fn new(globs: &[String]) -> Self {
+        let (exact, patterns): (Vec<String>, Vec<String>) = globs
+            .iter()
+            .map(|g| g.to_ascii_lowercase())
+            .partition(|g| !g.contains(['*', '?']));
+        LoweredGlobs {
+            exact: exact.into_iter().collect(),
+            patterns,
+        }
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        let name = name.to_ascii_lowercase();
+        self.exact.contains(&name)
+            || self
+                .patterns
+                .iter()
+                .any(|g| crate::exec::env::glob_match(g, &name))
+    }
 }
 
 /// The passwords of the URLs with userinfo in `value` (`postgres://u:pw@host/db`,
@@ -435,8 +658,48 @@ impl Redactor {
     /// Mask `chunk`, appending what is safe to emit to `out`. In the text form the
     /// held-back tail is cut on a UTF-8 character boundary.
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
+        let reach = self.needles().longest.saturating_sub(1);
+        if chunk.len() > 2 * reach + 64 {
+            return self.push_long(chunk, reach, out);
+        }
         let mut buf = std::mem::take(&mut self.hold);
         buf.extend_from_slice(chunk);
+        self.mask_held(buf, out);
+    }
+
+    /// [`push`](Self::push) for a chunk much longer than any secret, without copying
+    /// it behind what was held: first the secrets starting in the held bytes (they
+    /// end within `reach` bytes of the chunk), then the chunk from where they end.
+    fn push_long(&mut self, chunk: &[u8], reach: usize, out: &mut Vec<u8>) {
+        let mut start = 0;
+        if !self.hold.is_empty() {
+            let held = self.hold.len();
+            let mut edge = std::mem::take(&mut self.hold);
+            edge.extend_from_slice(&chunk[..reach]);
+            let cursor = self.needles().mask(&edge, held, out);
+            if cursor < held {
+                out.extend_from_slice(&edge[cursor..held]);
+            } else {
+                start = cursor - held;
+            }
+            edge.clear();
+            self.hold = edge;
+        }
+        let rest = &chunk[start..];
+        let mut safe = rest.len().saturating_sub(reach);
+        if self.form == Form::Text {
+            while safe > 0 && safe < rest.len() && (rest[safe] & 0xc0) == 0x80 {
+                safe -= 1;
+            }
+        }
+        let cursor = self.needles().mask(rest, safe, out);
+        let keep_from = cursor.max(safe);
+        out.extend_from_slice(&rest[cursor..keep_from]);
+        self.hold.extend_from_slice(&rest[keep_from..]);
+    }
+
+    /// Mask `buf` (what was held plus the new chunk), holding back its tail.
+    fn mask_held(&mut self, mut buf: Vec<u8>, out: &mut Vec<u8>) {
         let needles = self.needles();
         let mut safe = buf.len().saturating_sub(needles.longest.saturating_sub(1));
         if self.form == Form::Text {
@@ -489,6 +752,62 @@ mod tests {
             for cut in 0..=input.len() {
                 let got = stream(&s, form, &[&input[..cut], &input[cut..]]);
                 assert_eq!(got, want, "{form:?} cut {cut}");
+            }
+        }
+    }
+
+    /// The two finders together give exactly what one leftmost-longest automaton
+    /// over all values gives, over every split of the stream.
+    #[test]
+    fn agrees_with_one_automaton_over_all_values() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for round in 0..300 {
+            let count = 1 + rnd(12);
+            let values: Vec<Vec<u8>> = (0..count)
+                .map(|_| {
+                    let len = if rnd(2) == 0 { 3 + rnd(13) } else { 16 + rnd(30) };
+                    (0..len).map(|_| b"abc"[rnd(3) as usize]).collect()
+                })
+                .collect();
+            let hay: Vec<u8> = (0..400).map(|_| b"abc"[rnd(3) as usize]).collect();
+            let list: Vec<(Vec<u8>, Vec<u8>)> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), format!("<{i}>").into_bytes()))
+                .collect();
+            let list = Needles::dedup(list);
+            let ac = AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(list.iter().map(|(v, _)| v))
+                .unwrap();
+            let mut want = Vec::new();
+            let mut at = 0;
+            for m in ac.find_iter(&hay) {
+                want.extend_from_slice(&hay[at..m.start()]);
+                want.extend_from_slice(&list[m.pattern().as_usize()].1);
+                at = m.end();
+            }
+            want.extend_from_slice(&hay[at..]);
+            let needles = Arc::new(Needles::build(list));
+            let compiled = Arc::new(Compiled {
+                names: vec![],
+                raw: Arc::clone(&needles),
+                text: Arc::clone(&needles),
+                any: needles,
+            });
+            let secrets = Secrets {
+                inner: Some(compiled),
+            };
+            // Short and long chunks, with and without held bytes before them.
+            for (a, b) in [(0, 0), (1, 2), (7, 200), (50, 210), (199, 200), (170, 399)] {
+                let got = stream(&secrets, Form::Raw, &[&hay[..a], &hay[a..b], &hay[b..]]);
+                assert_eq!(got, String::from_utf8_lossy(&want), "round {round} cuts {a} {b}");
             }
         }
     }

@@ -152,6 +152,7 @@ pub struct OutputSink {
     clean: String,
     capped: String,
     redacted: Vec<u8>,
+    redacted_text: Vec<u8>,
     raw_bytes: u64,
     newlines: u64,
     line_open: bool,
@@ -195,11 +196,13 @@ impl OutputSink {
         };
         OutputSink {
             text_redactor: cfg.redact.redactor(Form::Text),
-            raw_redactor: cfg.redact.redactor(Form::Raw),
+            // The raw stream is kept only for the artifact.
+            raw_redactor: art.as_ref().and_then(|_| cfg.redact.redactor(Form::Raw)),
             sanitizer: Sanitizer::new(),
             clean: String::new(),
             capped: String::new(),
             redacted: Vec::new(),
+            redacted_text: Vec::new(),
             raw_bytes: 0,
             newlines: 0,
             line_open: false,
@@ -297,14 +300,18 @@ impl OutputSink {
         if clean.is_empty() {
             return;
         }
-        if self.text_redactor.is_some() {
-            let mut out = Vec::new();
-            if let Some(r) = self.text_redactor.as_mut() {
-                r.push(clean.as_bytes(), &mut out);
+        if let Some(r) = self.text_redactor.as_mut() {
+            // Reused between chunks: a flood of output allocates nothing per read.
+            let mut out = std::mem::take(&mut self.redacted_text);
+            out.clear();
+            r.push(clean.as_bytes(), &mut out);
+            // Valid: clean text with whole replacements, held back on character
+            // boundaries.
+            match std::str::from_utf8(&out) {
+                Ok(s) => self.after_redact(s),
+                Err(_) => self.after_redact(&String::from_utf8_lossy(&out)),
             }
-            let s = String::from_utf8(out)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-            self.after_redact(&s);
+            self.redacted_text = out;
         } else {
             self.after_redact(clean);
         }
