@@ -112,9 +112,15 @@ fn main() {
     let (mut written, mut n) = (0, 0usize);
     while written < size {
         let line = if n % 500 == 0 {
-            format!("{n:08} auth ok token={} scope=read\n", secrets[n / 500 % names].1)
+            format!(
+                "{n:08} auth ok token={} scope=read\n",
+                secrets[n / 500 % names].1
+            )
         } else {
-            format!("{n:08} GET /api/v1/items?page={} 200 12ms the quick brown fox\n", n % 97)
+            format!(
+                "{n:08} GET /api/v1/items?page={} 200 12ms the quick brown fox\n",
+                n % 97
+            )
         };
         f.write_all(line.as_bytes()).expect("write");
         written += line.len();

@@ -332,9 +332,8 @@ impl Secrets {
         vars.sort();
         vars.dedup();
         let globs = LoweredGlobs::new(globs);
-        let (named, others): (Vec<_>, Vec<_>) = vars
-            .into_iter()
-            .partition(|(k, _)| globs.matches(k));
+        let (named, others): (Vec<_>, Vec<_>) =
+            vars.into_iter().partition(|(k, _)| globs.matches(k));
         Self::build(&named, &others)
     }
 
@@ -639,6 +638,17 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok().filter(|d| d != s)
 }
 
+/// `at`, moved back to the start of the UTF-8 character it falls in (at most 3 bytes:
+/// raw bytes need not be UTF-8, and a run of continuation bytes must not make the
+/// held tail grow).
+fn char_boundary_before(buf: &[u8], mut at: usize) -> usize {
+    let floor = at.saturating_sub(3);
+    while at > floor && at < buf.len() && (buf[at] & 0xc0) == 0x80 {
+        at -= 1;
+    }
+    at
+}
+
 /// Masks one stream ([`Secrets::redactor`]).
 #[derive(Debug, Clone)]
 pub struct Redactor {
@@ -655,8 +665,21 @@ impl Redactor {
         }
     }
 
-    /// Mask `chunk`, appending what is safe to emit to `out`. In the text form the
-    /// held-back tail is cut on a UTF-8 character boundary.
+    /// Would this redactor, given the same bytes, give what `other` gives? (The same
+    /// values to find and the same bytes held back.)
+    pub fn in_step_with(&self, other: &Redactor) -> bool {
+        std::ptr::eq(self.needles(), other.needles()) && self.hold == other.hold
+    }
+
+    /// After `other` masked a chunk this one would have been given too, with
+    /// [`in_step_with`](Self::in_step_with) true before: take its state.
+    pub fn catch_up(&mut self, other: &Redactor) {
+        self.hold.clone_from(&other.hold);
+    }
+
+    /// Mask `chunk`, appending what is safe to emit to `out`. The held-back tail is
+    /// cut on a UTF-8 character boundary (in both forms, so that redactors of the two
+    /// forms fed the same bytes stay in step).
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
         let reach = self.needles().longest.saturating_sub(1);
         if chunk.len() > 2 * reach + 64 {
@@ -686,12 +709,7 @@ impl Redactor {
             self.hold = edge;
         }
         let rest = &chunk[start..];
-        let mut safe = rest.len().saturating_sub(reach);
-        if self.form == Form::Text {
-            while safe > 0 && safe < rest.len() && (rest[safe] & 0xc0) == 0x80 {
-                safe -= 1;
-            }
-        }
+        let safe = char_boundary_before(rest, rest.len().saturating_sub(reach));
         let cursor = self.needles().mask(rest, safe, out);
         let keep_from = cursor.max(safe);
         out.extend_from_slice(&rest[cursor..keep_from]);
@@ -701,12 +719,10 @@ impl Redactor {
     /// Mask `buf` (what was held plus the new chunk), holding back its tail.
     fn mask_held(&mut self, mut buf: Vec<u8>, out: &mut Vec<u8>) {
         let needles = self.needles();
-        let mut safe = buf.len().saturating_sub(needles.longest.saturating_sub(1));
-        if self.form == Form::Text {
-            while safe > 0 && safe < buf.len() && (buf[safe] & 0xc0) == 0x80 {
-                safe -= 1;
-            }
-        }
+        let safe = char_boundary_before(
+            &buf,
+            buf.len().saturating_sub(needles.longest.saturating_sub(1)),
+        );
         let cursor = needles.mask(&buf, safe, out);
         let keep_from = cursor.max(safe);
         out.extend_from_slice(&buf[cursor..keep_from]);
@@ -771,7 +787,11 @@ mod tests {
             let count = 1 + rnd(12);
             let values: Vec<Vec<u8>> = (0..count)
                 .map(|_| {
-                    let len = if rnd(2) == 0 { 3 + rnd(13) } else { 16 + rnd(30) };
+                    let len = if rnd(2) == 0 {
+                        3 + rnd(13)
+                    } else {
+                        16 + rnd(30)
+                    };
                     (0..len).map(|_| b"abc"[rnd(3) as usize]).collect()
                 })
                 .collect();
@@ -807,7 +827,11 @@ mod tests {
             // Short and long chunks, with and without held bytes before them.
             for (a, b) in [(0, 0), (1, 2), (7, 200), (50, 210), (199, 200), (170, 399)] {
                 let got = stream(&secrets, Form::Raw, &[&hay[..a], &hay[a..b], &hay[b..]]);
-                assert_eq!(got, String::from_utf8_lossy(&want), "round {round} cuts {a} {b}");
+                assert_eq!(
+                    got,
+                    String::from_utf8_lossy(&want),
+                    "round {round} cuts {a} {b}"
+                );
             }
         }
     }
