@@ -181,8 +181,12 @@ struct LongFinder {
     /// The window: the length of the shortest value (at most 64).
     window: usize,
     shift: Box<[u8]>,
-    prefix: std::collections::HashMap<u64, Vec<(Box<[u8]>, usize)>, PrefixHash>,
+    prefix: PrefixTable,
 }
+
+/// First 8 bytes → the values starting with them (longest first), with the index of
+/// each one's replacement.
+type PrefixTable = std::collections::HashMap<u64, Vec<(Box<[u8]>, usize)>, PrefixHash>;
 
 impl std::fmt::Debug for LongFinder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -249,8 +253,7 @@ impl LongFinder {
             .unwrap_or(LONG_LEN)
             .min(64);
         let mut shift = vec![(window - BLOCK + 1) as u8; 1 << SHIFT_BITS].into_boxed_slice();
-        let mut prefix: std::collections::HashMap<u64, Vec<(Box<[u8]>, usize)>, PrefixHash> =
-            Default::default();
+        let mut prefix = PrefixTable::default();
         for (v, id) in values {
             for q in BLOCK - 1..window {
                 let h = block_at(&v, q);
