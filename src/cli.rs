@@ -96,9 +96,23 @@ impl Cli {
         } else {
             <Cli as clap::CommandFactory>::command()
         };
-        let mut matches = cmd.get_matches_from(args);
-        Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit())
+        let mut matches = cmd
+            .try_get_matches_from(args)
+            .unwrap_or_else(|e| exit_with(e));
+        Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| exit_with(e))
     }
+}
+
+/// Help and version as clap prints them; a usage error quotes what was typed, so it
+/// is printed with its control characters escaped (clap would pass them through to a
+/// terminal).
+fn exit_with(e: clap::Error) -> ! {
+    if !e.use_stderr() {
+        e.exit()
+    }
+    let text = e.render().to_string();
+    crate::render::err(&crate::display::escape_controls_multiline(&text));
+    std::process::exit(e.exit_code())
 }
 
 #[derive(Debug, Subcommand)]

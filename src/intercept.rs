@@ -742,7 +742,7 @@ pub fn format_test(cmd: &str, interception: &Interception, tools: &[String]) -> 
         tools.join(", ")
     };
     // Writing to a String cannot fail; the results are ignored for that reason.
-    let _ = writeln!(out, "command: {cmd}");
+    let _ = writeln!(out, "command: {}", crate::display::escape_controls(cmd));
     let _ = writeln!(out, "tools:   {tools_text}");
     match split(cmd) {
         Split::Opaque(reason) => {
@@ -767,7 +767,12 @@ pub fn format_test(cmd: &str, interception: &Interception, tools: &[String]) -> 
             CandidateKind::Whole => "whole",
             CandidateKind::Segment => "segment",
         };
-        let _ = writeln!(out, "{:>3}. [{kind}] {}", n + 1, candidate.text);
+        let _ = writeln!(
+            out,
+            "{:>3}. [{kind}] {}",
+            n + 1,
+            crate::display::escape_controls(&candidate.text)
+        );
         if let Some(reason) = candidate.skipped {
             let _ = writeln!(out, "       skipped: {reason}");
             continue;

@@ -24,6 +24,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod display;
 pub mod exec;
 pub mod exit;
 pub mod fsguard;

@@ -9,6 +9,7 @@ use crate::exit;
 use crate::intercept::{self, Interception};
 use crate::normalize::{self, Normalized};
 use crate::output::artifact::{self, Allocated, ArtifactStore};
+use crate::output::redact::Secrets;
 use crate::output::sink::{OutputSink, SinkConfig};
 use crate::profile::LoadedProfile;
 use crate::result::{Blocked, RunResult, signal_name};
@@ -66,14 +67,15 @@ pub enum Event<'a> {
 pub struct Plan {
     pub command: String,
     pub normalized: Normalized,
-    /// `output.redact` secrets: (NAME, value) from agentbash's environment and the
-    /// run's, masked in everything shown (output, and the command itself).
-    pub secrets: Vec<(String, String)>,
-    /// The command and the normalized command as shown (secrets masked).
+    /// `output.redact` secrets (from agentbash's environment, the run's and the
+    /// session's), masked in everything shown and in the result.
+    pub secrets: Secrets,
+    /// The command, the normalized command and the cwd as shown (secrets masked).
     pub shown_command: String,
     pub shown_normalized: String,
     /// The guard's verdict: refuses catastrophes whatever the caller declared.
     pub guard: crate::guard::GuardPlan,
+    pub shown_cwd: Option<String>,
     pub interception: Option<Interception>,
     pub tools: Vec<String>,
     pub rule_warnings: Vec<String>,
@@ -197,11 +199,16 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         .artifacts
         .enabled
         .then(|| artifact::resolve_dir(&p.artifacts.dir, &req.invoking_dir));
-    let secrets = redact_pairs(&p.output.redact, &env.vars);
+    let exported = state.session.iter().flat_map(|s| &s.exported);
+    let secrets = Secrets::for_run(&p.output.redact, &env, exported);
     let (shown_command, shown_normalized) = (
-        mask(&secrets, &req.command),
-        mask(&secrets, &normalized.command),
+        secrets.mask(&req.command).into_owned(),
+        secrets.mask(&normalized.command).into_owned(),
     );
+    let shown_cwd = cwd
+        .as_ref()
+        .ok()
+        .map(|c| secrets.mask(&c.display().to_string()).into_owned());
     Plan {
         command: req.command.clone(),
         normalized,
@@ -209,6 +216,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         shown_command,
         shown_normalized,
         guard,
+        shown_cwd,
         interception,
         tools,
         rule_warnings,
@@ -253,6 +261,9 @@ pub fn execute(
 
 /// [`execute`], reusing live shells from `pool` when the run allows it (§6.3; for
 /// long-lived callers such as rpc and mcp).
+///
+/// Every way out of a run passes here, so this is where the result and the notice
+/// events have their secrets masked (the output already was, as it streamed).
 pub fn execute_with(
     req: &RunRequest,
     profile: &LoadedProfile,
@@ -262,6 +273,29 @@ pub fn execute_with(
 ) -> RunResult {
     let started = Instant::now();
     let plan = plan_with(req, profile, false);
+    let (secrets, artifact_dir) = (plan.secrets.clone(), plan.artifact_dir.clone());
+    let mut on_event = |e: Event<'_>| match e {
+        Event::Notice(n) => on_event(Event::Notice(&secrets.mask(n))),
+        other => on_event(other),
+    };
+    let mut r = carry_out(req, profile, plan, started, cancel, pool, &mut on_event);
+    secrets.mask_result(&mut r);
+    if let (Some(a), Some(dir)) = (&r.artifact, artifact_dir) {
+        remember_artifact(&profile.profile, dir, a.id, r.command.clone(), &r);
+    }
+    r
+}
+
+/// Carry out `plan`, streaming events; the result is not masked yet.
+fn carry_out(
+    req: &RunRequest,
+    profile: &LoadedProfile,
+    plan: Plan,
+    started: Instant,
+    cancel: &CancelToken,
+    pool: Option<&exec::live::ShellPool>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> RunResult {
     let p = &profile.profile;
     let mut r = base_result(req, &plan);
     let mut notices: Vec<String> = Vec::new();
@@ -550,14 +584,9 @@ pub fn execute_with(
     notices.extend(limit_hint(&p.limits, &outcome.end, &retained.text));
     let final_cwd = state.finish(&outcome.end, session_unchanged).unwrap_or(cwd);
     warnings.append(&mut state.warnings);
-    let (command, artifact_dir) = (plan.shown_command.clone(), plan.artifact_dir.clone());
-    let r = shape(
+    shape(
         r, plan, outcome, retained, notices, warnings, started, final_cwd,
-    );
-    if let (Some(a), Some(dir)) = (&r.artifact, artifact_dir) {
-        remember_artifact(p, dir, a.id, command, &r);
-    }
-    r
+    )
 }
 
 /// The sidecar `artifact list` shows: which command wrote the artifact, where, how
@@ -834,38 +863,6 @@ fn fail(mut r: RunResult, code: i32, msg: String) -> RunResult {
     r.error = Some(msg);
     r.agentbash_exit = code;
     r
-}
-
-/// Values of agentbash's own env vars whose names match the redact globs.
-/// (NAME, value) of every variable `globs` names, in agentbash's environment (a
-/// secret excluded from the run's env can still reach its output through a file)
-/// or in the run's (`env.set`, `--env`).
-fn redact_pairs(
-    globs: &[String],
-    run_env: &std::collections::BTreeMap<String, String>,
-) -> Vec<(String, String)> {
-    if globs.is_empty() {
-        return vec![];
-    }
-    let named = |k: &str| globs.iter().any(|g| exec::env::glob_match(g, k));
-    let mut v: Vec<(String, String)> = std::env::vars()
-        .chain(run_env.iter().map(|(k, v)| (k.clone(), v.clone())))
-        .filter(|(k, _)| named(k))
-        .collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
-/// `s` with the secrets masked.
-fn mask(secrets: &[(String, String)], s: &str) -> String {
-    let Some(mut r) = crate::output::redact::Redactor::new(secrets) else {
-        return s.to_string();
-    };
-    let mut out = Vec::with_capacity(s.len());
-    r.push(s.as_bytes(), true, &mut out);
-    r.finish(&mut out);
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Write a very long command to a private temp file and source it instead.

@@ -3,9 +3,10 @@
 //! `-1` can never name a file outside the artifact directory.
 
 use crate::cli::ArtifactCommand;
+use crate::display::escape_controls;
 use crate::output::artifact::{self, ArtifactStore};
 use crate::output::notice::format_size;
-use crate::render::{err, out};
+use crate::render::{err, out, report_error};
 use std::io::{BufRead, Write};
 
 fn store(profile: Option<&str>) -> Result<ArtifactStore, i32> {
@@ -16,7 +17,7 @@ fn store(profile: Option<&str>) -> Result<ArtifactStore, i32> {
 
 fn id_of(s: &str) -> Result<u64, i32> {
     artifact::parse_id(s).map_err(|e| {
-        err(&format!("agentbash: {e}\n"));
+        report_error(&e);
         crate::exit::USAGE
     })
 }
@@ -26,8 +27,8 @@ fn existing(st: &ArtifactStore, id: u64) -> Result<std::path::PathBuf, i32> {
     if p.is_file() {
         Ok(p)
     } else {
-        err(&format!(
-            "agentbash: no artifact {} in {}; `agentbash artifact list` shows what exists\n",
+        report_error(format!(
+            "no artifact {} in {}; `agentbash artifact list` shows what exists",
             artifact::url(id),
             st.dir.display()
         ));
@@ -59,14 +60,14 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
         ArtifactCommand::List { profile } => {
             let st = store(profile.as_deref())?;
             let entries = st.list().map_err(|e| {
-                err(&format!(
-                    "agentbash: cannot list {}: {e}\n",
-                    st.dir.display()
-                ));
+                report_error(format!("cannot list {}: {e}", st.dir.display()));
                 crate::exit::FAILURE
             })?;
             if entries.is_empty() {
-                err(&format!("no artifacts in {}\n", st.dir.display()));
+                err(&format!(
+                    "no artifacts in {}\n",
+                    escape_controls(&st.dir.display().to_string())
+                ));
                 return Ok(0);
             }
             let mut s = format!("{:<14} {:>9} {:>5}  COMMAND\n", "ID", "SIZE", "AGE");
@@ -87,7 +88,7 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
                     artifact::url(e.id),
                     format_size(e.size),
                     age(e.modified),
-                    crate::render::text::clamp_display(&cmd.replace('\n', " "), 80)
+                    crate::render::text::clamp_display(&escape_controls(&cmd), 80)
                 ));
             }
             out(&s);
@@ -104,7 +105,7 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
             let path = existing(&st, id)?;
             let f = crate::fsguard::open(&path, u64::MAX, crate::fsguard::Links::Refuse).map_err(
                 |e| {
-                    err(&format!("agentbash: cannot read {}: {e}\n", path.display()));
+                    report_error(format!("cannot read {}: {e}", path.display()));
                     crate::exit::FAILURE
                 },
             )?;
@@ -147,6 +148,7 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
             let id = id_of(&id)?;
             let st = store(profile.as_deref())?;
             let p = existing(&st, id)?;
+            // The path itself, for scripts: `cat "$(agentbash artifact path 3)"`.
             out(&format!("{}\n", p.display()));
             Ok(0)
         }
@@ -155,10 +157,7 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
             let st = store(profile.as_deref())?;
             existing(&st, id)?;
             st.remove(id).map_err(|e| {
-                err(&format!(
-                    "agentbash: cannot remove {}: {e}\n",
-                    artifact::url(id)
-                ));
+                report_error(format!("cannot remove {}: {e}", artifact::url(id)));
                 crate::exit::FAILURE
             })?;
             out(&format!("removed {}\n", artifact::url(id)));

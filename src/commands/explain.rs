@@ -1,17 +1,22 @@
 //! `agentbash explain`: every decision of a run, nothing run.
 
 use crate::cli::FormatArg;
+use crate::display::escape_controls;
 use crate::profile::LoadedProfile;
 use crate::render::out;
-use crate::run::{Plan, RunRequest, plan};
+use crate::run::{RunRequest, plan};
 use serde_json::json;
 
 /// Build the explanation as JSON (the text form is rendered from it).
 pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Value {
-    explanation_of(&plan(req, profile), profile)
+    let plan = plan(req, profile);
+    let mut v = explanation_of(&plan, profile);
+    // Everything shown, the argv and the interception trace included.
+    plan.secrets.mask_json(&mut v);
+    v
 }
 
-fn explanation_of(plan: &Plan, profile: &LoadedProfile) -> serde_json::Value {
+fn explanation_of(plan: &crate::run::Plan, profile: &LoadedProfile) -> serde_json::Value {
     let interception = plan.interception.as_ref().map(|i| {
         json!({
             "candidates": i.candidates,
@@ -55,6 +60,7 @@ fn explanation_of(plan: &Plan, profile: &LoadedProfile) -> serde_json::Value {
         },
         "mode": { "mode": plan.mode.mode, "reasons": plan.mode.reasons, "notice": plan.mode.notice },
         "env_changes": env_changes,
+        "redact": plan.secrets.names(),
         "shell": match &plan.shell { Ok(s) => json!({"ok": s.display().to_string()}), Err(e) => json!({"error": e.to_string()}) },
         "snapshot": plan.state.snapshot.describe(),
         "session": plan.state.session.as_ref().map(|s| json!({
@@ -70,7 +76,8 @@ fn explanation_of(plan: &Plan, profile: &LoadedProfile) -> serde_json::Value {
 
 pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> i32 {
     let plan = plan(req, profile);
-    let v = explanation_of(&plan, profile);
+    let mut v = explanation_of(&plan, profile);
+    plan.secrets.mask_json(&mut v);
     // A rule pack that cannot be loaded would stop the run: so it fails here too.
     let code = match v.pointer("/intercept/error") {
         Some(e) if !e.is_null() => crate::exit::FAILURE,
@@ -82,8 +89,9 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
         return code;
     }
     let s = |p: &str| v.pointer(p).cloned().unwrap_or(serde_json::Value::Null);
+    // Each value is shown on one line, its controls escaped.
     let show = |x: serde_json::Value| match x {
-        serde_json::Value::String(s) => s,
+        serde_json::Value::String(s) => escape_controls(&s).into_owned(),
         serde_json::Value::Null => "-".into(),
         other => other.to_string(),
     };
@@ -106,6 +114,7 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
     ));
     for (n, line) in plan.guard.describe().iter().enumerate() {
         let label = if n == 0 { "guard:   " } else { "" };
+        let line = escape_controls(&plan.secrets.mask(line)).into_owned();
         t.push_str(&format!("{label}{line}\n"));
     }
     if v.pointer("/intercept/enabled") == Some(&json!(true)) {
@@ -145,7 +154,7 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
             {
                 t.push_str(&format!(
                     "  (checked as a whole only: {})\n",
-                    o.replace('_', " ")
+                    escape_controls(&o.replace('_', " "))
                 ));
             }
         }
@@ -198,8 +207,22 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
     t.push_str("env         (keys only; values are not shown)\n");
     if let Some(m) = v.pointer("/env_changes").and_then(|m| m.as_object()) {
         for (k, src) in m {
+            let k = escape_controls(k);
             t.push_str(&format!("  {k:<32} {}\n", show(src.clone())));
         }
+    }
+    let redact = v
+        .pointer("/redact")
+        .and_then(|r| r.as_array())
+        .map(|r| {
+            r.iter()
+                .map(|n| show(n.clone()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    if !redact.is_empty() {
+        t.push_str(&format!("redact      {redact} (values masked)\n"));
     }
     t.push_str(&format!(
         "shell       {}\n",
@@ -217,7 +240,7 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
             show(sess["name"].clone()),
             show(sess["dir"].clone()),
             match sess["cwd"].as_str() {
-                Some(c) => format!("saved cwd {c}"),
+                Some(c) => format!("saved cwd {}", escape_controls(c)),
                 None => "new: created by this run".into(),
             }
         )),
@@ -226,7 +249,7 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
     t.push_str(&format!("argv        {}\n", s("/argv")));
     t.push_str(&format!("artifacts   {}\n", show(s("/artifact_dir"))));
     if let Some(u) = v.pointer("/usage_error").and_then(|u| u.as_str()) {
-        t.push_str(&format!("error       {u}\n"));
+        t.push_str(&format!("error       {}\n", escape_controls(u)));
     }
     let rules_error = v.pointer("/intercept/error").and_then(|e| e.as_str());
     if let Some(e) = rules_error {

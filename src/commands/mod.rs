@@ -43,7 +43,7 @@ pub fn load_profile(spec: Option<&str>) -> Result<crate::LoadedProfile, i32> {
     let p = crate::Lookup::new(cwd)
         .load(spec.unwrap_or("default"))
         .map_err(|e| {
-            err(&format!("agentbash: {e}\n"));
+            crate::render::report_error(&e);
             crate::exit::FAILURE
         })?;
     warn_profile(&p);
@@ -84,7 +84,7 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
     match served {
         Ok(()) => 0,
         Err(e) => {
-            err(&format!("agentbash: {e:#}\n"));
+            crate::render::report_error(format!("{e:#}"));
             crate::exit::FAILURE
         }
     }

@@ -3,7 +3,7 @@
 
 use crate::cli::ProfileCommand;
 use crate::profile::{BUILTIN, Lookup, Origin};
-use crate::render::{err, out};
+use crate::render::out;
 use std::collections::BTreeMap;
 
 fn lookup() -> Lookup {
@@ -73,7 +73,7 @@ pub fn command(c: ProfileCommand) -> i32 {
                     0
                 }
                 Err(e) => {
-                    err(&format!("agentbash: {e}\n"));
+                    crate::render::report_error(&e);
                     crate::exit::FAILURE
                 }
             }
@@ -91,7 +91,10 @@ pub fn command(c: ProfileCommand) -> i32 {
 pub fn list(l: &Lookup, names_only: bool) -> String {
     let all = all_profiles(l);
     if names_only {
-        return all.keys().map(|n| format!("{n}\n")).collect();
+        return all
+            .keys()
+            .map(|n| format!("{}\n", crate::display::escape_controls(n)))
+            .collect();
     }
     let mut rows: Vec<[String; 3]> = Vec::new();
     for name in all_names(l) {
@@ -128,6 +131,12 @@ pub fn list(l: &Lookup, names_only: bool) -> String {
                 display_origin(shadowed),
                 format!("(shadowed by {})", display_origin(&origins[0])),
             ]);
+        }
+    }
+    // Names come from file names and descriptions from files: one line each.
+    for cell in rows.iter_mut().flatten() {
+        if let std::borrow::Cow::Owned(e) = crate::display::escape_controls(cell) {
+            *cell = e;
         }
     }
     let w0 = rows.iter().map(|r| r[0].len()).max().unwrap_or(0).max(4);

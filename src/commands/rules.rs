@@ -2,7 +2,7 @@
 
 use crate::cli::RulesCommand;
 use crate::intercept;
-use crate::render::{err, out};
+use crate::render::out;
 use crate::rules;
 
 pub fn command(c: RulesCommand) -> i32 {
@@ -18,7 +18,7 @@ pub fn command(c: RulesCommand) -> i32 {
                     0
                 }
                 Err(e) => {
-                    err(&format!("agentbash: {e}\n"));
+                    crate::render::report_error(&e);
                     crate::exit::FAILURE
                 }
             }
@@ -35,7 +35,7 @@ pub fn command(c: RulesCommand) -> i32 {
             let set = match p.rule_set() {
                 Ok(s) => s,
                 Err(e) => {
-                    err(&format!("agentbash: {e}\n"));
+                    crate::render::report_error(&e);
                     return crate::exit::FAILURE;
                 }
             };
@@ -48,6 +48,7 @@ pub fn command(c: RulesCommand) -> i32 {
             let mut report = intercept::format_test(&cmd, &i, &tools);
             for (n, line) in guard.describe().iter().enumerate() {
                 let label = if n == 0 { "guard:   " } else { "" };
+                let line = crate::display::escape_controls(line);
                 report.push_str(&format!("{label}{line}\n"));
             }
             out(&report);

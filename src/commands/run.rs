@@ -40,7 +40,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
     let profile = match crate::Lookup::new(&cwd).load(&profile_spec) {
         Ok(p) => p,
         Err(e) => {
-            err(&format!("agentbash: {e}\n"));
+            crate::render::report_error(&e);
             return crate::exit::FAILURE;
         }
     };

@@ -2,8 +2,9 @@
 //! only, never values: exported variables often hold secrets.
 
 use crate::cli::SessionCommand;
+use crate::display::escape_controls;
 use crate::exec::session::{SessionError, SessionState, SessionStore};
-use crate::render::{err, out};
+use crate::render::{err, out, report_error};
 
 pub fn command(c: SessionCommand) -> i32 {
     let store = SessionStore::new();
@@ -11,13 +12,13 @@ pub fn command(c: SessionCommand) -> i32 {
         SessionCommand::List => list(&store),
         SessionCommand::Show { name } => show(&store, &name),
         SessionCommand::Rm { name } => store.remove(&name).map(|()| {
-            out(&format!("removed session {name}\n"));
+            out(&format!("removed session {}\n", escape_controls(&name)));
         }),
     };
     match result {
         Ok(()) => 0,
         Err(e) => {
-            err(&format!("agentbash: {e}\n"));
+            report_error(&e);
             match e {
                 SessionError::InvalidName(_) => crate::exit::USAGE,
                 SessionError::Io { .. } => crate::exit::FAILURE,
@@ -46,9 +47,10 @@ fn ago(secs: u64) -> String {
 }
 
 fn cwd_of(s: &SessionState) -> String {
+    let shown = |c: &std::path::Path| escape_controls(&c.display().to_string()).into_owned();
     match &s.cwd {
-        Some(c) if c.is_dir() => c.display().to_string(),
-        Some(c) => format!("{} (gone)", c.display()),
+        Some(c) if c.is_dir() => shown(c),
+        Some(c) => format!("{} (gone)", shown(c)),
         None => "-".into(),
     }
 }
@@ -61,7 +63,7 @@ fn list(store: &SessionStore) -> Result<(), SessionError> {
     }
     let width = sessions
         .iter()
-        .map(|s| s.name.len())
+        .map(|s| escape_controls(&s.name).chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
@@ -69,7 +71,7 @@ fn list(store: &SessionStore) -> Result<(), SessionError> {
     for s in &sessions {
         t.push_str(&format!(
             "{:<width$}  {:<9}  {}\n",
-            s.name,
+            escape_controls(&s.name),
             ago(s.state.updated),
             cwd_of(&s.state)
         ));
@@ -81,7 +83,7 @@ fn list(store: &SessionStore) -> Result<(), SessionError> {
 fn show(store: &SessionStore, name: &str) -> Result<(), SessionError> {
     let s = store.show(name)?;
     let names = |v: &mut dyn Iterator<Item = &String>| {
-        let v: Vec<&str> = v.map(String::as_str).collect();
+        let v: Vec<String> = v.map(|n| escape_controls(n).into_owned()).collect();
         if v.is_empty() {
             "-".to_string()
         } else {
@@ -89,8 +91,11 @@ fn show(store: &SessionStore, name: &str) -> Result<(), SessionError> {
         }
     };
     let mut t = String::new();
-    t.push_str(&format!("session    {name}\n"));
-    t.push_str(&format!("dir        {}\n", store.dir(name).display()));
+    t.push_str(&format!("session    {}\n", escape_controls(name)));
+    t.push_str(&format!(
+        "dir        {}\n",
+        escape_controls(&store.dir(name).display().to_string())
+    ));
     t.push_str(&format!("cwd        {}\n", cwd_of(&s)));
     t.push_str(&format!(
         "last used  {} (saved {} times)\n",

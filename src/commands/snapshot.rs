@@ -67,10 +67,7 @@ fn show(e: &Ensured) -> i32 {
             0
         }
         Err(x) => {
-            err(&format!(
-                "agentbash: cannot read {}: {x}\n",
-                s.path.display()
-            ));
+            crate::render::report_error(format!("cannot read {}: {x}", s.path.display()));
             crate::exit::FAILURE
         }
     }

@@ -1384,10 +1384,7 @@ impl Console {
         }
         let outer = outer_size();
         let layout = Layout::for_terminal(outer);
-        let title: String = title
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect();
+        let title = crate::display::escape_controls(title).into_owned();
         let mut console = Console {
             parser: vt100::Parser::new(non_zero(layout.inner_rows), non_zero(layout.inner_cols), 0),
             outer,

@@ -36,6 +36,8 @@ pub struct SessionPlan {
     pub dir: PathBuf,
     /// The session's saved working directory, if it has run before.
     pub cwd: Option<PathBuf>,
+    /// The variables the session exported, as saved (secrets among them are masked).
+    pub exported: BTreeMap<String, String>,
 }
 
 impl StatePlan {
@@ -81,11 +83,12 @@ pub fn plan(
     let session = session.map(|name| {
         let store = SessionStore::new();
         let dir = store.dir(name);
-        let cwd = store.load(name).ok().flatten().and_then(|s| s.cwd);
+        let saved = store.load(name).ok().flatten().unwrap_or_default();
         SessionPlan {
             name: name.to_string(),
             dir,
-            cwd,
+            cwd: saved.cwd,
+            exported: saved.env_set,
         }
     });
     StatePlan { snapshot, session }

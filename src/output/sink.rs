@@ -7,7 +7,7 @@
 
 use super::artifact::{Allocated, ArtifactRef};
 use super::notice::{format_size, full_ref};
-use super::redact::Redactor;
+use super::redact::{Form, Redactor, Secrets};
 use super::sanitize::Sanitizer;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -19,8 +19,8 @@ pub struct SinkConfig {
     pub max_columns: usize,
     pub head_lines: Option<usize>,
     pub tail_lines: Option<usize>,
-    /// (NAME, value) pairs to mask as `[REDACTED:NAME]`.
-    pub redact: Vec<(String, String)>,
+    /// Secrets to mask as `[REDACTED:NAME]`, in the shown text and in the artifact.
+    pub redact: Secrets,
 }
 
 /// Live text buffered past this is sent at once (bounding memory) instead of
@@ -152,6 +152,7 @@ pub struct OutputSink {
     clean: String,
     capped: String,
     redacted: Vec<u8>,
+    redacted_text: Vec<u8>,
     raw_bytes: u64,
     newlines: u64,
     line_open: bool,
@@ -194,12 +195,14 @@ impl OutputSink {
             cfg.max_bytes.saturating_sub(cfg.head_bytes)
         };
         OutputSink {
-            text_redactor: Redactor::new(&cfg.redact),
-            raw_redactor: Redactor::new(&cfg.redact),
+            text_redactor: cfg.redact.redactor(Form::Text),
+            // The raw stream is kept only for the artifact.
+            raw_redactor: art.as_ref().and_then(|_| cfg.redact.redactor(Form::Raw)),
             sanitizer: Sanitizer::new(),
             clean: String::new(),
             capped: String::new(),
             redacted: Vec::new(),
+            redacted_text: Vec::new(),
             raw_bytes: 0,
             newlines: 0,
             line_open: false,
@@ -241,10 +244,16 @@ impl OutputSink {
     /// Feed raw bytes from the command.
     pub fn push(&mut self, raw: &[u8]) {
         self.raw_bytes += raw.len() as u64;
+        // Same secrets and same held bytes in both redactors: if the sanitizer leaves
+        // this chunk as it is, the text redactor would give what the raw one gives.
+        let twins = match (&self.text_redactor, &self.raw_redactor) {
+            (Some(t), Some(r)) => t.in_step_with(r),
+            _ => false,
+        };
         if let Some(r) = self.raw_redactor.as_mut() {
             let mut out = std::mem::take(&mut self.redacted);
             out.clear();
-            r.push(raw, false, &mut out);
+            r.push(raw, &mut out);
             self.spill.push(&out);
             self.redacted = out;
         } else {
@@ -253,7 +262,21 @@ impl OutputSink {
         let mut clean = std::mem::take(&mut self.clean);
         clean.clear();
         self.sanitizer.push(raw, &mut clean);
-        self.text(&clean);
+        if twins
+            && clean.as_bytes() == raw
+            && let (Some(t), Some(r)) = (self.text_redactor.as_mut(), &self.raw_redactor)
+        {
+            // One search serves both streams (most output is plain text).
+            t.catch_up(r);
+            let out = std::mem::take(&mut self.redacted);
+            match std::str::from_utf8(&out) {
+                Ok(s) => self.after_redact(s),
+                Err(_) => self.after_redact(&String::from_utf8_lossy(&out)),
+            }
+            self.redacted = out;
+        } else {
+            self.text(&clean);
+        }
         self.clean = clean;
         if self.head_full_at.is_none() && self.cfg.head_lines.is_some() && self.head_done {
             self.head_full_at = Some(self.raw_bytes);
@@ -297,14 +320,18 @@ impl OutputSink {
         if clean.is_empty() {
             return;
         }
-        if self.text_redactor.is_some() {
-            let mut out = Vec::new();
-            if let Some(r) = self.text_redactor.as_mut() {
-                r.push(clean.as_bytes(), true, &mut out);
+        if let Some(r) = self.text_redactor.as_mut() {
+            // Reused between chunks: a flood of output allocates nothing per read.
+            let mut out = std::mem::take(&mut self.redacted_text);
+            out.clear();
+            r.push(clean.as_bytes(), &mut out);
+            // Valid: clean text with whole replacements, held back on character
+            // boundaries.
+            match std::str::from_utf8(&out) {
+                Ok(s) => self.after_redact(s),
+                Err(_) => self.after_redact(&String::from_utf8_lossy(&out)),
             }
-            let s = String::from_utf8(out)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-            self.after_redact(&s);
+            self.redacted_text = out;
         } else {
             self.after_redact(clean);
         }
@@ -460,7 +487,7 @@ impl OutputSink {
         self.sanitizer.finish(&mut rest);
         if let Some(r) = self.text_redactor.as_mut() {
             let mut out = Vec::new();
-            r.push(rest.as_bytes(), true, &mut out);
+            r.push(rest.as_bytes(), &mut out);
             r.finish(&mut out);
             rest = String::from_utf8_lossy(&out).into_owned();
         }
@@ -719,5 +746,78 @@ fn drop_partial_first_line(s: &mut String) -> bool {
             true
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::sanitize::sanitize;
+
+    const TOKEN: &str = "token-value-0123456789";
+    const KEY: &str = "crlf-key\r\nvalue-xy";
+
+    /// The live text and the artifact of `chunks` through a sink that spills.
+    fn run(chunks: &[&[u8]]) -> (String, Vec<u8>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("1.bash.log");
+        let file = File::create(&path).expect("artifact file");
+        let cfg = SinkConfig {
+            max_bytes: 64,
+            redact: Secrets::new(&[
+                ("A_TOKEN".into(), TOKEN.into()),
+                ("B_KEY".into(), KEY.into()),
+            ]),
+            ..Default::default()
+        };
+        let artifact = Allocated {
+            id: 1,
+            path: path.clone(),
+            file,
+            max_bytes: u64::MAX,
+        };
+        let mut sink = OutputSink::new(cfg, Some(artifact), true);
+        let mut live = String::new();
+        for c in chunks {
+            sink.push(c);
+            live.extend(sink.take_pending());
+        }
+        sink.end_input();
+        live.extend(sink.take_pending());
+        let retained = sink.finish();
+        assert!(retained.artifact.is_some(), "the output was cut");
+        (live, std::fs::read(&path).expect("artifact"))
+    }
+
+    /// Plain stretches (one search serves both streams) and stretches the
+    /// sanitizer changes (each stream searched on its own), cut anywhere.
+    #[test]
+    fn both_streams_are_masked_however_the_reads_fall() {
+        let mut raw = String::new();
+        for i in 0..90 {
+            match if i < 30 { 0 } else { i % 5 } {
+                0 => raw.push_str(&format!("line {i} {TOKEN} plain\n")),
+                1 => raw.push_str(&format!("\x1b[1mbold {i}\x1b[0m {TOKEN}\r\n")),
+                2 => raw.push_str(&format!("key {KEY} é {i}\n")),
+                _ => raw.push_str(&format!("filler {i} the quick brown fox jumps\n")),
+            }
+        }
+        let raw = raw.as_bytes();
+        let want_raw = String::from_utf8_lossy(raw)
+            .replace(TOKEN, "[REDACTED:A_TOKEN]")
+            .replace(KEY, "[REDACTED:B_KEY]");
+        let want_text = sanitize(want_raw.as_bytes());
+        for a in (0..raw.len()).step_by(41) {
+            for b in [a, a + 1, a + 150, a + 700] {
+                let b = b.min(raw.len());
+                let (live, artifact) = run(&[&raw[..a], &raw[a..b], &raw[b..]]);
+                assert_eq!(live, want_text, "text, cuts {a} {b}");
+                assert_eq!(
+                    String::from_utf8_lossy(&artifact),
+                    want_raw,
+                    "artifact, cuts {a} {b}"
+                );
+            }
+        }
     }
 }

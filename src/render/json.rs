@@ -24,7 +24,7 @@ impl Renderer for JsonRenderer {
                 "command": plan.shown_command,
                 "normalized_command": plan.shown_normalized,
                 "profile": plan.profile_name,
-                "cwd": plan.cwd.as_ref().map(|c| c.display().to_string()).ok(),
+                "cwd": plan.shown_cwd,
                 "mode": plan.mode.mode,
                 "timeout_s": plan.timeout.effective,
             })),

@@ -40,6 +40,15 @@ pub fn out(s: &str) {
     let _ = o.flush();
 }
 
+/// `agentbash: <message>` on stderr. Messages quote paths, names and commands, so
+/// their control characters are shown escaped.
+pub fn report_error(message: impl std::fmt::Display) {
+    err(&format!(
+        "agentbash: {}\n",
+        crate::display::escape_controls_multiline(&message.to_string())
+    ));
+}
+
 pub fn err(s: &str) {
     use std::io::Write;
     let mut o = std::io::stderr().lock();

@@ -6,6 +6,7 @@
 //! produced with `render.live = "stream"`), and agentbash's own words go to stderr.
 
 use super::{Renderer, err, out};
+use crate::display::{escape_controls, escape_controls_multiline};
 use crate::profile::Live;
 use crate::result::RunResult;
 use crate::run::Event;
@@ -116,16 +117,19 @@ impl TextRenderer {
                 Some(tool) => format!("✖ blocked by rule `{}` (use the `{tool}` tool)", b.rule),
                 None => format!("✖ refused by the guard (`{}`)", b.rule),
             };
-            s.push_str(&self.paint(&headline, owo_colors::Style::new().red().bold()));
+            s.push_str(&self.paint(
+                &escape_controls(&headline),
+                owo_colors::Style::new().red().bold(),
+            ));
             s.push('\n');
-            s.push_str(&r.text);
+            s.push_str(&escape_controls_multiline(&r.text));
             s.push('\n');
             out(&s);
             return;
         }
         if let Some(e) = &r.error {
             s.push_str(&self.paint(
-                &format!("agentbash: {e}"),
+                &format!("agentbash: {}", escape_controls_multiline(e)),
                 owo_colors::Style::new().red().bold(),
             ));
             s.push('\n');
@@ -165,14 +169,16 @@ impl TextRenderer {
         }
         if !self.quiet {
             for note in &r.notices {
+                let note = escape_controls(note);
                 if note.starts_with("[Showing") {
                     s.push_str(&self.paint(&format!("⚠ output cut: {note}"), yellow));
                 } else {
-                    s.push_str(&self.paint(note, dim));
+                    s.push_str(&self.paint(&note, dim));
                 }
                 s.push('\n');
             }
             for w in &r.warnings {
+                let w = escape_controls(w);
                 s.push_str(&self.paint(&format!("warning: {w}"), yellow));
                 s.push('\n');
             }
@@ -213,10 +219,13 @@ impl TextRenderer {
             }
             match &r.error {
                 // The block message is the answer the caller gets instead of output.
-                None => out(&format!("{}\n", r.text)),
+                None => out(&format!("{}\n", escape_controls_multiline(&r.text))),
                 Some(e) => err(&format!(
                     "{}\n",
-                    self.paint(&format!("agentbash: {e}"), red_bold())
+                    self.paint(
+                        &format!("agentbash: {}", escape_controls_multiline(e)),
+                        red_bold()
+                    )
                 )),
             }
             return;
@@ -257,12 +266,12 @@ impl TextRenderer {
             } else {
                 owo_colors::Style::new().dimmed()
             };
-            line(&mut s, note, style);
+            line(&mut s, &escape_controls(note), style);
         }
         for w in &r.warnings {
             line(
                 &mut s,
-                &format!("warning: {w}"),
+                &format!("warning: {}", escape_controls(w)),
                 owo_colors::Style::new().yellow(),
             );
         }
@@ -304,11 +313,11 @@ impl Renderer for TextRenderer {
                     return;
                 }
                 if !self.quiet {
-                    let mut h = format!("$ {}", plan.shown_normalized);
-                    if let Ok(c) = &plan.cwd
+                    let mut h = format!("$ {}", escape_controls(&plan.shown_normalized));
+                    if let (Ok(c), Some(shown)) = (&plan.cwd, &plan.shown_cwd)
                         && c.display().to_string() != self.invoking_dir
                     {
-                        h.push_str(&format!("  (in {})", c.display()));
+                        h.push_str(&format!("  (in {})", escape_controls(shown)));
                     }
                     out(&format!(
                         "{}\n",
@@ -381,16 +390,17 @@ fn github_escape(s: &str) -> String {
         .replace('\n', "%0A")
 }
 
-/// `::group::$ <command>`: the job log folds the command's output under its name.
+/// `::group::$ <command>`: the job log folds the command's output under its name
+/// (on one line: the command's controls and line breaks shown escaped).
 fn github_group(command: &str) -> String {
-    format!("::group::$ {}\n", github_escape(command))
+    format!("::group::$ {}\n", github_escape(&escape_controls(command)))
 }
 
 /// The `::error` annotation for a run that did not succeed: what happened, the exit
 /// code agentbash returns, and where the full output is (for the job's artifact
 /// upload).
 fn github_error(r: &RunResult) -> String {
-    let cmd = &r.normalized_command;
+    let cmd = escape_controls(&r.normalized_command);
     let code = r.agentbash_exit;
     let mut msg = if let Some(b) = &r.blocked {
         format!(
@@ -420,5 +430,8 @@ fn github_error(r: &RunResult) -> String {
     if let Some(a) = &r.artifact {
         msg.push_str(&format!("; full output: {}", a.path.display()));
     }
-    format!("::error title=agentbash::{}\n", github_escape(&msg))
+    format!(
+        "::error title=agentbash::{}\n",
+        github_escape(&escape_controls_multiline(&msg))
+    )
 }

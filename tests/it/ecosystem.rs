@@ -904,7 +904,7 @@ fn artifact_gc_honours_age_and_size_limits() {
         !dir.join("1.json").exists(),
         "the sidecar goes with the artifact"
     );
-    // The sidecar's command is listed (on one line).
+    // The sidecar's command is listed on one line, its line break shown escaped.
     std::fs::write(
         dir.join("3.json"),
         r#"{"command":"cargo test\n--all","cwd":"/x","exit_code":1,"created_unix":0}"#,
@@ -915,7 +915,7 @@ fn artifact_gc_honours_age_and_size_limits() {
         .lines()
         .find(|l| l.starts_with("artifact://3 "))
         .expect("row 3");
-    assert!(row.ends_with("  cargo test --all"), "{row}");
+    assert!(row.ends_with(r"  cargo test\n--all"), "{row}");
     assert!(!listed.contains("artifact://1 "), "{listed}");
 
     let out = env.run(&["artifact", "gc", "-p", "small"]);

@@ -1,6 +1,7 @@
 //! The integration test binary: every module runs the real `agentbash` binary.
 
 mod bad_input;
+mod display;
 mod ecosystem;
 mod env;
 mod guard;
@@ -9,6 +10,7 @@ mod mcp;
 mod output;
 mod profiles;
 mod pty;
+mod redact;
 mod reliability;
 mod rpc;
 mod run_basic;

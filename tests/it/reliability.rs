@@ -1342,6 +1342,7 @@ examples.not_match = ["xxxx"]
 // 5. chunking property (fuzzed further by fuzz/fuzz_targets/sink.rs)
 
 mod chunking {
+    use agentbash::output::redact::Secrets;
     use agentbash::output::sanitize::{Sanitizer, sanitize};
     use agentbash::output::sink::{OutputSink, Retained, SinkConfig};
     use proptest::prelude::*;
@@ -1406,9 +1407,9 @@ mod chunking {
                 head_lines: (flags & 4 == 4).then_some(head),
                 tail_lines: (flags & 8 == 8).then_some(tail),
                 redact: if flags & 16 == 16 {
-                    vec![("T_TOKEN".into(), T_SECRET.into())]
+                    Secrets::new(&[("T_TOKEN".into(), T_SECRET.into())])
                 } else {
-                    vec![]
+                    Secrets::default()
                 },
             })
     }

@@ -35,9 +35,17 @@ pub struct TmuxBuilder {
     set: Vec<(OsString, OsString)>,
     remove: Vec<OsString>,
     cwd: Option<PathBuf>,
+    config: Vec<String>,
 }
 
 impl TmuxBuilder {
+    /// Adds a line to the server's config (e.g. `set -g set-clipboard on`), in force
+    /// before the program starts.
+    pub fn config(mut self, line: &str) -> Self {
+        self.config.push(line.to_string());
+        self
+    }
+
     /// The terminal size (default 100×30).
     pub fn size(mut self, cols: u16, rows: u16) -> Self {
         self.cols = cols;
@@ -75,10 +83,13 @@ impl TmuxBuilder {
         // pane vanish) before a later set-option runs; and a status line
         // appearing or disappearing later would resize the pane.
         let config = dir.path().join("tmux.conf");
-        std::fs::write(
-            &config,
-            "set -g remain-on-exit on\nset -g status off\nset -g history-limit 10000\n",
-        )?;
+        let mut text =
+            "set -g remain-on-exit on\nset -g status off\nset -g history-limit 10000\n".to_string();
+        for line in &self.config {
+            text.push_str(line);
+            text.push('\n');
+        }
+        std::fs::write(&config, text)?;
         let terminal = TmuxTerminal {
             socket: format!("it-{}-{id}", std::process::id()),
             config,
@@ -126,6 +137,7 @@ impl TmuxTerminal {
             set: Vec::new(),
             remove: Vec::new(),
             cwd: None,
+            config: Vec::new(),
         }
     }
 
@@ -237,6 +249,24 @@ impl TmuxTerminal {
             &rows.to_string(),
         ])
         .map(drop)
+    }
+
+    /// The pane's title (what OSC 0/2 from the program sets).
+    pub fn pane_title(&self) -> io::Result<String> {
+        let title = self.tmux(&["display-message", "-p", "-t", &self.target, "#{pane_title}"])?;
+        Ok(title.trim_end_matches('\n').to_string())
+    }
+
+    /// The contents of every paste buffer, concatenated (with `set-clipboard on`, an
+    /// OSC 52 clipboard write from the program lands in one). Empty when there are none.
+    pub fn buffers(&self) -> io::Result<String> {
+        let names = self.tmux(&["list-buffers", "-F", "#{buffer_name}"])?;
+        let mut all = String::new();
+        for name in names.lines().filter(|n| !n.is_empty()) {
+            all.push_str(&self.tmux(&["show-buffer", "-b", name])?);
+            all.push('\n');
+        }
+        Ok(all)
     }
 
     /// The pid of the pane's program.
