@@ -472,9 +472,17 @@ impl Lookup {
                 }
                 Origin::File(path)
             } else {
+                // A built-in extends built-ins only: `-p builtin:agent` must not pick
+                // up a project's or the user's `default.toml` underneath.
+                let lookup_name = match &current {
+                    Origin::Builtin(_) if !parent.starts_with(BUILTIN_PREFIX) => {
+                        format!("{BUILTIN_PREFIX}{parent}")
+                    }
+                    _ => parent.clone(),
+                };
                 // A project `default.toml` may extend the built-in `default`: skip
                 // candidates up to and including the layer we are in.
-                let cands = self.candidates(&parent);
+                let cands = self.candidates(&lookup_name);
                 let skip = if parent == current_name {
                     cands
                         .iter()

@@ -324,3 +324,36 @@ fn trust_refuses_to_hash_a_fifo_at_once() {
         !env.state_dir().join("trust").exists() || env.run(&["trust", "--list"]).stdout.is_empty()
     );
 }
+
+/// A built-in profile's `extends` stays among the built-ins: `-p agent` (and
+/// `builtin:agent`) in a trusted project whose `default.toml` changes the timeout and
+/// the prefix is the built-in agent on the built-in default, without a warning.
+#[test]
+fn a_builtin_profile_extends_only_builtins() {
+    let env = TestEnv::new();
+    let marker = env.root().join("layered-marker");
+    env.write(
+        ".agentbash/profiles/default.toml",
+        format!(
+            "[shell]\nprefix = \"touch {};\"\n[timeout]\nmax = 7\n",
+            marker.display()
+        ),
+    );
+    let untrusted = env.run(&["run", "-q", "-p", "builtin:agent", "--", "true"]);
+    untrusted.assert_code(0);
+    assert!(
+        !untrusted.stderr.contains("ignoring project profile"),
+        "{}",
+        untrusted.stderr
+    );
+    env.run(&["trust"]).assert_code(0);
+    for p in ["agent", "builtin:agent"] {
+        let out = env.run(&["run", "--json", "-p", p, "--", "true"]);
+        out.assert_code(0);
+        assert_eq!(out.json()["timeout_s"], 120, "{p}: {}", out.stdout);
+        assert!(
+            !marker.exists(),
+            "{p}: the project's default.toml was layered under it"
+        );
+    }
+}
