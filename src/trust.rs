@@ -199,6 +199,8 @@ fn walk(
 #[derive(Debug, Clone)]
 pub struct TrustStore {
     dir: PathBuf,
+    /// `AGENTBASH_TRUST_PROJECT=1` in agentbash's environment, read once.
+    trust_all: bool,
 }
 
 impl Default for TrustStore {
@@ -218,12 +220,17 @@ impl TrustStore {
     pub fn new() -> Self {
         TrustStore {
             dir: crate::paths::state_dir().join("trust"),
+            trust_all: std::env::var(TRUST_ENV).as_deref() == Ok("1"),
         }
     }
 
-    /// Records kept in `dir` (tests, embedders with a state dir of their own).
+    /// Records kept in `dir` (tests, embedders with a state dir of their own); the
+    /// environment's `AGENTBASH_TRUST_PROJECT` is not consulted.
     pub fn with_dir(dir: PathBuf) -> Self {
-        TrustStore { dir }
+        TrustStore {
+            dir,
+            trust_all: false,
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -314,7 +321,7 @@ impl TrustStore {
 
     /// Whether `project`'s profiles may be used now.
     pub fn status(&self, project: &Path) -> Status {
-        if std::env::var(TRUST_ENV).as_deref() == Ok("1") {
+        if self.trust_all {
             return Status::TrustedByEnv;
         }
         let canonical = match project.canonicalize() {

@@ -51,6 +51,16 @@ const FIXED: &[(&str, &str)] = &[
     ("CLOUDSDK_CORE_DISABLE_PROMPTS", "1"),
 ];
 
+/// Every variable hardening may set (pagers, editors, prompts, `CI`, `AGENT`, …), for
+/// callers that must not inherit them, such as a test suite run by agentbash itself.
+pub fn hardened_names() -> impl Iterator<Item = &'static str> {
+    PAGERS
+        .iter()
+        .copied()
+        .chain(FIXED.iter().map(|(k, _)| *k))
+        .chain(["NO_COLOR", "CI", "SSH_ASKPASS", RUN_MARKER])
+}
+
 /// Set in every command so teardown can find descendants that left the process
 /// group (setsid, double fork) but kept the environment.
 pub const RUN_MARKER: &str = "AGENTBASH_RUN_ID";
