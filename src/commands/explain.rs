@@ -38,6 +38,8 @@ fn explanation_of(plan: &Plan, profile: &LoadedProfile) -> serde_json::Value {
             "stripped": plan.normalized.stripped,
             "head": plan.normalized.head,
             "tail": plan.normalized.tail,
+            "stop_after": plan.normalized.stop_after,
+            "lift": plan.normalized.lift,
         },
         "guard": plan.guard,
         "intercept": {
@@ -104,6 +106,9 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
         show(s("/normalize/head")),
         show(s("/normalize/tail"))
     ));
+    if let Some(lift) = &plan.normalized.lift {
+        t.push_str(&format!("lift        {lift}\n"));
+    }
     for (n, line) in plan.guard.describe().iter().enumerate() {
         let label = if n == 0 { "guard:   " } else { "" };
         t.push_str(&format!("{label}{line}\n"));

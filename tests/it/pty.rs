@@ -691,7 +691,7 @@ fn lifted_head_stops_the_producer_in_pty_mode() {
         "60",
         "--json",
         "--",
-        "yes | head -n 3",
+        "yes 2>&1 | head -n 3",
     ]);
     out.assert_code(0);
     let v = out.json();

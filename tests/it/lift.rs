@@ -1,0 +1,208 @@
+//! The trailing `| head`/`| tail` lift (issue 12): lifted only when the pipe
+//! receives all of the output, so what is shown is what the command as written shows;
+//! a lifted head stops the command as `head` would, an explicit `--head`/`--tail` is a
+//! view and never stops or changes anything.
+
+use crate::support::{TestEnv, s, u};
+use std::process::Command;
+
+/// What bash shows for `cmd` when its stdout and stderr are one stream (as agentbash
+/// reads them): the oracle every non-lifted run must match.
+fn bash_shows(env: &TestEnv, cmd: &str) -> String {
+    let out = Command::new("bash")
+        .args(["-c", "exec 2>&1; eval \"$1\"", "bash", cmd])
+        .current_dir(env.work())
+        .output()
+        .expect("run bash");
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// Lines in any order: stderr written around a pipe reaches the stream whenever the
+/// writer gets to it.
+fn sorted_lines(s: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = s.lines().collect();
+    v.sort_unstable();
+    v
+}
+
+/// Regression: `echo a; seq 5 | tail -n 1` showed only `5` — the lift applied to the
+/// whole list, though the pipe only receives the last pipeline's output.
+#[test]
+fn a_list_before_the_pipeline_keeps_its_output() {
+    let env = TestEnv::new();
+    for cmd in [
+        "echo a; seq 5 | tail -n 1",
+        "echo a; seq 5 2>&1 | tail -n 1",
+    ] {
+        let v = env.run(&["run", "--json", "--", cmd]).json();
+        assert_eq!(s(&v, "output"), "a\n5", "{cmd}");
+        assert_eq!(format!("{}\n", s(&v, "output")), bash_shows(&env, cmd));
+        assert!(v["stripped"].is_null(), "{cmd}: {v:#}");
+        assert_eq!(s(&v, "normalized_command"), cmd);
+    }
+    let out = env.run(&["run", "-q", "--", "echo a; seq 5 | tail -n 1"]);
+    assert_eq!(out.stdout, "a\n5\n");
+}
+
+/// Regression: `echo first && seq 5 | head -n 2` showed `first`, `1` — the head
+/// counted `first` as one of its two lines.
+#[test]
+fn an_and_list_before_the_pipeline_keeps_its_output() {
+    let env = TestEnv::new();
+    for cmd in [
+        "echo first && seq 5 | head -n 2",
+        "echo first && seq 5 2>&1 | head -n 2",
+    ] {
+        let v = env.run(&["run", "--json", "--", cmd]).json();
+        assert_eq!(s(&v, "output"), "first\n1\n2", "{cmd}");
+        assert!(v["stripped"].is_null(), "{cmd}: {v:#}");
+    }
+}
+
+/// Regression: `(echo warn >&2; seq 5) | head -n 1` showed only `warn` — stderr is not
+/// piped, so bash shows `warn` and `1`. A producer writing to stderr outside the pipe
+/// is not lifted (agentbash could not tell its stderr lines from the piped ones).
+#[test]
+fn stderr_outside_the_pipe_is_shown_and_not_counted() {
+    let env = TestEnv::new();
+    for cmd in [
+        "(echo warn >&2; seq 5) | head -n 1",
+        "perl -e 'print STDERR \"warn\\n\"; print \"$_\\n\" for 1..5' | head -n 1",
+        "perl -e 'print STDERR \"warn\\n\"; print \"$_\\n\" for 1..5' | tail -n 1",
+    ] {
+        let v = env.run(&["run", "--json", "--", cmd]).json();
+        let want = if cmd.ends_with("tail -n 1") {
+            vec!["5", "warn"]
+        } else {
+            vec!["1", "warn"]
+        };
+        assert_eq!(sorted_lines(s(&v, "output")), want, "{cmd}");
+        assert_eq!(sorted_lines(&bash_shows(&env, cmd)), want, "{cmd}");
+        assert!(v["stripped"].is_null(), "{cmd}: {v:#}");
+    }
+}
+
+/// Regression: in `perl … && touch done | head -n 5` the pipe belongs to `touch`
+/// only, yet the lift stopped perl after 16 MiB and `touch` never ran.
+#[test]
+fn a_pipe_belongs_to_its_last_command_only() {
+    let env = TestEnv::new();
+    let cmd = "perl -e 'print \"$_\\n\" for 1..5000000' && touch done | head -n 5";
+    let out = env.run(&["run", "--json", "--", cmd]);
+    out.assert_code(0);
+    let v = out.json();
+    assert!(v["stripped"].is_null(), "{v:#}");
+    assert_eq!(u(&v, "total_lines"), 5_000_000);
+    assert!(s(&v, "output").ends_with("4999999\n5000000"));
+    assert!(env.work().join("done").exists(), "touch never ran");
+}
+
+/// Regression: `--head 5` stopped a command printing 5 M lines (it never finished its
+/// work, and its exit 1 was reported as 0). An explicit limit is a view only: the
+/// Regression: `yes '' | head -n 10000000` reported 16,850,944 lines. A lifted head
+/// that stops the producer reports what the pipeline would have: its N lines, exit 0
+/// What is lifted: one pipeline whose every stage sends stderr into the pipe, after
+/// silent `cd`/`export`/assignments. The shown lines are bash's; the full output is
+/// in the artifact.
+#[test]
+fn a_pipe_that_receives_all_of_the_output_is_lifted() {
+    let env = TestEnv::new();
+    std::fs::create_dir(env.work().join("sub")).unwrap();
+    for (cmd, stripped) in [
+        (
+            "cd sub && export X=1 && Y=2 seq 100 2>&1 | tail -n 3",
+            "| tail -n 3",
+        ),
+        ("seq 100 |& tail -n 3", "|& tail -n 3"),
+        ("seq 100 2>&1 | grep -v 7 2>&1 | tail -n 3", "| tail -n 3"),
+    ] {
+        let v = env.run(&["run", "--json", "--", cmd]).json();
+        assert_eq!(s(&v, "stripped"), stripped, "{cmd}: {v:#}");
+        assert_eq!(
+            format!("{}\n", s(&v, "output")),
+            bash_shows(&env, cmd),
+            "{cmd}"
+        );
+        let path = v["artifact"]["path"].as_str().expect("artifact");
+        assert!(
+            std::fs::read_to_string(path)
+                .unwrap()
+                .starts_with("1\n2\n3\n")
+        );
+    }
+    let v = env
+        .run(&["run", "--json", "--", "seq 100 | tail -n 3"])
+        .json();
+    assert!(v["stripped"].is_null(), "stderr not piped: {v:#}");
+    assert_eq!(s(&v, "output"), "98\n99\n100");
+}
+
+/// With an explicit limit the trailing pipe is not lifted: the explicit limit views
+/// what the command as written prints (`--tail 7` on `… | tail -n 5` shows 5 lines,
+/// as the command does; lifted, it showed 7).
+#[test]
+fn explicit_limits_view_the_command_as_written() {
+    let env = TestEnv::new();
+    let cmd = "seq 100 2>&1 | tail -n 5";
+    let v = env.run(&["run", "--json", "--tail", "7", "--", cmd]).json();
+    assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100");
+    assert!(v["stripped"].is_null(), "{v:#}");
+    let v = env.run(&["run", "--json", "--head", "3", "--", cmd]).json();
+    assert_eq!(s(&v, "output"), "96\n97\n98");
+}
+
+/// `explain` says why a pipe was or was not lifted, in text and JSON.
+#[test]
+fn explain_says_why_a_pipe_was_or_was_not_lifted() {
+    let env = TestEnv::new();
+    let out = env.run(&["explain", "--", "echo a; seq 5 2>&1 | tail -n 1"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout
+            .contains("lift        not lifted — \"echo a\" before the pipeline may also print\n"),
+        "{}",
+        out.stdout
+    );
+    let out = env.run(&["explain", "--", "make | tail -n 5"]);
+    assert!(
+        out.stdout.contains("lift        not lifted — stderr of \"make\" does not go through the pipe (add 2>&1, or pipe with |&, to lift it)"),
+        "{}",
+        out.stdout
+    );
+    let v = env
+        .run(&[
+            "explain",
+            "--json",
+            "--",
+            "(echo warn >&2; seq 5) | head -n 1",
+        ])
+        .json();
+    assert!(v["normalize"]["stripped"].is_null(), "{v:#}");
+    assert_eq!(v["normalize"]["lift"]["lifted"], false);
+    assert!(
+        v["normalize"]["lift"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("subshell")),
+        "{v:#}"
+    );
+    let v = env
+        .run(&[
+            "explain",
+            "--json",
+            "--",
+            "cd src && cargo test 2>&1 | tail -n 20",
+        ])
+        .json();
+    assert_eq!(v["normalize"]["stripped"], "| tail -n 20");
+    assert_eq!(v["normalize"]["command"], "cd src && cargo test 2>&1");
+    assert_eq!(v["normalize"]["lift"]["lifted"], true, "{v:#}");
+    let out = env.run(&["explain", "--", "yes 2>&1 | head -n 3"]);
+    assert!(
+        out.stdout.contains("lift        lifted — `| head -n 3` receives all of the output: it becomes a line limit, and the command is stopped after line 3 as head would stop it"),
+        "{}",
+        out.stdout
+    );
+    // No trailing head/tail, no lift line.
+    let out = env.run(&["explain", "--", "seq 5"]);
+    assert!(!out.stdout.contains("lift "), "{}", out.stdout);
+}
