@@ -19,6 +19,10 @@ pub struct SinkConfig {
     pub max_columns: usize,
     pub head_lines: Option<usize>,
     pub tail_lines: Option<usize>,
+    /// A lifted `| head -n N`'s N: once N lines are read, [`HEAD_OVERREAD`] more are,
+    /// then the reader stops, as `head` would stop the command. `head_lines` alone is
+    /// a view and never stops anything.
+    pub stop_after_lines: Option<usize>,
     /// (NAME, value) pairs to mask as `[REDACTED:NAME]`.
     pub redact: Vec<(String, String)>,
 }
@@ -27,10 +31,10 @@ pub struct SinkConfig {
 /// waiting for the next 50 ms tick.
 const PENDING_CAP: usize = 256 << 10;
 
-/// Once a head line limit (`--head`, a stripped `| head -n N`) is filled, this much
-/// more output is still read and saved, then reading stops and the command meets a
-/// closed pipe, as it would have with the real `| head`. Without it, `yes | head -n 3`
-/// would run until its timeout and fill the artifact.
+/// Once a lifted `| head -n N` has seen its N lines, this much more output is still
+/// read and saved, then reading stops and the command meets a closed pipe, as it
+/// would have with the real `| head`. Without it, `yes 2>&1 | head -n 3` would run
+/// until its timeout and fill the artifact.
 pub const HEAD_OVERREAD: u64 = 16 << 20;
 
 /// How the shown text was cut (§7.2 `truncation`).
@@ -168,8 +172,10 @@ pub struct OutputSink {
     spill: Spill,
     collect_events: bool,
     pending: String,
-    /// Raw bytes read when the head line limit was filled.
+    /// Raw bytes read up to the end of line `stop_after_lines`, once read.
     head_full_at: Option<u64>,
+    /// Raw newlines read (counted only until `head_full_at` is known).
+    raw_newlines: u64,
     /// The reader stopped before the end of the stream ([`HEAD_OVERREAD`]).
     stopped_reading: bool,
 }
@@ -226,6 +232,7 @@ impl OutputSink {
                 capped: false,
             },
             head_full_at: None,
+            raw_newlines: 0,
             stopped_reading: false,
             collect_events,
             pending: String::new(),
@@ -240,6 +247,11 @@ impl OutputSink {
 
     /// Feed raw bytes from the command.
     pub fn push(&mut self, raw: &[u8]) {
+        if let Some(n) = self.cfg.stop_after_lines
+            && self.head_full_at.is_none()
+        {
+            self.find_stop_line(raw, n as u64);
+        }
         self.raw_bytes += raw.len() as u64;
         if let Some(r) = self.raw_redactor.as_mut() {
             let mut out = std::mem::take(&mut self.redacted);
@@ -255,20 +267,31 @@ impl OutputSink {
         self.sanitizer.push(raw, &mut clean);
         self.text(&clean);
         self.clean = clean;
-        if self.head_full_at.is_none() && self.cfg.head_lines.is_some() && self.head_done {
-            self.head_full_at = Some(self.raw_bytes);
+    }
+
+    /// Where line `n` of the raw stream ends, if it does in `raw` (which follows the
+    /// `raw_bytes` already read). Raw newlines, as `head` counts them.
+    fn find_stop_line(&mut self, raw: &[u8], n: u64) {
+        for pos in memchr::memchr_iter(b'\n', raw) {
+            self.raw_newlines += 1;
+            if self.raw_newlines >= n {
+                self.head_full_at = Some(self.raw_bytes + pos as u64 + 1);
+                return;
+            }
         }
     }
 
-    /// False once a head line limit is filled and [`HEAD_OVERREAD`] more bytes were
-    /// read: the reader should stop and close its end of the pipe, as `| head` would.
+    /// False once a lifted head has seen its lines and [`HEAD_OVERREAD`] more bytes
+    /// were read: the reader should stop and close its end of the pipe, as `| head`
+    /// would.
     pub fn wants_more(&self) -> bool {
         self.head_full_at
             .is_none_or(|at| self.raw_bytes - at < HEAD_OVERREAD)
     }
 
     /// The reader stopped before the end of the stream (after [`wants_more`]
-    /// said so); the notice says the count is of what was read.
+    /// said so): the counts are then those of the pipeline with its `head` (the
+    /// first `stop_after_lines` lines), and the notice says the command was stopped.
     ///
     /// [`wants_more`]: Self::wants_more
     pub fn stopped_reading(&mut self) {
@@ -438,7 +461,10 @@ impl OutputSink {
     pub fn finish(mut self) -> Retained {
         self.end_input();
         self.trim_tail();
-        let total_lines = self.newlines + u64::from(self.line_open);
+        let mut total_lines = self.newlines + u64::from(self.line_open);
+        if let Some(n) = self.cfg.stop_after_lines.filter(|_| self.stopped_reading) {
+            total_lines = total_lines.min(n as u64);
+        }
         let view = if self.cfg.head_lines.is_some() {
             self.head_view()
         } else if self.head_done && self.tail_trimmed && self.cfg.tail_lines.is_none() {
@@ -636,16 +662,15 @@ impl OutputSink {
                 }
                 None => format!("lines {}-{last}", v.first),
             };
-            let stopped = if self.stopped_reading {
-                format!(
-                    " read; the command was stopped {} past the head limit, as `| head` would",
+            let stopped = match self.cfg.stop_after_lines {
+                Some(n) if self.stopped_reading => format!(
+                    "; agentbash stopped the command {} past line {n}, as `| head` would",
                     format_size(HEAD_OVERREAD)
-                )
-            } else {
-                String::new()
+                ),
+                _ => String::new(),
             };
             notice = Some(format!(
-                "[Showing {lines} of {total_lines}{stopped}{limit}{cols}{full}]"
+                "[Showing {lines} of {total_lines}{limit}{cols}{stopped}{full}]"
             ));
             truncation = Some(Truncation {
                 direction: v.direction,
@@ -668,7 +693,10 @@ impl OutputSink {
             truncated: cut,
             truncation,
             notice,
-            total_bytes: self.raw_bytes,
+            total_bytes: match self.head_full_at {
+                Some(at) if self.stopped_reading => at,
+                _ => self.raw_bytes,
+            },
             total_lines,
             artifact,
             warnings,

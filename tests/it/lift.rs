@@ -4,6 +4,7 @@
 //! view and never stops or changes anything.
 
 use crate::support::{TestEnv, s, u};
+use serde_json::Value;
 use std::process::Command;
 
 /// What bash shows for `cmd` when its stdout and stderr are one stream (as agentbash
@@ -17,6 +18,15 @@ fn bash_shows(env: &TestEnv, cmd: &str) -> String {
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
+fn notices(v: &Value) -> Vec<String> {
+    v["notices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n.as_str().map(str::to_owned))
+        .collect()
+}
+
 /// Lines in any order: stderr written around a pipe reaches the stream whenever the
 /// writer gets to it.
 fn sorted_lines(s: &str) -> Vec<&str> {
@@ -24,6 +34,11 @@ fn sorted_lines(s: &str) -> Vec<&str> {
     v.sort_unstable();
     v
 }
+
+/// A producer of 5,000,000 numbered lines (38.9 MB, more than agentbash reads past a
+/// head limit) that writes `finished` and exits 1 only if it is not stopped.
+const FIVE_MILLION_THEN_EXIT_1: &str =
+    "perl -e 'print \"$_\\n\" for 1..5000000; open(my $f, \">\", \"finished\"); exit 1'";
 
 /// Regression: `echo a; seq 5 | tail -n 1` showed only `5` — the lift applied to the
 /// whole list, though the pipe only receives the last pipeline's output.
@@ -99,8 +114,92 @@ fn a_pipe_belongs_to_its_last_command_only() {
 
 /// Regression: `--head 5` stopped a command printing 5 M lines (it never finished its
 /// work, and its exit 1 was reported as 0). An explicit limit is a view only: the
+/// command runs to completion, its exit code is reported, the artifact has it all.
+#[test]
+fn explicit_head_and_tail_are_views_and_never_stop_the_command() {
+    let env = TestEnv::new();
+    for limit in ["--head", "--tail"] {
+        let _ = std::fs::remove_file(env.work().join("finished"));
+        let out = env.run(&["run", "--json", limit, "5", "--", FIVE_MILLION_THEN_EXIT_1]);
+        out.assert_code(1);
+        let v = out.json();
+        assert!(
+            env.work().join("finished").exists(),
+            "{limit}: stopped early"
+        );
+        assert_eq!(u(&v, "total_lines"), 5_000_000, "{limit}");
+        assert_eq!(u(&v, "total_bytes"), 38_888_896, "{limit}");
+        let want = if limit == "--head" {
+            "1\n2\n3\n4\n5"
+        } else {
+            "4999996\n4999997\n4999998\n4999999\n5000000"
+        };
+        assert_eq!(s(&v, "output"), want, "{limit}");
+        let path = v["artifact"]["path"].as_str().expect("artifact");
+        assert_eq!(std::fs::metadata(path).unwrap().len(), 38_888_896);
+        assert!(
+            notices(&v).iter().all(|n| !n.contains("stopped")),
+            "{:?}",
+            notices(&v)
+        );
+    }
+}
+
+/// The same in PTY mode: an explicit `--head` never stops the command there either.
+#[test]
+fn explicit_head_never_stops_the_command_in_pty_mode() {
+    let env = TestEnv::new();
+    let cmd = "perl -e 'print \"$_\\n\" for 1..2500000; open(my $f, \">\", \"finished\"); exit 3'";
+    let out = env.run(&["run", "--pty", "--json", "--head", "2", "--", cmd]);
+    out.assert_code(3);
+    let v = out.json();
+    assert_eq!(s(&v, "mode"), "pty");
+    assert_eq!(s(&v, "output"), "1\n2");
+    assert_eq!(u(&v, "total_lines"), 2_500_000);
+    assert!(env.work().join("finished").exists(), "stopped early");
+}
+
 /// Regression: `yes '' | head -n 10000000` reported 16,850,944 lines. A lifted head
 /// that stops the producer reports what the pipeline would have: its N lines, exit 0
+/// (a pipeline's status is head's), and a notice saying agentbash stopped it.
+#[test]
+fn a_lifted_head_that_stops_the_producer_reports_the_pipelines_counts() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--json", "--", "yes '' 2>&1 | head -n 10000000"]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v, "stripped"), "| head -n 10000000");
+    assert_eq!(u(&v, "total_lines"), 10_000_000);
+    assert_eq!(u(&v, "total_bytes"), 10_000_000);
+    let n = notices(&v);
+    assert!(
+        n.iter().any(|n| n.starts_with("[Showing lines 1-51200 of 10000000 (50.0KB limit); agentbash stopped the command 16.0MB past line 10000000, as `| head` would. Full: artifact://")),
+        "{n:?}"
+    );
+    // Not lifted (stderr is not piped), bash's own head stops `yes`: the same counts.
+    let v = env
+        .run(&["run", "--json", "--", "yes '' | head -n 10000000"])
+        .json();
+    assert!(v["stripped"].is_null(), "{v:#}");
+    assert_eq!(
+        (v["exit_code"].as_i64(), u(&v, "total_lines")),
+        (Some(0), 10_000_000)
+    );
+    // A producer that takes the broken pipe as an error of its own (exit 3) still
+    // ends the pipeline with head's status.
+    let cmd = "perl -e '$SIG{PIPE} = \"IGNORE\"; $| = 1; while (1) { print \"y\" x 999, \"\\n\" or exit 3 }' 2>&1 | head -n 2";
+    let out = env.run(&["run", "--json", "-t", "60", "--", cmd]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(u(&v, "total_lines"), 2);
+    assert_eq!(u(&v, "total_bytes"), 2000);
+    assert!(
+        notices(&v)
+            .iter()
+            .any(|n| n.contains("agentbash stopped the command"))
+    );
+}
+
 /// What is lifted: one pipeline whose every stage sends stderr into the pipe, after
 /// silent `cd`/`export`/assignments. The shown lines are bash's; the full output is
 /// in the artifact.

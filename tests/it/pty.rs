@@ -698,6 +698,8 @@ fn lifted_head_stops_the_producer_in_pty_mode() {
     assert_eq!(s(&v, "mode"), "pty");
     assert_eq!(v["timed_out"], false);
     assert_eq!(s(&v, "output"), "y\ny\ny");
+    // The counts are the pipeline's: head's three lines.
+    assert_eq!(v["total_lines"], 3);
     assert!(
         v["notices"][0]
             .as_str()

@@ -1405,6 +1405,7 @@ mod chunking {
                 max_columns: if flags & 2 == 2 { 8 + cols } else { 0 },
                 head_lines: (flags & 4 == 4).then_some(head),
                 tail_lines: (flags & 8 == 8).then_some(tail),
+                stop_after_lines: None,
                 redact: if flags & 16 == 16 {
                     vec![("T_TOKEN".into(), T_SECRET.into())]
                 } else {
