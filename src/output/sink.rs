@@ -11,6 +11,7 @@ use super::redact::Redactor;
 use super::sanitize::Sanitizer;
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Default)]
 pub struct SinkConfig {
@@ -19,8 +20,9 @@ pub struct SinkConfig {
     pub max_columns: usize,
     pub head_lines: Option<usize>,
     pub tail_lines: Option<usize>,
-    /// A lifted `| head -n N`'s N: once N lines are read, [`HEAD_OVERREAD`] more are,
-    /// then the reader stops, as `head` would stop the command. `head_lines` alone is
+    /// A lifted `| head -n N`'s N: once N lines are read, up to [`HEAD_OVERREAD`] more
+    /// are (for at most [`HEAD_OVERREAD_TIME`]), then the reader stops, as `head` would
+    /// stop the command. `head_lines` alone is
     /// a view and never stops anything.
     pub stop_after_lines: Option<usize>,
     /// (NAME, value) pairs to mask as `[REDACTED:NAME]`.
@@ -36,6 +38,11 @@ const PENDING_CAP: usize = 256 << 10;
 /// would have with the real `| head`. Without it, `yes 2>&1 | head -n 3` would run
 /// until its timeout and fill the artifact.
 pub const HEAD_OVERREAD: u64 = 16 << 20;
+
+/// And for no longer than this: a command that keeps printing slowly (a line a
+/// second, or an unbuffered line-by-line writer) is stopped about when `head` would
+/// have stopped it, not after minutes.
+pub const HEAD_OVERREAD_TIME: Duration = Duration::from_secs(1);
 
 /// How the shown text was cut (§7.2 `truncation`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -172,8 +179,8 @@ pub struct OutputSink {
     spill: Spill,
     collect_events: bool,
     pending: String,
-    /// Raw bytes read up to the end of line `stop_after_lines`, once read.
-    head_full_at: Option<u64>,
+    /// Raw bytes read up to the end of line `stop_after_lines`, and when, once read.
+    head_full_at: Option<(u64, Instant)>,
     /// Raw newlines read (counted only until `head_full_at` is known).
     raw_newlines: u64,
     /// The reader stopped before the end of the stream ([`HEAD_OVERREAD`]).
@@ -275,18 +282,19 @@ impl OutputSink {
         for pos in memchr::memchr_iter(b'\n', raw) {
             self.raw_newlines += 1;
             if self.raw_newlines >= n {
-                self.head_full_at = Some(self.raw_bytes + pos as u64 + 1);
+                self.head_full_at = Some((self.raw_bytes + pos as u64 + 1, Instant::now()));
                 return;
             }
         }
     }
 
     /// False once a lifted head has seen its lines and [`HEAD_OVERREAD`] more bytes
-    /// were read: the reader should stop and close its end of the pipe, as `| head`
-    /// would.
+    /// were read, or [`HEAD_OVERREAD_TIME`] passed: the reader should stop and close
+    /// its end of the pipe, as `| head` would.
     pub fn wants_more(&self) -> bool {
-        self.head_full_at
-            .is_none_or(|at| self.raw_bytes - at < HEAD_OVERREAD)
+        self.head_full_at.is_none_or(|(at, when)| {
+            self.raw_bytes - at < HEAD_OVERREAD && when.elapsed() < HEAD_OVERREAD_TIME
+        })
     }
 
     /// The reader stopped before the end of the stream (after [`wants_more`]
@@ -663,10 +671,9 @@ impl OutputSink {
                 None => format!("lines {}-{last}", v.first),
             };
             let stopped = match self.cfg.stop_after_lines {
-                Some(n) if self.stopped_reading => format!(
-                    "; agentbash stopped the command {} past line {n}, as `| head` would",
-                    format_size(HEAD_OVERREAD)
-                ),
+                Some(n) if self.stopped_reading => {
+                    format!("; agentbash stopped the command after line {n}, as `| head` would")
+                }
                 _ => String::new(),
             };
             notice = Some(format!(
@@ -694,7 +701,7 @@ impl OutputSink {
             truncation,
             notice,
             total_bytes: match self.head_full_at {
-                Some(at) if self.stopped_reading => at,
+                Some((at, _)) if self.stopped_reading => at,
                 _ => self.raw_bytes,
             },
             total_lines,

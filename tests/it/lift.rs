@@ -6,6 +6,7 @@
 use crate::support::{TestEnv, s, u};
 use serde_json::Value;
 use std::process::Command;
+use std::time::Duration;
 
 /// What bash shows for `cmd` when its stdout and stderr are one stream (as agentbash
 /// reads them): the oracle every non-lifted run must match.
@@ -173,7 +174,7 @@ fn a_lifted_head_that_stops_the_producer_reports_the_pipelines_counts() {
     assert_eq!(u(&v, "total_bytes"), 10_000_000);
     let n = notices(&v);
     assert!(
-        n.iter().any(|n| n.starts_with("[Showing lines 1-51200 of 10000000 (50.0KB limit); agentbash stopped the command 16.0MB past line 10000000, as `| head` would. Full: artifact://")),
+        n.iter().any(|n| n.starts_with("[Showing lines 1-51200 of 10000000 (50.0KB limit); agentbash stopped the command after line 10000000, as `| head` would. Full: artifact://")),
         "{n:?}"
     );
     // Not lifted (stderr is not piped), bash's own head stops `yes`: the same counts.
@@ -197,6 +198,30 @@ fn a_lifted_head_that_stops_the_producer_reports_the_pipelines_counts() {
         notices(&v)
             .iter()
             .any(|n| n.contains("agentbash stopped the command"))
+    );
+}
+
+/// Regression: a lifted head read 16 MiB past its lines whatever the time it took, so
+/// a command printing slowly ran on (here: until the timeout) where `head` stops it at
+/// its next line. agentbash now reads on for at most a second.
+#[test]
+fn a_lifted_head_stops_a_slow_producer_about_when_head_would() {
+    let env = TestEnv::new();
+    let cmd = "perl -e '$| = 1; for (1..300) { print \"$_\\n\"; select(undef, undef, undef, 0.1) }' 2>&1 | head -n 2";
+    let out = env.run(&["run", "--json", "-t", "20", "--", cmd]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v, "output"), "1\n2");
+    assert_eq!(u(&v, "total_lines"), 2);
+    assert!(
+        notices(&v)
+            .iter()
+            .any(|n| n.contains("agentbash stopped the command after line 2"))
+    );
+    assert!(
+        out.elapsed < Duration::from_secs(12),
+        "took {:?}",
+        out.elapsed
     );
 }
 
