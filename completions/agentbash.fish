@@ -42,8 +42,8 @@ complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "help" -d 'Print
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s C -l cwd -d 'Working directory, relative to the invoking directory (or the session\'s cwd)' -r -f -a "(__fish_complete_directories)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s t -l timeout -d 'Requested timeout in seconds, clamped to the profile\'s allowed range' -r
-complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l head -d 'Show only the first N lines of the output' -r
-complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l tail -d 'Show only the last N lines of the output' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l head -d 'Show only the first N lines; the command still runs to completion' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l tail -d 'Show only the last N lines; the command still runs to completion' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l mode -d 'Execution mode: auto picks a PTY only when the profile allows it and stdin and stdout are terminals' -r -f -a "auto\t''
 print\t''
 pty\t''"
@@ -67,8 +67,8 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s h -l help -d
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s C -l cwd -d 'Working directory, relative to the invoking directory (or the session\'s cwd)' -r -f -a "(__fish_complete_directories)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s t -l timeout -d 'Requested timeout in seconds, clamped to the profile\'s allowed range' -r
-complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l head -d 'Show only the first N lines of the output' -r
-complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l tail -d 'Show only the last N lines of the output' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l head -d 'Show only the first N lines; the command still runs to completion' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l tail -d 'Show only the last N lines; the command still runs to completion' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l mode -d 'Execution mode: auto picks a PTY only when the profile allows it and stdin and stdout are terminals' -r -f -a "auto\t''
 print\t''
 pty\t''"

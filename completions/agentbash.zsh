@@ -36,8 +36,8 @@ _arguments "${_arguments_options[@]}" : \
 '--cwd=[Working directory, relative to the invoking directory (or the session'\''s cwd)]:DIR:_files -/' \
 '-t+[Requested timeout in seconds, clamped to the profile'\''s allowed range]:SECS:_default' \
 '--timeout=[Requested timeout in seconds, clamped to the profile'\''s allowed range]:SECS:_default' \
-'--head=[Show only the first N lines of the output]:N:_default' \
-'--tail=[Show only the last N lines of the output]:N:_default' \
+'--head=[Show only the first N lines; the command still runs to completion]:N:_default' \
+'--tail=[Show only the last N lines; the command still runs to completion]:N:_default' \
 '(--pty --no-pty)--mode=[Execution mode\: auto picks a PTY only when the profile allows it and stdin and stdout are terminals]:MODE:(auto print pty)' \
 '(--json)--format=[Output format]:FORMAT:(text json ndjson)' \
 '--color=[Colour\: auto honours NO_COLOR, CLICOLOR_FORCE and GitHub Actions, then whether stdout is a terminal]:WHEN:(auto always never)' \
@@ -67,8 +67,8 @@ _arguments "${_arguments_options[@]}" : \
 '--cwd=[Working directory, relative to the invoking directory (or the session'\''s cwd)]:DIR:_files -/' \
 '-t+[Requested timeout in seconds, clamped to the profile'\''s allowed range]:SECS:_default' \
 '--timeout=[Requested timeout in seconds, clamped to the profile'\''s allowed range]:SECS:_default' \
-'--head=[Show only the first N lines of the output]:N:_default' \
-'--tail=[Show only the last N lines of the output]:N:_default' \
+'--head=[Show only the first N lines; the command still runs to completion]:N:_default' \
+'--tail=[Show only the last N lines; the command still runs to completion]:N:_default' \
 '(--pty --no-pty)--mode=[Execution mode\: auto picks a PTY only when the profile allows it and stdin and stdout are terminals]:MODE:(auto print pty)' \
 '(--json)--format=[Output format]:FORMAT:(text json ndjson)' \
 '--color=[Colour\: auto honours NO_COLOR, CLICOLOR_FORCE and GitHub Actions, then whether stdout is a terminal]:WHEN:(auto always never)' \

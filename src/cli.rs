@@ -264,10 +264,10 @@ pub struct RunArgs {
     /// Requested timeout in seconds, clamped to the profile's allowed range.
     #[arg(short, long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
     pub timeout: Option<i64>,
-    /// Show only the first N lines of the output.
+    /// Show only the first N lines; the command still runs to completion.
     #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_line_count)]
     pub head: Option<usize>,
-    /// Show only the last N lines of the output.
+    /// Show only the last N lines; the command still runs to completion.
     #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = parse_line_count)]
     pub tail: Option<usize>,
     /// Execution mode: auto picks a PTY only when the profile allows it and stdin and stdout are terminals.

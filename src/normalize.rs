@@ -3,6 +3,18 @@
 //! Agents habitually append `| tail -n 50` to keep output short. Run literally, that
 //! throws the rest of the output away for good; lifted into a limit, the caller still
 //! sees the same lines while the full stream lands in an artifact.
+//!
+//! The lift is only made when it cannot change what is shown: when the pipe receives
+//! *all* of the output. agentbash reads stdout and stderr as one stream, so every line
+//! would count against the lifted limit, while bash's `head`/`tail` only counts what
+//! reaches its stdin. The command must therefore be one pipeline whose every stage
+//! sends its stderr into the pipe too (`2>&1`, `|&`, or away to a file), optionally
+//! after commands that print nothing (`cd DIR &&`, `export NAME=value`, `NAME=value`).
+//! Anything else runs as written, through the shell's own `head`/`tail`, and
+//! [`Normalized::lift`] says why.
+
+use crate::intercept::{self, Segment, Separator, Split};
+use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Normalized {
@@ -10,11 +22,31 @@ pub struct Normalized {
     pub command: String,
     /// The stripped suffix exactly as written (e.g. `| tail -n 5`), if any.
     pub stripped: Option<String>,
+    /// View limits: explicit ones, or the lifted one.
     pub head: Option<usize>,
     pub tail: Option<usize>,
+    /// A lifted `| head -n N`'s N: past it the command is stopped the way `head`
+    /// would stop it. Explicit limits are views only and never set this.
+    pub stop_after: Option<usize>,
+    /// What became of a trailing `| head`/`| tail` (none when the command has none).
+    pub lift: Option<Lift>,
 }
 
-/// A trailing `| head|tail -n N` / `| head|tail -N` split off `s`: (what precedes the
+/// Whether a trailing `| head`/`| tail` was lifted into a limit, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Lift {
+    pub lifted: bool,
+    pub reason: String,
+}
+
+impl fmt::Display for Lift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = if self.lifted { "lifted" } else { "not lifted" };
+        write!(f, "{verdict} — {}", self.reason)
+    }
+}
+
+/// A trailing `| head|tail -n N` / `| head|tail -N` (or `|&`) split off `s`: (what precedes the
 /// pipe with its trailing whitespace trimmed, the suffix from the `|` on without its
 /// trailing whitespace, true for head, N as written). Hand-written because compiling
 /// the equivalent regex costs more than the rest of start-up's decisions together;
@@ -23,7 +55,9 @@ fn trailing(s: &str) -> Option<(&str, &str, bool, &str)> {
     // The suffix holds no `|` of its own, so the operator is the last one.
     let bar = s.rfind('|')?;
     let suffix = s[bar..].trim_end_matches(char::is_whitespace);
-    let after = suffix[1..].trim_start_matches(char::is_whitespace);
+    // `|&` pipes stderr as well: `cmd |& tail -n 5` receives all of the output.
+    let after = suffix[1..].strip_prefix('&').unwrap_or(&suffix[1..]);
+    let after = after.trim_start_matches(char::is_whitespace);
     let (is_head, after) = if let Some(a) = after.strip_prefix("head") {
         (true, a)
     } else {
@@ -46,8 +80,11 @@ fn trailing(s: &str) -> Option<(&str, &str, bool, &str)> {
     ))
 }
 
-/// Trim outer whitespace and, with `strip`, lift one trailing head/tail into a limit.
-/// Explicit `--head`/`--tail` win over extracted values.
+/// Trim outer whitespace and, with `strip`, lift one trailing head/tail into a limit
+/// when the pipe receives all of the output. With an explicit `--head`/`--tail` the
+/// trailing pipe is not lifted: the explicit limits then view what the command as
+/// written prints (a lifted `| tail -n 5` under `--tail 7` would show 7 lines where
+/// the command shows 5).
 pub fn normalize(
     command: &str,
     strip: bool,
@@ -57,36 +94,342 @@ pub fn normalize(
     let trimmed = command.trim();
     let mut out = Normalized {
         command: trimmed.to_string(),
-        stripped: None,
         head: explicit_head,
         tail: explicit_tail,
+        ..Default::default()
     };
-    if !strip {
-        return out;
-    }
     let Some((rest, suffix, is_head, digits)) = trailing(trimmed) else {
         return out;
     };
     // `a || tail -n 5` is an or-list, not a pipe, and an escaped `\|` is not an
-    // operator at all. (`|& tail` never matches: `&` is not `head`/`tail`.)
+    // operator at all.
     if rest.is_empty() || rest.ends_with('|') || rest.ends_with('\\') {
         return out;
     }
     if !quotes_balanced(rest) {
         return out;
     }
-    let n: usize = match digits.parse() {
-        Ok(n) if n > 0 => n,
-        _ => return out,
+    let verdict = if !strip {
+        Err("output.strip_head_tail is off".to_string())
+    } else if explicit_head.is_some() || explicit_tail.is_some() {
+        Err(
+            "an explicit head/tail limit is given; it views what the command as written prints"
+                .to_string(),
+        )
+    } else {
+        match digits.parse::<usize>() {
+            Ok(0) => Err(format!("`{suffix}` prints nothing; it is not a line limit")),
+            Err(_) => Err(format!("the count in `{suffix}` is too large")),
+            Ok(n) => receives_all(trimmed).map(|()| n),
+        }
+    };
+    let n = match verdict {
+        Ok(n) => n,
+        Err(reason) => {
+            out.lift = Some(Lift {
+                lifted: false,
+                reason,
+            });
+            return out;
+        }
     };
     out.command = rest.to_string();
     out.stripped = Some(suffix.to_string());
-    if is_head {
-        out.head = explicit_head.or(Some(n));
+    let reason = if is_head {
+        out.head = Some(n);
+        out.stop_after = Some(n);
+        format!(
+            "`{suffix}` receives all of the output: it becomes a line limit, and the command is stopped after line {n} as head would stop it"
+        )
     } else {
-        out.tail = explicit_tail.or(Some(n));
+        out.tail = Some(n);
+        format!("`{suffix}` receives all of the output: it becomes a line limit")
+    };
+    out.lift = Some(Lift {
+        lifted: true,
+        reason,
+    });
+    out
+}
+
+/// Ok when the last pipe of `cmd` (a command ending in `| head`/`| tail`) receives
+/// everything the command prints; otherwise why not.
+fn receives_all(cmd: &str) -> Result<(), String> {
+    let segments = match intercept::split(cmd) {
+        Split::Opaque(reason) => {
+            return Err(format!(
+                "the command uses {reason}, which agentbash does not look inside"
+            ));
+        }
+        Split::Segments(s) => s,
+    };
+    let nothing = || "nothing is piped into it".to_string();
+    let last = segments.len().checked_sub(1).ok_or_else(nothing)?;
+    let mut first = last;
+    while first > 0 && segments[first].piped_stdin {
+        first -= 1;
+    }
+    if first == last || !segments[last].piped_stdin {
+        return Err(nothing());
+    }
+    for segment in &segments[..first] {
+        silent_before(segment)?;
+    }
+    let stages = &segments[first..last];
+    let words = words(&stages[0].command);
+    match words.first().copied() {
+        Some(w @ ("time" | "!" | "coproc")) => {
+            return Err(format!(
+                "`{w}` applies to the whole pipeline, head/tail included"
+            ));
+        }
+        // One stage lifted out of its pipe would run in the shell itself instead of
+        // a subshell, and a session would keep what it changed.
+        Some(w) if stages.len() == 1 && crate::exec::session::changes_shell(w) => {
+            return Err(format!(
+                "`{w}` would change the shell itself once out of the pipe (in a pipe it runs in a subshell)"
+            ));
+        }
+        _ => {}
+    }
+    for stage in stages {
+        stderr_into_pipe(stage)?;
+    }
+    Ok(())
+}
+
+/// Ok when `segment`, run before the pipeline, cannot print: `cd DIR`, `export
+/// NAME=value…` or plain assignments. A failing `cd` prints an error, so it must be
+/// joined with `&&` (the pipeline then does not run, and the error is all the output).
+fn silent_before(segment: &Segment) -> Result<(), String> {
+    let words = words(&segment.command);
+    let may_print = || format!("\"{}\" before the pipeline may also print", segment.text);
+    let valid_export = |w: &&str| {
+        let name = w.split_once('=').map_or(*w, |(n, _)| n);
+        crate::cli::valid_env_name(name.strip_suffix('+').unwrap_or(name))
+    };
+    if segment.followed_by == Some(Separator::Background) {
+        return Err(format!(
+            "\"{}\" runs in the background next to the pipeline",
+            segment.text
+        ));
+    }
+    let cannot_fail = match words.as_slice() {
+        [] => true,
+        ["export", rest @ ..] if !rest.is_empty() && rest.iter().all(valid_export) => true,
+        ["cd"] => false,
+        ["cd", dir] if !dir.starts_with('-') && !has_unquoted(dir, b"<>") => false,
+        _ => return Err(may_print()),
+    };
+    match segment.followed_by {
+        Some(Separator::And) => Ok(()),
+        Some(Separator::Semicolon | Separator::Newline) if cannot_fail => Ok(()),
+        Some(Separator::Semicolon | Separator::Newline) => Err(format!(
+            "\"{}\" before the pipeline prints an error if it fails, and `;` runs the pipeline anyway (join them with && to lift)",
+            segment.text
+        )),
+        Some(sep) => Err(format!(
+            "\"{}\" is joined to what follows by `{}`",
+            segment.text,
+            sep.as_str()
+        )),
+        None => Err(may_print()),
+    }
+}
+
+/// Where a pipeline stage's stdout or stderr ends up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dest {
+    /// The pipe to the next stage (and so, in the end, the lifted head/tail).
+    Pipe,
+    /// agentbash's stream, around the pipe.
+    Terminal,
+    /// A file, the null device, a closed descriptor: not shown at all.
+    Elsewhere,
+}
+
+/// Ok when nothing `stage` prints reaches agentbash except through the pipe: its
+/// redirections, in order, leave neither stdout nor stderr on the shell's stderr.
+fn stderr_into_pipe(stage: &Segment) -> Result<(), String> {
+    let unknown = || {
+        format!(
+            "\"{}\" has a redirection agentbash does not follow",
+            stage.text
+        )
+    };
+    let (mut out, mut err) = (Dest::Pipe, Dest::Terminal);
+    let words = words(&stage.text);
+    let mut i = 0;
+    while i < words.len() {
+        let word = words[i];
+        i += 1;
+        let Some((fd, dup, mut operand)) = redirection(word) else {
+            if has_unquoted(word, b">") {
+                return Err(unknown());
+            }
+            continue;
+        };
+        if operand.is_empty() {
+            operand = words.get(i).copied().unwrap_or_default();
+            i += 1;
+        }
+        let target = |out: Dest, err: Dest| -> Option<Dest> {
+            match operand.trim_matches(['\'', '"']) {
+                "1" if dup => Some(out),
+                "2" if dup => Some(err),
+                "-" if dup => Some(Dest::Elsewhere),
+                n if dup && n.bytes().all(|b| b.is_ascii_digit()) => None,
+                "/dev/stdout" | "/dev/fd/1" => Some(out),
+                "/dev/stderr" | "/dev/fd/2" => Some(err),
+                "/dev/tty" => Some(Dest::Terminal),
+                "" => None,
+                _ => Some(Dest::Elsewhere),
+            }
+        };
+        if has_unquoted(operand, b"<>") {
+            return Err(unknown());
+        }
+        let to = target(out, err).ok_or_else(unknown)?;
+        let names_file = !operand.bytes().all(|b| b.is_ascii_digit() || b == b'-');
+        match fd {
+            // `&>file`, and `>&file` naming a file rather than a descriptor.
+            Fd::Both => (out, err) = (to, to),
+            Fd::Out(None) if dup && names_file => (out, err) = (to, to),
+            Fd::Out(Some(1)) if dup && names_file => return Err(unknown()),
+            Fd::Out(None | Some(1)) => out = to,
+            Fd::Out(Some(2)) => err = to,
+            Fd::Out(Some(_)) | Fd::Input(0) => {}
+            Fd::Input(_) => return Err(unknown()),
+        }
+    }
+    // `|&` is `2>&1 |`, applied after the stage's own redirections.
+    if stage.followed_by == Some(Separator::PipeAll) {
+        err = out;
+    }
+    if err == Dest::Terminal {
+        return Err(format!(
+            "stderr of \"{}\" does not go through the pipe (add 2>&1, or pipe with |&, to lift it)",
+            stage.text
+        ));
+    }
+    if out == Dest::Terminal {
+        return Err(format!(
+            "the output of \"{}\" goes around the pipe",
+            stage.text
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fd {
+    /// An output redirection of this descriptor (`None`: written without one, fd 1).
+    Out(Option<u32>),
+    /// `&>` / `&>>`
+    Both,
+    /// An input redirection (`<`, `<&`, `<>`, `<<<`) of this descriptor.
+    Input(u32),
+}
+
+/// A redirection word: (descriptor, whether it duplicates (`>&`), operand — empty
+/// when it is the next word).
+fn redirection(word: &str) -> Option<(Fd, bool, &str)> {
+    if let Some(rest) = word.strip_prefix("&>") {
+        return Some((Fd::Both, false, rest.strip_prefix('>').unwrap_or(rest)));
+    }
+    let digits = word.bytes().take_while(u8::is_ascii_digit).count();
+    let explicit = word[..digits].parse::<u32>().ok();
+    let rest = &word[digits..];
+    if let Some(r) = rest.strip_prefix('<') {
+        let r = r.trim_start_matches(['<', '&', '>']);
+        return Some((Fd::Input(explicit.unwrap_or(0)), false, r));
+    }
+    let r = rest.strip_prefix('>')?;
+    let fd = Fd::Out(explicit);
+    Some(match r.as_bytes().first() {
+        Some(b'&') => (fd, true, &r[1..]),
+        Some(b'>' | b'|') => (fd, false, &r[1..]),
+        _ => (fd, false, r),
+    })
+}
+
+/// The blank-separated words of a flat segment, quotes kept (`a "b c"` → `a`, `"b c"`).
+fn words(s: &str) -> Vec<&str> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        while matches!(b.get(i), Some(b' ' | b'\t' | b'\n')) {
+            i += 1;
+        }
+        let start = i;
+        while let Some(&c) = b.get(i) {
+            if matches!(c, b' ' | b'\t' | b'\n') {
+                break;
+            }
+            i = skip_quoted(b, i).unwrap_or(i + 1);
+        }
+        if i > start {
+            out.push(s.get(start..i.min(b.len())).unwrap_or_default());
+        }
     }
     out
+}
+
+/// True when `word` holds one of `bytes` outside quotes and escapes.
+fn has_unquoted(word: &str, bytes: &[u8]) -> bool {
+    let b = word.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        if bytes.contains(&c) {
+            return true;
+        }
+        i = skip_quoted(b, i).unwrap_or(i + 1);
+    }
+    false
+}
+
+/// When a quote, an escape or `${…}` starts at `i`: the index just past it.
+fn skip_quoted(b: &[u8], i: usize) -> Option<usize> {
+    let close = |from: usize, q: u8, escapes: bool| {
+        let mut j = from;
+        while let Some(&c) = b.get(j) {
+            if escapes && c == b'\\' {
+                j += 2;
+            } else if c == q {
+                return j + 1;
+            } else {
+                j += 1;
+            }
+        }
+        b.len()
+    };
+    match (b[i], b.get(i + 1)) {
+        (b'\\', _) => Some(i + 2),
+        (b'\'', _) => Some(close(i + 1, b'\'', false)),
+        (b'"', _) => Some(close(i + 1, b'"', true)),
+        (b'$', Some(b'\'')) => Some(close(i + 2, b'\'', true)),
+        (b'$', Some(b'{')) => {
+            let mut depth = 0usize;
+            let mut j = i + 1;
+            while let Some(&c) = b.get(j) {
+                match c {
+                    b'\\' => j += 1,
+                    b'{' => depth += 1,
+                    b'}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            Some(b.len())
+        }
+        _ => None,
+    }
 }
 
 /// True when `s` ends outside any quote (so the `|` we found is a real operator).
@@ -111,91 +454,339 @@ fn quotes_balanced(s: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// Lifted: the pipe receives all of the output. (input, command that runs,
+    /// stripped suffix, head, tail)
     #[test]
-    fn table() {
-        // (input, command, stripped, head, tail)
-        type Case<'a> = (
-            &'a str,
-            &'a str,
-            Option<&'a str>,
-            Option<usize>,
-            Option<usize>,
-        );
+    fn lifted() {
+        type Case<'a> = (&'a str, &'a str, &'a str, Option<usize>, Option<usize>);
         let cases: &[Case] = &[
             (
-                "seq 1 100 | tail -n 5",
-                "seq 1 100",
-                Some("| tail -n 5"),
+                "seq 1 100 2>&1 | tail -n 5",
+                "seq 1 100 2>&1",
+                "| tail -n 5",
                 None,
                 Some(5),
             ),
             (
-                "seq 1 100 | tail -5",
-                "seq 1 100",
-                Some("| tail -5"),
+                "seq 1 100 2>&1 | tail -5",
+                "seq 1 100 2>&1",
+                "| tail -5",
                 None,
                 Some(5),
             ),
             (
-                "seq 1 100|head -n3",
-                "seq 1 100",
-                Some("|head -n3"),
+                "seq 1 100 2>&1|head -n3",
+                "seq 1 100 2>&1",
+                "|head -n3",
                 Some(3),
                 None,
             ),
             (
-                "  ls -la   |  head -20  ",
-                "ls -la",
-                Some("|  head -20"),
+                "  ls -la 2>&1  |  head -20  ",
+                "ls -la 2>&1",
+                "|  head -20",
                 Some(20),
                 None,
             ),
             (
-                "cmd 2>&1 | tail -n 5",
-                "cmd 2>&1",
-                Some("| tail -n 5"),
-                None,
-                Some(5),
-            ),
-            ("seq 10 | head -c 5", "seq 10 | head -c 5", None, None, None),
-            ("seq 10 | head", "seq 10 | head", None, None, None),
-            ("seq 10 | tail -f", "seq 10 | tail -f", None, None, None),
-            ("false || tail -n 5", "false || tail -n 5", None, None, None),
-            (
-                "echo 'a | tail -n 5'",
-                "echo 'a | tail -n 5'",
-                None,
-                None,
-                None,
-            ),
-            ("seq 10 | tail -n 0", "seq 10 | tail -n 0", None, None, None),
-            ("| tail -n 5", "| tail -n 5", None, None, None),
-            ("a  b | tail -n 2 x", "a  b | tail -n 2 x", None, None, None),
-            (
                 "seq 10 |& tail -n 2",
-                "seq 10 |& tail -n 2",
+                "seq 10",
+                "|& tail -n 2",
                 None,
+                Some(2),
+            ),
+            (
+                "make 2>/dev/null | tail -n 2",
+                "make 2>/dev/null",
+                "| tail -n 2",
                 None,
+                Some(2),
+            ),
+            (
+                "make >log 2>&1 | tail -n 2",
+                "make >log 2>&1",
+                "| tail -n 2",
                 None,
+                Some(2),
+            ),
+            (
+                "make &>log | tail -n 2",
+                "make &>log",
+                "| tail -n 2",
+                None,
+                Some(2),
+            ),
+            (
+                "make 2>&1 >/dev/null | tail -n 2",
+                "make 2>&1 >/dev/null",
+                "| tail -n 2",
+                None,
+                Some(2),
+            ),
+            (
+                "make 2>&1 >&2 | tail -n 2",
+                "make 2>&1 >&2",
+                "| tail -n 2",
+                None,
+                Some(2),
+            ),
+            (
+                "make 2> err.txt | tail -n 2",
+                "make 2> err.txt",
+                "| tail -n 2",
+                None,
+                Some(2),
+            ),
+            (
+                "a 2>&1 | grep -v x 2>&1 | tail -n 2",
+                "a 2>&1 | grep -v x 2>&1",
+                "| tail -n 2",
+                None,
+                Some(2),
+            ),
+            (
+                "a |& b |& tail -n 2",
+                "a |& b",
+                "|& tail -n 2",
+                None,
+                Some(2),
+            ),
+            (
+                "cd src && cargo test 2>&1 | tail -n 20",
+                "cd src && cargo test 2>&1",
+                "| tail -n 20",
+                None,
+                Some(20),
+            ),
+            (
+                "cd 'my dir' && export A=1 B=\"x y\" && X=1 make 2>&1 | tail -n 2",
+                "cd 'my dir' && export A=1 B=\"x y\" && X=1 make 2>&1",
+                "| tail -n 2",
+                None,
+                Some(2),
+            ),
+            (
+                "export A=1; B=2\nmake 2>&1 | tail -n 2",
+                "export A=1; B=2\nmake 2>&1",
+                "| tail -n 2",
+                None,
+                Some(2),
+            ),
+            (
+                "# build\nmake 2>&1 | tail -n 2",
+                "# build\nmake 2>&1",
+                "| tail -n 2",
+                None,
+                Some(2),
+            ),
+            (
+                "make 2>&1 |\n  tail -n 2",
+                "make 2>&1",
+                "|\n  tail -n 2",
+                None,
+                Some(2),
             ),
         ];
         for (input, cmd, stripped, head, tail) in cases {
             let n = normalize(input, true, None, None);
             assert_eq!(n.command, *cmd, "{input}");
-            assert_eq!(n.stripped.as_deref(), *stripped, "{input}");
+            assert_eq!(n.stripped.as_deref(), Some(*stripped), "{input}");
             assert_eq!((n.head, n.tail), (*head, *tail), "{input}");
+            assert_eq!(
+                n.stop_after, *head,
+                "a lifted head stops the command: {input}"
+            );
+            assert!(
+                n.lift.as_ref().is_some_and(|l| l.lifted),
+                "{input}: {:?}",
+                n.lift
+            );
         }
     }
 
+    /// Not lifted: the command runs as written. (input, part of the reason; "" when the
+    /// command has no trailing head/tail at all and no decision is reported)
     #[test]
-    fn explicit_wins_and_strip_off() {
-        let n = normalize("seq 100 | tail -n 5", true, None, Some(7));
-        assert_eq!((n.command.as_str(), n.tail), ("seq 100", Some(7)));
-        let n = normalize(" seq 100 | tail -n 5 ", false, None, None);
+    fn not_lifted() {
+        let cases: &[(&str, &str)] = &[
+            ("seq 10 | head -c 5", ""),
+            ("seq 10 | head", ""),
+            ("seq 10 | tail -f", ""),
+            ("false || tail -n 5", ""),
+            ("echo 'a | tail -n 5'", ""),
+            ("| tail -n 5", ""),
+            ("a  b | tail -n 2 x", ""),
+            ("echo a \\| tail -n 2", ""),
+            ("seq 10 2>&1 | tail -n 0", "prints nothing"),
+            ("seq 10 2>&1 | tail -n 99999999999999999999999", "too large"),
+            // stderr would be counted by agentbash but not by bash's tail
+            (
+                "seq 1 100 | tail -n 5",
+                "stderr of \"seq 1 100\" does not go through the pipe",
+            ),
+            ("make 2>&1 | grep x | tail -n 5", "stderr of \"grep x\""),
+            ("make >&2 2>&1 | tail -n 5", "stderr of"),
+            ("make 2>/dev/stderr | tail -n 5", "stderr of"),
+            (
+                "make 2>&1 >/dev/tty | tail -n 5",
+                "output of \"make 2>&1 >/dev/tty\" goes around the pipe",
+            ),
+            (
+                "make 2>&3 | tail -n 5",
+                "redirection agentbash does not follow",
+            ),
+            (
+                "make>out 2>&1 | tail -n 5",
+                "redirection agentbash does not follow",
+            ),
+            (
+                "make 2>&1 1<&2 | tail -n 5",
+                "redirection agentbash does not follow",
+            ),
+            // what runs before the pipeline prints around it
+            (
+                "echo a; seq 5 2>&1 | tail -n 1",
+                "\"echo a\" before the pipeline may also print",
+            ),
+            (
+                "echo first && seq 5 2>&1 | head -n 2",
+                "\"echo first\" before the pipeline",
+            ),
+            ("cd src; make 2>&1 | tail -n 1", "join them with &&"),
+            ("cd - && make 2>&1 | tail -n 1", "may also print"),
+            ("export && make 2>&1 | tail -n 1", "may also print"),
+            ("sleep 1 & make 2>&1 | tail -n 1", "background"),
+            (
+                "X=1 || make 2>&1 | tail -n 1",
+                "joined to what follows by `||`",
+            ),
+            (
+                "perl -e 'print 1' && touch done 2>&1 | head -n 5",
+                "before the pipeline may also print",
+            ),
+            // syntax the splitter does not look into
+            ("(echo warn >&2; seq 5) | head -n 1", "subshell"),
+            ("{ make; } 2>&1 | tail -n 1", "command group"),
+            ("echo $(date) 2>&1 | tail -n 1", "command substitution"),
+            ("cat <<EOF\nx\nEOF\nmake 2>&1 | tail -n 1", "heredoc"),
+            (
+                "for i in 1 2; do echo $i; done 2>&1 | tail -n 1",
+                "may also print",
+            ),
+            // a stage lifted out of its pipe would run in the shell itself
+            (
+                "time make 2>&1 | tail -n 1",
+                "`time` applies to the whole pipeline",
+            ),
+            ("! make 2>&1 | tail -n 1", "`!` applies"),
+            (
+                "source venv/bin/activate 2>&1 | tail -n 1",
+                "`source` would change the shell",
+            ),
+            ("cd /tmp 2>&1 | tail -n 1", "`cd` would change the shell"),
+        ];
+        for (input, why) in cases {
+            let n = normalize(input, true, None, None);
+            assert_eq!(n.command, input.trim(), "{input}");
+            assert_eq!(
+                (n.stripped.as_deref(), n.head, n.tail, n.stop_after),
+                (None, None, None, None),
+                "{input}"
+            );
+            match &n.lift {
+                None => assert!(why.is_empty(), "{input}: no decision reported"),
+                Some(l) => {
+                    assert!(
+                        !l.lifted && !why.is_empty() && l.reason.contains(why),
+                        "{input}: {l}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Explicit limits are views of what the command as written prints: with one,
+    /// nothing is lifted (a lifted `| tail -n 5` under `--tail 7` would show 7 lines).
+    #[test]
+    fn explicit_limits_and_strip_off_keep_the_pipe() {
+        let n = normalize("seq 100 2>&1 | tail -n 5", true, None, Some(7));
+        assert_eq!(
+            (n.command.as_str(), n.head, n.tail),
+            ("seq 100 2>&1 | tail -n 5", None, Some(7))
+        );
+        assert!(
+            n.lift
+                .is_some_and(|l| !l.lifted && l.reason.contains("explicit"))
+        );
+        let n = normalize("yes 2>&1 | head -n 5", true, Some(2), None);
+        assert_eq!((n.head, n.stop_after, n.stripped), (Some(2), None, None));
+        let n = normalize(" seq 100 2>&1 | tail -n 5 ", false, None, None);
         assert_eq!(
             (n.command.as_str(), n.stripped),
-            ("seq 100 | tail -n 5", None)
+            ("seq 100 2>&1 | tail -n 5", None)
         );
+        assert!(
+            n.lift
+                .is_some_and(|l| l.to_string() == "not lifted — output.strip_head_tail is off")
+        );
+    }
+
+    /// Whatever the input, no panic, and a lift is consistent: the suffix is the end of
+    /// the input, the command what precedes it, the decision recorded.
+    #[test]
+    fn any_command_normalizes_consistently() {
+        use proptest::prelude::*;
+        let piece = prop::sample::select(vec![
+            " ",
+            "\n",
+            "|",
+            "|&",
+            "||",
+            "&&",
+            "&",
+            ";",
+            "2>&1",
+            ">&2",
+            "2>",
+            ">",
+            "<",
+            "&>",
+            "/dev/null",
+            "cd",
+            "export",
+            "X=1",
+            "seq 9",
+            "'",
+            "\"",
+            "$'",
+            "${x",
+            "}",
+            "\\",
+            "(",
+            "#",
+            "head -n 3",
+            "tail -3",
+            "time",
+            "é",
+        ]);
+        proptest!(ProptestConfig::with_cases(4000), |(parts in prop::collection::vec(piece, 0..14))| {
+            let s: String = parts.concat();
+            let n = normalize(&s, true, None, None);
+            match &n.stripped {
+                Some(suffix) => {
+                    prop_assert!(n.lift.as_ref().is_some_and(|l| l.lifted));
+                    prop_assert!(s.trim().ends_with(suffix.as_str()));
+                    prop_assert!(s.trim().starts_with(&n.command) && !n.command.is_empty());
+                    prop_assert!(n.head.is_some() != n.tail.is_some());
+                    prop_assert_eq!(n.stop_after, n.head);
+                }
+                None => {
+                    prop_assert_eq!(&n.command, s.trim());
+                    prop_assert!(n.lift.as_ref().is_none_or(|l| !l.lifted));
+                    prop_assert_eq!((n.head, n.tail, n.stop_after), (None, None, None));
+                }
+            }
+        });
     }
 
     /// The hand-written splitter against the regex it replaced, on inputs built from
@@ -203,9 +794,10 @@ mod tests {
     #[test]
     fn trailing_agrees_with_the_regex_oracle() {
         use proptest::prelude::*;
-        let oracle =
-            regex::Regex::new(r"(?s)^(.*?)\s*(\|\s*(head|tail)\s*(?:-n\s*([0-9]+)|-([0-9]+)))\s*$")
-                .expect("oracle");
+        let oracle = regex::Regex::new(
+            r"(?s)^(.*?)\s*(\|&?\s*(head|tail)\s*(?:-n\s*([0-9]+)|-([0-9]+)))\s*$",
+        )
+        .expect("oracle");
         let piece = prop::sample::select(vec![
             "|", "||", "|&", " ", "\t", "\u{3000}", "\n", "head", "tail", "hea", "-n", "-", "n",
             "5", "0", "42", "x", "'", "\"", "\\", "é", "seq 1 9",

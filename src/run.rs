@@ -424,6 +424,7 @@ fn carry_out(
             max_columns: p.output.max_columns,
             head_lines: plan.normalized.head,
             tail_lines: plan.normalized.tail,
+            stop_after_lines: plan.normalized.stop_after,
             redact,
         },
         allocated,
@@ -437,13 +438,15 @@ fn carry_out(
     let marker = run_marker();
     let mut env = plan.env.vars.clone();
     state.apply_env(&mut env, &req.env);
+    // A live shell's output pipe outlives the command, so it cannot be closed to stop
+    // a producer the way a lifted `| head` must: such a run gets a shell of its own.
     let live = pool.filter(|_| {
         exec::live::eligible(
             &shell_path,
             &p.shell.args,
             plan.mode.mode == Mode::Print,
             req.stdin,
-        )
+        ) && plan.normalized.stop_after.is_none()
     });
     let start_env = live.is_some().then(|| env.clone());
     if live.is_none() {

@@ -24,6 +24,7 @@ fn config(b: &[u8; 4]) -> SinkConfig {
         },
         head_lines: (b[1] & 4 == 4).then_some(1 + usize::from(b[3] % 16)),
         tail_lines: (b[1] & 8 == 8).then_some(1 + usize::from(b[3] / 16)),
+        stop_after_lines: None,
         redact: if b[1] & 16 == 16 {
             agentbash::output::redact::Secrets::new(&[
                 ("FUZZ_TOKEN".to_string(), "s3cr3t-\u{e9}value".to_string()),

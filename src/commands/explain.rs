@@ -43,6 +43,8 @@ fn explanation_of(plan: &crate::run::Plan, profile: &LoadedProfile) -> serde_jso
             "stripped": plan.normalized.stripped,
             "head": plan.normalized.head,
             "tail": plan.normalized.tail,
+            "stop_after": plan.normalized.stop_after,
+            "lift": plan.normalized.lift,
         },
         "guard": plan.guard,
         "intercept": {
@@ -112,6 +114,9 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
         show(s("/normalize/head")),
         show(s("/normalize/tail"))
     ));
+    if let Some(lift) = &plan.normalized.lift {
+        t.push_str(&format!("lift        {lift}\n"));
+    }
     for (n, line) in plan.guard.describe().iter().enumerate() {
         let label = if n == 0 { "guard:   " } else { "" };
         let line = escape_controls(&plan.secrets.mask(line)).into_owned();

@@ -255,9 +255,10 @@ pub fn run(
     let end = match stopped {
         Some(e) => e,
         None => match status {
-            // We closed the pipe, so the broken pipe is ours, not a failure: the
-            // status is what the pipeline with `| head` would have ended with.
-            Some(s) if closed_early && broken_pipe(&exit_to_end(s)) => End::Exited(0),
+            // We closed the pipe as the lifted `| head` would have: the pipeline's
+            // status is then head's, 0, however the producer took the broken pipe
+            // (SIGPIPE, or an EPIPE error and an exit code of its own).
+            Some(_) if closed_early => End::Exited(0),
             Some(s) => exit_to_end(s),
             None => End::MissingStatus,
         },
@@ -285,11 +286,6 @@ fn terminate_while_draining(
         }
         h.join().unwrap_or_default()
     })
-}
-
-/// Death by SIGPIPE, or a shell reporting it (exit 141).
-fn broken_pipe(end: &End) -> bool {
-    matches!(end, End::Signaled(libc::SIGPIPE) | End::Exited(141))
 }
 
 pub fn exit_to_end(s: std::process::ExitStatus) -> End {

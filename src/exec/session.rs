@@ -235,10 +235,16 @@ pub fn plain_command_word(command: &str) -> Option<&str> {
     if word.contains(['=', '%']) || word.starts_with('-') {
         return None;
     }
-    if BUILTINS.contains(&word) && !HARMLESS.contains(&word) {
+    if changes_shell(word) {
         return None;
     }
     Some(word)
+}
+
+/// True when `word` is a builtin or keyword that may change the shell running it
+/// (`cd`, `export`, `source`, …), rather than a harmless one or a program.
+pub fn changes_shell(word: &str) -> bool {
+    BUILTINS.contains(&word) && !HARMLESS.contains(&word)
 }
 
 /// Check a session name (it becomes a directory name).

@@ -11,6 +11,7 @@ use super::redact::{Form, Redactor, Secrets};
 use super::sanitize::Sanitizer;
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Default)]
 pub struct SinkConfig {
@@ -19,6 +20,10 @@ pub struct SinkConfig {
     pub max_columns: usize,
     pub head_lines: Option<usize>,
     pub tail_lines: Option<usize>,
+    /// A lifted `| head -n N`'s N: once N lines are read, up to [`HEAD_OVERREAD`] more
+    /// are (for at most [`HEAD_OVERREAD_TIME`]), then the reader stops, as `head` would
+    /// stop the command. `head_lines` alone is a view and never stops anything.
+    pub stop_after_lines: Option<usize>,
     /// Secrets to mask as `[REDACTED:NAME]`, in the shown text and in the artifact.
     pub redact: Secrets,
 }
@@ -27,11 +32,16 @@ pub struct SinkConfig {
 /// waiting for the next 50 ms tick.
 const PENDING_CAP: usize = 256 << 10;
 
-/// Once a head line limit (`--head`, a stripped `| head -n N`) is filled, this much
-/// more output is still read and saved, then reading stops and the command meets a
-/// closed pipe, as it would have with the real `| head`. Without it, `yes | head -n 3`
-/// would run until its timeout and fill the artifact.
+/// Once a lifted `| head -n N` has seen its N lines, this much more output is still
+/// read and saved, then reading stops and the command meets a closed pipe, as it
+/// would have with the real `| head`. Without it, `yes 2>&1 | head -n 3` would run
+/// until its timeout and fill the artifact.
 pub const HEAD_OVERREAD: u64 = 16 << 20;
+
+/// And for no longer than this: a command that keeps printing slowly (a line a
+/// second, or an unbuffered line-by-line writer) is stopped about when `head` would
+/// have stopped it, not after minutes.
+pub const HEAD_OVERREAD_TIME: Duration = Duration::from_secs(1);
 
 /// How the shown text was cut (§7.2 `truncation`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -169,8 +179,10 @@ pub struct OutputSink {
     spill: Spill,
     collect_events: bool,
     pending: String,
-    /// Raw bytes read when the head line limit was filled.
-    head_full_at: Option<u64>,
+    /// Raw bytes read up to the end of line `stop_after_lines`, and when, once read.
+    head_full_at: Option<(u64, Instant)>,
+    /// Raw newlines read (counted only until `head_full_at` is known).
+    raw_newlines: u64,
     /// The reader stopped before the end of the stream ([`HEAD_OVERREAD`]).
     stopped_reading: bool,
 }
@@ -229,6 +241,7 @@ impl OutputSink {
                 capped: false,
             },
             head_full_at: None,
+            raw_newlines: 0,
             stopped_reading: false,
             collect_events,
             pending: String::new(),
@@ -243,6 +256,11 @@ impl OutputSink {
 
     /// Feed raw bytes from the command.
     pub fn push(&mut self, raw: &[u8]) {
+        if let Some(n) = self.cfg.stop_after_lines
+            && self.head_full_at.is_none()
+        {
+            self.find_stop_line(raw, n as u64);
+        }
         self.raw_bytes += raw.len() as u64;
         // Same secrets and same held bytes in both redactors: if the sanitizer leaves
         // this chunk as it is, the text redactor would give what the raw one gives.
@@ -278,20 +296,32 @@ impl OutputSink {
             self.text(&clean);
         }
         self.clean = clean;
-        if self.head_full_at.is_none() && self.cfg.head_lines.is_some() && self.head_done {
-            self.head_full_at = Some(self.raw_bytes);
+    }
+
+    /// Where line `n` of the raw stream ends, if it does in `raw` (which follows the
+    /// `raw_bytes` already read). Raw newlines, as `head` counts them.
+    fn find_stop_line(&mut self, raw: &[u8], n: u64) {
+        for pos in memchr::memchr_iter(b'\n', raw) {
+            self.raw_newlines += 1;
+            if self.raw_newlines >= n {
+                self.head_full_at = Some((self.raw_bytes + pos as u64 + 1, Instant::now()));
+                return;
+            }
         }
     }
 
-    /// False once a head line limit is filled and [`HEAD_OVERREAD`] more bytes were
-    /// read: the reader should stop and close its end of the pipe, as `| head` would.
+    /// False once a lifted head has seen its lines and [`HEAD_OVERREAD`] more bytes
+    /// were read, or [`HEAD_OVERREAD_TIME`] passed: the reader should stop and close
+    /// its end of the pipe, as `| head` would.
     pub fn wants_more(&self) -> bool {
-        self.head_full_at
-            .is_none_or(|at| self.raw_bytes - at < HEAD_OVERREAD)
+        self.head_full_at.is_none_or(|(at, when)| {
+            self.raw_bytes - at < HEAD_OVERREAD && when.elapsed() < HEAD_OVERREAD_TIME
+        })
     }
 
     /// The reader stopped before the end of the stream (after [`wants_more`]
-    /// said so); the notice says the count is of what was read.
+    /// said so): the counts are then those of the pipeline with its `head` (the
+    /// first `stop_after_lines` lines), and the notice says the command was stopped.
     ///
     /// [`wants_more`]: Self::wants_more
     pub fn stopped_reading(&mut self) {
@@ -465,7 +495,10 @@ impl OutputSink {
     pub fn finish(mut self) -> Retained {
         self.end_input();
         self.trim_tail();
-        let total_lines = self.newlines + u64::from(self.line_open);
+        let mut total_lines = self.newlines + u64::from(self.line_open);
+        if let Some(n) = self.cfg.stop_after_lines.filter(|_| self.stopped_reading) {
+            total_lines = total_lines.min(n as u64);
+        }
         let view = if self.cfg.head_lines.is_some() {
             self.head_view()
         } else if self.head_done && self.tail_trimmed && self.cfg.tail_lines.is_none() {
@@ -663,16 +696,14 @@ impl OutputSink {
                 }
                 None => format!("lines {}-{last}", v.first),
             };
-            let stopped = if self.stopped_reading {
-                format!(
-                    " read; the command was stopped {} past the head limit, as `| head` would",
-                    format_size(HEAD_OVERREAD)
-                )
-            } else {
-                String::new()
+            let stopped = match self.cfg.stop_after_lines {
+                Some(n) if self.stopped_reading => {
+                    format!("; agentbash stopped the command after line {n}, as `| head` would")
+                }
+                _ => String::new(),
             };
             notice = Some(format!(
-                "[Showing {lines} of {total_lines}{stopped}{limit}{cols}{full}]"
+                "[Showing {lines} of {total_lines}{limit}{cols}{stopped}{full}]"
             ));
             truncation = Some(Truncation {
                 direction: v.direction,
@@ -695,7 +726,10 @@ impl OutputSink {
             truncated: cut,
             truncation,
             notice,
-            total_bytes: self.raw_bytes,
+            total_bytes: match self.head_full_at {
+                Some((at, _)) if self.stopped_reading => at,
+                _ => self.raw_bytes,
+            },
             total_lines,
             artifact,
             warnings,

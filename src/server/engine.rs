@@ -121,9 +121,14 @@ impl Engine {
             p.timeout.default, p.timeout.max
         ));
         d.push_str(&format!(
-            "Output: stdout+stderr interleaved; at most {} kept{}. A trailing `| head -n N` / `| tail -n N` becomes a line limit.\n",
+            "Output: stdout+stderr interleaved; at most {} kept{}.{}\n",
             crate::output::notice::format_size(p.output.max_bytes as u64),
-            if p.output.head_bytes > 0 { " (head and tail)" } else { " (the tail)" }
+            if p.output.head_bytes > 0 { " (head and tail)" } else { " (the tail)" },
+            if p.output.strip_head_tail {
+                " A trailing `2>&1 | tail -n N` (or `|& head -n N`: the pipe must receive all of the output) becomes a line limit, the rest saved."
+            } else {
+                ""
+            }
         ));
         if p.artifacts.enabled {
             d.push_str("When output is cut, the full output is saved and named artifact://N in a notice; read it with `read_artifact`.\n");

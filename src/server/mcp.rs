@@ -33,7 +33,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::{Notify, Semaphore, watch};
 
 use super::backend::{Backend, BashCall, BashOutcome};
-use super::mcp_stdio;
+use super::{lenient, mcp_stdio};
 
 const BASH_TOOL: &str = "bash";
 const READ_ARTIFACT_TOOL: &str = "read_artifact";
@@ -94,10 +94,10 @@ struct BashArgs {
     timeout: Option<u64>,
     /// Working directory for this command. A relative path is resolved against the server's directory, or the session's directory when `session` is set.
     cwd: Option<String>,
-    /// Show only the first N lines of the output. The full output stays available through `read_artifact`.
+    /// Show only the first N lines of the output. The command still runs to completion, and the full output stays available through `read_artifact`.
     #[serde(default, deserialize_with = "lenient::head")]
     head: Option<usize>,
-    /// Show only the last N lines of the output. The full output stays available through `read_artifact`.
+    /// Show only the last N lines of the output. The command still runs to completion, and the full output stays available through `read_artifact`.
     #[serde(default, deserialize_with = "lenient::tail")]
     tail: Option<usize>,
     /// Extra environment variables for this command, as an object of strings, e.g. `{"RUST_LOG": "debug"}`. Names must match `^[A-Za-z_][A-Za-z0-9_]*$`.
@@ -138,60 +138,6 @@ struct ReadArtifactArgs {
     /// Number of lines to return. Default: up to the end.
     #[serde(default, deserialize_with = "lenient::limit")]
     limit: Option<usize>,
-}
-
-/// Whole-number arguments given as JSON numbers or as decimal strings: some stock
-/// clients (the MCP inspector's CLI among them) send every argument as a string.
-/// Anything else is an error naming the argument.
-mod lenient {
-    use serde::{Deserialize, Deserializer, de::Error};
-    use serde_json::Value;
-
-    fn count<'de, D: Deserializer<'de>>(
-        d: D,
-        name: &str,
-        unit: &str,
-    ) -> Result<Option<u64>, D::Error> {
-        let bad = |shown: &str| {
-            D::Error::custom(format!(
-                "`{name}` must be a whole number{unit} such as 5 or \"5\", not {shown}"
-            ))
-        };
-        match Option::<Value>::deserialize(d)? {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| bad(&n.to_string())),
-            Some(Value::String(text)) => text
-                .trim()
-                .parse::<u64>()
-                .map(Some)
-                .map_err(|_| bad(&Value::String(text.clone()).to_string())),
-            Some(other) => Err(bad(&other.to_string())),
-        }
-    }
-
-    fn lines<'de, D: Deserializer<'de>>(d: D, name: &str) -> Result<Option<usize>, D::Error> {
-        count(d, name, " of lines")?
-            .map(|n| {
-                usize::try_from(n).map_err(|_| D::Error::custom(format!("`{name}` is too large")))
-            })
-            .transpose()
-    }
-
-    pub fn timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        count(d, "timeout", " of seconds")
-    }
-    pub fn head<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-        lines(d, "head")
-    }
-    pub fn tail<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-        lines(d, "tail")
-    }
-    pub fn offset<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-        lines(d, "offset")
-    }
-    pub fn limit<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-        lines(d, "limit")
-    }
 }
 
 /// An artifact id as a model writes it: a number or a string (`"3"`, `"artifact://3"`).

@@ -4,6 +4,7 @@
 
 pub mod backend;
 pub mod engine;
+mod lenient;
 pub mod mcp;
 mod mcp_stdio;
 pub mod rpc;

@@ -32,7 +32,9 @@ struct BashRequest {
     command: String,
     timeout: Option<i64>,
     cwd: Option<String>,
+    #[serde(default, deserialize_with = "super::lenient::head")]
     head: Option<usize>,
+    #[serde(default, deserialize_with = "super::lenient::tail")]
     tail: Option<usize>,
     env: Option<BTreeMap<String, String>>,
     session: Option<String>,

@@ -419,3 +419,38 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
         .count();
     assert_eq!(unstarted, 1, "{texts:?}");
 }
+
+/// The MCP `bash` tool: a lifted `| head` stops the producer (regression: in the live
+/// shell it ran until the timeout); an explicit `head` is a view only — the command
+/// runs to completion and its exit code is reported, as on the CLI and over rpc.
+#[test]
+fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
+    let mut server = Server::start();
+    server.initialize();
+    server.call(
+        2,
+        "bash",
+        serde_json::json!({"command": "yes 2>&1 | head -n 3", "timeout": 60}),
+    );
+    let reply = server.answer(2, Duration::from_secs(20));
+    let result = &reply["result"]["structuredContent"];
+    assert_eq!(result["exit_code"], 0, "{reply}");
+    assert_eq!(result["output"], "y\ny\ny", "{reply}");
+    assert_eq!(result["total_lines"], 3, "{reply}");
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    server.call(
+        3,
+        "bash",
+        serde_json::json!({"head": 2, "command":
+            "perl -e 'print \"$_\\n\" for 1..5000000; open(my $f, \">\", \"finished\"); exit 1'"}),
+    );
+    let reply = server.answer(3, Duration::from_secs(30));
+    let result = &reply["result"]["structuredContent"];
+    assert_eq!(result["exit_code"], 1, "{reply}");
+    assert_eq!(result["output"], "1\n2", "{reply}");
+    assert_eq!(result["total_lines"], 5_000_000, "{reply}");
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(server.state.path().join("finished").exists());
+    server.close_stdin();
+    let _ = server.exit(Duration::from_secs(5));
+}

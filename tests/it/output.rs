@@ -229,13 +229,13 @@ fn tail_cut_inside_a_long_line_never_splits_a_character() {
 #[test]
 fn trailing_tail_is_stripped_and_the_full_output_saved() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "--", "seq 1 100 | tail -n 5"]);
+    let out = env.run(&["run", "--json", "--", "seq 1 100 2>&1 | tail -n 5"]);
     out.assert_code(0);
     let v = out.json();
     assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100");
     assert_eq!(s(&v, "stripped"), "| tail -n 5");
-    assert_eq!(s(&v, "normalized_command"), "seq 1 100");
-    assert_eq!(s(&v, "command"), "seq 1 100 | tail -n 5");
+    assert_eq!(s(&v, "normalized_command"), "seq 1 100 2>&1");
+    assert_eq!(s(&v, "command"), "seq 1 100 2>&1 | tail -n 5");
     assert_eq!(v["tail"], 5);
     assert!(v["head"].is_null());
     assert_eq!(u(&v, "total_lines"), 100);
@@ -254,8 +254,9 @@ fn trailing_tail_is_stripped_and_the_full_output_saved() {
     assert_eq!(v["truncation"]["shown_range"], serde_json::json!([96, 100]));
 }
 
+/// An explicit limit keeps the trailing pipe: it views what the pipeline prints.
 #[test]
-fn explicit_tail_overrides_the_extracted_one() {
+fn explicit_tail_views_what_the_pipe_prints() {
     let env = TestEnv::new();
     let v = env
         .run(&[
@@ -269,10 +270,11 @@ fn explicit_tail_overrides_the_extracted_one() {
         .json();
     assert_eq!(s(&v, "output"), "99\n100");
     assert_eq!(v["tail"], 2);
+    assert!(v["stripped"].is_null(), "{v:#}");
 }
 
 #[test]
-fn explicit_head_overrides_the_extracted_one() {
+fn explicit_head_views_what_the_pipe_prints() {
     let env = TestEnv::new();
     let v = env
         .run(&[
@@ -286,24 +288,28 @@ fn explicit_head_overrides_the_extracted_one() {
         .json();
     assert_eq!(s(&v, "output"), "1\n2");
     assert_eq!(v["head"], 2);
+    assert!(v["stripped"].is_null(), "{v:#}");
 }
 
 #[test]
 fn trailing_head_is_stripped() {
     let env = TestEnv::new();
     for cmd in [
-        "seq 1 100 | head -n 3",
-        "seq 1 100 |head -3",
-        "seq 1 100 | head -n3  ",
+        "seq 1 100 2>&1 | head -n 3",
+        "seq 1 100 2>&1|head -3",
+        "seq 1 100 |& head -n3  ",
     ] {
         let v = env.run(&["run", "--json", "--", cmd]).json();
         assert_eq!(s(&v, "output"), "1\n2\n3", "{cmd:?}");
         assert_eq!(v["head"], 3, "{cmd:?}");
         assert!(v["stripped"].is_string(), "{cmd:?}");
-        assert_eq!(s(&v, "normalized_command"), "seq 1 100", "{cmd:?}");
+        assert!(
+            s(&v, "normalized_command").starts_with("seq 1 100"),
+            "{cmd:?}"
+        );
     }
     let v = env
-        .run(&["run", "--json", "--", "seq 1 100 | tail -5"])
+        .run(&["run", "--json", "--", "seq 1 100 2>&1 | tail -5"])
         .json();
     assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100");
 }
@@ -380,8 +386,10 @@ fn artifact_keeps_the_raw_bytes() {
         .run(&[
             "run",
             "--json",
+            "--tail",
+            "1",
             "--",
-            "printf 'a\\r\\n\\033[31m\\377\\n'; seq 1 3 | tail -n 1",
+            "printf 'a\\r\\n\\033[31m\\377\\n'; seq 1 3",
         ])
         .json();
     let (_, path) = artifact_of(&env, &v);
@@ -466,7 +474,7 @@ fn head_and_tail_apply_in_that_order() {
 fn head_view_notice_and_truncation() {
     let env = TestEnv::new();
     let v = env
-        .run(&["run", "--json", "--", "seq 1 5000 | head -n 20"])
+        .run(&["run", "--json", "--", "seq 1 5000 2>&1 | head -n 20"])
         .json();
     let (id, path) = artifact_of(&env, &v);
     assert!(
@@ -483,7 +491,7 @@ fn head_view_notice_and_truncation() {
     assert_eq!(v["truncation"]["shown_range"], serde_json::json!([1, 20]));
     assert_eq!(std::fs::read(path).unwrap(), sh_output("seq 1 5000"));
     // Text format: stdout has exactly the lines.
-    let out = env.run(&["run", "--", "seq 1 5000 | head -n 20"]);
+    let out = env.run(&["run", "--", "seq 1 5000 2>&1 | head -n 20"]);
     assert_eq!(out.stdout, sh_text("seq 1 20"));
 }
 
@@ -578,7 +586,7 @@ fn concurrent_runs_get_distinct_artifact_ids() {
     let env = TestEnv::new();
     let runs: Vec<_> = (0..6)
         .map(|_| {
-            env.cmd(&["run", "--json", "--", "seq 1 1000 | tail -n 1"])
+            env.cmd(&["run", "--json", "--", "seq 1 1000 2>&1 | tail -n 1"])
                 .spawn()
         })
         .collect();
@@ -633,7 +641,7 @@ fn artifact_limits_remove_the_oldest_at_allocation() {
         "-p",
         "./p.toml",
         "--",
-        "seq 1 10 | tail -n 1",
+        "seq 1 10 2>&1 | tail -n 1",
     ]);
     assert!(
         !old.exists(),
@@ -682,7 +690,7 @@ fn tail_limit_still_applies_when_head_bytes_is_set() {
             "-p",
             "./p.toml",
             "--",
-            "seq 1 100000 | tail -n 5",
+            "seq 1 100000 2>&1 | tail -n 5",
         ])
         .json();
     let output = s(&v, "output");

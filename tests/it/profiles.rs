@@ -36,7 +36,14 @@ fn builtin_profiles_load() {
 fn ci_profile_keeps_artifacts_in_the_workspace() {
     let env = TestEnv::new();
     let v = env
-        .run(&["run", "--json", "-p", "ci", "--", "seq 1 100 | tail -n 1"])
+        .run(&[
+            "run",
+            "--json",
+            "-p",
+            "ci",
+            "--",
+            "seq 1 100 2>&1 | tail -n 1",
+        ])
         .json();
     let path = s(&v["artifact"], "path");
     assert!(

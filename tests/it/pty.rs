@@ -691,13 +691,15 @@ fn lifted_head_stops_the_producer_in_pty_mode() {
         "60",
         "--json",
         "--",
-        "yes | head -n 3",
+        "yes 2>&1 | head -n 3",
     ]);
     out.assert_code(0);
     let v = out.json();
     assert_eq!(s(&v, "mode"), "pty");
     assert_eq!(v["timed_out"], false);
     assert_eq!(s(&v, "output"), "y\ny\ny");
+    // The counts are the pipeline's: head's three lines.
+    assert_eq!(v["total_lines"], 3);
     assert!(
         v["notices"][0]
             .as_str()

@@ -1189,9 +1189,9 @@ fn hostile_output_ten_million_empty_lines_stays_bounded() {
 #[test]
 fn hostile_stripped_head_on_an_endless_producer_ends_like_head() {
     let env = TestEnv::new();
-    // `| head -n 3` is lifted into a limit (§4.1); `yes` must still be stopped the
-    // way head would stop it, not run until the timeout filling the artifact.
-    let out = env.run(&["run", "--json", "-t", "60", "--", "yes | head -n 3"]);
+    // `| head -n 3` is lifted into a limit; `yes` must still be stopped the way head
+    // would stop it, not run until the timeout filling the artifact.
+    let out = env.run(&["run", "--json", "-t", "60", "--", "yes 2>&1 | head -n 3"]);
     out.assert_code(0);
     let v = out.json();
     assert_eq!(s(&v, "output"), "y\ny\ny");
@@ -1406,6 +1406,7 @@ mod chunking {
                 max_columns: if flags & 2 == 2 { 8 + cols } else { 0 },
                 head_lines: (flags & 4 == 4).then_some(head),
                 tail_lines: (flags & 8 == 8).then_some(tail),
+                stop_after_lines: None,
                 redact: if flags & 16 == 16 {
                     Secrets::new(&[("T_TOKEN".into(), T_SECRET.into())])
                 } else {

@@ -398,3 +398,67 @@ fn a_command_defining_builtin_functions_does_not_break_the_live_shell() {
         assert_eq!(data["exit_code"], code, "{id}: {data}");
     }
 }
+
+/// A lifted `| head` stops the producer in a live shell too (regression: the live
+/// shell never closed its pipe, so `yes 2>&1 | head -n 3` ran until the timeout), and
+/// the session around it is kept. An explicit `head` — a number or a string, as MCP
+/// takes it — is a view: the command runs to completion with its own exit code.
+#[test]
+fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
+    let mut rpc = Rpc::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cwd = dir.path().display().to_string();
+    rpc.send(json!({"id": "1", "type": "bash", "command": "export X=7", "session": "s"}));
+    assert_eq!(
+        rpc.until_response(&json!("1")).last().unwrap()["data"]["exit_code"],
+        0
+    );
+    for (id, session) in [("2", json!("s")), ("3", Value::Null)] {
+        let started = Instant::now();
+        rpc.send(
+            json!({"id": id, "type": "bash", "command": "yes 2>&1 | head -n 3",
+            "session": session, "timeout": 60}),
+        );
+        let r = rpc.until_response(&json!(id)).pop().expect("response");
+        let d = &r["data"];
+        assert_eq!(
+            (d["exit_code"].as_i64(), d["output"].as_str()),
+            (Some(0), Some("y\ny\ny")),
+            "{r}"
+        );
+        assert_eq!(d["stripped"], "| head -n 3");
+        assert_eq!(d["total_lines"], 3);
+        assert!(
+            d["notices"][0]
+                .as_str()
+                .is_some_and(|n| n.contains("agentbash stopped the command")),
+            "{r}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    rpc.send(json!({"id": "4", "type": "bash", "command": "echo $X", "session": "s"}));
+    assert_eq!(
+        rpc.until_response(&json!("4")).last().unwrap()["data"]["output"],
+        "7"
+    );
+    for (id, head) in [("5", json!(2)), ("6", json!("2"))] {
+        let marker = dir.path().join("finished");
+        let _ = std::fs::remove_file(&marker);
+        rpc.send(json!({"id": id, "type": "bash", "cwd": cwd, "head": head,
+            "command": "perl -e 'print \"$_\\n\" for 1..5000000; open(my $f, \">\", \"finished\"); exit 1'"}));
+        let r = rpc.until_response(&json!(id)).pop().expect("response");
+        let d = &r["data"];
+        assert_eq!(
+            (d["exit_code"].as_i64(), d["output"].as_str()),
+            (Some(1), Some("1\n2")),
+            "{r}"
+        );
+        assert_eq!(d["head"], 2);
+        assert_eq!(d["total_lines"], 5_000_000);
+        assert!(marker.exists(), "the command was stopped");
+    }
+}

@@ -147,7 +147,11 @@ impl TestEnv {
         c.args(args).current_dir(self.work());
         // Nothing agentbash itself sets leaks in either: the suite must pass when it is
         // run by agentbash (`agentbash run --profile ci -- cargo test`).
-        for k in CLEARED.iter().copied().chain(agentbash::exec::env::hardened_names()) {
+        for k in CLEARED
+            .iter()
+            .copied()
+            .chain(agentbash::exec::env::hardened_names())
+        {
             c.env_remove(k);
         }
         let r = self.root();

@@ -1,0 +1,332 @@
+//! The trailing `| head`/`| tail` lift (issue 12): lifted only when the pipe
+//! receives all of the output, so what is shown is what the command as written shows;
+//! a lifted head stops the command as `head` would, an explicit `--head`/`--tail` is a
+//! view and never stops or changes anything.
+
+use crate::support::{TestEnv, s, u};
+use serde_json::Value;
+use std::process::Command;
+use std::time::Duration;
+
+/// What bash shows for `cmd` when its stdout and stderr are one stream (as agentbash
+/// reads them): the oracle every non-lifted run must match.
+fn bash_shows(env: &TestEnv, cmd: &str) -> String {
+    let out = Command::new("bash")
+        .args(["-c", "exec 2>&1; eval \"$1\"", "bash", cmd])
+        .current_dir(env.work())
+        .output()
+        .expect("run bash");
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+fn notices(v: &Value) -> Vec<String> {
+    v["notices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Lines in any order: stderr written around a pipe reaches the stream whenever the
+/// writer gets to it.
+fn sorted_lines(s: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = s.lines().collect();
+    v.sort_unstable();
+    v
+}
+
+/// A producer of 5,000,000 numbered lines (38.9 MB, more than agentbash reads past a
+/// head limit) that writes `finished` and exits 1 only if it is not stopped.
+const FIVE_MILLION_THEN_EXIT_1: &str =
+    "perl -e 'print \"$_\\n\" for 1..5000000; open(my $f, \">\", \"finished\"); exit 1'";
+
+/// Regression: `echo a; seq 5 | tail -n 1` showed only `5` — the lift applied to the
+/// whole list, though the pipe only receives the last pipeline's output.
+#[test]
+fn a_list_before_the_pipeline_keeps_its_output() {
+    let env = TestEnv::new();
+    for cmd in [
+        "echo a; seq 5 | tail -n 1",
+        "echo a; seq 5 2>&1 | tail -n 1",
+    ] {
+        let v = env.run(&["run", "--json", "--", cmd]).json();
+        assert_eq!(s(&v, "output"), "a\n5", "{cmd}");
+        assert_eq!(format!("{}\n", s(&v, "output")), bash_shows(&env, cmd));
+        assert!(v["stripped"].is_null(), "{cmd}: {v:#}");
+        assert_eq!(s(&v, "normalized_command"), cmd);
+    }
+    let out = env.run(&["run", "-q", "--", "echo a; seq 5 | tail -n 1"]);
+    assert_eq!(out.stdout, "a\n5\n");
+}
+
+/// Regression: `echo first && seq 5 | head -n 2` showed `first`, `1` — the head
+/// counted `first` as one of its two lines.
+#[test]
+fn an_and_list_before_the_pipeline_keeps_its_output() {
+    let env = TestEnv::new();
+    for cmd in [
+        "echo first && seq 5 | head -n 2",
+        "echo first && seq 5 2>&1 | head -n 2",
+    ] {
+        let v = env.run(&["run", "--json", "--", cmd]).json();
+        assert_eq!(s(&v, "output"), "first\n1\n2", "{cmd}");
+        assert!(v["stripped"].is_null(), "{cmd}: {v:#}");
+    }
+}
+
+/// Regression: `(echo warn >&2; seq 5) | head -n 1` showed only `warn` — stderr is not
+/// piped, so bash shows `warn` and `1`. A producer writing to stderr outside the pipe
+/// is not lifted (agentbash could not tell its stderr lines from the piped ones).
+#[test]
+fn stderr_outside_the_pipe_is_shown_and_not_counted() {
+    let env = TestEnv::new();
+    for cmd in [
+        "(echo warn >&2; seq 5) | head -n 1",
+        "perl -e 'print STDERR \"warn\\n\"; print \"$_\\n\" for 1..5' | head -n 1",
+        "perl -e 'print STDERR \"warn\\n\"; print \"$_\\n\" for 1..5' | tail -n 1",
+    ] {
+        let v = env.run(&["run", "--json", "--", cmd]).json();
+        let want = if cmd.ends_with("tail -n 1") {
+            vec!["5", "warn"]
+        } else {
+            vec!["1", "warn"]
+        };
+        assert_eq!(sorted_lines(s(&v, "output")), want, "{cmd}");
+        assert_eq!(sorted_lines(&bash_shows(&env, cmd)), want, "{cmd}");
+        assert!(v["stripped"].is_null(), "{cmd}: {v:#}");
+    }
+}
+
+/// Regression: in `perl … && touch done | head -n 5` the pipe belongs to `touch`
+/// only, yet the lift stopped perl after 16 MiB and `touch` never ran.
+#[test]
+fn a_pipe_belongs_to_its_last_command_only() {
+    let env = TestEnv::new();
+    let cmd = "perl -e 'print \"$_\\n\" for 1..5000000' && touch done | head -n 5";
+    let out = env.run(&["run", "--json", "--", cmd]);
+    out.assert_code(0);
+    let v = out.json();
+    assert!(v["stripped"].is_null(), "{v:#}");
+    assert_eq!(u(&v, "total_lines"), 5_000_000);
+    assert!(s(&v, "output").ends_with("4999999\n5000000"));
+    assert!(env.work().join("done").exists(), "touch never ran");
+}
+
+/// Regression: `--head 5` stopped a command printing 5 M lines (it never finished its
+/// work, and its exit 1 was reported as 0). An explicit limit is a view only: the
+/// command runs to completion, its exit code is reported, the artifact has it all.
+#[test]
+fn explicit_head_and_tail_are_views_and_never_stop_the_command() {
+    let env = TestEnv::new();
+    for limit in ["--head", "--tail"] {
+        let _ = std::fs::remove_file(env.work().join("finished"));
+        let out = env.run(&["run", "--json", limit, "5", "--", FIVE_MILLION_THEN_EXIT_1]);
+        out.assert_code(1);
+        let v = out.json();
+        assert!(
+            env.work().join("finished").exists(),
+            "{limit}: stopped early"
+        );
+        assert_eq!(u(&v, "total_lines"), 5_000_000, "{limit}");
+        assert_eq!(u(&v, "total_bytes"), 38_888_896, "{limit}");
+        let want = if limit == "--head" {
+            "1\n2\n3\n4\n5"
+        } else {
+            "4999996\n4999997\n4999998\n4999999\n5000000"
+        };
+        assert_eq!(s(&v, "output"), want, "{limit}");
+        let path = v["artifact"]["path"].as_str().expect("artifact");
+        assert_eq!(std::fs::metadata(path).unwrap().len(), 38_888_896);
+        assert!(
+            notices(&v).iter().all(|n| !n.contains("stopped")),
+            "{:?}",
+            notices(&v)
+        );
+    }
+}
+
+/// The same in PTY mode: an explicit `--head` never stops the command there either.
+#[test]
+fn explicit_head_never_stops_the_command_in_pty_mode() {
+    let env = TestEnv::new();
+    let cmd = "perl -e 'print \"$_\\n\" for 1..2500000; open(my $f, \">\", \"finished\"); exit 3'";
+    let out = env.run(&["run", "--pty", "--json", "--head", "2", "--", cmd]);
+    out.assert_code(3);
+    let v = out.json();
+    assert_eq!(s(&v, "mode"), "pty");
+    assert_eq!(s(&v, "output"), "1\n2");
+    assert_eq!(u(&v, "total_lines"), 2_500_000);
+    assert!(env.work().join("finished").exists(), "stopped early");
+}
+
+/// Regression: `yes '' | head -n 10000000` reported 16,850,944 lines. A lifted head
+/// that stops the producer reports what the pipeline would have: its N lines, exit 0
+/// (a pipeline's status is head's), and a notice saying agentbash stopped it.
+#[test]
+fn a_lifted_head_that_stops_the_producer_reports_the_pipelines_counts() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--json", "--", "yes '' 2>&1 | head -n 10000000"]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v, "stripped"), "| head -n 10000000");
+    assert_eq!(u(&v, "total_lines"), 10_000_000);
+    assert_eq!(u(&v, "total_bytes"), 10_000_000);
+    let n = notices(&v);
+    assert!(
+        n.iter().any(|n| n.starts_with("[Showing lines 1-51200 of 10000000 (50.0KB limit); agentbash stopped the command after line 10000000, as `| head` would. Full: artifact://")),
+        "{n:?}"
+    );
+    // Not lifted (stderr is not piped), bash's own head stops `yes`: the same counts.
+    let v = env
+        .run(&["run", "--json", "--", "yes '' | head -n 10000000"])
+        .json();
+    assert!(v["stripped"].is_null(), "{v:#}");
+    assert_eq!(
+        (v["exit_code"].as_i64(), u(&v, "total_lines")),
+        (Some(0), 10_000_000)
+    );
+    // A producer that takes the broken pipe as an error of its own (exit 3) still
+    // ends the pipeline with head's status.
+    let cmd = "perl -e '$SIG{PIPE} = \"IGNORE\"; $| = 1; while (1) { print \"y\" x 999, \"\\n\" or exit 3 }' 2>&1 | head -n 2";
+    let out = env.run(&["run", "--json", "-t", "60", "--", cmd]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(u(&v, "total_lines"), 2);
+    assert_eq!(u(&v, "total_bytes"), 2000);
+    assert!(
+        notices(&v)
+            .iter()
+            .any(|n| n.contains("agentbash stopped the command"))
+    );
+}
+
+/// Regression: a lifted head read 16 MiB past its lines whatever the time it took, so
+/// a command printing slowly ran on (here: until the timeout) where `head` stops it at
+/// its next line. agentbash now reads on for at most a second.
+#[test]
+fn a_lifted_head_stops_a_slow_producer_about_when_head_would() {
+    let env = TestEnv::new();
+    let cmd = "perl -e '$| = 1; for (1..300) { print \"$_\\n\"; select(undef, undef, undef, 0.1) }' 2>&1 | head -n 2";
+    let out = env.run(&["run", "--json", "-t", "20", "--", cmd]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v, "output"), "1\n2");
+    assert_eq!(u(&v, "total_lines"), 2);
+    assert!(
+        notices(&v)
+            .iter()
+            .any(|n| n.contains("agentbash stopped the command after line 2"))
+    );
+    assert!(
+        out.elapsed < Duration::from_secs(12),
+        "took {:?}",
+        out.elapsed
+    );
+}
+
+/// What is lifted: one pipeline whose every stage sends stderr into the pipe, after
+/// silent `cd`/`export`/assignments. The shown lines are bash's; the full output is
+/// in the artifact.
+#[test]
+fn a_pipe_that_receives_all_of_the_output_is_lifted() {
+    let env = TestEnv::new();
+    std::fs::create_dir(env.work().join("sub")).unwrap();
+    for (cmd, stripped) in [
+        (
+            "cd sub && export X=1 && Y=2 seq 100 2>&1 | tail -n 3",
+            "| tail -n 3",
+        ),
+        ("seq 100 |& tail -n 3", "|& tail -n 3"),
+        ("seq 100 2>&1 | grep -v 7 2>&1 | tail -n 3", "| tail -n 3"),
+    ] {
+        let v = env.run(&["run", "--json", "--", cmd]).json();
+        assert_eq!(s(&v, "stripped"), stripped, "{cmd}: {v:#}");
+        assert_eq!(
+            format!("{}\n", s(&v, "output")),
+            bash_shows(&env, cmd),
+            "{cmd}"
+        );
+        let path = v["artifact"]["path"].as_str().expect("artifact");
+        assert!(
+            std::fs::read_to_string(path)
+                .unwrap()
+                .starts_with("1\n2\n3\n")
+        );
+    }
+    let v = env
+        .run(&["run", "--json", "--", "seq 100 | tail -n 3"])
+        .json();
+    assert!(v["stripped"].is_null(), "stderr not piped: {v:#}");
+    assert_eq!(s(&v, "output"), "98\n99\n100");
+}
+
+/// With an explicit limit the trailing pipe is not lifted: the explicit limit views
+/// what the command as written prints (`--tail 7` on `… | tail -n 5` shows 5 lines,
+/// as the command does; lifted, it showed 7).
+#[test]
+fn explicit_limits_view_the_command_as_written() {
+    let env = TestEnv::new();
+    let cmd = "seq 100 2>&1 | tail -n 5";
+    let v = env.run(&["run", "--json", "--tail", "7", "--", cmd]).json();
+    assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100");
+    assert!(v["stripped"].is_null(), "{v:#}");
+    let v = env.run(&["run", "--json", "--head", "3", "--", cmd]).json();
+    assert_eq!(s(&v, "output"), "96\n97\n98");
+}
+
+/// `explain` says why a pipe was or was not lifted, in text and JSON.
+#[test]
+fn explain_says_why_a_pipe_was_or_was_not_lifted() {
+    let env = TestEnv::new();
+    let out = env.run(&["explain", "--", "echo a; seq 5 2>&1 | tail -n 1"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout
+            .contains("lift        not lifted — \"echo a\" before the pipeline may also print\n"),
+        "{}",
+        out.stdout
+    );
+    let out = env.run(&["explain", "--", "make | tail -n 5"]);
+    assert!(
+        out.stdout.contains("lift        not lifted — stderr of \"make\" does not go through the pipe (add 2>&1, or pipe with |&, to lift it)"),
+        "{}",
+        out.stdout
+    );
+    let v = env
+        .run(&[
+            "explain",
+            "--json",
+            "--",
+            "(echo warn >&2; seq 5) | head -n 1",
+        ])
+        .json();
+    assert!(v["normalize"]["stripped"].is_null(), "{v:#}");
+    assert_eq!(v["normalize"]["lift"]["lifted"], false);
+    assert!(
+        v["normalize"]["lift"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("subshell")),
+        "{v:#}"
+    );
+    let v = env
+        .run(&[
+            "explain",
+            "--json",
+            "--",
+            "cd src && cargo test 2>&1 | tail -n 20",
+        ])
+        .json();
+    assert_eq!(v["normalize"]["stripped"], "| tail -n 20");
+    assert_eq!(v["normalize"]["command"], "cd src && cargo test 2>&1");
+    assert_eq!(v["normalize"]["lift"]["lifted"], true, "{v:#}");
+    let out = env.run(&["explain", "--", "yes 2>&1 | head -n 3"]);
+    assert!(
+        out.stdout.contains("lift        lifted — `| head -n 3` receives all of the output: it becomes a line limit, and the command is stopped after line 3 as head would stop it"),
+        "{}",
+        out.stdout
+    );
+    // No trailing head/tail, no lift line.
+    let out = env.run(&["explain", "--", "seq 5"]);
+    assert!(!out.stdout.contains("lift "), "{}", out.stdout);
+}
