@@ -542,7 +542,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__explain)
-            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --env --session --stdin --expand --quiet --help"
+            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --env --session --stdin --expand --stream --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1390,7 +1390,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__run)
-            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --env --session --stdin --expand --quiet --help"
+            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --env --session --stdin --expand --stream --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -62,6 +62,7 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l json -d 'Sam
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l no-intercept -d 'Skip the interceptor'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l stdin -d 'Give the command agentbash\'s stdin (default: the null device)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l expand -d 'Text format: show the whole retained output instead of the collapsed preview'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l stream -d 'Text format: write the output as it is produced, into a pipe as on a terminal (the profile\'s render.live = "stream")'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s q -l quiet -d 'Text format: output only, no header, footer or notices'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
@@ -87,6 +88,7 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l json -d 
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l no-intercept -d 'Skip the interceptor'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l stdin -d 'Give the command agentbash\'s stdin (default: the null device)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l expand -d 'Text format: show the whole retained output instead of the collapsed preview'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l stream -d 'Text format: write the output as it is produced, into a pipe as on a terminal (the profile\'s render.live = "stream")'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s q -l quiet -d 'Text format: output only, no header, footer or notices'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"

@@ -52,6 +52,7 @@ _arguments "${_arguments_options[@]}" : \
 '--no-intercept[Skip the interceptor]' \
 '--stdin[Give the command agentbash'\''s stdin (default\: the null device)]' \
 '--expand[Text format\: show the whole retained output instead of the collapsed preview]' \
+'--stream[Text format\: write the output as it is produced, into a pipe as on a terminal (the profile'\''s render.live = "stream")]' \
 '-q[Text format\: output only, no header, footer or notices]' \
 '--quiet[Text format\: output only, no header, footer or notices]' \
 '-h[Print help]' \
@@ -83,6 +84,7 @@ _arguments "${_arguments_options[@]}" : \
 '--no-intercept[Skip the interceptor]' \
 '--stdin[Give the command agentbash'\''s stdin (default\: the null device)]' \
 '--expand[Text format\: show the whole retained output instead of the collapsed preview]' \
+'--stream[Text format\: write the output as it is produced, into a pipe as on a terminal (the profile'\''s render.live = "stream")]' \
 '-q[Text format\: output only, no header, footer or notices]' \
 '--quiet[Text format\: output only, no header, footer or notices]' \
 '-h[Print help]' \

@@ -306,6 +306,9 @@ pub struct RunArgs {
     /// Text format: show the whole retained output instead of the collapsed preview.
     #[arg(long)]
     pub expand: bool,
+    /// Text format: write the output as it is produced, into a pipe as on a terminal (the profile's render.live = "stream").
+    #[arg(long)]
+    pub stream: bool,
     /// Text format: output only, no header, footer or notices.
     #[arg(short, long)]
     pub quiet: bool,

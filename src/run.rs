@@ -8,7 +8,7 @@ use crate::exec::{self, CancelToken, End, ExecOutcome, SpawnSpec, env::BuiltEnv}
 use crate::exit;
 use crate::intercept::{self, Interception};
 use crate::normalize::{self, Normalized};
-use crate::output::artifact::{self, Allocated, ArtifactStore};
+use crate::output::artifact::{self, ArtifactStore};
 use crate::output::redact::Secrets;
 use crate::output::sink::{OutputSink, SinkConfig};
 use crate::profile::LoadedProfile;
@@ -41,6 +41,37 @@ pub struct RunRequest {
     /// Deliver `Event::Output` while the command runs (off saves copying when
     /// nobody watches live).
     pub live_output: bool,
+    /// The caller shows only the last lines of the output (a terminal's collapsed
+    /// preview): the artifact is kept whenever that hides any, cut or not.
+    pub preview: Option<Preview>,
+}
+
+/// How many lines of output a terminal's collapsed preview shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preview {
+    /// `render.preview_lines`.
+    pub lines: usize,
+    /// `render.preview_lines_on_failure`: at least this many for a run that did not
+    /// exit 0 (the error is rarely in the last few lines).
+    pub on_failure: usize,
+}
+
+impl Preview {
+    pub fn for_profile(r: &crate::profile::RenderCfg) -> Self {
+        Preview {
+            lines: r.preview_lines,
+            on_failure: r.preview_lines_on_failure,
+        }
+    }
+
+    /// The lines shown for a run that succeeded or `failed`.
+    pub fn lines(&self, failed: bool) -> usize {
+        if failed {
+            self.lines.max(self.on_failure)
+        } else {
+            self.lines
+        }
+    }
 }
 
 impl RunRequest {
@@ -402,20 +433,6 @@ fn carry_out(
     r.cwd = cwd.display().to_string();
     notices.extend(plan.timeout.notice.clone());
     notices.extend(plan.mode.notice.clone());
-    // §4.5: never fatal.
-    let allocated: Option<Allocated> = plan.artifact_dir.as_ref().and_then(|dir| {
-        let store = ArtifactStore::new(dir.clone(), &p.artifacts);
-        match store.allocate() {
-            Ok(a) => Some(a),
-            Err(e) => {
-                warnings.push(format!(
-                    "artifacts unavailable ({}: {e}); output beyond the limit will not be saved",
-                    dir.display()
-                ));
-                None
-            }
-        }
-    });
     let redact = plan.secrets.clone();
     let mut sink = OutputSink::new(
         SinkConfig {
@@ -426,9 +443,13 @@ fn carry_out(
             tail_lines: plan.normalized.tail,
             redact,
         },
-        allocated,
+        None,
         req.live_output,
     );
+    // §4.5, claimed when first needed (never fatal: a failed claim is a warning).
+    if let Some(dir) = &plan.artifact_dir {
+        sink = sink.spill_to(ArtifactStore::new(dir.clone(), &p.artifacts));
+    }
     on_event(Event::Start(&plan));
     for n in &notices {
         on_event(Event::Notice(n));
@@ -579,7 +600,13 @@ fn carry_out(
             return r;
         }
     };
-    let retained = sink.finish();
+    // An interactive PTY run leaves its final screen in view instead of a preview.
+    let viewport = plan.mode.mode == Mode::Pty && req.stdin_tty && req.stdout_tty;
+    let preview = req
+        .preview
+        .filter(|_| !viewport)
+        .map(|p| p.lines(!matches!(outcome.end, End::Exited(0))));
+    let retained = sink.finish_previewed(preview);
     warnings.extend(retained.warnings.iter().cloned());
     notices.extend(limit_hint(&p.limits, &outcome.end, &retained.text));
     let final_cwd = state.finish(&outcome.end, session_unchanged).unwrap_or(cwd);
