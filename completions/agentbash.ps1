@@ -57,6 +57,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
+            [CompletionResult]::new('--stderr', '--stderr', [CompletionResultType]::ParameterName, 'The command''s stderr: merged into the output, or separate (print mode only)')
             [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'Force PTY mode (same as --mode pty)')
             [CompletionResult]::new('--no-pty', '--no-pty', [CompletionResultType]::ParameterName, 'Forbid PTY mode (same as --mode print)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Same as --format json')
@@ -66,8 +67,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--stream', '--stream', [CompletionResultType]::ParameterName, 'Text format: write the output as it is produced, into a pipe as on a terminal (the profile''s render.live = "stream")')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'agentbash;explain' {
@@ -87,6 +88,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
+            [CompletionResult]::new('--stderr', '--stderr', [CompletionResultType]::ParameterName, 'The command''s stderr: merged into the output, or separate (print mode only)')
             [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'Force PTY mode (same as --mode pty)')
             [CompletionResult]::new('--no-pty', '--no-pty', [CompletionResultType]::ParameterName, 'Forbid PTY mode (same as --mode print)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Same as --format json')
@@ -96,8 +98,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--stream', '--stream', [CompletionResultType]::ParameterName, 'Text format: write the output as it is produced, into a pipe as on a terminal (the profile''s render.live = "stream")')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'agentbash;rpc' {

@@ -44,6 +44,9 @@ pub struct RunRequest {
     /// The caller shows only the last lines of the output (a terminal's collapsed
     /// preview): the artifact is kept whenever that hides any, cut or not.
     pub preview: Option<Preview>,
+    /// The command's stderr on a pipe of its own (print mode only): streamed as
+    /// [`Event::Stderr`] and retained as the result's `stderr`, apart from `output`.
+    pub stderr_separate: bool,
 }
 
 /// How many lines of output a terminal's collapsed preview shows.
@@ -90,6 +93,8 @@ pub enum Event<'a> {
     Start(&'a Plan),
     /// Sanitized output text, coalesced (at most one event per 50 ms).
     Output(&'a str),
+    /// The command's stderr under [`RunRequest::stderr_separate`], like `Output`.
+    Stderr(&'a str),
     Notice(&'a str),
 }
 
@@ -199,6 +204,12 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         req.stdin_tty,
         req.stdout_tty,
     );
+    let usage_error = usage_error.or_else(|| {
+        (req.stderr_separate && mode.mode == Mode::Pty).then(|| {
+            "--stderr separate needs print mode: a terminal has one output stream (use --mode print)"
+                .to_string()
+        })
+    });
     let env = exec::env::build(&p.env, std::env::vars(), &req.env, mode.mode == Mode::Pty);
     let shell = shell::resolve(&p.shell, env.vars.get("PATH").map(String::as_str));
     let script = shell::with_prefix(&p.shell.prefix, &normalized.command);
@@ -311,8 +322,11 @@ pub fn execute_with(
     };
     let mut r = carry_out(req, profile, plan, started, cancel, pool, &mut on_event);
     secrets.mask_result(&mut r);
-    if let (Some(a), Some(dir)) = (&r.artifact, artifact_dir) {
-        remember_artifact(&profile.profile, dir, a.id, r.command.clone(), &r);
+    if let Some(dir) = artifact_dir {
+        let stderr = r.stderr.as_ref().and_then(|e| e.artifact.as_ref());
+        for a in r.artifact.iter().chain(stderr) {
+            remember_artifact(&profile.profile, dir.clone(), a.id, r.command.clone(), &r);
+        }
     }
     r
 }
@@ -446,9 +460,27 @@ fn carry_out(
         None,
         req.live_output,
     );
+    // Retained like the output, with a budget and an artifact of its own; line
+    // limits are the output's alone (a real `| head` sees stdout only).
+    let mut err_sink = req.stderr_separate.then(|| {
+        OutputSink::new(
+            SinkConfig {
+                max_bytes: p.output.max_bytes,
+                head_bytes: p.output.head_bytes,
+                max_columns: p.output.max_columns,
+                head_lines: None,
+                tail_lines: None,
+                redact: plan.secrets.clone(),
+            },
+            None,
+            true,
+        )
+    });
     // §4.5, claimed when first needed (never fatal: a failed claim is a warning).
     if let Some(dir) = &plan.artifact_dir {
-        sink = sink.spill_to(ArtifactStore::new(dir.clone(), &p.artifacts));
+        let store = ArtifactStore::new(dir.clone(), &p.artifacts);
+        err_sink = err_sink.map(|s| s.spill_to(store.clone()));
+        sink = sink.spill_to(store);
     }
     on_event(Event::Start(&plan));
     for n in &notices {
@@ -464,7 +496,7 @@ fn carry_out(
             &p.shell.args,
             plan.mode.mode == Mode::Print,
             req.stdin,
-        )
+        ) && !req.stderr_separate
     });
     let start_env = live.is_some().then(|| env.clone());
     if live.is_none() {
@@ -512,7 +544,10 @@ fn carry_out(
         .saturating_sub(state.waited)
         .max(Duration::from_millis(1));
     let grace = Duration::from_millis(p.timeout.kill_grace_ms);
-    let mut on_output = |t: &str| on_event(Event::Output(t));
+    // Two streams, one consumer.
+    let on_event = std::cell::RefCell::new(on_event);
+    let mut on_output = |t: &str| (on_event.borrow_mut())(Event::Output(t));
+    let mut on_stderr = |t: &str| (on_event.borrow_mut())(Event::Stderr(t));
     let mut live_notices = Vec::new();
     let mut session_unchanged = false;
     let outcome = match plan.mode.mode {
@@ -567,6 +602,10 @@ fn carry_out(
             },
             &mut sink,
             &mut on_output,
+            err_sink.as_mut().map(|sink| exec::print::Stderr {
+                sink,
+                on_output: &mut on_stderr,
+            }),
         ),
         Mode::Pty => exec::pty::run(
             &exec::pty::PtyRun {
@@ -587,6 +626,7 @@ fn carry_out(
         ),
     };
     drop(script_file);
+    let on_event = on_event.into_inner();
     for n in &live_notices {
         on_event(Event::Notice(n));
     }
@@ -595,6 +635,7 @@ fn carry_out(
         Ok(o) => o,
         Err(e) => {
             let retained = sink.finish();
+            drop(err_sink.map(OutputSink::finish));
             let mut r = fail(r, exit::FAILURE, e.to_string());
             r.total_bytes = retained.total_bytes;
             return r;
@@ -608,12 +649,34 @@ fn carry_out(
         .map(|p| p.lines(!matches!(outcome.end, End::Exited(0))));
     let retained = sink.finish_previewed(preview);
     warnings.extend(retained.warnings.iter().cloned());
-    notices.extend(limit_hint(&p.limits, &outcome.end, &retained.text));
+    let stderr = err_sink.map(OutputSink::finish);
+    let mut said = retained.text.clone();
+    if let Some(e) = &stderr {
+        warnings.extend(e.warnings.iter().map(|w| format!("stderr: {w}")));
+        notices.extend(
+            e.notice
+                .as_ref()
+                .map(|n| n.replacen("[Showing ", "[Showing stderr: ", 1)),
+        );
+        said.push_str(&e.text);
+    }
+    notices.extend(limit_hint(&p.limits, &outcome.end, &said));
     let final_cwd = state.finish(&outcome.end, session_unchanged).unwrap_or(cwd);
     warnings.append(&mut state.warnings);
-    shape(
+    let mut r = shape(
         r, plan, outcome, retained, notices, warnings, started, final_cwd,
-    )
+    );
+    r.stderr = stderr.map(|e| crate::result::StderrOutput {
+        output: e.text.trim_end_matches('\n').to_string(),
+        truncated: e.truncated,
+        total_bytes: e.total_bytes,
+        total_lines: e.total_lines,
+        output_bytes: e.output_bytes,
+        output_lines: e.output_lines,
+        truncation: e.truncation,
+        artifact: e.artifact,
+    });
+    r
 }
 
 /// The sidecar `artifact list` shows: which command wrote the artifact, where, how
@@ -837,6 +900,7 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
         output_lines: 0,
         truncation: None,
         artifact: None,
+        stderr: None,
         background_killed: vec![],
         notices: vec![],
         warnings: vec![],

@@ -1,6 +1,6 @@
 //! `agentbash run` and `agentbash explain`.
 
-use crate::cli::{FormatArg, ModeArg, RunArgs};
+use crate::cli::{FormatArg, ModeArg, RunArgs, StderrArg};
 use crate::exec::CancelToken;
 use crate::profile::Format;
 use crate::render::json::JsonRenderer;
@@ -62,6 +62,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         super::warn_profile(&profile);
     }
     let stdout_tty = std::io::stdout().is_terminal();
+    let separate = args.stderr == StderrArg::Separate;
     let req = RunRequest {
         command: args.command.join(" "),
         invoking_dir: cwd.clone(),
@@ -70,6 +71,8 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         head: args.head,
         tail: args.tail,
         mode: match args.mode() {
+            // Only print mode can keep stderr apart (a terminal is one stream).
+            ModeArg::Auto if separate => ModeChoice::Print,
             ModeArg::Auto => ModeChoice::Auto,
             ModeArg::Print => ModeChoice::Print,
             ModeArg::Pty => ModeChoice::Pty,
@@ -83,6 +86,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         stdout_tty,
         live_output: true,
         preview: None,
+        stderr_separate: separate,
     };
     let format = match (args.format, args.json, profile.profile.render.format) {
         (_, true, _) => FormatArg::Json,

@@ -41,6 +41,8 @@ pub struct TextRenderer {
     stream_open: bool,
     /// Characters streamed on the current line (for the display clamp).
     stream_col: usize,
+    /// The command's stderr since its last line break (terminal only).
+    err_partial: String,
     /// An interactive PTY viewport was on screen during the run.
     viewport: bool,
     group_open: bool,
@@ -76,6 +78,7 @@ impl TextRenderer {
             streamed: false,
             stream_open: false,
             stream_col: 0,
+            err_partial: String::new(),
             viewport: false,
             group_open: false,
         }
@@ -137,9 +140,30 @@ impl TextRenderer {
         shown
     }
 
+    /// The command's own stderr (`--stderr separate`), to ours as it is produced. On
+    /// a terminal whole lines only, above the live region.
+    fn stderr(&mut self, data: &str) {
+        if !self.tty {
+            err(data);
+            return;
+        }
+        self.err_partial.push_str(data);
+        let Some(end) = self.err_partial.rfind('\n') else {
+            return;
+        };
+        let lines: String = self.err_partial.drain(..=end).collect();
+        match &self.bar {
+            Some(bar) => bar.suspend(|| err(&lines)),
+            None => err(&lines),
+        }
+    }
+
     fn finish_tty(&mut self, r: &RunResult) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
+        }
+        if !self.err_partial.is_empty() {
+            err(&format!("{}\n", std::mem::take(&mut self.err_partial)));
         }
         let dim = owo_colors::Style::new().dimmed();
         let yellow = owo_colors::Style::new().yellow();
@@ -397,6 +421,7 @@ impl Renderer for TextRenderer {
                     bar.set_message(self.live_message());
                 }
             }
+            Event::Stderr(data) => self.stderr(data),
             Event::Notice(_) => {}
         }
     }

@@ -5,6 +5,10 @@ use std::time::Duration;
 
 use crate::support::{TestEnv, s};
 
+fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
 /// Prints a line, sleeps 2 s, prints another.
 const SLOW: &str = "echo first; sleep 2; echo second";
 
@@ -68,4 +72,176 @@ fn profile_ci_creates_its_artifacts_dir_only_for_an_artifact() {
         "{path:?}"
     );
     assert_eq!(std::fs::metadata(&path).expect("artifact").len(), 1_988_895);
+}
+
+/// A tool that prints JSON on stdout and a warning on stderr.
+const TOOL: &str = r#"echo '{"ok": true}'; echo 'warning: config is deprecated' >&2"#;
+
+#[test]
+fn stderr_separate_keeps_stdout_parseable_for_scripts() {
+    let env = TestEnv::new();
+    // As a script would: out=$(agentbash run --stderr separate -- tool); parse "$out".
+    let script = format!(
+        "out=$('{}' run --stderr separate -- {}) || exit 9; printf %s \"$out\" | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"ok\"])'",
+        crate::support::bin().display(),
+        sh_quote(TOOL)
+    );
+    let out = env.program("bash", &["-c", &script]).run();
+    out.assert_code(0);
+    assert_eq!(out.stdout, "True\n");
+    assert_eq!(out.stderr, "warning: config is deprecated\n");
+
+    // The control: merged (the default) puts the warning into $out.
+    let out = env.run(&["run", "--", TOOL]);
+    out.assert_code(0);
+    assert_eq!(
+        out.stdout,
+        "{\"ok\": true}\nwarning: config is deprecated\n"
+    );
+    let out = env.run(&["run", "--stderr", "merged", "--json", "--", TOOL]);
+    assert!(out.json().get("stderr").is_none(), "{}", out.stdout);
+}
+
+#[test]
+fn stderr_separate_passes_stderr_through_as_it_is_produced() {
+    use std::io::BufRead;
+    let env = TestEnv::new();
+    let mut cmd = env
+        .cmd(&[
+            "run",
+            "--stderr",
+            "separate",
+            "--",
+            "echo early >&2; sleep 2; echo late >&2; echo out",
+        ])
+        .into_command();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let started = std::time::Instant::now();
+    let mut child = cmd.spawn().expect("agentbash starts");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut first = String::new();
+    stderr.read_line(&mut first).expect("a stderr line");
+    let at = started.elapsed();
+    let status = child.wait().expect("agentbash ends");
+    let ended = started.elapsed();
+    assert_eq!(first, "early\n");
+    assert!(status.success());
+    assert!(
+        at + Duration::from_millis(1000) < ended,
+        "stderr's first line came at {at:?}, the run ended at {ended:?}"
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("rest of stderr");
+    assert_eq!(rest, "late\n");
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().expect("stdout"), &mut stdout)
+        .expect("stdout");
+    assert_eq!(stdout, "out\n");
+}
+
+#[test]
+fn stderr_separate_in_json_has_its_own_field_and_retention() {
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--stderr",
+        "separate",
+        "--",
+        "echo out1; seq 1 30000 >&2; echo out2",
+    ]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v, "output"), "out1\nout2");
+    assert_eq!(v["truncated"], false);
+    assert!(v["artifact"].is_null(), "stdout was not cut: {v}");
+    let e = &v["stderr"];
+    assert_eq!(e["truncated"], true, "{e}");
+    assert_eq!(e["total_lines"], 30000);
+    assert!(s(e, "output").ends_with("\n29999\n30000"), "{e}");
+    // The full stderr is its own artifact, named in a notice.
+    let path = s(&e["artifact"], "path");
+    let full = std::fs::read_to_string(path).expect("stderr artifact");
+    assert_eq!(full.lines().count(), 30000);
+    assert!(full.starts_with("1\n2\n"));
+    let url = s(&e["artifact"], "url");
+    let notices: Vec<&str> = v["notices"]
+        .as_array()
+        .expect("notices")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("[Showing stderr: lines ")
+                && n.ends_with(&format!("Full: {url}]"))),
+        "{notices:?}"
+    );
+
+    // NDJSON tells the streams apart.
+    let out = env.run(&[
+        "run",
+        "--format",
+        "ndjson",
+        "--stderr",
+        "separate",
+        "--",
+        "echo o; echo e >&2",
+    ]);
+    let events = out.ndjson();
+    let data = |kind: &str| -> String {
+        events
+            .iter()
+            .filter(|e| e["type"] == kind)
+            .map(|e| s(e, "data").to_string())
+            .collect()
+    };
+    assert_eq!(
+        (data("output"), data("stderr")),
+        ("o\n".into(), "e\n".into())
+    );
+}
+
+#[test]
+fn stderr_separate_is_redacted_like_the_output() {
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "run",
+        "-p",
+        "agent",
+        "--stderr",
+        "separate",
+        "-e",
+        "MY_TOKEN=supersecretvalue123",
+        "--",
+        "echo \"token $MY_TOKEN\" >&2",
+    ]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v["stderr"], "output"), "token [REDACTED:MY_TOKEN]");
+    assert!(!out.stdout.contains("supersecretvalue123"));
+}
+
+#[test]
+fn stderr_separate_refuses_a_terminal() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--pty", "--stderr", "separate", "--", "touch ran"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("needs print mode"), "{}", out.stderr);
+    assert!(!env.work().join("ran").exists(), "the command ran");
+    // Auto mode picks print mode for it, even where the profile asks for a PTY.
+    env.write("on.toml", "[pty]\nmode = \"on\"\n");
+    let out = env.run(&[
+        "run",
+        "-p",
+        "./on.toml",
+        "--stderr",
+        "separate",
+        "--",
+        "echo o; echo e >&2",
+    ]);
+    out.assert_code(0);
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("o\n", "e\n"));
 }
