@@ -2,8 +2,10 @@
 //!
 //! On a terminal: a header, a live region while the command runs (spinner, elapsed
 //! time, the last lines), then a collapsed preview, a warning line for cuts, and a
-//! footer. Into a pipe: stdout carries only the command's shaped output (streamed as
-//! produced with `render.live = "stream"`), and agentbash's own words go to stderr.
+//! footer; a preview that hides lines names the artifact that keeps them. Into a
+//! pipe: stdout carries only the command's shaped output, and agentbash's own words go
+//! to stderr. With `render.live = "stream"` (`--stream`) the output is written as it
+//! is produced, on a terminal too (then there is no live region and no preview).
 
 use super::{Renderer, err, out};
 use crate::display::{escape_controls, escape_controls_multiline};

@@ -202,3 +202,29 @@ fn preview_lines_on_failure_is_validated() {
     );
     assert!(!out.stdout.contains("never"));
 }
+
+#[test]
+fn stderr_separate_on_a_terminal_shows_whole_stderr_lines_above_the_preview() {
+    let env = TestEnv::new();
+    let all = run_in_terminal(
+        &env,
+        "--stderr separate",
+        "for i in $(seq 15); do echo line $i; echo warn $i >&2; sleep 0.02; done; printf tail >&2",
+    );
+    assert!(all.contains("ab-exit=0"), "{all}");
+    let warns: Vec<&str> = all
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| l.starts_with("warn "))
+        .collect();
+    let want: Vec<String> = (1..=15).map(|i| format!("warn {i}")).collect();
+    assert_eq!(warns, want, "every stderr line whole, in order:\n{all}");
+    assert!(all.lines().any(|l| l.trim_end() == "tail"), "{all}");
+    // stdout alone is previewed (and what the preview hides is kept).
+    assert_eq!(numbered(&all), (6..=15).collect::<Vec<_>>(), "{all}");
+    let (count, args) = hidden_note(&all).unwrap_or_else(|| panic!("no hidden note:\n{all}"));
+    assert_eq!(count, 5, "{all}");
+    let shown = artifact_show(&env, &args);
+    assert_eq!(numbered(&shown), (1..=15).collect::<Vec<_>>(), "{shown}");
+    assert!(!shown.contains("warn"), "{shown}");
+}
