@@ -56,7 +56,7 @@ never\t''"
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l tools -d 'Comma-separated tools the caller has (for the interceptor); overrides the profile' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s e -l env -d 'Extra environment variable for the command (repeatable)' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s s -l session -d 'Persistent session: cwd, exported variables, functions and aliases carry over' -r
-complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l stderr -d 'The command\'s stderr: merged into the output, or separate (print mode only)' -r -f -a "merged\t'One pipe: stderr interleaved with stdout as produced'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l stderr -d 'The command\'s stderr: merged into the output (the default), or separate (print mode only)' -r -f -a "merged\t'One pipe: stderr interleaved with stdout as produced'
 separate\t'stderr on a pipe of its own: to agentbash\'s stderr as produced (text), the result\'s `stderr` (JSON)'"
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l pty -d 'Force PTY mode (same as --mode pty)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l no-pty -d 'Forbid PTY mode (same as --mode print)'
@@ -84,7 +84,7 @@ never\t''"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l tools -d 'Comma-separated tools the caller has (for the interceptor); overrides the profile' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s e -l env -d 'Extra environment variable for the command (repeatable)' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s s -l session -d 'Persistent session: cwd, exported variables, functions and aliases carry over' -r
-complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l stderr -d 'The command\'s stderr: merged into the output, or separate (print mode only)' -r -f -a "merged\t'One pipe: stderr interleaved with stdout as produced'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l stderr -d 'The command\'s stderr: merged into the output (the default), or separate (print mode only)' -r -f -a "merged\t'One pipe: stderr interleaved with stdout as produced'
 separate\t'stderr on a pipe of its own: to agentbash\'s stderr as produced (text), the result\'s `stderr` (JSON)'"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l pty -d 'Force PTY mode (same as --mode pty)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l no-pty -d 'Forbid PTY mode (same as --mode print)'

@@ -46,7 +46,7 @@ _arguments "${_arguments_options[@]}" : \
 '*--env=[Extra environment variable for the command (repeatable)]:KEY=VALUE:_default' \
 '-s+[Persistent session\: cwd, exported variables, functions and aliases carry over]:NAME:_default' \
 '--session=[Persistent session\: cwd, exported variables, functions and aliases carry over]:NAME:_default' \
-'--stderr=[The command'\''s stderr\: merged into the output, or separate (print mode only)]:HOW:((merged\:"One pipe\: stderr interleaved with stdout as produced"
+'--stderr=[The command'\''s stderr\: merged into the output (the default), or separate (print mode only)]:HOW:((merged\:"One pipe\: stderr interleaved with stdout as produced"
 separate\:"stderr on a pipe of its own\: to agentbash'\''s stderr as produced (text), the result'\''s \`stderr\` (JSON)"))' \
 '(--no-pty)--pty[Force PTY mode (same as --mode pty)]' \
 '--no-pty[Forbid PTY mode (same as --mode print)]' \
@@ -80,7 +80,7 @@ _arguments "${_arguments_options[@]}" : \
 '*--env=[Extra environment variable for the command (repeatable)]:KEY=VALUE:_default' \
 '-s+[Persistent session\: cwd, exported variables, functions and aliases carry over]:NAME:_default' \
 '--session=[Persistent session\: cwd, exported variables, functions and aliases carry over]:NAME:_default' \
-'--stderr=[The command'\''s stderr\: merged into the output, or separate (print mode only)]:HOW:((merged\:"One pipe\: stderr interleaved with stdout as produced"
+'--stderr=[The command'\''s stderr\: merged into the output (the default), or separate (print mode only)]:HOW:((merged\:"One pipe\: stderr interleaved with stdout as produced"
 separate\:"stderr on a pipe of its own\: to agentbash'\''s stderr as produced (text), the result'\''s \`stderr\` (JSON)"))' \
 '(--no-pty)--pty[Force PTY mode (same as --mode pty)]' \
 '--no-pty[Forbid PTY mode (same as --mode print)]' \

@@ -318,9 +318,10 @@ pub struct RunArgs {
     /// Text format: write the output as it is produced, into a pipe as on a terminal (the profile's render.live = "stream").
     #[arg(long)]
     pub stream: bool,
-    /// The command's stderr: merged into the output, or separate (print mode only).
-    #[arg(long, value_enum, value_name = "HOW", default_value_t = StderrArg::Merged)]
-    pub stderr: StderrArg,
+    /// The command's stderr: merged into the output (the default), or separate (print mode only).
+    // No clap default: building one costs every run's start-up.
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub stderr: Option<StderrArg>,
     /// Text format: output only, no header, footer or notices.
     #[arg(short, long)]
     pub quiet: bool,

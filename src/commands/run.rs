@@ -62,7 +62,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         super::warn_profile(&profile);
     }
     let stdout_tty = std::io::stdout().is_terminal();
-    let separate = args.stderr == StderrArg::Separate;
+    let separate = args.stderr == Some(StderrArg::Separate);
     let req = RunRequest {
         command: args.command.join(" "),
         invoking_dir: cwd.clone(),
