@@ -476,7 +476,7 @@ fn carry_out(
             true,
         )
     });
-    // §4.5, claimed when first needed (never fatal: a failed claim is a warning).
+    // The artifact is claimed when first needed; never fatal (a failed claim is a warning).
     if let Some(dir) = &plan.artifact_dir {
         let store = ArtifactStore::new(dir.clone(), &p.artifacts);
         err_sink = err_sink.map(|s| s.spill_to(store.clone()));
