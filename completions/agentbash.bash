@@ -542,7 +542,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__explain)
-            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --env --session --stdin --expand --quiet --help"
+            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --env --session --stdin --expand --stream --stderr --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -616,6 +616,10 @@ _agentbash() {
                     ;;
                 -s)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stderr)
+                    COMPREPLY=($(compgen -W "merged separate" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1390,7 +1394,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__run)
-            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --env --session --stdin --expand --quiet --help"
+            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --env --session --stdin --expand --stream --stderr --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1464,6 +1468,10 @@ _agentbash() {
                     ;;
                 -s)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stderr)
+                    COMPREPLY=($(compgen -W "merged separate" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1819,7 +1827,7 @@ _agentbash_with_values() {
         fi
         case "$word" in
             --) dashdash=1; start=$((i + 1)) ;;
-            --color|--cwd|--env|--format|--head|--mode|--profile|--session|--tail|--timeout|--tools|-C|-e|-p|-s|-t) i+=1 ;;
+            --color|--cwd|--env|--format|--head|--mode|--profile|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) i+=1 ;;
             -*) ;;
             *)
                 case "$path/$word" in
@@ -1831,7 +1839,7 @@ _agentbash_with_values() {
     if (( ! dashdash )); then
         case "$prev" in
             --profile|-p) _agentbash_profiles "$cur"; return 0 ;;
-            --color|--cwd|--env|--format|--head|--mode|--profile|--session|--tail|--timeout|--tools|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
+            --color|--cwd|--env|--format|--head|--mode|--profile|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
         esac
     fi
     # After the first word of the shell command (or `--`) everything is the command's.

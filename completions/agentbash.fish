@@ -56,14 +56,17 @@ never\t''"
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l tools -d 'Comma-separated tools the caller has (for the interceptor); overrides the profile' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s e -l env -d 'Extra environment variable for the command (repeatable)' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s s -l session -d 'Persistent session: cwd, exported variables, functions and aliases carry over' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l stderr -d 'The command\'s stderr: merged into the output (the default), or separate (print mode only)' -r -f -a "merged\t'One pipe: stderr interleaved with stdout as produced'
+separate\t'stderr on a pipe of its own: to agentbash\'s stderr as produced (text), the result\'s `stderr` (JSON)'"
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l pty -d 'Force PTY mode (same as --mode pty)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l no-pty -d 'Forbid PTY mode (same as --mode print)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l json -d 'Same as --format json'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l no-intercept -d 'Skip the interceptor'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l stdin -d 'Give the command agentbash\'s stdin (default: the null device)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l expand -d 'Text format: show the whole retained output instead of the collapsed preview'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l stream -d 'Text format: write the output as it is produced, into a pipe as on a terminal (the profile\'s render.live = "stream")'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s q -l quiet -d 'Text format: output only, no header, footer or notices'
-complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s C -l cwd -d 'Working directory, relative to the invoking directory (or the session\'s cwd)' -r -f -a "(__fish_complete_directories)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s t -l timeout -d 'Requested timeout in seconds, clamped to the profile\'s allowed range' -r
@@ -81,14 +84,17 @@ never\t''"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l tools -d 'Comma-separated tools the caller has (for the interceptor); overrides the profile' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s e -l env -d 'Extra environment variable for the command (repeatable)' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s s -l session -d 'Persistent session: cwd, exported variables, functions and aliases carry over' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l stderr -d 'The command\'s stderr: merged into the output (the default), or separate (print mode only)' -r -f -a "merged\t'One pipe: stderr interleaved with stdout as produced'
+separate\t'stderr on a pipe of its own: to agentbash\'s stderr as produced (text), the result\'s `stderr` (JSON)'"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l pty -d 'Force PTY mode (same as --mode pty)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l no-pty -d 'Forbid PTY mode (same as --mode print)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l json -d 'Same as --format json'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l no-intercept -d 'Skip the interceptor'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l stdin -d 'Give the command agentbash\'s stdin (default: the null device)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l expand -d 'Text format: show the whole retained output instead of the collapsed preview'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l stream -d 'Text format: write the output as it is produced, into a pipe as on a terminal (the profile\'s render.live = "stream")'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s q -l quiet -d 'Text format: output only, no header, footer or notices'
-complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"

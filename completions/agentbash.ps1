@@ -57,16 +57,18 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
+            [CompletionResult]::new('--stderr', '--stderr', [CompletionResultType]::ParameterName, 'The command''s stderr: merged into the output (the default), or separate (print mode only)')
             [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'Force PTY mode (same as --mode pty)')
             [CompletionResult]::new('--no-pty', '--no-pty', [CompletionResultType]::ParameterName, 'Forbid PTY mode (same as --mode print)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Same as --format json')
             [CompletionResult]::new('--no-intercept', '--no-intercept', [CompletionResultType]::ParameterName, 'Skip the interceptor')
             [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'Give the command agentbash''s stdin (default: the null device)')
             [CompletionResult]::new('--expand', '--expand', [CompletionResultType]::ParameterName, 'Text format: show the whole retained output instead of the collapsed preview')
+            [CompletionResult]::new('--stream', '--stream', [CompletionResultType]::ParameterName, 'Text format: write the output as it is produced, into a pipe as on a terminal (the profile''s render.live = "stream")')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'agentbash;explain' {
@@ -86,16 +88,18 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
+            [CompletionResult]::new('--stderr', '--stderr', [CompletionResultType]::ParameterName, 'The command''s stderr: merged into the output (the default), or separate (print mode only)')
             [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'Force PTY mode (same as --mode pty)')
             [CompletionResult]::new('--no-pty', '--no-pty', [CompletionResultType]::ParameterName, 'Forbid PTY mode (same as --mode print)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Same as --format json')
             [CompletionResult]::new('--no-intercept', '--no-intercept', [CompletionResultType]::ParameterName, 'Skip the interceptor')
             [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'Give the command agentbash''s stdin (default: the null device)')
             [CompletionResult]::new('--expand', '--expand', [CompletionResultType]::ParameterName, 'Text format: show the whole retained output instead of the collapsed preview')
+            [CompletionResult]::new('--stream', '--stream', [CompletionResultType]::ParameterName, 'Text format: write the output as it is produced, into a pipe as on a terminal (the profile''s render.live = "stream")')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Text format: output only, no header, footer or notices')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'agentbash;rpc' {

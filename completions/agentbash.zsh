@@ -46,16 +46,19 @@ _arguments "${_arguments_options[@]}" : \
 '*--env=[Extra environment variable for the command (repeatable)]:KEY=VALUE:_default' \
 '-s+[Persistent session\: cwd, exported variables, functions and aliases carry over]:NAME:_default' \
 '--session=[Persistent session\: cwd, exported variables, functions and aliases carry over]:NAME:_default' \
+'--stderr=[The command'\''s stderr\: merged into the output (the default), or separate (print mode only)]:HOW:((merged\:"One pipe\: stderr interleaved with stdout as produced"
+separate\:"stderr on a pipe of its own\: to agentbash'\''s stderr as produced (text), the result'\''s \`stderr\` (JSON)"))' \
 '(--no-pty)--pty[Force PTY mode (same as --mode pty)]' \
 '--no-pty[Forbid PTY mode (same as --mode print)]' \
 '--json[Same as --format json]' \
 '--no-intercept[Skip the interceptor]' \
 '--stdin[Give the command agentbash'\''s stdin (default\: the null device)]' \
 '--expand[Text format\: show the whole retained output instead of the collapsed preview]' \
+'--stream[Text format\: write the output as it is produced, into a pipe as on a terminal (the profile'\''s render.live = "stream")]' \
 '-q[Text format\: output only, no header, footer or notices]' \
 '--quiet[Text format\: output only, no header, footer or notices]' \
-'-h[Print help]' \
-'--help[Print help]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
 '*::command -- The command; words are joined with single spaces into one shell command text:_cmdambivalent' \
 && ret=0
 ;;
@@ -77,16 +80,19 @@ _arguments "${_arguments_options[@]}" : \
 '*--env=[Extra environment variable for the command (repeatable)]:KEY=VALUE:_default' \
 '-s+[Persistent session\: cwd, exported variables, functions and aliases carry over]:NAME:_default' \
 '--session=[Persistent session\: cwd, exported variables, functions and aliases carry over]:NAME:_default' \
+'--stderr=[The command'\''s stderr\: merged into the output (the default), or separate (print mode only)]:HOW:((merged\:"One pipe\: stderr interleaved with stdout as produced"
+separate\:"stderr on a pipe of its own\: to agentbash'\''s stderr as produced (text), the result'\''s \`stderr\` (JSON)"))' \
 '(--no-pty)--pty[Force PTY mode (same as --mode pty)]' \
 '--no-pty[Forbid PTY mode (same as --mode print)]' \
 '--json[Same as --format json]' \
 '--no-intercept[Skip the interceptor]' \
 '--stdin[Give the command agentbash'\''s stdin (default\: the null device)]' \
 '--expand[Text format\: show the whole retained output instead of the collapsed preview]' \
+'--stream[Text format\: write the output as it is produced, into a pipe as on a terminal (the profile'\''s render.live = "stream")]' \
 '-q[Text format\: output only, no header, footer or notices]' \
 '--quiet[Text format\: output only, no header, footer or notices]' \
-'-h[Print help]' \
-'--help[Print help]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
 '*::command -- The command; words are joined with single spaces into one shell command text:_cmdambivalent' \
 && ret=0
 ;;

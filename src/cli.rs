@@ -244,6 +244,15 @@ pub enum FormatArg {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum StderrArg {
+    /// One pipe: stderr interleaved with stdout as produced.
+    #[default]
+    Merged,
+    /// stderr on a pipe of its own: to agentbash's stderr as produced (text), the result's `stderr` (JSON).
+    Separate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum ColorArg {
     #[default]
     Auto,
@@ -306,6 +315,13 @@ pub struct RunArgs {
     /// Text format: show the whole retained output instead of the collapsed preview.
     #[arg(long)]
     pub expand: bool,
+    /// Text format: write the output as it is produced, into a pipe as on a terminal (the profile's render.live = "stream").
+    #[arg(long)]
+    pub stream: bool,
+    /// The command's stderr: merged into the output (the default), or separate (print mode only).
+    // No clap default: building one costs every run's start-up.
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub stderr: Option<StderrArg>,
     /// Text format: output only, no header, footer or notices.
     #[arg(short, long)]
     pub quiet: bool,

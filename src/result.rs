@@ -45,6 +45,10 @@ pub struct RunResult {
     pub output_lines: u64,
     pub truncation: Option<Truncation>,
     pub artifact: Option<ArtifactRef>,
+    /// `--stderr separate`: the command's stderr, kept apart from `output` (which then
+    /// holds stdout only). Absent when stderr is merged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<StderrOutput>,
     pub background_killed: Vec<KilledProcess>,
     pub notices: Vec<String>,
     pub warnings: Vec<String>,
@@ -62,6 +66,21 @@ pub struct RunResult {
     /// `output`; renderers show it as it is.
     #[serde(skip)]
     pub annotation: Option<String>,
+}
+
+/// The command's stderr under `--stderr separate`: retained like the output (its own
+/// `output.max_bytes` budget, head and column cap; line limits are the output's
+/// alone, as a real `| head` would see only stdout), with its own artifact when cut.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StderrOutput {
+    pub output: String,
+    pub truncated: bool,
+    pub total_bytes: u64,
+    pub total_lines: u64,
+    pub output_bytes: u64,
+    pub output_lines: u64,
+    pub truncation: Option<Truncation>,
+    pub artifact: Option<ArtifactRef>,
 }
 
 /// `SIGKILL` for 9, etc.

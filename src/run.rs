@@ -8,7 +8,7 @@ use crate::exec::{self, CancelToken, End, ExecOutcome, SpawnSpec, env::BuiltEnv}
 use crate::exit;
 use crate::intercept::{self, Interception};
 use crate::normalize::{self, Normalized};
-use crate::output::artifact::{self, Allocated, ArtifactStore};
+use crate::output::artifact::{self, ArtifactStore};
 use crate::output::redact::Secrets;
 use crate::output::sink::{OutputSink, SinkConfig};
 use crate::profile::LoadedProfile;
@@ -41,6 +41,40 @@ pub struct RunRequest {
     /// Deliver `Event::Output` while the command runs (off saves copying when
     /// nobody watches live).
     pub live_output: bool,
+    /// The caller shows only the last lines of the output (a terminal's collapsed
+    /// preview): the artifact is kept whenever that hides any, cut or not.
+    pub preview: Option<Preview>,
+    /// The command's stderr on a pipe of its own (print mode only): streamed as
+    /// [`Event::Stderr`] and retained as the result's `stderr`, apart from `output`.
+    pub stderr_separate: bool,
+}
+
+/// How many lines of output a terminal's collapsed preview shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preview {
+    /// `render.preview_lines`.
+    pub lines: usize,
+    /// `render.preview_lines_on_failure`: at least this many for a run that did not
+    /// exit 0 (the error is rarely in the last few lines).
+    pub on_failure: usize,
+}
+
+impl Preview {
+    pub fn for_profile(r: &crate::profile::RenderCfg) -> Self {
+        Preview {
+            lines: r.preview_lines,
+            on_failure: r.preview_lines_on_failure,
+        }
+    }
+
+    /// The lines shown for a run that succeeded or `failed`.
+    pub fn lines(&self, failed: bool) -> usize {
+        if failed {
+            self.lines.max(self.on_failure)
+        } else {
+            self.lines
+        }
+    }
 }
 
 impl RunRequest {
@@ -59,6 +93,8 @@ pub enum Event<'a> {
     Start(&'a Plan),
     /// Sanitized output text, coalesced (at most one event per 50 ms).
     Output(&'a str),
+    /// The command's stderr under [`RunRequest::stderr_separate`], like `Output`.
+    Stderr(&'a str),
     Notice(&'a str),
 }
 
@@ -168,6 +204,12 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         req.stdin_tty,
         req.stdout_tty,
     );
+    let usage_error = usage_error.or_else(|| {
+        (req.stderr_separate && mode.mode == Mode::Pty).then(|| {
+            "--stderr separate needs print mode: a terminal has one output stream (use --mode print)"
+                .to_string()
+        })
+    });
     let env = exec::env::build(&p.env, std::env::vars(), &req.env, mode.mode == Mode::Pty);
     let shell = shell::resolve(&p.shell, env.vars.get("PATH").map(String::as_str));
     let script = shell::with_prefix(&p.shell.prefix, &normalized.command);
@@ -280,8 +322,11 @@ pub fn execute_with(
     };
     let mut r = carry_out(req, profile, plan, started, cancel, pool, &mut on_event);
     secrets.mask_result(&mut r);
-    if let (Some(a), Some(dir)) = (&r.artifact, artifact_dir) {
-        remember_artifact(&profile.profile, dir, a.id, r.command.clone(), &r);
+    if let Some(dir) = artifact_dir {
+        let stderr = r.stderr.as_ref().and_then(|e| e.artifact.as_ref());
+        for a in r.artifact.iter().chain(stderr) {
+            remember_artifact(&profile.profile, dir.clone(), a.id, r.command.clone(), &r);
+        }
     }
     r
 }
@@ -402,20 +447,6 @@ fn carry_out(
     r.cwd = cwd.display().to_string();
     notices.extend(plan.timeout.notice.clone());
     notices.extend(plan.mode.notice.clone());
-    // §4.5: never fatal.
-    let allocated: Option<Allocated> = plan.artifact_dir.as_ref().and_then(|dir| {
-        let store = ArtifactStore::new(dir.clone(), &p.artifacts);
-        match store.allocate() {
-            Ok(a) => Some(a),
-            Err(e) => {
-                warnings.push(format!(
-                    "artifacts unavailable ({}: {e}); output beyond the limit will not be saved",
-                    dir.display()
-                ));
-                None
-            }
-        }
-    });
     let redact = plan.secrets.clone();
     let mut sink = OutputSink::new(
         SinkConfig {
@@ -427,9 +458,32 @@ fn carry_out(
             stop_after_lines: plan.normalized.stop_after,
             redact,
         },
-        allocated,
+        None,
         req.live_output,
     );
+    // Retained like the output, with a budget and an artifact of its own; line
+    // limits are the output's alone (a real `| head` sees stdout only).
+    let mut err_sink = req.stderr_separate.then(|| {
+        OutputSink::new(
+            SinkConfig {
+                max_bytes: p.output.max_bytes,
+                head_bytes: p.output.head_bytes,
+                max_columns: p.output.max_columns,
+                head_lines: None,
+                tail_lines: None,
+                stop_after_lines: None,
+                redact: plan.secrets.clone(),
+            },
+            None,
+            true,
+        )
+    });
+    // The artifact is claimed when first needed; never fatal (a failed claim is a warning).
+    if let Some(dir) = &plan.artifact_dir {
+        let store = ArtifactStore::new(dir.clone(), &p.artifacts);
+        err_sink = err_sink.map(|s| s.spill_to(store.clone()));
+        sink = sink.spill_to(store);
+    }
     on_event(Event::Start(&plan));
     for n in &notices {
         on_event(Event::Notice(n));
@@ -447,6 +501,7 @@ fn carry_out(
             plan.mode.mode == Mode::Print,
             req.stdin,
         ) && plan.normalized.stop_after.is_none()
+            && !req.stderr_separate
     });
     let start_env = live.is_some().then(|| env.clone());
     if live.is_none() {
@@ -494,7 +549,10 @@ fn carry_out(
         .saturating_sub(state.waited)
         .max(Duration::from_millis(1));
     let grace = Duration::from_millis(p.timeout.kill_grace_ms);
-    let mut on_output = |t: &str| on_event(Event::Output(t));
+    // Two streams, one consumer.
+    let on_event = std::cell::RefCell::new(on_event);
+    let mut on_output = |t: &str| (on_event.borrow_mut())(Event::Output(t));
+    let mut on_stderr = |t: &str| (on_event.borrow_mut())(Event::Stderr(t));
     let mut live_notices = Vec::new();
     let mut session_unchanged = false;
     let outcome = match plan.mode.mode {
@@ -549,6 +607,10 @@ fn carry_out(
             },
             &mut sink,
             &mut on_output,
+            err_sink.as_mut().map(|sink| exec::print::Stderr {
+                sink,
+                on_output: &mut on_stderr,
+            }),
         ),
         Mode::Pty => exec::pty::run(
             &exec::pty::PtyRun {
@@ -569,6 +631,7 @@ fn carry_out(
         ),
     };
     drop(script_file);
+    let on_event = on_event.into_inner();
     for n in &live_notices {
         on_event(Event::Notice(n));
     }
@@ -577,19 +640,48 @@ fn carry_out(
         Ok(o) => o,
         Err(e) => {
             let retained = sink.finish();
+            drop(err_sink.map(OutputSink::finish));
             let mut r = fail(r, exit::FAILURE, e.to_string());
             r.total_bytes = retained.total_bytes;
             return r;
         }
     };
-    let retained = sink.finish();
+    // An interactive PTY run leaves its final screen in view instead of a preview.
+    let viewport = plan.mode.mode == Mode::Pty && req.stdin_tty && req.stdout_tty;
+    let preview = req
+        .preview
+        .filter(|_| !viewport)
+        .map(|p| p.lines(!matches!(outcome.end, End::Exited(0))));
+    let retained = sink.finish_previewed(preview);
     warnings.extend(retained.warnings.iter().cloned());
-    notices.extend(limit_hint(&p.limits, &outcome.end, &retained.text));
+    let stderr = err_sink.map(OutputSink::finish);
+    let mut said = retained.text.clone();
+    if let Some(e) = &stderr {
+        warnings.extend(e.warnings.iter().map(|w| format!("stderr: {w}")));
+        notices.extend(
+            e.notice
+                .as_ref()
+                .map(|n| n.replacen("[Showing ", "[Showing stderr: ", 1)),
+        );
+        said.push_str(&e.text);
+    }
+    notices.extend(limit_hint(&p.limits, &outcome.end, &said));
     let final_cwd = state.finish(&outcome.end, session_unchanged).unwrap_or(cwd);
     warnings.append(&mut state.warnings);
-    shape(
+    let mut r = shape(
         r, plan, outcome, retained, notices, warnings, started, final_cwd,
-    )
+    );
+    r.stderr = stderr.map(|e| crate::result::StderrOutput {
+        output: e.text.trim_end_matches('\n').to_string(),
+        truncated: e.truncated,
+        total_bytes: e.total_bytes,
+        total_lines: e.total_lines,
+        output_bytes: e.output_bytes,
+        output_lines: e.output_lines,
+        truncation: e.truncation,
+        artifact: e.artifact,
+    });
+    r
 }
 
 /// The sidecar `artifact list` shows: which command wrote the artifact, where, how
@@ -813,6 +905,7 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
         output_lines: 0,
         truncation: None,
         artifact: None,
+        stderr: None,
         background_killed: vec![],
         notices: vec![],
         warnings: vec![],

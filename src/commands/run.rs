@@ -1,6 +1,6 @@
 //! `agentbash run` and `agentbash explain`.
 
-use crate::cli::{FormatArg, ModeArg, RunArgs};
+use crate::cli::{FormatArg, ModeArg, RunArgs, StderrArg};
 use crate::exec::CancelToken;
 use crate::profile::Format;
 use crate::render::json::JsonRenderer;
@@ -26,6 +26,19 @@ pub fn install_signal_handlers(token: &CancelToken) {
     crate::exec::process::on_stop_signals(on_signal);
 }
 
+/// `word` as one shell word: as it is when it needs no quoting, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._/:@%+=,-".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        crate::exec::state::quote(word)
+    }
+}
+
 pub fn run(args: RunArgs, explain: bool) -> i32 {
     let cwd = match std::env::current_dir() {
         Ok(c) => c,
@@ -49,6 +62,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         super::warn_profile(&profile);
     }
     let stdout_tty = std::io::stdout().is_terminal();
+    let separate = args.stderr == Some(StderrArg::Separate);
     let req = RunRequest {
         command: args.command.join(" "),
         invoking_dir: cwd.clone(),
@@ -57,6 +71,8 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         head: args.head,
         tail: args.tail,
         mode: match args.mode() {
+            // Only print mode can keep stderr apart (a terminal is one stream).
+            ModeArg::Auto if separate => ModeChoice::Print,
             ModeArg::Auto => ModeChoice::Auto,
             ModeArg::Print => ModeChoice::Print,
             ModeArg::Pty => ModeChoice::Pty,
@@ -69,6 +85,8 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         stdin_tty: std::io::stdin().is_terminal(),
         stdout_tty,
         live_output: true,
+        preview: None,
+        stderr_separate: separate,
     };
     let format = match (args.format, args.json, profile.profile.render.format) {
         (_, true, _) => FormatArg::Json,
@@ -80,10 +98,33 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
     if explain {
         return super::explain::explain(&req, &profile, format);
     }
+    if args.stream && format == FormatArg::Json {
+        err(
+            "agentbash: --stream writes text as it is produced; for JSON, --format ndjson streams output events\n",
+        );
+        return crate::exit::USAGE;
+    }
+    let live = if args.stream {
+        crate::profile::Live::Stream
+    } else {
+        profile.profile.render.live
+    };
     let mut req = req;
-    req.live_output = format == FormatArg::Ndjson
-        || stdout_tty
-        || profile.profile.render.live == crate::profile::Live::Stream;
+    req.live_output =
+        format == FormatArg::Ndjson || stdout_tty || live == crate::profile::Live::Stream;
+    // Only the collapsed preview hides lines (streamed output was all shown).
+    let preview = crate::run::Preview::for_profile(&profile.profile.render);
+    req.preview = (format == FormatArg::Text
+        && stdout_tty
+        && !args.expand
+        && !args.quiet
+        && live != crate::profile::Live::Stream)
+        .then_some(preview);
+    // `artifact show` reads the default profile's store unless told otherwise.
+    let profile_flag = match args.profile.as_deref() {
+        None | Some("default") => String::new(),
+        Some(p) => format!(" -p {}", shell_word(p)),
+    };
     crate::exec::process::set_exclusive_process();
     let token = CancelToken::new();
     install_signal_handlers(&token);
@@ -99,8 +140,9 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
             crate::render::color_enabled(args.color, stdout_tty),
             args.quiet,
             args.expand,
-            p.render.live,
-            p.render.preview_lines,
+            live,
+            preview,
+            crate::display::escape_controls(&profile_flag).into_owned(),
             cwd.display().to_string(),
             github,
         )),

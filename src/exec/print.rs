@@ -1,8 +1,8 @@
 //! §4.7 Print mode: the command writes to one pipe (stdout and stderr interleaved as
-//! produced), read by a single poll loop that also watches the deadline, the cancel
-//! token and the child's exit. After the shell exits, output is drained until EOF, or
-//! 250 ms without output, or 2 s in all, so a background job holding the pipe open
-//! never makes the run hang.
+//! produced; with `--stderr separate`, stderr to a second one), read by a single poll
+//! loop that also watches the deadline, the cancel token and the child's exit. After
+//! the shell exits, output is drained until EOF, or 250 ms without output, or 2 s in
+//! all, so a background job holding a pipe open never makes the run hang.
 
 use super::process::{self, ChildIo, Teardown};
 use super::{CancelToken, End, ExecError, ExecOutcome, SpawnSpec};
@@ -107,21 +107,90 @@ pub(crate) fn pidfd_open(pid: i32) -> Option<OwnedFd> {
     None
 }
 
+/// `--stderr separate`: the command's stderr, read from a pipe of its own into
+/// `sink`; `on_output` gets its coalesced live text.
+pub struct Stderr<'a> {
+    pub sink: &'a mut OutputSink,
+    pub on_output: &'a mut dyn FnMut(&str),
+}
+
+/// One output pipe of the command, and where what is read from it goes.
+struct Pipe<'a> {
+    /// Dropped (closing our end of the pipe) when a head limit is filled and the
+    /// command is stopped like `| head` would stop it (see `OutputSink::wants_more`).
+    fd: Option<OwnedFd>,
+    eof: bool,
+    sink: &'a mut OutputSink,
+    on_output: &'a mut dyn FnMut(&str),
+    last_emit: Instant,
+}
+
+impl<'a> Pipe<'a> {
+    fn new(fd: OwnedFd, sink: &'a mut OutputSink, on_output: &'a mut dyn FnMut(&str)) -> Self {
+        Pipe {
+            fd: Some(fd),
+            eof: false,
+            sink,
+            on_output,
+            last_emit: Instant::now() - EVENT_INTERVAL,
+        }
+    }
+
+    /// The descriptor to wait on, while there is more to read.
+    fn open_fd(&self) -> Option<i32> {
+        self.fd
+            .as_ref()
+            .filter(|_| !self.eof)
+            .map(|f| f.as_raw_fd())
+    }
+
+    /// Send the live text when it is due (at once with `now_anyway`).
+    fn emit(&mut self, now: Instant, now_anyway: bool) {
+        if self.sink.has_pending()
+            && (now_anyway
+                || self.sink.pending_full()
+                || now.duration_since(self.last_emit) >= EVENT_INTERVAL)
+        {
+            if let Some(t) = self.sink.take_pending() {
+                (self.on_output)(&t);
+            }
+            self.last_emit = now;
+        }
+    }
+
+    /// Read what is available; returns the bytes read.
+    fn read(&mut self, buf: &mut [u8]) -> usize {
+        let Some(fd) = self.open_fd() else {
+            return 0;
+        };
+        let (n, eof) = read_available(fd, buf, self.sink);
+        self.eof = eof;
+        n
+    }
+}
+
 /// Run `req` in print mode, feeding `sink`; `on_output` gets coalesced live text.
+/// With `stderr`, the command's stderr has a pipe of its own (one poll loop reads
+/// both); without, stdout and stderr share one pipe, interleaved as produced.
 pub fn run(
     req: &PrintRequest<'_>,
     sink: &mut OutputSink,
     on_output: &mut dyn FnMut(&str),
+    stderr: Option<Stderr<'_>>,
 ) -> Result<ExecOutcome, ExecError> {
     let (r, w) = pipe()?;
-    let w2 = w.try_clone()?;
+    let err_pipe = stderr.as_ref().map(|_| pipe()).transpose()?;
+    let (err_r, err_w) = match err_pipe {
+        Some((er, ew)) => (Some(er), ew),
+        None => (None, w.try_clone()?),
+    };
     let stdin = if req.stdin_inherit {
         ChildIo::Inherit
     } else {
         ChildIo::Null
     };
     let mut child =
-        process::spawn(req.spawn, stdin, ChildIo::Fd(w), ChildIo::Fd(w2)).map_err(|err| {
+        process::spawn(req.spawn, stdin, ChildIo::Fd(w), ChildIo::Fd(err_w)).map_err(|err| {
             ExecError::Spawn {
                 program: req.spawn.program.clone(),
                 err,
@@ -133,27 +202,22 @@ pub fn run(
     let start = Instant::now();
     let deadline = start + req.timeout;
     let mut buf = vec![0u8; READ_BUF];
-    // Dropped (closing our end of the pipe) when a head limit is filled and the
-    // command is stopped like `| head` would stop it (see `OutputSink::wants_more`).
-    let mut reader = Some(r);
+    // pipes[0] is the output; pipes[1], when there is one, stderr.
+    let mut pipes = vec![Pipe::new(r, sink, on_output)];
+    if let (Some(fd), Some(e)) = (err_r, stderr) {
+        pipes.push(Pipe::new(fd, e.sink, e.on_output));
+    }
     let mut closed_early = false;
-    let mut eof = false;
     let mut status: Option<std::process::ExitStatus> = None;
     let mut exited_at: Option<Instant> = None;
     let mut last_output = Instant::now();
-    let mut last_emit = Instant::now() - EVENT_INTERVAL;
     let mut stopped: Option<End> = None;
     let mut killed = Vec::new();
 
     loop {
         let now = Instant::now();
-        if sink.has_pending()
-            && (sink.pending_full() || now.duration_since(last_emit) >= EVENT_INTERVAL)
-        {
-            if let Some(t) = sink.take_pending() {
-                on_output(&t);
-            }
-            last_emit = now;
+        for p in pipes.iter_mut() {
+            p.emit(now, false);
         }
         if status.is_none() {
             match child.try_wait() {
@@ -179,47 +243,56 @@ pub fn run(
             if let Some(end) = reason {
                 stopped = Some(end);
                 // Keep reading while the tree winds down so nothing is lost or blocked.
-                let rfd = reader.as_ref().map(|r| r.as_raw_fd());
-                killed = terminate_while_draining(&teardown, req.kill_grace, rfd, &mut buf, sink);
+                killed = terminate_while_draining(&teardown, req.kill_grace, &mut pipes, &mut buf);
                 status = child.wait().ok();
                 exited_at = Some(Instant::now());
-                if let Some(t) = sink.take_pending() {
-                    on_output(&t);
+                for p in pipes.iter_mut() {
+                    p.emit(Instant::now(), true);
                 }
             }
         }
         if let Some(at) = exited_at {
             let idle = now.duration_since(last_output);
+            let eof = pipes.iter().all(|p| p.open_fd().is_none());
             if eof || idle >= DRAIN_IDLE || now.duration_since(at) >= DRAIN_TOTAL {
                 break;
             }
         }
-        if !eof && let Some(rfd) = reader.as_ref().map(|r| r.as_raw_fd()) {
+        let open: Vec<Option<i32>> = pipes
+            .iter()
+            .map(Pipe::open_fd)
+            .filter(Option::is_some)
+            .collect();
+        if !open.is_empty() {
             let mut wait = if exited_at.is_some() {
                 Duration::from_millis(10)
             } else {
                 deadline.saturating_duration_since(now).min(EVENT_INTERVAL)
             };
-            if sink.has_pending() {
-                wait = wait.min(EVENT_INTERVAL.saturating_sub(now.duration_since(last_emit)));
+            for p in pipes.iter().filter(|p| p.sink.has_pending()) {
+                wait = wait.min(EVENT_INTERVAL.saturating_sub(now.duration_since(p.last_emit)));
             }
             let pid_watch = if status.is_none() {
                 pidfd.as_ref().map(|f| f.as_raw_fd())
             } else {
                 None
             };
-            poll_fds(&[Some(rfd), pid_watch], wait);
-            let (n, at_eof) = read_available(rfd, &mut buf, sink);
+            let mut fds = open;
+            fds.push(pid_watch);
+            poll_fds(&fds, wait);
+            let mut n = 0;
+            for p in pipes.iter_mut() {
+                n += p.read(&mut buf);
+            }
             if n > 0 {
                 last_output = Instant::now();
             }
-            eof = at_eof;
-            if !eof && !sink.wants_more() {
+            let out = &mut pipes[0];
+            if out.open_fd().is_some() && !out.sink.wants_more() {
                 // Writers now get SIGPIPE (or EPIPE), exactly as with `| head`.
-                reader = None;
+                out.fd = None;
                 closed_early = true;
-                eof = true;
-                sink.stopped_reading();
+                out.sink.stopped_reading();
             }
         } else if exited_at.is_none() {
             // The command closed its output but is still running: wait for it.
@@ -234,12 +307,13 @@ pub fn run(
             );
         }
     }
-    drop(reader);
-    // What the sanitizer and redactors held back is output too: stream it now.
-    sink.end_input();
-    if let Some(t) = sink.take_pending() {
-        on_output(&t);
+    for p in pipes.iter_mut() {
+        p.fd = None;
+        // What the sanitizer and redactors held back is output too: stream it now.
+        p.sink.end_input();
+        p.emit(Instant::now(), true);
     }
+    drop(pipes);
     let mut background_killed = Vec::new();
     // Descendants left behind are reparented to us (we are their subreaper), so
     // with no children left there is nothing to look for and no /proc scan to pay.
@@ -272,16 +346,16 @@ pub fn run(
 fn terminate_while_draining(
     teardown: &Teardown,
     grace: Duration,
-    rfd: Option<i32>,
+    pipes: &mut [Pipe<'_>],
     buf: &mut [u8],
-    sink: &mut OutputSink,
 ) -> Vec<super::KilledProcess> {
     std::thread::scope(|s| {
         let h = s.spawn(|| teardown.terminate(grace, true));
         while !h.is_finished() {
-            poll_fds(&[rfd], Duration::from_millis(10));
-            if let Some(fd) = rfd {
-                read_available(fd, buf, sink);
+            let fds: Vec<Option<i32>> = pipes.iter().map(Pipe::open_fd).collect();
+            poll_fds(&fds, Duration::from_millis(10));
+            for p in pipes.iter_mut() {
+                p.read(buf);
             }
         }
         h.join().unwrap_or_default()

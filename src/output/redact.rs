@@ -486,6 +486,7 @@ impl Secrets {
             output_lines: _,
             truncation: _,
             artifact,
+            stderr,
             background_killed,
             notices,
             warnings,
@@ -520,7 +521,11 @@ impl Secrets {
                 self.mask_in_place(s);
             }
         }
-        if let Some(a) = artifact {
+        let stderr_artifact = stderr.as_mut().and_then(|e| {
+            self.mask_in_place(&mut e.output);
+            e.artifact.as_mut()
+        });
+        for a in artifact.iter_mut().chain(stderr_artifact) {
             let path = a.path.display().to_string();
             if let Cow::Owned(p) = self.mask(&path) {
                 a.path = p.into();

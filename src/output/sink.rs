@@ -5,7 +5,7 @@
 //! redacted, column-capped and retained as a bounded head and/or tail. Memory stays
 //! bounded whatever the command prints — a gigabyte on one line included.
 
-use super::artifact::{Allocated, ArtifactRef};
+use super::artifact::{Allocated, ArtifactRef, ArtifactStore};
 use super::notice::{format_size, full_ref};
 use super::redact::{Form, Redactor, Secrets};
 use super::sanitize::Sanitizer;
@@ -74,6 +74,9 @@ pub struct Retained {
 struct Spill {
     file: Option<BufWriter<File>>,
     artifact: Option<ArtifactRef>,
+    /// Where the artifact is claimed once the output first needs one: a run that
+    /// keeps nothing creates no file and no directory.
+    store: Option<ArtifactStore>,
     mem: Vec<u8>,
     mem_cap: usize,
     spilled: bool,
@@ -96,7 +99,7 @@ impl Spill {
                 self.mem.extend_from_slice(raw);
                 return;
             }
-            if self.file.is_none() {
+            if !self.claim() {
                 self.lost = true;
                 self.mem = Vec::new();
                 return;
@@ -129,14 +132,49 @@ impl Spill {
         }
     }
 
+    /// An artifact file to write to: the one claimed already, or one claimed from
+    /// the store now. False when there is none (no store, or the claim failed, which
+    /// the warning says).
+    fn claim(&mut self) -> bool {
+        if self.file.is_some() {
+            return true;
+        }
+        let Some(store) = self.store.take() else {
+            return false;
+        };
+        match store.allocate() {
+            Ok(a) => {
+                self.artifact = Some(ArtifactRef {
+                    id: a.id,
+                    url: super::artifact::url(a.id),
+                    path: a.path,
+                });
+                self.file = Some(BufWriter::with_capacity(64 * 1024, a.file));
+                self.file_cap = a.max_bytes;
+                true
+            }
+            Err(e) => {
+                self.error = Some(format!(
+                    "artifacts unavailable ({}: {e}); the full output was not saved",
+                    store.dir.display()
+                ));
+                false
+            }
+        }
+    }
+
     /// Keep the artifact when `needed`, else delete it. Returns it when complete.
     fn finish(&mut self, needed: bool) -> Option<ArtifactRef> {
-        let art = self.artifact.take()?;
         if needed && !self.spilled && !self.lost {
-            let mem = std::mem::take(&mut self.mem);
-            self.spilled = true;
-            self.write(&mem);
+            if self.claim() {
+                let mem = std::mem::take(&mut self.mem);
+                self.spilled = true;
+                self.write(&mem);
+            } else {
+                self.lost = true;
+            }
         }
+        let art = self.artifact.take()?;
         if let Some(mut f) = self.file.take()
             && let Err(e) = f.flush()
         {
@@ -231,6 +269,7 @@ impl OutputSink {
             spill: Spill {
                 file,
                 artifact: art,
+                store: None,
                 mem: Vec::new(),
                 mem_cap: cfg.max_bytes,
                 spilled: false,
@@ -249,7 +288,18 @@ impl OutputSink {
         }
     }
 
-    /// The artifact this run spills to, if one was allocated.
+    /// Claim the artifact from `store` only when the output first needs one (it
+    /// outgrows `max_bytes`, or [`finish_previewed`](Self::finish_previewed) keeps it)
+    /// instead of up front. A failed claim is a warning, never fatal.
+    pub fn spill_to(mut self, store: ArtifactStore) -> Self {
+        if self.spill.file.is_none() {
+            self.raw_redactor = self.cfg.redact.redactor(Form::Raw);
+            self.spill.store = Some(store);
+        }
+        self
+    }
+
+    /// The artifact this run spills to, if one was claimed.
     pub fn artifact(&self) -> Option<&ArtifactRef> {
         self.spill.artifact.as_ref()
     }
@@ -492,7 +542,14 @@ impl OutputSink {
     }
 
     /// End of stream: flush partial state, apply line limits, decide on the artifact.
-    pub fn finish(mut self) -> Retained {
+    pub fn finish(self) -> Retained {
+        self.finish_previewed(None)
+    }
+
+    /// [`finish`](Self::finish), for a caller that shows only the last `preview`
+    /// lines of the text (a terminal's collapsed preview): when that hides lines, the
+    /// artifact is kept although nothing was cut, so no line shown nowhere is lost.
+    pub fn finish_previewed(mut self, preview: Option<usize>) -> Retained {
         self.end_input();
         self.trim_tail();
         let mut total_lines = self.newlines + u64::from(self.line_open);
@@ -507,7 +564,7 @@ impl OutputSink {
             self.tail_view(total_lines)
         };
         let view = self.apply_tail_lines(view);
-        self.conclude(view, total_lines)
+        self.conclude(view, total_lines, preview)
     }
 
     /// End of the command's output: release what the sanitizer and the redactors
@@ -644,9 +701,11 @@ impl OutputSink {
         v
     }
 
-    fn conclude(mut self, v: View, total_lines: u64) -> Retained {
+    fn conclude(mut self, v: View, total_lines: u64, preview: Option<usize>) -> Retained {
         let cut = v.by_bytes || v.by_lines || self.capped_any;
-        let artifact = self.spill.finish(cut);
+        // Counted as a terminal shows the text: without its trailing line breaks.
+        let hidden = preview.is_some_and(|n| count_lines(v.text.trim_end_matches('\n')) > n as u64);
+        let artifact = self.spill.finish(cut || hidden);
         let mut warnings = Vec::new();
         if let Some(e) = self.spill.error.take() {
             warnings.push(e);

@@ -297,6 +297,7 @@ pub enum Format {
 pub struct RenderCfg {
     pub format: Format,
     pub preview_lines: usize,
+    pub preview_lines_on_failure: usize,
     pub live: Live,
     pub ci_annotations: CiAnnotations,
 }
@@ -306,6 +307,7 @@ impl Default for RenderCfg {
         RenderCfg {
             format: Format::Text,
             preview_lines: 10,
+            preview_lines_on_failure: 40,
             live: Live::Tail,
             ci_annotations: CiAnnotations::Auto,
         }
@@ -411,6 +413,13 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
     }
     if p.render.preview_lines == 0 {
         bad("render", "preview_lines", "must be at least 1".into());
+    }
+    if p.render.preview_lines_on_failure == 0 {
+        bad(
+            "render",
+            "preview_lines_on_failure",
+            "must be at least 1".into(),
+        );
     }
     for entry in &p.guard.protected {
         if !(entry.starts_with('/') || entry == "~" || entry.starts_with("~/")) {

@@ -29,6 +29,7 @@ impl Renderer for JsonRenderer {
                 "timeout_s": plan.timeout.effective,
             })),
             Event::Output(data) => line(&json!({"type": "output", "data": data})),
+            Event::Stderr(data) => line(&json!({"type": "stderr", "data": data})),
             Event::Notice(message) => line(&json!({"type": "notice", "message": message})),
         }
     }

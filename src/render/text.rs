@@ -2,14 +2,16 @@
 //!
 //! On a terminal: a header, a live region while the command runs (spinner, elapsed
 //! time, the last lines), then a collapsed preview, a warning line for cuts, and a
-//! footer. Into a pipe: stdout carries only the command's shaped output (streamed as
-//! produced with `render.live = "stream"`), and agentbash's own words go to stderr.
+//! footer; a preview that hides lines names the artifact that keeps them. Into a
+//! pipe: stdout carries only the command's shaped output, and agentbash's own words go
+//! to stderr. With `render.live = "stream"` (`--stream`) the output is written as it
+//! is produced, on a terminal too (then there is no live region and no preview).
 
 use super::{Renderer, err, out};
 use crate::display::{escape_controls, escape_controls_multiline};
 use crate::profile::Live;
 use crate::result::RunResult;
-use crate::run::Event;
+use crate::run::{Event, Preview};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use owo_colors::OwoColorize;
 use std::collections::VecDeque;
@@ -25,7 +27,10 @@ pub struct TextRenderer {
     pub quiet: bool,
     pub expand: bool,
     pub live: Live,
-    pub preview_lines: usize,
+    pub preview: Preview,
+    /// ` -p NAME` for `agentbash artifact show` when the run's profile is not the
+    /// default one (its artifacts may live elsewhere).
+    pub profile_flag: String,
     pub invoking_dir: String,
     /// GitHub Actions: wrap output in a group, annotate failures.
     pub github: bool,
@@ -34,6 +39,12 @@ pub struct TextRenderer {
     last: VecDeque<String>,
     partial: String,
     streamed: bool,
+    /// The streamed text so far ends inside a line.
+    stream_open: bool,
+    /// Characters streamed on the current line (for the display clamp).
+    stream_col: usize,
+    /// The command's stderr since its last line break (terminal only).
+    err_partial: String,
     /// An interactive PTY viewport was on screen during the run.
     viewport: bool,
     group_open: bool,
@@ -47,7 +58,8 @@ impl TextRenderer {
         quiet: bool,
         expand: bool,
         live: Live,
-        preview_lines: usize,
+        preview: Preview,
+        profile_flag: String,
         invoking_dir: String,
         github: bool,
     ) -> Self {
@@ -57,7 +69,8 @@ impl TextRenderer {
             quiet,
             expand,
             live,
-            preview_lines,
+            preview,
+            profile_flag,
             invoking_dir,
             github,
             started: None,
@@ -65,6 +78,9 @@ impl TextRenderer {
             last: VecDeque::new(),
             partial: String::new(),
             streamed: false,
+            stream_open: false,
+            stream_col: 0,
+            err_partial: String::new(),
             viewport: false,
             group_open: false,
         }
@@ -105,9 +121,51 @@ impl TextRenderer {
         }
     }
 
+    /// Streamed text for a terminal: sanitized already; a line past
+    /// [`DISPLAY_CLAMP`] characters ends in `…` (how much was left out is not known
+    /// yet while it streams).
+    fn clamp_streamed(&mut self, data: &str) -> String {
+        let mut shown = String::with_capacity(data.len());
+        for c in data.chars() {
+            if c == '\n' {
+                self.stream_col = 0;
+                shown.push(c);
+                continue;
+            }
+            if self.stream_col < DISPLAY_CLAMP {
+                shown.push(c);
+            } else if self.stream_col == DISPLAY_CLAMP {
+                shown.push('…');
+            }
+            self.stream_col = self.stream_col.saturating_add(1);
+        }
+        shown
+    }
+
+    /// The command's own stderr (`--stderr separate`), to ours as it is produced. On
+    /// a terminal whole lines only, above the live region.
+    fn stderr(&mut self, data: &str) {
+        if !self.tty {
+            err(data);
+            return;
+        }
+        self.err_partial.push_str(data);
+        let Some(end) = self.err_partial.rfind('\n') else {
+            return;
+        };
+        let lines: String = self.err_partial.drain(..=end).collect();
+        match &self.bar {
+            Some(bar) => bar.suspend(|| err(&lines)),
+            None => err(&lines),
+        }
+    }
+
     fn finish_tty(&mut self, r: &RunResult) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
+        }
+        if !self.err_partial.is_empty() {
+            err(&format!("{}\n", std::mem::take(&mut self.err_partial)));
         }
         let dim = owo_colors::Style::new().dimmed();
         let yellow = owo_colors::Style::new().yellow();
@@ -136,28 +194,39 @@ impl TextRenderer {
             out(&s);
             return;
         }
-        let lines: Vec<&str> = r.output.split('\n').collect();
-        let n = lines.len();
-        if self.viewport {
-            // The viewport left the command's final screen in view; what it cannot
-            // show is why the run ended early.
-            if let Some(a) = &r.annotation {
-                s.push_str(a);
-                s.push('\n');
-            }
+        // Why the run ended early comes first, never hidden by the preview (the
+        // viewport leaves the final screen in view, but cannot show this either).
+        if let Some(a) = &r.annotation {
+            s.push_str(&self.paint(a, red_bold()));
+            s.push('\n');
         }
-        let show = if self.viewport && !self.expand {
+        if self.streamed && self.stream_open {
+            // The stream ended inside a line.
+            s.push('\n');
+        }
+        let lines: Vec<&str> = match (r.body.is_empty(), &r.annotation) {
+            (false, _) => r.body.split('\n').collect(),
+            // `(no output)`; after an annotation, nothing.
+            (true, None) => vec![r.output.as_str()],
+            (true, Some(_)) => vec![],
+        };
+        let n = lines.len();
+        let show = if (self.viewport && !self.expand) || self.streamed {
             0
-        } else if self.expand || self.quiet {
+        } else if self.expand || self.quiet || r.artifact.is_none() {
+            // Nothing would hold a hidden line: show them all.
             n
         } else {
-            self.preview_lines.min(n)
+            self.preview.lines(r.agentbash_exit != 0).min(n)
         };
-        if show < n && !self.quiet && !self.viewport {
+        if show < n && !self.viewport && !self.streamed {
+            let hidden = n - show;
+            let id = r.artifact.as_ref().map_or(0, |a| a.id);
             s.push_str(&self.paint(
                 &format!(
-                    "… ({} earlier lines, showing {show} of {n}) (--expand to show all)",
-                    n - show
+                    "… {hidden} earlier line{} hidden · agentbash artifact show{} {id}",
+                    if hidden == 1 { "" } else { "s" },
+                    self.profile_flag
                 ),
                 dim,
             ));
@@ -324,7 +393,8 @@ impl Renderer for TextRenderer {
                         self.paint(&h, owo_colors::Style::new().bold())
                     ));
                 }
-                if self.live != Live::Off && plan.mode.mode == crate::stages::Mode::Print {
+                // Streaming on a terminal prints the output itself, as `cat` would.
+                if self.live == Live::Tail && plan.mode.mode == crate::stages::Mode::Print {
                     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
                     let style = ProgressStyle::with_template("{spinner} {elapsed} running…\n{msg}")
                         .unwrap_or_else(|_| ProgressStyle::default_spinner());
@@ -334,11 +404,18 @@ impl Renderer for TextRenderer {
                 }
             }
             Event::Output(data) => {
-                if !self.tty {
-                    if self.live == Live::Stream {
-                        self.streamed = true;
+                if self.live == Live::Stream && !self.viewport {
+                    if self.tty {
+                        let shown = self.clamp_streamed(data);
+                        out(&shown);
+                    } else {
                         out(data);
                     }
+                    self.streamed = true;
+                    self.stream_open = !data.ends_with('\n');
+                    return;
+                }
+                if !self.tty {
                     return;
                 }
                 self.remember(data);
@@ -346,6 +423,7 @@ impl Renderer for TextRenderer {
                     bar.set_message(self.live_message());
                 }
             }
+            Event::Stderr(data) => self.stderr(data),
             Event::Notice(_) => {}
         }
     }

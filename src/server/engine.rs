@@ -110,20 +110,38 @@ impl Engine {
         Ok(text)
     }
 
+    /// How this server runs commands, for the `bash` tool's description: one
+    /// sentence per fact, each said once.
     pub fn description(&self) -> String {
         let p = &self.profile.profile;
+        let path = std::env::var("PATH").ok();
+        let shell = match crate::shell::resolve(&p.shell, path.as_deref()) {
+            Ok(s) => s.file_name().map_or_else(
+                || s.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            Err(_) => p.shell.path.clone(),
+        };
         let mut d = format!(
-            "Runs a shell command with {} (profile `{}`), non-interactively: stdin is empty and pagers/prompts are disabled.\n",
-            p.shell.path, self.profile.name
+            "Commands run in {shell} (profile `{}`), non-interactively: stdin is empty and pagers and prompts are off.\n",
+            self.profile.name
         );
         d.push_str(&format!(
-            "Timeout: {}s by default, at most {}s; the whole process tree is killed on timeout.\n",
+            "Timeout: {}s by default, at most {}s; on timeout the whole process tree is killed.\n",
             p.timeout.default, p.timeout.max
         ));
+        let size = crate::output::notice::format_size;
+        let kept = if p.output.head_bytes > 0 {
+            format!(
+                "the first {} and the last {} are",
+                size(p.output.head_bytes as u64),
+                size((p.output.max_bytes - p.output.head_bytes) as u64)
+            )
+        } else {
+            format!("the last {} is", size(p.output.max_bytes as u64))
+        };
         d.push_str(&format!(
-            "Output: stdout+stderr interleaved; at most {} kept{}.{}\n",
-            crate::output::notice::format_size(p.output.max_bytes as u64),
-            if p.output.head_bytes > 0 { " (head and tail)" } else { " (the tail)" },
+            "Output: {kept} kept.{}\n",
             if p.output.strip_head_tail {
                 " A trailing `2>&1 | tail -n N` (or `|& head -n N`: the pipe must receive all of the output) becomes a line limit, the rest saved."
             } else {
@@ -131,11 +149,15 @@ impl Engine {
             }
         ));
         if p.artifacts.enabled {
-            d.push_str("When output is cut, the full output is saved and named artifact://N in a notice; read it with `read_artifact`.\n");
+            d.push_str("When output is cut, the text ends with a notice naming artifact://N: read the full output with `read_artifact` instead of running the command again.");
+        } else {
+            d.push_str(
+                "When output is cut, the rest is not saved (artifacts are off in this profile).",
+            );
         }
         if p.interceptor.enabled && !p.interceptor.tools.is_empty() {
             d.push_str(&format!(
-                "Commands that should use one of your tools ({}) instead are blocked with a message naming the tool.\n",
+                "\nCommands that should use one of your tools ({}) instead are blocked with a message naming the tool.",
                 p.interceptor.tools.join(", ")
             ));
         }

@@ -33,6 +33,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::{Notify, Semaphore, watch};
 
 use super::backend::{Backend, BashCall, BashOutcome};
+use super::engine::DEFAULT_ARTIFACT_LINES;
 use super::{lenient, mcp_stdio};
 
 const BASH_TOOL: &str = "bash";
@@ -135,7 +136,7 @@ struct ReadArtifactArgs {
     /// First line to return, 0-based. Default 0.
     #[serde(default, deserialize_with = "lenient::offset")]
     offset: Option<usize>,
-    /// Number of lines to return. Default: up to the end.
+    /// Number of lines to return. Default 2000 (one page); when lines are left, the text ends with the offset of the next page.
     #[serde(default, deserialize_with = "lenient::limit")]
     limit: Option<usize>,
 }
@@ -375,22 +376,27 @@ impl<B: Backend> ServerHandler for McpServer<B> {
 fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
     let bash_schema = schema_for_input::<BashArgs>()
         .map_err(|error| anyhow::anyhow!("bash tool schema: {error}"))?;
-    let read_schema = schema_for_input::<ReadArtifactArgs>()
-        .map_err(|error| anyhow::anyhow!("read_artifact tool schema: {error}"))?;
+    let read_schema = with_defaults(
+        schema_for_input::<ReadArtifactArgs>()
+            .map_err(|error| anyhow::anyhow!("read_artifact tool schema: {error}"))?
+            .as_ref(),
+        &[
+            ("offset", serde_json::json!(0)),
+            ("limit", serde_json::json!(DEFAULT_ARTIFACT_LINES)),
+        ],
+    );
 
+    // The backend's description says how this server runs commands (shell,
+    // timeouts, how much output is kept, where the rest goes), once each.
     let mut bash_description = String::from(
         "Run a shell command and return its output (stdout and stderr interleaved) and exit \
-         status. The structured result has exit_code, timed_out, truncated, artifact and more.\n",
+         status. The structured result has exit_code, timed_out, truncated, artifact and more.",
     );
     let profile_description = profile_description.trim();
     if !profile_description.is_empty() {
-        bash_description.push_str(profile_description);
         bash_description.push('\n');
+        bash_description.push_str(profile_description);
     }
-    bash_description.push_str(
-        "When output is cut, the text ends with a notice naming artifact://N; read the full \
-         output with `read_artifact` instead of re-running the command.",
-    );
 
     Ok(vec![
         Tool::new(BASH_TOOL, bash_description, bash_schema)
@@ -404,9 +410,12 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
             ),
         Tool::new(
             READ_ARTIFACT_TOOL,
-            "Read lines of an artifact: the complete output of a `bash` run whose shown \
-             output was cut (named artifact://N in the notice). `offset` is the 0-based \
-             first line, `limit` the number of lines.",
+            format!(
+                "Read lines of an artifact: the complete output of a `bash` run whose shown \
+                 output was cut (named artifact://N in the notice). `offset` is the 0-based \
+                 first line (default 0), `limit` the number of lines (default \
+                 {DEFAULT_ARTIFACT_LINES})."
+            ),
             read_schema,
         )
         .with_title("Read a saved command output")
@@ -418,6 +427,26 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
                 .open_world(false),
         ),
     ])
+}
+
+/// `schema` with each named property's `default` set (schemars writes `null` for an
+/// optional argument, which tells a client nothing about what it gets).
+fn with_defaults(schema: &JsonObject, defaults: &[(&str, serde_json::Value)]) -> JsonObject {
+    let mut schema = schema.clone();
+    if let Some(properties) = schema
+        .get_mut("properties")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        for (name, value) in defaults {
+            if let Some(property) = properties
+                .get_mut(*name)
+                .and_then(serde_json::Value::as_object_mut)
+            {
+                property.insert("default".into(), value.clone());
+            }
+        }
+    }
+    schema
 }
 
 /// Stops the watcher of a run, and the run itself if this call is dropped before the
@@ -603,6 +632,24 @@ mod tests {
             bash.description
                 .as_deref()
                 .is_some_and(|d| d.contains("profile line"))
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn read_artifact_states_its_real_page_size() -> anyhow::Result<()> {
+        let tools = tool_definitions("")?;
+        let read = tools
+            .iter()
+            .find(|tool| tool.name == READ_ARTIFACT_TOOL)
+            .ok_or_else(|| anyhow::anyhow!("no read_artifact tool"))?;
+        let limit = &read.input_schema["properties"]["limit"];
+        assert_eq!(limit["default"], serde_json::json!(DEFAULT_ARTIFACT_LINES));
+        let page = format!("Default {DEFAULT_ARTIFACT_LINES} ");
+        assert!(
+            limit["description"]
+                .as_str()
+                .is_some_and(|d| d.contains(&page))
         );
         Ok(())
     }

@@ -454,3 +454,84 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
     server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
 }
+
+/// The tool descriptions a model reads, over the raw protocol: `tools/list`.
+fn tool_descriptions(args: &[&str]) -> (String, serde_json::Value) {
+    let mut server = Server::start_with(args);
+    server.initialize();
+    server.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let reply = server.answer(2, Duration::from_secs(10));
+    let tools = reply["result"]["tools"].as_array().expect("tools").clone();
+    let find = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} tool: {reply}"))
+            .clone()
+    };
+    let bash = find("bash")["description"]
+        .as_str()
+        .expect("bash description")
+        .to_string();
+    (bash, find("read_artifact"))
+}
+
+#[test]
+fn the_bash_tool_description_reads_naturally_and_says_each_thing_once() {
+    let (bash, read) = tool_descriptions(&[]);
+    assert!(
+        bash.contains("Commands run in bash (profile `default`), non-interactively"),
+        "{bash}"
+    );
+    assert!(
+        !bash.contains("with auto"),
+        "the raw `auto` shell setting: {bash}"
+    );
+    assert!(bash.contains("the last 50.0KB is kept"), "{bash}");
+    assert_eq!(bash.matches("artifact://N").count(), 1, "{bash}");
+    assert_eq!(bash.matches("interleaved").count(), 1, "{bash}");
+    assert!(!bash.contains("blocked"), "no tools declared: {bash}");
+
+    // read_artifact states the page size it really uses (2000 lines).
+    let limit = &read["inputSchema"]["properties"]["limit"];
+    assert_eq!(limit["default"], 2000, "{read}");
+    assert!(
+        read["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("(default 2000)")),
+        "{read}"
+    );
+
+    let (bash, _) = tool_descriptions(&["-p", "agent"]);
+    assert!(
+        bash.contains("the first 8.0KB and the last 24.0KB are kept"),
+        "{bash}"
+    );
+    assert!(
+        bash.contains("(read, grep, glob, edit, write) instead are blocked"),
+        "{bash}"
+    );
+    assert_eq!(bash.matches("artifact://N").count(), 1, "{bash}");
+}
+
+#[test]
+fn read_artifact_pages_by_the_stated_default() {
+    let mut server = Server::start();
+    server.initialize();
+    server.call(2, "bash", serde_json::json!({"command": "seq 1 30000"}));
+    let reply = server.answer(2, Duration::from_secs(20));
+    let id = reply["result"]["structuredContent"]["artifact"]["id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no artifact: {reply}"));
+    server.call(3, "read_artifact", serde_json::json!({"id": id}));
+    let reply = server.answer(3, Duration::from_secs(10));
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    assert!(text.starts_with("1\n2\n"), "{text:.40}");
+    assert!(
+        text.ends_with("2000\n\n[Lines 1-2000 of 30000. Next: offset=2000]"),
+        "{}",
+        &text[text.len().saturating_sub(80)..]
+    );
+}

@@ -253,6 +253,11 @@ impl Cmd {
         self.spawn().wait()
     }
 
+    /// The hermetic command itself, for a test that needs its own pipes.
+    pub fn into_command(self) -> Command {
+        self.command
+    }
+
     /// Start agentbash; stdout is read line by line as it arrives.
     pub fn spawn(mut self) -> Running {
         self.command

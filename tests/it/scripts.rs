@@ -1,0 +1,247 @@
+//! agentbash inside shell scripts and CI jobs: `--stream` into a pipe, `--stderr
+//! separate` for `out=$(agentbash run …)`, and no stray directories in a checkout.
+
+use std::time::Duration;
+
+use crate::support::{TestEnv, s};
+
+fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Prints a line, sleeps 2 s, prints another.
+const SLOW: &str = "echo first; sleep 2; echo second";
+
+#[test]
+fn stream_sends_output_into_a_pipe_as_it_is_produced() {
+    let env = TestEnv::new();
+    let mut run = env.cmd(&["run", "--stream", "--", SLOW]).spawn();
+    let (at, line) = run
+        .next_line(Duration::from_secs(10))
+        .expect("a first line");
+    assert_eq!(line, "first\n");
+    let out = run.wait();
+    out.assert_code(0);
+    assert_eq!(out.stdout, "first\nsecond\n");
+    assert!(
+        at + Duration::from_millis(1000) < out.elapsed,
+        "the first line came at {at:?}, the run ended at {:?}: not streamed",
+        out.elapsed
+    );
+}
+
+#[test]
+fn without_stream_the_default_profile_prints_into_a_pipe_at_the_end() {
+    // The control for the test above: the same wait would be meaningless if the
+    // default already streamed.
+    let env = TestEnv::new();
+    let mut run = env.cmd(&["run", "--", SLOW]).spawn();
+    let (at, _) = run
+        .next_line(Duration::from_secs(10))
+        .expect("a first line");
+    let out = run.wait();
+    assert!(at + Duration::from_millis(1000) > out.elapsed, "{at:?}");
+}
+
+#[test]
+fn stream_with_json_is_a_usage_error() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--stream", "--json", "--", "true"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--format ndjson"), "{}", out.stderr);
+}
+
+#[test]
+fn profile_ci_creates_its_artifacts_dir_only_for_an_artifact() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "-p", "ci", "--", "echo short"]);
+    out.assert_code(0);
+    assert_eq!(out.stdout, "short\n");
+    assert!(
+        !env.work().join(".agentbash").exists(),
+        "a short run left .agentbash/ in the working directory"
+    );
+
+    // 1.9 MB of lines overflow ci's 1 MiB: the artifact is kept, in .agentbash/artifacts.
+    let out = env.run(&["run", "-p", "ci", "--json", "--", "seq 1 300000"]);
+    out.assert_code(0);
+    let v = out.json();
+    let path = std::path::PathBuf::from(s(&v["artifact"], "path"));
+    assert!(
+        path.starts_with(env.work().join(".agentbash/artifacts")),
+        "{path:?}"
+    );
+    assert_eq!(std::fs::metadata(&path).expect("artifact").len(), 1_988_895);
+}
+
+/// A tool that prints JSON on stdout and a warning on stderr.
+const TOOL: &str = r#"echo '{"ok": true}'; echo 'warning: config is deprecated' >&2"#;
+
+#[test]
+fn stderr_separate_keeps_stdout_parseable_for_scripts() {
+    let env = TestEnv::new();
+    // As a script would: out=$(agentbash run --stderr separate -- tool); parse "$out".
+    let script = format!(
+        "out=$('{}' run --stderr separate -- {}) || exit 9; printf %s \"$out\" | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"ok\"])'",
+        crate::support::bin().display(),
+        sh_quote(TOOL)
+    );
+    let out = env.program("bash", &["-c", &script]).run();
+    out.assert_code(0);
+    assert_eq!(out.stdout, "True\n");
+    assert_eq!(out.stderr, "warning: config is deprecated\n");
+
+    // The control: merged (the default) puts the warning into $out.
+    let out = env.run(&["run", "--", TOOL]);
+    out.assert_code(0);
+    assert_eq!(
+        out.stdout,
+        "{\"ok\": true}\nwarning: config is deprecated\n"
+    );
+    let out = env.run(&["run", "--stderr", "merged", "--json", "--", TOOL]);
+    assert!(out.json().get("stderr").is_none(), "{}", out.stdout);
+}
+
+#[test]
+fn stderr_separate_passes_stderr_through_as_it_is_produced() {
+    use std::io::BufRead;
+    let env = TestEnv::new();
+    let mut cmd = env
+        .cmd(&[
+            "run",
+            "--stderr",
+            "separate",
+            "--",
+            "echo early >&2; sleep 2; echo late >&2; echo out",
+        ])
+        .into_command();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let started = std::time::Instant::now();
+    let mut child = cmd.spawn().expect("agentbash starts");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut first = String::new();
+    stderr.read_line(&mut first).expect("a stderr line");
+    let at = started.elapsed();
+    let status = child.wait().expect("agentbash ends");
+    let ended = started.elapsed();
+    assert_eq!(first, "early\n");
+    assert!(status.success());
+    assert!(
+        at + Duration::from_millis(1000) < ended,
+        "stderr's first line came at {at:?}, the run ended at {ended:?}"
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("rest of stderr");
+    assert_eq!(rest, "late\n");
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().expect("stdout"), &mut stdout)
+        .expect("stdout");
+    assert_eq!(stdout, "out\n");
+}
+
+#[test]
+fn stderr_separate_in_json_has_its_own_field_and_retention() {
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--stderr",
+        "separate",
+        "--",
+        "echo out1; seq 1 30000 >&2; echo out2",
+    ]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v, "output"), "out1\nout2");
+    assert_eq!(v["truncated"], false);
+    assert!(v["artifact"].is_null(), "stdout was not cut: {v}");
+    let e = &v["stderr"];
+    assert_eq!(e["truncated"], true, "{e}");
+    assert_eq!(e["total_lines"], 30000);
+    assert!(s(e, "output").ends_with("\n29999\n30000"), "{e}");
+    // The full stderr is its own artifact, named in a notice.
+    let path = s(&e["artifact"], "path");
+    let full = std::fs::read_to_string(path).expect("stderr artifact");
+    assert_eq!(full.lines().count(), 30000);
+    assert!(full.starts_with("1\n2\n"));
+    let url = s(&e["artifact"], "url");
+    let notices: Vec<&str> = v["notices"]
+        .as_array()
+        .expect("notices")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("[Showing stderr: lines ")
+                && n.ends_with(&format!("Full: {url}]"))),
+        "{notices:?}"
+    );
+
+    // NDJSON tells the streams apart.
+    let out = env.run(&[
+        "run",
+        "--format",
+        "ndjson",
+        "--stderr",
+        "separate",
+        "--",
+        "echo o; echo e >&2",
+    ]);
+    let events = out.ndjson();
+    let data = |kind: &str| -> String {
+        events
+            .iter()
+            .filter(|e| e["type"] == kind)
+            .map(|e| s(e, "data").to_string())
+            .collect()
+    };
+    assert_eq!(
+        (data("output"), data("stderr")),
+        ("o\n".into(), "e\n".into())
+    );
+}
+
+#[test]
+fn stderr_separate_is_redacted_like_the_output() {
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "run",
+        "-p",
+        "agent",
+        "--stderr",
+        "separate",
+        "-e",
+        "MY_TOKEN=supersecretvalue123",
+        "--",
+        "echo \"token $MY_TOKEN\" >&2",
+    ]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v["stderr"], "output"), "token [REDACTED:MY_TOKEN]");
+    assert!(!out.stdout.contains("supersecretvalue123"));
+}
+
+#[test]
+fn stderr_separate_refuses_a_terminal() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--pty", "--stderr", "separate", "--", "touch ran"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("needs print mode"), "{}", out.stderr);
+    assert!(!env.work().join("ran").exists(), "the command ran");
+    // Auto mode picks print mode for it, even where the profile asks for a PTY.
+    env.write("on.toml", "[pty]\nmode = \"on\"\n");
+    let out = env.run(&[
+        "run",
+        "-p",
+        "./on.toml",
+        "--stderr",
+        "separate",
+        "--",
+        "echo o; echo e >&2",
+    ]);
+    out.assert_code(0);
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("o\n", "e\n"));
+}
