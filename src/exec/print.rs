@@ -276,7 +276,7 @@ fn terminate_while_draining(
     sink: &mut OutputSink,
 ) -> Vec<super::KilledProcess> {
     std::thread::scope(|s| {
-        let h = s.spawn(|| teardown.terminate(grace, true));
+        let h = s.spawn(|| teardown.terminate_run(grace));
         while !h.is_finished() {
             poll_fds(&[rfd], Duration::from_millis(10));
             if let Some(fd) = rfd {
