@@ -6,6 +6,7 @@
 //! produced with `render.live = "stream"`), and agentbash's own words go to stderr.
 
 use super::{Renderer, err, out};
+use crate::output::notice::count;
 use crate::profile::Live;
 use crate::result::RunResult;
 use crate::run::Event;
@@ -134,13 +135,11 @@ impl TextRenderer {
         }
         let lines: Vec<&str> = r.output.split('\n').collect();
         let n = lines.len();
-        if self.viewport {
-            // The viewport left the command's final screen in view; what it cannot
-            // show is why the run ended early.
-            if let Some(a) = &r.annotation {
-                s.push_str(a);
-                s.push('\n');
-            }
+        // Why the run ended early comes first (with a viewport, the command's final
+        // screen is still in view above it).
+        if let Some(a) = &r.annotation {
+            s.push_str(a);
+            s.push('\n');
         }
         let show = if self.viewport && !self.expand {
             0
@@ -152,8 +151,8 @@ impl TextRenderer {
         if show < n && !self.quiet && !self.viewport {
             s.push_str(&self.paint(
                 &format!(
-                    "… ({} earlier lines, showing {show} of {n}) (--expand to show all)",
-                    n - show
+                    "… ({}, showing {show} of {n}) (--expand to show all)",
+                    count((n - show) as u64, "earlier line")
                 ),
                 dim,
             ));
@@ -164,7 +163,7 @@ impl TextRenderer {
             s.push('\n');
         }
         if !self.quiet {
-            for note in &r.notices {
+            for note in own_notices(r) {
                 if note.starts_with("[Showing") {
                     s.push_str(&self.paint(&format!("⚠ output cut: {note}"), yellow));
                 } else {
@@ -251,7 +250,7 @@ impl TextRenderer {
         if let Some(a) = &r.annotation {
             line(&mut s, a, red_bold());
         }
-        for note in &r.notices {
+        for note in own_notices(r) {
             let style = if note.starts_with("[Showing") {
                 owo_colors::Style::new().yellow()
             } else {
@@ -350,6 +349,13 @@ impl Renderer for TextRenderer {
     }
 }
 
+/// The notices other than the annotation, which the renderers show first.
+fn own_notices(r: &RunResult) -> impl Iterator<Item = &String> {
+    r.notices
+        .iter()
+        .filter(move |n| Some(*n) != r.annotation.as_ref())
+}
+
 /// Clamp a display line to `max` characters: `… [<n> chars omitted]`.
 pub fn clamp_display(line: &str, max: usize) -> String {
     let count = line.chars().count();
@@ -357,7 +363,10 @@ pub fn clamp_display(line: &str, max: usize) -> String {
         return line.to_string();
     }
     let kept: String = line.chars().take(max).collect();
-    format!("{kept}… [{} chars omitted]", count - max)
+    format!(
+        "{kept}… [{} omitted]",
+        crate::output::notice::count((count - max) as u64, "char")
+    )
 }
 
 pub fn format_duration(ms: u64) -> String {
