@@ -6,6 +6,8 @@
 //! (parent-death signal). agentbash makes itself a child subreaper, so descendants
 //! that double-fork or call setsid are reparented to it rather than to init and can
 //! still be found and stopped: "no descendant outlives the run" holds for them too.
+//! A tree is frozen (SIGSTOP) before it is signalled, so nothing in it can fork
+//! while it is being found and killed.
 
 use super::{KilledProcess, Limits, SpawnSpec};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -781,6 +783,9 @@ impl Teardown {
         let first: Vec<FrozenProcess> = self
             .freeze(include_leader)
             .into_iter()
+            // One that ended by itself between the scan and its SIGSTOP (a zombie now,
+            // or already reaped by its parent) was not stopped by us: not listed.
+            .filter(|p| read_stat(p.pid).is_some_and(|now| now.started == p.started))
             .map(|p| FrozenProcess {
                 ppid: p.ppid,
                 killed: KilledProcess {
