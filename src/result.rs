@@ -63,7 +63,7 @@ pub struct RunResult {
     pub agentbash_exit: i32,
     /// The line that says why the run ended early (`[Command timed out after 5
     /// seconds]`, `[Command cancelled]`, a session wait), also the first line of
-    /// `output`; renderers show it as it is.
+    /// `text` and the first notice (never part of `output`); renderers show it first.
     #[serde(skip)]
     pub annotation: Option<String>,
 }

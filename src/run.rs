@@ -9,6 +9,7 @@ use crate::exit;
 use crate::intercept::{self, Interception};
 use crate::normalize::{self, Normalized};
 use crate::output::artifact::{self, ArtifactStore};
+use crate::output::notice::count;
 use crate::output::redact::Secrets;
 use crate::output::sink::{OutputSink, SinkConfig};
 use crate::profile::LoadedProfile;
@@ -411,8 +412,8 @@ fn carry_out(
                 exec::state::Stopped::TimedOut(waited) => (
                     End::TimedOut,
                     format!(
-                        "[Waited {} s for session \"{session}\", held by another run; the command did not start]",
-                        waited.as_secs_f64().round() as u64
+                        "[Waited {} for session \"{session}\", held by another run; the command did not start]",
+                        count(waited.as_secs_f64().round() as u64, "second")
                     ),
                 ),
                 exec::state::Stopped::Failed(e) => return fail(r, exit::FAILURE, e),
@@ -435,7 +436,9 @@ fn carry_out(
                 started,
                 cwd,
             );
-            return did_not_start(r, line);
+            let r = did_not_start(r, line);
+            announce_the_rest(&r, Vec::new(), on_event);
+            return r;
         }
     };
     warnings.append(&mut state.warnings);
@@ -488,6 +491,7 @@ fn carry_out(
     for n in &notices {
         on_event(Event::Notice(n));
     }
+    let mut announced = notices.clone();
 
     let marker = run_marker();
     let mut env = plan.env.vars.clone();
@@ -635,6 +639,7 @@ fn carry_out(
     for n in &live_notices {
         on_event(Event::Notice(n));
     }
+    announced.extend(live_notices.iter().cloned());
     notices.extend(live_notices);
     let outcome: ExecOutcome = match outcome {
         Ok(o) => o,
@@ -681,7 +686,25 @@ fn carry_out(
         truncation: e.truncation,
         artifact: e.artifact,
     });
+    announce_the_rest(&r, announced, on_event);
     r
+}
+
+/// Send every notice of `r` not yet sent as an event (`announced`: those sent while
+/// the command ran), so a stream of events says all the result says, before it.
+fn announce_the_rest(
+    r: &RunResult,
+    mut announced: Vec<String>,
+    on_event: &mut dyn FnMut(Event<'_>),
+) {
+    for n in &r.notices {
+        match announced.iter().position(|a| a == n) {
+            Some(i) => {
+                announced.swap_remove(i);
+            }
+            None => on_event(Event::Notice(n)),
+        }
+    }
 }
 
 /// The sidecar `artifact list` shows: which command wrote the artifact, where, how
@@ -735,8 +758,8 @@ fn shape(
             (
                 exit::TIMEOUT,
                 Some(format!(
-                    "[Command timed out after {} seconds]",
-                    plan.timeout.effective
+                    "[Command timed out after {}]",
+                    count(plan.timeout.effective, "second")
                 )),
             )
         }
@@ -769,24 +792,26 @@ fn shape(
     if let Some(n) = &retained.notice {
         notices.push(n.clone());
     }
+    notices.extend(crate::output::notice::background_killed(
+        &outcome.background_killed,
+        r.timed_out || r.cancelled,
+    ));
     if code != 0 && !r.timed_out && !r.cancelled {
         notices.push(format!("Command exited with code {code}"));
     }
-    let mut output = String::new();
-    if let Some(a) = &annotation {
-        output.push_str(a);
-        output.push('\n');
-    }
-    if retained.text.is_empty() {
-        if annotation.is_none() {
-            output.push_str("(no output)");
-        }
-    } else {
-        output.push_str(&retained.text);
-    }
-    let output = output.trim_end_matches('\n').to_string();
+    // `output` is the command's own; why the run ended early is a notice, and the
+    // first line of `text`.
     r.body = retained.text.trim_end_matches('\n').to_string();
-    let mut text = output.clone();
+    let output = if r.body.is_empty() {
+        "(no output)".to_string()
+    } else {
+        r.body.clone()
+    };
+    let mut text = match &annotation {
+        Some(a) if r.body.is_empty() => a.clone(),
+        Some(a) => format!("{a}\n{}", r.body),
+        None => output.clone(),
+    };
     for n in &notices {
         text.push_str("\n\n");
         text.push_str(n);
@@ -807,6 +832,7 @@ fn shape(
     r.truncation = retained.truncation;
     r.artifact = retained.artifact;
     r.background_killed = outcome.background_killed;
+    notices.splice(0..0, annotation.clone());
     r.notices = notices;
     r.warnings = warnings;
     r.agentbash_exit = code;
@@ -947,8 +973,10 @@ pub fn not_started(req: &RunRequest, profile: &LoadedProfile, sig: i32, line: St
 fn did_not_start(mut r: RunResult, line: String) -> RunResult {
     if let Some(generic) = r.annotation.replace(line.clone()) {
         r.text = r.text.replacen(&generic, &line, 1);
+        if let Some(n) = r.notices.iter_mut().find(|n| **n == generic) {
+            *n = line;
+        }
     }
-    r.output = line;
     r
 }
 

@@ -247,11 +247,7 @@ pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
 }
 
 fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
+    crate::output::notice::count(n as u64, word)
 }
 
 /// The resolved profile as TOML; with `origin`, each value annotated with the layer

@@ -78,16 +78,17 @@ fn show_summary(e: &Ensured) -> i32 {
         err("no snapshot could be made (see the warning above)\n");
         return 1;
     };
+    let n = |len: usize, unit| crate::output::notice::count(len as u64, unit);
     out(&format!(
-        "{}: {} functions, {} aliases, {} options captured; {} names dropped ({} ms)\n",
+        "{}: {}, {}, {} captured; {} dropped ({} ms)\n",
         m.snapshot
             .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "no snapshot".into()),
-        m.functions.len(),
-        m.aliases.len(),
-        m.options.len(),
-        m.dropped.len(),
+        n(m.functions.len(), "function"),
+        n(m.aliases.len(), "alias"),
+        n(m.options.len(), "option"),
+        n(m.dropped.len(), "name"),
         m.duration_ms
     ));
     if e.snapshot.is_some() { 0 } else { 1 }

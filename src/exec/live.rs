@@ -774,7 +774,7 @@ impl LiveShell {
             if let Some(end) = reason {
                 stopped = Some(end);
                 killed = std::thread::scope(|s| {
-                    let h = s.spawn(|| teardown.terminate(job.kill_grace, true));
+                    let h = s.spawn(|| teardown.terminate_run(job.kill_grace));
                     while !h.is_finished() {
                         poll_fds(&[Some(fd)], Duration::from_millis(10));
                         read_available(fd, &mut *buf, 8 * READ_BUF, |d| scan.feed(d, sink));

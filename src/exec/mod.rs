@@ -2,8 +2,8 @@
 //!
 //! A [`SpawnSpec`] is the command *value* (program, args, env, cwd); `process` owns
 //! *how* it is spawned (its own session, parent-death signal, limits) and how its
-//! tree is stopped ("TERM, wait a grace period, KILL"); `print` and `pty` are the two
-//! ways of wiring its terminal.
+//! tree is stopped (freeze it with SIGSTOP, then "TERM, wait a grace period, KILL");
+//! `print` and `pty` are the two ways of wiring its terminal.
 
 pub mod env;
 pub mod live;

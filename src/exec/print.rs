@@ -350,7 +350,7 @@ fn terminate_while_draining(
     buf: &mut [u8],
 ) -> Vec<super::KilledProcess> {
     std::thread::scope(|s| {
-        let h = s.spawn(|| teardown.terminate(grace, true));
+        let h = s.spawn(|| teardown.terminate_run(grace));
         while !h.is_finished() {
             let fds: Vec<Option<i32>> = pipes.iter().map(Pipe::open_fd).collect();
             poll_fds(&fds, Duration::from_millis(10));

@@ -6,6 +6,8 @@
 //! (parent-death signal). agentbash makes itself a child subreaper, so descendants
 //! that double-fork or call setsid are reparented to it rather than to init and can
 //! still be found and stopped: "no descendant outlives the run" holds for them too.
+//! A tree is frozen (SIGSTOP) before it is signalled, so nothing in it can fork
+//! while it is being found and killed.
 
 use super::{KilledProcess, Limits, SpawnSpec};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -530,6 +532,50 @@ pub fn has_children() -> bool {
     false
 }
 
+/// How long one freeze may take (see [`Teardown::freeze`]).
+const FREEZE_LIMIT: Duration = Duration::from_millis(500);
+/// How long one round of a freeze waits for its processes to stop.
+const STOP_WAIT: Duration = Duration::from_millis(100);
+/// How long the final KILL rounds may take (an unkillable process never hangs a run).
+const KILL_LIMIT: Duration = Duration::from_secs(2);
+
+/// A member as found at the first freeze.
+struct FrozenProcess {
+    pid: i32,
+    ppid: i32,
+    killed: KilledProcess,
+}
+
+/// Wait until every process of `procs` is stopped (each of its threads) or gone, or
+/// `deadline` passes.
+fn wait_stopped(procs: &[Proc], deadline: Instant) {
+    let mut waiting: Vec<i32> = procs.iter().map(|p| p.pid).collect();
+    loop {
+        waiting.retain(|&pid| !is_stopped(pid));
+        if waiting.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+}
+
+/// Every thread of `pid` is stopped, or the process is dead or gone.
+fn is_stopped(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return true;
+    };
+    tasks.flatten().all(|t| {
+        let Ok(s) = std::fs::read_to_string(t.path().join("stat")) else {
+            return true;
+        };
+        let state = s
+            .rfind(')')
+            .and_then(|i| s.get(i + 2..i + 3))
+            .unwrap_or("X");
+        matches!(state, "T" | "t" | "Z" | "X")
+    })
+}
+
 #[derive(Debug, Clone)]
 struct Proc {
     pid: i32,
@@ -593,13 +639,17 @@ impl Teardown {
 
     /// Live members of the run's tree, the leader included if alive.
     pub fn members(&self) -> Vec<i32> {
+        self.member_procs().into_iter().map(|p| p.pid).collect()
+    }
+
+    fn member_procs(&self) -> Vec<Proc> {
         let me = std::process::id() as i32;
         let procs = all_procs();
         let mut children: HashMap<i32, Vec<&Proc>> = HashMap::new();
         for p in &procs {
             children.entry(p.ppid).or_default().push(p);
         }
-        let mut out = Vec::new();
+        let mut out: Vec<&Proc> = Vec::new();
         let mut seen = HashSet::new();
         // Walk agentbash's descendants; membership is inherited down the tree.
         let mut stack: Vec<(i32, bool)> = vec![(me, false)];
@@ -617,7 +667,7 @@ impl Teardown {
                     || c.pgrp == self.leader
                     || has_marker(c.pid, &self.marker);
                 if member {
-                    out.push(c.pid);
+                    out.push(c);
                 }
                 stack.push((c.pid, member));
             }
@@ -625,16 +675,15 @@ impl Teardown {
         // A member reparented elsewhere (no subreaper support) still shares the session.
         for p in &procs {
             if p.sid == self.leader && seen.insert(p.pid) {
-                out.push(p.pid);
+                out.push(p);
             }
         }
         // Remember them: once dead, a zombie can no longer be told apart.
-        let members: HashSet<i32> = out.iter().copied().collect();
         let mut a = attribution();
-        for p in procs.iter().filter(|p| members.contains(&p.pid)) {
+        for p in &out {
             a.saw_member(p.pid, p.started);
         }
-        out
+        out.into_iter().cloned().collect()
     }
 
     /// Everything except the leader (whose exit status the caller collects).
@@ -645,88 +694,153 @@ impl Teardown {
             .collect()
     }
 
-    /// TERM (and CONT, so stopped processes see it) to every member, wait up to
-    /// `grace` for them to go, then KILL whatever remains. Returns what was signalled.
-    pub fn terminate(&self, grace: Duration, include_leader: bool) -> Vec<KilledProcess> {
-        let pick = |t: &Self| {
+    fn pick(&self, include_leader: bool) -> Vec<Proc> {
+        let mut v = self.member_procs();
+        if !include_leader {
+            v.retain(|p| p.pid != self.leader);
+        }
+        v
+    }
+
+    /// Stop every member where it stands, so none can fork while the tree is being
+    /// found: SIGSTOP each one, wait until it (every thread of it) is stopped, and
+    /// scan again, until a scan after everything stopped finds nothing new. Bounded
+    /// in time: a process the kernel holds (a vfork parent, uninterruptible I/O)
+    /// cannot fork either, and is not waited for past the bound.
+    fn freeze(&self, include_leader: bool) -> Vec<Proc> {
+        let deadline = Instant::now() + FREEZE_LIMIT;
+        let mut frozen: Vec<Proc> = Vec::new();
+        let mut known: HashSet<(i32, u64)> = HashSet::new();
+        let mut settled = false;
+        loop {
             if include_leader {
-                t.members()
-            } else {
-                t.others()
+                // Atomic for the whole process group: the kernel lets no member
+                // fork past a group signal.
+                signal_group(self.leader, libc::SIGSTOP);
             }
-        };
-        let first = pick(self);
-        let mut killed: Vec<KilledProcess> = first
-            .iter()
-            .map(|&pid| KilledProcess {
-                pid,
-                command: command_line(pid),
+            let fresh: Vec<Proc> = self
+                .pick(include_leader)
+                .into_iter()
+                .filter(|p| !known.contains(&(p.pid, p.started)))
+                .collect();
+            if fresh.is_empty() && settled {
+                return frozen;
+            }
+            for p in &fresh {
+                signal(p.pid, libc::SIGSTOP);
+                known.insert((p.pid, p.started));
+            }
+            frozen.extend(fresh);
+            wait_stopped(&frozen, deadline.min(Instant::now() + STOP_WAIT));
+            settled = true;
+            if Instant::now() >= deadline {
+                return frozen;
+            }
+        }
+    }
+
+    /// Freeze, then TERM (and CONT, so the TERM is seen) every member, wait up to
+    /// `grace` for them to go, then freeze what remains and KILL it. A process
+    /// that ignores TERM and keeps forking meanwhile gets no TERM chasing each new
+    /// child (no flood of "Terminated" lines): what it started during the grace is
+    /// killed with it. Returns the processes found at the first freeze (the leader
+    /// too, when included and alive), each once, named while they were still alive.
+    pub fn terminate(&self, grace: Duration, include_leader: bool) -> Vec<KilledProcess> {
+        let frozen = self.stop_tree(grace, include_leader);
+        frozen.into_iter().map(|p| p.killed).collect()
+    }
+
+    /// [`Teardown::terminate`] of a run stopped while its leader is alive (timeout,
+    /// cancel): the leader's own tree is the command being stopped, not background
+    /// jobs that outlived it, so only members outside it are returned (orphans handed
+    /// to agentbash, processes found by the run's marker or session).
+    pub fn terminate_run(&self, grace: Duration) -> Vec<KilledProcess> {
+        let frozen = self.stop_tree(grace, true);
+        let mut tree: HashSet<i32> = HashSet::new();
+        if frozen.iter().any(|p| p.pid == self.leader) {
+            tree.insert(self.leader);
+            // Parents come before children only by chance: iterate to a fixed point.
+            loop {
+                let before = tree.len();
+                for p in &frozen {
+                    if tree.contains(&p.ppid) {
+                        tree.insert(p.pid);
+                    }
+                }
+                if tree.len() == before {
+                    break;
+                }
+            }
+        }
+        frozen
+            .into_iter()
+            .filter(|p| p.pid != self.leader && !tree.contains(&p.pid))
+            .map(|p| p.killed)
+            .collect()
+    }
+
+    fn stop_tree(&self, grace: Duration, include_leader: bool) -> Vec<FrozenProcess> {
+        let first: Vec<FrozenProcess> = self
+            .freeze(include_leader)
+            .into_iter()
+            // One that ended by itself between the scan and its SIGSTOP (a zombie now,
+            // or already reaped by its parent) was not stopped by us: not listed.
+            .filter(|p| read_stat(p.pid).is_some_and(|now| now.started == p.started))
+            .map(|p| FrozenProcess {
+                ppid: p.ppid,
+                killed: KilledProcess {
+                    pid: p.pid,
+                    command: command_line(p.pid),
+                },
+                pid: p.pid,
             })
             .collect();
-        let mut known: HashSet<i32> = first.iter().copied().collect();
-        if include_leader {
-            signal_group(self.leader, libc::SIGTERM);
-            signal_group(self.leader, libc::SIGCONT);
+        if first.is_empty() {
+            self.reap_orphans();
+            return first;
         }
-        for &p in &first {
-            signal(p, libc::SIGTERM);
-            signal(p, libc::SIGCONT);
+        for sig in [libc::SIGTERM, libc::SIGCONT] {
+            if include_leader {
+                signal_group(self.leader, sig);
+            }
+            for p in &first {
+                signal(p.pid, sig);
+            }
         }
         let deadline = Instant::now() + grace;
         loop {
             self.reap_orphans();
-            let left = pick(self);
-            for &p in &left {
-                if known.insert(p) {
-                    killed.push(KilledProcess {
-                        pid: p,
-                        command: command_line(p),
-                    });
-                    signal(p, libc::SIGTERM);
-                }
-            }
-            if left.is_empty() {
-                return killed;
+            if self.pick(include_leader).is_empty() {
+                return first;
             }
             if Instant::now() >= deadline {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        self.kill_all(include_leader, &mut killed, &mut known);
-        killed
+        self.kill_all(include_leader);
+        first
     }
 
-    /// SIGKILL until nothing is left (a forking process can add members meanwhile).
-    fn kill_all(
-        &self,
-        include_leader: bool,
-        killed: &mut Vec<KilledProcess>,
-        known: &mut HashSet<i32>,
-    ) {
-        for _ in 0..200 {
-            if include_leader {
-                signal_group(self.leader, libc::SIGKILL);
-            }
-            let left: Vec<i32> = if include_leader {
-                self.members()
-            } else {
-                self.others()
-            };
+    /// Freeze and SIGKILL until nothing is left.
+    fn kill_all(&self, include_leader: bool) {
+        let deadline = Instant::now() + KILL_LIMIT;
+        loop {
+            let left = self.freeze(include_leader);
             if left.is_empty() {
                 break;
             }
-            for p in left {
-                if known.insert(p) {
-                    killed.push(KilledProcess {
-                        pid: p,
-                        command: command_line(p),
-                    });
-                }
-                signal(p, libc::SIGKILL);
+            if include_leader {
+                signal_group(self.leader, libc::SIGKILL);
+            }
+            for p in &left {
+                signal(p.pid, libc::SIGKILL);
             }
             std::thread::sleep(Duration::from_millis(5));
             self.reap_orphans();
+            if Instant::now() >= deadline {
+                break;
+            }
         }
         self.reap_orphans();
     }

@@ -1717,7 +1717,7 @@ fn run_marker(spec: &SpawnSpec) -> String {
 }
 
 fn terminate_tree(leader: i32, marker: &str, grace: Duration) -> Vec<KilledProcess> {
-    super::process::Teardown::new(leader, marker).terminate(grace, true)
+    super::process::Teardown::new(leader, marker).terminate_run(grace)
 }
 
 /// What the pipeline asks of PTY mode.

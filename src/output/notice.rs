@@ -1,4 +1,72 @@
-//! The one place for byte-size formatting and the §5.4 truncation notices.
+//! The one place for byte-size formatting, counts with their unit ("1 second",
+//! "3 processes") and the notices built from them.
+
+use crate::exec::KilledProcess;
+
+/// `n` and its unit, singular for exactly one: `count(1, "second")` is "1 second",
+/// `count(2, "process")` is "2 processes". Every count printed with a unit uses it.
+pub fn count(n: u64, unit: &str) -> String {
+    if n == 1 {
+        return format!("1 {unit}");
+    }
+    let es = ["s", "x", "z", "sh", "ch"]
+        .iter()
+        .any(|e| unit.ends_with(e));
+    format!("{n} {unit}{}", if es { "es" } else { "s" })
+}
+
+/// Background processes shown in a notice; the rest are counted.
+const SHOWN_PROCESSES: usize = 5;
+
+/// The notice naming the background processes a run stopped: after the command
+/// ended (`stopped_run` false: they outlived it, and `process.background = "keep"`
+/// would have left them), or with a timed-out or cancelled command.
+pub fn background_killed(killed: &[KilledProcess], stopped_run: bool) -> Option<String> {
+    if killed.is_empty() {
+        return None;
+    }
+    let mut list: Vec<String> = killed
+        .iter()
+        .take(SHOWN_PROCESSES)
+        .map(|k| format!("{} {}", k.pid, short_command(&k.command)))
+        .collect();
+    if killed.len() > SHOWN_PROCESSES {
+        list.push(format!("and {} more", killed.len() - SHOWN_PROCESSES));
+    }
+    let what = count(killed.len() as u64, "background process");
+    Some(if stopped_run {
+        format!(
+            "Also stopped {what} the command had left running: {}",
+            list.join("; ")
+        )
+    } else {
+        format!(
+            "Stopped {what} that outlived the command: {} (set process.background = \"keep\" to leave them running)",
+            list.join("; ")
+        )
+    })
+}
+
+/// A command line for one line of a notice: the program by its name, not its path,
+/// on one line, at most 80 characters.
+fn short_command(command: &str) -> String {
+    let flat = command.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (program, rest) = flat.split_once(' ').unwrap_or((&flat, ""));
+    let program = match program.rsplit_once('/') {
+        Some((_, name)) if !name.is_empty() => name,
+        _ => program,
+    };
+    let line = if rest.is_empty() {
+        program.to_string()
+    } else {
+        format!("{program} {rest}")
+    };
+    if line.chars().count() > 80 {
+        line.chars().take(79).collect::<String>() + "…"
+    } else {
+        line
+    }
+}
 
 /// `51200` → `50.0KB` (1024-based, one decimal).
 pub fn format_size(bytes: u64) -> String {
@@ -34,5 +102,42 @@ mod tests {
         assert_eq!(format_size(1536), "1.5KB");
         assert_eq!(format_size(1 << 30), "1.0GB");
         assert_eq!(format_size(5 * 1024 * 1024 + 1), "5.0MB");
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(count(1, "second"), "1 second");
+        assert_eq!(count(0, "second"), "0 seconds");
+        assert_eq!(count(2, "line"), "2 lines");
+        assert_eq!(count(1, "process"), "1 process");
+        assert_eq!(count(3, "background process"), "3 background processes");
+    }
+
+    #[test]
+    fn background_notice_names_the_first_five() {
+        let k = |pid, command: &str| KilledProcess {
+            pid,
+            command: command.into(),
+        };
+        assert_eq!(background_killed(&[], false), None);
+        assert_eq!(
+            background_killed(&[k(12345, "/usr/bin/python3 -m http.server 8765")], false)
+                .as_deref(),
+            Some(
+                "Stopped 1 background process that outlived the command: 12345 python3 -m http.server 8765 (set process.background = \"keep\" to leave them running)"
+            )
+        );
+        let many: Vec<_> = (1..=7).map(|p| k(p, "sleep 9")).collect();
+        assert_eq!(
+            background_killed(&many, true).as_deref(),
+            Some(
+                "Also stopped 7 background processes the command had left running: 1 sleep 9; 2 sleep 9; 3 sleep 9; 4 sleep 9; 5 sleep 9; and 2 more"
+            )
+        );
+        let odd = k(9, "bash -c 'a\nb'");
+        assert_eq!(
+            background_killed(&[odd], true).as_deref(),
+            Some("Also stopped 1 background process the command had left running: 9 bash -c 'a b'")
+        );
     }
 }

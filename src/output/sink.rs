@@ -623,7 +623,7 @@ impl OutputSink {
                 parts.push(format!("rest of line {head_last}"));
             }
             if whole_elided > 0 || parts.is_empty() {
-                parts.push(format!("{whole_elided} lines"));
+                parts.push(super::notice::count(whole_elided as u64, "line"));
             }
             if tail_partial {
                 parts.push(format!("start of line {tail_first}"));

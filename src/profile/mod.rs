@@ -619,12 +619,92 @@ pub fn parse_layer(origin: &Origin, text: &str) -> Result<(toml::Table, Profile)
     let table: toml::Table = toml::from_str(text).map_err(invalid)?;
     // Typing the parsed table is cheap; only when it fails is the text parsed again,
     // for an error that points at the offending key.
+    let typing = |e: toml::de::Error| {
+        let reworded = type_error(&e, &table);
+        let mut err = invalid(e);
+        if let (Some(m), ProfileError::Invalid { message, .. }) = (reworded, &mut err) {
+            *message = shorten(&m);
+        }
+        err
+    };
     match toml::Value::Table(table.clone()).try_into::<Profile>() {
         Ok(prof) => Ok((table, prof)),
         Err(e) => match toml::from_str::<Profile>(text) {
-            Err(spanned) => Err(invalid(spanned)),
-            Ok(_) => Err(invalid(e)),
+            Err(spanned) => Err(typing(spanned)),
+            Ok(_) => Err(typing(e)),
         },
+    }
+}
+
+/// serde's "invalid type: string \"five\", expected u64" in the profile's own words:
+/// `timeout.default: expected a whole number of seconds, found the string "five"`.
+/// `None` for errors that are not about a value's type (unknown keys, syntax).
+fn type_error(e: &toml::de::Error, table: &toml::Table) -> Option<String> {
+    let key = error_key(e)?;
+    let msg = e.message();
+    // serde's, toml's (an enum given a number) and our own (env.inherit) wordings.
+    let about_type = [
+        "invalid type:",
+        "invalid value:",
+        "unknown variant",
+        "invalid length",
+        "wanted string or table",
+        "expected ",
+    ]
+    .iter()
+    .any(|p| msg.starts_with(p));
+    if !about_type {
+        // Our own deserializers' other messages say what is wrong, not where.
+        return msg
+            .starts_with("unknown value")
+            .then(|| format!("{key}: {msg}"));
+    }
+    let expected = schema::expected_type(&key)?;
+    let mut parts = key.split('.');
+    let value = table
+        .get(parts.next()?)
+        .and_then(|first| parts.try_fold(first, |at, k| at.as_table()?.get(k)))
+        .map(|v| describe_value(v, msg, expected.starts_with("an array")));
+    let found = value.unwrap_or_else(|| {
+        // The serde wording of what was found: "invalid type: string \"x\", expected …".
+        msg.split_once(':')
+            .and_then(|(_, rest)| rest.rsplit_once(", expected").map(|(f, _)| f.trim()))
+            .unwrap_or("something else")
+            .to_string()
+    });
+    Some(format!("{key}: expected {expected}, found {found}"))
+}
+
+/// The dotted key a typing error is about. toml records it, and shows it only when
+/// the error carries no input text.
+fn error_key(e: &toml::de::Error) -> Option<String> {
+    let mut bare = e.clone();
+    bare.set_input(None);
+    let shown = bare.to_string();
+    let last = shown.trim_end().lines().last()?;
+    let key = last.strip_prefix("in `")?.strip_suffix('`')?;
+    (!key.is_empty()).then(|| key.to_string())
+}
+
+/// A TOML value as an error message names it: `the string "five"`, `the integer -3`;
+/// with `in_array`, an array by the element that is not a string.
+fn describe_value(v: &toml::Value, msg: &str, in_array: bool) -> String {
+    use toml::Value;
+    match v {
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Integer(i) if *i < 0 => format!("the negative integer {i}"),
+        Value::Integer(i) if msg.starts_with("invalid value") => {
+            format!("the integer {i}, which is too large")
+        }
+        Value::Integer(i) => format!("the integer {i}"),
+        Value::Float(f) => format!("the number {f}"),
+        Value::Boolean(b) => format!("the boolean {b}"),
+        Value::Datetime(d) => format!("the date-time {d}"),
+        Value::Array(items) => match items.iter().find(|i| !i.is_str()).filter(|_| in_array) {
+            Some(odd) => format!("an array holding {}", describe_value(odd, msg, false)),
+            None => "an array".into(),
+        },
+        Value::Table(_) => "a table".into(),
     }
 }
 
@@ -742,6 +822,50 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every key of the schema (and every section) says in words what it holds.
+    #[test]
+    fn every_key_has_an_expected_type_in_words() {
+        let text = BUILTIN
+            .iter()
+            .find(|(n, _)| *n == "default")
+            .expect("default")
+            .1;
+        let table: toml::Table = toml::from_str(text).expect("default.toml");
+        let mut keys = vec!["extends".to_string()];
+        for (k, v) in &table {
+            keys.push(k.clone());
+            if let toml::Value::Table(t) = v {
+                keys.extend(t.keys().map(|sub| format!("{k}.{sub}")));
+            }
+        }
+        for k in keys {
+            assert!(schema::expected_type(&k).is_some(), "no words for {k}");
+        }
+    }
+
+    /// The key comes from toml's own record of it; a toml upgrade that changes how it
+    /// is shown must not silently lose it.
+    #[test]
+    fn type_errors_name_the_key_and_the_type() {
+        let origin = Origin::File("wt.toml".into());
+        let msg = |text: &str| match parse_layer(&origin, text) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{text:?} parsed"),
+        };
+        assert_eq!(
+            msg("[timeout]\ndefault = \"five\"\n"),
+            "wt.toml:2:11: timeout.default: expected a whole number of seconds, found the string \"five\""
+        );
+        assert_eq!(
+            msg("[pty]\nmode = 1\n"),
+            "wt.toml:2:8: pty.mode: expected \"off\" or \"on\", found the integer 1"
+        );
+        assert_eq!(
+            msg("[env]\nset = { A = true }\n"),
+            "wt.toml:2:13: env.set.A: expected a string (the variable's value), found the boolean true"
+        );
+    }
 
     /// The built-in default is typed without parsing: it must be what its file says.
     #[test]

@@ -333,6 +333,59 @@ impl Default for ServerCfg {
     }
 }
 
+/// What the value of each key (dotted, e.g. `timeout.default`) must be, in words,
+/// for the errors that say a value has the wrong type.
+pub fn expected_type(key: &str) -> Option<&'static str> {
+    const BOOL: &str = "true or false";
+    const STRING: &str = "a string";
+    const STRINGS: &str = "an array of strings";
+    Some(match key {
+        "description" => STRING,
+        "extends" => "a string (the name or path of the profile to layer on)",
+        "shell" | "env" | "timeout" | "output" | "artifacts" | "interceptor" | "guard" | "pty"
+        | "process" | "limits" | "render" | "server" => "a table of settings",
+        "shell.path" => "a string (\"auto\" or the shell's path)",
+        "shell.args" => STRINGS,
+        "shell.prefix" => STRING,
+        "shell.snapshot"
+        | "env.harden"
+        | "output.strip_head_tail"
+        | "artifacts.enabled"
+        | "interceptor.enabled"
+        | "guard.enabled" => BOOL,
+        "shell.rc" => "a string (the rc file's path)",
+        "env.inherit" => "\"all\", \"none\" or an array of variable-name globs",
+        "env.exclude" | "output.redact" => "an array of strings (variable-name globs)",
+        "env.set" => "a table of NAME = \"value\" strings",
+        k if k.starts_with("env.set.") => "a string (the variable's value)",
+        "timeout.default" | "timeout.max" => "a whole number of seconds",
+        "timeout.kill_grace_ms" => "a whole number of milliseconds",
+        "output.max_bytes" | "output.head_bytes" | "artifacts.max_total_bytes" => {
+            "a whole number of bytes"
+        }
+        "output.max_columns" => "a whole number of columns (0: no cap)",
+        "artifacts.dir" => "a string (a directory path, \"\" for the default)",
+        "artifacts.max_age_days" => "a whole number of days",
+        "interceptor.rules" | "guard.rules" => "an array of strings (rule pack names or paths)",
+        "interceptor.tools" => "an array of strings (tool names)",
+        "guard.protected" => "an array of strings (paths)",
+        "pty.mode" => "\"off\" or \"on\"",
+        "pty.cols" => "a whole number of columns (at most 65535)",
+        "pty.rows" => "a whole number of rows (at most 65535)",
+        "pty.kill_key" => "a string (esc, ctrl-c, ctrl-\\, ctrl-] or ctrl-<letter>)",
+        "process.background" => "\"kill\" or \"keep\"",
+        "limits.address_space_mb" | "limits.file_size_mb" => "a whole number of MiB (0: unlimited)",
+        "limits.processes" => "a whole number of processes (0: unlimited)",
+        "limits.cpu_seconds" => "a whole number of seconds (0: unlimited)",
+        "render.format" => "\"text\", \"json\" or \"ndjson\"",
+        "render.preview_lines" | "render.preview_lines_on_failure" => "a whole number of lines",
+        "render.live" => "\"tail\", \"stream\" or \"off\"",
+        "render.ci_annotations" => "\"auto\", \"always\" or \"never\"",
+        "server.max_concurrent" => "a whole number of runs",
+        _ => return None,
+    })
+}
+
 /// Range checks serde cannot express: (section, key, message) for each bad value.
 pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)> {
     let mut errs = Vec::new();

@@ -9,6 +9,7 @@
 
 use super::{Renderer, err, out};
 use crate::display::{escape_controls, escape_controls_multiline};
+use crate::output::notice::count;
 use crate::profile::Live;
 use crate::result::RunResult;
 use crate::run::{Event, Preview};
@@ -224,8 +225,8 @@ impl TextRenderer {
             let id = r.artifact.as_ref().map_or(0, |a| a.id);
             s.push_str(&self.paint(
                 &format!(
-                    "… {hidden} earlier line{} hidden · agentbash artifact show{} {id}",
-                    if hidden == 1 { "" } else { "s" },
+                    "… {} hidden · agentbash artifact show{} {id}",
+                    count(hidden as u64, "earlier line"),
                     self.profile_flag
                 ),
                 dim,
@@ -237,7 +238,7 @@ impl TextRenderer {
             s.push('\n');
         }
         if !self.quiet {
-            for note in &r.notices {
+            for note in own_notices(r) {
                 let note = escape_controls(note);
                 if note.starts_with("[Showing") {
                     s.push_str(&self.paint(&format!("⚠ output cut: {note}"), yellow));
@@ -329,7 +330,7 @@ impl TextRenderer {
         if let Some(a) = &r.annotation {
             line(&mut s, a, red_bold());
         }
-        for note in &r.notices {
+        for note in own_notices(r) {
             let style = if note.starts_with("[Showing") {
                 owo_colors::Style::new().yellow()
             } else {
@@ -437,6 +438,13 @@ impl Renderer for TextRenderer {
     }
 }
 
+/// The notices other than the annotation, which the renderers show first.
+fn own_notices(r: &RunResult) -> impl Iterator<Item = &String> {
+    r.notices
+        .iter()
+        .filter(move |n| Some(*n) != r.annotation.as_ref())
+}
+
 /// Clamp a display line to `max` characters: `… [<n> chars omitted]`.
 pub fn clamp_display(line: &str, max: usize) -> String {
     let count = line.chars().count();
@@ -444,7 +452,10 @@ pub fn clamp_display(line: &str, max: usize) -> String {
         return line.to_string();
     }
     let kept: String = line.chars().take(max).collect();
-    format!("{kept}… [{} chars omitted]", count - max)
+    format!(
+        "{kept}… [{} omitted]",
+        crate::output::notice::count((count - max) as u64, "char")
+    )
 }
 
 pub fn format_duration(ms: u64) -> String {

@@ -61,7 +61,8 @@ impl Engine {
             &self.profile,
             libc::SIGINT,
             format!(
-                "[Cancelled while queued (server.max_concurrent = {max_concurrent} runs were busy); the command did not start]"
+                "[Cancelled while queued behind {} (server.max_concurrent = {max_concurrent}); the command did not start]",
+                crate::output::notice::count(max_concurrent as u64, "busy run")
             ),
         ))
     }
@@ -100,7 +101,10 @@ impl Engine {
         let mut text = crate::output::sanitize::sanitize(&out);
         let end = (offset + limit).min(total);
         if offset >= total {
-            text = format!("[artifact://{id} has {total} lines; offset {offset} is past the end]");
+            text = format!(
+                "[artifact://{id} has {}; offset {offset} is past the end]",
+                crate::output::notice::count(total as u64, "line")
+            );
         } else if end < total {
             text.push_str(&format!(
                 "\n[Lines {}-{end} of {total}. Next: offset={end}]",

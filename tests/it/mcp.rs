@@ -214,6 +214,16 @@ fn eof_cancels_a_running_command_and_exits_zero() {
         .unwrap_or_else(|| panic!("no answer to the running call: {rest:?}"));
     assert_eq!(answer["result"]["structuredContent"]["cancelled"], true);
     assert_eq!(answer["result"]["isError"], true);
+    // The annotation leads the text content; the structured `output` is the
+    // command's own (issue 12).
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(text.lines().next(), Some("[Command cancelled]"), "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["output"], "(no output)",
+        "{answer}"
+    );
 }
 
 #[test]

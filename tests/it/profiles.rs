@@ -261,6 +261,92 @@ fn wrong_types_name_file_line_col() {
     );
 }
 
+/// Regression (issue 12): a wrong type said `invalid type: string "five", expected
+/// u64`. It names the key and what it must hold, in words, for every kind of key.
+#[test]
+fn wrong_types_name_the_key_and_the_type_in_words() {
+    let env = TestEnv::new();
+    let cases = [
+        (
+            "[timeout]\ndefault = \"five\"\n",
+            "wt.toml:2:11: timeout.default: expected a whole number of seconds, found the string \"five\"",
+        ),
+        (
+            "[timeout]\nkill_grace_ms = 1.5\n",
+            "wt.toml:2:17: timeout.kill_grace_ms: expected a whole number of milliseconds, found the number 1.5",
+        ),
+        (
+            "[output]\nmax_bytes = -1\n",
+            "wt.toml:2:13: output.max_bytes: expected a whole number of bytes, found the negative integer -1",
+        ),
+        (
+            "[pty]\ncols = 70000\n",
+            "wt.toml:2:8: pty.cols: expected a whole number of columns (at most 65535), found the integer 70000, which is too large",
+        ),
+        (
+            "[shell]\nsnapshot = \"yes\"\n",
+            "wt.toml:2:12: shell.snapshot: expected true or false, found the string \"yes\"",
+        ),
+        (
+            "[shell]\nrc = false\n",
+            "wt.toml:2:6: shell.rc: expected a string (the rc file's path), found the boolean false",
+        ),
+        (
+            "[shell]\nargs = \"-c\"\n",
+            "wt.toml:2:8: shell.args: expected an array of strings, found the string \"-c\"",
+        ),
+        (
+            "[interceptor]\ntools = [\"read\", 2]\n",
+            "wt.toml:2:18: interceptor.tools: expected an array of strings (tool names), found an array holding the integer 2",
+        ),
+        (
+            "limits = 5\n",
+            "wt.toml:1:10: limits: expected a table of settings, found the integer 5",
+        ),
+        (
+            "[env]\nset = { A = 1 }\n",
+            "wt.toml:2:13: env.set.A: expected a string (the variable's value), found the integer 1",
+        ),
+        (
+            "[pty]\nmode = \"maybe\"\n",
+            "wt.toml:2:8: pty.mode: expected \"off\" or \"on\", found the string \"maybe\"",
+        ),
+        (
+            "[render]\nlive = true\n",
+            "wt.toml:2:8: render.live: expected \"tail\", \"stream\" or \"off\", found the boolean true",
+        ),
+        (
+            "[process]\nbackground = 0\n",
+            "wt.toml:2:14: process.background: expected \"kill\" or \"keep\", found the integer 0",
+        ),
+        (
+            "[env]\ninherit = 5\n",
+            "wt.toml:2:11: env.inherit: expected \"all\", \"none\" or an array of variable-name globs, found the integer 5",
+        ),
+    ];
+    for (body, want) in cases {
+        env.write("wt.toml", body);
+        let out = env.run(&["run", "-p", "./wt.toml", "--", "touch ran"]);
+        out.assert_code(125);
+        assert!(
+            out.stderr.contains(want),
+            "{body:?}:\n  want {want}\n  got  {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("expected u"), "{}", out.stderr);
+        assert!(!env.work().join("ran").exists());
+    }
+    // The did-you-mean suggestion is still there for a misspelled key.
+    env.write("wt.toml", "[timeout]\ndefualt = 3\n");
+    let out = env.run(&["run", "-p", "./wt.toml", "--", "true"]);
+    assert!(out.stderr.contains("wt.toml:2:1:"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("did you mean `default`?"),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn bad_values_name_file_line_col() {
     let env = TestEnv::new();

@@ -356,7 +356,7 @@ fn timeout_restores_the_terminal() {
     assert!(all.contains("[timed out]"), "{all}");
     assert_exit(&all, 124);
     assert_restored(&all);
-    assert_annotated(&all, "[Command timed out after 1 seconds]");
+    assert_annotated(&all, "[Command timed out after 1 second]");
 }
 
 #[test]
@@ -512,7 +512,7 @@ fn timeout_kills_the_whole_tree() {
     out.assert_code(124);
     assert_eq!(
         out.stderr.lines().next(),
-        Some("[Command timed out after 1 seconds]"),
+        Some("[Command timed out after 1 second]"),
         "{}",
         out.stderr
     );
@@ -525,7 +525,7 @@ fn timeout_kills_the_whole_tree() {
     let v = out.json();
     assert_eq!(
         s(&v, "text").lines().next(),
-        Some("[Command timed out after 1 seconds]"),
+        Some("[Command timed out after 1 second]"),
         "{v:#}"
     );
     assert_eq!(v["timed_out"], true);

@@ -204,6 +204,30 @@ fn abort_with_and_without_target() {
     assert_eq!(r.last().expect("z")["success"], false);
 }
 
+/// Regression (issue 12): an aborted run listed agentbash's own live shell (and the
+/// cancelled `sleep`) in `background_killed`. The shell's tree is the command being
+/// stopped; nothing outlived it. The annotation leads `text` and is not `output`.
+#[test]
+fn abort_lists_no_live_shell_as_background() {
+    let mut rpc = Rpc::start();
+    for (id, command) in [("s", "sleep 30; true"), ("p", "sleep 30")] {
+        rpc.send(json!({"id": id, "type": "bash", "command": command}));
+        std::thread::sleep(Duration::from_millis(500));
+        rpc.send(json!({"id": "x", "type": "abort_bash", "target": id}));
+        let msgs = rpc.until_response(&json!(id));
+        let data = &msgs.last().expect("response")["data"];
+        assert_eq!(data["cancelled"], true, "{data:#}");
+        assert_eq!(data["background_killed"], json!([]), "{command}: {data:#}");
+        assert_eq!(
+            data["text"].as_str().and_then(|t| t.lines().next()),
+            Some("[Command cancelled]"),
+            "{data:#}"
+        );
+        assert_eq!(data["output"], "(no output)", "{data:#}");
+        assert_eq!(data["notices"], json!(["[Command cancelled]"]), "{data:#}");
+    }
+}
+
 #[test]
 fn malformed_input_is_answered_and_the_server_keeps_serving() {
     let mut rpc = Rpc::start();

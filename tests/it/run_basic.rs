@@ -2,7 +2,7 @@
 //! background jobs, working directory and shell errors, and text-format flags
 //! (issue 2, items 1, 2, 8, 9, 10 and 13).
 
-use crate::support::{TestEnv, kill_cmdline, nonce, procs_with_cmdline, s, u};
+use crate::support::{TestEnv, kill_cmdline, nonce, procs_with_cmdline, re, s, u};
 use std::process::Command;
 use std::time::Duration;
 
@@ -345,6 +345,7 @@ fn background_keep_lets_the_job_survive() {
     let v = out.json();
     assert_eq!(s(&v, "output"), "started");
     assert_eq!(v["background_killed"], serde_json::json!([]), "{v:#}");
+    assert_eq!(v["notices"], serde_json::json!([]), "{v:#}");
     assert!(!alive.is_empty(), "the kept background job did not survive");
 }
 
@@ -700,4 +701,71 @@ fn setsid_job_with_a_cleared_env_is_still_killed() {
     kill_cmdline(&sleep);
     out.assert_code(0);
     assert!(left.is_empty(), "survived the run: {left:?}");
+}
+
+/// Regression (issue 12): `nohup python3 -m http.server &` printed the banner, exited
+/// 0, and the server was silently gone. The process stopped is named where the caller
+/// reads: on stderr in text mode, in `notices` and `text` in JSON.
+#[test]
+fn a_stopped_background_server_is_named_in_the_text() {
+    let env = TestEnv::new();
+    let cmd = "nohup python3 -m http.server 0 --bind 127.0.0.1 & sleep 0.5";
+    let notice = re(
+        r#"Stopped 1 background process that outlived the command: (\d+) python3[\d.]* -m http\.server 0 --bind 127\.0\.0\.1 \(set process\.background = "keep" to leave them running\)"#,
+    );
+    let out = env.run(&["run", "--", cmd]);
+    out.assert_code(0);
+    assert!(notice.is_match(&out.stderr), "stderr: {:?}", out.stderr);
+    assert!(!out.stdout.contains("Stopped"), "stdout: {:?}", out.stdout);
+
+    let out = env.run(&["run", "--json", "--", cmd]);
+    out.assert_code(0);
+    let v = out.json();
+    let killed = v["background_killed"]
+        .as_array()
+        .expect("background_killed");
+    assert_eq!(killed.len(), 1, "{v:#}");
+    let shown = v["notices"]
+        .as_array()
+        .expect("notices")
+        .iter()
+        .find_map(|n| notice.captures(n.as_str()?))
+        .unwrap_or_else(|| panic!("no notice names the server: {v:#}"));
+    assert_eq!(shown[1], killed[0]["pid"].to_string(), "{v:#}");
+    assert!(notice.is_match(s(&v, "text")), "{v:#}");
+    assert!(!s(&v, "output").contains("Stopped"), "{v:#}");
+}
+
+/// Regression (issue 12): the notice names the first five processes and counts the
+/// rest; `background_killed` still lists every one.
+#[test]
+fn the_background_notice_names_five_and_counts_the_rest() {
+    let env = TestEnv::new();
+    let sleep = format!("sleep 373.{}", nonce());
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--",
+        &format!("for i in 1 2 3 4 5 6 7; do {sleep} & done; echo started"),
+    ]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(
+        v["background_killed"].as_array().map(Vec::len),
+        Some(7),
+        "{v:#}"
+    );
+    let notice = v["notices"]
+        .as_array()
+        .expect("notices")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.starts_with("Stopped 7 background processes that outlived the command: "))
+        .unwrap_or_else(|| panic!("no notice: {v:#}"));
+    assert_eq!(notice.matches(&sleep).count(), 5, "{notice}");
+    assert!(
+        notice.ends_with("; and 2 more (set process.background = \"keep\" to leave them running)"),
+        "{notice}"
+    );
+    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
 }

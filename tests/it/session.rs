@@ -345,10 +345,12 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
         "{:?}",
         started.elapsed()
     );
-    let line = "[Waited 2 s for session \"busy\", held by another run; the command did not start]";
+    let line =
+        "[Waited 2 seconds for session \"busy\", held by another run; the command did not start]";
     assert_eq!(v["timed_out"], true, "{v:#}");
     assert_eq!(v["exit_code"], 124);
-    assert_eq!(s(&v, "output"), line, "{v:#}");
+    assert_eq!(s(&v, "output"), "(no output)", "{v:#}");
+    assert_eq!(v["notices"][0], line, "{v:#}");
     assert!(s(&v, "text").starts_with(line), "{v:#}");
     assert!(!s(&v, "text").contains("Command timed out"), "{v:#}");
     let text = text_run.wait();
@@ -732,7 +734,7 @@ mod pool {
         let r = run(&pool, &p, &slow);
         assert!(r.timed_out, "{r:?}");
         assert_eq!(r.exit_code, Some(124));
-        assert!(r.output.starts_with("[Command timed out after 1 seconds]"));
+        assert!(r.text.starts_with("[Command timed out after 1 second]"));
         assert!(started.elapsed() < Duration::from_secs(5));
         assert!(!alive(pid_a), "the timed-out shell is gone");
         assert!(alive(pid_b), "another key's shell is untouched");

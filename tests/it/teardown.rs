@@ -1,8 +1,9 @@
 //! Time limits, cancellation and teardown (§4.4, §4.7): timeouts, clamping, signals
 //! sent to agentbash, commands killed by signals, and no process left behind
-//! (issue 2, item 7).
+//! (issue 2, item 7); what a teardown lists and says (issue 12, part 4).
 
 use crate::support::{TestEnv, bin, nonce, procs_with_cmdline, s, wait_for_cmdline};
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -22,7 +23,7 @@ fn timeout_exits_124_in_about_a_second() {
     );
     assert_eq!(
         out.stderr.lines().next(),
-        Some("[Command timed out after 1 seconds]"),
+        Some("[Command timed out after 1 second]"),
         "stderr: {:?}",
         out.stderr
     );
@@ -40,7 +41,7 @@ fn timeout_in_json_keeps_the_output_so_far() {
     let text = s(&v, "text");
     assert_eq!(
         text.lines().next(),
-        Some("[Command timed out after 1 seconds]"),
+        Some("[Command timed out after 1 second]"),
         "{text:?}"
     );
     assert!(s(&v, "output").contains("before"), "{v:#}");
@@ -197,6 +198,22 @@ fn cancel_with(sig: i32, want_code: i32) {
         Some("[Command cancelled]"),
         "{result:#}"
     );
+    // Regression (issue 12): the annotation is a notice, sent as an event before the
+    // result, and not part of `output`; the cancelled foreground `sleep` and its
+    // sibling job were the shell's own tree, not processes that outlived it.
+    assert!(
+        !s(result, "output").contains("[Command cancelled]"),
+        "{result:#}"
+    );
+    assert_eq!(result["notices"][0], "[Command cancelled]", "{result:#}");
+    assert!(
+        events[..events.len() - 1]
+            .iter()
+            .any(|e| e["type"] == "notice" && e["message"] == "[Command cancelled]"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(result["background_killed"], json!([]), "{result:#}");
     let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
     assert!(left.is_empty(), "left running after cancel: {left:?}");
     let left = env.leftovers(Duration::from_secs(1));
@@ -323,4 +340,221 @@ fn clamp_notice_repeats_the_requested_value() {
     let out = env.run(&["run", "--json", "-t", "99999999999999999999", "--", "true"]);
     out.assert_code(2);
     assert!(out.stderr.contains("too large"), "{}", out.stderr);
+}
+
+/// Regression (issue 12): a timeout stops the command's own tree, and its foreground
+/// `sleep` is no background process: `background_killed` stays empty. A job whose
+/// parent had already exited did outlive it, and is listed and named.
+#[test]
+fn timeout_lists_only_what_outlived_its_parent() {
+    let env = TestEnv::new();
+    let sleep = format!("sleep 375.{}", nonce());
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-t",
+        "1",
+        "--",
+        &format!("echo before; {sleep} & {sleep}; true"),
+    ]);
+    out.assert_code(124);
+    let v = out.json();
+    assert_eq!(v["background_killed"], json!([]), "{v:#}");
+    assert!(!s(&v, "text").contains("background process"), "{v:#}");
+
+    let orphan = format!("sleep 374.{}", nonce());
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-t",
+        "1",
+        "--",
+        &format!("( {orphan} & ); {sleep}; true"),
+    ]);
+    out.assert_code(124);
+    let v = out.json();
+    let killed = v["background_killed"]
+        .as_array()
+        .expect("background_killed");
+    assert_eq!(killed.len(), 1, "{v:#}");
+    assert_eq!(killed[0]["command"], orphan.as_str(), "{v:#}");
+    let want = format!(
+        "Also stopped 1 background process the command had left running: {} {orphan}",
+        killed[0]["pid"]
+    );
+    assert!(
+        v["notices"]
+            .as_array()
+            .expect("notices")
+            .iter()
+            .any(|n| *n == *want),
+        "{v:#}"
+    );
+    assert!(s(&v, "text").contains(&want), "{v:#}");
+    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert!(env.leftovers(Duration::from_secs(1)).is_empty());
+}
+
+/// Regression (issue 12): a job that ignores TERM and starts a child every 10 ms.
+/// Chased one TERM per new child it listed ~80 `sleep` entries; frozen first, it is
+/// one entry per process that outlived the shell, each once, and the children it
+/// starts during the grace period die with it (no TERM each, no "Terminated" flood).
+#[test]
+fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
+    let env = TestEnv::new();
+    env.write("p.toml", "[timeout]\nkill_grace_ms = 500\n");
+    let tag = nonce();
+    let job = format!("(trap '' TERM; while :; do sleep 0.01{tag}; done) &");
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-p",
+        "./p.toml",
+        "--",
+        &format!("{job} sleep 0.3; echo started"),
+    ]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(s(&v, "output"), "started", "{v:#}");
+    let killed = v["background_killed"]
+        .as_array()
+        .expect("background_killed");
+    // The loop's subshell and the sleep it was running (under load, a child caught
+    // between fork and exec too).
+    assert!((1..=3).contains(&killed.len()), "{v:#}");
+    let mut pids: Vec<u64> = killed.iter().filter_map(|k| k["pid"].as_u64()).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), killed.len(), "listed twice: {v:#}");
+    assert!(
+        killed.iter().all(|k| !s(k, "command").is_empty()),
+        "named after it died: {v:#}"
+    );
+    assert!(s(&v, "text").matches("Terminated").count() <= 1, "{v:#}");
+    assert!(procs_with_cmdline(&tag, Duration::from_secs(2)).is_empty());
+    assert!(env.leftovers(Duration::from_secs(1)).is_empty());
+
+    // Text on a pipe: the notice on stderr, stdout the command's output only.
+    let out = env.run(&[
+        "run",
+        "-p",
+        "./p.toml",
+        "--",
+        &format!("{job} sleep 0.3; echo started"),
+    ]);
+    out.assert_code(0);
+    assert_eq!(out.stdout, "started\n");
+    assert!(
+        out.stderr.contains("that outlived the command: "),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.matches("Terminated").count() <= 1,
+        "{}",
+        out.stderr
+    );
+
+    // The same job when the run times out: the shell's own tree, nothing listed.
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-p",
+        "./p.toml",
+        "-t",
+        "1",
+        "--",
+        &format!("{job} sleep 30.{tag}"),
+    ]);
+    out.assert_code(124);
+    assert!(
+        out.elapsed < Duration::from_secs(4),
+        "took {:?}",
+        out.elapsed
+    );
+    let v = out.json();
+    assert_eq!(v["background_killed"], json!([]), "{v:#}");
+    assert!(procs_with_cmdline(&tag, Duration::from_secs(2)).is_empty());
+    assert!(env.leftovers(Duration::from_secs(1)).is_empty());
+}
+
+/// Regression (issue 12): `output` is only what the command printed. The timeout
+/// annotation is the first notice and the first line of `text`, goes to stderr in a
+/// pipe, and NDJSON sends every notice as an event before the result.
+#[test]
+fn the_timeout_annotation_is_a_notice_not_output() {
+    let env = TestEnv::new();
+    let cmd = "echo before; sleep 30";
+    let v = env.run(&["run", "--json", "-t", "1", "--", cmd]).json();
+    let annotation = "[Command timed out after 1 second]";
+    assert_eq!(s(&v, "output"), "before", "{v:#}");
+    assert_eq!(v["notices"], json!([annotation]), "{v:#}");
+    assert_eq!(s(&v, "text"), format!("{annotation}\nbefore"), "{v:#}");
+
+    let out = env.run(&["run", "-t", "1", "--", cmd]);
+    out.assert_code(124);
+    assert_eq!(out.stdout, "before\n");
+    assert_eq!(out.stderr, format!("{annotation}\n"));
+
+    let out = env.run(&["run", "--format", "ndjson", "-t", "1", "--", cmd]);
+    out.assert_code(124);
+    let events = out.ndjson();
+    let notices: Vec<&Value> = events.iter().filter(|e| e["type"] == "notice").collect();
+    assert_eq!(notices, [&json!({"type": "notice", "message": annotation})]);
+    let result = events.last().expect("events");
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["output"], "before");
+
+    // Nothing printed: `output` says so; `text` is the annotation alone.
+    let v = env
+        .run(&["run", "--json", "-t", "2", "--", "sleep 30"])
+        .json();
+    assert_eq!(s(&v, "output"), "(no output)", "{v:#}");
+    assert_eq!(
+        s(&v, "text"),
+        "[Command timed out after 2 seconds]",
+        "{v:#}"
+    );
+}
+
+/// Regression (issue 12): NDJSON sent no notice events. Every notice of the result
+/// is an event, before the result: the clamp notice, a warn rule, a non-zero exit.
+#[test]
+fn ndjson_sends_every_notice_before_the_result() {
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "run",
+        "--format",
+        "ndjson",
+        "-t",
+        "99999",
+        "--",
+        "echo x; exit 3",
+    ]);
+    out.assert_code(3);
+    let events = out.ndjson();
+    let result = events.last().expect("events");
+    assert_eq!(result["type"], "result", "{}", out.stdout);
+    let sent: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "notice")
+        .map(|e| &e["message"])
+        .collect();
+    let notices: Vec<&Value> = result["notices"]
+        .as_array()
+        .expect("notices")
+        .iter()
+        .collect();
+    assert_eq!(sent, notices, "{}", out.stdout);
+    assert!(
+        sent.iter().any(|n| *n == "Command exited with code 3"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        sent.iter()
+            .any(|n| n.as_str().is_some_and(|n| n.starts_with("Timeout clamped"))),
+        "{}",
+        out.stdout
+    );
 }
