@@ -6,7 +6,8 @@
 #   FUZZ_JOBS=2 fuzz/run.sh     libFuzzer workers per target
 #
 # Targets: normalizer (§4.1), splitter (§4.2), sink (§5.1/§5.2: sanitizer, redaction,
-# retention; arbitrary chunkings must equal one chunk), profile (§2 loader).
+# retention; arbitrary chunkings must equal one chunk), profile (§2 loader), guard
+# (the guard judges any text without panicking).
 #
 # cargo-fuzz needs a nightly compiler for -Zsanitizer=address. With a nightly
 # toolchain installed (`rustup toolchain install nightly`) this uses `cargo +nightly`;
@@ -25,7 +26,7 @@ jobs="${FUZZ_JOBS:-1}"
 if [[ $# -ge 1 && "$1" != all ]]; then
     targets=("$1")
 else
-    targets=(normalizer splitter sink profile)
+    targets=(normalizer splitter sink profile guard)
 fi
 
 if ! command -v cargo-fuzz >/dev/null; then
