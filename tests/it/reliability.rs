@@ -1350,7 +1350,8 @@ mod chunking {
     const T_SECRET: &str = "s3cr3t-\u{e9}value";
 
     /// Bytes that exercise every state: text, UTF-8 pieces, CR/LF, ESC and the
-    /// sequence introducers and terminators, C1 controls, invalid bytes, secrets.
+    /// sequence introducers and terminators, C1 controls, invalid bytes, secrets,
+    /// line edits (CR, BS, erase, cursor back).
     fn stream() -> impl Strategy<Value = Vec<u8>> {
         let atoms: Vec<&'static [u8]> = vec![
             b"a",
@@ -1386,7 +1387,19 @@ mod chunking {
             b"\xb7",
             b"\xa0",
             b"\x90",
-            // Long enough that a few of them cross the 64 KiB control-string limit.
+            // Line edits: BS, the erase and cursor sequences, CRs around UTF-8.
+            b"\x08",
+            b"\x08\x08\x08",
+            b"\x1b[K",
+            b"\x1b[1K",
+            b"\x1b[2K",
+            b"\x1b[G",
+            b"\x1b[3D",
+            b"\r\xc3\xa9",
+            b"\xe2\x98\x83\r",
+            b"_\x08",
+            // Long enough that a few of them cross the 64 KiB control-string limit
+            // and the 64 KiB open-line limit.
             &[b'x'; 16 << 10],
         ];
         prop::collection::vec(prop::sample::select(atoms), 0..200).prop_map(|v| v.concat())
