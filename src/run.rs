@@ -677,21 +677,22 @@ fn shape(
     if code != 0 && !r.timed_out && !r.cancelled {
         notices.push(format!("Command exited with code {code}"));
     }
+    // `output` is the command's text exactly as sanitized (its final newline, blank
+    // lines and all); `text` shows it as lines, with `(no output)` for nothing.
     let mut output = String::new();
     if let Some(a) = &annotation {
         output.push_str(a);
-        output.push('\n');
-    }
-    if retained.text.is_empty() {
-        if annotation.is_none() {
-            output.push_str("(no output)");
+        if !retained.text.is_empty() {
+            output.push('\n');
         }
-    } else {
-        output.push_str(&retained.text);
     }
-    let output = output.trim_end_matches('\n').to_string();
-    r.body = retained.text.trim_end_matches('\n').to_string();
-    let mut text = output.clone();
+    output.push_str(&retained.text);
+    r.body = retained.text.clone();
+    let mut text = match output.strip_suffix('\n') {
+        _ if output.is_empty() => "(no output)".to_string(),
+        Some(lines) => lines.to_string(),
+        None => output.clone(),
+    };
     for n in &notices {
         text.push_str("\n\n");
         text.push_str(n);

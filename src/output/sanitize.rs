@@ -166,8 +166,8 @@ impl Decoder {
                     match b {
                         0x20..=0x2f => self.csi_plain = false,
                         b'0'..=b'9' if csi => {
-                            self.csi_param = (self.csi_param * 10 + u32::from(b - b'0'))
-                                .min(MAX_CURSOR_BACK);
+                            self.csi_param =
+                                (self.csi_param * 10 + u32::from(b - b'0')).min(MAX_CURSOR_BACK);
                         }
                         0x3a..=0x3f if csi => self.csi_plain = false,
                         0x30..=0x7e => {
@@ -594,6 +594,16 @@ fn edit_run_end(input: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Decode a complete byte string in one go: the text as written, line edits
+/// unresolved (what the redactor between the two stages searches).
+pub fn decode(input: &[u8]) -> String {
+    let mut d = Decoder::new();
+    let mut out = String::with_capacity(input.len());
+    d.push(input, &mut out);
+    d.finish(&mut out);
+    out
+}
+
 /// Sanitize a complete byte string in one go.
 pub fn sanitize(input: &[u8]) -> String {
     let mut s = Sanitizer::new();
@@ -681,7 +691,10 @@ mod tests {
         }
         bar.extend_from_slice(b"\ndone\n");
         let text = sanitize(&bar);
-        assert_eq!(text, format!("\r[{:<50}] 19999\ndone\n", "#".repeat(49))[1..]);
+        assert_eq!(
+            text,
+            format!("\r[{:<50}] 19999\ndone\n", "#".repeat(49))[1..]
+        );
 
         // An endless line: held up to the cap, then passed on; a CR after that
         // starts a new line rather than rewriting what was passed on.

@@ -379,7 +379,7 @@ impl OutputSink {
         if let Some(r) = self.line_redactor.as_mut().filter(|_| self.line_redacting) {
             let mut out = std::mem::take(&mut self.redacted_lines);
             out.clear();
-            r.push(resolved[from..].as_bytes(), &mut out);
+            r.push(&resolved.as_bytes()[from..], &mut out);
             if last {
                 r.finish(&mut out);
             }
@@ -852,11 +852,15 @@ mod tests {
         let cases: [(String, &str); 4] = [
             (format!("{TOKEN}\rxx\n"), "xxEDACTED:A_TOKEN]\n"),
             (
-                format!("{}\x08\x08{}\n", &TOKEN[..TOKEN.len() - 2] , "xx"),
+                format!("{}\x08\x08{}\n", &TOKEN[..TOKEN.len() - 2], "xx"),
                 &format!("{}xx\n", &TOKEN[..TOKEN.len() - 4]),
             ),
             (
-                format!("{}ZZ\x08\x08{}\n", &TOKEN[..TOKEN.len() - 2], &TOKEN[TOKEN.len() - 2..]),
+                format!(
+                    "{}ZZ\x08\x08{}\n",
+                    &TOKEN[..TOKEN.len() - 2],
+                    &TOKEN[TOKEN.len() - 2..]
+                ),
                 "[REDACTED:A_TOKEN]\n",
             ),
             (

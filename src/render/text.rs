@@ -34,6 +34,8 @@ pub struct TextRenderer {
     last: VecDeque<String>,
     partial: String,
     streamed: bool,
+    /// The command's text on stdout does not end with a newline.
+    mid_line: bool,
     /// An interactive PTY viewport was on screen during the run.
     viewport: bool,
     group_open: bool,
@@ -65,6 +67,7 @@ impl TextRenderer {
             last: VecDeque::new(),
             partial: String::new(),
             streamed: false,
+            mid_line: false,
             viewport: false,
             group_open: false,
         }
@@ -136,7 +139,13 @@ impl TextRenderer {
             out(&s);
             return;
         }
-        let lines: Vec<&str> = r.output.split('\n').collect();
+        // The output's lines: its final newline ends the last one.
+        let shown = match r.output.strip_suffix('\n') {
+            _ if r.output.is_empty() => "(no output)",
+            Some(lines) => lines,
+            None => r.output.as_str(),
+        };
+        let lines: Vec<&str> = shown.split('\n').collect();
         let n = lines.len();
         if self.viewport {
             // The viewport left the command's final screen in view; what it cannot
@@ -235,13 +244,9 @@ impl TextRenderer {
             self.group_open = true;
         }
         if !self.streamed {
-            // Only the command's own text: annotations and notices are ours.
-            let body = r.body.as_str();
-            let nothing = body.is_empty();
-            if !nothing {
-                out(body);
-                out("\n");
-            }
+            // Only the command's own text, byte for byte: annotations and notices are
+            // ours, and nothing is added (`echo -n hi` gives `hi`, `true` nothing).
+            self.write_output(&r.body);
         }
         if self.github {
             self.close_group();
@@ -278,8 +283,21 @@ impl TextRenderer {
         err(&s);
     }
 
+    /// The command's text to stdout (a pipe).
+    fn write_output(&mut self, text: &str) {
+        if !text.is_empty() {
+            out(text);
+            self.mid_line = !text.ends_with('\n');
+        }
+    }
+
     fn close_group(&mut self) {
         if self.group_open {
+            if self.mid_line {
+                // A workflow command must start a line.
+                out("\n");
+                self.mid_line = false;
+            }
             out("::endgroup::\n");
             self.group_open = false;
         }
@@ -337,7 +355,7 @@ impl Renderer for TextRenderer {
                 if !self.tty {
                     if self.live == Live::Stream {
                         self.streamed = true;
-                        out(data);
+                        self.write_output(data);
                     }
                     return;
                 }

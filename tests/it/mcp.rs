@@ -325,7 +325,7 @@ fn numeric_arguments_may_be_strings() {
     let result = &reply["result"]["structuredContent"];
     assert_eq!(result["head"], 5, "{reply}");
     assert_eq!(result["timeout_s"], 7, "{reply}");
-    assert_eq!(result["output"], "1\n2\n3\n4\n5", "{reply}");
+    assert_eq!(result["output"], "1\n2\n3\n4\n5\n", "{reply}");
     let url = result["artifact"]["url"]
         .as_str()
         .unwrap_or_default()

@@ -132,7 +132,7 @@ fn bash_request_answers_with_the_result() {
     assert_eq!(r["command"], "bash");
     assert_eq!(r["success"], true);
     assert_eq!(r["data"]["exit_code"], 4);
-    assert_eq!(r["data"]["output"], "hi");
+    assert_eq!(r["data"]["output"], "hi\n");
     assert!(
         r["data"]["text"]
             .as_str()
@@ -261,7 +261,7 @@ fn malformed_input_is_answered_and_the_server_keeps_serving() {
     );
     rpc.send(json!({"id": "ok", "type": "bash", "command": "echo still here"}));
     let r = rpc.until_response(&json!("ok"));
-    assert_eq!(r.last().expect("ok")["data"]["output"], "still here");
+    assert_eq!(r.last().expect("ok")["data"]["output"], "still here\n");
 }
 
 #[test]
@@ -358,7 +358,7 @@ fn requests_beyond_max_concurrent_queue_without_threads_or_processes() {
     for i in 0..REQUESTS {
         let answers: Vec<&&Value> = bash.iter().filter(|m| m["id"] == i).collect();
         assert_eq!(answers.len(), 1, "request {i}: {answers:?}");
-        assert_eq!(answers[0]["data"]["output"], "42", "{}", answers[0]);
+        assert_eq!(answers[0]["data"]["output"], "42\n", "{}", answers[0]);
     }
     assert!(
         !rpc._state.path().join("ran").exists(),
@@ -373,20 +373,20 @@ fn a_command_defining_builtin_functions_does_not_break_the_live_shell() {
     let requests = [
         (
             json!({"session": "s", "command": format!("{hijack}; export Z=3")}),
-            "(no output)",
+            "",
             0,
         ),
         (
             json!({"session": "s", "command": "echo $Z; type -t builtin printf"}),
-            "3\nbuiltin\nbuiltin",
+            "3\nbuiltin\nbuiltin\n",
             0,
         ),
         (
             json!({"command": format!("{hijack}; echo sub; exit 3")}),
-            "sub",
+            "sub\n",
             3,
         ),
-        (json!({"command": "echo next"}), "next", 0),
+        (json!({"command": "echo next"}), "next\n", 0),
     ];
     for (id, (mut request, output, code)) in requests.into_iter().enumerate() {
         request["id"] = json!(id);
