@@ -462,6 +462,21 @@ impl LineEditor {
             return;
         }
         if self.cur < self.line.len() {
+            // ASCII over ASCII (a redrawn progress bar): byte for byte.
+            let under = &self.line.as_bytes()[self.cur..];
+            let n = t.len().min(under.len());
+            if t.as_bytes()[..n].is_ascii() && under[..n].is_ascii() {
+                // SAFETY: ASCII bytes replace ASCII bytes, so `line` stays UTF-8.
+                let bytes = unsafe { self.line.as_bytes_mut() };
+                bytes[self.cur..self.cur + n].copy_from_slice(&t.as_bytes()[..n]);
+                self.cur += n;
+                t = &t[n..];
+                if t.is_empty() {
+                    return;
+                }
+            }
+        }
+        if self.cur < self.line.len() {
             let mut over = t.char_indices();
             let mut under = self.line[self.cur..].char_indices();
             let split = loop {
@@ -494,6 +509,19 @@ impl LineEditor {
     /// Extend the line at its end, passing it on whenever it would outgrow
     /// [`MAX_OPEN_LINE`] (at the same character however the text arrives).
     fn append(&mut self, mut t: &str, out: &mut String) {
+        if self.line.is_empty() {
+            // Nothing held: the parts that will be passed on at once go straight
+            // out, cut where the held line would have been.
+            while t.len() > MAX_OPEN_LINE {
+                let mut cut = MAX_OPEN_LINE;
+                while !t.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                out.push_str(&t[..cut]);
+                t = &t[cut..];
+                self.passed_on = true;
+            }
+        }
         loop {
             let room = MAX_OPEN_LINE.saturating_sub(self.line.len());
             if t.len() <= room {
