@@ -1,4 +1,4 @@
-//! Fuzzes the output path (SPEC §5.1, §5.2): the sanitizer (decoding, then line
+//! Fuzzes the output path: the sanitizer (decoding, then line
 //! edits: CR, BS, erase in line) and the retaining, redacting, column-capping sink
 //! must give the same result however the stream is cut into reads, the shown text
 //! must be clean (no escape or control bytes other than tab and newline), and the
