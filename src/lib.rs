@@ -17,7 +17,7 @@
 //!     }
 //! });
 //! assert_eq!(result.exit_code, Some(3));
-//! assert_eq!(result.output, "hello\nworld");
+//! assert_eq!(result.output, "hello\nworld\n");
 //! assert!(streamed.contains("world"));
 //! assert!(result.text.contains("Command exited with code 3"));
 //! ```

@@ -799,18 +799,17 @@ fn shape(
     if code != 0 && !r.timed_out && !r.cancelled {
         notices.push(format!("Command exited with code {code}"));
     }
-    // `output` is the command's own; why the run ended early is a notice, and the
-    // first line of `text`.
-    r.body = retained.text.trim_end_matches('\n').to_string();
-    let output = if r.body.is_empty() {
-        "(no output)".to_string()
-    } else {
-        r.body.clone()
-    };
+    // `output` is the command's text exactly as sanitized (its final newline, blank
+    // lines and all); why the run ended early is a notice and the first line of
+    // `text`, which shows the output as lines, with `(no output)` for nothing.
+    let output = retained.text.clone();
+    r.body = retained.text.clone();
+    let lines = output.strip_suffix('\n').unwrap_or(&output);
     let mut text = match &annotation {
-        Some(a) if r.body.is_empty() => a.clone(),
-        Some(a) => format!("{a}\n{}", r.body),
-        None => output.clone(),
+        Some(a) if output.is_empty() => a.clone(),
+        Some(a) => format!("{a}\n{lines}"),
+        None if output.is_empty() => "(no output)".to_string(),
+        None => lines.to_string(),
     };
     for n in &notices {
         text.push_str("\n\n");

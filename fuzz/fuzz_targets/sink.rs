@@ -1,7 +1,8 @@
-//! Fuzzes the output path (SPEC §5.1, §5.2): the sanitizer and the retaining,
-//! redacting, column-capping sink must give the same result however the stream is
-//! cut into reads, and the shown text must be clean (no escape or control bytes
-//! other than tab and newline).
+//! Fuzzes the output path: the sanitizer (decoding, then line
+//! edits: CR, BS, erase in line) and the retaining, redacting, column-capping sink
+//! must give the same result however the stream is cut into reads, the shown text
+//! must be clean (no escape or control bytes other than tab and newline), and the
+//! live text must be the shown text when nothing was cut.
 //!
 //! The first bytes pick a configuration and the cut points; the rest is the stream.
 //! Run with `fuzz/run.sh sink` (or `cargo +nightly fuzz run sink`).
@@ -45,6 +46,10 @@ fn run(cfg: &SinkConfig, chunks: &[&[u8]]) -> (Retained, String) {
             live.push_str(&t);
         }
     }
+    sink.end_input();
+    if let Some(t) = sink.take_pending() {
+        live.push_str(&t);
+    }
     (sink.finish(), live)
 }
 
@@ -73,11 +78,15 @@ fuzz_target!(|data: &[u8]| {
     );
 
     // Sink: same retained result for one read, fixed-size reads and single bytes.
-    let (one, _) = run(&cfg, &[stream]);
+    let (one, one_live) = run(&cfg, &[stream]);
     let fixed: Vec<&[u8]> = stream.chunks(step).collect();
-    let (many, _) = run(&cfg, &fixed);
+    let (many, many_live) = run(&cfg, &fixed);
     let bytes: Vec<&[u8]> = stream.chunks(1).collect();
     let (single, _) = run(&cfg, &bytes);
+    assert_eq!(one_live, many_live);
+    if !one.truncated {
+        assert_eq!(one_live, one.text);
+    }
     for other in [&many, &single] {
         assert_eq!(one.text, other.text);
         assert_eq!(one.notice, other.notice);

@@ -14,10 +14,11 @@
 //! can straddle two reads, so a stream holds back the last `longest - 1` bytes of each
 //! chunk until the next chunk (or the end) shows whether they start a secret. Each value
 //! is looked for in the form it takes where it is looked for: as given and with its LF
-//! line breaks as CRLF (a terminal's ONLCR) in the raw stream (the artifact), and as the
-//! sanitizer rewrites it (CRLF/CR → LF, controls removed) in the shown text.
+//! line breaks as CRLF (a terminal's ONLCR) in the raw stream (the artifact), and in
+//! the shown text both as written (escapes and controls removed, CR and BS kept: the
+//! text before line edits are resolved) and as the sanitizer finally shows it.
 
-use super::sanitize::sanitize;
+use super::sanitize::{decode, sanitize};
 use aho_corasick::{AhoCorasick, MatchKind};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -349,9 +350,15 @@ impl Secrets {
                 return false;
             }
             let m = masked(name).into_bytes();
-            raw.push((value.as_bytes().to_vec(), m.clone()));
-            if value.contains('\n') {
-                raw.push((value.replace('\n', "\r\n").into_bytes(), m.clone()));
+            let crlf = value.contains('\n').then(|| value.replace('\n', "\r\n"));
+            // The shown text is searched as written (decoded, line edits not yet
+            // resolved) and as finally shown (sanitized): a value in both forms.
+            for form in std::iter::once(value).chain(crlf.as_deref()) {
+                raw.push((form.as_bytes().to_vec(), m.clone()));
+                let written = decode(form.as_bytes());
+                if written.len() >= MIN_SECRET_LEN {
+                    text.push((written.into_bytes(), m.clone()));
+                }
             }
             let clean = sanitize(value.as_bytes());
             if clean.len() >= MIN_SECRET_LEN {

@@ -4,11 +4,19 @@
 //! retention budget, so a short run never touches the disk); sanitized text is
 //! redacted, column-capped and retained as a bounded head and/or tail. Memory stays
 //! bounded whatever the command prints — a gigabyte on one line included.
+//!
+//! The text path: decode (escapes and controls out, line edits kept) → redact →
+//! resolve line edits (CR, BS, erase) → redact again → cap columns → retain. Secrets
+//! are looked for both in the text as written and in the lines as finally shown: a
+//! secret written whole and then partly overwritten (`SECRET\rxx`) is masked before
+//! the overwrite can leave a piece of it showing (`xxCRET`), and a secret put together
+//! by overstrike is masked in the line it makes. The second search starts at the
+//! stream's first line edit; before it the resolved text is the text as written.
 
 use super::artifact::{Allocated, ArtifactRef, ArtifactStore};
 use super::notice::{format_size, full_ref};
 use super::redact::{Form, Redactor, Secrets};
-use super::sanitize::Sanitizer;
+use super::sanitize::{Decoder, LineEditor};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::time::{Duration, Instant};
@@ -194,10 +202,17 @@ impl Spill {
 
 pub struct OutputSink {
     cfg: SinkConfig,
-    sanitizer: Sanitizer,
+    decoder: Decoder,
+    editor: LineEditor,
+    /// Masks the decoded text as written (before line edits are resolved).
     text_redactor: Option<Redactor>,
+    /// Masks the resolved lines, from the stream's first line edit on.
+    line_redactor: Option<Redactor>,
+    line_redacting: bool,
     raw_redactor: Option<Redactor>,
     clean: String,
+    resolved: String,
+    redacted_lines: Vec<u8>,
     capped: String,
     redacted: Vec<u8>,
     redacted_text: Vec<u8>,
@@ -246,10 +261,15 @@ impl OutputSink {
         };
         OutputSink {
             text_redactor: cfg.redact.redactor(Form::Text),
+            line_redactor: cfg.redact.redactor(Form::Text),
+            line_redacting: false,
             // The raw stream is kept only for the artifact.
             raw_redactor: art.as_ref().and_then(|_| cfg.redact.redactor(Form::Raw)),
-            sanitizer: Sanitizer::new(),
+            decoder: Decoder::new(),
+            editor: LineEditor::new(),
             clean: String::new(),
+            resolved: String::new(),
+            redacted_lines: Vec::new(),
             capped: String::new(),
             redacted: Vec::new(),
             redacted_text: Vec::new(),
@@ -329,7 +349,7 @@ impl OutputSink {
         }
         let mut clean = std::mem::take(&mut self.clean);
         clean.clear();
-        self.sanitizer.push(raw, &mut clean);
+        self.decoder.push(raw, &mut clean);
         if twins
             && clean.as_bytes() == raw
             && let (Some(t), Some(r)) = (self.text_redactor.as_mut(), &self.raw_redactor)
@@ -338,8 +358,8 @@ impl OutputSink {
             t.catch_up(r);
             let out = std::mem::take(&mut self.redacted);
             match std::str::from_utf8(&out) {
-                Ok(s) => self.after_redact(s),
-                Err(_) => self.after_redact(&String::from_utf8_lossy(&out)),
+                Ok(s) => self.resolve(s, false),
+                Err(_) => self.resolve(&String::from_utf8_lossy(&out), false),
             }
             self.redacted = out;
         } else {
@@ -408,13 +428,48 @@ impl OutputSink {
             // Valid: clean text with whole replacements, held back on character
             // boundaries.
             match std::str::from_utf8(&out) {
-                Ok(s) => self.after_redact(s),
-                Err(_) => self.after_redact(&String::from_utf8_lossy(&out)),
+                Ok(s) => self.resolve(s, false),
+                Err(_) => self.resolve(&String::from_utf8_lossy(&out), false),
             }
             self.redacted_text = out;
         } else {
-            self.after_redact(clean);
+            self.resolve(clean, false);
         }
+    }
+
+    /// Resolve the line edits in `s`; the finished lines go on, masked again from the
+    /// first line edit on. `last`: end of the input (release everything held).
+    fn resolve(&mut self, s: &str, last: bool) {
+        let mut resolved = std::mem::take(&mut self.resolved);
+        resolved.clear();
+        self.editor.push(s, &mut resolved);
+        if last {
+            self.editor.finish(&mut resolved);
+        }
+        let mut from = resolved.len();
+        if let Some(at) = self.editor.first_edit()
+            && self.line_redactor.is_some()
+        {
+            self.line_redacting = true;
+            from = at;
+        } else if self.line_redacting {
+            from = 0;
+        }
+        self.after_redact(&resolved[..from]);
+        if let Some(r) = self.line_redactor.as_mut().filter(|_| self.line_redacting) {
+            let mut out = std::mem::take(&mut self.redacted_lines);
+            out.clear();
+            r.push(&resolved.as_bytes()[from..], &mut out);
+            if last {
+                r.finish(&mut out);
+            }
+            match std::str::from_utf8(&out) {
+                Ok(s) => self.after_redact(s),
+                Err(_) => self.after_redact(&String::from_utf8_lossy(&out)),
+            }
+            self.redacted_lines = out;
+        }
+        self.resolved = resolved;
     }
 
     fn after_redact(&mut self, s: &str) {
@@ -574,14 +629,14 @@ impl OutputSink {
     /// calling it again is harmless, and so is more input after it (still redacted).
     pub fn end_input(&mut self) {
         let mut rest = String::new();
-        self.sanitizer.finish(&mut rest);
+        self.decoder.finish(&mut rest);
         if let Some(r) = self.text_redactor.as_mut() {
             let mut out = Vec::new();
             r.push(rest.as_bytes(), &mut out);
             r.finish(&mut out);
             rest = String::from_utf8_lossy(&out).into_owned();
         }
-        self.after_redact(&rest);
+        self.resolve(&rest, true);
         if let Some(r) = self.raw_redactor.as_mut() {
             let mut out = Vec::new();
             r.finish(&mut out);
@@ -880,6 +935,42 @@ mod tests {
         let retained = sink.finish();
         assert!(retained.artifact.is_some(), "the output was cut");
         (live, std::fs::read(&path).expect("artifact"))
+    }
+
+    /// A secret written whole and then partly overwritten is masked before the
+    /// overwrite (no `xx…CRET`); one put together by overstrike or a CR redraw is
+    /// masked in the line it makes; however the reads fall.
+    #[test]
+    fn line_edits_cannot_reveal_a_secret() {
+        let cases: [(String, &str); 4] = [
+            (format!("{TOKEN}\rxx\n"), "xxEDACTED:A_TOKEN]\n"),
+            (
+                format!("{}\x08\x08{}\n", &TOKEN[..TOKEN.len() - 2], "xx"),
+                &format!("{}xx\n", &TOKEN[..TOKEN.len() - 4]),
+            ),
+            (
+                format!(
+                    "{}ZZ\x08\x08{}\n",
+                    &TOKEN[..TOKEN.len() - 2],
+                    &TOKEN[TOKEN.len() - 2..]
+                ),
+                "[REDACTED:A_TOKEN]\n",
+            ),
+            (
+                format!("xxxxxx{}\rtoken-", &TOKEN[6..]),
+                "[REDACTED:A_TOKEN]",
+            ),
+        ];
+        for (raw, want) in &cases {
+            let raw = raw.as_bytes();
+            for a in 0..=raw.len() {
+                for b in [a, (a + 3).min(raw.len()), raw.len()] {
+                    let (live, _) = run(&[&raw[..a], &raw[a..b], &raw[b..], &[b'\n'; 70]]);
+                    let live = live.trim_end_matches('\n');
+                    assert_eq!(live, want.trim_end_matches('\n'), "{raw:?} cut at {a} {b}");
+                }
+            }
+        }
     }
 
     /// Plain stretches (one search serves both streams) and stretches the

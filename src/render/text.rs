@@ -46,6 +46,8 @@ pub struct TextRenderer {
     stream_col: usize,
     /// The command's stderr since its last line break (terminal only).
     err_partial: String,
+    /// The command's text on stdout (a pipe) does not end with a newline.
+    mid_line: bool,
     /// An interactive PTY viewport was on screen during the run.
     viewport: bool,
     group_open: bool,
@@ -82,6 +84,7 @@ impl TextRenderer {
             stream_open: false,
             stream_col: 0,
             err_partial: String::new(),
+            mid_line: false,
             viewport: false,
             group_open: false,
         }
@@ -205,10 +208,16 @@ impl TextRenderer {
             // The stream ended inside a line.
             s.push('\n');
         }
+        // The output's lines: its final newline ends the last one.
         let lines: Vec<&str> = match (r.body.is_empty(), &r.annotation) {
-            (false, _) => r.body.split('\n').collect(),
+            (false, _) => r
+                .body
+                .strip_suffix('\n')
+                .unwrap_or(&r.body)
+                .split('\n')
+                .collect(),
             // `(no output)`; after an annotation, nothing.
-            (true, None) => vec![r.output.as_str()],
+            (true, None) => vec!["(no output)"],
             (true, Some(_)) => vec![],
         };
         let n = lines.len();
@@ -305,13 +314,9 @@ impl TextRenderer {
             self.group_open = true;
         }
         if !self.streamed {
-            // Only the command's own text: annotations and notices are ours.
-            let body = r.body.as_str();
-            let nothing = body.is_empty();
-            if !nothing {
-                out(body);
-                out("\n");
-            }
+            // Only the command's own text, byte for byte: annotations and notices are
+            // ours, and nothing is added (`echo -n hi` gives `hi`, `true` nothing).
+            self.write_output(&r.body);
         }
         if self.github {
             self.close_group();
@@ -348,8 +353,21 @@ impl TextRenderer {
         err(&s);
     }
 
+    /// The command's text to stdout (a pipe).
+    fn write_output(&mut self, text: &str) {
+        if !text.is_empty() {
+            out(text);
+            self.mid_line = !text.ends_with('\n');
+        }
+    }
+
     fn close_group(&mut self) {
         if self.group_open {
+            if self.mid_line {
+                // A workflow command must start a line.
+                out("\n");
+                self.mid_line = false;
+            }
             out("::endgroup::\n");
             self.group_open = false;
         }
@@ -410,7 +428,7 @@ impl Renderer for TextRenderer {
                         let shown = self.clamp_streamed(data);
                         out(&shown);
                     } else {
-                        out(data);
+                        self.write_output(data);
                     }
                     self.streamed = true;
                     self.stream_open = !data.ends_with('\n');

@@ -998,7 +998,7 @@ fn agent_profile_runs_as_json_with_head_and_tail() {
     let v = out.json();
     let output = s(&v, "output");
     assert!(output.starts_with("1\n2\n3\n"), "head kept");
-    assert!(output.ends_with("19999\n20000"), "tail kept");
+    assert!(output.ends_with("19999\n20000\n"), "tail kept");
     assert_eq!(v["truncation"]["direction"], "middle");
     let out = env.run(&["run", "-p", "agent", "--", "cat Cargo.toml"]);
     out.assert_code(77);

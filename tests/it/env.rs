@@ -241,7 +241,7 @@ fn redacted_values_are_masked_in_output() {
         .run();
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(s(&v, "output"), "pw=[REDACTED:MY_SECRET]");
+    assert_eq!(s(&v, "output"), "pw=[REDACTED:MY_SECRET]\n");
     assert!(!out.stdout.contains("hunter2"));
 }
 

@@ -51,8 +51,8 @@ fn a_list_before_the_pipeline_keeps_its_output() {
         "echo a; seq 5 2>&1 | tail -n 1",
     ] {
         let v = env.run(&["run", "--json", "--", cmd]).json();
-        assert_eq!(s(&v, "output"), "a\n5", "{cmd}");
-        assert_eq!(format!("{}\n", s(&v, "output")), bash_shows(&env, cmd));
+        assert_eq!(s(&v, "output"), "a\n5\n", "{cmd}");
+        assert_eq!(s(&v, "output"), bash_shows(&env, cmd));
         assert!(v["stripped"].is_null(), "{cmd}: {v:#}");
         assert_eq!(s(&v, "normalized_command"), cmd);
     }
@@ -70,7 +70,7 @@ fn an_and_list_before_the_pipeline_keeps_its_output() {
         "echo first && seq 5 2>&1 | head -n 2",
     ] {
         let v = env.run(&["run", "--json", "--", cmd]).json();
-        assert_eq!(s(&v, "output"), "first\n1\n2", "{cmd}");
+        assert_eq!(s(&v, "output"), "first\n1\n2\n", "{cmd}");
         assert!(v["stripped"].is_null(), "{cmd}: {v:#}");
     }
 }
@@ -109,7 +109,7 @@ fn a_pipe_belongs_to_its_last_command_only() {
     let v = out.json();
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(u(&v, "total_lines"), 5_000_000);
-    assert!(s(&v, "output").ends_with("4999999\n5000000"));
+    assert!(s(&v, "output").ends_with("4999999\n5000000\n"));
     assert!(env.work().join("done").exists(), "touch never ran");
 }
 
@@ -131,9 +131,9 @@ fn explicit_head_and_tail_are_views_and_never_stop_the_command() {
         assert_eq!(u(&v, "total_lines"), 5_000_000, "{limit}");
         assert_eq!(u(&v, "total_bytes"), 38_888_896, "{limit}");
         let want = if limit == "--head" {
-            "1\n2\n3\n4\n5"
+            "1\n2\n3\n4\n5\n"
         } else {
-            "4999996\n4999997\n4999998\n4999999\n5000000"
+            "4999996\n4999997\n4999998\n4999999\n5000000\n"
         };
         assert_eq!(s(&v, "output"), want, "{limit}");
         let path = v["artifact"]["path"].as_str().expect("artifact");
@@ -155,7 +155,7 @@ fn explicit_head_never_stops_the_command_in_pty_mode() {
     out.assert_code(3);
     let v = out.json();
     assert_eq!(s(&v, "mode"), "pty");
-    assert_eq!(s(&v, "output"), "1\n2");
+    assert_eq!(s(&v, "output"), "1\n2\n");
     assert_eq!(u(&v, "total_lines"), 2_500_000);
     assert!(env.work().join("finished").exists(), "stopped early");
 }
@@ -211,7 +211,7 @@ fn a_lifted_head_stops_a_slow_producer_about_when_head_would() {
     let out = env.run(&["run", "--json", "-t", "20", "--", cmd]);
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(s(&v, "output"), "1\n2");
+    assert_eq!(s(&v, "output"), "1\n2\n");
     assert_eq!(u(&v, "total_lines"), 2);
     assert!(
         notices(&v)
@@ -242,11 +242,7 @@ fn a_pipe_that_receives_all_of_the_output_is_lifted() {
     ] {
         let v = env.run(&["run", "--json", "--", cmd]).json();
         assert_eq!(s(&v, "stripped"), stripped, "{cmd}: {v:#}");
-        assert_eq!(
-            format!("{}\n", s(&v, "output")),
-            bash_shows(&env, cmd),
-            "{cmd}"
-        );
+        assert_eq!(s(&v, "output"), bash_shows(&env, cmd), "{cmd}");
         let path = v["artifact"]["path"].as_str().expect("artifact");
         assert!(
             std::fs::read_to_string(path)
@@ -258,7 +254,7 @@ fn a_pipe_that_receives_all_of_the_output_is_lifted() {
         .run(&["run", "--json", "--", "seq 100 | tail -n 3"])
         .json();
     assert!(v["stripped"].is_null(), "stderr not piped: {v:#}");
-    assert_eq!(s(&v, "output"), "98\n99\n100");
+    assert_eq!(s(&v, "output"), "98\n99\n100\n");
 }
 
 /// With an explicit limit the trailing pipe is not lifted: the explicit limit views
@@ -269,10 +265,10 @@ fn explicit_limits_view_the_command_as_written() {
     let env = TestEnv::new();
     let cmd = "seq 100 2>&1 | tail -n 5";
     let v = env.run(&["run", "--json", "--tail", "7", "--", cmd]).json();
-    assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100");
+    assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100\n");
     assert!(v["stripped"].is_null(), "{v:#}");
     let v = env.run(&["run", "--json", "--head", "3", "--", cmd]).json();
-    assert_eq!(s(&v, "output"), "96\n97\n98");
+    assert_eq!(s(&v, "output"), "96\n97\n98\n");
 }
 
 /// `explain` says why a pipe was or was not lifted, in text and JSON.

@@ -221,7 +221,7 @@ fn eof_cancels_a_running_command_and_exits_zero() {
         .unwrap_or_default();
     assert_eq!(text.lines().next(), Some("[Command cancelled]"), "{answer}");
     assert_eq!(
-        answer["result"]["structuredContent"]["output"], "(no output)",
+        answer["result"]["structuredContent"]["output"], "",
         "{answer}"
     );
 }
@@ -335,7 +335,7 @@ fn numeric_arguments_may_be_strings() {
     let result = &reply["result"]["structuredContent"];
     assert_eq!(result["head"], 5, "{reply}");
     assert_eq!(result["timeout_s"], 7, "{reply}");
-    assert_eq!(result["output"], "1\n2\n3\n4\n5", "{reply}");
+    assert_eq!(result["output"], "1\n2\n3\n4\n5\n", "{reply}");
     let url = result["artifact"]["url"]
         .as_str()
         .unwrap_or_default()
@@ -445,7 +445,7 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
     let reply = server.answer(2, Duration::from_secs(20));
     let result = &reply["result"]["structuredContent"];
     assert_eq!(result["exit_code"], 0, "{reply}");
-    assert_eq!(result["output"], "y\ny\ny", "{reply}");
+    assert_eq!(result["output"], "y\ny\ny\n", "{reply}");
     assert_eq!(result["total_lines"], 3, "{reply}");
     assert_eq!(reply["result"]["isError"], false, "{reply}");
     server.call(
@@ -457,7 +457,7 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
     let reply = server.answer(3, Duration::from_secs(30));
     let result = &reply["result"]["structuredContent"];
     assert_eq!(result["exit_code"], 1, "{reply}");
-    assert_eq!(result["output"], "1\n2", "{reply}");
+    assert_eq!(result["output"], "1\n2\n", "{reply}");
     assert_eq!(result["total_lines"], 5_000_000, "{reply}");
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert!(server.state.path().join("finished").exists());

@@ -38,7 +38,7 @@ fn seq_100000_keeps_the_tail_and_spills_an_identical_artifact() {
     );
     assert!(output.len() <= 51200, "output is {} bytes", output.len());
     assert!(
-        output.ends_with("\n99999\n100000"),
+        output.ends_with("\n99999\n100000\n"),
         "{:?}",
         &output[output.len() - 20..]
     );
@@ -135,7 +135,10 @@ fn head_bytes_keeps_head_and_tail_with_the_middle_elided() {
     let tail = &output[whole.end()..];
     assert!(head.starts_with("1\n2\n3\n"), "head: {:?}", &head[..20]);
     assert!(head.len() <= 1000, "head part is {} bytes", head.len());
-    assert!(tail.ends_with("\n100000"), "tail must end at the last line");
+    assert!(
+        tail.ends_with("\n100000\n"),
+        "tail must end at the last line"
+    );
     let head_last: u64 = head.trim_end().lines().last().unwrap().parse().unwrap();
     let tail_first: u64 = tail.trim_start().lines().next().unwrap().parse().unwrap();
     assert_eq!(
@@ -199,7 +202,9 @@ fn max_columns_never_cuts_through_a_character() {
             "printf '€€€€€€€€\\n'",
         ])
         .json();
-    let line = s(&v, "output");
+    let line = s(&v, "output")
+        .strip_suffix('\n')
+        .expect("the line's newline");
     assert!(line.ends_with('…'), "{line:?}");
     assert!(!line.contains('\u{FFFD}'), "a character was cut: {line:?}");
     assert!(
@@ -232,7 +237,7 @@ fn trailing_tail_is_stripped_and_the_full_output_saved() {
     let out = env.run(&["run", "--json", "--", "seq 1 100 2>&1 | tail -n 5"]);
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100");
+    assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100\n");
     assert_eq!(s(&v, "stripped"), "| tail -n 5");
     assert_eq!(s(&v, "normalized_command"), "seq 1 100 2>&1");
     assert_eq!(s(&v, "command"), "seq 1 100 2>&1 | tail -n 5");
@@ -268,7 +273,7 @@ fn explicit_tail_views_what_the_pipe_prints() {
             "seq 1 100 | tail -n 5",
         ])
         .json();
-    assert_eq!(s(&v, "output"), "99\n100");
+    assert_eq!(s(&v, "output"), "99\n100\n");
     assert_eq!(v["tail"], 2);
     assert!(v["stripped"].is_null(), "{v:#}");
 }
@@ -286,7 +291,7 @@ fn explicit_head_views_what_the_pipe_prints() {
             "seq 1 100 | head -n 3",
         ])
         .json();
-    assert_eq!(s(&v, "output"), "1\n2");
+    assert_eq!(s(&v, "output"), "1\n2\n");
     assert_eq!(v["head"], 2);
     assert!(v["stripped"].is_null(), "{v:#}");
 }
@@ -300,7 +305,7 @@ fn trailing_head_is_stripped() {
         "seq 1 100 |& head -n3  ",
     ] {
         let v = env.run(&["run", "--json", "--", cmd]).json();
-        assert_eq!(s(&v, "output"), "1\n2\n3", "{cmd:?}");
+        assert_eq!(s(&v, "output"), "1\n2\n3\n", "{cmd:?}");
         assert_eq!(v["head"], 3, "{cmd:?}");
         assert!(v["stripped"].is_string(), "{cmd:?}");
         assert!(
@@ -311,7 +316,7 @@ fn trailing_head_is_stripped() {
     let v = env
         .run(&["run", "--json", "--", "seq 1 100 2>&1 | tail -5"])
         .json();
-    assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100");
+    assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100\n");
 }
 
 #[test]
@@ -321,21 +326,12 @@ fn other_head_forms_are_left_alone() {
         .run(&["run", "--json", "--", "seq 1 100 | head -c 4"])
         .json();
     assert!(v["stripped"].is_null(), "{v:#}");
-    assert_eq!(s(&v, "output"), "1\n2");
+    assert_eq!(s(&v, "output"), "1\n2\n");
     let v = env
         .run(&["run", "--json", "--", "seq 1 20 2>&1 | head"])
         .json();
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(s(&v, "output").lines().count(), 10);
-}
-
-#[test]
-fn crlf_and_lone_cr_become_newlines() {
-    let env = TestEnv::new();
-    let v = env
-        .run(&["run", "--json", "--", "printf 'a\\r\\nb\\rc\\n'"])
-        .json();
-    assert_eq!(s(&v, "output"), "a\nb\nc");
 }
 
 #[test]
@@ -349,7 +345,7 @@ fn cr_split_across_chunks_gives_no_blank_line() {
             "printf 'x\\r'; sleep 0.2; printf '\\ny\\n'",
         ])
         .json();
-    assert_eq!(s(&v, "output"), "x\ny");
+    assert_eq!(s(&v, "output"), "x\ny\n");
 }
 
 #[test]
@@ -363,7 +359,7 @@ fn ansi_escapes_and_controls_are_removed() {
             "printf '\\033[1;31mred\\033[0m plain\\n\\033]0;title\\007osc\\n\\033[2Kclear\\tTab\\a\\n'",
         ])
         .json();
-    assert_eq!(s(&v, "output"), "red plain\nosc\nclear\tTab");
+    assert_eq!(s(&v, "output"), "red plain\nosc\nclear\tTab\n");
 }
 
 #[test]
@@ -372,11 +368,11 @@ fn invalid_utf8_becomes_replacement_character() {
     let out = env.run(&["run", "--json", "--", "printf 'ok \\377\\n'"]);
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(s(&v, "output"), "ok \u{FFFD}");
+    assert_eq!(s(&v, "output"), "ok \u{FFFD}\n");
     // Text format writes valid UTF-8 as well.
     let out = env.run(&["run", "--", "printf '\\377'"]);
     assert!(String::from_utf8(out.stdout_bytes.clone()).is_ok());
-    assert_eq!(out.stdout, "\u{FFFD}\n");
+    assert_eq!(out.stdout, "\u{FFFD}");
 }
 
 #[test]
@@ -413,7 +409,7 @@ fn nul_bytes_in_output_are_handled() {
     let output = s(&v, "output");
     assert!(!output.contains('\0'), "NUL reached the shown text");
     assert!(
-        output.ends_with("end"),
+        output.ends_with("end\n"),
         "{:?}",
         &output[output.len().saturating_sub(20)..]
     );
@@ -467,7 +463,7 @@ fn head_and_tail_apply_in_that_order() {
             "seq 1 100",
         ])
         .json();
-    assert_eq!(s(&v, "output"), "8\n9\n10");
+    assert_eq!(s(&v, "output"), "8\n9\n10\n");
 }
 
 #[test]
@@ -503,10 +499,10 @@ fn redirect_2_1_is_not_stripped() {
         .json();
     assert_eq!(s(&v, "normalized_command"), "seq 1 3 2>&1");
     assert_eq!(s(&v, "stripped"), "| tail -n 1");
-    assert_eq!(s(&v, "output"), "3");
+    assert_eq!(s(&v, "output"), "3\n");
     let v = env.run(&["run", "--json", "--", "seq 1 3 2>&1"]).json();
     assert!(v["stripped"].is_null());
-    assert_eq!(s(&v, "output"), "1\n2\n3");
+    assert_eq!(s(&v, "output"), "1\n2\n3\n");
 }
 
 #[test]
@@ -524,7 +520,7 @@ fn strip_head_tail_false_runs_the_pipe_as_written() {
         ])
         .json();
     assert!(v["stripped"].is_null());
-    assert_eq!(s(&v, "output"), "99\n100");
+    assert_eq!(s(&v, "output"), "99\n100\n");
     assert!(v["artifact"].is_null(), "nothing was cut: {v:#}");
 }
 
@@ -539,7 +535,7 @@ fn stdout_and_stderr_are_interleaved_in_order() {
             "echo out1; echo err1 >&2; echo out2; echo err2 >&2",
         ])
         .json();
-    assert_eq!(s(&v, "output"), "out1\nerr1\nout2\nerr2");
+    assert_eq!(s(&v, "output"), "out1\nerr1\nout2\nerr2\n");
 }
 
 #[test]
@@ -562,7 +558,7 @@ fn c1_and_other_escape_sequences_are_removed() {
             "printf 'a\\302\\205b\\033(B\\033[?25l\\033[38;2;1;2;3mc\\033[0m\\n'",
         ])
         .json();
-    assert_eq!(s(&v, "output"), "abc");
+    assert_eq!(s(&v, "output"), "abc\n");
 }
 
 #[test]
@@ -695,7 +691,7 @@ fn tail_limit_still_applies_when_head_bytes_is_set() {
         .json();
     let output = s(&v, "output");
     assert!(
-        output == "99996\n99997\n99998\n99999\n100000",
+        output == "99996\n99997\n99998\n99999\n100000\n",
         "`| tail -n 5` ignored: {} bytes / {} lines shown",
         output.len(),
         output.lines().count()
@@ -714,7 +710,7 @@ fn tail_limit_still_applies_when_head_bytes_is_set() {
         .json();
     let output = s(&v, "output");
     assert!(
-        output == "99998\n99999\n100000",
+        output == "99998\n99999\n100000\n",
         "`--tail 3` ignored under -p agent: {} bytes / {} lines shown",
         output.len(),
         output.lines().count()
@@ -789,4 +785,267 @@ fn middle_cut_shown_range_ends_at_the_last_shown_line() {
         "{:#}",
         v["truncation"]
     );
+}
+
+// ---------------------------------------------------------------------------------
+// Exact text (issue 12): the sanitized text byte for byte, in pipes and in JSON.
+
+/// Commands whose output the sanitizer leaves as it is, with what bash prints.
+const EXACT: [&str; 8] = [
+    "echo ''",
+    "echo -n hi",
+    "printf '\\n\\nx\\n\\n\\n'",
+    "echo -e '\\n\\n\\n'",
+    "true",
+    "printf 'a\\n'",
+    "printf '\\n\\n'",
+    "printf 'a\\nb'",
+];
+
+/// What `bash -c CMD` writes to stdout (agentbash's shell here is bash too).
+fn bash_output(cmd: &str) -> Vec<u8> {
+    std::process::Command::new("bash")
+        .args(["-c", cmd])
+        .output()
+        .expect("run bash")
+        .stdout
+}
+
+/// Regression: in a pipe, `echo ''` printed nothing, `echo -n hi` gained a newline and
+/// trailing blank lines were lost, in every profile that does not stream (the `ci`
+/// profile, streaming, was exact). Now stdout is the command's bytes in every profile.
+#[test]
+fn a_pipe_gets_the_exact_text_in_every_profile() {
+    let env = TestEnv::new();
+    for cmd in EXACT {
+        let want = bash_output(cmd);
+        for profile in ["default", "ci", "agent"] {
+            let out = env.run(&["run", "-q", "-p", profile, "--format", "text", "--", cmd]);
+            out.assert_code(0);
+            assert_eq!(
+                out.stdout_bytes,
+                want,
+                "{profile}: `{cmd}` gave {:?}, bash {:?}",
+                out.stdout,
+                String::from_utf8_lossy(&want)
+            );
+        }
+    }
+}
+
+/// Regression: JSON `output` was trimmed (`""` for `echo -e "\n\n\n"`, whose
+/// `total_lines` was 4). Now it is the exact text, `""` when the command printed
+/// nothing (`(no output)` is only in `text`), and the line counts follow one rule: a
+/// line is a newline-terminated run, plus a final unterminated one.
+#[test]
+fn json_output_is_the_exact_text_and_lines_are_counted_on_it() {
+    let env = TestEnv::new();
+    let lines =
+        |t: &str| t.matches('\n').count() as u64 + u64::from(!t.is_empty() && !t.ends_with('\n'));
+    for cmd in EXACT {
+        let want = String::from_utf8(bash_output(cmd)).expect("UTF-8");
+        for profile in ["default", "ci", "agent"] {
+            for format in ["json", "ndjson"] {
+                let out = env.run(&["run", "-p", profile, "--format", format, "--", cmd]);
+                out.assert_code(0);
+                let v = if format == "json" {
+                    out.json()
+                } else {
+                    let events = out.ndjson();
+                    let live: String = events
+                        .iter()
+                        .filter(|e| e["type"] == "output")
+                        .filter_map(|e| e["data"].as_str())
+                        .collect();
+                    assert_eq!(live, want, "{profile} ndjson live: `{cmd}`");
+                    events.last().expect("result").clone()
+                };
+                assert_eq!(s(&v, "output"), want, "{profile} {format}: `{cmd}`");
+                assert_eq!(u(&v, "total_lines"), lines(&want), "{profile}: `{cmd}`");
+                assert_eq!(u(&v, "output_lines"), lines(&want), "{profile}: `{cmd}`");
+                assert_eq!(
+                    u(&v, "output_bytes"),
+                    want.len() as u64,
+                    "{profile}: `{cmd}`"
+                );
+                let text = s(&v, "text");
+                if want.is_empty() {
+                    assert_eq!(text, "(no output)");
+                } else {
+                    assert!(
+                        !text.contains("(no output)"),
+                        "{profile}: `{cmd}`: {text:?}"
+                    );
+                }
+            }
+        }
+    }
+    // The counting rule on the brief's examples.
+    for (cmd, n) in [
+        ("echo -n hi", 1),
+        ("printf 'a\\n'", 1),
+        ("printf '\\n\\n'", 2),
+    ] {
+        let v = env.run(&["run", "--json", "--", cmd]).json();
+        assert_eq!(u(&v, "total_lines"), n, "{cmd}");
+    }
+}
+
+/// A cut output is marked as before, and what is shown of it is still exact: the tail
+/// ends as the command's output ends, and notices stay out of it (they go to stderr).
+#[test]
+fn a_cut_output_keeps_its_exact_end_and_uncut_output_gains_no_marker() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--", "seq 1 100000; printf end"]);
+    out.assert_code(0);
+    assert!(
+        out.stdout.ends_with("99999\n100000\nend"),
+        "{:?}",
+        &out.stdout[out.stdout.len() - 20..]
+    );
+    assert!(out.stderr.contains("[Showing lines"), "{}", out.stderr);
+    let v = env.run(&["run", "--json", "--", "seq 1 100000"]).json();
+    assert!(s(&v, "output").ends_with("100000\n"));
+    assert!(!s(&v, "output").contains("[Showing"));
+    // Uncut, with a non-zero exit: the notice is in `text` and `notices` only.
+    let v = env
+        .run(&["run", "--json", "--", "printf 'a\\n\\n'; exit 3"])
+        .json();
+    assert_eq!(s(&v, "output"), "a\n\n");
+    assert_eq!(s(&v, "text"), "a\n\n\nCommand exited with code 3");
+}
+
+// ---------------------------------------------------------------------------------
+// Progress bars and overstrike (issue 12): a line keeps only its final state.
+
+/// Regression: a lone CR became a line break, so a progress bar redrawn 20,000 times
+/// was 20,000 lines and pushed the useful output out of the 50 KiB budget.
+#[test]
+fn a_progress_bar_is_one_line_and_keeps_the_useful_output() {
+    let env = TestEnv::new();
+    let cmd = "echo 'first useful line'; \
+               for i in $(seq 1 20000); do printf '\\r[%-20s] %5d' x $i; done; \
+               echo; echo 'last useful line'";
+    let v = env.run(&["run", "--json", "--", cmd]).json();
+    assert_eq!(
+        s(&v, "output"),
+        "first useful line\n[x                   ] 20000\nlast useful line\n"
+    );
+    assert_eq!(u(&v, "total_lines"), 3);
+    assert_eq!(v["truncated"], false);
+    assert!(v["artifact"].is_null());
+}
+
+/// Regression: a lone CR did not return to the line start; CRLF is still one break.
+#[test]
+fn a_lone_cr_returns_to_the_line_start_and_crlf_is_a_line_break() {
+    let env = TestEnv::new();
+    let v = env
+        .run(&[
+            "run",
+            "--json",
+            "--",
+            "printf 'a\\r\\nabc\\rX\\nlong\\r\\033[Kok\\n10%%\\r'",
+        ])
+        .json();
+    assert_eq!(s(&v, "output"), "a\nXbc\nok\n10%");
+    assert_eq!(u(&v, "total_lines"), 4);
+    // The artifact keeps the raw bytes.
+    let v = env
+        .run(&[
+            "run",
+            "--json",
+            "--tail",
+            "1",
+            "--",
+            "printf 'abc\\rX\\n'; seq 1 3",
+        ])
+        .json();
+    let (_, path) = artifact_of(&env, &v);
+    assert_eq!(std::fs::read(path).unwrap(), b"abc\rX\n1\n2\n3\n");
+    assert_eq!(s(&v, "output"), "3\n");
+}
+
+/// Regression: `man ls` under `--pty` showed `NNAAMMEE`: backspace overstrike (bold
+/// `N\bN`, underline `_\bN`) is resolved, in print mode and in PTY mode.
+#[test]
+fn backspace_overstrike_is_resolved() {
+    let env = TestEnv::new();
+    let cmd = "printf 'N\\bNA\\bAM\\bME\\bE\\n_\\bl_\\bs x\\by\\n'";
+    for mode in ["--no-pty", "--pty"] {
+        let v = env.run(&["run", "--json", mode, "--", cmd]).json();
+        assert_eq!(s(&v, "output"), "NAME\nls y\n", "{mode}");
+    }
+    // The real thing, when man and its page are installed.
+    if std::process::Command::new("man")
+        .args(["-w", "ls"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        let v = env
+            .cmd(&["run", "--json", "--pty", "--", "man ls | head -n 5"])
+            .env("MANPAGER", "cat")
+            .env("MAN_KEEP_FORMATTING", "1")
+            .run()
+            .json();
+        let output = s(&v, "output");
+        assert!(output.contains("NAME"), "{output:?}");
+        assert!(
+            !output.contains("NNAAMMEE") && !output.contains('\u{8}'),
+            "{output:?}"
+        );
+    }
+}
+
+/// A line that never ends (300 MB with CRs in it, and a bar that never prints LF) is
+/// held only up to its cap: the run finishes with memory bounded and the output
+/// within its budget. (The README has the peak RSS for 1 GiB.)
+#[test]
+fn endless_lines_with_crs_stay_bounded() {
+    let env = TestEnv::new();
+    let cases = [
+        // 300 MB, a CR every 100 MB.
+        "for i in 1 2 3; do head -c 107374182 /dev/zero | tr '\\0' a; printf '\\r'; done; printf 'X'",
+        // 20 MB of redraws, never an LF.
+        "yes 'downloading 42%' | head -n 1000000 | tr '\\n' '\\r'",
+    ];
+    for cmd in cases {
+        let out = env.run(&["run", "--json", "--", cmd]);
+        out.assert_code(0);
+        let v = out.json();
+        assert!(u(&v, "output_bytes") <= 51200, "{}", v["output_bytes"]);
+        let output = s(&v, "output");
+        assert!(!output.contains('\r'));
+        if cmd.starts_with("yes") {
+            assert_eq!(output, "downloading 42%");
+            assert_eq!(v["truncated"], false);
+        } else {
+            // Each 100 MB state outgrew the line cap and was passed on; each CR
+            // after it started a new line (the tail shows whole lines: `X`).
+            assert_eq!(output, "X");
+            assert_eq!(u(&v, "total_lines"), 4);
+        }
+    }
+}
+
+/// Live events (`--format ndjson`, `render.live = "stream"`) carry finished lines: a
+/// bar being redrawn sends nothing until its LF, then its final state once.
+#[test]
+fn live_events_carry_a_progress_bar_once_finished() {
+    let env = TestEnv::new();
+    let cmd =
+        "for i in $(seq 1 100); do printf '\\rstep %3d' $i; sleep 0.005; done; echo; echo done";
+    let out = env.run(&["run", "--format", "ndjson", "--", cmd]);
+    out.assert_code(0);
+    let events = out.ndjson();
+    let live: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "output")
+        .filter_map(|e| e["data"].as_str())
+        .collect();
+    assert_eq!(live.concat(), "step 100\ndone\n");
+    assert!(live.iter().all(|d| !d.contains("step  99")), "{live:?}");
+    // The same in a pipe with render.live = "stream".
+    let out = env.run(&["run", "-p", "ci", "--", cmd]);
+    assert_eq!(out.stdout, "step 100\ndone\n");
 }

@@ -26,7 +26,7 @@ fn builtin_profiles_load() {
         out.assert_code(0);
         let v = out.json();
         assert_eq!(v["profile"], name);
-        assert_eq!(v["output"], "ok", "-p {name}");
+        assert_eq!(v["output"], "ok\n", "-p {name}");
     }
     let out = env.run(&["run", "-p", "ci", "--", "true"]);
     out.assert_code(0);
@@ -65,10 +65,10 @@ fn project_profile_wins_over_the_user_dir() {
     let user = env.config_dir().join("profiles/x.toml");
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
     std::fs::write(&user, set_which("user")).unwrap();
-    assert_eq!(which(&env, "x", "sub/deeper"), "project");
-    assert_eq!(which(&env, "x", "."), "project");
+    assert_eq!(which(&env, "x", "sub/deeper"), "project\n");
+    assert_eq!(which(&env, "x", "."), "project\n");
     std::fs::remove_file(env.work().join(".agentbash/profiles/x.toml")).unwrap();
-    assert_eq!(which(&env, "x", "sub/deeper"), "user");
+    assert_eq!(which(&env, "x", "sub/deeper"), "user\n");
 }
 
 #[test]
@@ -77,8 +77,8 @@ fn nearest_project_dir_wins() {
     env.write(".agentbash/profiles/x.toml", set_which("outer"));
     env.write("inner/.agentbash/profiles/x.toml", set_which("inner"));
     std::fs::create_dir_all(env.work().join("inner/deep")).unwrap();
-    assert_eq!(which(&env, "x", "inner/deep"), "inner");
-    assert_eq!(which(&env, "x", "."), "outer");
+    assert_eq!(which(&env, "x", "inner/deep"), "inner\n");
+    assert_eq!(which(&env, "x", "."), "outer\n");
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn user_dir_wins_over_builtin_and_xdg_default_is_used() {
     let user = env.config_dir().join("profiles/ci.toml");
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
     std::fs::write(&user, format!("extends = \"ci\"\n{}", set_which("user-ci"))).unwrap();
-    assert_eq!(which(&env, "ci", "."), "user-ci");
+    assert_eq!(which(&env, "ci", "."), "user-ci\n");
     // Without AGENTBASH_CONFIG_DIR, $XDG_CONFIG_HOME/agentbash is the user dir.
     let xdg = env.root().join("config/agentbash/profiles/y.toml");
     std::fs::write(&xdg, set_which("xdg")).unwrap();
@@ -96,7 +96,7 @@ fn user_dir_wins_over_builtin_and_xdg_default_is_used() {
         .env_remove("AGENTBASH_CONFIG_DIR")
         .run();
     out.assert_code(0);
-    assert_eq!(out.json()["output"], "xdg");
+    assert_eq!(out.json()["output"], "xdg\n");
 }
 
 #[test]
@@ -108,7 +108,7 @@ fn project_default_can_extend_the_builtin_default() {
     );
     let out = env.run(&["run", "--json", "--", "echo \"$WHICH\"; echo \"$PAGER\""]);
     out.assert_code(0);
-    assert_eq!(out.json()["output"], "project-default\ncat");
+    assert_eq!(out.json()["output"], "project-default\ncat\n");
 }
 
 #[test]
@@ -117,12 +117,12 @@ fn profile_paths() {
     env.write("p.toml", set_which("dot-slash"));
     env.write("dir/q.toml", set_which("subdir"));
     env.write("plain.toml", set_which("bare-toml"));
-    assert_eq!(which(&env, "./p.toml", "."), "dot-slash");
-    assert_eq!(which(&env, "dir/q.toml", "."), "subdir");
-    assert_eq!(which(&env, "plain.toml", "."), "bare-toml");
+    assert_eq!(which(&env, "./p.toml", "."), "dot-slash\n");
+    assert_eq!(which(&env, "dir/q.toml", "."), "subdir\n");
+    assert_eq!(which(&env, "plain.toml", "."), "bare-toml\n");
     let abs = env.work().join("p.toml").display().to_string();
     std::fs::create_dir_all(env.work().join("elsewhere")).unwrap();
-    assert_eq!(which(&env, &abs, "elsewhere"), "dot-slash");
+    assert_eq!(which(&env, &abs, "elsewhere"), "dot-slash\n");
 }
 
 #[test]
@@ -151,7 +151,7 @@ fn extends_layers_tables_key_by_key_and_replaces_arrays() {
     out.assert_code(0);
     let v = out.json();
     assert_eq!(v["timeout_s"], 7);
-    assert_eq!(v["output"], "a unset cat");
+    assert_eq!(v["output"], "a unset cat\n");
     let v = env
         .run(&[
             "run",
@@ -422,7 +422,7 @@ fn agentbash_profile_env_selects_the_profile() {
         .env("AGENTBASH_PROFILE", "./p.toml")
         .run();
     out.assert_code(0);
-    assert_eq!(out.json()["output"], "from-env");
+    assert_eq!(out.json()["output"], "from-env\n");
     let out = env
         .cmd(&["run", "--json", "--", "true"])
         .env("AGENTBASH_PROFILE", "ci")
@@ -533,7 +533,7 @@ fn an_invalid_regex_in_a_valid_pack_is_only_skipped() {
     ]);
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(v["output"], "ok");
+    assert_eq!(v["output"], "ok\n");
     assert!(
         v["warnings"]
             .to_string()

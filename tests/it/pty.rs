@@ -581,7 +581,7 @@ fn transcript_line_endings_are_normalized() {
     assert_eq!(out.stdout, "a\nb\n");
     let out = env.run(&["run", "--pty", "--json", "--", "printf 'a\\nb\\n'"]);
     let v = out.json();
-    assert_eq!(s(&v, "output"), "a\nb", "{v:#}");
+    assert_eq!(s(&v, "output"), "a\nb\n", "{v:#}");
     assert_eq!(u(&v, "output_lines"), 2, "{v:#}");
 }
 
@@ -697,7 +697,7 @@ fn lifted_head_stops_the_producer_in_pty_mode() {
     let v = out.json();
     assert_eq!(s(&v, "mode"), "pty");
     assert_eq!(v["timed_out"], false);
-    assert_eq!(s(&v, "output"), "y\ny\ny");
+    assert_eq!(s(&v, "output"), "y\ny\ny\n");
     // The counts are the pipeline's: head's three lines.
     assert_eq!(v["total_lines"], 3);
     assert!(
@@ -759,7 +759,7 @@ fn background_job_holding_the_pty_is_killed_not_waited_for() {
     let out = env.run(&["run", "--pty", "--json", "--", &command]);
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(s(&v, "output"), "started", "{v:#}");
+    assert_eq!(s(&v, "output"), "started\n", "{v:#}");
     let killed = v["background_killed"]
         .as_array()
         .expect("background_killed");

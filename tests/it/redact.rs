@@ -372,3 +372,44 @@ fn the_agent_profile_masks_url_passwords_and_not_pwd() {
         }
     }
 }
+
+/// Line edits run after the first masking: a secret printed whole and then partly
+/// overwritten by a CR redraw (`SECRET\rxx`) shows as a partly overwritten mask, never
+/// as the rest of the secret (`xxCRET`); one put together by backspace overstrike is
+/// masked in the line it makes. In every format and in PTY mode.
+#[test]
+fn line_edits_cannot_reveal_a_secret() {
+    let env = TestEnv::new();
+    profile(&env, r#"["*_TOKEN"]"#, "");
+    let secret = "cr-secret-value-42";
+    let cases = [
+        ("printf '%s\\rxx\\n' \"$MY_TOKEN\"", "xxEDACTED:MY_TOKEN]"),
+        (
+            "printf '%sZZ\\b\\b%s\\n' \"${MY_TOKEN:0:16}\" \"${MY_TOKEN:16}\"",
+            "[REDACTED:MY_TOKEN]",
+        ),
+    ];
+    for (cmd, want) in cases {
+        for mode in ["--no-pty", "--pty"] {
+            for format in FORMATS {
+                let out = env
+                    .cmd(&["run", "--format", format, mode, "-p", "./p.toml", "--", cmd])
+                    .env("MY_TOKEN", secret)
+                    .run();
+                out.assert_code(0);
+                let sh = shown(format, &out);
+                assert!(sh.all.contains(want), "{mode} {format} `{cmd}`: {}", sh.all);
+                for piece in ["CRET", "secret", "value-42"] {
+                    assert!(
+                        !sh.all.contains(piece),
+                        "{mode} {format} `{cmd}`: {}",
+                        sh.all
+                    );
+                }
+                if let Some(r) = &sh.result {
+                    assert_eq!(s(r, "output"), format!("{want}\n"), "{mode} {format}");
+                }
+            }
+        }
+    }
+}

@@ -132,7 +132,7 @@ fn bash_request_answers_with_the_result() {
     assert_eq!(r["command"], "bash");
     assert_eq!(r["success"], true);
     assert_eq!(r["data"]["exit_code"], 4);
-    assert_eq!(r["data"]["output"], "hi");
+    assert_eq!(r["data"]["output"], "hi\n");
     assert!(
         r["data"]["text"]
             .as_str()
@@ -223,7 +223,7 @@ fn abort_lists_no_live_shell_as_background() {
             Some("[Command cancelled]"),
             "{data:#}"
         );
-        assert_eq!(data["output"], "(no output)", "{data:#}");
+        assert_eq!(data["output"], "", "{data:#}");
         assert_eq!(data["notices"], json!(["[Command cancelled]"]), "{data:#}");
     }
 }
@@ -285,7 +285,7 @@ fn malformed_input_is_answered_and_the_server_keeps_serving() {
     );
     rpc.send(json!({"id": "ok", "type": "bash", "command": "echo still here"}));
     let r = rpc.until_response(&json!("ok"));
-    assert_eq!(r.last().expect("ok")["data"]["output"], "still here");
+    assert_eq!(r.last().expect("ok")["data"]["output"], "still here\n");
 }
 
 #[test]
@@ -382,7 +382,7 @@ fn requests_beyond_max_concurrent_queue_without_threads_or_processes() {
     for i in 0..REQUESTS {
         let answers: Vec<&&Value> = bash.iter().filter(|m| m["id"] == i).collect();
         assert_eq!(answers.len(), 1, "request {i}: {answers:?}");
-        assert_eq!(answers[0]["data"]["output"], "42", "{}", answers[0]);
+        assert_eq!(answers[0]["data"]["output"], "42\n", "{}", answers[0]);
     }
     assert!(
         !rpc._state.path().join("ran").exists(),
@@ -397,20 +397,20 @@ fn a_command_defining_builtin_functions_does_not_break_the_live_shell() {
     let requests = [
         (
             json!({"session": "s", "command": format!("{hijack}; export Z=3")}),
-            "(no output)",
+            "",
             0,
         ),
         (
             json!({"session": "s", "command": "echo $Z; type -t builtin printf"}),
-            "3\nbuiltin\nbuiltin",
+            "3\nbuiltin\nbuiltin\n",
             0,
         ),
         (
             json!({"command": format!("{hijack}; echo sub; exit 3")}),
-            "sub",
+            "sub\n",
             3,
         ),
-        (json!({"command": "echo next"}), "next", 0),
+        (json!({"command": "echo next"}), "next\n", 0),
     ];
     for (id, (mut request, output, code)) in requests.into_iter().enumerate() {
         request["id"] = json!(id);
@@ -447,7 +447,7 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
         let d = &r["data"];
         assert_eq!(
             (d["exit_code"].as_i64(), d["output"].as_str()),
-            (Some(0), Some("y\ny\ny")),
+            (Some(0), Some("y\ny\ny\n")),
             "{r}"
         );
         assert_eq!(d["stripped"], "| head -n 3");
@@ -467,7 +467,7 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
     rpc.send(json!({"id": "4", "type": "bash", "command": "echo $X", "session": "s"}));
     assert_eq!(
         rpc.until_response(&json!("4")).last().unwrap()["data"]["output"],
-        "7"
+        "7\n"
     );
     for (id, head) in [("5", json!(2)), ("6", json!("2"))] {
         let marker = dir.path().join("finished");
@@ -478,7 +478,7 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
         let d = &r["data"];
         assert_eq!(
             (d["exit_code"].as_i64(), d["output"].as_str()),
-            (Some(1), Some("1\n2")),
+            (Some(1), Some("1\n2\n")),
             "{r}"
         );
         assert_eq!(d["head"], 2);

@@ -105,7 +105,7 @@ fn json_has_every_result_field() {
     assert!(v["duration_ms"].is_u64());
     assert_eq!(u(&v, "timeout_s"), 300);
     assert_eq!(v["requested_timeout_s"], 300);
-    assert_eq!(s(&v, "output"), "hi");
+    assert_eq!(s(&v, "output"), "hi\n");
     assert_eq!(s(&v, "text"), "hi");
     assert_eq!(v["truncated"], false);
     assert_eq!(u(&v, "total_bytes"), 3);
@@ -162,7 +162,7 @@ fn ndjson_streams_output_while_the_command_runs() {
     assert_eq!(events[0]["type"], "start", "first event: {}", events[0]);
     let last = events.last().unwrap();
     assert_eq!(last["type"], "result", "last event: {last}");
-    assert_eq!(last["output"], "a\nb");
+    assert_eq!(last["output"], "a\nb\n");
     for f in RESULT_FIELDS {
         assert!(last.get(*f).is_some(), "result event lacks {f}: {last}");
     }
@@ -217,7 +217,7 @@ fn background_job_holding_the_pipe_does_not_hang() {
         out.elapsed
     );
     let v = out.json();
-    assert_eq!(s(&v, "output"), "immediate");
+    assert_eq!(s(&v, "output"), "immediate\n");
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
 }
 
@@ -235,7 +235,8 @@ fn stdin_is_the_null_device_by_default() {
         "took {:?}",
         out.elapsed
     );
-    assert_eq!(s(&out.json(), "output"), "(no output)");
+    assert_eq!(s(&out.json(), "output"), "");
+    assert_eq!(s(&out.json(), "text"), "(no output)");
 }
 
 #[test]
@@ -306,7 +307,7 @@ fn background_kill_lists_and_ends_the_job() {
     let out = env.run(&["run", "--json", "--", &format!("{sleep} & echo started")]);
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(s(&v, "output"), "started");
+    assert_eq!(s(&v, "output"), "started\n");
     let killed = v["background_killed"]
         .as_array()
         .expect("background_killed");
@@ -343,7 +344,7 @@ fn background_keep_lets_the_job_survive() {
         out.elapsed
     );
     let v = out.json();
-    assert_eq!(s(&v, "output"), "started");
+    assert_eq!(s(&v, "output"), "started\n");
     assert_eq!(v["background_killed"], serde_json::json!([]), "{v:#}");
     assert_eq!(v["notices"], serde_json::json!([]), "{v:#}");
     assert!(!alive.is_empty(), "the kept background job did not survive");
@@ -398,7 +399,7 @@ fn relative_cwd_resolves_against_the_invoking_dir() {
     let out = env.run(&["run", "--json", "-C", "a/sub", "--", "pwd -P"]);
     out.assert_code(0);
     let want = env.work().join("a/sub").canonicalize().unwrap();
-    assert_eq!(s(&out.json(), "output"), want.display().to_string());
+    assert_eq!(s(&out.json(), "output"), format!("{}\n", want.display()));
     assert_eq!(
         s(&out.json(), "cwd"),
         env.work().join("a/sub").display().to_string()
@@ -409,7 +410,7 @@ fn relative_cwd_resolves_against_the_invoking_dir() {
         .run();
     out.assert_code(0);
     let want = env.work().join("b").canonicalize().unwrap();
-    assert_eq!(s(&out.json(), "output"), want.display().to_string());
+    assert_eq!(s(&out.json(), "output"), format!("{}\n", want.display()));
 }
 
 #[test]
@@ -477,7 +478,7 @@ fn daemonized_job_detached_from_the_pipe_is_killed_and_listed() {
     ]);
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(s(&v, "output"), "done");
+    assert_eq!(s(&v, "output"), "done\n");
     let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
     assert!(
         left.is_empty(),
@@ -504,7 +505,7 @@ fn no_pty_env_overrides_a_forced_pty_with_a_notice() {
     out.assert_code(0);
     let v = out.json();
     assert_eq!(s(&v, "mode"), "print");
-    assert_eq!(s(&v, "output"), "hi");
+    assert_eq!(s(&v, "output"), "hi\n");
     assert!(
         v["notices"]
             .as_array()
@@ -531,7 +532,7 @@ fn auto_mode_in_a_pipe_is_print_mode() {
         ])
         .json();
     assert_eq!(s(&v, "mode"), "print");
-    assert_eq!(s(&v, "output"), "pipe");
+    assert_eq!(s(&v, "output"), "pipe\n");
 }
 
 #[test]
@@ -588,7 +589,7 @@ fn shell_prefix_and_args_are_applied() {
     let v = env
         .run(&["run", "--json", "-p", "./p.toml", "--", "printenv FOO"])
         .json();
-    assert_eq!(s(&v, "output"), "bar");
+    assert_eq!(s(&v, "output"), "bar\n");
     env.write("q.toml", "[shell]\nargs = [\"-e\", \"-c\"]\n");
     let out = env.run(&[
         "run",
@@ -599,11 +600,11 @@ fn shell_prefix_and_args_are_applied() {
         "echo before; false; echo after",
     ]);
     out.assert_code(1);
-    assert_eq!(s(&out.json(), "output"), "before");
+    assert_eq!(s(&out.json(), "output"), "before\n");
     env.write("r.toml", "[shell]\npath = \"sh\"\n");
     let out = env.run(&["run", "--json", "-p", "./r.toml", "--", "echo hi"]);
     out.assert_code(0);
-    assert_eq!(s(&out.json(), "output"), "hi");
+    assert_eq!(s(&out.json(), "output"), "hi\n");
 }
 
 #[test]
@@ -613,7 +614,7 @@ fn command_signalling_its_own_group_does_not_take_agentbash_down() {
     out.assert_code(143);
     let v = out.json();
     assert_eq!(v["signal"], "SIGTERM");
-    assert_eq!(s(&v, "output"), "x");
+    assert_eq!(s(&v, "output"), "x\n");
 }
 
 #[test]

@@ -153,7 +153,7 @@ fn stderr_separate_in_json_has_its_own_field_and_retention() {
     ]);
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(s(&v, "output"), "out1\nout2");
+    assert_eq!(s(&v, "output"), "out1\nout2\n");
     assert_eq!(v["truncated"], false);
     assert!(v["artifact"].is_null(), "stdout was not cut: {v}");
     let e = &v["stderr"];

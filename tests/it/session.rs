@@ -31,7 +31,9 @@ fn saved_generation(state_file: &std::path::Path) -> u64 {
 #[track_caller]
 fn in_session(env: &TestEnv, name: &str, cmd: &str) -> String {
     let v = run_json(env, &["-s", name, "--", cmd]);
-    s(&v, "output").to_string()
+    // The lines, without the final newline (the output itself keeps it).
+    let out = s(&v, "output");
+    out.strip_suffix('\n').unwrap_or(out).to_string()
 }
 
 #[test]
@@ -45,7 +47,7 @@ fn cwd_persists_and_cwd_flag_is_relative_to_it() {
     assert_eq!(v["session"], "w");
     assert_eq!(in_session(&env, "w", "pwd"), format!("{work}/a"));
     let v = run_json(&env, &["-s", "w", "-C", "b", "--", "pwd"]);
-    assert_eq!(s(&v, "output"), format!("{work}/a/b"));
+    assert_eq!(s(&v, "output"), format!("{work}/a/b\n"));
     assert_eq!(
         s(&v, "final_cwd"),
         format!("{work}/a/b"),
@@ -54,7 +56,10 @@ fn cwd_persists_and_cwd_flag_is_relative_to_it() {
     assert_eq!(in_session(&env, "w", "cd ..; pwd"), format!("{work}/a"));
     // Another session and a session-less run are unaffected.
     assert_eq!(in_session(&env, "other", "pwd"), work);
-    assert_eq!(s(&run_json(&env, &["--", "pwd"]), "output"), work);
+    assert_eq!(
+        s(&run_json(&env, &["--", "pwd"]), "output"),
+        format!("{work}\n")
+    );
 }
 
 #[test]
@@ -95,11 +100,11 @@ fn exports_unsets_variables_functions_and_aliases_persist() {
     };
     assert_eq!(
         with_parent("echo $FROM_PARENT; unset FROM_PARENT"),
-        "inherited"
+        "inherited\n"
     );
     assert_eq!(
         with_parent("echo ${FROM_PARENT-unset} $UNTOUCHED"),
-        "unset inherited"
+        "unset inherited\n"
     );
 }
 
@@ -129,7 +134,7 @@ fn env_flag_wins_for_one_run_without_persisting() {
     let env = TestEnv::new();
     in_session(&env, "e", "export MODE=session");
     let v = run_json(&env, &["-s", "e", "-e", "MODE=flag", "--", "echo $MODE"]);
-    assert_eq!(s(&v, "output"), "flag");
+    assert_eq!(s(&v, "output"), "flag\n");
     assert_eq!(in_session(&env, "e", "echo $MODE"), "session");
 }
 
@@ -349,7 +354,7 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
         "[Waited 2 seconds for session \"busy\", held by another run; the command did not start]";
     assert_eq!(v["timed_out"], true, "{v:#}");
     assert_eq!(v["exit_code"], 124);
-    assert_eq!(s(&v, "output"), "(no output)", "{v:#}");
+    assert_eq!(s(&v, "output"), "", "{v:#}");
     assert_eq!(v["notices"][0], line, "{v:#}");
     assert!(s(&v, "text").starts_with(line), "{v:#}");
     assert!(!s(&v, "text").contains("Command timed out"), "{v:#}");
@@ -400,7 +405,7 @@ fn a_deleted_session_directory_is_a_cwd_error_with_a_hint() {
     // An absolute -C still works, and moves the session somewhere that exists.
     let work = env.work().display().to_string();
     let v = run_json(&env, &["-s", "g", "-C", &work, "--", "pwd"]);
-    assert_eq!(s(&v, "output"), work);
+    assert_eq!(s(&v, "output"), format!("{work}\n"));
     assert_eq!(in_session(&env, "g", "pwd"), work);
 }
 
@@ -597,23 +602,23 @@ mod pool {
                 "pwd; echo ${LEAK-unset}; type -t f || echo no-f",
             ),
         );
-        assert_eq!(r.output, format!("{}\nunset\nno-f", env.work().display()));
+        assert_eq!(r.output, format!("{}\nunset\nno-f\n", env.work().display()));
         assert_eq!(r.final_cwd, env.work().display().to_string());
         // Commands that replace the subshell or its EXIT trap still end cleanly.
         let r = run(&pool, &p, &req(&env.work(), "exec echo via-exec"));
-        assert_eq!((r.exit_code, r.output.as_str()), (Some(0), "via-exec"));
+        assert_eq!((r.exit_code, r.output.as_str()), (Some(0), "via-exec\n"));
         let r = run(
             &pool,
             &p,
             &req(&env.work(), "trap 'echo bye' EXIT; echo hi; exit 4"),
         );
-        assert_eq!((r.exit_code, r.output.as_str()), (Some(4), "hi\nbye"));
+        assert_eq!((r.exit_code, r.output.as_str()), (Some(4), "hi\nbye\n"));
         let r = run(
             &pool,
             &p,
             &req(&env.work(), "cat; read -r x || echo stdin-is-empty"),
         );
-        assert_eq!(r.output, "stdin-is-empty");
+        assert_eq!(r.output, "stdin-is-empty\n");
         // A plain program runs in the shell itself (no subshell: its parent is the
         // shell), in its own directory, and leaves the shell as it was.
         std::fs::create_dir_all(env.work().join("plain")).expect("mkdir");
@@ -697,7 +702,7 @@ mod pool {
         std::thread::sleep(Duration::from_millis(100));
         let r = run(&pool, &p, &req(&env.work(), "echo $$"));
         assert_eq!(r.exit_code, Some(0), "{r:?}");
-        let new_pid: i32 = r.output.parse().expect("pid");
+        let new_pid: i32 = r.output.trim_end().parse().expect("pid");
         assert_ne!(new_pid, pid);
         assert!(
             r.notices
@@ -759,7 +764,7 @@ mod pool {
             &p,
             &req(&env.work(), &format!("sleep 48.{n} & echo started")),
         );
-        assert_eq!(r.output, "started");
+        assert_eq!(r.output, "started\n");
         // (Under load the job may be caught between fork and exec: listed as bash.)
         assert!(!r.background_killed.is_empty(), "{r:?}");
         assert!(procs_with_cmdline(&format!("sleep 48.{n}"), Duration::from_secs(2)).is_empty());
@@ -783,7 +788,7 @@ mod pool {
         assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(
             run(&pool, &p, &req(&env.work(), "echo fine")).output,
-            "fine"
+            "fine\n"
         );
     }
 
@@ -802,7 +807,7 @@ mod pool {
                 sc.spawn(move || {
                     for i in 0..5 {
                         let r = run(pool, p, &req(&work, &format!("echo {t}-{i}")));
-                        assert_eq!(r.output, format!("{t}-{i}"));
+                        assert_eq!(r.output, format!("{t}-{i}\n"));
                     }
                 });
             }
@@ -870,7 +875,7 @@ mod pool {
         let r = go("echo $$");
         assert_eq!(
             r.output,
-            pid.to_string(),
+            format!("{pid}\n"),
             "the session's shell is reused: {r:?}"
         );
         // What the live shell did is saved for any other run of the session.
@@ -880,7 +885,7 @@ mod pool {
             &CancelToken::new(),
             &mut |_| {},
         );
-        assert_eq!(cli.output, format!("1\n{}", work.join("sub").display()));
+        assert_eq!(cli.output, format!("1\n{}\n", work.join("sub").display()));
         // ...and what another run did is picked up (a fresh shell from the saved state).
         let r = go("echo $X $y; echo $$");
         assert_eq!(r.output.lines().next(), Some("2 2"), "{r:?}");
@@ -892,13 +897,13 @@ mod pool {
             .expect("pid");
         // set -e does not leak into the next command, nor does a redirection.
         go("set -e; exec >/dev/null 2>&1");
-        assert_eq!(go("false; echo still-here").output, "still-here");
+        assert_eq!(go("false; echo still-here").output, "still-here\n");
         // Nor do shopt and set -o options (restored only when they changed).
         go("shopt -s nullglob; set -o noclobber");
         assert_eq!(
             go("shopt -q nullglob || echo no-nullglob; [[ -o noclobber ]] || echo no-noclobber")
                 .output,
-            "no-nullglob\nno-noclobber"
+            "no-nullglob\nno-noclobber\n"
         );
         // A timeout kills the shell and leaves the session as it was.
         let mut slow = sreq("export X=3; cd /; sleep 30");
@@ -918,15 +923,15 @@ mod pool {
         let r = go("export X=4; exit 3");
         assert_eq!(r.exit_code, Some(3));
         let r = go("echo $X");
-        assert_eq!(r.output, "4");
+        assert_eq!(r.output, "4\n");
         assert!(r.notices.is_empty(), "{:?}", r.notices);
         // A shell killed between runs is replaced, restoring the session.
-        let pid: i32 = go("echo $$").output.parse().expect("pid");
+        let pid: i32 = go("echo $$").output.trim_end().parse().expect("pid");
         // SAFETY: plain syscall on the pool's shell.
         unsafe { libc::kill(pid, libc::SIGKILL) };
         std::thread::sleep(Duration::from_millis(100));
         let r = go("echo $X $y");
-        assert_eq!(r.output, "4 2");
+        assert_eq!(r.output, "4 2\n");
         assert!(
             r.notices.iter().any(|n| n.contains("session live")),
             "{:?}",
@@ -938,7 +943,7 @@ mod pool {
             std::path::PathBuf::from(std::env::var_os("AGENTBASH_STATE_DIR").expect("state"))
                 .join("sessions/live/state.sh");
         let generation = || saved_generation(&state);
-        let pid: i32 = go("echo $$").output.parse().expect("pid");
+        let pid: i32 = go("echo $$").output.trim_end().parse().expect("pid");
         let g = generation();
         for cmd in ["true", "cat /dev/null", "/bin/echo plain", "env --version"] {
             let r = go(cmd);
@@ -946,7 +951,7 @@ mod pool {
             assert!(r.warnings.is_empty(), "{cmd}: {:?}", r.warnings);
         }
         assert_eq!(generation(), g, "stateless commands commit nothing");
-        assert_eq!(go("echo $$ $X").output, format!("{pid} 4"));
+        assert_eq!(go("echo $$ $X").output, format!("{pid} 4\n"));
         // ...but a function or alias of that name can change state: saved.
         go("hop() { cd /; export X=5; }; alias skip='cd /tmp'");
         let g = generation();
@@ -963,12 +968,12 @@ mod pool {
         let r = go("pwd; echo $X; echo $$");
         assert_eq!(
             r.output,
-            format!("{}\n5\n{pid}", work.display()),
+            format!("{}\n5\n{pid}\n", work.display()),
             "the shell is still the session's and saw every change"
         );
         // A process on the session (not this pool) sees the same state.
         let cli = execute(&sreq("pwd; echo $X"), &p, &CancelToken::new(), &mut |_| {});
-        assert_eq!(cli.output, format!("{}\n5", work.display()));
+        assert_eq!(cli.output, format!("{}\n5\n", work.display()));
         // A function that unsets itself (as a venv's `deactivate` does): the check is
         // made before the command runs, and the definitions are saved too.
         go("bye() { unset -f bye; export GONE=1; }");
@@ -979,7 +984,7 @@ mod pool {
             &CancelToken::new(),
             &mut |_| {},
         );
-        assert_eq!(cli.output, "1\nno-bye");
+        assert_eq!(cli.output, "1\nno-bye\n");
         // A new session whose first command is a plain one is still created, and its
         // shell is reused from then on.
         let fresh = |cmd: &str| {

@@ -107,7 +107,7 @@ fn functions_aliases_and_options_are_carried_and_shadowing_names_dropped() {
     );
     // Later runs reuse the snapshot quietly.
     let v = run_json(&env, &["--", "greet again"]);
-    assert_eq!(s(&v, "output"), "hello again");
+    assert_eq!(s(&v, "output"), "hello again\n");
     assert_eq!(warnings(&v), "", "no warning once the snapshot is cached");
 }
 
@@ -182,7 +182,7 @@ fn snapshot_files_are_private_and_reused_until_the_rc_changes() {
     )
     .expect("write");
     let v = run_json(&env, &["--", "newfn"]);
-    assert_eq!(s(&v, "output"), "new");
+    assert_eq!(s(&v, "output"), "new\n");
     // `snapshot refresh` regenerates on demand.
     let out = env.run(&["snapshot", "refresh"]);
     out.assert_code(0);
@@ -194,13 +194,13 @@ fn a_run_sources_only_what_its_command_can_reach() {
     let env = with_rc(BASHRC);
     // Named directly, through an alias, dynamically, or listed: all work.
     let v = run_json(&env, &["--", "greet direct"]);
-    assert_eq!(s(&v, "output"), "hello direct");
+    assert_eq!(s(&v, "output"), "hello direct\n");
     let v = run_json(&env, &["--", "hey"]);
-    assert_eq!(s(&v, "output"), "hey-from-alias");
+    assert_eq!(s(&v, "output"), "hey-from-alias\n");
     let v = run_json(&env, &["--", "f=greet; $f dynamic"]);
-    assert_eq!(s(&v, "output"), "hello dynamic");
+    assert_eq!(s(&v, "output"), "hello dynamic\n");
     let v = run_json(&env, &["--", "declare -F | grep -c ' greet$'"]);
-    assert_eq!(s(&v, "output"), "1");
+    assert_eq!(s(&v, "output"), "1\n");
     // The part cut for `greet` holds greet and its helpers, nothing else.
     let part = snapshot_files(&env)
         .into_iter()
@@ -225,7 +225,7 @@ fn a_slow_rc_is_stopped_and_the_run_goes_on_with_a_warning() {
     let env = with_rc(&format!("f() {{ echo f; }}\nsleep 37.{n}\n"));
     let v = run_json(&env, &["--", "echo ran; type -t f || echo no-f"]);
     assert_eq!(v["exit_code"], 0);
-    assert_eq!(s(&v, "output"), "ran\nno-f");
+    assert_eq!(s(&v, "output"), "ran\nno-f\n");
     assert!(warnings(&v).contains("longer than 2s"), "{v:#}");
     assert!(v["duration_ms"].as_u64().unwrap_or(0) < 6000, "{v:#}");
     assert!(
@@ -243,7 +243,7 @@ fn a_failing_rc_keeps_what_it_defined_and_says_why() {
     let env = with_rc("before() { echo before; }\nexit 1\nafter() { echo after; }\n");
     let v = run_json(&env, &["--", "before; type -t after || echo no-after"]);
     assert_eq!(v["exit_code"], 0, "{v:#}");
-    assert_eq!(s(&v, "output"), "before\nno-after");
+    assert_eq!(s(&v, "output"), "before\nno-after\n");
     assert!(
         warnings(&v).contains("exited its shell (status 1)"),
         "{v:#}"
@@ -251,14 +251,14 @@ fn a_failing_rc_keeps_what_it_defined_and_says_why() {
 
     let env = with_rc("ok() { echo ok; }\nif then fi\n");
     let v = run_json(&env, &["--", "ok"]);
-    assert_eq!(s(&v, "output"), "ok", "{v:#}");
+    assert_eq!(s(&v, "output"), "ok\n", "{v:#}");
 }
 
 #[test]
 fn an_rc_that_prints_or_reads_stdin_never_disturbs_the_command() {
     let env = with_rc("echo noisy; echo noisy >&2; read -r line; cat; f() { echo f-works; }\n");
     let v = run_json(&env, &["--", "f"]);
-    assert_eq!(s(&v, "output"), "f-works");
+    assert_eq!(s(&v, "output"), "f-works\n");
     assert_eq!(v["exit_code"], 0);
 }
 
@@ -270,7 +270,7 @@ fn errexit_and_nounset_from_the_rc_are_not_carried() {
         &["--", "false; echo $NOT_SET_ANYWHERE; echo still-running; f"],
     );
     assert_eq!(v["exit_code"], 0, "{v:#}");
-    assert_eq!(s(&v, "output"), "\nstill-running\nf");
+    assert_eq!(s(&v, "output"), "\nstill-running\nf\n");
     let w = warnings(&v);
     assert!(w.contains("errexit") && w.contains("nounset"), "{v:#}");
 }
@@ -279,7 +279,7 @@ fn errexit_and_nounset_from_the_rc_are_not_carried() {
 fn no_rc_means_no_snapshot_and_no_warning() {
     let env = TestEnv::new();
     let v = run_json(&env, &["--", "echo $BASH_ENV; echo ok"]);
-    assert_eq!(s(&v, "output"), "\nok");
+    assert_eq!(s(&v, "output"), "\nok\n");
     assert_eq!(warnings(&v), "");
     assert!(snapshot_files(&env).is_empty());
     let out = env.run(&["snapshot", "show"]);
@@ -295,7 +295,7 @@ fn snapshot_can_be_turned_off() {
         &env,
         &["-p", "./nosnap.toml", "--", "type -t greet || echo none"],
     );
-    assert_eq!(s(&v, "output"), "none");
+    assert_eq!(s(&v, "output"), "none\n");
     assert!(snapshot_files(&env).is_empty());
 }
 
@@ -308,7 +308,7 @@ fn line_numbers_and_child_scripts_are_unaffected() {
     );
     let out: Output = env.run(&["run", "--json", "--", "bash child.sh; echo $LINENO"]);
     let v = out.json();
-    assert_eq!(s(&v, "output"), "child-has-no-greet\nBASH_ENV=unset\n1");
+    assert_eq!(s(&v, "output"), "child-has-no-greet\nBASH_ENV=unset\n1\n");
 }
 
 #[test]
@@ -327,7 +327,7 @@ fn prefix_wraps_the_command_and_explain_shows_it() {
             "bash -c 'cut -d\" \" -f19 /proc/$$/stat'",
         ],
     );
-    assert_eq!(s(&v, "output"), "7", "{v:#}");
+    assert_eq!(s(&v, "output"), "7\n", "{v:#}");
 }
 
 /// An rc whose functions shadow the builtins agentbash's own shell code calls, and
@@ -359,13 +359,13 @@ fn rc_functions_named_like_builtins_never_break_sessions() {
     assert_eq!(
         out,
         format!(
-            "{}/sub\n1\nfn\nhi you\nbuiltin\nbuiltin\nbuiltin",
+            "{}/sub\n1\nfn\nhi you\nbuiltin\nbuiltin\nbuiltin\n",
             env.work().display()
         ),
         "{v:#}"
     );
     let v = run_json(&env, &["--", "if true; then echo plain; fi"]);
-    assert_eq!(s(&v, "output"), "plain", "{v:#}");
+    assert_eq!(s(&v, "output"), "plain\n", "{v:#}");
     let report = env.run(&["snapshot", "report"]);
     report.assert_code(0);
     let r = &report.stdout;

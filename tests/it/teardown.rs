@@ -415,7 +415,7 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     ]);
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(s(&v, "output"), "started", "{v:#}");
+    assert_eq!(s(&v, "output"), "started\n", "{v:#}");
     let killed = v["background_killed"]
         .as_array()
         .expect("background_killed");
@@ -487,7 +487,7 @@ fn the_timeout_annotation_is_a_notice_not_output() {
     let cmd = "echo before; sleep 30";
     let v = env.run(&["run", "--json", "-t", "1", "--", cmd]).json();
     let annotation = "[Command timed out after 1 second]";
-    assert_eq!(s(&v, "output"), "before", "{v:#}");
+    assert_eq!(s(&v, "output"), "before\n", "{v:#}");
     assert_eq!(v["notices"], json!([annotation]), "{v:#}");
     assert_eq!(s(&v, "text"), format!("{annotation}\nbefore"), "{v:#}");
 
@@ -503,13 +503,13 @@ fn the_timeout_annotation_is_a_notice_not_output() {
     assert_eq!(notices, [&json!({"type": "notice", "message": annotation})]);
     let result = events.last().expect("events");
     assert_eq!(result["type"], "result");
-    assert_eq!(result["output"], "before");
+    assert_eq!(result["output"], "before\n");
 
-    // Nothing printed: `output` says so; `text` is the annotation alone.
+    // Nothing printed: `output` is empty; `text` is the annotation alone.
     let v = env
         .run(&["run", "--json", "-t", "2", "--", "sleep 30"])
         .json();
-    assert_eq!(s(&v, "output"), "(no output)", "{v:#}");
+    assert_eq!(s(&v, "output"), "", "{v:#}");
     assert_eq!(
         s(&v, "text"),
         "[Command timed out after 2 seconds]",

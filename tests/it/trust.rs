@@ -87,7 +87,7 @@ fn an_explicit_builtin_name_is_not_shadowed_by_an_untrusted_project() {
     let out = env.run(&["run", "--json", "-p", "agent", "--", "echo \"[$WHICH]\""]);
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(v["output"], "[]", "the built-in agent ran");
+    assert_eq!(v["output"], "[]\n", "the built-in agent ran");
     assert_skipped_warning(&out, &env);
     // The built-in agent intercepts `cat`; the project's would not have.
     env.run(&["run", "-p", "agent", "--", "cat README.md"])
@@ -107,7 +107,7 @@ fn builtin_prefix_skips_even_a_trusted_project() {
     );
     env.trust(".");
     let out = env.run(&["run", "--json", "-p", "agent", "--", "echo \"[$WHICH]\""]);
-    assert_eq!(out.json()["output"], "[project]");
+    assert_eq!(out.json()["output"], "[project]\n");
     let out = env.run(&[
         "run",
         "--json",
@@ -118,11 +118,11 @@ fn builtin_prefix_skips_even_a_trusted_project() {
     ]);
     out.assert_code(0);
     let v = out.json();
-    assert_eq!(v["output"], "[]");
+    assert_eq!(v["output"], "[]\n");
     assert_eq!(v["profile"], "agent");
     let out = env.run(&["run", "--json", "-p", "x", "--", "echo \"[$WHICH] $PAGER\""]);
     out.assert_code(0);
-    assert_eq!(out.json()["output"], "[x-on-builtin] cat");
+    assert_eq!(out.json()["output"], "[x-on-builtin] cat\n");
     let out = env.run(&["run", "-p", "builtin:nope", "--", "true"]);
     out.assert_code(125);
 }

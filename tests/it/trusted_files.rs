@@ -100,7 +100,7 @@ fn a_symlinked_profile_is_followed_to_a_file_of_ours() {
     symlink(&real, env.work().join("link.toml")).unwrap();
     let out = env.run(&["run", "--json", "-p", "./link.toml", "--", "echo $WHICH"]);
     out.assert_code(0);
-    assert_eq!(out.json()["output"], "linked");
+    assert_eq!(out.json()["output"], "linked\n");
 }
 
 #[test]
@@ -345,7 +345,7 @@ fn a_snapshot_file_of_another_user_is_never_sourced() {
     let env = TestEnv::new();
     std::fs::write(env.home().join(".bashrc"), "greet() { echo hi; }\n").unwrap();
     let v = run_json(&env, &["--", "greet"]);
-    assert_eq!(v["output"], "hi");
+    assert_eq!(v["output"], "hi\n");
     // Every snapshot file handed to someone else (and made to define something else).
     let snaps = env.root().join("cache/agentbash/snapshots");
     let marker = env.root().join("sourced");
@@ -358,7 +358,7 @@ fn a_snapshot_file_of_another_user_is_never_sourced() {
     }
     let v = run_json(&env, &["--", "greet"]);
     assert!(!marker.exists(), "a foreign snapshot file was sourced");
-    assert_eq!(v["output"], "hi", "regenerated: {}", warnings(&v));
+    assert_eq!(v["output"], "hi\n", "regenerated: {}", warnings(&v));
 }
 
 #[test]
@@ -368,7 +368,7 @@ fn a_group_writable_snapshot_cache_means_no_snapshot() {
     let cache = env.root().join("cache/agentbash");
     // A cached snapshot first: the check is made on every run, not only on generation.
     let v = run_json(&env, &["--", "greet"]);
-    assert_eq!(v["output"], "hi", "{}", warnings(&v));
+    assert_eq!(v["output"], "hi\n", "{}", warnings(&v));
     std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
     let out = env.run(&["run", "--json", "--", "greet"]);
     let v = out.json();
@@ -422,7 +422,7 @@ fn a_command_cannot_read_agentbash_environment() {
     assert!(!output.contains(&secret), "the secret leaked: {output}");
     assert!(output.contains("Permission denied"), "{output}");
     assert!(
-        output.ends_with("\n1"),
+        output.ends_with("\n1\n"),
         "the command's own environ: {output}"
     );
 }

@@ -202,7 +202,7 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
         result = await client.call_tool("bash", {"command": "seq 1 50", "head": "2", "timeout": "9"})
         assert not is_error(result), text_of(result)
         data = structured(result)
-        assert data["output"] == "1\n2" and data["timeout_s"] == 9, data
+        assert data["output"] == "1\n2\n" and data["timeout_s"] == 9, data
         page = await client.call_tool("read_artifact", {"id": data["artifact"]["url"], "offset": "48", "limit": "5"})
         assert text_of(page).split("\n")[:2] == ["49", "50"], text_of(page)
         bad = await client.call_tool("bash", {"command": "true", "head": "ten"})
