@@ -605,3 +605,43 @@ fn numeric_strings_a_bom_and_negative_timeouts_are_read_as_mcp_reads_them() {
         "{m}"
     );
 }
+
+/// Regression: a command that killed its own live shell was reported as exit 0 with
+/// no signal (the CLI says 143, SIGTERM), and the "live shell had exited" notice
+/// landed on the next request. Now that run reports the shell's end, with its own
+/// notice, and the next request gets a fresh shell silently.
+#[test]
+fn a_command_killing_its_live_shell_reports_the_shells_end() {
+    let mut rpc = Rpc::start();
+    let cases = [
+        ("kill -TERM $$", "(no output)", 143, "SIGTERM"),
+        ("echo a; kill -KILL $$", "a", 137, "SIGKILL"),
+    ];
+    let mut n = 0;
+    for session in [Value::Null, json!("s")] {
+        for (command, output, code, signal) in cases {
+            n += 1;
+            let id = format!("k{n}");
+            rpc.send(json!({"id": id, "type": "bash", "command": command, "session": session}));
+            let d = rpc.until_response(&json!(id)).pop().expect("response")["data"].clone();
+            let what = format!("{command} (session {session})");
+            assert_eq!(d["exit_code"], code, "{what}: {d:#}");
+            assert_eq!(d["signal"], signal, "{what}: {d:#}");
+            assert_eq!(d["output"], output, "{what}: {d:#}");
+            let notices = d["notices"].to_string();
+            assert!(
+                notices.contains("ended during this command") && notices.contains(signal),
+                "{what}: {notices}"
+            );
+            let id = format!("n{n}");
+            rpc.send(json!({"id": id, "type": "bash", "command": "echo next", "session": session}));
+            let d = rpc.until_response(&json!(id)).pop().expect("response")["data"].clone();
+            assert_eq!(
+                (d["exit_code"].as_i64(), d["output"].as_str()),
+                (Some(0), Some("next")),
+                "{d:#}"
+            );
+            assert_eq!(d["notices"], json!([]), "after {what}: {d:#}");
+        }
+    }
+}
