@@ -1055,3 +1055,61 @@ fn spill_script(script: &str) -> std::io::Result<(String, tempfile::NamedTempFil
     let path = f.path().display().to_string().replace('\'', r"'\''");
     Ok((format!(". '{path}'"), f))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validate_names_the_field_at_fault() {
+        let ok = RunRequest::new("echo hi");
+        assert_eq!(ok.validate(), Ok(()));
+        let cases: Vec<(RunRequest, &str)> = vec![
+            (RunRequest::new(" \n"), "empty command"),
+            (RunRequest::new("a\0b"), "`command` contains a NUL"),
+            (
+                RunRequest {
+                    env: vec![("A".into(), "x\0".into())],
+                    ..ok.clone()
+                },
+                "`env` entry \"A\" contains a NUL",
+            ),
+            (
+                RunRequest {
+                    cwd: Some("a\0b".into()),
+                    ..ok.clone()
+                },
+                "`cwd` contains a NUL",
+            ),
+            (
+                RunRequest {
+                    env: vec![("1X".into(), "x".into())],
+                    ..ok.clone()
+                },
+                "`env` key \"1X\" is not a valid variable name",
+            ),
+            (
+                RunRequest {
+                    session: Some("..".into()),
+                    ..ok.clone()
+                },
+                "`session`: invalid session name",
+            ),
+            (
+                RunRequest {
+                    tail: Some(0),
+                    ..ok.clone()
+                },
+                "`tail` must be at least 1",
+            ),
+        ];
+        for (req, want) in cases {
+            let message = req
+                .validate()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(message.starts_with(want), "{req:?}: {message}");
+        }
+    }
+}
