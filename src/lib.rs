@@ -46,4 +46,4 @@ pub mod trust;
 pub use exec::CancelToken;
 pub use profile::{LoadedProfile, Lookup, Profile};
 pub use result::RunResult;
-pub use run::{Event, Plan, RunRequest, execute, plan};
+pub use run::{Event, Plan, RequestError, RunRequest, execute, plan};

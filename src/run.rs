@@ -87,6 +87,66 @@ impl RunRequest {
             ..Default::default()
         }
     }
+
+    /// Check what the request itself can get wrong, before it waits for anything (a
+    /// concurrency slot, a session): the CLI, rpc and mcp all answer with this, and
+    /// [`plan`] repeats it for a library caller that did not ask.
+    pub fn validate(&self) -> Result<(), RequestError> {
+        if self.command.trim().is_empty() {
+            return Err(RequestError::EmptyCommand);
+        }
+        // NUL cannot reach a process: say which field has one instead of failing late.
+        let nul = |s: &str| s.contains('\0');
+        if nul(&self.command) {
+            return Err(RequestError::Nul("command"));
+        }
+        if let Some((k, _)) = self.env.iter().find(|(k, v)| nul(k) || nul(v)) {
+            return Err(RequestError::NulInEnv(k.replace('\0', "\\0")));
+        }
+        if self
+            .cwd
+            .as_deref()
+            .is_some_and(|c| c.as_os_str().as_encoded_bytes().contains(&0))
+        {
+            return Err(RequestError::Nul("cwd"));
+        }
+        if let Some((k, _)) = self
+            .env
+            .iter()
+            .find(|(k, _)| !crate::cli::valid_env_name(k))
+        {
+            return Err(RequestError::EnvName(k.clone()));
+        }
+        if let Some(s) = &self.session {
+            crate::cli::parse_session_name(s).map_err(RequestError::Session)?;
+        }
+        for (name, v) in [("head", self.head), ("tail", self.tail)] {
+            if v == Some(0) {
+                return Err(RequestError::ZeroLines(name));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What is wrong with a request itself (a usage error: exit 2, or a rejected request
+/// over rpc and mcp). Each message names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("empty command: give the shell command to run")]
+    EmptyCommand,
+    #[error("`{0}` contains a NUL byte, which no process can receive")]
+    Nul(&'static str),
+    #[error("`env` entry {0:?} contains a NUL byte, which no process can receive")]
+    NulInEnv(String),
+    #[error(
+        "`env` key {0:?} is not a valid variable name: use letters, digits and _, not starting with a digit"
+    )]
+    EnvName(String),
+    #[error("`session`: {0}")]
+    Session(String),
+    #[error("`{0}` must be at least 1 (omit it to show all lines)")]
+    ZeroLines(&'static str),
 }
 
 /// Streaming callbacks while a run is under way.
@@ -157,16 +217,8 @@ pub fn plan(req: &RunRequest, profile: &LoadedProfile) -> Plan {
 /// show what would match); a run skips that, since no rule can apply.
 fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan {
     let p = &profile.profile;
-    let usage_error = if req.command.trim().is_empty() {
-        Some("empty command: give the command to run after `--`".to_string())
-    } else if req.command.contains('\0') {
-        Some("the command contains a NUL byte, which no shell can receive".to_string())
-    } else {
-        // A library caller may skip the CLI's validation: session names become paths.
-        req.session
-            .as_deref()
-            .and_then(|s| crate::cli::parse_session_name(s).err())
-    };
+    // A library caller may skip the validation (session names become paths).
+    let usage_error = req.validate().err().map(|e| e.to_string());
     // §4.1
     let normalized =
         normalize::normalize(&req.command, p.output.strip_head_tail, req.head, req.tail);
@@ -1001,4 +1053,62 @@ fn spill_script(script: &str) -> std::io::Result<(String, tempfile::NamedTempFil
     f.flush()?;
     let path = f.path().display().to_string().replace('\'', r"'\''");
     Ok((format!(". '{path}'"), f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validate_names_the_field_at_fault() {
+        let ok = RunRequest::new("echo hi");
+        assert_eq!(ok.validate(), Ok(()));
+        let cases: Vec<(RunRequest, &str)> = vec![
+            (RunRequest::new(" \n"), "empty command"),
+            (RunRequest::new("a\0b"), "`command` contains a NUL"),
+            (
+                RunRequest {
+                    env: vec![("A".into(), "x\0".into())],
+                    ..ok.clone()
+                },
+                "`env` entry \"A\" contains a NUL",
+            ),
+            (
+                RunRequest {
+                    cwd: Some("a\0b".into()),
+                    ..ok.clone()
+                },
+                "`cwd` contains a NUL",
+            ),
+            (
+                RunRequest {
+                    env: vec![("1X".into(), "x".into())],
+                    ..ok.clone()
+                },
+                "`env` key \"1X\" is not a valid variable name",
+            ),
+            (
+                RunRequest {
+                    session: Some("..".into()),
+                    ..ok.clone()
+                },
+                "`session`: invalid session name",
+            ),
+            (
+                RunRequest {
+                    tail: Some(0),
+                    ..ok.clone()
+                },
+                "`tail` must be at least 1",
+            ),
+        ];
+        for (req, want) in cases {
+            let message = req
+                .validate()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(message.starts_with(want), "{req:?}: {message}");
+        }
+    }
 }

@@ -257,6 +257,9 @@ impl ShellPool {
                 return Err(ExecError::Io(e));
             }
         };
+        if let Some(how) = shell.ended.take() {
+            notices.push(ended_notice(&job.key, &how));
+        }
         let unchanged = shell.unchanged && healthy;
         if healthy {
             shell.generation = job
@@ -293,6 +296,17 @@ fn replaced_notice(key: &ShellKey, how: &str) -> String {
     }
 }
 
+fn ended_notice(key: &ShellKey, how: &str) -> String {
+    match &key.session {
+        Some(s) => format!(
+            "The live shell of session {s} ended during this command ({how}); the next command starts a new one from the session's last saved state"
+        ),
+        None => format!(
+            "The live shell ended during this command ({how}); the next command starts a new one"
+        ),
+    }
+}
+
 enum RunError {
     /// The shell was gone before it took the command.
     Dead,
@@ -318,6 +332,9 @@ struct LiveShell {
     unchanged: bool,
     /// The read buffer, kept between commands.
     buf: Vec<u8>,
+    /// How the shell itself ended during the last command (the command killed it),
+    /// for that command's notice.
+    ended: Option<String>,
 }
 
 /// The bash program a live shell runs. Markers are `\x1e<token><kind><n> <status>`:
@@ -415,6 +432,8 @@ struct Scanner {
     seq: u64,
     carry: Vec<u8>,
     found: Option<Marker>,
+    /// The shell reported that command `seq`'s subshell has exited (marker `c`).
+    subshell_done: bool,
 }
 
 impl Scanner {
@@ -426,6 +445,7 @@ impl Scanner {
             seq,
             carry: Vec::new(),
             found: None,
+            subshell_done: false,
         }
     }
 
@@ -448,6 +468,9 @@ impl Scanner {
             let mut words = line[1..].split(' ');
             let seq: Option<u64> = words.next().and_then(|w| w.parse().ok());
             // Other markers (a subshell reporting its exit) are never output.
+            if seq == Some(self.seq) && kind == b'c' {
+                self.subshell_done = true;
+            }
             if seq == Some(self.seq) && self.found.is_none() {
                 self.found = Some(Marker {
                     kind,
@@ -567,6 +590,7 @@ impl LiveShell {
             dead: false,
             unchanged: false,
             buf: Vec::new(),
+            ended: None,
         })
     }
 
@@ -756,17 +780,30 @@ impl LiveShell {
         let mut stopped: Option<End> = None;
         let mut killed = Vec::new();
         let mut exit_status = None;
+        self.ended = None;
+        let mut found_at = None;
         loop {
             emit(sink, &mut last_emit, false);
-            if scan.found.is_some() {
-                break;
-            }
             let now = Instant::now();
+            if let Some(m) = scan.found {
+                // A subshell's end (`s`) comes before the shell's `c`, and the command
+                // may have killed the shell itself (`kill $$`): wait for one or the
+                // other, so that this run, not the next, reports how the shell ended.
+                let at = *found_at.get_or_insert(now);
+                if m.kind != b's'
+                    || job.key.session.is_some()
+                    || scan.subshell_done
+                    || now.duration_since(at) >= DRAIN_IDLE
+                {
+                    break;
+                }
+            }
             if let Ok(Some(s)) = self.child.try_wait() {
                 exit_status = Some(s);
                 break;
             }
             let reason = match job.cancel.reason() {
+                _ if scan.found.is_some() => None,
                 Some(sig) => Some(End::Cancelled(sig)),
                 None if now >= deadline => Some(End::TimedOut),
                 None => None,
@@ -831,6 +868,7 @@ impl LiveShell {
                     bg = teardown.terminate(job.kill_grace, false);
                 }
                 teardown.reap_orphans();
+                self.ended = Some(describe_status(s));
                 return Ok((exit_to_end(s), bg, false));
             }
         }
@@ -881,16 +919,27 @@ impl LiveShell {
         }
         emit(sink, &mut last_emit, true);
         self.unchanged = found.kind == b'u';
+        let mut shell_status = exit_status;
         if found.kind == b'x' || self.dead {
             // `exit N` in a session: the shell is on its way out; let it go.
-            let _ = self.child.wait();
+            shell_status = shell_status.or_else(|| self.child.wait().ok());
             self.dead = true;
         }
         let code = found.status;
-        let end = match code {
+        let mut end = match code {
             Some(c) => End::Exited(c),
             None => End::MissingStatus,
         };
+        // The command killed the shell it ran in (`kill -TERM $$`): the shell's end
+        // is the command's, as when the shell is spawned for one command. A session's
+        // `exit N` is an ordinary end, already in the marker.
+        if let Some(s) = shell_status {
+            let shell_end = exit_to_end(s);
+            if exit_status.is_some() || matches!(shell_end, End::Signaled(_)) {
+                end = shell_end;
+                self.ended = Some(describe_status(s));
+            }
+        }
         Ok((end, background_killed, !self.dead))
     }
 }

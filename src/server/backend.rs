@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 pub struct BashCall {
     /// The shell command text.
     pub command: String,
-    /// Requested timeout in seconds; the profile clamps it (SPEC §4.4).
-    pub timeout: Option<u64>,
+    /// Requested timeout in seconds; the profile clamps it into its range (a negative
+    /// value too, and the clamp notice names the value as requested).
+    pub timeout: Option<i64>,
     /// Working directory, relative to the server's directory or the session's cwd.
     pub cwd: Option<String>,
     /// Show only the first N lines of the output.
@@ -41,6 +42,11 @@ pub struct BashOutcome {
 
 /// The engine the MCP server drives.
 pub trait Backend: Send + Sync + 'static {
+    /// Check a call before it waits for a run slot: `Err` is the message for a bad
+    /// request (empty command, NUL, bad env or session name, `head` 0), answered at
+    /// once as a tool error.
+    fn check(&self, call: &BashCall) -> Result<(), String>;
+
     /// Blocking; called on a blocking thread. `on_progress` receives output text as it
     /// arrives (coalesced). `cancel` is set when the client cancels the request (or
     /// the connection closes); the run must then stop and answer as cancelled.

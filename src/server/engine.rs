@@ -87,6 +87,7 @@ impl Engine {
                 artifact::url(id)
             )
         })?;
+        // The MCP server refuses 0; a library caller asking for none gets one.
         let limit = limit.unwrap_or(DEFAULT_ARTIFACT_LINES).max(1);
         let mut out = Vec::new();
         let mut total = 0usize;
@@ -170,6 +171,10 @@ impl Engine {
 }
 
 impl Backend for Engine {
+    fn check(&self, call: &BashCall) -> Result<(), String> {
+        super::build_request(call, &self.invoking_dir).map(drop)
+    }
+
     fn bash(
         &self,
         call: BashCall,

@@ -11,7 +11,9 @@
 //!   as `notifications/progress` (message = new output) while the command runs;
 //! - cancellation: `notifications/cancelled` for a request sets that run's cancel flag;
 //! - EOF on stdin (the client went away) sets every running call's cancel flag, so
-//!   the server exits promptly instead of waiting for long commands.
+//!   the server exits promptly instead of waiting for long commands. SIGTERM, SIGINT
+//!   and SIGHUP are handled as that same EOF: every call is cancelled and answered,
+//!   and the server exits 0, as `agentbash rpc` does.
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -48,19 +50,29 @@ const PROGRESS_MESSAGE_MAX_BYTES: usize = 16 * 1024;
 /// before answering anyway (a client that stopped reading must not wedge the call).
 const PROGRESS_DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Serve MCP on stdin/stdout until the client closes stdin; then exit cleanly.
+/// Serve MCP on stdin/stdout until the client closes stdin, or a stop signal
+/// (SIGTERM, SIGINT, SIGHUP) arrives; then cancel and answer every call, and return.
 ///
 /// Must run inside a Tokio runtime with IO enabled (`enable_all`). Only protocol
 /// messages are written to stdout; diagnostics go to stderr.
 pub async fn serve_stdio<B: Backend>(backend: Arc<B>) -> anyhow::Result<()> {
     let (closed, _) = watch::channel(false);
     let server = McpServer::new(backend, closed.clone())?;
+    // Installed before anything runs: from here on a stop signal never kills us.
+    let stop = stop_signals()?;
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     // stdin → line filter → rmcp → one writer of whole lines → stdout.
     let (to_rmcp, rmcp_in) = tokio::io::duplex(PIPE_BYTES);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
     let (errors, error_lines) = tokio::sync::mpsc::channel(16);
-    let filter = tokio::spawn(mcp_stdio::filter_input(stdin, to_rmcp, errors));
+    // A stop signal ends the filter, which drops rmcp's input: rmcp sees EOF, and
+    // the shutdown is the one EOF on stdin makes.
+    let filter = tokio::spawn(async move {
+        tokio::select! {
+            () = mcp_stdio::filter_input(stdin, to_rmcp, errors) => {}
+            () = stop => {}
+        }
+    });
     let writer = tokio::spawn(mcp_stdio::write_output(from_rmcp, error_lines, stdout));
     let transport = (EofSignal::new(rmcp_in, closed), rmcp_out);
     let served = match server.serve(transport).await {
@@ -79,6 +91,21 @@ pub async fn serve_stdio<B: Backend>(backend: Arc<B>) -> anyhow::Result<()> {
     served
 }
 
+/// Resolves at the first SIGTERM, SIGINT or SIGHUP.
+fn stop_signals() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut hangup = signal(SignalKind::hangup())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+            _ = hangup.recv() => {}
+        }
+    })
+}
+
 /// Buffer of each in-process pipe around rmcp.
 const PIPE_BYTES: usize = 64 * 1024;
 
@@ -92,14 +119,16 @@ struct BashArgs {
     command: String,
     /// Timeout in seconds. Default and maximum come from the profile (values outside the allowed range are clamped, with a notice). On timeout the whole process tree is killed and the output so far is returned.
     #[serde(default, deserialize_with = "lenient::timeout")]
-    timeout: Option<u64>,
+    timeout: Option<i64>,
     /// Working directory for this command. A relative path is resolved against the server's directory, or the session's directory when `session` is set.
     cwd: Option<String>,
     /// Show only the first N lines of the output. The command still runs to completion, and the full output stays available through `read_artifact`.
     #[serde(default, deserialize_with = "lenient::head")]
+    #[schemars(range(min = 1))]
     head: Option<usize>,
     /// Show only the last N lines of the output. The command still runs to completion, and the full output stays available through `read_artifact`.
     #[serde(default, deserialize_with = "lenient::tail")]
+    #[schemars(range(min = 1))]
     tail: Option<usize>,
     /// Extra environment variables for this command, as an object of strings, e.g. `{"RUST_LOG": "debug"}`. Names must match `^[A-Za-z_][A-Za-z0-9_]*$`.
     #[schemars(extend("propertyNames" = { "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" }))]
@@ -136,8 +165,9 @@ struct ReadArtifactArgs {
     /// First line to return, 0-based. Default 0.
     #[serde(default, deserialize_with = "lenient::offset")]
     offset: Option<usize>,
-    /// Number of lines to return. Default 2000 (one page); when lines are left, the text ends with the offset of the next page.
+    /// Number of lines to return, at least 1. Default 2000 (one page); when lines are left, the text ends with the offset of the next page.
     #[serde(default, deserialize_with = "lenient::limit")]
+    #[schemars(range(min = 1))]
     limit: Option<usize>,
 }
 
@@ -179,6 +209,8 @@ enum ToolInputError {
     },
     #[error("invalid artifact id `{0}`: expected a number such as 3 or artifact://3")]
     ArtifactId(String),
+    #[error("`limit` must be at least 1 (omit it for {DEFAULT_ARTIFACT_LINES} lines, one page)")]
+    ZeroLimit,
 }
 
 fn parse_arguments<T: serde::de::DeserializeOwned>(
@@ -221,6 +253,10 @@ impl<B: Backend> McpServer<B> {
             Ok(args) => args.into(),
             Err(error) => return tool_error(error.to_string()),
         };
+        // A bad request is answered now, not once a run slot frees.
+        if let Err(message) = self.backend.check(&call) {
+            return tool_error(message);
+        }
 
         // Wait for a run slot; a call cancelled meanwhile (or the client leaving) is
         // answered as cancelled without starting anything.
@@ -306,8 +342,13 @@ impl<B: Backend> McpServer<B> {
     }
 
     async fn call_read_artifact(&self, arguments: Option<JsonObject>) -> CallToolResult {
-        let parsed = parse_arguments::<ReadArtifactArgs>(READ_ARTIFACT_TOOL, arguments)
-            .and_then(|args| Ok((args.id.resolve()?, args.offset, args.limit)));
+        let parsed =
+            parse_arguments::<ReadArtifactArgs>(READ_ARTIFACT_TOOL, arguments).and_then(|args| {
+                if args.limit == Some(0) {
+                    return Err(ToolInputError::ZeroLimit);
+                }
+                Ok((args.id.resolve()?, args.offset, args.limit))
+            });
         let (id, offset, limit) = match parsed {
             Ok(parsed) => parsed,
             Err(error) => return tool_error(error.to_string()),
@@ -712,6 +753,14 @@ mod tests {
             (parsed.timeout, parsed.head, parsed.tail),
             (Some(5), Some(10), Some(3))
         );
+        // Negative, like the CLI's --timeout: clamped with a notice naming it.
+        for timeout in [serde_json::json!(-5), serde_json::json!(" -5")] {
+            let parsed: BashArgs = parse_arguments(
+                BASH_TOOL,
+                args(serde_json::json!({"command": "ls", "timeout": timeout})),
+            )?;
+            assert_eq!(parsed.timeout, Some(-5));
+        }
         let parsed: ReadArtifactArgs = parse_arguments(
             READ_ARTIFACT_TOOL,
             args(serde_json::json!({"id": "3", "offset": "3", "limit": "20"})),
@@ -719,7 +768,8 @@ mod tests {
         assert_eq!((parsed.offset, parsed.limit), (Some(3), Some(20)));
         for (field, value) in [
             ("timeout", serde_json::json!("five")),
-            ("timeout", serde_json::json!(-1)),
+            ("timeout", serde_json::json!(1.5)),
+            ("timeout", serde_json::json!("-")),
             ("head", serde_json::json!("1.5")),
             ("tail", serde_json::json!(true)),
         ] {

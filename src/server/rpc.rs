@@ -30,6 +30,7 @@ struct BashRequest {
     #[allow(dead_code)]
     kind: String,
     command: String,
+    #[serde(default, deserialize_with = "super::lenient::timeout")]
     timeout: Option<i64>,
     cwd: Option<String>,
     #[serde(default, deserialize_with = "super::lenient::head")]
@@ -68,8 +69,39 @@ impl Out {
         let _ = o.flush();
     }
 
+    /// Write the response of pending request `key` and free its id, both under the
+    /// stdout lock: a client that reads the answer may reuse the id at once, and
+    /// nothing of a request reusing it can come before this answer.
+    fn answer(&self, v: &Value, sched: &Scheduler, key: &str) {
+        let line = format!("{v}\n");
+        let mut o = match self.0.lock() {
+            Ok(o) => o,
+            Err(p) => p.into_inner(),
+        };
+        sched.pending().remove(key);
+        let _ = o.write_all(line.as_bytes());
+        let _ = o.flush();
+    }
+
     fn error(&self, id: &Value, msg: impl Into<String>) {
         self.send(&json!({"id": id, "type": "response", "success": false, "error": msg.into()}));
+    }
+
+    /// A rejected `abort_bash`: its `command` tells it apart from a `bash` answer
+    /// under the same id (abort ids are not tracked).
+    fn abort_error(&self, id: &Value, msg: impl Into<String>) {
+        self.send(&json!({"id": id, "type": "response", "command": "abort_bash", "success": false, "error": msg.into()}));
+    }
+
+    /// A request reusing the id of one not answered yet: answered under `id: null`
+    /// (the id belongs to the pending request's answer), the id in `duplicate_id`.
+    fn duplicate(&self, id: &Value) {
+        let key = id_key(id);
+        self.send(&json!({
+            "id": null, "type": "response", "command": "bash", "success": false,
+            "rejected": true, "duplicate_id": id,
+            "error": format!("a request with id {key} is still running or queued; this request was not run: use a new id"),
+        }));
     }
 }
 
@@ -206,8 +238,8 @@ impl Scheduler {
                     // Aborted between the queue and this worker.
                     answer_unstarted(&engine, &out, &sched, job);
                 } else {
-                    run_bash(&engine, &out, &job);
-                    sched.pending().remove(&job.key);
+                    let answer = run_bash(&engine, &out, &job);
+                    out.answer(&answer, &sched, &job.key);
                 }
                 let mut q = sched.queue();
                 next = q.waiting.pop_front();
@@ -233,14 +265,14 @@ impl Scheduler {
 
 /// Answer a request that was cancelled while it waited in the queue.
 fn answer_unstarted(engine: &Engine, out: &Out, sched: &Scheduler, job: Job) {
-    match engine.not_started(&job.call, sched.max) {
+    let answer = match engine.not_started(&job.call, sched.max) {
         Ok(r) => {
             let data = serde_json::to_value(&r).unwrap_or(Value::Null);
-            out.send(&json!({"id": job.id, "type": "response", "command": "bash", "success": true, "data": data}));
+            json!({"id": job.id, "type": "response", "command": "bash", "success": true, "data": data})
         }
-        Err(e) => out.error(&job.id, e),
-    }
-    sched.pending().remove(&job.key);
+        Err(e) => json!({"id": job.id, "type": "response", "success": false, "error": e}),
+    };
+    out.answer(&answer, sched, &job.key);
 }
 
 pub fn serve(engine: Engine) -> i32 {
@@ -275,10 +307,12 @@ pub fn serve(engine: Engine) -> i32 {
             }
             Input::Line(l) => l,
         };
+        // A byte-order mark some editors and Windows tools put first is not JSON.
+        let line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&line);
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        let v: Value = match serde_json::from_slice(&line) {
+        let v: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(e) => {
                 out.error(&Value::Null, format!("malformed JSON: {e}"));
@@ -294,7 +328,14 @@ pub fn serve(engine: Engine) -> i32 {
             out.error(&id, "missing or invalid `id`: use a string or a number");
             continue;
         }
-        match obj.get("type").and_then(Value::as_str) {
+        let kind = obj.get("type").and_then(Value::as_str);
+        // Any answer carrying a pending id could be taken for that request's answer:
+        // reject the newcomer under `id: null`, naming the id, before anything else.
+        if kind != Some("abort_bash") && sched.pending().contains_key(&id_key(&id)) {
+            out.duplicate(&id);
+            continue;
+        }
+        match kind {
             Some("bash") => {
                 let req: BashRequest = match serde_json::from_value(v.clone()) {
                     Ok(r) => r,
@@ -303,24 +344,21 @@ pub fn serve(engine: Engine) -> i32 {
                         continue;
                     }
                 };
+                let stream = req.stream.unwrap_or(false);
+                let call = bash_call(req);
+                // Answered now, not when a concurrency slot frees.
+                if let Err(e) = super::build_request(&call, &engine.invoking_dir) {
+                    out.error(&id, e);
+                    continue;
+                }
                 let key = id_key(&id);
                 let token = CancelToken::new();
-                {
-                    let mut map = sched.pending();
-                    if map.contains_key(&key) {
-                        out.error(
-                            &id,
-                            format!("a request with id {key} is still running; use a new id"),
-                        );
-                        continue;
-                    }
-                    map.insert(key.clone(), token.clone());
-                }
+                sched.pending().insert(key.clone(), token.clone());
                 let job = Job {
                     id,
                     key,
-                    stream: req.stream.unwrap_or(false),
-                    call: bash_call(req),
+                    stream,
+                    call,
                     token,
                 };
                 threads.extend(sched.submit(job, &engine, &out));
@@ -330,7 +368,7 @@ pub fn serve(engine: Engine) -> i32 {
                 let req: AbortRequest = match serde_json::from_value(v.clone()) {
                     Ok(r) => r,
                     Err(e) => {
-                        out.error(&id, format!("invalid abort_bash request: {e}"));
+                        out.abort_error(&id, format!("invalid abort_bash request: {e}"));
                         continue;
                     }
                 };
@@ -346,7 +384,10 @@ pub fn serve(engine: Engine) -> i32 {
                                 sched.unqueue(&key).into_iter().collect()
                             }
                             None => {
-                                out.error(&id, format!("no running request with id {key}"));
+                                out.abort_error(
+                                    &id,
+                                    format!("no running or queued request with id {key}"),
+                                );
                                 continue;
                             }
                         }
@@ -388,7 +429,7 @@ pub fn serve(engine: Engine) -> i32 {
 fn bash_call(req: BashRequest) -> BashCall {
     BashCall {
         command: req.command,
-        timeout: req.timeout.map(|t| t.max(0) as u64),
+        timeout: req.timeout,
         cwd: req.cwd,
         head: req.head,
         tail: req.tail,
@@ -398,7 +439,8 @@ fn bash_call(req: BashRequest) -> BashCall {
     }
 }
 
-fn run_bash(engine: &Engine, out: &Out, job: &Job) {
+/// Run a job, streaming its output; returns its response (not sent yet).
+fn run_bash(engine: &Engine, out: &Out, job: &Job) -> Value {
     let (id, token, stream) = (&job.id, &job.token, job.stream);
     let mut on_output = |t: &str| {
         if stream {
@@ -409,10 +451,14 @@ fn run_bash(engine: &Engine, out: &Out, job: &Job) {
         Ok(r) => {
             let data = serde_json::to_value(&r).unwrap_or(Value::Null);
             match &r.error {
-                Some(e) => out.send(&json!({"id": id, "type": "response", "command": "bash", "success": false, "error": e, "data": data})),
-                None => out.send(&json!({"id": id, "type": "response", "command": "bash", "success": true, "data": data})),
+                Some(e) => {
+                    json!({"id": id, "type": "response", "command": "bash", "success": false, "error": e, "data": data})
+                }
+                None => {
+                    json!({"id": id, "type": "response", "command": "bash", "success": true, "data": data})
+                }
             }
         }
-        Err(e) => out.error(id, e),
+        Err(e) => json!({"id": id, "type": "response", "success": false, "error": e}),
     }
 }

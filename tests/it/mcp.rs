@@ -366,6 +366,21 @@ fn numeric_arguments_may_be_strings() {
         .unwrap_or_default();
     assert!(text.contains("`timeout` must be a whole number"), "{text}");
     assert!(!server.state.path().join("ran").exists());
+
+    // A negative timeout is clamped as on the CLI and over rpc, and the notice names
+    // the value asked for (it was refused here, and said `requested 0s` over rpc).
+    server.call(
+        5,
+        "bash",
+        serde_json::json!({"command": "true", "timeout": "-5"}),
+    );
+    let reply = server.answer(5, Duration::from_secs(10));
+    let result = &reply["result"]["structuredContent"];
+    assert_eq!(result["timeout_s"], 1, "{reply}");
+    assert!(
+        result["notices"].to_string().contains("requested -5s"),
+        "{reply}"
+    );
     server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
 }
@@ -544,4 +559,132 @@ fn read_artifact_pages_by_the_stated_default() {
         "{}",
         &text[text.len().saturating_sub(80)..]
     );
+}
+
+/// Regression: `agentbash mcp` died at once on SIGTERM, without answering, and left
+/// the running command behind (reparented to init). Now each stop signal cancels and
+/// answers every call, tears the runs down and exits 0, as rpc does.
+#[test]
+fn stop_signals_cancel_and_answer_every_call_then_exit_zero() {
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let mut server = Server::start();
+        server.initialize();
+        let sleep = format!("sleep 300.{}", crate::support::nonce());
+        server.call(2, "bash", serde_json::json!({"command": sleep}));
+        let pid = server.child.id();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while descendants_named(pid, &sleep) == 0 {
+            assert!(Instant::now() < deadline, "the command never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as i32, signal) };
+        let answer = server.answer(2, Duration::from_secs(10));
+        assert_eq!(
+            answer["result"]["structuredContent"]["cancelled"], true,
+            "signal {signal}: {answer}"
+        );
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        let (code, took, _) = server.exit(Duration::from_secs(10));
+        assert_eq!(code, Some(0), "signal {signal}");
+        assert!(took < Duration::from_secs(5), "exit took {took:?}");
+        let left: Vec<i32> = crate::support::processes()
+            .iter()
+            .filter(|p| p.cmdline.contains(&sleep))
+            .map(|p| p.pid)
+            .collect();
+        assert!(
+            left.is_empty(),
+            "signal {signal}: {sleep} survives: {left:?}"
+        );
+    }
+}
+
+/// Regression: a bad request was checked only once a run slot freed, so it was
+/// answered seconds late behind a long run. Now it is answered at once.
+#[test]
+fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = dir.path().join("one.toml");
+    std::fs::write(&profile, "[server]\nmax_concurrent = 1\n").expect("write profile");
+    let mut server = Server::start_with(&["--profile", &profile.display().to_string()]);
+    server.initialize();
+    server.call(2, "bash", serde_json::json!({"command": "sleep 3"}));
+    std::thread::sleep(Duration::from_millis(300));
+    let cases = [
+        (serde_json::json!({"command": "  "}), "empty command"),
+        (serde_json::json!({"command": "a\u{0}b"}), "NUL"),
+        (
+            serde_json::json!({"command": "true", "env": {"1X": "a"}}),
+            "not a valid variable name",
+        ),
+        (
+            serde_json::json!({"command": "true", "session": "../x"}),
+            "invalid session name",
+        ),
+        (
+            serde_json::json!({"command": "true", "head": 0}),
+            "`head` must be at least 1",
+        ),
+    ];
+    for (id, (arguments, want)) in (10..).zip(cases) {
+        let asked = Instant::now();
+        server.call(id, "bash", arguments.clone());
+        let reply = server.answer(id, Duration::from_secs(10));
+        let took = asked.elapsed();
+        assert!(
+            took < Duration::from_millis(800),
+            "{arguments}: answered after {took:?}"
+        );
+        assert_eq!(reply["result"]["isError"], true, "{reply}");
+        let text = reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(text.contains(want), "{arguments}: {text}");
+    }
+    server.close_stdin();
+    let _ = server.exit(Duration::from_secs(10));
+}
+
+/// `read_artifact` refuses `limit` 0 by name (it used to read one line), and the
+/// schemas state the minimum the server enforces for `limit`, `head` and `tail`.
+#[test]
+fn zero_limits_are_refused_as_the_schemas_say() {
+    let mut server = Server::start();
+    server.initialize();
+    server.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let tools = server.answer(1, Duration::from_secs(10))["result"]["tools"].clone();
+    for (tool, argument) in [
+        ("bash", "head"),
+        ("bash", "tail"),
+        ("read_artifact", "limit"),
+    ] {
+        let schema = tools
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == tool))
+            .map(|t| t["inputSchema"]["properties"][argument].clone())
+            .unwrap_or_default();
+        assert_eq!(schema["minimum"], 1, "{tool}.{argument}: {schema}");
+    }
+    server.call(
+        2,
+        "bash",
+        serde_json::json!({"command": "seq 1 10", "tail": 1}),
+    );
+    let reply = server.answer(2, Duration::from_secs(10));
+    let url = reply["result"]["structuredContent"]["artifact"]["url"].clone();
+    assert!(url.is_string(), "{reply}");
+    server.call(
+        3,
+        "read_artifact",
+        serde_json::json!({"id": url, "limit": 0}),
+    );
+    let reply = server.answer(3, Duration::from_secs(10));
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("`limit` must be at least 1"), "{text}");
+    server.close_stdin();
+    let _ = server.exit(Duration::from_secs(5));
 }

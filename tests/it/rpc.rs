@@ -247,7 +247,7 @@ fn malformed_input_is_answered_and_the_server_keeps_serving() {
         ),
         (
             r#"{"id":"t","type":"bash","command":"true","timeout":"soon"}"#.into(),
-            "invalid type",
+            "`timeout` must be a whole number",
         ),
         (
             r#"{"id":"s","type":"bash","command":"true","session":"../x"}"#.into(),
@@ -484,5 +484,164 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
         assert_eq!(d["head"], 2);
         assert_eq!(d["total_lines"], 5_000_000);
         assert!(marker.exists(), "the command was stopped");
+    }
+}
+
+/// Regression: value errors (bad env name, bad session name, NUL, `head` 0, an empty
+/// command) were found only once a concurrency slot freed, seconds late behind a long
+/// run. They are answered as soon as the line is read.
+#[test]
+fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
+    let mut rpc = Rpc::start_with_profile("[server]\nmax_concurrent = 1\n");
+    rpc.send(json!({"id": "long", "type": "bash", "command": "sleep 3"}));
+    std::thread::sleep(Duration::from_millis(300));
+    let cases = [
+        (json!({"command": " "}), "empty command"),
+        (json!({"command": "a\u{0}b"}), "NUL"),
+        (
+            json!({"command": "true", "env": {"1X": "a"}}),
+            "not a valid variable name",
+        ),
+        (
+            json!({"command": "true", "session": "../x"}),
+            "invalid session name",
+        ),
+        (
+            json!({"command": "true", "head": 0}),
+            "`head` must be at least 1",
+        ),
+        (
+            json!({"command": "true", "cwd": "a\u{0}"}),
+            "`cwd` contains a NUL byte",
+        ),
+    ];
+    for (i, (mut request, want)) in cases.into_iter().enumerate() {
+        request["id"] = json!(i);
+        request["type"] = json!("bash");
+        let asked = Instant::now();
+        rpc.send(request.clone());
+        let m = rpc.next();
+        let took = asked.elapsed();
+        assert_eq!(m["id"], i, "{request}: answered {m} first");
+        assert!(
+            took < Duration::from_millis(800),
+            "{request}: after {took:?}"
+        );
+        assert_eq!(m["success"], false, "{m}");
+        assert!(
+            m["error"].as_str().unwrap_or("").contains(want),
+            "{request}: {m}"
+        );
+    }
+    let r = rpc.until_response(&json!("long"));
+    assert_eq!(r.last().expect("long")["data"]["exit_code"], 0);
+}
+
+/// Regression: a request reusing a pending id was rejected under that same id and
+/// without `command`, so a client could take it for the real answer. It is answered
+/// under `id: null`, marked `rejected`, with the id in `duplicate_id` — whatever else
+/// is wrong with it — and the pending request still gets its own answer.
+#[test]
+fn a_duplicate_pending_id_is_rejected_unmistakably() {
+    let mut rpc = Rpc::start();
+    rpc.send(json!({"id": "a", "type": "bash", "command": "sleep 1; echo real"}));
+    for dup in [
+        json!({"id": "a", "type": "bash", "command": "echo dup"}),
+        json!({"id": "a", "type": "bash", "command": "true", "tial": 3}),
+        json!({"id": "a", "type": "launch"}),
+    ] {
+        rpc.send(dup.clone());
+        let m = rpc.next();
+        assert_eq!(m["id"], Value::Null, "{dup}: {m}");
+        assert_eq!(m["rejected"], true, "{m}");
+        assert_eq!(m["duplicate_id"], "a", "{m}");
+        assert_eq!(m["command"], "bash", "{m}");
+        assert_eq!(m["success"], false, "{m}");
+        assert!(m.get("data").is_none(), "{m}");
+        assert!(m["error"].as_str().unwrap_or("").contains("id a"), "{m}");
+    }
+    let r = rpc.until_response(&json!("a"));
+    assert_eq!(r.last().expect("a")["data"]["output"], "real");
+    // Answered: the id may be used again.
+    rpc.send(json!({"id": "a", "type": "bash", "command": "echo again"}));
+    let r = rpc.until_response(&json!("a"));
+    assert_eq!(r.last().expect("a")["data"]["output"], "again");
+}
+
+/// rpc reads requests as mcp does: `timeout`, `head` and `tail` may be numeric
+/// strings, and a UTF-8 byte-order mark before a line is skipped (both were
+/// rejected). A negative timeout is clamped, and the notice names it as requested
+/// (it said `requested 0s`).
+#[test]
+fn numeric_strings_a_bom_and_negative_timeouts_are_read_as_mcp_reads_them() {
+    let mut rpc = Rpc::start();
+    rpc.send(
+        json!({"id": "t", "type": "bash", "command": "seq 1 9", "timeout": "5", "tail": " 2 "}),
+    );
+    let d = rpc.until_response(&json!("t")).pop().expect("t")["data"].clone();
+    assert_eq!(
+        (d["timeout_s"].as_i64(), d["output"].as_str()),
+        (Some(5), Some("8\n9")),
+        "{d}"
+    );
+    rpc.send_raw("\u{feff}{\"id\":\"bom\",\"type\":\"bash\",\"command\":\"echo bom\"}");
+    let r = rpc.until_response(&json!("bom")).pop().expect("bom");
+    assert_eq!(r["data"]["output"], "bom", "{r}");
+    for (id, timeout) in [("n", json!(-5)), ("ns", json!("-5"))] {
+        rpc.send(json!({"id": id, "type": "bash", "command": "true", "timeout": timeout}));
+        let d = rpc.until_response(&json!(id)).pop().expect("n")["data"].clone();
+        assert_eq!(d["timeout_s"], 1, "{d}");
+        assert_eq!(d["requested_timeout_s"], -5, "{d}");
+        let notices = d["notices"].to_string();
+        assert!(notices.contains("requested -5s"), "{notices}");
+    }
+    rpc.send(json!({"id": "bad", "type": "bash", "command": "true", "timeout": "1.5"}));
+    let m = rpc.next();
+    assert!(
+        m["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("`timeout` must be a whole number"),
+        "{m}"
+    );
+}
+
+/// Regression: a command that killed its own live shell was reported as exit 0 with
+/// no signal (the CLI says 143, SIGTERM), and the "live shell had exited" notice
+/// landed on the next request. Now that run reports the shell's end, with its own
+/// notice, and the next request gets a fresh shell silently.
+#[test]
+fn a_command_killing_its_live_shell_reports_the_shells_end() {
+    let mut rpc = Rpc::start();
+    let cases = [
+        ("kill -TERM $$", "(no output)", 143, "SIGTERM"),
+        ("echo a; kill -KILL $$", "a", 137, "SIGKILL"),
+    ];
+    let mut n = 0;
+    for session in [Value::Null, json!("s")] {
+        for (command, output, code, signal) in cases {
+            n += 1;
+            let id = format!("k{n}");
+            rpc.send(json!({"id": id, "type": "bash", "command": command, "session": session}));
+            let d = rpc.until_response(&json!(id)).pop().expect("response")["data"].clone();
+            let what = format!("{command} (session {session})");
+            assert_eq!(d["exit_code"], code, "{what}: {d:#}");
+            assert_eq!(d["signal"], signal, "{what}: {d:#}");
+            assert_eq!(d["output"], output, "{what}: {d:#}");
+            let notices = d["notices"].to_string();
+            assert!(
+                notices.contains("ended during this command") && notices.contains(signal),
+                "{what}: {notices}"
+            );
+            let id = format!("n{n}");
+            rpc.send(json!({"id": id, "type": "bash", "command": "echo next", "session": session}));
+            let d = rpc.until_response(&json!(id)).pop().expect("response")["data"].clone();
+            assert_eq!(
+                (d["exit_code"].as_i64(), d["output"].as_str()),
+                (Some(0), Some("next")),
+                "{d:#}"
+            );
+            assert_eq!(d["notices"], json!([]), "after {what}: {d:#}");
+        }
     }
 }
