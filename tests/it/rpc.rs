@@ -561,11 +561,11 @@ fn a_duplicate_pending_id_is_rejected_unmistakably() {
         assert!(m["error"].as_str().unwrap_or("").contains("id a"), "{m}");
     }
     let r = rpc.until_response(&json!("a"));
-    assert_eq!(r.last().expect("a")["data"]["output"], "real");
+    assert_eq!(r.last().expect("a")["data"]["output"], "real\n");
     // Answered: the id may be used again.
     rpc.send(json!({"id": "a", "type": "bash", "command": "echo again"}));
     let r = rpc.until_response(&json!("a"));
-    assert_eq!(r.last().expect("a")["data"]["output"], "again");
+    assert_eq!(r.last().expect("a")["data"]["output"], "again\n");
 }
 
 /// rpc reads requests as mcp does: `timeout`, `head` and `tail` may be numeric
@@ -581,12 +581,12 @@ fn numeric_strings_a_bom_and_negative_timeouts_are_read_as_mcp_reads_them() {
     let d = rpc.until_response(&json!("t")).pop().expect("t")["data"].clone();
     assert_eq!(
         (d["timeout_s"].as_i64(), d["output"].as_str()),
-        (Some(5), Some("8\n9")),
+        (Some(5), Some("8\n9\n")),
         "{d}"
     );
     rpc.send_raw("\u{feff}{\"id\":\"bom\",\"type\":\"bash\",\"command\":\"echo bom\"}");
     let r = rpc.until_response(&json!("bom")).pop().expect("bom");
-    assert_eq!(r["data"]["output"], "bom", "{r}");
+    assert_eq!(r["data"]["output"], "bom\n", "{r}");
     for (id, timeout) in [("n", json!(-5)), ("ns", json!("-5"))] {
         rpc.send(json!({"id": id, "type": "bash", "command": "true", "timeout": timeout}));
         let d = rpc.until_response(&json!(id)).pop().expect("n")["data"].clone();
@@ -614,8 +614,8 @@ fn numeric_strings_a_bom_and_negative_timeouts_are_read_as_mcp_reads_them() {
 fn a_command_killing_its_live_shell_reports_the_shells_end() {
     let mut rpc = Rpc::start();
     let cases = [
-        ("kill -TERM $$", "(no output)", 143, "SIGTERM"),
-        ("echo a; kill -KILL $$", "a", 137, "SIGKILL"),
+        ("kill -TERM $$", "", 143, "SIGTERM"),
+        ("echo a; kill -KILL $$", "a\n", 137, "SIGKILL"),
     ];
     let mut n = 0;
     for session in [Value::Null, json!("s")] {
@@ -638,7 +638,7 @@ fn a_command_killing_its_live_shell_reports_the_shells_end() {
             let d = rpc.until_response(&json!(id)).pop().expect("response")["data"].clone();
             assert_eq!(
                 (d["exit_code"].as_i64(), d["output"].as_str()),
-                (Some(0), Some("next")),
+                (Some(0), Some("next\n")),
                 "{d:#}"
             );
             assert_eq!(d["notices"], json!([]), "after {what}: {d:#}");
