@@ -5,6 +5,7 @@
 //! tree is stopped (freeze it with SIGSTOP, then "TERM, wait a grace period, KILL");
 //! `print` and `pty` are the two ways of wiring its terminal.
 
+pub mod cgroup;
 pub mod env;
 pub mod live;
 pub mod print;

@@ -9,6 +9,7 @@
 //! A tree is frozen (SIGSTOP) before it is signalled, so nothing in it can fork
 //! while it is being found and killed.
 
+use super::cgroup::{RunGroup, watchdog_pid};
 use super::{KilledProcess, Limits, SpawnSpec};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::CString;
@@ -118,6 +119,8 @@ pub enum ChildIo {
 pub struct Child {
     pid: i32,
     status: Option<ExitStatus>,
+    /// It wrote itself into its run's cgroup before it exec'd.
+    joined: bool,
 }
 
 impl Child {
@@ -185,11 +188,25 @@ struct Launch {
     /// Descriptors for 0, 1 and 2 (`None`: inherit).
     fds: [Option<OwnedFd>; 3],
     limits: Limits,
+    /// The run group's `cgroup.procs`, which the child joins before it execs.
+    cgroup_procs: Option<CString>,
 }
 
 /// Spawn `spec` with the given stdio as a new session leader.
 pub fn spawn(
     spec: &SpawnSpec,
+    stdin: ChildIo,
+    stdout: ChildIo,
+    stderr: ChildIo,
+) -> std::io::Result<Child> {
+    spawn_in(spec, None, stdin, stdout, stderr)
+}
+
+/// [`spawn`], the child joining `group` before it execs (when it can: else the run
+/// is attributed by the /proc scan, see [`RunGroup::joined`]).
+pub fn spawn_in(
+    spec: &SpawnSpec,
+    group: Option<&RunGroup>,
     stdin: ChildIo,
     stdout: ChildIo,
     stderr: ChildIo,
@@ -237,8 +254,13 @@ pub fn spawn(
         cwd: cstr(spec.cwd.as_os_str().as_bytes())?,
         fds: [fd(stdin)?, fd(stdout)?, fd(stderr)?],
         limits: spec.limits,
+        cgroup_procs: group.map(|g| g.procs_path().clone()),
     };
-    on_spawner_thread(launch)
+    let child = on_spawner_thread(launch)?;
+    if let (Some(g), true) = (group, child.joined) {
+        g.set_joined();
+    }
+    Ok(child)
 }
 
 /// `program` as execve wants it: a path, found on the child's PATH when it has no `/`.
@@ -330,6 +352,10 @@ struct ChildArgs {
     fds: [libc::c_int; 3],
     limits: Limits,
     parent: libc::pid_t,
+    /// The run group's `cgroup.procs` (null: none).
+    cgroup_procs: *const libc::c_char,
+    /// Set by the child once it is in the group.
+    joined: AtomicI32,
     /// errno of the step that failed, written by the child before it exits.
     err: AtomicI32,
 }
@@ -354,6 +380,11 @@ fn start(l: &Launch) -> std::io::Result<Child> {
         limits: l.limits,
         // SAFETY: getpid cannot fail.
         parent: unsafe { libc::getpid() },
+        cgroup_procs: l
+            .cgroup_procs
+            .as_ref()
+            .map_or(std::ptr::null(), |c| c.as_ptr()),
+        joined: AtomicI32::new(0),
         err: AtomicI32::new(0),
     };
     // No signal handler may run in the child while it shares our memory: block
@@ -372,7 +403,11 @@ fn start(l: &Launch) -> std::io::Result<Child> {
     if pid < 0 {
         return Err(clone_err);
     }
-    let mut child = Child { pid, status: None };
+    let mut child = Child {
+        pid,
+        status: None,
+        joined: args.joined.load(Ordering::Acquire) != 0,
+    };
     // With CLONE_VFORK we resume once the child has exec'd or exited: `err` is final.
     let err = args.err.load(Ordering::Acquire);
     if err != 0 {
@@ -475,6 +510,17 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 libc::_exit(125);
             }
         }
+        if !a.cgroup_procs.is_null() {
+            // Writing 0 moves the writer: from here on everything this command
+            // starts is in its run's group. Failing to join is not fatal.
+            let g = libc::open(a.cgroup_procs, libc::O_WRONLY | libc::O_CLOEXEC);
+            if g >= 0 {
+                if libc::write(g, b"0".as_ptr().cast(), 1) == 1 {
+                    a.joined.store(1, Ordering::Release);
+                }
+                libc::close(g);
+            }
+        }
         if apply_limits(&a.limits).is_err() {
             fail(a);
         }
@@ -518,15 +564,24 @@ pub fn limit(pid: i32, l: &Limits) -> std::io::Result<()> {
     Ok(())
 }
 
-/// True when this process has any live or zombie child (any thread's).
+/// True when this process has any live or zombie child (any thread's) other than
+/// the watchdog.
 pub fn has_children() -> bool {
     let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
         return true;
     };
+    let watchdog = watchdog_pid();
     for t in rd.flatten() {
         match std::fs::read_to_string(t.path().join("children")) {
-            Ok(c) if c.trim().is_empty() => {}
-            _ => return true,
+            Ok(c) => {
+                let other = c
+                    .split_ascii_whitespace()
+                    .any(|p| p.parse::<i32>().map_or(true, |p| p != watchdog));
+                if other {
+                    return true;
+                }
+            }
+            Err(_) => return true,
         }
     }
     false
@@ -622,19 +677,48 @@ fn has_marker(pid: i32, marker: &[u8]) -> bool {
         .unwrap_or(false)
 }
 
-/// A process tree to stop: the session led by `leader`, plus every descendant of
+/// A process tree to stop: with a run group the leader joined, every process in
+/// the group; otherwise the session led by `leader`, plus every descendant of
 /// agentbash that carries the run's marker or descends from a member.
-pub struct Teardown {
+pub struct Teardown<'g> {
     pub leader: i32,
     marker: Vec<u8>,
+    group: Option<&'g RunGroup>,
+    /// Members never stopped here (a live shell, the subshell that just ran).
+    spare: Vec<i32>,
 }
 
-impl Teardown {
+impl Teardown<'static> {
     pub fn new(leader: i32, marker_value: &str) -> Self {
         Teardown {
             leader,
             marker: format!("{}={marker_value}", super::env::RUN_MARKER).into_bytes(),
+            group: None,
+            spare: Vec::new(),
         }
+    }
+}
+
+impl<'g> Teardown<'g> {
+    /// Attribute by membership of `group` when its leader joined it.
+    pub fn in_group(self, group: Option<&'g RunGroup>) -> Teardown<'g> {
+        Teardown {
+            leader: self.leader,
+            marker: self.marker,
+            group: group.filter(|g| g.joined()),
+            spare: self.spare,
+        }
+    }
+
+    /// Never stop these pids (they are members, but not this teardown's).
+    pub fn sparing(mut self, pids: impl IntoIterator<Item = i32>) -> Self {
+        self.spare.extend(pids);
+        self
+    }
+
+    /// Whether members are found by cgroup membership.
+    pub fn grouped(&self) -> bool {
+        self.group.is_some()
     }
 
     /// Live members of the run's tree, the leader included if alive.
@@ -643,6 +727,20 @@ impl Teardown {
     }
 
     fn member_procs(&self) -> Vec<Proc> {
+        let spared = |pid: i32| pid == watchdog_pid() || self.spare.contains(&pid);
+        if let Some(g) = self.group {
+            let out: Vec<Proc> = g
+                .pids()
+                .into_iter()
+                .filter(|&p| !spared(p))
+                .filter_map(read_stat)
+                .collect();
+            let mut a = attribution();
+            for p in &out {
+                a.saw_member(p.pid, p.started);
+            }
+            return out;
+        }
         let me = std::process::id() as i32;
         let procs = all_procs();
         let mut children: HashMap<i32, Vec<&Proc>> = HashMap::new();
@@ -660,6 +758,9 @@ impl Teardown {
                 }
                 // In the one-run CLI every orphan handed to us (subreaper) is the
                 // run's, even one that cleared its environment after setsid.
+                if spared(c.pid) {
+                    continue;
+                }
                 let member = parent_member
                     || (pid == me && exclusive_process())
                     || c.pid == self.leader
@@ -674,7 +775,7 @@ impl Teardown {
         }
         // A member reparented elsewhere (no subreaper support) still shares the session.
         for p in &procs {
-            if p.sid == self.leader && seen.insert(p.pid) {
+            if p.sid == self.leader && !spared(p.pid) && seen.insert(p.pid) {
                 out.push(p);
             }
         }
@@ -780,6 +881,9 @@ impl Teardown {
     }
 
     fn stop_tree(&self, grace: Duration, include_leader: bool) -> Vec<FrozenProcess> {
+        if let Some(g) = self.group {
+            return self.stop_group(g, grace, include_leader);
+        }
         let first: Vec<FrozenProcess> = self
             .freeze(include_leader)
             .into_iter()
@@ -819,6 +923,75 @@ impl Teardown {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.kill_all(include_leader);
+        first
+    }
+
+    /// [`Teardown::stop_tree`] with a run group: freeze the group (nothing in it can
+    /// fork), list it, TERM the members and thaw, wait up to `grace`, then
+    /// `cgroup.kill` — or, when a spared process (a live shell) is in the group and
+    /// must live, freeze and SIGKILL the others by pid until none is left.
+    fn stop_group(
+        &self,
+        g: &RunGroup,
+        grace: Duration,
+        include_leader: bool,
+    ) -> Vec<FrozenProcess> {
+        let pick = || self.pick(include_leader);
+        g.freeze(true);
+        let first: Vec<FrozenProcess> = pick()
+            .into_iter()
+            .map(|p| FrozenProcess {
+                ppid: p.ppid,
+                killed: KilledProcess {
+                    pid: p.pid,
+                    command: command_line(p.pid),
+                },
+                pid: p.pid,
+            })
+            .collect();
+        if first.is_empty() {
+            g.freeze(false);
+            self.reap_orphans();
+            return first;
+        }
+        for p in &first {
+            signal(p.pid, libc::SIGTERM);
+            signal(p.pid, libc::SIGCONT);
+        }
+        g.freeze(false);
+        let deadline = Instant::now() + grace;
+        loop {
+            self.reap_orphans();
+            if pick().is_empty() {
+                return first;
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let members = g.pids();
+        let keep_some = members
+            .iter()
+            .any(|p| self.spare.contains(p) || (!include_leader && *p == self.leader));
+        let deadline = Instant::now() + KILL_LIMIT;
+        loop {
+            if keep_some {
+                g.freeze(true);
+                for p in pick() {
+                    signal(p.pid, libc::SIGKILL);
+                }
+                g.freeze(false);
+            } else {
+                g.kill();
+            }
+            std::thread::sleep(Duration::from_millis(2));
+            self.reap_orphans();
+            if pick().is_empty() || Instant::now() >= deadline {
+                break;
+            }
+        }
+        self.reap_orphans();
         first
     }
 
