@@ -102,6 +102,7 @@ fn make_parent() -> Option<Parent> {
     let own = own_cgroup()?;
     let home = mount.join(&own);
     let name = format!("agentbash-{}", std::process::id());
+    remove_stale(&home);
     let dir = [home.join(&name), mount.join(&name)]
         .into_iter()
         .find(|d| make_dir(d) && d.join("cgroup.kill").exists())?;
@@ -115,6 +116,33 @@ fn make_parent() -> Option<Parent> {
         return None;
     }
     Some(parent)
+}
+
+/// Remove the empty groups of agentbash processes that are gone (their watchdog was
+/// killed before it could). Never touches a populated group.
+fn remove_stale(home: &Path) {
+    let Ok(rd) = std::fs::read_dir(home) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("agentbash-"))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        if let Ok(runs) = std::fs::read_dir(e.path()) {
+            for r in runs.flatten().filter(|r| r.path().is_dir()) {
+                let _ = std::fs::remove_dir(r.path());
+            }
+        }
+        let _ = std::fs::remove_dir(e.path());
+    }
 }
 
 fn make_dir(d: &Path) -> bool {
@@ -287,29 +315,39 @@ fn start_watchdog(dir: &Path) -> bool {
     true
 }
 
-/// `arg_start` and `arg_end` of this process (fields 48 and 49 of /proc/self/stat).
-fn argv_span() -> Option<(usize, usize)> {
+/// Where this process's argv and environment strings live: `arg_start`, `arg_end`,
+/// `env_start`, `env_end` (fields 48 to 51 of /proc/self/stat).
+fn argv_span() -> Option<[usize; 4]> {
     let s = std::fs::read_to_string("/proc/self/stat").ok()?;
     let rest = &s[s.rfind(')')? + 2..];
     let mut f = rest.split_ascii_whitespace().skip(45);
-    let start = f.next()?.parse().ok()?;
-    let end = f.next()?.parse().ok()?;
-    Some((start, end))
+    let mut out = [0usize; 4];
+    for v in out.iter_mut() {
+        *v = f.next()?.parse().ok()?;
+    }
+    Some(out)
 }
 
 const PATH_ROOM: usize = 4096;
 
 /// The watchdog: wait for end-of-file on `r`, then kill and remove every group under
 /// `dir`. Async-signal-safe calls only, no allocation.
-unsafe fn watchdog_main(r: libc::c_int, dir: &CString, args: Option<(usize, usize)>) -> ! {
+unsafe fn watchdog_main(r: libc::c_int, dir: &CString, args: Option<[usize; 4]>) -> ! {
     // SAFETY: plain syscalls; every buffer is on this stack or prepared before fork.
     unsafe {
-        if let Some((start, end)) = args {
-            if end > start {
+        // Our copy of agentbash's argv and environment (Rust keeps its own copies):
+        // the process table shows a name, not the run's command, and our environ
+        // holds none of agentbash's variables.
+        if let Some([arg_start, arg_end, env_start, env_end]) = args {
+            if arg_end > arg_start {
                 let name = b"agentbash-watchdog\0";
-                let p = start as *mut u8;
-                std::ptr::write_bytes(p, 0, end - start);
-                std::ptr::copy_nonoverlapping(name.as_ptr(), p, name.len().min(end - start));
+                let p = arg_start as *mut u8;
+                std::ptr::write_bytes(p, 0, arg_end - arg_start);
+                let n = name.len().min(arg_end - arg_start);
+                std::ptr::copy_nonoverlapping(name.as_ptr(), p, n);
+            }
+            if env_end > env_start {
+                std::ptr::write_bytes(env_start as *mut u8, 0, env_end - env_start);
             }
         }
         libc::prctl(libc::PR_SET_NAME, c"agentbash-watch".as_ptr(), 0, 0, 0);
