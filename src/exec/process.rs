@@ -6,8 +6,10 @@
 //! (parent-death signal). agentbash makes itself a child subreaper, so descendants
 //! that double-fork or call setsid are reparented to it rather than to init and can
 //! still be found and stopped: "no descendant outlives the run" holds for them too.
-//! A tree is frozen (SIGSTOP) before it is signalled, so nothing in it can fork
-//! while it is being found and killed.
+//! A tree is frozen before it is signalled, so nothing in it can fork while it is
+//! being found and killed: with the run's cgroup (see `cgroup`) by `cgroup.freeze`
+//! and ended by `cgroup.kill`; without one, by SIGSTOP to every member the /proc scan
+//! finds.
 
 use super::cgroup::{RunGroup, watchdog_pid};
 use super::{KilledProcess, Limits, SpawnSpec};
@@ -576,7 +578,7 @@ pub fn has_children() -> bool {
             Ok(c) => {
                 let other = c
                     .split_ascii_whitespace()
-                    .any(|p| p.parse::<i32>().map_or(true, |p| p != watchdog));
+                    .any(|p| p.parse::<i32>() != Ok(watchdog));
                 if other {
                     return true;
                 }
