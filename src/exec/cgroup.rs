@@ -164,6 +164,8 @@ pub struct RunGroup {
     procs: CString,
     /// The leader joined before it exec'd: membership is the run's attribution.
     joined: AtomicBool,
+    /// The group's directory, for `clone3(CLONE_INTO_CGROUP)`.
+    dir_fd: Option<std::os::fd::OwnedFd>,
 }
 
 impl RunGroup {
@@ -178,17 +180,24 @@ impl RunGroup {
             return None;
         }
         let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()).ok()?;
+        let dir_fd = std::fs::File::open(&dir).ok().map(Into::into);
         Some(RunGroup {
             dir,
             home_procs: parent.home_procs.clone(),
             procs,
             joined: AtomicBool::new(false),
+            dir_fd,
         })
     }
 
     /// The path the child writes `0` to (itself) before it execs.
     pub(crate) fn procs_path(&self) -> &CString {
         &self.procs
+    }
+
+    pub(crate) fn dir_fd(&self) -> Option<libc::c_int> {
+        use std::os::fd::AsRawFd;
+        self.dir_fd.as_ref().map(|f| f.as_raw_fd())
     }
 
     pub(crate) fn set_joined(&self) {

@@ -192,6 +192,8 @@ struct Launch {
     limits: Limits,
     /// The run group's `cgroup.procs`, which the child joins before it execs.
     cgroup_procs: Option<CString>,
+    /// The run group's directory, for `clone3(CLONE_INTO_CGROUP)`.
+    cgroup_fd: Option<libc::c_int>,
 }
 
 /// Spawn `spec` with the given stdio as a new session leader.
@@ -257,6 +259,7 @@ pub fn spawn_in(
         fds: [fd(stdin)?, fd(stdout)?, fd(stderr)?],
         limits: spec.limits,
         cgroup_procs: group.map(|g| g.procs_path().clone()),
+        cgroup_fd: group.and_then(|g| g.dir_fd()),
     };
     let child = on_spawner_thread(launch)?;
     if let (Some(g), true) = (group, child.joined) {
@@ -373,7 +376,7 @@ fn start(l: &Launch) -> std::io::Result<Child> {
     };
     let (argv, envp) = (ptrs(&l.argv), ptrs(&l.envp));
     let raw = |f: &Option<OwnedFd>| f.as_ref().map_or(-1, |f| f.as_raw_fd());
-    let args = ChildArgs {
+    let mut args = ChildArgs {
         program: l.program.as_ptr(),
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
@@ -398,7 +401,19 @@ fn start(l: &Launch) -> std::io::Result<Child> {
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
     }
-    let pid = clone_child(&args);
+    // Straight into the run's group when the kernel can (no migration after the
+    // fact, which costs a threadgroup lock round); else the child joins it itself.
+    let mut pid = -1;
+    let mut in_group = false;
+    if let Some(fd) = l.cgroup_fd {
+        let procs = std::mem::replace(&mut args.cgroup_procs, std::ptr::null());
+        pid = clone_into_cgroup(&args, fd);
+        in_group = pid > 0;
+        args.cgroup_procs = procs;
+    }
+    if pid <= 0 {
+        pid = clone_child(&args);
+    }
     let clone_err = std::io::Error::last_os_error();
     // SAFETY: restoring the mask saved above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
@@ -408,7 +423,7 @@ fn start(l: &Launch) -> std::io::Result<Child> {
     let mut child = Child {
         pid,
         status: None,
-        joined: args.joined.load(Ordering::Acquire) != 0,
+        joined: in_group || args.joined.load(Ordering::Acquire) != 0,
     };
     // With CLONE_VFORK we resume once the child has exec'd or exited: `err` is final.
     let err = args.err.load(Ordering::Acquire);
@@ -434,6 +449,82 @@ fn clone_child(args: &ChildArgs) -> libc::pid_t {
             (args as *const ChildArgs).cast_mut().cast(),
         )
     }
+}
+
+/// `clone3(CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP)` running `child_main` on its
+/// own stack, as [`clone_child`] does, the child born in the cgroup `cgroup_fd`.
+/// glibc has no clone3 wrapper that runs a function, hence the few instructions
+/// below. Returns the pid, or a negative value (the caller falls back).
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn clone_into_cgroup(args: &ChildArgs, cgroup_fd: libc::c_int) -> libc::pid_t {
+    #[repr(C)]
+    struct CloneArgs {
+        flags: u64,
+        pidfd: u64,
+        child_tid: u64,
+        parent_tid: u64,
+        exit_signal: u64,
+        stack: u64,
+        stack_size: u64,
+        tls: u64,
+        set_tid: u64,
+        set_tid_size: u64,
+        cgroup: u64,
+    }
+    const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+    let mut stack = vec![0u8; CHILD_STACK];
+    let base = stack.as_mut_ptr() as usize;
+    // The kernel starts the child at stack + stack_size: keep that 16-byte aligned.
+    let top = (base + CHILD_STACK) & !15;
+    let ca = CloneArgs {
+        flags: (libc::CLONE_VM | libc::CLONE_VFORK) as u64 | CLONE_INTO_CGROUP,
+        pidfd: 0,
+        child_tid: 0,
+        parent_tid: 0,
+        exit_signal: libc::SIGCHLD as u64,
+        stack: base as u64,
+        stack_size: (top - base) as u64,
+        tls: 0,
+        set_tid: 0,
+        set_tid_size: 0,
+        cgroup: cgroup_fd as u64,
+    };
+    let f: extern "C" fn(*mut libc::c_void) -> libc::c_int = child_main;
+    let ret: i64;
+    // SAFETY: as for `clone_child`: the parent is suspended (CLONE_VFORK) until the
+    // child execs or exits, the stack outlives that, and the child only runs
+    // `child_main`, which never returns into this frame (it execs or _exits; should
+    // it return, the child exits). rcx and r11 are clobbered by `syscall`; r12 and
+    // r13 survive it in the child.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "xor ebp, ebp",
+            "mov rdi, r12",
+            "call r13",
+            "mov edi, eax",
+            "mov eax, 60",
+            "syscall",
+            "ud2",
+            "2:",
+            inlateout("rax") libc::SYS_clone3 => ret,
+            in("rdi") &ca as *const CloneArgs,
+            in("rsi") std::mem::size_of::<CloneArgs>(),
+            in("r12") (args as *const ChildArgs).cast_mut().cast::<libc::c_void>(),
+            in("r13") f,
+            lateout("rcx") _,
+            lateout("r11") _,
+        );
+    }
+    drop(stack);
+    ret as libc::pid_t
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn clone_into_cgroup(_args: &ChildArgs, _cgroup_fd: libc::c_int) -> libc::pid_t {
+    -1
 }
 
 #[cfg(not(target_os = "linux"))]
