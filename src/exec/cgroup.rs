@@ -102,21 +102,35 @@ fn make_parent() -> Option<Parent> {
     let own = own_cgroup()?;
     let home = mount.join(&own);
     let name = format!("agentbash-{}", std::process::id());
-    remove_stale(&home);
     let dir = [home.join(&name), mount.join(&name)]
         .into_iter()
         .find(|d| make_dir(d) && d.join("cgroup.kill").exists())?;
-    let parent = Parent {
+    Some(Parent {
         dir,
         home_procs: home.join("cgroup.procs"),
         next: AtomicU64::new(0),
-    };
-    if !start_watchdog(&parent.dir) {
-        let _ = std::fs::remove_dir(&parent.dir);
-        return None;
-    }
-    Some(parent)
+    })
 }
+
+/// Start the watchdog unless it runs (or could not be started). Not at the first
+/// spawn: a run that ends within a few milliseconds (`run -- true`) never pays for
+/// the fork; the run loops call this once a run has lasted [`WATCHDOG_AFTER`], and a
+/// live shell, which lasts, as it starts. A SIGKILL of agentbash before then leaves
+/// the run's group in place, its processes running.
+pub fn ensure_watchdog() {
+    static STARTED: OnceLock<bool> = OnceLock::new();
+    if let Some(Some(parent)) = PARENT.get() {
+        STARTED.get_or_init(|| {
+            if let Some(home) = parent.home_procs.parent() {
+                remove_stale(home);
+            }
+            start_watchdog(&parent.dir)
+        });
+    }
+}
+
+/// How long a run lasts before the watchdog is started (see [`ensure_watchdog`]).
+pub const WATCHDOG_AFTER: Duration = Duration::from_millis(20);
 
 /// Remove the empty groups of agentbash processes that are gone (their watchdog was
 /// killed before it could). Never touches a populated group.
@@ -176,7 +190,10 @@ impl RunGroup {
         let dir = parent
             .dir
             .join(format!("agentbash-{}-{n}", std::process::id()));
-        if !make_dir(&dir) {
+        // Without a watchdog the parent is removed after each run (nothing else
+        // would): made again here.
+        let made = make_dir(&dir) || (make_dir(&parent.dir) && make_dir(&dir));
+        if !made {
             return None;
         }
         let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()).ok()?;
@@ -285,6 +302,12 @@ impl Drop for RunGroup {
             && Instant::now() < deadline
         {
             std::thread::sleep(Duration::from_millis(2));
+        }
+        if watchdog_pid() == 0 {
+            // Fails while another run's group is in it.
+            if let Some(parent) = self.dir.parent() {
+                let _ = std::fs::remove_dir(parent);
+            }
         }
     }
 }

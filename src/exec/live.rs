@@ -548,6 +548,9 @@ impl LiveShell {
             limits: job.limits,
         };
         let group = RunGroup::create().map(Arc::new);
+        if group.is_some() {
+            super::cgroup::ensure_watchdog();
+        }
         let child = process::spawn_in(
             &spec,
             group.as_deref(),

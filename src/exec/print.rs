@@ -220,9 +220,14 @@ pub fn run(
     let mut last_output = Instant::now();
     let mut stopped: Option<End> = None;
     let mut killed = Vec::new();
+    let mut watchdog_due = teardown.grouped();
 
     loop {
         let now = Instant::now();
+        if watchdog_due && now.duration_since(start) >= super::cgroup::WATCHDOG_AFTER {
+            super::cgroup::ensure_watchdog();
+            watchdog_due = false;
+        }
         for p in pipes.iter_mut() {
             p.emit(now, false);
         }
@@ -278,6 +283,10 @@ pub fn run(
             };
             for p in pipes.iter().filter(|p| p.sink.has_pending()) {
                 wait = wait.min(EVENT_INTERVAL.saturating_sub(now.duration_since(p.last_emit)));
+            }
+            if watchdog_due {
+                let due = super::cgroup::WATCHDOG_AFTER.saturating_sub(now.duration_since(start));
+                wait = wait.min(due.max(Duration::from_millis(1)));
             }
             let pid_watch = if status.is_none() {
                 pidfd.as_ref().map(|f| f.as_raw_fd())

@@ -691,6 +691,8 @@ fn fault_sigkill_of_agentbash_mid_run() {
             "{p} never started"
         );
     }
+    // Past the 20 ms after which the watchdog runs.
+    std::thread::sleep(Duration::from_millis(100));
     run.signal(libc::SIGKILL);
     let _ = run.wait();
     let left = procs_with_cmdline(&direct, Duration::from_secs(3));
