@@ -21,6 +21,7 @@
 //! key's shell) and drops it; the next run starts a fresh one from the session's last
 //! committed state.
 
+use super::cgroup::{RunGroup, watchdog_pid};
 use super::print::{EVENT_INTERVAL, exit_to_end, pidfd_open, pipe, poll_fds};
 use super::process::{self, Child, ChildIo, Teardown};
 use super::{CancelToken, End, ExecError, ExecOutcome, KilledProcess, Limits, SpawnSpec};
@@ -31,7 +32,7 @@ use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const READ_BUF: usize = 64 * 1024;
@@ -335,6 +336,9 @@ struct LiveShell {
     /// How the shell itself ended during the last command (the command killed it),
     /// for that command's notice.
     ended: Option<String>,
+    /// The shell's cgroup (dropped after the shell is stopped): everything its
+    /// commands start is in it.
+    group: Option<Arc<RunGroup>>,
 }
 
 /// The bash program a live shell runs. Markers are `\x1e<token><kind><n> <status>`:
@@ -533,7 +537,8 @@ fn own_children() -> Option<Vec<i32>> {
         let c = std::fs::read_to_string(t.path().join("children")).ok()?;
         out.extend(
             c.split_ascii_whitespace()
-                .filter_map(|p| p.parse::<i32>().ok()),
+                .filter_map(|p| p.parse::<i32>().ok())
+                .filter(|&p| p != watchdog_pid()),
         );
     }
     Some(out)
@@ -565,8 +570,13 @@ impl LiveShell {
             cwd: job.cwd.to_path_buf(),
             limits: job.limits,
         };
-        let child = process::spawn(
+        let group = RunGroup::create().map(Arc::new);
+        if group.is_some() {
+            super::cgroup::ensure_watchdog();
+        }
+        let child = process::spawn_in(
             &spec,
+            group.as_deref(),
             ChildIo::Fd(ctl_r.into()),
             ChildIo::Fd(out_w),
             ChildIo::Fd(out_w2),
@@ -591,6 +601,7 @@ impl LiveShell {
             unchanged: false,
             buf: Vec::new(),
             ended: None,
+            group,
         })
     }
 
@@ -606,10 +617,20 @@ impl LiveShell {
     /// Stop the shell and everything it started.
     fn kill(&mut self) {
         if !self.dead {
-            Teardown::new(self.pid, &self.marker).terminate(Duration::from_millis(200), true);
+            self.teardown().terminate(Duration::from_millis(200), true);
             let _ = self.child.wait();
             self.dead = true;
         }
+    }
+
+    /// The shell's whole tree: its group when it joined one, else found by marker.
+    fn teardown(&self) -> Teardown<'_> {
+        Teardown::new(self.pid, &self.marker).in_group(self.group.as_deref())
+    }
+
+    /// The shell's group, when its members are the shell's.
+    fn joined_group(&self) -> Option<&RunGroup> {
+        self.group.as_deref().filter(|g| g.joined())
     }
 
     /// Could anything but the shell itself be left from the last command? A cheap
@@ -759,7 +780,8 @@ impl LiveShell {
         let seq = self.sent;
         // What command `seq` starts carries this marker (non-session subshells).
         let command_marker = format!("{}.{seq}", self.marker);
-        let teardown = Teardown::new(self.pid, &self.marker);
+        let group = self.group.clone();
+        let teardown = Teardown::new(self.pid, &self.marker).in_group(group.as_deref());
         let mut scan = Scanner::new(&self.token, seq);
         let start = Instant::now();
         let deadline = start + job.timeout;
@@ -818,7 +840,7 @@ impl LiveShell {
                     }
                     h.join().unwrap_or_default()
                 });
-                if job.key.session.is_none() {
+                if job.key.session.is_none() && !teardown.grouped() {
                     // Whatever left the shell's session still carries the command's marker.
                     killed.extend(
                         Teardown::new(-1, &command_marker).terminate(job.kill_grace, false),
@@ -887,7 +909,33 @@ impl LiveShell {
         // when something may be there — background jobs, or orphans handed to us.)
         let mut background_killed = Vec::new();
         let by_marker = Teardown::new(found.pid.unwrap_or(-1), &command_marker);
+        // The subshell that ran the command may still be on its way out.
+        let spare = [Some(self.pid), found.pid];
+        if let Some(g) = self.joined_group() {
+            // Membership answers it: the shell's group holds the shell, maybe the
+            // exiting subshell, and whatever the command left, however it got there.
+            let left = g.pids().iter().any(|p| !spare.contains(&Some(*p)));
+            if left && job.background == Background::Kill {
+                background_killed = Teardown::new(self.pid, &command_marker)
+                    .in_group(Some(g))
+                    .sparing(spare.into_iter().flatten())
+                    .terminate(job.kill_grace, false);
+                if !background_killed.is_empty() {
+                    read_available(fd, &mut *buf, 8 * READ_BUF, |d| scan.feed(d, sink));
+                }
+            } else if left {
+                // Kept running: no longer this shell's, nor the next command's. Seen
+                // as members first, so that they are reaped once they exit.
+                let _ = Teardown::new(self.pid, &command_marker)
+                    .in_group(Some(g))
+                    .sparing(spare.into_iter().flatten())
+                    .members();
+                g.release(&[self.pid]);
+            }
+            teardown.reap_orphans();
+        }
         let (suspect, scope) = match job.key.session {
+            _ if self.joined_group().is_some() => (false, &teardown),
             // Background jobs are the shell's own children.
             Some(_) => (self.maybe_has_others(pool_pids), &teardown),
             // A plain program run in the shell itself: whatever it left is a child
@@ -950,6 +998,9 @@ impl Drop for LiveShell {
             // SAFETY: kill(2) on the shell's own process group (it is a session leader).
             unsafe {
                 libc::kill(-self.pid, libc::SIGKILL);
+            }
+            if let Some(g) = self.joined_group() {
+                g.kill();
             }
             let _ = self.child.wait();
         }

@@ -1,10 +1,12 @@
 //! Execution: how a command value is spawned, watched, and torn down.
 //!
 //! A [`SpawnSpec`] is the command *value* (program, args, env, cwd); `process` owns
-//! *how* it is spawned (its own session, parent-death signal, limits) and how its
-//! tree is stopped (freeze it with SIGSTOP, then "TERM, wait a grace period, KILL");
+//! *how* it is spawned (its own session and cgroup, parent-death signal, limits) and
+//! how its tree is stopped (freeze it, then "TERM, wait a grace period, KILL");
+//! `cgroup` makes the run groups and the watchdog that ends them if agentbash dies;
 //! `print` and `pty` are the two ways of wiring its terminal.
 
+pub mod cgroup;
 pub mod env;
 pub mod live;
 pub mod print;

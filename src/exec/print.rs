@@ -4,6 +4,7 @@
 //! the shell exits, output is drained until EOF, or 250 ms without output, or 2 s in
 //! all, so a background job holding a pipe open never makes the run hang.
 
+use super::cgroup::RunGroup;
 use super::process::{self, ChildIo, Teardown};
 use super::{CancelToken, End, ExecError, ExecOutcome, SpawnSpec};
 use crate::output::sink::OutputSink;
@@ -189,16 +190,22 @@ pub fn run(
     } else {
         ChildIo::Null
     };
-    let mut child =
-        process::spawn(req.spawn, stdin, ChildIo::Fd(w), ChildIo::Fd(err_w)).map_err(|err| {
-            ExecError::Spawn {
-                program: req.spawn.program.clone(),
-                err,
-            }
-        })?;
+    // Dropped last (declared first): removed once nothing of the run is in it.
+    let group = RunGroup::create();
+    let mut child = process::spawn_in(
+        req.spawn,
+        group.as_ref(),
+        stdin,
+        ChildIo::Fd(w),
+        ChildIo::Fd(err_w),
+    )
+    .map_err(|err| ExecError::Spawn {
+        program: req.spawn.program.clone(),
+        err,
+    })?;
     let leader = child.id() as i32;
     let pidfd = pidfd_open(leader);
-    let teardown = Teardown::new(leader, req.marker);
+    let teardown = Teardown::new(leader, req.marker).in_group(group.as_ref());
     let start = Instant::now();
     let deadline = start + req.timeout;
     let mut buf = vec![0u8; READ_BUF];
@@ -213,9 +220,14 @@ pub fn run(
     let mut last_output = Instant::now();
     let mut stopped: Option<End> = None;
     let mut killed = Vec::new();
+    let mut watchdog_due = teardown.grouped();
 
     loop {
         let now = Instant::now();
+        if watchdog_due && now.duration_since(start) >= super::cgroup::WATCHDOG_AFTER {
+            super::cgroup::ensure_watchdog();
+            watchdog_due = false;
+        }
         for p in pipes.iter_mut() {
             p.emit(now, false);
         }
@@ -272,6 +284,10 @@ pub fn run(
             for p in pipes.iter().filter(|p| p.sink.has_pending()) {
                 wait = wait.min(EVENT_INTERVAL.saturating_sub(now.duration_since(p.last_emit)));
             }
+            if watchdog_due {
+                let due = super::cgroup::WATCHDOG_AFTER.saturating_sub(now.duration_since(start));
+                wait = wait.min(due.max(Duration::from_millis(1)));
+            }
             let pid_watch = if status.is_none() {
                 pidfd.as_ref().map(|f| f.as_raw_fd())
             } else {
@@ -317,7 +333,8 @@ pub fn run(
     let mut background_killed = Vec::new();
     // Descendants left behind are reparented to us (we are their subreaper), so
     // with no children left there is nothing to look for and no /proc scan to pay.
-    if process::has_children() {
+    let in_group = teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
+    if in_group || process::has_children() {
         if req.background == Background::Kill && !teardown.others().is_empty() {
             background_killed = teardown.terminate(req.kill_grace, false);
         }
@@ -344,7 +361,7 @@ pub fn run(
 }
 
 fn terminate_while_draining(
-    teardown: &Teardown,
+    teardown: &Teardown<'_>,
     grace: Duration,
     pipes: &mut [Pipe<'_>],
     buf: &mut [u8],

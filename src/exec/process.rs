@@ -6,9 +6,12 @@
 //! (parent-death signal). agentbash makes itself a child subreaper, so descendants
 //! that double-fork or call setsid are reparented to it rather than to init and can
 //! still be found and stopped: "no descendant outlives the run" holds for them too.
-//! A tree is frozen (SIGSTOP) before it is signalled, so nothing in it can fork
-//! while it is being found and killed.
+//! A tree is frozen before it is signalled, so nothing in it can fork while it is
+//! being found and killed: with the run's cgroup (see `cgroup`) by `cgroup.freeze`
+//! and ended by `cgroup.kill`; without one, by SIGSTOP to every member the /proc scan
+//! finds.
 
+use super::cgroup::{RunGroup, watchdog_pid};
 use super::{KilledProcess, Limits, SpawnSpec};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::CString;
@@ -118,6 +121,8 @@ pub enum ChildIo {
 pub struct Child {
     pid: i32,
     status: Option<ExitStatus>,
+    /// It wrote itself into its run's cgroup before it exec'd.
+    joined: bool,
 }
 
 impl Child {
@@ -185,11 +190,27 @@ struct Launch {
     /// Descriptors for 0, 1 and 2 (`None`: inherit).
     fds: [Option<OwnedFd>; 3],
     limits: Limits,
+    /// The run group's `cgroup.procs`, which the child joins before it execs.
+    cgroup_procs: Option<CString>,
+    /// The run group's directory, for `clone3(CLONE_INTO_CGROUP)`.
+    cgroup_fd: Option<libc::c_int>,
 }
 
 /// Spawn `spec` with the given stdio as a new session leader.
 pub fn spawn(
     spec: &SpawnSpec,
+    stdin: ChildIo,
+    stdout: ChildIo,
+    stderr: ChildIo,
+) -> std::io::Result<Child> {
+    spawn_in(spec, None, stdin, stdout, stderr)
+}
+
+/// [`spawn`], the child joining `group` before it execs (when it can: else the run
+/// is attributed by the /proc scan, see [`RunGroup::joined`]).
+pub fn spawn_in(
+    spec: &SpawnSpec,
+    group: Option<&RunGroup>,
     stdin: ChildIo,
     stdout: ChildIo,
     stderr: ChildIo,
@@ -237,8 +258,14 @@ pub fn spawn(
         cwd: cstr(spec.cwd.as_os_str().as_bytes())?,
         fds: [fd(stdin)?, fd(stdout)?, fd(stderr)?],
         limits: spec.limits,
+        cgroup_procs: group.map(|g| g.procs_path().clone()),
+        cgroup_fd: group.and_then(|g| g.dir_fd()),
     };
-    on_spawner_thread(launch)
+    let child = on_spawner_thread(launch)?;
+    if let (Some(g), true) = (group, child.joined) {
+        g.set_joined();
+    }
+    Ok(child)
 }
 
 /// `program` as execve wants it: a path, found on the child's PATH when it has no `/`.
@@ -330,6 +357,10 @@ struct ChildArgs {
     fds: [libc::c_int; 3],
     limits: Limits,
     parent: libc::pid_t,
+    /// The run group's `cgroup.procs` (null: none).
+    cgroup_procs: *const libc::c_char,
+    /// Set by the child once it is in the group.
+    joined: AtomicI32,
     /// errno of the step that failed, written by the child before it exits.
     err: AtomicI32,
 }
@@ -345,7 +376,7 @@ fn start(l: &Launch) -> std::io::Result<Child> {
     };
     let (argv, envp) = (ptrs(&l.argv), ptrs(&l.envp));
     let raw = |f: &Option<OwnedFd>| f.as_ref().map_or(-1, |f| f.as_raw_fd());
-    let args = ChildArgs {
+    let mut args = ChildArgs {
         program: l.program.as_ptr(),
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
@@ -354,6 +385,11 @@ fn start(l: &Launch) -> std::io::Result<Child> {
         limits: l.limits,
         // SAFETY: getpid cannot fail.
         parent: unsafe { libc::getpid() },
+        cgroup_procs: l
+            .cgroup_procs
+            .as_ref()
+            .map_or(std::ptr::null(), |c| c.as_ptr()),
+        joined: AtomicI32::new(0),
         err: AtomicI32::new(0),
     };
     // No signal handler may run in the child while it shares our memory: block
@@ -365,14 +401,30 @@ fn start(l: &Launch) -> std::io::Result<Child> {
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
     }
-    let pid = clone_child(&args);
+    // Straight into the run's group when the kernel can (no migration after the
+    // fact, which costs a threadgroup lock round); else the child joins it itself.
+    let mut pid = -1;
+    let mut in_group = false;
+    if let Some(fd) = l.cgroup_fd {
+        let procs = std::mem::replace(&mut args.cgroup_procs, std::ptr::null());
+        pid = clone_into_cgroup(&args, fd);
+        in_group = pid > 0;
+        args.cgroup_procs = procs;
+    }
+    if pid <= 0 {
+        pid = clone_child(&args);
+    }
     let clone_err = std::io::Error::last_os_error();
     // SAFETY: restoring the mask saved above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     if pid < 0 {
         return Err(clone_err);
     }
-    let mut child = Child { pid, status: None };
+    let mut child = Child {
+        pid,
+        status: None,
+        joined: in_group || args.joined.load(Ordering::Acquire) != 0,
+    };
     // With CLONE_VFORK we resume once the child has exec'd or exited: `err` is final.
     let err = args.err.load(Ordering::Acquire);
     if err != 0 {
@@ -397,6 +449,82 @@ fn clone_child(args: &ChildArgs) -> libc::pid_t {
             (args as *const ChildArgs).cast_mut().cast(),
         )
     }
+}
+
+/// `clone3(CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP)` running `child_main` on its
+/// own stack, as [`clone_child`] does, the child born in the cgroup `cgroup_fd`.
+/// glibc has no clone3 wrapper that runs a function, hence the few instructions
+/// below. Returns the pid, or a negative value (the caller falls back).
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn clone_into_cgroup(args: &ChildArgs, cgroup_fd: libc::c_int) -> libc::pid_t {
+    #[repr(C)]
+    struct CloneArgs {
+        flags: u64,
+        pidfd: u64,
+        child_tid: u64,
+        parent_tid: u64,
+        exit_signal: u64,
+        stack: u64,
+        stack_size: u64,
+        tls: u64,
+        set_tid: u64,
+        set_tid_size: u64,
+        cgroup: u64,
+    }
+    const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+    let mut stack = vec![0u8; CHILD_STACK];
+    let base = stack.as_mut_ptr() as usize;
+    // The kernel starts the child at stack + stack_size: keep that 16-byte aligned.
+    let top = (base + CHILD_STACK) & !15;
+    let ca = CloneArgs {
+        flags: (libc::CLONE_VM | libc::CLONE_VFORK) as u64 | CLONE_INTO_CGROUP,
+        pidfd: 0,
+        child_tid: 0,
+        parent_tid: 0,
+        exit_signal: libc::SIGCHLD as u64,
+        stack: base as u64,
+        stack_size: (top - base) as u64,
+        tls: 0,
+        set_tid: 0,
+        set_tid_size: 0,
+        cgroup: cgroup_fd as u64,
+    };
+    let f: extern "C" fn(*mut libc::c_void) -> libc::c_int = child_main;
+    let ret: i64;
+    // SAFETY: as for `clone_child`: the parent is suspended (CLONE_VFORK) until the
+    // child execs or exits, the stack outlives that, and the child only runs
+    // `child_main`, which never returns into this frame (it execs or _exits; should
+    // it return, the child exits). rcx and r11 are clobbered by `syscall`; r12 and
+    // r13 survive it in the child.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "xor ebp, ebp",
+            "mov rdi, r12",
+            "call r13",
+            "mov edi, eax",
+            "mov eax, 60",
+            "syscall",
+            "ud2",
+            "2:",
+            inlateout("rax") libc::SYS_clone3 => ret,
+            in("rdi") &ca as *const CloneArgs,
+            in("rsi") std::mem::size_of::<CloneArgs>(),
+            in("r12") (args as *const ChildArgs).cast_mut().cast::<libc::c_void>(),
+            in("r13") f,
+            lateout("rcx") _,
+            lateout("r11") _,
+        );
+    }
+    drop(stack);
+    ret as libc::pid_t
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn clone_into_cgroup(_args: &ChildArgs, _cgroup_fd: libc::c_int) -> libc::pid_t {
+    -1
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -475,6 +603,17 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 libc::_exit(125);
             }
         }
+        if !a.cgroup_procs.is_null() {
+            // Writing 0 moves the writer: from here on everything this command
+            // starts is in its run's group. Failing to join is not fatal.
+            let g = libc::open(a.cgroup_procs, libc::O_WRONLY | libc::O_CLOEXEC);
+            if g >= 0 {
+                if libc::write(g, b"0".as_ptr().cast(), 1) == 1 {
+                    a.joined.store(1, Ordering::Release);
+                }
+                libc::close(g);
+            }
+        }
         if apply_limits(&a.limits).is_err() {
             fail(a);
         }
@@ -518,15 +657,24 @@ pub fn limit(pid: i32, l: &Limits) -> std::io::Result<()> {
     Ok(())
 }
 
-/// True when this process has any live or zombie child (any thread's).
+/// True when this process has any live or zombie child (any thread's) other than
+/// the watchdog.
 pub fn has_children() -> bool {
     let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
         return true;
     };
+    let watchdog = watchdog_pid();
     for t in rd.flatten() {
         match std::fs::read_to_string(t.path().join("children")) {
-            Ok(c) if c.trim().is_empty() => {}
-            _ => return true,
+            Ok(c) => {
+                let other = c
+                    .split_ascii_whitespace()
+                    .any(|p| p.parse::<i32>() != Ok(watchdog));
+                if other {
+                    return true;
+                }
+            }
+            Err(_) => return true,
         }
     }
     false
@@ -622,19 +770,48 @@ fn has_marker(pid: i32, marker: &[u8]) -> bool {
         .unwrap_or(false)
 }
 
-/// A process tree to stop: the session led by `leader`, plus every descendant of
+/// A process tree to stop: with a run group the leader joined, every process in
+/// the group; otherwise the session led by `leader`, plus every descendant of
 /// agentbash that carries the run's marker or descends from a member.
-pub struct Teardown {
+pub struct Teardown<'g> {
     pub leader: i32,
     marker: Vec<u8>,
+    group: Option<&'g RunGroup>,
+    /// Members never stopped here (a live shell, the subshell that just ran).
+    spare: Vec<i32>,
 }
 
-impl Teardown {
+impl Teardown<'static> {
     pub fn new(leader: i32, marker_value: &str) -> Self {
         Teardown {
             leader,
             marker: format!("{}={marker_value}", super::env::RUN_MARKER).into_bytes(),
+            group: None,
+            spare: Vec::new(),
         }
+    }
+}
+
+impl<'g> Teardown<'g> {
+    /// Attribute by membership of `group` when its leader joined it.
+    pub fn in_group(self, group: Option<&'g RunGroup>) -> Teardown<'g> {
+        Teardown {
+            leader: self.leader,
+            marker: self.marker,
+            group: group.filter(|g| g.joined()),
+            spare: self.spare,
+        }
+    }
+
+    /// Never stop these pids (they are members, but not this teardown's).
+    pub fn sparing(mut self, pids: impl IntoIterator<Item = i32>) -> Self {
+        self.spare.extend(pids);
+        self
+    }
+
+    /// Whether members are found by cgroup membership.
+    pub fn grouped(&self) -> bool {
+        self.group.is_some()
     }
 
     /// Live members of the run's tree, the leader included if alive.
@@ -643,6 +820,20 @@ impl Teardown {
     }
 
     fn member_procs(&self) -> Vec<Proc> {
+        let spared = |pid: i32| pid == watchdog_pid() || self.spare.contains(&pid);
+        if let Some(g) = self.group {
+            let out: Vec<Proc> = g
+                .pids()
+                .into_iter()
+                .filter(|&p| !spared(p))
+                .filter_map(read_stat)
+                .collect();
+            let mut a = attribution();
+            for p in &out {
+                a.saw_member(p.pid, p.started);
+            }
+            return out;
+        }
         let me = std::process::id() as i32;
         let procs = all_procs();
         let mut children: HashMap<i32, Vec<&Proc>> = HashMap::new();
@@ -660,6 +851,9 @@ impl Teardown {
                 }
                 // In the one-run CLI every orphan handed to us (subreaper) is the
                 // run's, even one that cleared its environment after setsid.
+                if spared(c.pid) {
+                    continue;
+                }
                 let member = parent_member
                     || (pid == me && exclusive_process())
                     || c.pid == self.leader
@@ -674,7 +868,7 @@ impl Teardown {
         }
         // A member reparented elsewhere (no subreaper support) still shares the session.
         for p in &procs {
-            if p.sid == self.leader && seen.insert(p.pid) {
+            if p.sid == self.leader && !spared(p.pid) && seen.insert(p.pid) {
                 out.push(p);
             }
         }
@@ -780,6 +974,9 @@ impl Teardown {
     }
 
     fn stop_tree(&self, grace: Duration, include_leader: bool) -> Vec<FrozenProcess> {
+        if let Some(g) = self.group {
+            return self.stop_group(g, grace, include_leader);
+        }
         let first: Vec<FrozenProcess> = self
             .freeze(include_leader)
             .into_iter()
@@ -819,6 +1016,75 @@ impl Teardown {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.kill_all(include_leader);
+        first
+    }
+
+    /// [`Teardown::stop_tree`] with a run group: freeze the group (nothing in it can
+    /// fork), list it, TERM the members and thaw, wait up to `grace`, then
+    /// `cgroup.kill` — or, when a spared process (a live shell) is in the group and
+    /// must live, freeze and SIGKILL the others by pid until none is left.
+    fn stop_group(
+        &self,
+        g: &RunGroup,
+        grace: Duration,
+        include_leader: bool,
+    ) -> Vec<FrozenProcess> {
+        let pick = || self.pick(include_leader);
+        g.freeze(true);
+        let first: Vec<FrozenProcess> = pick()
+            .into_iter()
+            .map(|p| FrozenProcess {
+                ppid: p.ppid,
+                killed: KilledProcess {
+                    pid: p.pid,
+                    command: command_line(p.pid),
+                },
+                pid: p.pid,
+            })
+            .collect();
+        if first.is_empty() {
+            g.freeze(false);
+            self.reap_orphans();
+            return first;
+        }
+        for p in &first {
+            signal(p.pid, libc::SIGTERM);
+            signal(p.pid, libc::SIGCONT);
+        }
+        g.freeze(false);
+        let deadline = Instant::now() + grace;
+        loop {
+            self.reap_orphans();
+            if pick().is_empty() {
+                return first;
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let members = g.pids();
+        let keep_some = members
+            .iter()
+            .any(|p| self.spare.contains(p) || (!include_leader && *p == self.leader));
+        let deadline = Instant::now() + KILL_LIMIT;
+        loop {
+            if keep_some {
+                g.freeze(true);
+                for p in pick() {
+                    signal(p.pid, libc::SIGKILL);
+                }
+                g.freeze(false);
+            } else {
+                g.kill();
+            }
+            std::thread::sleep(Duration::from_millis(2));
+            self.reap_orphans();
+            if pick().is_empty() || Instant::now() >= deadline {
+                break;
+            }
+        }
+        self.reap_orphans();
         first
     }
 
