@@ -8,8 +8,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use agentbash::intercept::intercept;
-use agentbash::rules::RuleSet;
+use agentbash::config::rules::RuleSet;
+use agentbash::pipeline::intercept::intercept;
 
 const COMMANDS: usize = 1_000;
 const GENERATED_RULES: usize = 200;

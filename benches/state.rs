@@ -9,8 +9,8 @@
 //!
 //! Run: `cargo bench --bench state` (set `AB_BENCH_QUICK=1` for a fast smoke run).
 
-use agentbash::exec::live::ShellPool;
-use agentbash::run::{RunRequest, execute_with};
+use agentbash::executor::live::ShellPool;
+use agentbash::pipeline::{RunRequest, execute_with};
 use agentbash::{CancelToken, Lookup};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -24,26 +24,23 @@
 
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod display;
-pub mod exec;
+pub mod executor;
 pub mod exit;
 pub mod fsguard;
-pub mod guard;
-pub mod intercept;
-pub mod normalize;
+pub mod ids;
 pub mod output;
 pub mod paths;
-pub mod profile;
+pub mod pipeline;
+pub mod process;
 pub mod render;
+pub mod request;
 pub mod result;
-pub mod rules;
-pub mod run;
 pub mod server;
 pub mod shell;
-pub mod stages;
-pub mod trust;
 
-pub use exec::CancelToken;
-pub use profile::{LoadedProfile, Lookup, Profile};
+pub use config::profile::{LoadedProfile, Lookup, Profile};
+pub use pipeline::{Event, Plan, RequestError, RunRequest, execute, plan};
+pub use process::CancelToken;
 pub use result::RunResult;
-pub use run::{Event, Plan, RequestError, RunRequest, execute, plan};

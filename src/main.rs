@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    agentbash::exec::process::make_non_dumpable();
+    agentbash::process::spawn::make_non_dumpable();
     let cli = agentbash::cli::Cli::parse_args();
     let code = agentbash::commands::dispatch(cli);
     ExitCode::from(code.clamp(0, 255) as u8)

@@ -79,3 +79,24 @@ pub fn private_dir(dir: &Path) -> Result<(), crate::fsguard::DirError> {
     }
     crate::fsguard::private_dir(dir)
 }
+
+/// Why a working directory cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CwdError {
+    #[error("Working directory does not exist: {}", .0.display())]
+    Missing(PathBuf),
+    #[error("Working directory is not a directory: {}", .0.display())]
+    NotADirectory(PathBuf),
+}
+
+pub fn resolve_cwd(base: &Path, requested: Option<&Path>) -> Result<PathBuf, CwdError> {
+    let abs = match requested {
+        Some(p) => absolute(base, p),
+        None => base.to_path_buf(),
+    };
+    match std::fs::metadata(&abs) {
+        Ok(m) if m.is_dir() => Ok(abs),
+        Ok(_) => Err(CwdError::NotADirectory(abs)),
+        Err(_) => Err(CwdError::Missing(abs)),
+    }
+}

@@ -1,11 +1,13 @@
 //! The §7.2 result: one struct, serialized as-is for `--format json`, the last NDJSON
 //! event, the RPC response and the MCP structured content.
 
-use crate::exec::KilledProcess;
 use crate::output::artifact::ArtifactRef;
+use crate::output::redact::Secrets;
 use crate::output::sink::Truncation;
-use crate::stages::Mode;
+use crate::process::KilledProcess;
+use crate::request::Mode;
 use serde::Serialize;
+use std::borrow::Cow;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Blocked {
@@ -83,27 +85,94 @@ pub struct StderrOutput {
     pub artifact: Option<ArtifactRef>,
 }
 
-/// `SIGKILL` for 9, etc.
-pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        _ => return format!("SIG{sig}"),
-    };
-    name.to_string()
+impl RunResult {
+    /// Every string of a result masked: what a run returns goes to a terminal, a CI
+    /// log, a model's context, an RPC peer. Secrets in the output are already masked
+    /// as it streamed; the other fields can carry them too (a directory named after
+    /// one, an error quoting the command, a background job's command line).
+    pub fn mask_secrets(&mut self, secrets: &Secrets) {
+        if secrets.is_empty() {
+            return;
+        }
+        // Destructured so that a new field cannot be forgotten here.
+        let RunResult {
+            command,
+            normalized_command,
+            stripped,
+            profile,
+            cwd,
+            final_cwd,
+            mode: _,
+            session,
+            exit_code: _,
+            signal,
+            timed_out: _,
+            cancelled: _,
+            blocked,
+            duration_ms: _,
+            timeout_s: _,
+            requested_timeout_s: _,
+            head: _,
+            tail: _,
+            output,
+            text,
+            truncated: _,
+            total_bytes: _,
+            total_lines: _,
+            output_bytes: _,
+            output_lines: _,
+            truncation: _,
+            artifact,
+            stderr,
+            background_killed,
+            notices,
+            warnings,
+            error,
+            body,
+            annotation,
+            agentbash_exit: _,
+        } = self;
+        for s in [
+            command,
+            normalized_command,
+            profile,
+            cwd,
+            final_cwd,
+            output,
+            text,
+            body,
+        ] {
+            secrets.mask_in_place(s);
+        }
+        for s in [stripped, session, signal, error, annotation]
+            .into_iter()
+            .flatten()
+        {
+            secrets.mask_in_place(s);
+        }
+        if let Some(b) = blocked {
+            for s in [&mut b.rule, &mut b.message]
+                .into_iter()
+                .chain(b.tool.as_mut())
+            {
+                secrets.mask_in_place(s);
+            }
+        }
+        let stderr_artifact = stderr.as_mut().and_then(|e| {
+            secrets.mask_in_place(&mut e.output);
+            e.artifact.as_mut()
+        });
+        for a in artifact.iter_mut().chain(stderr_artifact) {
+            let path = a.path.display().to_string();
+            if let Cow::Owned(p) = secrets.mask(&path) {
+                a.path = p.into();
+            }
+        }
+        for k in background_killed {
+            secrets.mask_in_place(&mut k.command);
+        }
+        for s in notices.iter_mut().chain(warnings.iter_mut()) {
+            secrets.mask_in_place(s);
+        }
+    }
 }

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use agentbash::guard::{Context, check};
+use agentbash::pipeline::guard::{Context, check};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

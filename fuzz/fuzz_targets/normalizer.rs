@@ -6,7 +6,7 @@
 
 #![no_main]
 
-use agentbash::normalize::normalize;
+use agentbash::pipeline::normalize::normalize;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,7 @@
 
 #![no_main]
 
-use agentbash::profile::{
+use agentbash::config::profile::{
     Origin, Profile, ProfileError, locate, merge, parse_layer, semantic_errors,
 };
 use libfuzzer_sys::fuzz_target;
@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 fn default_table() -> &'static toml::Table {
     static T: OnceLock<toml::Table> = OnceLock::new();
     T.get_or_init(|| {
-        let text = agentbash::profile::BUILTIN[0].1;
+        let text = agentbash::config::profile::BUILTIN[0].1;
         parse_layer(&Origin::Builtin("default".into()), text)
             .expect("built-in default parses")
             .0

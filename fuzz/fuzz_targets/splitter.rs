@@ -7,8 +7,8 @@
 
 use std::sync::OnceLock;
 
-use agentbash::intercept::{Split, blocked_message, format_test, intercept, lex, split};
-use agentbash::rules::RuleSet;
+use agentbash::pipeline::intercept::{Split, blocked_message, format_test, intercept, lex, split};
+use agentbash::config::rules::RuleSet;
 use libfuzzer_sys::fuzz_target;
 
 fn default_rules() -> Option<&'static RuleSet> {

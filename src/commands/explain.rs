@@ -1,10 +1,10 @@
 //! `agentbash explain`: every decision of a run, nothing run.
 
 use crate::cli::FormatArg;
+use crate::config::profile::LoadedProfile;
 use crate::display::escape_controls;
-use crate::profile::LoadedProfile;
+use crate::pipeline::{RunRequest, plan};
 use crate::render::out;
-use crate::run::{RunRequest, plan};
 use serde_json::json;
 
 /// Build the explanation as JSON (the text form is rendered from it).
@@ -16,7 +16,7 @@ pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Val
     v
 }
 
-fn explanation_of(plan: &crate::run::Plan, profile: &LoadedProfile) -> serde_json::Value {
+fn explanation_of(plan: &crate::pipeline::Plan, profile: &LoadedProfile) -> serde_json::Value {
     let interception = plan.interception.as_ref().map(|i| {
         json!({
             "candidates": i.candidates,

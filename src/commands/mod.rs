@@ -3,7 +3,6 @@
 
 pub mod artifact;
 pub mod explain;
-pub mod generated;
 pub mod profile;
 pub mod rules;
 pub mod run;
@@ -21,11 +20,11 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Profile(c) => profile::command(c.0),
         Command::Artifact(c) => artifact::command(c.0),
         Command::Completions { shell } => {
-            crate::render::out(&generated::completions(shell));
+            crate::render::out(&crate::cli::generated::completions(shell));
             0
         }
         Command::Man => {
-            crate::render::out(&generated::man_page());
+            crate::render::out(&crate::cli::generated::man_page());
             0
         }
         Command::Rules(c) => rules::command(c.0),

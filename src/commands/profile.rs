@@ -2,7 +2,7 @@
 //! to, and whether they are valid.
 
 use crate::cli::ProfileCommand;
-use crate::profile::{BUILTIN, Lookup, Origin};
+use crate::config::profile::{BUILTIN, Lookup, Origin};
 use crate::render::out;
 use std::collections::BTreeMap;
 
@@ -108,7 +108,7 @@ pub fn list(l: &Lookup, names_only: bool) -> String {
                 display_origin(&Origin::File(file.clone())),
                 format!(
                     "UNTRUSTED, ignored (run `agentbash trust {}`)",
-                    crate::exec::state::quote(&project.display().to_string())
+                    crate::display::quote(&project.display().to_string())
                 ),
             ]);
         }

@@ -1,9 +1,9 @@
 //! `agentbash rules list | test | check`.
 
 use crate::cli::RulesCommand;
-use crate::intercept;
+use crate::config::rules;
+use crate::pipeline::intercept;
 use crate::render::out;
-use crate::rules;
 
 pub fn command(c: RulesCommand) -> i32 {
     match c {
@@ -42,8 +42,8 @@ pub fn command(c: RulesCommand) -> i32 {
             let tools = tools.unwrap_or_else(|| p.profile.interceptor.tools.clone());
             let cmd = command.join(" ");
             // The guard as a run here would see it (this directory, agentbash's env).
-            let req = crate::run::RunRequest::new(cmd.clone());
-            let guard = crate::run::plan(&req, &p).guard;
+            let req = crate::pipeline::RunRequest::new(cmd.clone());
+            let guard = crate::pipeline::plan(&req, &p).guard;
             let i = intercept::intercept(&cmd, &set, &tools);
             let mut report = intercept::format_test(&cmd, &i, &tools);
             for (n, line) in guard.describe().iter().enumerate() {
@@ -66,7 +66,7 @@ pub fn command(c: RulesCommand) -> i32 {
             };
             let mut ok = true;
             for t in &targets {
-                let report = rules::check_pack(t);
+                let report = intercept::check::check_pack(t);
                 out(&format!("{report}\n"));
                 ok &= report.ok();
             }

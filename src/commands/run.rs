@@ -1,13 +1,13 @@
 //! `agentbash run` and `agentbash explain`.
 
 use crate::cli::{FormatArg, ModeArg, RunArgs, StderrArg};
-use crate::exec::CancelToken;
-use crate::profile::Format;
+use crate::config::profile::Format;
+use crate::pipeline::{RunRequest, execute};
+use crate::process::CancelToken;
 use crate::render::json::JsonRenderer;
 use crate::render::text::TextRenderer;
 use crate::render::{Renderer, err, out};
-use crate::run::{RunRequest, execute};
-use crate::stages::ModeChoice;
+use crate::request::ModeChoice;
 use std::io::IsTerminal;
 use std::sync::OnceLock;
 
@@ -23,7 +23,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 pub fn install_signal_handlers(token: &CancelToken) {
     let _ = SIGNAL_TOKEN.set(token.clone());
     // The handler only does an atomic compare-exchange.
-    crate::exec::process::on_stop_signals(on_signal);
+    crate::process::spawn::on_stop_signals(on_signal);
 }
 
 /// `word` as one shell word: as it is when it needs no quoting, else single-quoted.
@@ -35,7 +35,7 @@ fn shell_word(word: &str) -> String {
     if plain {
         word.to_string()
     } else {
-        crate::exec::state::quote(word)
+        crate::display::quote(word)
     }
 }
 
@@ -105,33 +105,33 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         return crate::exit::USAGE;
     }
     let live = if args.stream {
-        crate::profile::Live::Stream
+        crate::config::profile::Live::Stream
     } else {
         profile.profile.render.live
     };
     let mut req = req;
     req.live_output =
-        format == FormatArg::Ndjson || stdout_tty || live == crate::profile::Live::Stream;
+        format == FormatArg::Ndjson || stdout_tty || live == crate::config::profile::Live::Stream;
     // Only the collapsed preview hides lines (streamed output was all shown).
-    let preview = crate::run::Preview::for_profile(&profile.profile.render);
+    let preview = crate::pipeline::Preview::for_profile(&profile.profile.render);
     req.preview = (format == FormatArg::Text
         && stdout_tty
         && !args.expand
         && !args.quiet
-        && live != crate::profile::Live::Stream)
+        && live != crate::config::profile::Live::Stream)
         .then_some(preview);
     // `artifact show` reads the default profile's store unless told otherwise.
     let profile_flag = match args.profile.as_deref() {
         None | Some("default") => String::new(),
         Some(p) => format!(" -p {}", shell_word(p)),
     };
-    crate::exec::process::set_exclusive_process();
+    crate::process::spawn::set_exclusive_process();
     let token = CancelToken::new();
     install_signal_handlers(&token);
     let p = &profile.profile;
     let github = std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true")
-        && p.render.ci_annotations != crate::profile::CiAnnotations::Never
-        || p.render.ci_annotations == crate::profile::CiAnnotations::Always;
+        && p.render.ci_annotations != crate::config::profile::CiAnnotations::Never
+        || p.render.ci_annotations == crate::config::profile::CiAnnotations::Always;
     let mut renderer: Box<dyn Renderer> = match format {
         FormatArg::Json => Box::new(JsonRenderer { ndjson: false }),
         FormatArg::Ndjson => Box::new(JsonRenderer { ndjson: true }),

@@ -3,8 +3,8 @@
 
 use crate::cli::SessionCommand;
 use crate::display::escape_controls;
-use crate::exec::session::{SessionError, SessionState, SessionStore};
 use crate::render::{err, out, report_error};
+use crate::shell::session::{SessionError, SessionState, SessionStore};
 
 pub fn command(c: SessionCommand) -> i32 {
     let store = SessionStore::new();

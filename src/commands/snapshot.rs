@@ -2,8 +2,8 @@
 //! runs source, and every decision taken while making it.
 
 use crate::cli::SnapshotCommand;
-use crate::exec::snapshot::{self, Ensured, Outcome, SnapshotPlan};
 use crate::render::{err, out};
+use crate::shell::snapshot::{self, Ensured, Outcome, SnapshotPlan};
 
 pub fn command(c: SnapshotCommand) -> i32 {
     let (profile, action) = match c {
@@ -15,9 +15,10 @@ pub fn command(c: SnapshotCommand) -> i32 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let env = crate::exec::env::build(&p.profile.env, std::env::vars(), &[], false);
+    let env = crate::shell::env::build(&p.profile.env, std::env::vars(), &[], false);
     let shell =
-        crate::shell::resolve(&p.profile.shell, env.vars.get("PATH").map(String::as_str)).ok();
+        crate::shell::resolve::resolve(&p.profile.shell, env.vars.get("PATH").map(String::as_str))
+            .ok();
     let home = env
         .vars
         .get("HOME")

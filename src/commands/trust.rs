@@ -1,11 +1,11 @@
 //! `agentbash trust [DIR] | --list | --revoke [DIR]`: let a project's own profiles
-//! run (see [`crate::trust`]). Exit 0 on success; 1 when there is nothing to act on
+//! run (see [`crate::config::trust`]). Exit 0 on success; 1 when there is nothing to act on
 //! (no `.agentbash/` in DIR, a project that is not trusted); 125 when agentbash cannot
 //! hash the files or write its record.
 
 use crate::cli::TrustArgs;
+use crate::config::trust::{TrustError, TrustStore, changes, find_project, fingerprint};
 use crate::render::{err, out};
-use crate::trust::{TrustError, TrustStore, changes, find_project, fingerprint};
 
 pub fn command(a: TrustArgs) -> i32 {
     let store = TrustStore::new();

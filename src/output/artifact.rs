@@ -82,7 +82,7 @@ pub fn url(id: u64) -> String {
 
 impl ArtifactStore {
     /// The store a profile's `[artifacts]` names, in `dir`.
-    pub fn new(dir: PathBuf, cfg: &crate::profile::ArtifactsCfg) -> Self {
+    pub fn new(dir: PathBuf, cfg: &crate::config::profile::ArtifactsCfg) -> Self {
         ArtifactStore {
             dir,
             max_total_bytes: cfg.max_total_bytes,
@@ -91,7 +91,7 @@ impl ArtifactStore {
     }
 
     /// The store of a profile, with its directory resolved against `invoking_dir`.
-    pub fn for_profile(cfg: &crate::profile::ArtifactsCfg, invoking_dir: &Path) -> Self {
+    pub fn for_profile(cfg: &crate::config::profile::ArtifactsCfg, invoking_dir: &Path) -> Self {
         Self::new(resolve_dir(&cfg.dir, invoking_dir), cfg)
     }
 

@@ -1,7 +1,7 @@
 //! The one place for byte-size formatting, counts with their unit ("1 second",
 //! "3 processes") and the notices built from them.
 
-use crate::exec::KilledProcess;
+use crate::process::KilledProcess;
 
 /// `n` and its unit, singular for exactly one: `count(1, "second")` is "1 second",
 /// `count(2, "process")` is "2 processes". Every count printed with a unit uses it.

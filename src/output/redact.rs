@@ -318,14 +318,14 @@ impl Secrets {
     /// hardening layer sets (`SSH_ASKPASS`, ...) are agentbash's own, not secrets.
     pub fn for_run<'a>(
         globs: &[String],
-        run_env: &crate::exec::env::BuiltEnv,
+        run_env: &crate::shell::env::BuiltEnv,
         session_env: impl IntoIterator<Item = (&'a String, &'a String)>,
     ) -> Self {
         if globs.is_empty() {
             return Secrets::default();
         }
         let hardened = |k: &str, v: &str| {
-            run_env.changes.get(k) == Some(&crate::exec::env::EnvSource::Hardening)
+            run_env.changes.get(k) == Some(&crate::shell::env::EnvSource::Hardening)
                 && run_env.vars.get(k).is_some_and(|h| h == v)
         };
         let mut vars: Vec<(String, String)> = std::env::vars()
@@ -433,7 +433,7 @@ impl Secrets {
         }
     }
 
-    fn mask_in_place(&self, s: &mut String) {
+    pub fn mask_in_place(&self, s: &mut String) {
         if let Cow::Owned(m) = self.mask(s) {
             *s = m;
         }
@@ -454,96 +454,6 @@ impl Secrets {
             form,
             hold: Vec::new(),
         })
-    }
-
-    /// Every string of a result masked: what a run returns goes to a terminal, a CI
-    /// log, a model's context, an RPC peer. Secrets in the output are already masked
-    /// as it streamed; the other fields can carry them too (a directory named after
-    /// one, an error quoting the command, a background job's command line).
-    pub fn mask_result(&self, r: &mut crate::result::RunResult) {
-        if self.is_empty() {
-            return;
-        }
-        // Destructured so that a new field cannot be forgotten here.
-        let crate::result::RunResult {
-            command,
-            normalized_command,
-            stripped,
-            profile,
-            cwd,
-            final_cwd,
-            mode: _,
-            session,
-            exit_code: _,
-            signal,
-            timed_out: _,
-            cancelled: _,
-            blocked,
-            duration_ms: _,
-            timeout_s: _,
-            requested_timeout_s: _,
-            head: _,
-            tail: _,
-            output,
-            text,
-            truncated: _,
-            total_bytes: _,
-            total_lines: _,
-            output_bytes: _,
-            output_lines: _,
-            truncation: _,
-            artifact,
-            stderr,
-            background_killed,
-            notices,
-            warnings,
-            error,
-            body,
-            annotation,
-            agentbash_exit: _,
-        } = r;
-        for s in [
-            command,
-            normalized_command,
-            profile,
-            cwd,
-            final_cwd,
-            output,
-            text,
-            body,
-        ] {
-            self.mask_in_place(s);
-        }
-        for s in [stripped, session, signal, error, annotation]
-            .into_iter()
-            .flatten()
-        {
-            self.mask_in_place(s);
-        }
-        if let Some(b) = blocked {
-            for s in [&mut b.rule, &mut b.message]
-                .into_iter()
-                .chain(b.tool.as_mut())
-            {
-                self.mask_in_place(s);
-            }
-        }
-        let stderr_artifact = stderr.as_mut().and_then(|e| {
-            self.mask_in_place(&mut e.output);
-            e.artifact.as_mut()
-        });
-        for a in artifact.iter_mut().chain(stderr_artifact) {
-            let path = a.path.display().to_string();
-            if let Cow::Owned(p) = self.mask(&path) {
-                a.path = p.into();
-            }
-        }
-        for k in background_killed {
-            self.mask_in_place(&mut k.command);
-        }
-        for s in notices.iter_mut().chain(warnings.iter_mut()) {
-            self.mask_in_place(s);
-        }
     }
 
     /// Every string in a JSON value masked (object keys are names, left alone).
@@ -591,7 +501,7 @@ impl LoweredGlobs {
             || self
                 .patterns
                 .iter()
-                .any(|g| crate::exec::env::glob_match(g, &name))
+                .any(|g| crate::shell::env::glob_match(g, &name))
     }
 }
 
@@ -901,7 +811,7 @@ mod tests {
     #[test]
     fn short_values_ignored_and_no_globs_no_secrets() {
         assert!(Secrets::new(&pairs(&[("K", "short")])).is_empty());
-        let env = crate::exec::env::BuiltEnv::default();
+        let env = crate::shell::env::BuiltEnv::default();
         assert!(Secrets::for_run(&[], &env, &BTreeMap::new()).is_empty());
     }
 

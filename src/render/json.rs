@@ -1,8 +1,8 @@
 //! `--format json` (one object) and `--format ndjson` (a stream of tagged events).
 
 use super::{Renderer, out};
+use crate::pipeline::Event;
 use crate::result::RunResult;
-use crate::run::Event;
 use serde_json::json;
 
 pub struct JsonRenderer {

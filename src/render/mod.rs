@@ -4,8 +4,8 @@
 pub mod json;
 pub mod text;
 
+use crate::pipeline::Event;
 use crate::result::RunResult;
-use crate::run::Event;
 
 pub trait Renderer {
     fn event(&mut self, event: Event<'_>);
@@ -15,12 +15,20 @@ pub trait Renderer {
 /// `--color` resolution: `auto` honours `NO_COLOR`, then `CLICOLOR_FORCE`, then
 /// GitHub Actions (its job log renders ANSI colour although stdout is a pipe), then
 /// whether stdout is a terminal.
-pub fn color_enabled(arg: crate::cli::ColorArg, is_tty: bool) -> bool {
-    use crate::cli::ColorArg;
+/// When to colour (`--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum Color {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+pub fn color_enabled(arg: Color, is_tty: bool) -> bool {
     match arg {
-        ColorArg::Always => true,
-        ColorArg::Never => false,
-        ColorArg::Auto => {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => {
             let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty() && v != "0");
             let github = std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true");
             if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {

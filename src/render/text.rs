@@ -8,11 +8,11 @@
 //! is produced, on a terminal too (then there is no live region and no preview).
 
 use super::{Renderer, err, out};
+use crate::config::profile::Live;
 use crate::display::{escape_controls, escape_controls_multiline};
 use crate::output::notice::count;
-use crate::profile::Live;
+use crate::pipeline::{Event, Preview};
 use crate::result::RunResult;
-use crate::run::{Event, Preview};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use owo_colors::OwoColorize;
 use std::collections::VecDeque;
@@ -380,7 +380,7 @@ impl Renderer for TextRenderer {
             Event::Start(plan) => {
                 self.started = Some(Instant::now());
                 self.viewport = self.tty
-                    && plan.mode.mode == crate::stages::Mode::Pty
+                    && plan.mode.mode == crate::request::Mode::Pty
                     && std::io::IsTerminal::is_terminal(&std::io::stdin());
                 if !self.tty {
                     // Streamed output goes inside the group as it arrives. A blocked
@@ -413,7 +413,7 @@ impl Renderer for TextRenderer {
                     ));
                 }
                 // Streaming on a terminal prints the output itself, as `cat` would.
-                if self.live == Live::Tail && plan.mode.mode == crate::stages::Mode::Print {
+                if self.live == Live::Tail && plan.mode.mode == crate::request::Mode::Print {
                     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
                     let style = ProgressStyle::with_template("{spinner} {elapsed} running…\n{msg}")
                         .unwrap_or_else(|_| ProgressStyle::default_spinner());

@@ -57,7 +57,7 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         call: BashCall,
         on_progress: &mut dyn FnMut(&str),
-        cancel: &crate::exec::CancelToken,
+        cancel: &crate::process::CancelToken,
     ) -> Result<BashOutcome, String>;
 
     /// How many `bash` calls may run at once; the server keeps further calls waiting

@@ -2,12 +2,12 @@
 //! artifact reading.
 
 use super::backend::{Backend, BashCall, BashOutcome};
-use crate::exec::CancelToken;
-use crate::exec::live::ShellPool;
+use crate::config::profile::LoadedProfile;
+use crate::executor::live::ShellPool;
 use crate::output::artifact::{self, ArtifactStore};
-use crate::profile::LoadedProfile;
+use crate::pipeline::{Event, execute_with};
+use crate::process::CancelToken;
 use crate::result::RunResult;
-use crate::run::{Event, execute_with};
 use std::io::BufRead;
 use std::path::PathBuf;
 
@@ -23,7 +23,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(profile: LoadedProfile, invoking_dir: PathBuf) -> Self {
-        crate::exec::process::set_shared_process();
+        crate::process::spawn::set_shared_process();
         Engine {
             profile,
             invoking_dir,
@@ -56,7 +56,7 @@ impl Engine {
     /// run slots: shaped like a cancelled run, but nothing was started.
     pub fn not_started(&self, call: &BashCall, max_concurrent: usize) -> Result<RunResult, String> {
         let req = super::build_request(call, &self.invoking_dir)?;
-        Ok(crate::run::not_started(
+        Ok(crate::pipeline::not_started(
             &req,
             &self.profile,
             libc::SIGINT,
@@ -120,7 +120,7 @@ impl Engine {
     pub fn description(&self) -> String {
         let p = &self.profile.profile;
         let path = std::env::var("PATH").ok();
-        let shell = match crate::shell::resolve(&p.shell, path.as_deref()) {
+        let shell = match crate::shell::resolve::resolve(&p.shell, path.as_deref()) {
             Ok(s) => s.file_name().map_or_else(
                 || s.display().to_string(),
                 |n| n.to_string_lossy().into_owned(),

@@ -277,7 +277,7 @@ impl<B: Backend> McpServer<B> {
             };
         };
 
-        let cancel = Arc::new(crate::exec::CancelToken::new());
+        let cancel = Arc::new(crate::process::CancelToken::new());
         let canceller = CancelOnDrop(
             Arc::clone(&cancel),
             tokio::spawn({
@@ -492,7 +492,10 @@ fn with_defaults(schema: &JsonObject, defaults: &[(&str, serde_json::Value)]) ->
 
 /// Stops the watcher of a run, and the run itself if this call is dropped before the
 /// run ends (setting the flag of a finished run is harmless).
-struct CancelOnDrop(Arc<crate::exec::CancelToken>, tokio::task::JoinHandle<()>);
+struct CancelOnDrop(
+    Arc<crate::process::CancelToken>,
+    tokio::task::JoinHandle<()>,
+);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {

@@ -9,7 +9,7 @@ pub mod mcp;
 mod mcp_stdio;
 pub mod rpc;
 
-use crate::run::RunRequest;
+use crate::pipeline::RunRequest;
 use backend::BashCall;
 use std::path::Path;
 
@@ -30,7 +30,7 @@ pub fn build_request(call: &BashCall, invoking_dir: &Path) -> Result<RunRequest,
         .collect();
     req.session = call.session.clone();
     req.tools = call.tools.clone();
-    req.mode = crate::stages::ModeChoice::Print;
+    req.mode = crate::request::ModeChoice::Print;
     req.validate().map_err(|e| e.to_string())?;
     Ok(req)
 }

@@ -9,7 +9,7 @@
 
 use super::backend::BashCall;
 use super::engine::Engine;
-use crate::exec::CancelToken;
+use crate::process::CancelToken;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -277,7 +277,7 @@ fn answer_unstarted(engine: &Engine, out: &Out, sched: &Scheduler, job: Job) {
 
 pub fn serve(engine: Engine) -> i32 {
     // The handler only stores to an atomic; the reader thread polls it.
-    crate::exec::process::on_stop_signals(on_stop);
+    crate::process::spawn::on_stop_signals(on_stop);
     let sched = Arc::new(Scheduler {
         max: engine.profile.profile.server.max_concurrent.max(1),
         state: Mutex::default(),

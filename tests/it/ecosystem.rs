@@ -9,8 +9,8 @@
 
 use crate::support::{TestEnv, bin, re, s, sh_output};
 use agentbash::cli::CompletionShell;
-use agentbash::commands::generated::{SHELLS, completion_file};
-use agentbash::profile::{Format, Live, Origin};
+use agentbash::cli::generated::{SHELLS, completion_file};
+use agentbash::config::profile::{Format, Live, Origin};
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -963,7 +963,7 @@ fn shipped_profiles_are_real_configurations() {
     assert!(ci.artifacts.enabled);
     assert_ne!(
         ci.render.ci_annotations,
-        agentbash::profile::CiAnnotations::Never
+        agentbash::config::profile::CiAnnotations::Never
     );
     assert_eq!(ci.render.format, Format::Text);
     assert!(ci.output.max_bytes > default.output.max_bytes);

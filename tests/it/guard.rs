@@ -6,7 +6,7 @@
 //! judged, and the one `run` that would delete something targets a temp directory.
 
 use crate::support::*;
-use agentbash::guard::{Context, check};
+use agentbash::pipeline::guard::{Context, check};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -15,7 +15,7 @@ const PROTECTED: &[&str] = &[
     "/opt", "/proc", "/root", "/sbin", "/srv", "/sys", "/usr", "/var",
 ];
 
-fn verdict(cmd: &str) -> agentbash::guard::Verdict {
+fn verdict(cmd: &str) -> agentbash::pipeline::guard::Verdict {
     let env: BTreeMap<String, String> = [
         ("HOME", "/home/agent"),
         ("PROJ", "/work/proj"),

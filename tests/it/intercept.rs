@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use agentbash::intercept::*;
-use agentbash::rules::*;
+use agentbash::config::rules::*;
+use agentbash::pipeline::intercept::check::*;
+use agentbash::pipeline::intercept::*;
 use proptest::prelude::*;
 
 const ALL_TOOLS: &str = "read,grep,glob,edit,write,hub";

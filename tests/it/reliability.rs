@@ -879,8 +879,8 @@ fn fault_exec_replacing_the_shell_and_kill_9_of_the_shell() {
 /// from a request thread that then ends (rpc, mcp, a reused live shell) must live on.
 #[test]
 fn fault_children_outlive_the_thread_that_spawned_them() {
-    use agentbash::exec::SpawnSpec;
-    use agentbash::exec::process::{self, ChildIo};
+    use agentbash::process::SpawnSpec;
+    use agentbash::process::spawn::{self, ChildIo};
     let arg = format!("401.{}", nonce());
     let spec = SpawnSpec {
         program: "sleep".into(),
@@ -890,7 +890,7 @@ fn fault_children_outlive_the_thread_that_spawned_them() {
         ..Default::default()
     };
     let mut child = std::thread::spawn(move || {
-        process::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null).expect("spawn")
+        spawn::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null).expect("spawn")
     })
     .join()
     .expect("spawning thread");

@@ -524,8 +524,8 @@ fn sessions_need_bash() {
 /// of its orphans, process-wide settings other tests in this binary change.
 mod pool {
     use super::*;
-    use agentbash::exec::live::ShellPool;
-    use agentbash::run::{RunRequest, execute, execute_with};
+    use agentbash::executor::live::ShellPool;
+    use agentbash::pipeline::{RunRequest, execute, execute_with};
     use agentbash::{CancelToken, LoadedProfile, Lookup, RunResult};
 
     /// Set in the process that runs the `child_` tests.

@@ -150,7 +150,7 @@ impl TestEnv {
         for k in CLEARED
             .iter()
             .copied()
-            .chain(agentbash::exec::env::hardened_names())
+            .chain(agentbash::shell::env::hardened_names())
         {
             c.env_remove(k);
         }

@@ -4,7 +4,7 @@
 //! `env.set` < `--env`. Hardening exists because an agent or CI job has nobody to
 //! answer a pager, an editor or a credential prompt: every such wait is a hang.
 
-use crate::profile::{EnvCfg, Inherit, InheritKeyword};
+use crate::config::profile::{EnvCfg, Inherit, InheritKeyword};
 use std::collections::BTreeMap;
 
 /// Pager variables all set to `cat`.
@@ -61,9 +61,7 @@ pub fn hardened_names() -> impl Iterator<Item = &'static str> {
         .chain(["NO_COLOR", "CI", "SSH_ASKPASS", RUN_MARKER])
 }
 
-/// Set in every command so teardown can find descendants that left the process
-/// group (setsid, double fork) but kept the environment.
-pub const RUN_MARKER: &str = "AGENTBASH_RUN_ID";
+pub use crate::process::RUN_MARKER;
 
 /// Where a variable's final value came from (for `explain`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -13,13 +13,15 @@
 //! hands to the whole-command check, because a false block costs the caller a turn while
 //! a miss only lets a command run as it would have without agentbash.
 
+pub mod check;
+
 use std::collections::HashSet;
 use std::fmt;
 use std::ops::Range;
 
 use serde::Serialize;
 
-use crate::rules::{Action, RuleSet};
+use crate::config::rules::{Action, RuleSet};
 
 /// An unquoted control operator that ends a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

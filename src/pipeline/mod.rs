@@ -4,150 +4,34 @@
 //! [`plan`] makes every decision without side effects (it is what `explain` shows);
 //! [`execute`] carries a plan out and shapes the §7.2 result.
 
-use crate::exec::{self, CancelToken, End, ExecOutcome, SpawnSpec, env::BuiltEnv};
+pub mod guard;
+pub mod intercept;
+pub mod normalize;
+pub mod stages;
+
+use crate::config::profile::LoadedProfile;
+use crate::executor::{self, End, ExecOutcome};
 use crate::exit;
-use crate::intercept::{self, Interception};
-use crate::normalize::{self, Normalized};
+use crate::exit::signal_name;
 use crate::output::artifact::{self, ArtifactStore};
 use crate::output::notice::count;
 use crate::output::redact::Secrets;
 use crate::output::sink::{OutputSink, SinkConfig};
-use crate::profile::LoadedProfile;
-use crate::result::{Blocked, RunResult, signal_name};
-use crate::shell::{self, ShellError};
-use crate::stages::{self, CwdError, Mode, ModeChoice, ModeDecision, Timeout};
+use crate::paths::{CwdError, resolve_cwd};
+use crate::process::CancelToken;
+use crate::process::SpawnSpec;
+use crate::request::Mode;
+use crate::result::{Blocked, RunResult};
+use crate::shell::env::BuiltEnv;
+use crate::shell::resolve::ShellError;
+use intercept::Interception;
+use normalize::Normalized;
+use stages::{ModeDecision, Timeout};
 use std::path::PathBuf;
+
+pub use crate::request::{Preview, RequestError, RunRequest};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-/// What a caller asks for (the library face of `agentbash run`'s options).
-#[derive(Debug, Clone, Default)]
-pub struct RunRequest {
-    pub command: String,
-    /// Relative `cwd`s resolve against this (the invoking directory or session cwd).
-    pub invoking_dir: PathBuf,
-    pub cwd: Option<PathBuf>,
-    pub timeout: Option<i64>,
-    pub head: Option<usize>,
-    pub tail: Option<usize>,
-    pub mode: ModeChoice,
-    pub tools: Option<Vec<String>>,
-    pub no_intercept: bool,
-    pub env: Vec<(String, String)>,
-    pub session: Option<String>,
-    /// Give the command our stdin instead of the null device.
-    pub stdin: bool,
-    pub stdin_tty: bool,
-    pub stdout_tty: bool,
-    /// Deliver `Event::Output` while the command runs (off saves copying when
-    /// nobody watches live).
-    pub live_output: bool,
-    /// The caller shows only the last lines of the output (a terminal's collapsed
-    /// preview): the artifact is kept whenever that hides any, cut or not.
-    pub preview: Option<Preview>,
-    /// The command's stderr on a pipe of its own (print mode only): streamed as
-    /// [`Event::Stderr`] and retained as the result's `stderr`, apart from `output`.
-    pub stderr_separate: bool,
-}
-
-/// How many lines of output a terminal's collapsed preview shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Preview {
-    /// `render.preview_lines`.
-    pub lines: usize,
-    /// `render.preview_lines_on_failure`: at least this many for a run that did not
-    /// exit 0 (the error is rarely in the last few lines).
-    pub on_failure: usize,
-}
-
-impl Preview {
-    pub fn for_profile(r: &crate::profile::RenderCfg) -> Self {
-        Preview {
-            lines: r.preview_lines,
-            on_failure: r.preview_lines_on_failure,
-        }
-    }
-
-    /// The lines shown for a run that succeeded or `failed`.
-    pub fn lines(&self, failed: bool) -> usize {
-        if failed {
-            self.lines.max(self.on_failure)
-        } else {
-            self.lines
-        }
-    }
-}
-
-impl RunRequest {
-    pub fn new(command: impl Into<String>) -> Self {
-        RunRequest {
-            command: command.into(),
-            invoking_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-            live_output: true,
-            ..Default::default()
-        }
-    }
-
-    /// Check what the request itself can get wrong, before it waits for anything (a
-    /// concurrency slot, a session): the CLI, rpc and mcp all answer with this, and
-    /// [`plan`] repeats it for a library caller that did not ask.
-    pub fn validate(&self) -> Result<(), RequestError> {
-        if self.command.trim().is_empty() {
-            return Err(RequestError::EmptyCommand);
-        }
-        // NUL cannot reach a process: say which field has one instead of failing late.
-        let nul = |s: &str| s.contains('\0');
-        if nul(&self.command) {
-            return Err(RequestError::Nul("command"));
-        }
-        if let Some((k, _)) = self.env.iter().find(|(k, v)| nul(k) || nul(v)) {
-            return Err(RequestError::NulInEnv(k.replace('\0', "\\0")));
-        }
-        if self
-            .cwd
-            .as_deref()
-            .is_some_and(|c| c.as_os_str().as_encoded_bytes().contains(&0))
-        {
-            return Err(RequestError::Nul("cwd"));
-        }
-        if let Some((k, _)) = self
-            .env
-            .iter()
-            .find(|(k, _)| !crate::cli::valid_env_name(k))
-        {
-            return Err(RequestError::EnvName(k.clone()));
-        }
-        if let Some(s) = &self.session {
-            crate::cli::parse_session_name(s).map_err(RequestError::Session)?;
-        }
-        for (name, v) in [("head", self.head), ("tail", self.tail)] {
-            if v == Some(0) {
-                return Err(RequestError::ZeroLines(name));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// What is wrong with a request itself (a usage error: exit 2, or a rejected request
-/// over rpc and mcp). Each message names the field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RequestError {
-    #[error("empty command: give the shell command to run")]
-    EmptyCommand,
-    #[error("`{0}` contains a NUL byte, which no process can receive")]
-    Nul(&'static str),
-    #[error("`env` entry {0:?} contains a NUL byte, which no process can receive")]
-    NulInEnv(String),
-    #[error(
-        "`env` key {0:?} is not a valid variable name: use letters, digits and _, not starting with a digit"
-    )]
-    EnvName(String),
-    #[error("`session`: {0}")]
-    Session(String),
-    #[error("`{0}` must be at least 1 (omit it to show all lines)")]
-    ZeroLines(&'static str),
-}
 
 /// Streaming callbacks while a run is under way.
 pub enum Event<'a> {
@@ -171,7 +55,7 @@ pub struct Plan {
     pub shown_command: String,
     pub shown_normalized: String,
     /// The guard's verdict: refuses catastrophes whatever the caller declared.
-    pub guard: crate::guard::GuardPlan,
+    pub guard: crate::pipeline::guard::GuardPlan,
     pub shown_cwd: Option<String>,
     pub interception: Option<Interception>,
     pub tools: Vec<String>,
@@ -183,7 +67,7 @@ pub struct Plan {
     pub mode: ModeDecision,
     pub shell: Result<PathBuf, ShellError>,
     /// §6.2/§6.3: the rc snapshot and the session (read-only decisions).
-    pub state: exec::state::StatePlan,
+    pub state: crate::shell::state::StatePlan,
     pub script: String,
     pub env: BuiltEnv,
     pub artifact_dir: Option<PathBuf>,
@@ -263,22 +147,22 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
                 .to_string()
         })
     });
-    let env = exec::env::build(&p.env, std::env::vars(), &req.env, mode.mode == Mode::Pty);
-    let shell = shell::resolve(&p.shell, env.vars.get("PATH").map(String::as_str));
-    let script = shell::with_prefix(&p.shell.prefix, &normalized.command);
-    let state = exec::state::plan(
+    let env = crate::shell::env::build(&p.env, std::env::vars(), &req.env, mode.mode == Mode::Pty);
+    let shell = crate::shell::resolve::resolve(&p.shell, env.vars.get("PATH").map(String::as_str));
+    let script = crate::shell::resolve::with_prefix(&p.shell.prefix, &normalized.command);
+    let state = crate::shell::state::plan(
         req.session.as_deref(),
         &p.shell,
         shell.as_ref().ok().map(PathBuf::as_path),
         &env,
     );
     // §4.3, against the session's cwd when there is one
-    let cwd = stages::resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref());
+    let cwd = resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref());
     let guard = if p.guard.enabled {
         let base = state.base_dir(&req.invoking_dir);
-        crate::guard::GuardPlan::decide(
+        crate::pipeline::guard::GuardPlan::decide(
             &req.command,
-            &crate::guard::Context {
+            &crate::pipeline::guard::Context {
                 env: &env.vars,
                 cwd: cwd.as_deref().unwrap_or(&base),
                 protected: &p.guard.protected,
@@ -288,7 +172,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
                 .then(|| profile.guard_rule_set()),
         )
     } else {
-        crate::guard::GuardPlan::off()
+        crate::pipeline::guard::GuardPlan::off()
     };
     let artifact_dir = p
         .artifacts
@@ -363,7 +247,7 @@ pub fn execute_with(
     req: &RunRequest,
     profile: &LoadedProfile,
     cancel: &CancelToken,
-    pool: Option<&exec::live::ShellPool>,
+    pool: Option<&crate::executor::live::ShellPool>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunResult {
     let started = Instant::now();
@@ -374,7 +258,7 @@ pub fn execute_with(
         other => on_event(other),
     };
     let mut r = carry_out(req, profile, plan, started, cancel, pool, &mut on_event);
-    secrets.mask_result(&mut r);
+    r.mask_secrets(&secrets);
     if let Some(dir) = artifact_dir {
         let stderr = r.stderr.as_ref().and_then(|e| e.artifact.as_ref());
         for a in r.artifact.iter().chain(stderr) {
@@ -391,7 +275,7 @@ fn carry_out(
     plan: Plan,
     started: Instant,
     cancel: &CancelToken,
-    pool: Option<&exec::live::ShellPool>,
+    pool: Option<&crate::executor::live::ShellPool>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunResult {
     let p = &profile.profile;
@@ -408,7 +292,7 @@ fn carry_out(
         return fail(r, exit::FAILURE, e.clone());
     }
     if let Some(refusal) = &plan.guard.refused {
-        let msg = crate::guard::refused_message(&refusal.reason, &plan.shown_command);
+        let msg = crate::pipeline::guard::refused_message(&refusal.reason, &plan.shown_command);
         r.blocked = Some(Blocked {
             rule: refusal.rule.clone(),
             tool: None,
@@ -447,28 +331,34 @@ fn carry_out(
     };
     // §6.2/§6.3: the snapshot, and the session, locked until this run is over.
     let limit = Duration::from_secs(plan.timeout.effective);
-    let mut state = match exec::state::prepare(&plan.state, &shell_path, &plan.env, cancel, limit) {
+    let mut state = match crate::shell::state::prepare(
+        &plan.state,
+        &shell_path,
+        &plan.env,
+        cancel,
+        limit,
+    ) {
         Ok(s) => s,
-        Err(exec::state::Stopped::Failed(e)) => return fail(r, exit::FAILURE, e),
+        Err(crate::shell::state::Stopped::Failed(e)) => return fail(r, exit::FAILURE, e),
         Err(stopped) => {
             // Shaped as a timeout (or a cancel), but the line says what really
             // happened: the command never started.
             let session = req.session.as_deref().unwrap_or("");
             let (end, line) = match stopped {
-                exec::state::Stopped::Cancelled(sig) => (
+                crate::shell::state::Stopped::Cancelled(sig) => (
                     End::Cancelled(sig),
                     format!(
                         "[Cancelled while waiting for session \"{session}\", held by another run; the command did not start]"
                     ),
                 ),
-                exec::state::Stopped::TimedOut(waited) => (
+                crate::shell::state::Stopped::TimedOut(waited) => (
                     End::TimedOut,
                     format!(
                         "[Waited {} for session \"{session}\", held by another run; the command did not start]",
                         count(waited.as_secs_f64().round() as u64, "second")
                     ),
                 ),
-                exec::state::Stopped::Failed(e) => return fail(r, exit::FAILURE, e),
+                crate::shell::state::Stopped::Failed(e) => return fail(r, exit::FAILURE, e),
             };
             let cwd = plan
                 .cwd
@@ -495,7 +385,7 @@ fn carry_out(
     };
     warnings.append(&mut state.warnings);
     notices.append(&mut state.notices);
-    let cwd = match stages::resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref()) {
+    let cwd = match resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref()) {
         Ok(c) => c,
         Err(e) => return fail(r, exit::FAILURE, state.cwd_error(&e, req.cwd.as_deref())),
     };
@@ -551,7 +441,7 @@ fn carry_out(
     // A live shell's output pipe outlives the command, so it cannot be closed to stop
     // a producer the way a lifted `| head` must: such a run gets a shell of its own.
     let live = pool.filter(|_| {
-        exec::live::eligible(
+        crate::executor::live::eligible(
             &shell_path,
             &p.shell.args,
             plan.mode.mode == Mode::Print,
@@ -563,8 +453,8 @@ fn carry_out(
     if live.is_none() {
         match state.install_prelude(&mut env, &plan.script, &cwd) {
             Ok(()) => {}
-            Err(exec::state::PreludeError::Refused(e)) => return fail(r, exit::FAILURE, e),
-            Err(exec::state::PreludeError::Unwritten(w)) => warnings.push(w),
+            Err(crate::shell::state::PreludeError::Refused(e)) => return fail(r, exit::FAILURE, e),
+            Err(crate::shell::state::PreludeError::Unwritten(w)) => warnings.push(w),
         }
     }
     // A session's state file refused right before a live shell would source it.
@@ -572,7 +462,7 @@ fn carry_out(
         Ok(s) => s.unwrap_or_default(),
         Err(e) => return fail(r, exit::FAILURE, e),
     };
-    env.insert(exec::env::RUN_MARKER.to_string(), marker.clone());
+    env.insert(crate::process::RUN_MARKER.to_string(), marker.clone());
     let (script, script_file) = if plan.script.len() > MAX_INLINE_SCRIPT {
         match spill_script(&plan.script) {
             Ok((s, f)) => (s, Some(f)),
@@ -594,7 +484,7 @@ fn carry_out(
         args,
         env: env.into_iter().collect(),
         cwd: cwd.clone(),
-        limits: exec::Limits {
+        limits: crate::process::Limits {
             address_space_mb: p.limits.address_space_mb,
             file_size_mb: p.limits.file_size_mb,
             processes: p.limits.processes,
@@ -613,8 +503,8 @@ fn carry_out(
     let mut session_unchanged = false;
     let outcome = match plan.mode.mode {
         Mode::Print if let Some(pool) = live => {
-            let job = exec::live::LiveJob {
-                key: exec::live::ShellKey {
+            let job = crate::executor::live::LiveJob {
+                key: crate::executor::live::ShellKey {
                     session: req.session.clone(),
                     shell: shell_path.clone(),
                     prefix: p.shell.prefix.clone(),
@@ -651,8 +541,8 @@ fn carry_out(
                 o.outcome
             })
         }
-        Mode::Print => exec::print::run(
-            &exec::print::PrintRequest {
+        Mode::Print => executor::print::run(
+            &executor::print::PrintRequest {
                 spawn: &spec,
                 stdin_inherit: req.stdin,
                 timeout,
@@ -663,13 +553,13 @@ fn carry_out(
             },
             &mut sink,
             &mut on_output,
-            err_sink.as_mut().map(|sink| exec::print::Stderr {
+            err_sink.as_mut().map(|sink| executor::print::Stderr {
                 sink,
                 on_output: &mut on_stderr,
             }),
         ),
-        Mode::Pty => exec::pty::run(
-            &exec::pty::PtyRun {
+        Mode::Pty => executor::pty::run(
+            &executor::pty::PtyRun {
                 spawn: &spec,
                 cols: p.pty.cols,
                 rows: p.pty.rows,
@@ -723,7 +613,15 @@ fn carry_out(
         said.push_str(&e.text);
     }
     notices.extend(limit_hint(&p.limits, &outcome.end, &said));
-    let final_cwd = state.finish(&outcome.end, session_unchanged).unwrap_or(cwd);
+    let final_cwd = state
+        .finish(
+            matches!(
+                outcome.end,
+                End::Exited(_) | End::Signaled(_) | End::MissingStatus
+            ),
+            session_unchanged,
+        )
+        .unwrap_or(cwd);
     warnings.append(&mut state.warnings);
     let mut r = shape(
         r, plan, outcome, retained, notices, warnings, started, final_cwd,
@@ -762,7 +660,7 @@ fn announce_the_rest(
 /// The sidecar `artifact list` shows: which command wrote the artifact, where, how
 /// it ended.
 fn remember_artifact(
-    p: &crate::profile::Profile,
+    p: &crate::config::profile::Profile,
     dir: PathBuf,
     id: u64,
     command: String,
@@ -895,7 +793,7 @@ fn shape(
 /// A failed command whose output reports a failed allocation or fork, with the
 /// matching `[limits]` key set: say which limit it probably hit. (Memory and process
 /// limits send no signal of their own; the command only sees the call fail.)
-fn limit_hint(l: &crate::profile::LimitsCfg, end: &End, output: &str) -> Option<String> {
+fn limit_hint(l: &crate::config::profile::LimitsCfg, end: &End, output: &str) -> Option<String> {
     let failed = match end {
         End::Exited(c) => *c != 0,
         End::Signaled(s) => *s != libc::SIGXCPU && *s != libc::SIGXFSZ,

@@ -1369,7 +1369,7 @@ impl GuardPlan {
     pub fn decide(
         command: &str,
         ctx: &Context<'_>,
-        rules: Option<Result<std::sync::Arc<crate::rules::RuleSet>, String>>,
+        rules: Option<Result<std::sync::Arc<crate::config::rules::RuleSet>, String>>,
     ) -> Self {
         let verdict = check(command, ctx);
         let mut plan = GuardPlan {
@@ -1383,7 +1383,7 @@ impl GuardPlan {
             None => {}
             Some(Err(e)) => plan.error = Some(e),
             Some(Ok(set)) if plan.refused.is_none() => {
-                let i = crate::intercept::intercept(command, &set, &[]);
+                let i = crate::pipeline::intercept::intercept(command, &set, &[]);
                 if let Some(hit) = i.blocked {
                     plan.refused = Some(Refusal {
                         rule: hit.rule,

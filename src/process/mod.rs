@@ -1,24 +1,17 @@
-//! Execution: how a command value is spawned, watched, and torn down.
-//!
-//! A [`SpawnSpec`] is the command *value* (program, args, env, cwd); `process` owns
-//! *how* it is spawned (its own session and cgroup, parent-death signal, limits) and
-//! how its tree is stopped (freeze it, then "TERM, wait a grace period, KILL");
-//! `cgroup` makes the run groups and the watchdog that ends them if agentbash dies;
-//! `print` and `pty` are the two ways of wiring its terminal.
+//! Processes: the one spawner every process agentbash starts goes through (`spawn`),
+//! the run groups that bind a run's processes to it and the watchdog that ends them
+//! if agentbash dies (`cgroup`), and tree teardown.
 
 pub mod cgroup;
-pub mod env;
-pub mod live;
-pub mod print;
-pub mod process;
-pub mod pty;
-pub mod session;
-pub mod snapshot;
-pub mod state;
+pub mod spawn;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
+
+/// Set in every command so teardown can find descendants that left the process
+/// group (setsid, double fork) but kept the environment.
+pub const RUN_MARKER: &str = "AGENTBASH_RUN_ID";
 
 /// The command value: what to run, with exactly which environment, where.
 #[derive(Debug, Clone, Default)]
@@ -76,35 +69,4 @@ impl CancelToken {
     pub fn atomic(&self) -> &Arc<AtomicI32> {
         &self.0
     }
-}
-
-/// How a run ended, before it is shaped into a result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    Exited(i32),
-    Signaled(i32),
-    TimedOut,
-    Cancelled(i32),
-    /// PTY kill key pressed.
-    Killed,
-    MissingStatus,
-}
-
-#[derive(Debug, Clone)]
-pub struct ExecOutcome {
-    pub end: End,
-    pub background_killed: Vec<KilledProcess>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ExecError {
-    #[error("cannot start {}: {err}", program.display())]
-    Spawn {
-        program: PathBuf,
-        err: std::io::Error,
-    },
-    #[error("PTY error: {0}")]
-    Pty(String),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
 }

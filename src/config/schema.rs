@@ -454,7 +454,11 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
             ),
         );
     }
-    if p.pty.kill_key.parse::<crate::exec::pty::KillKey>().is_err() {
+    if p.pty
+        .kill_key
+        .parse::<crate::config::kill_key::KillKey>()
+        .is_err()
+    {
         bad(
             "pty",
             "kill_key",
@@ -494,9 +498,16 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
         );
     }
     for k in p.env.set.keys() {
-        if !crate::cli::valid_env_name(k) {
+        if !valid_env_name(k) {
             bad("env", "set", format!("{k:?} is not a valid variable name"));
         }
     }
     errs
+}
+
+/// A variable name: `^[A-Za-z_][A-Za-z0-9_]*$`.
+pub fn valid_env_name(k: &str) -> bool {
+    let mut b = k.bytes();
+    matches!(b.next(), Some(c) if c == b'_' || c.is_ascii_alphabetic())
+        && b.all(|c| c == b'_' || c.is_ascii_alphanumeric())
 }

@@ -21,12 +21,14 @@
 //! key's shell) and drops it; the next run starts a fresh one from the session's last
 //! committed state.
 
-use super::cgroup::{RunGroup, watchdog_pid};
 use super::print::{EVENT_INTERVAL, exit_to_end, pidfd_open, pipe, poll_fds};
-use super::process::{self, Child, ChildIo, Teardown};
-use super::{CancelToken, End, ExecError, ExecOutcome, KilledProcess, Limits, SpawnSpec};
+use super::{End, ExecError, ExecOutcome};
+use crate::config::profile::Background;
 use crate::output::sink::OutputSink;
-use crate::profile::Background;
+use crate::process::CancelToken;
+use crate::process::cgroup::{RunGroup, watchdog_pid};
+use crate::process::spawn::{self, Child, ChildIo, Teardown};
+use crate::process::{KilledProcess, Limits, SpawnSpec};
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -58,7 +60,11 @@ pub struct ShellKey {
 /// Whether a run can go through a live shell: bash with the default `-c`, print mode,
 /// no stdin.
 pub fn eligible(shell: &Path, args: &[String], print_mode: bool, stdin: bool) -> bool {
-    crate::shell::is_bash(shell) && args.len() == 1 && args[0] == "-c" && print_mode && !stdin
+    crate::shell::resolve::is_bash(shell)
+        && args.len() == 1
+        && args[0] == "-c"
+        && print_mode
+        && !stdin
 }
 
 /// One command for a live shell.
@@ -131,7 +137,7 @@ impl ShellPool {
     pub fn with_capacity(capacity: usize) -> Self {
         // Several commands run at once from now on: teardown must only ever touch
         // what it can attribute to its own run.
-        process::set_shared_process();
+        spawn::set_shared_process();
         ShellPool {
             idle: Mutex::new(Vec::new()),
             pids: Mutex::new(HashSet::new()),
@@ -369,7 +375,7 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
         );
         // The command may have defined a function named like a builtin used below.
         t.push_str("    ");
-        t.push_str(&super::state::dump::unshadow(None));
+        t.push_str(&crate::shell::dump::unshadow(None));
         t.push_str(
             "    builtin [ $__agentbash_k = u ] || __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
              \x20 exec 1>&\"$__agentbash_out\" 2>&1\n\
@@ -403,7 +409,7 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
              \x20 builtin printf '\\036%sc%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$?\" >&\"$__agentbash_out\"\n\
              \x20 fi\n\
              done\n",
-            unshadow = super::state::dump::unshadow(None),
+            unshadow = crate::shell::dump::unshadow(None),
         ));
     }
     t
@@ -413,7 +419,7 @@ fn describe_status(s: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (s.code(), s.signal()) {
         (Some(c), _) => format!("exit status {c}"),
-        (None, Some(sig)) => format!("killed by {}", crate::result::signal_name(sig)),
+        (None, Some(sig)) => format!("killed by {}", crate::exit::signal_name(sig)),
         _ => "unknown status".into(),
     }
 }
@@ -549,15 +555,15 @@ impl LiveShell {
         let (out_r, out_w) = pipe()?;
         let out_w2 = out_w.try_clone()?;
         let (ctl_r, ctl_w) = std::io::pipe()?;
-        let marker = format!("live-{}", super::state::nonce());
-        let token = super::state::nonce();
+        let marker = format!("live-{}", crate::ids::nonce());
+        let token = crate::ids::nonce();
         let mut env: Vec<(String, String)> = job
             .start_env
             .iter()
-            .filter(|(k, _)| k.as_str() != super::env::RUN_MARKER)
+            .filter(|(k, _)| k.as_str() != crate::process::RUN_MARKER)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        env.push((super::env::RUN_MARKER.to_string(), marker.clone()));
+        env.push((crate::process::RUN_MARKER.to_string(), marker.clone()));
         let spec = SpawnSpec {
             program: job.key.shell.clone(),
             args: vec![
@@ -572,9 +578,9 @@ impl LiveShell {
         };
         let group = RunGroup::create().map(Arc::new);
         if group.is_some() {
-            super::cgroup::ensure_watchdog();
+            crate::process::cgroup::ensure_watchdog();
         }
-        let child = process::spawn_in(
+        let child = spawn::spawn_in(
             &spec,
             group.as_deref(),
             ChildIo::Fd(ctl_r.into()),
@@ -679,7 +685,7 @@ impl LiveShell {
         grace: Duration,
     ) -> Vec<KilledProcess> {
         let me = std::process::id() as i32;
-        let needle = format!("{}={command_marker}", super::env::RUN_MARKER).into_bytes();
+        let needle = format!("{}={command_marker}", crate::process::RUN_MARKER).into_bytes();
         let Ok(rd) = std::fs::read_dir("/proc") else {
             return Vec::new();
         };

@@ -5,7 +5,7 @@
 //! are the layers merged (tables key by key, arrays and scalars replaced) into the
 //! one [`Profile`] the rest of the program consumes.
 
-pub mod schema;
+use super::schema;
 
 pub use schema::*;
 
@@ -68,7 +68,7 @@ pub enum ProfileError {
         "profile {name:?} exists only as {}, and {} is not trusted ({why}); to use it run `agentbash trust {}` (or set AGENTBASH_TRUST_PROJECT=1), or name a built-in as builtin:NAME",
         file.display(),
         project.display(),
-        crate::exec::state::quote(&project.display().to_string())
+        crate::display::quote(&project.display().to_string())
     )]
     Untrusted {
         name: String,
@@ -97,9 +97,9 @@ pub struct LoadedProfile {
     top: Origin,
     /// Compiled rule packs, built on first use: compiling the default pack costs
     /// milliseconds, so a long-lived server compiles it once.
-    rules: std::sync::OnceLock<Result<std::sync::Arc<crate::rules::RuleSet>, String>>,
+    rules: std::sync::OnceLock<Result<std::sync::Arc<crate::config::rules::RuleSet>, String>>,
     /// The guard's packs (`guard.rules`), compiled on first use.
-    guard_rules: std::sync::OnceLock<Result<std::sync::Arc<crate::rules::RuleSet>, String>>,
+    guard_rules: std::sync::OnceLock<Result<std::sync::Arc<crate::config::rules::RuleSet>, String>>,
     /// Said while looking the profile up: untrusted project profiles left out.
     pub warnings: Vec<String>,
 }
@@ -127,20 +127,20 @@ impl LoadedProfile {
     /// named them).
     /// A pack that cannot be loaded is an error naming the pack, what is wrong with
     /// it and the profile key that names it.
-    pub fn rule_set(&self) -> Result<std::sync::Arc<crate::rules::RuleSet>, String> {
+    pub fn rule_set(&self) -> Result<std::sync::Arc<crate::config::rules::RuleSet>, String> {
         self.rules
             .get_or_init(|| self.load_packs("interceptor", &self.profile.interceptor.rules))
             .clone()
     }
 
     /// Whether the rule packs load, without compiling them when they have not been
-    /// compiled yet (see [`crate::rules::RuleSet::check_loadable`]): what a run that
+    /// compiled yet (see [`crate::config::rules::RuleSet::check_loadable`]): what a run that
     /// needs no rules checks, so that a broken pack is never silently ignored.
     pub fn check_rule_packs(&self) -> Result<(), String> {
         if let Some(loaded) = self.rules.get() {
             return loaded.as_ref().map(|_| ()).map_err(Clone::clone);
         }
-        crate::rules::RuleSet::check_loadable(
+        crate::config::rules::RuleSet::check_loadable(
             &self.profile.interceptor.rules,
             self.rules_base("interceptor"),
         )
@@ -161,17 +161,21 @@ impl LoadedProfile {
         )
     }
 
-    /// Whether a guard pack could match `command` (see [`crate::rules::might_match`]):
+    /// Whether a guard pack could match `command` (see [`crate::config::rules::might_match`]):
     /// when not, the packs need not be compiled for this run.
     pub fn guard_rules_might_match(&self, command: &str) -> bool {
         if self.guard_rules.get().is_some() {
             return true;
         }
-        crate::rules::might_match(&self.profile.guard.rules, self.rules_base("guard"), command)
+        crate::config::rules::might_match(
+            &self.profile.guard.rules,
+            self.rules_base("guard"),
+            command,
+        )
     }
 
     /// The guard's rule packs (`guard.rules`), loaded like [`LoadedProfile::rule_set`].
-    pub fn guard_rule_set(&self) -> Result<std::sync::Arc<crate::rules::RuleSet>, String> {
+    pub fn guard_rule_set(&self) -> Result<std::sync::Arc<crate::config::rules::RuleSet>, String> {
         self.guard_rules
             .get_or_init(|| self.load_packs("guard", &self.profile.guard.rules))
             .clone()
@@ -183,16 +187,16 @@ impl LoadedProfile {
         &self,
         section: &str,
         specs: &[String],
-    ) -> Result<std::sync::Arc<crate::rules::RuleSet>, String> {
+    ) -> Result<std::sync::Arc<crate::config::rules::RuleSet>, String> {
         let origin = self.origin_of(section, "rules");
         let base = self.rules_base(section);
         if let Some(Origin::File(f)) = origin
-            && let Some(project) = crate::trust::project_of(f)
+            && let Some(project) = crate::config::trust::project_of(f)
             && let Some(base) = base
         {
             for spec in specs {
                 let path = crate::paths::absolute(base, Path::new(spec));
-                if Lookup::is_path(spec) && !crate::trust::covers(&project, &path) {
+                if Lookup::is_path(spec) && !crate::config::trust::covers(&project, &path) {
                     return Err(format!(
                         "{f}: rule pack {spec:?} is outside {0}/.agentbash/profiles and {0}/.agentbash/rules, which `agentbash trust` covers; move it there",
                         project.display(),
@@ -201,7 +205,7 @@ impl LoadedProfile {
                 }
             }
         }
-        crate::rules::RuleSet::load(specs, base)
+        crate::config::rules::RuleSet::load(specs, base)
             .map(std::sync::Arc::new)
             .map_err(|e| self.rules_error(section, &e))
     }
@@ -227,20 +231,23 @@ pub const BUILTIN_PREFIX: &str = "builtin:";
 /// Directories searched for named profiles, highest priority first.
 pub struct Lookup {
     pub invoking_dir: PathBuf,
-    trust: crate::trust::TrustStore,
+    trust: crate::config::trust::TrustStore,
     /// Trust status per project directory, decided once per lookup.
-    statuses: std::sync::Mutex<std::collections::HashMap<PathBuf, crate::trust::Status>>,
+    statuses: std::sync::Mutex<std::collections::HashMap<PathBuf, crate::config::trust::Status>>,
     /// Untrusted project profiles left out so far (drained into the loaded profile).
     warnings: std::sync::Mutex<Vec<String>>,
 }
 
 impl Lookup {
     pub fn new(invoking_dir: impl Into<PathBuf>) -> Self {
-        Self::with_trust(invoking_dir, crate::trust::TrustStore::new())
+        Self::with_trust(invoking_dir, crate::config::trust::TrustStore::new())
     }
 
     /// A lookup that believes the trust records of `trust`.
-    pub fn with_trust(invoking_dir: impl Into<PathBuf>, trust: crate::trust::TrustStore) -> Self {
+    pub fn with_trust(
+        invoking_dir: impl Into<PathBuf>,
+        trust: crate::config::trust::TrustStore,
+    ) -> Self {
         Lookup {
             invoking_dir: invoking_dir.into(),
             trust,
@@ -259,8 +266,8 @@ impl Lookup {
         })
     }
 
-    /// Whether the profiles of `project` may be used (see [`crate::trust`]).
-    pub fn project_status(&self, project: &Path) -> crate::trust::Status {
+    /// Whether the profiles of `project` may be used (see [`crate::config::trust`]).
+    pub fn project_status(&self, project: &Path) -> crate::config::trust::Status {
         let known = self
             .statuses
             .lock()
@@ -280,15 +287,15 @@ impl Lookup {
     fn read_layer(&self, origin: &Origin) -> Result<String, ProfileError> {
         let text = read_origin(origin)?;
         if let Origin::File(p) = origin
-            && let Some(project) = crate::trust::project_of(p)
-            && let crate::trust::Status::Trusted(files) = self.project_status(&project)
+            && let Some(project) = crate::config::trust::project_of(p)
+            && let crate::config::trust::Status::Trusted(files) = self.project_status(&project)
         {
             let rel = p
                 .strip_prefix(project.join(".agentbash"))
                 .unwrap_or(p)
                 .display()
                 .to_string();
-            if files.get(&rel) != Some(&crate::trust::sha256_hex(text.as_bytes())) {
+            if files.get(&rel) != Some(&crate::config::trust::sha256_hex(text.as_bytes())) {
                 return Err(ProfileError::ChangedSinceTrust { path: p.clone() });
             }
         }
@@ -335,8 +342,8 @@ impl Lookup {
         let file = format!("{name}.toml");
         if let Some((p, project)) = self.project_file(name) {
             match self.project_status(&project) {
-                crate::trust::Status::Untrusted(why) => {
-                    self.warn(crate::trust::skipped_warning(&p, &project, &why));
+                crate::config::trust::Status::Untrusted(why) => {
+                    self.warn(crate::config::trust::skipped_warning(&p, &project, &why));
                 }
                 _ => out.push(Origin::File(p)),
             }
@@ -375,7 +382,7 @@ impl Lookup {
         let name = spec.to_string();
         if !spec.starts_with(BUILTIN_PREFIX)
             && let Some((file, project)) = self.project_file(spec)
-            && let crate::trust::Status::Untrusted(why) = self.project_status(&project)
+            && let crate::config::trust::Status::Untrusted(why) = self.project_status(&project)
         {
             return ProfileError::Untrusted {
                 name,
@@ -455,8 +462,8 @@ impl Lookup {
                 let path = crate::paths::absolute(base, Path::new(&parent));
                 // What a project profile loads must be covered by its trust record.
                 if let Origin::File(f) = &current
-                    && let Some(project) = crate::trust::project_of(f)
-                    && !crate::trust::covers(&project, &path)
+                    && let Some(project) = crate::config::trust::project_of(f)
+                    && !crate::config::trust::covers(&project, &path)
                 {
                     let text = read_origin(&current)?;
                     let (line, col) = locate(&text, "", "extends");
@@ -910,7 +917,7 @@ mod tests {
         let file = project.join(".agentbash/profiles/x.toml");
         std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
         std::fs::write(&file, "description = \"trusted\"\n").expect("write");
-        let store = || crate::trust::TrustStore::with_dir(tmp.path().join("trust"));
+        let store = || crate::config::trust::TrustStore::with_dir(tmp.path().join("trust"));
         store().trust(&project).expect("trust");
         let l = Lookup::with_trust(&project, store());
         assert_eq!(l.load("x").expect("trusted").profile.description, "trusted");

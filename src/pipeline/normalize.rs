@@ -13,7 +13,7 @@
 //! Anything else runs as written, through the shell's own `head`/`tail`, and
 //! [`Normalized::lift`] says why.
 
-use crate::intercept::{self, Segment, Separator, Split};
+use crate::pipeline::intercept::{Segment, Separator, Split};
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
@@ -155,7 +155,7 @@ pub fn normalize(
 /// Ok when the last pipe of `cmd` (a command ending in `| head`/`| tail`) receives
 /// everything the command prints; otherwise why not.
 fn receives_all(cmd: &str) -> Result<(), String> {
-    let segments = match intercept::split(cmd) {
+    let segments = match super::intercept::split(cmd) {
         Split::Opaque(reason) => {
             return Err(format!(
                 "the command uses {reason}, which agentbash does not look inside"
@@ -185,7 +185,7 @@ fn receives_all(cmd: &str) -> Result<(), String> {
         }
         // One stage lifted out of its pipe would run in the shell itself instead of
         // a subshell, and a session would keep what it changed.
-        Some(w) if stages.len() == 1 && crate::exec::session::changes_shell(w) => {
+        Some(w) if stages.len() == 1 && crate::shell::session::changes_shell(w) => {
             return Err(format!(
                 "`{w}` would change the shell itself once out of the pipe (in a pipe it runs in a subshell)"
             ));
@@ -206,7 +206,7 @@ fn silent_before(segment: &Segment) -> Result<(), String> {
     let may_print = || format!("\"{}\" before the pipeline may also print", segment.text);
     let valid_export = |w: &&str| {
         let name = w.split_once('=').map_or(*w, |(n, _)| n);
-        crate::cli::valid_env_name(name.strip_suffix('+').unwrap_or(name))
+        crate::config::schema::valid_env_name(name.strip_suffix('+').unwrap_or(name))
     };
     if segment.followed_by == Some(Separator::Background) {
         return Err(format!(

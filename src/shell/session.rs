@@ -15,9 +15,13 @@
 //! the run ended on its own — a run that timed out or was cancelled leaves the session
 //! exactly as it was.
 
-use super::CancelToken;
+use super::dump;
 use super::snapshot::Snapshot;
-use super::state::{FileLock, LockWait, create_private, dump, nonce, quote, write_private};
+use super::store::{FileLock, LockWait};
+use crate::display::quote;
+use crate::fsguard::{create_private, write_private};
+use crate::ids::nonce;
+use crate::process::CancelToken;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
@@ -249,7 +253,7 @@ pub fn changes_shell(word: &str) -> bool {
 
 /// Check a session name (it becomes a directory name).
 pub fn validate_name(name: &str) -> Result<(), SessionError> {
-    crate::cli::parse_session_name(name)
+    parse_session_name(name)
         .map(|_| ())
         .map_err(|_| SessionError::InvalidName(name.to_string()))
 }
@@ -413,10 +417,10 @@ impl SessionStore {
         });
         // The shell writes its state line by line: on a memory filesystem when there is
         // a private one (a disk-backed file costs a slow syscall per line).
-        let pending = match super::state::runtime_dir() {
+        let pending = match super::store::runtime_dir() {
             Some(rt) => rt.join(format!(
                 "session-{:016x}.pending",
-                super::state::fnv64(dir.as_os_str().as_encoded_bytes())
+                crate::ids::fnv64(dir.as_os_str().as_encoded_bytes())
             )),
             None => dir.join("pending"),
         };
@@ -512,7 +516,7 @@ impl ActiveSession {
     /// Identifies the saved state now and after the next commit, for live shells
     /// to tell whether what they hold in memory is still the session's state.
     pub fn generation_tags(&self) -> (u64, u64) {
-        let tag = |g: u64| super::state::fnv64(format!("{}:{g}", self.state.id).as_bytes());
+        let tag = |g: u64| crate::ids::fnv64(format!("{}:{g}", self.state.id).as_bytes());
         (tag(self.state.generation), tag(self.state.generation + 1))
     }
 
@@ -724,7 +728,7 @@ impl ActiveSession {
                 continue;
             }
             let same = snap.and_then(|m| m.functions.get(name))
-                == Some(&super::state::fnv64(def.as_bytes()));
+                == Some(&crate::ids::fnv64(def.as_bytes()));
             if !same {
                 body.push_str(def);
                 body.push('\n');
@@ -753,8 +757,8 @@ impl ActiveSession {
         next.aliases.clear();
         let mut alias_lines = String::new();
         for (name, line) in &d.aliases {
-            let same = snap.and_then(|m| m.aliases.get(name))
-                == Some(&super::state::fnv64(line.as_bytes()));
+            let same =
+                snap.and_then(|m| m.aliases.get(name)) == Some(&crate::ids::fnv64(line.as_bytes()));
             if !same {
                 alias_lines.push_str(line);
                 alias_lines.push('\n');
@@ -800,6 +804,22 @@ impl ActiveSession {
     /// Forget what the run saved (it timed out or was cancelled).
     pub fn discard(&mut self) {
         let _ = std::fs::remove_file(&self.pending);
+    }
+}
+
+/// Session names become file names: `^[A-Za-z0-9._-]{1,64}$`, and not `.` or `..`.
+pub fn parse_session_name(s: &str) -> Result<String, String> {
+    let ok = (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+        && s != "."
+        && s != "..";
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "invalid session name {s:?}: use 1-64 characters from A-Z a-z 0-9 . _ - (not . or ..)"
+        ))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Which shell runs the command, and the argv it gets (SPEC §2 `[shell]`).
 
-use crate::profile::ShellCfg;
+use crate::config::profile::ShellCfg;
+use crate::process::spawn::{is_executable, on_path};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -9,27 +10,6 @@ pub enum ShellError {
         "shell not found: {0:?} (profile key shell.path); install it or set shell.path to an existing shell"
     )]
     NotFound(String),
-}
-
-/// `name` found as an executable file in `path_var` (else `$PATH`).
-pub(crate) fn on_path(
-    name: impl AsRef<std::ffi::OsStr>,
-    path_var: Option<&str>,
-) -> Option<PathBuf> {
-    let name = name.as_ref();
-    let path_var = path_var
-        .map(str::to_string)
-        .or_else(|| std::env::var("PATH").ok())?;
-    path_var
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| Path::new(d).join(name))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// `auto`: `$SHELL` if it is bash, else bash on PATH, else /bin/sh. A bare name is

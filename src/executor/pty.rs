@@ -21,11 +21,10 @@
 //! installs no signal handlers (the caller owns signals). It does install a
 //! panic hook, once per process, that restores the outer terminal.
 
-use std::fmt::{self, Write as _};
+use std::fmt::Write as _;
 use std::io::{self, Write as _};
 use std::num::NonZeroU16;
 use std::os::fd::{AsFd, BorrowedFd, RawFd};
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
@@ -42,7 +41,9 @@ use nix::unistd::{Pid, isatty};
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use unicode_width::UnicodeWidthChar;
 
-use super::{CancelToken, KilledProcess, SpawnSpec};
+use crate::config::kill_key::{KillKey, KillKeyError};
+use crate::process::CancelToken;
+use crate::process::{KilledProcess, SpawnSpec};
 
 /// Largest single read from the master; big reads keep syscalls per byte low.
 const READ_CHUNK: usize = 64 * 1024;
@@ -68,88 +69,6 @@ const ESC: u8 = 0x1b;
 // ---------------------------------------------------------------------------
 // Public types
 // ---------------------------------------------------------------------------
-
-/// The key that force-kills an interactive run (profile `pty.kill_key`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KillKey {
-    /// A lone Escape (not the start of an escape sequence).
-    Esc,
-    CtrlC,
-    CtrlBackslash,
-    CtrlRightBracket,
-    /// Ctrl plus another ASCII letter, stored lowercase. Parsing refuses the
-    /// letters whose byte is also an ordinary key (h, i, j, m).
-    CtrlLetter(char),
-}
-
-impl KillKey {
-    /// The byte the outer terminal sends for this key in raw mode.
-    fn byte(self) -> u8 {
-        match self {
-            KillKey::Esc => ESC,
-            KillKey::CtrlC => 0x03,
-            KillKey::CtrlBackslash => 0x1c,
-            KillKey::CtrlRightBracket => 0x1d,
-            KillKey::CtrlLetter(letter) => (letter as u8) & 0x1f,
-        }
-    }
-}
-
-impl fmt::Display for KillKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KillKey::Esc => f.write_str("esc"),
-            KillKey::CtrlC => f.write_str("ctrl-c"),
-            KillKey::CtrlBackslash => f.write_str("ctrl-\\"),
-            KillKey::CtrlRightBracket => f.write_str("ctrl-]"),
-            KillKey::CtrlLetter(letter) => write!(f, "ctrl-{letter}"),
-        }
-    }
-}
-
-/// Why a `pty.kill_key` value was refused.
-#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
-pub enum KillKeyError {
-    #[error("unknown kill key {0:?}: expected esc, ctrl-\\, ctrl-] or ctrl-<letter>")]
-    Unknown(String),
-    #[error(
-        "kill key {key:?} sends the same byte as {same_as}, so it could not be told apart; choose another key"
-    )]
-    Ambiguous { key: String, same_as: &'static str },
-}
-
-impl FromStr for KillKey {
-    type Err = KillKeyError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let key = text.trim().to_ascii_lowercase();
-        if key == "esc" || key == "escape" {
-            return Ok(KillKey::Esc);
-        }
-        let unknown = || KillKeyError::Unknown(text.to_string());
-        let rest = ["ctrl-", "ctrl+", "c-"]
-            .iter()
-            .find_map(|prefix| key.strip_prefix(prefix))
-            .ok_or_else(unknown)?;
-        let ambiguous = |same_as| KillKeyError::Ambiguous {
-            key: text.to_string(),
-            same_as,
-        };
-        match rest {
-            "[" => Ok(KillKey::Esc),
-            "\\" => Ok(KillKey::CtrlBackslash),
-            "]" => Ok(KillKey::CtrlRightBracket),
-            "c" => Ok(KillKey::CtrlC),
-            "h" => Err(ambiguous("Backspace")),
-            "i" => Err(ambiguous("Tab")),
-            "j" | "m" => Err(ambiguous("Enter")),
-            letter if letter.len() == 1 && letter.as_bytes()[0].is_ascii_lowercase() => {
-                Ok(KillKey::CtrlLetter(char::from(letter.as_bytes()[0])))
-            }
-            _ => Err(unknown()),
-        }
-    }
-}
 
 /// One PTY run.
 pub struct PtyRequest<'a> {
@@ -745,7 +664,7 @@ fn limited_args(spec: &SpawnSpec) -> Vec<String> {
         return args;
     };
     let mut set = String::new();
-    // The same values process::limit sets: KiB for -v, 1 KiB blocks for -f, and a
+    // The same values spawn::limit sets: KiB for -v, 1 KiB blocks for -f, and a
     // hard CPU limit one second above the soft one so SIGXCPU comes first.
     for (flag, value) in [
         ("v", l.address_space_mb.saturating_mul(1024)),
@@ -812,11 +731,11 @@ impl Pty {
             .and_then(|pid| i32::try_from(pid).ok())
             .ok_or_else(|| spawn_error("the child has no process id".into()))?;
         // Ours to reap: a teardown elsewhere in a shared process must not take it.
-        super::process::register_owned(pid);
+        crate::process::spawn::register_owned(pid);
         // [limits]: portable-pty has no hook between fork and exec, so they are set
-        // on the child right away (see `process::limit`), and a bash script sets them
+        // on the child right away (see `spawn::limit`), and a bash script sets them
         // itself before its first command (see `limited_args`).
-        if let Err(e) = super::process::limit(pid, &spec.limits) {
+        if let Err(e) = crate::process::spawn::limit(pid, &spec.limits) {
             // SAFETY: kill(2)/waitpid(2) on the child we just started.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
@@ -1711,13 +1630,13 @@ fn render_row(screen: &vt100::Screen, row: u16, cols: u16, out: &mut String) {
 fn run_marker(spec: &SpawnSpec) -> String {
     spec.env
         .iter()
-        .find(|(k, _)| k == super::env::RUN_MARKER)
+        .find(|(k, _)| k == crate::process::RUN_MARKER)
         .map(|(_, v)| v.clone())
         .unwrap_or_default()
 }
 
 fn terminate_tree(leader: i32, marker: &str, grace: Duration) -> Vec<KilledProcess> {
-    super::process::Teardown::new(leader, marker).terminate_run(grace)
+    crate::process::spawn::Teardown::new(leader, marker).terminate_run(grace)
 }
 
 /// What the pipeline asks of PTY mode.
@@ -1732,7 +1651,7 @@ pub struct PtyRun<'a> {
     pub timeout: Duration,
     pub kill_grace: Duration,
     pub cancel: &'a CancelToken,
-    pub background: crate::profile::Background,
+    pub background: crate::config::profile::Background,
 }
 
 /// Run in a PTY, feeding the transcript to `sink` and live text to `on_output`.
@@ -1746,7 +1665,7 @@ pub fn run(
         .kill_key
         .parse()
         .map_err(|e: KillKeyError| ExecError::Pty(e.to_string()))?;
-    super::process::become_subreaper();
+    crate::process::spawn::become_subreaper();
     let mut last_emit = Instant::now();
     let outcome = run_pty(
         PtyRequest {
@@ -1781,13 +1700,15 @@ pub fn run(
     if let Some(t) = sink.take_pending() {
         on_output(&t);
     }
-    let teardown = super::process::Teardown::new(outcome.leader_pid, &run_marker(req.spawn));
+    let teardown = crate::process::spawn::Teardown::new(outcome.leader_pid, &run_marker(req.spawn));
     let mut background_killed: Vec<KilledProcess> = outcome
         .killed
         .into_iter()
         .filter(|k| k.pid != outcome.leader_pid)
         .collect();
-    if req.background == crate::profile::Background::Kill && super::process::has_children() {
+    if req.background == crate::config::profile::Background::Kill
+        && crate::process::spawn::has_children()
+    {
         background_killed.extend(teardown.terminate(req.kill_grace, true));
     }
     teardown.reap_orphans();

@@ -15,11 +15,15 @@
 //! Nothing here ever stops a run: a slow, failing or hostile rc yields a run without
 //! (or with a partial) snapshot and a warning that says why.
 
-use super::process::{self, ChildIo, Teardown};
-use super::state::{FileLock, LockWait, create_private, dump, fnv64, nonce, quote, write_private};
-use super::{Limits, SpawnSpec};
-use crate::exec::env::BuiltEnv;
-use crate::profile::ShellCfg;
+use super::dump;
+use super::store::{FileLock, LockWait};
+use crate::config::profile::ShellCfg;
+use crate::display::quote;
+use crate::fsguard::{create_private, write_private};
+use crate::ids::{fnv64, nonce};
+use crate::process::spawn::{ChildIo, Teardown};
+use crate::process::{Limits, SpawnSpec};
+use crate::shell::env::BuiltEnv;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -135,7 +139,7 @@ pub fn plan(cfg: &ShellCfg, shell: Option<&Path>, home: Option<&Path>) -> Snapsh
     let Some(shell) = shell else {
         return SnapshotPlan::Disabled("no shell".into());
     };
-    if !crate::shell::is_bash(shell) {
+    if !crate::shell::resolve::is_bash(shell) {
         return SnapshotPlan::Disabled(format!(
             "{} is not bash; snapshots are bash only",
             shell.display()
@@ -450,7 +454,7 @@ fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
         cwd,
         limits: Limits::default(),
     };
-    let spawned = process::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null);
+    let spawned = crate::process::spawn::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null);
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {

@@ -269,6 +269,24 @@ pub fn spawn_in(
 }
 
 /// `program` as execve wants it: a path, found on the child's PATH when it has no `/`.
+/// `name` found as an executable file in `path_var` (else `$PATH`).
+pub fn on_path(name: impl AsRef<std::ffi::OsStr>, path_var: Option<&str>) -> Option<PathBuf> {
+    let name = name.as_ref();
+    let path_var = path_var
+        .map(str::to_string)
+        .or_else(|| std::env::var("PATH").ok())?;
+    path_var
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(name))
+        .find(|p| is_executable(p))
+}
+
+pub fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 fn resolve_program(program: &Path, env: &[(String, String)]) -> std::io::Result<PathBuf> {
     if program.as_os_str().as_bytes().contains(&b'/') {
         return Ok(program.to_path_buf());
@@ -279,7 +297,7 @@ fn resolve_program(program: &Path, env: &[(String, String)]) -> std::io::Result<
         .map(|(_, v)| v.clone())
         .or_else(|| std::env::var("PATH").ok())
         .unwrap_or_else(|| "/usr/bin:/bin".into());
-    if let Some(found) = crate::shell::on_path(program, Some(&path)) {
+    if let Some(found) = on_path(program, Some(&path)) {
         return Ok(found);
     }
     Err(std::io::Error::from_raw_os_error(libc::ENOENT))
@@ -785,7 +803,7 @@ impl Teardown<'static> {
     pub fn new(leader: i32, marker_value: &str) -> Self {
         Teardown {
             leader,
-            marker: format!("{}={marker_value}", super::env::RUN_MARKER).into_bytes(),
+            marker: format!("{}={marker_value}", crate::process::RUN_MARKER).into_bytes(),
             group: None,
             spare: Vec::new(),
         }

@@ -4,11 +4,13 @@
 //! the shell exits, output is drained until EOF, or 250 ms without output, or 2 s in
 //! all, so a background job holding a pipe open never makes the run hang.
 
-use super::cgroup::RunGroup;
-use super::process::{self, ChildIo, Teardown};
-use super::{CancelToken, End, ExecError, ExecOutcome, SpawnSpec};
+use super::{End, ExecError, ExecOutcome};
+use crate::config::profile::Background;
 use crate::output::sink::OutputSink;
-use crate::profile::Background;
+use crate::process::CancelToken;
+use crate::process::SpawnSpec;
+use crate::process::cgroup::RunGroup;
+use crate::process::spawn::{self, ChildIo, Teardown};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -192,7 +194,7 @@ pub fn run(
     };
     // Dropped last (declared first): removed once nothing of the run is in it.
     let group = RunGroup::create();
-    let mut child = process::spawn_in(
+    let mut child = spawn::spawn_in(
         req.spawn,
         group.as_ref(),
         stdin,
@@ -224,8 +226,8 @@ pub fn run(
 
     loop {
         let now = Instant::now();
-        if watchdog_due && now.duration_since(start) >= super::cgroup::WATCHDOG_AFTER {
-            super::cgroup::ensure_watchdog();
+        if watchdog_due && now.duration_since(start) >= crate::process::cgroup::WATCHDOG_AFTER {
+            crate::process::cgroup::ensure_watchdog();
             watchdog_due = false;
         }
         for p in pipes.iter_mut() {
@@ -285,7 +287,8 @@ pub fn run(
                 wait = wait.min(EVENT_INTERVAL.saturating_sub(now.duration_since(p.last_emit)));
             }
             if watchdog_due {
-                let due = super::cgroup::WATCHDOG_AFTER.saturating_sub(now.duration_since(start));
+                let due = crate::process::cgroup::WATCHDOG_AFTER
+                    .saturating_sub(now.duration_since(start));
                 wait = wait.min(due.max(Duration::from_millis(1)));
             }
             let pid_watch = if status.is_none() {
@@ -334,7 +337,7 @@ pub fn run(
     // Descendants left behind are reparented to us (we are their subreaper), so
     // with no children left there is nothing to look for and no /proc scan to pay.
     let in_group = teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
-    if in_group || process::has_children() {
+    if in_group || spawn::has_children() {
         if req.background == Background::Kill && !teardown.others().is_empty() {
             background_killed = teardown.terminate(req.kill_grace, false);
         }
@@ -365,7 +368,7 @@ fn terminate_while_draining(
     grace: Duration,
     pipes: &mut [Pipe<'_>],
     buf: &mut [u8],
-) -> Vec<super::KilledProcess> {
+) -> Vec<crate::process::KilledProcess> {
     std::thread::scope(|s| {
         let h = s.spawn(|| teardown.terminate_run(grace));
         while !h.is_finished() {

@@ -181,7 +181,7 @@ impl Model {
 }
 
 fn rule_pack_words() -> String {
-    crate::rules::BUILTIN_PACKS.join(" ")
+    crate::config::rules::BUILTIN_PACKS.join(" ")
 }
 
 fn bash(mut script: String, m: &Model) -> String {

@@ -7,6 +7,11 @@
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum, ValueHint};
 use std::path::PathBuf;
 
+pub mod generated;
+
+pub use crate::config::schema::valid_env_name;
+pub use crate::shell::session::parse_session_name;
+
 /// Environment variables agentbash itself reads: `--help`, the man page and the
 /// README list them from here.
 pub const ENVIRONMENT: &[(&str, &str)] = &[
@@ -252,13 +257,7 @@ pub enum StderrArg {
     Separate,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum ColorArg {
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
+pub use crate::render::Color as ColorArg;
 
 // Options shared by `run` and `explain`. (A plain comment: a doc comment here would
 // become the subcommands' `about`, replacing the variants' own.)
@@ -561,26 +560,4 @@ pub fn parse_env_pair(s: &str) -> Result<(String, String), String> {
         ));
     }
     Ok((k.to_string(), v.to_string()))
-}
-
-pub fn valid_env_name(k: &str) -> bool {
-    let mut b = k.bytes();
-    matches!(b.next(), Some(c) if c == b'_' || c.is_ascii_alphabetic())
-        && b.all(|c| c == b'_' || c.is_ascii_alphanumeric())
-}
-
-/// Session names become file names: `^[A-Za-z0-9._-]{1,64}$`, and not `.` or `..`.
-pub fn parse_session_name(s: &str) -> Result<String, String> {
-    let ok = (1..=64).contains(&s.len())
-        && s.bytes()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
-        && s != "."
-        && s != "..";
-    if ok {
-        Ok(s.to_string())
-    } else {
-        Err(format!(
-            "invalid session name {s:?}: use 1-64 characters from A-Z a-z 0-9 . _ - (not . or ..)"
-        ))
-    }
 }

@@ -289,7 +289,7 @@ impl TrustStore {
             path: path.clone(),
             err: std::io::Error::other(e),
         })?;
-        crate::exec::state::write_private(&path, text.as_bytes())
+        crate::fsguard::write_private(&path, text.as_bytes())
             .map_err(|err| TrustError::Write { path, err })?;
         Ok(record)
     }
@@ -369,7 +369,7 @@ pub fn skipped_warning(file: &Path, project: &Path, why: &str) -> String {
         "ignoring project profile {}: {} is not trusted ({why}); to use its profiles run `agentbash trust {}` (or set {TRUST_ENV}=1)",
         file.display(),
         project.display(),
-        crate::exec::state::quote(&project.display().to_string())
+        crate::display::quote(&project.display().to_string())
     )
 }
 

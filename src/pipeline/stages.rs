@@ -1,29 +1,8 @@
 //! The small decision stages of the pipeline (SPEC §4.3, §4.4, §4.6), each a pure
 //! function of its inputs so `explain` can show exactly what `run` will do.
 
-use crate::profile::{PtyMode, TimeoutCfg};
-use std::path::{Path, PathBuf};
-
-/// §4.3 Working directory.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum CwdError {
-    #[error("Working directory does not exist: {}", .0.display())]
-    Missing(PathBuf),
-    #[error("Working directory is not a directory: {}", .0.display())]
-    NotADirectory(PathBuf),
-}
-
-pub fn resolve_cwd(base: &Path, requested: Option<&Path>) -> Result<PathBuf, CwdError> {
-    let abs = match requested {
-        Some(p) => crate::paths::absolute(base, p),
-        None => base.to_path_buf(),
-    };
-    match std::fs::metadata(&abs) {
-        Ok(m) if m.is_dir() => Ok(abs),
-        Ok(_) => Err(CwdError::NotADirectory(abs)),
-        Err(_) => Err(CwdError::Missing(abs)),
-    }
-}
+use crate::config::profile::{PtyMode, TimeoutCfg};
+use crate::request::{Mode, ModeChoice};
 
 /// §4.4 Timeout: requested (or the default) clamped to `[1, max]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,21 +27,6 @@ pub fn clamp_timeout(requested: Option<i64>, cfg: &TimeoutCfg) -> Timeout {
 }
 
 /// §4.6 Mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    Print,
-    Pty,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ModeChoice {
-    #[default]
-    Auto,
-    Print,
-    Pty,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModeDecision {
     pub mode: Mode,

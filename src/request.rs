@@ -1,0 +1,149 @@
+//! What a caller asks for: [`RunRequest`], and [`RunRequest::validate`], the one check
+//! of a request's own fields that the CLI, rpc and mcp all answer with.
+
+use std::path::PathBuf;
+
+/// What a caller asks for (the library face of `agentbash run`'s options).
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    pub command: String,
+    /// Relative `cwd`s resolve against this (the invoking directory or session cwd).
+    pub invoking_dir: PathBuf,
+    pub cwd: Option<PathBuf>,
+    pub timeout: Option<i64>,
+    pub head: Option<usize>,
+    pub tail: Option<usize>,
+    pub mode: ModeChoice,
+    pub tools: Option<Vec<String>>,
+    pub no_intercept: bool,
+    pub env: Vec<(String, String)>,
+    pub session: Option<String>,
+    /// Give the command our stdin instead of the null device.
+    pub stdin: bool,
+    pub stdin_tty: bool,
+    pub stdout_tty: bool,
+    /// Deliver `Event::Output` while the command runs (off saves copying when
+    /// nobody watches live).
+    pub live_output: bool,
+    /// The caller shows only the last lines of the output (a terminal's collapsed
+    /// preview): the artifact is kept whenever that hides any, cut or not.
+    pub preview: Option<Preview>,
+    /// The command's stderr on a pipe of its own (print mode only): streamed as
+    /// [`Event::Stderr`] and retained as the result's `stderr`, apart from `output`.
+    pub stderr_separate: bool,
+}
+
+/// How many lines of output a terminal's collapsed preview shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preview {
+    /// `render.preview_lines`.
+    pub lines: usize,
+    /// `render.preview_lines_on_failure`: at least this many for a run that did not
+    /// exit 0 (the error is rarely in the last few lines).
+    pub on_failure: usize,
+}
+
+impl Preview {
+    pub fn for_profile(r: &crate::config::profile::RenderCfg) -> Self {
+        Preview {
+            lines: r.preview_lines,
+            on_failure: r.preview_lines_on_failure,
+        }
+    }
+
+    /// The lines shown for a run that succeeded or `failed`.
+    pub fn lines(&self, failed: bool) -> usize {
+        if failed {
+            self.lines.max(self.on_failure)
+        } else {
+            self.lines
+        }
+    }
+}
+
+impl RunRequest {
+    pub fn new(command: impl Into<String>) -> Self {
+        RunRequest {
+            command: command.into(),
+            invoking_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            live_output: true,
+            ..Default::default()
+        }
+    }
+
+    /// Check what the request itself can get wrong, before it waits for anything (a
+    /// concurrency slot, a session): the CLI, rpc and mcp all answer with this, and
+    /// [`plan`] repeats it for a library caller that did not ask.
+    pub fn validate(&self) -> Result<(), RequestError> {
+        if self.command.trim().is_empty() {
+            return Err(RequestError::EmptyCommand);
+        }
+        // NUL cannot reach a process: say which field has one instead of failing late.
+        let nul = |s: &str| s.contains('\0');
+        if nul(&self.command) {
+            return Err(RequestError::Nul("command"));
+        }
+        if let Some((k, _)) = self.env.iter().find(|(k, v)| nul(k) || nul(v)) {
+            return Err(RequestError::NulInEnv(k.replace('\0', "\\0")));
+        }
+        if self
+            .cwd
+            .as_deref()
+            .is_some_and(|c| c.as_os_str().as_encoded_bytes().contains(&0))
+        {
+            return Err(RequestError::Nul("cwd"));
+        }
+        if let Some((k, _)) = self
+            .env
+            .iter()
+            .find(|(k, _)| !crate::config::schema::valid_env_name(k))
+        {
+            return Err(RequestError::EnvName(k.clone()));
+        }
+        if let Some(s) = &self.session {
+            crate::shell::session::parse_session_name(s).map_err(RequestError::Session)?;
+        }
+        for (name, v) in [("head", self.head), ("tail", self.tail)] {
+            if v == Some(0) {
+                return Err(RequestError::ZeroLines(name));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What is wrong with a request itself (a usage error: exit 2, or a rejected request
+/// over rpc and mcp). Each message names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("empty command: give the shell command to run")]
+    EmptyCommand,
+    #[error("`{0}` contains a NUL byte, which no process can receive")]
+    Nul(&'static str),
+    #[error("`env` entry {0:?} contains a NUL byte, which no process can receive")]
+    NulInEnv(String),
+    #[error(
+        "`env` key {0:?} is not a valid variable name: use letters, digits and _, not starting with a digit"
+    )]
+    EnvName(String),
+    #[error("`session`: {0}")]
+    Session(String),
+    #[error("`{0}` must be at least 1 (omit it to show all lines)")]
+    ZeroLines(&'static str),
+}
+
+/// How the command was run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Print,
+    Pty,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ModeChoice {
+    #[default]
+    Auto,
+    Print,
+    Pty,
+}
