@@ -2,8 +2,10 @@
 //!
 //! Some programs only behave when they see a terminal (`sudo`, `ssh`, REPLs,
 //! progress UIs, test runners that check `isatty`). This module runs the
-//! command in a PTY from `portable-pty` and has two faces that share one
-//! single-threaded `poll(2)` loop:
+//! command in a PTY, started by the one spawner (`process::spawn_on_tty`) as in
+//! print mode (its own session and cgroup, `[limits]`, parent-death signal), the
+//! PTY its controlling terminal, and has two faces that share one single-threaded
+//! `poll(2)` loop:
 //!
 //! * **headless** — the PTY has the profile's size, the raw output goes to the
 //!   caller (who sanitizes it), and agentbash's stdin is optionally fed in;
@@ -24,7 +26,9 @@
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
 use std::num::NonZeroU16;
-use std::os::fd::{AsFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::ExitStatusExt;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
@@ -32,18 +36,18 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::pty::{grantpt, posix_openpt, ptsname_r, unlockpt};
 use nix::sys::signal::Signal;
 use nix::sys::termios::{
     LocalFlags, SetArg, SpecialCharacterIndices, Termios, cfmakeraw, tcgetattr, tcsetattr,
 };
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, isatty};
-use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use unicode_width::UnicodeWidthChar;
 
 use crate::config::kill_key::{KillKey, KillKeyError};
-use crate::process::CancelToken;
-use crate::process::{KilledProcess, SpawnSpec};
+use crate::process::cgroup::RunGroup;
+use crate::process::spawn::{self, Child};
+use crate::process::{CancelToken, KilledProcess, SpawnSpec};
 
 /// Largest single read from the master; big reads keep syscalls per byte low.
 const READ_CHUNK: usize = 64 * 1024;
@@ -87,6 +91,8 @@ pub struct PtyRequest<'a> {
     pub deadline: Instant,
     pub kill_grace: Duration,
     pub cancel: &'a CancelToken,
+    /// The run's cgroup: the command is started in it, and teardown ends it.
+    pub group: Option<&'a RunGroup>,
 }
 
 /// How a PTY run ended.
@@ -158,10 +164,6 @@ pub fn run_pty(
     req: PtyRequest<'_>,
     on_output: &mut dyn FnMut(&[u8]) -> bool,
 ) -> Result<PtyOutcome, PtyError> {
-    // portable-pty silently falls back to $HOME for a bad cwd; refuse instead.
-    if !req.spawn.cwd.is_dir() {
-        return Err(PtyError::Cwd(req.spawn.cwd.clone()));
-    }
     let mut console = if req.interactive {
         install_panic_hook();
         Some(Console::enter(req.title, req.kill_key)?)
@@ -172,7 +174,7 @@ pub fn run_pty(
         Some(console) => console.inner_size(),
         None => (req.rows.max(1), req.cols.max(1)),
     };
-    let pty = match Pty::spawn(req.spawn, rows, cols) {
+    let pty = match Pty::spawn(req.spawn, req.group, rows, cols) {
         Ok(pty) => pty,
         Err(error) => {
             // The viewport is already up: leave it saying so, not "running".
@@ -197,6 +199,8 @@ pub fn run_pty(
         last_fed: None,
         bytes_out: 0,
         output_done: false,
+        started: Instant::now(),
+        watchdog_due: req.group.is_some_and(RunGroup::joined),
         pty,
         console,
     };
@@ -240,6 +244,9 @@ struct Run<'r, 'o> {
     last_fed: Option<u8>,
     /// Total output bytes, so the drain can tell whether anything arrived.
     bytes_out: u64,
+    started: Instant,
+    /// The cgroup watchdog is yet to be started (see `cgroup::ensure_watchdog`).
+    watchdog_due: bool,
 }
 
 impl Run<'_, '_> {
@@ -273,7 +280,7 @@ impl Run<'_, '_> {
         Ok(PtyOutcome {
             end,
             killed,
-            leader_pid: self.pty.leader.as_raw(),
+            leader_pid: self.pty.leader,
         })
     }
 
@@ -287,6 +294,12 @@ impl Run<'_, '_> {
             let now = Instant::now();
             if now >= self.req.deadline {
                 return Ok(Stop::TimedOut);
+            }
+            if self.watchdog_due
+                && now.duration_since(self.started) >= crate::process::cgroup::WATCHDOG_AFTER
+            {
+                crate::process::cgroup::ensure_watchdog();
+                self.watchdog_due = false;
             }
             if let Some(end) = self.try_reap()? {
                 return Ok(Stop::Exited(end));
@@ -516,38 +529,34 @@ impl Run<'_, '_> {
 
     /// Non-blocking check for the command's exit.
     fn try_reap(&mut self) -> Result<Option<PtyEnd>, PtyError> {
-        if self.pty.reaped {
+        let Some(child) = &mut self.pty.child else {
             return Ok(None);
-        }
-        let leader = self.pty.leader;
-        match waitpid(leader, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, code)) => {
-                self.pty.reaped = true;
-                Ok(Some(PtyEnd::Exited(code)))
-            }
-            Ok(WaitStatus::Signaled(_, signal, _)) => {
-                self.pty.reaped = true;
-                Ok(Some(PtyEnd::Signaled(signal as i32)))
-            }
-            Ok(_) | Err(Errno::EINTR) => Ok(None),
-            Err(errno) => Err(PtyError::Wait {
-                pid: leader.as_raw(),
-                source: io::Error::from(errno),
-            }),
-        }
+        };
+        let status = child.try_wait().map_err(|source| PtyError::Wait {
+            pid: self.pty.leader,
+            source,
+        })?;
+        let end = match status.map(|s| (s.code(), s.signal())) {
+            Some((Some(code), _)) => PtyEnd::Exited(code),
+            Some((None, Some(signal))) => PtyEnd::Signaled(signal),
+            _ => return Ok(None),
+        };
+        self.pty.child = None;
+        Ok(Some(end))
     }
 
     /// Kills the PTY session's whole tree while still reading its output (so
     /// TERM handlers that print do not block on a full PTY), then reaps.
     fn teardown(&mut self) -> Vec<KilledProcess> {
-        let leader = self.pty.leader.as_raw();
+        let leader = self.pty.leader;
         let grace = self.req.kill_grace;
         let marker = run_marker(self.req.spawn);
         let marker = marker.as_str();
+        let group = self.req.group;
         let killed = std::thread::scope(|scope| {
             let worker = std::thread::Builder::new()
                 .name("pty-teardown".into())
-                .spawn_scoped(scope, move || terminate_tree(leader, marker, grace));
+                .spawn_scoped(scope, move || terminate_tree(leader, marker, group, grace));
             match worker {
                 Ok(worker) => {
                     while !worker.is_finished() {
@@ -560,26 +569,19 @@ impl Run<'_, '_> {
                     }
                     worker.join().unwrap_or_default()
                 }
-                Err(_) => terminate_tree(leader, marker, grace),
+                Err(_) => terminate_tree(leader, marker, group, grace),
             }
         });
         let started = Instant::now();
-        while !self.pty.reaped && started.elapsed() < REAP_WAIT {
+        while self.pty.child.is_some() && started.elapsed() < REAP_WAIT {
             if self.try_reap().is_err() {
                 // Someone else reaped it; nothing is left to wait for.
-                self.pty.reaped = true;
-            } else if !self.pty.reaped {
+                self.pty.child = None;
+            } else if self.pty.child.is_some() {
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
-        if !self.pty.reaped {
-            // Never hang on an unkillable process, but do not leave a zombie.
-            let pid = self.pty.leader;
-            let _ = std::thread::Builder::new()
-                .name("pty-reaper".into())
-                .spawn(move || waitpid(pid, None));
-            self.pty.reaped = true;
-        }
+        self.pty.hand_off();
         killed
     }
 
@@ -639,151 +641,97 @@ fn poll_timeout(wait: Duration) -> PollTimeout {
 // ---------------------------------------------------------------------------
 
 struct Pty {
-    /// Owns the descriptor `raw_fd` refers to; kept alive for the whole run.
-    master: Box<dyn MasterPty + Send>,
-    raw_fd: RawFd,
-    /// The command: a session leader (portable-pty calls setsid), so its pid
-    /// is also its session id and process-group id.
-    leader: Pid,
-    /// The leader's exit status has been collected (or handed to a thread).
-    reaped: bool,
-}
-
-/// `spec.args` with a bash script first setting its own `[limits]` (see
-/// [`Pty::spawn`]): prlimit(2) from outside races the script's first commands, and
-/// portable-pty has no hook between fork and exec. Other shells keep prlimit alone.
-fn limited_args(spec: &SpawnSpec) -> Vec<String> {
-    let l = &spec.limits;
-    let bash = spec
-        .program
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().contains("bash"));
-    let mut args = spec.args.clone();
-    let any = l.address_space_mb | l.file_size_mb | l.processes | l.cpu_seconds != 0;
-    let Some(script) = args.last_mut().filter(|_| bash && any) else {
-        return args;
-    };
-    let mut set = String::new();
-    // The same values spawn::limit sets: KiB for -v, 1 KiB blocks for -f, and a
-    // hard CPU limit one second above the soft one so SIGXCPU comes first.
-    for (flag, value) in [
-        ("v", l.address_space_mb.saturating_mul(1024)),
-        ("f", l.file_size_mb.saturating_mul(1024)),
-        ("u", l.processes),
-    ] {
-        if value > 0 {
-            set.push_str(&format!("ulimit -{flag} {value} || exit 125; "));
-        }
-    }
-    if l.cpu_seconds > 0 {
-        // Soft first: lowering the hard limit below a soft one is refused.
-        set.push_str(&format!(
-            "ulimit -St {} && ulimit -Ht {} || exit 125; ",
-            l.cpu_seconds,
-            l.cpu_seconds + 1
-        ));
-    }
-    *script = format!("{set}{script}");
-    args
+    master: OwnedFd,
+    /// The command's pid: a session leader, so also its session and process-group id.
+    leader: i32,
+    /// The command, until its exit status has been collected (or handed to a thread).
+    child: Option<Child>,
 }
 
 impl Pty {
-    fn spawn(spec: &SpawnSpec, rows: u16, cols: u16) -> Result<Self, PtyError> {
-        let pair = native_pty_system()
-            .openpty(PtySize {
-                rows,
-                cols,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .map_err(|e| PtyError::Open(format!("{e:#}")))?;
-        let raw_fd = pair
-            .master
-            .as_raw_fd()
-            .ok_or_else(|| PtyError::Open("the master side has no file descriptor".into()))?;
-        // SAFETY: `pair.master` owns `raw_fd` and outlives this borrow.
-        let master_fd = unsafe { BorrowedFd::borrow_raw(raw_fd) };
+    /// A pseudo-terminal of `rows` × `cols` with `spec` started on it by the one
+    /// spawner (`process::spawn_on_tty`), in `group` when there is one.
+    fn spawn(
+        spec: &SpawnSpec,
+        group: Option<&RunGroup>,
+        rows: u16,
+        cols: u16,
+    ) -> Result<Self, PtyError> {
+        let (master, slave) = open_pty().map_err(PtyError::Open)?;
+        spawn::set_window_size(slave.as_fd(), rows, cols)
+            .map_err(|e| PtyError::Open(format!("cannot set its size: {e}")))?;
         // Non-blocking so that one loop can read, write and watch the clock;
         // no one else uses this open file description.
-        let flags = fcntl(master_fd, FcntlArg::F_GETFL).map_err(io_error("fcntl(F_GETFL)"))?;
+        let flags = fcntl(&master, FcntlArg::F_GETFL).map_err(io_error("fcntl(F_GETFL)"))?;
         let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
-        fcntl(master_fd, FcntlArg::F_SETFL(flags)).map_err(io_error("fcntl(F_SETFL)"))?;
-
-        let mut cmd = CommandBuilder::new(&spec.program);
-        cmd.args(limited_args(spec));
-        cmd.env_clear();
-        for (key, value) in &spec.env {
-            cmd.env(key, value);
-        }
-        cmd.cwd(&spec.cwd);
-        let spawn_error = |message: String| PtyError::Spawn {
-            program: spec.program.display().to_string(),
-            message,
-        };
-        let child = pair
-            .slave
-            .spawn_command(cmd)
-            .map_err(|e| spawn_error(format!("{e:#}")))?;
-        // Our copy of the slave must go, or the master never reports EOF.
-        drop(pair.slave);
-        let pid = child
-            .process_id()
-            .and_then(|pid| i32::try_from(pid).ok())
-            .ok_or_else(|| spawn_error("the child has no process id".into()))?;
-        // Ours to reap: a teardown elsewhere in a shared process must not take it.
-        crate::process::spawn::register_owned(pid);
-        // [limits]: portable-pty has no hook between fork and exec, so they are set
-        // on the child right away (see `spawn::limit`), and a bash script sets them
-        // itself before its first command (see `limited_args`).
-        if let Err(e) = crate::process::spawn::limit(pid, &spec.limits) {
-            // SAFETY: kill(2)/waitpid(2) on the child we just started.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
+        fcntl(&master, FcntlArg::F_SETFL(flags)).map_err(io_error("fcntl(F_SETFL)"))?;
+        // The slave is moved into the spawn and closed here once the child has it,
+        // or the master would never report EOF.
+        let child = spawn::spawn_on_tty(spec, group, slave).map_err(|e| {
+            if spawn::is_bad_cwd(&e) {
+                PtyError::Cwd(spec.cwd.clone())
+            } else {
+                PtyError::Spawn {
+                    program: spec.program.display().to_string(),
+                    message: e.to_string(),
+                }
             }
-            return Err(spawn_error(format!("cannot apply [limits]: {e}")));
-        }
-        // The exit status is collected with waitpid(2) (it keeps the signal
-        // number, portable-pty's status does not); dropping the handle
-        // neither kills nor waits.
-        drop(child);
+        })?;
         Ok(Pty {
-            master: pair.master,
-            raw_fd,
-            leader: Pid::from_raw(pid),
-            reaped: false,
+            master,
+            leader: child.id() as i32,
+            child: Some(child),
         })
     }
 
     fn fd(&self) -> BorrowedFd<'_> {
-        // SAFETY: `self.master` owns the descriptor for as long as `self` lives.
-        unsafe { BorrowedFd::borrow_raw(self.raw_fd) }
+        self.master.as_fd()
     }
 
     fn resize(&self, rows: u16, cols: u16) {
         // A failed TIOCSWINSZ only leaves the old size; not worth ending the run.
-        let _ = self.master.resize(PtySize {
-            rows,
-            cols,
-            pixel_width: 0,
-            pixel_height: 0,
-        });
+        let _ = spawn::set_window_size(self.fd(), rows, cols);
     }
+
+    /// Leave the command to a thread that waits for it: never hang on an
+    /// unkillable process, but do not leave a zombie either.
+    fn hand_off(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = std::thread::Builder::new()
+                .name("pty-reaper".into())
+                .spawn(move || child.wait());
+        }
+    }
+}
+
+/// A new pseudo-terminal, (master, slave), both close-on-exec from the start (a
+/// command another thread starts meanwhile inherits neither), and neither becoming
+/// agentbash's controlling terminal.
+pub(crate) fn open_pty() -> Result<(OwnedFd, OwnedFd), String> {
+    let master = posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)
+        .map_err(|e| format!("posix_openpt: {e}"))?;
+    grantpt(&master).map_err(|e| format!("grantpt: {e}"))?;
+    unlockpt(&master).map_err(|e| format!("unlockpt: {e}"))?;
+    let name = ptsname_r(&master).map_err(|e| format!("ptsname: {e}"))?;
+    // std opens with O_CLOEXEC.
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(&name)
+        .map_err(|e| format!("{name}: {e}"))?;
+    Ok((master.into(), slave.into()))
 }
 
 impl Drop for Pty {
     /// Last resort when the run unwinds (a panic in `on_output`, say): the
     /// command must not outlive it. Normal paths reap before getting here.
     fn drop(&mut self) {
-        if self.reaped {
-            return;
+        if let Some(child) = &mut self.child {
+            let _ = nix::sys::signal::killpg(Pid::from_raw(self.leader), Signal::SIGKILL);
+            let _ = child.kill();
         }
-        let _ = nix::sys::signal::killpg(self.leader, Signal::SIGKILL);
-        let _ = nix::sys::signal::kill(self.leader, Signal::SIGKILL);
-        let pid = self.leader;
-        let _ = std::thread::Builder::new()
-            .name("pty-reaper".into())
-            .spawn(move || waitpid(pid, None));
+        self.hand_off();
     }
 }
 
@@ -1635,8 +1583,15 @@ fn run_marker(spec: &SpawnSpec) -> String {
         .unwrap_or_default()
 }
 
-fn terminate_tree(leader: i32, marker: &str, grace: Duration) -> Vec<KilledProcess> {
-    crate::process::spawn::Teardown::new(leader, marker).terminate_run(grace)
+fn terminate_tree(
+    leader: i32,
+    marker: &str,
+    group: Option<&RunGroup>,
+    grace: Duration,
+) -> Vec<KilledProcess> {
+    spawn::Teardown::new(leader, marker)
+        .in_group(group)
+        .terminate_run(grace)
 }
 
 /// What the pipeline asks of PTY mode.
@@ -1665,7 +1620,8 @@ pub fn run(
         .kill_key
         .parse()
         .map_err(|e: KillKeyError| ExecError::Pty(e.to_string()))?;
-    crate::process::spawn::become_subreaper();
+    // Dropped last (declared first): removed once nothing of the run is in it.
+    let group = RunGroup::create();
     let mut last_emit = Instant::now();
     let outcome = run_pty(
         PtyRequest {
@@ -1679,6 +1635,7 @@ pub fn run(
             deadline: Instant::now() + req.timeout,
             kill_grace: req.kill_grace,
             cancel: req.cancel,
+            group: group.as_ref(),
         },
         &mut |bytes| {
             sink.push(bytes);
@@ -1700,14 +1657,17 @@ pub fn run(
     if let Some(t) = sink.take_pending() {
         on_output(&t);
     }
-    let teardown = crate::process::spawn::Teardown::new(outcome.leader_pid, &run_marker(req.spawn));
+    let teardown =
+        spawn::Teardown::new(outcome.leader_pid, &run_marker(req.spawn)).in_group(group.as_ref());
     let mut background_killed: Vec<KilledProcess> = outcome
         .killed
         .into_iter()
         .filter(|k| k.pid != outcome.leader_pid)
         .collect();
+    // As in print mode: with no children and an empty group there is nothing to find.
+    let in_group = teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
     if req.background == crate::config::profile::Background::Kill
-        && crate::process::spawn::has_children()
+        && (in_group || spawn::has_children())
     {
         background_killed.extend(teardown.terminate(req.kill_grace, true));
     }
@@ -1730,6 +1690,57 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn headless(spawn: &SpawnSpec) -> Result<PtyOutcome, PtyError> {
+        let cancel = CancelToken::new();
+        run_pty(
+            PtyRequest {
+                spawn,
+                cols: 80,
+                rows: 24,
+                interactive: false,
+                title: "test",
+                kill_key: KillKey::Esc,
+                feed_stdin: false,
+                deadline: Instant::now() + Duration::from_secs(10),
+                kill_grace: Duration::from_millis(200),
+                cancel: &cancel,
+                group: None,
+            },
+            &mut |_| true,
+        )
+    }
+
+    #[test]
+    fn a_bad_cwd_is_the_cwd_error_and_a_bad_program_the_spawn_error() {
+        let spec = |program: &str, cwd: &str| SpawnSpec {
+            program: program.into(),
+            args: vec!["-c".into(), "true".into()],
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            cwd: cwd.into(),
+            ..Default::default()
+        };
+        for cwd in ["/nonexistent-agentbash-cwd", "/etc/hostname"] {
+            let error = headless(&spec("sh", cwd)).expect_err("bad cwd");
+            assert!(
+                matches!(&error, PtyError::Cwd(p) if p.as_os_str() == cwd),
+                "{error}"
+            );
+            assert_eq!(
+                error.to_string(),
+                format!("working directory {cwd} does not exist or is not a directory")
+            );
+        }
+        let error = headless(&spec("/nonexistent/sh", "/")).expect_err("bad program");
+        assert!(
+            matches!(&error, PtyError::Spawn { program, .. } if program == "/nonexistent/sh"),
+            "{error}"
+        );
+        assert_eq!(
+            headless(&spec("sh", "/")).expect("runs").end,
+            PtyEnd::Exited(0)
+        );
+    }
 
     #[test]
     fn kill_keys_parse_from_profile_strings() {

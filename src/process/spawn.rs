@@ -2,7 +2,8 @@
 //!
 //! Every command runs as the leader of a new session (so terminal signals meant for
 //! agentbash never reach it directly, and it has no controlling terminal: opening
-//! /dev/tty fails at once instead of waiting for input). It dies with agentbash
+//! /dev/tty fails at once instead of waiting for input; in PTY mode it is the
+//! pseudo-terminal's, see [`spawn_on_tty`]). It dies with agentbash
 //! (parent-death signal). agentbash makes itself a child subreaper, so descendants
 //! that double-fork or call setsid are reparented to it rather than to init and can
 //! still be found and stopped: "no descendant outlives the run" holds for them too.
@@ -15,7 +16,7 @@ use super::cgroup::{RunGroup, watchdog_pid};
 use super::{KilledProcess, Limits, SpawnSpec};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -54,13 +55,6 @@ static ATTRIBUTION: Mutex<Attribution> = Mutex::new(Attribution {
 /// before it is registered.
 fn attribution() -> std::sync::MutexGuard<'static, Attribution> {
     ATTRIBUTION.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Register a child spawned outside [`spawn`] (e.g. by a PTY library) whose owner
-/// will wait for it and which leads a run: concurrent teardowns never reap it, and
-/// dead orphans of its session are recognised.
-pub fn register_owned(pid: i32) {
-    attribution().register_leader(pid);
 }
 
 impl Attribution {
@@ -194,6 +188,8 @@ struct Launch {
     cgroup_procs: Option<CString>,
     /// The run group's directory, for `clone3(CLONE_INTO_CGROUP)`.
     cgroup_fd: Option<libc::c_int>,
+    /// Make descriptor 0 (a terminal) the new session's controlling terminal.
+    controlling_tty: bool,
 }
 
 /// Spawn `spec` with the given stdio as a new session leader.
@@ -214,6 +210,49 @@ pub fn spawn_in(
     stdin: ChildIo,
     stdout: ChildIo,
     stderr: ChildIo,
+) -> std::io::Result<Child> {
+    spawn_with(spec, group, [stdin, stdout, stderr], false)
+}
+
+/// [`spawn_in`] on a terminal: `tty` (a pseudo-terminal's slave) becomes the
+/// child's stdin, stdout and stderr and the controlling terminal of its session, so
+/// it is the terminal's foreground process group and `/dev/tty` is that terminal.
+pub fn spawn_on_tty(
+    spec: &SpawnSpec,
+    group: Option<&RunGroup>,
+    tty: OwnedFd,
+) -> std::io::Result<Child> {
+    // Copies made here are close-on-exec, like `tty`: only 0, 1 and 2 reach the command.
+    let (out, err) = (tty.try_clone()?, tty.try_clone()?);
+    spawn_with(
+        spec,
+        group,
+        [ChildIo::Fd(tty), ChildIo::Fd(out), ChildIo::Fd(err)],
+        true,
+    )
+}
+
+/// Set a terminal's window size (a pseudo-terminal's, from its master): what the
+/// command reads with TIOCGWINSZ; its foreground process group gets SIGWINCH.
+pub fn set_window_size(tty: BorrowedFd<'_>, rows: u16, cols: u16) -> std::io::Result<()> {
+    let size = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCSWINSZ reads one winsize through a valid pointer; `tty` is open.
+    if unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCSWINSZ, &size) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn spawn_with(
+    spec: &SpawnSpec,
+    group: Option<&RunGroup>,
+    [stdin, stdout, stderr]: [ChildIo; 3],
+    controlling_tty: bool,
 ) -> std::io::Result<Child> {
     become_subreaper();
     let cstr = |s: &[u8]| {
@@ -260,6 +299,7 @@ pub fn spawn_in(
         limits: spec.limits,
         cgroup_procs: group.map(|g| g.procs_path().clone()),
         cgroup_fd: group.and_then(|g| g.dir_fd()),
+        controlling_tty,
     };
     let child = on_spawner_thread(launch)?;
     if let (Some(g), true) = (group, child.joined) {
@@ -379,8 +419,11 @@ struct ChildArgs {
     cgroup_procs: *const libc::c_char,
     /// Set by the child once it is in the group.
     joined: AtomicI32,
+    controlling_tty: bool,
     /// errno of the step that failed, written by the child before it exits.
     err: AtomicI32,
+    /// Set when that step was entering `cwd`.
+    cwd_failed: AtomicI32,
 }
 
 const CHILD_STACK: usize = 64 * 1024;
@@ -408,7 +451,9 @@ fn start(l: &Launch) -> std::io::Result<Child> {
             .as_ref()
             .map_or(std::ptr::null(), |c| c.as_ptr()),
         joined: AtomicI32::new(0),
+        controlling_tty: l.controlling_tty,
         err: AtomicI32::new(0),
+        cwd_failed: AtomicI32::new(0),
     };
     // No signal handler may run in the child while it shares our memory: block
     // everything around the clone; the child resets dispositions, then unblocks.
@@ -447,9 +492,31 @@ fn start(l: &Launch) -> std::io::Result<Child> {
     let err = args.err.load(Ordering::Acquire);
     if err != 0 {
         let _ = child.wait();
-        return Err(std::io::Error::from_raw_os_error(err));
+        let e = std::io::Error::from_raw_os_error(err);
+        if args.cwd_failed.load(Ordering::Acquire) != 0 {
+            return Err(std::io::Error::new(e.kind(), BadCwd(e)));
+        }
+        return Err(e);
     }
     Ok(child)
+}
+
+/// The child could not enter its working directory: the inner error of what
+/// [`spawn`] returns then, which reads (and has the kind of) the OS error.
+#[derive(Debug)]
+struct BadCwd(std::io::Error);
+
+impl std::fmt::Display for BadCwd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for BadCwd {}
+
+/// Whether a spawn failed because the child could not enter its working directory.
+pub fn is_bad_cwd(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<BadCwd>())
 }
 
 #[cfg(target_os = "linux")]
@@ -609,9 +676,15 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         if libc::chdir(a.cwd) != 0 {
+            a.cwd_failed.store(1, Ordering::Release);
             fail(a);
         }
         if libc::setsid() < 0 {
+            fail(a);
+        }
+        // A session leader without a controlling terminal acquires this one; its
+        // process group becomes the terminal's foreground group.
+        if a.controlling_tty && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
             fail(a);
         }
         #[cfg(target_os = "linux")]
@@ -642,15 +715,6 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
 
 /// setrlimit in the child; runs between clone and exec (no allocation).
 fn apply_limits(l: &Limits) -> std::io::Result<()> {
-    limit(0, l)
-}
-
-/// Apply `l` to process `pid` (0: this one) with prlimit(2).
-///
-/// For a child started by someone else's spawn code (portable-pty in PTY mode),
-/// which offers no hook between fork and exec: called as soon as the spawn returns,
-/// while bash is still starting up, before it can fork anything of its own.
-pub fn limit(pid: i32, l: &Limits) -> std::io::Result<()> {
     let set = |res, v: u64| -> std::io::Result<()> {
         if v == 0 {
             return Ok(());
@@ -662,8 +726,8 @@ pub fn limit(pid: i32, l: &Limits) -> std::io::Result<()> {
             rlim_cur: v as libc::rlim_t,
             rlim_max: hard as libc::rlim_t,
         };
-        // SAFETY: pointer to a valid rlimit on the stack; no old value asked for.
-        if unsafe { libc::prlimit(pid, res, &lim, std::ptr::null_mut()) } != 0 {
+        // SAFETY: pointer to a valid rlimit on the stack.
+        if unsafe { libc::setrlimit(res, &lim) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
         Ok(())
@@ -1418,6 +1482,52 @@ mod spawn_tests {
         bad.args.push("a\0b".into());
         let e = quiet(&bad).expect_err("NUL");
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn a_bad_cwd_is_told_apart_from_other_failures() {
+        let e = quiet(&spec("sh", &["-c", "true"], "/nonexistent-dir")).expect_err("missing cwd");
+        assert!(is_bad_cwd(&e), "{e}");
+        assert_eq!(
+            e.to_string(),
+            std::io::Error::from_raw_os_error(libc::ENOENT).to_string()
+        );
+        let e = quiet(&spec("sh", &["-c", "true"], "/etc/hostname")).expect_err("a file");
+        assert!(is_bad_cwd(&e), "{e}");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotADirectory);
+        let e = quiet(&spec("/nonexistent/prog", &[], "/")).expect_err("missing program");
+        assert!(!is_bad_cwd(&e), "{e}");
+    }
+
+    #[test]
+    fn on_a_tty_the_child_leads_a_session_whose_controlling_terminal_it_is() {
+        let (master, slave) = crate::executor::pty::open_pty().expect("a pty");
+        let script = "cat /proc/self/stat; ls -l /proc/self/fd/";
+        let mut child =
+            spawn_on_tty(&spec("sh", &["-c", script], "/"), None, slave).expect("spawn");
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        // EIO once the last slave descriptor (the child's) is closed.
+        while let Ok(n @ 1..) = nix::unistd::read(&master, &mut buf) {
+            out.extend_from_slice(&buf[..n]);
+        }
+        assert!(child.wait().expect("wait").success());
+        let out = String::from_utf8_lossy(&out);
+        let stat = out.lines().next().expect("stat");
+        let f: Vec<i64> = stat[stat.rfind(')').expect("comm") + 2..]
+            .split_whitespace()
+            .skip(1)
+            .take(5)
+            .map(|v| v.parse().expect("number"))
+            .collect();
+        // cat's pgrp, session, tty_nr and tpgid: the shell leads both, the terminal
+        // is its controlling one, and its process group the terminal's foreground.
+        let sh = i64::from(child.id() as i32);
+        let (pgrp, session, tty_nr, tpgid) = (f[1], f[2], f[3], f[4]);
+        assert_eq!((pgrp, session, tpgid), (sh, sh, sh), "{out}");
+        assert_ne!(tty_nr, 0, "{out}");
+        // The master stayed with us.
+        assert!(!out.contains("ptmx"), "{out}");
     }
 
     #[test]

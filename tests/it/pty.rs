@@ -452,6 +452,68 @@ fn stdin_and_stdout_are_terminals() {
     env.run(&["run", "--", command]).assert_code(1);
 }
 
+/// The command leads a session of its own whose controlling terminal is the PTY, as in
+/// a terminal emulator: its process group is the terminal's foreground group (so ^C
+/// and job control reach it) and `/dev/tty` opens.
+#[test]
+fn the_pty_is_the_controlling_terminal_of_the_commands_session() {
+    let env = TestEnv::new();
+    let command = "tty; ps -o pid=,sid=,pgid=,tpgid=,tty= -p $$; echo via-dev-tty > /dev/tty";
+    let out = env.run(&["run", "--pty", "--", command]);
+    out.assert_code(0);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{:?}", out.stdout);
+    let tty = lines[0].strip_prefix("/dev/").expect("a /dev path");
+    let fields: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(fields.len(), 5, "{:?}", lines[1]);
+    let (pid, sid, pgid, tpgid) = (fields[0], fields[1], fields[2], fields[3]);
+    assert_eq!(sid, pid, "a session leader: {:?}", lines[1]);
+    assert_eq!(pgid, pid, "a process-group leader: {:?}", lines[1]);
+    assert_eq!(
+        tpgid, pid,
+        "the terminal's foreground group: {:?}",
+        lines[1]
+    );
+    assert_eq!(fields[4], tty, "controlling terminal: {:?}", lines[1]);
+    assert_eq!(lines[2], "via-dev-tty");
+}
+
+/// Only the slave reaches the command: agentbash's master side of the PTY is
+/// close-on-exec (a command holding it would keep the PTY open and could read
+/// its own output back).
+#[test]
+fn the_command_gets_the_slave_and_not_the_master() {
+    let env = TestEnv::new();
+    let out = env.run(&["run", "--pty", "--", "exec ls -l /proc/self/fd/"]);
+    out.assert_code(0);
+    assert!(!out.stdout.contains("ptmx"), "{}", out.stdout);
+    for fd in ["0", "1", "2"] {
+        let re = crate::support::re(&format!(r"(?m) {fd} -> /dev/pts/\d+\s*$"));
+        assert!(re.is_match(&out.stdout), "fd {fd}: {}", out.stdout);
+    }
+}
+
+/// A working directory that is missing or not a directory is refused with the same
+/// message and exit status as in print mode, and nothing runs.
+#[test]
+fn a_bad_cwd_is_refused_as_in_print_mode() {
+    let env = TestEnv::new();
+    env.write("a-file", "");
+    for (cwd, says) in [
+        ("missing", "Working directory does not exist"),
+        ("a-file", "Working directory is not a directory"),
+    ] {
+        let print = env.run(&["run", "-C", cwd, "--", "touch ran"]);
+        let pty = env.run(&["run", "--pty", "-C", cwd, "--", "touch ran"]);
+        for out in [&print, &pty] {
+            out.assert_code(125);
+            assert!(out.stderr.contains(says), "{cwd}: {}", out.stderr);
+        }
+        assert_eq!(print.stderr, pty.stderr);
+        assert!(!env.work().join("ran").exists());
+    }
+}
+
 #[test]
 fn pty_has_the_profile_size() {
     let env = TestEnv::new();

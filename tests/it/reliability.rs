@@ -1766,6 +1766,38 @@ fn limits_apply_in_pty_mode_too() {
     );
 }
 
+/// PTY mode sets `[limits]` in the child before it execs the shell, so they bind the
+/// very first command whatever the shell (not only a bash script that sets them).
+#[test]
+fn pty_limits_bind_the_first_command_of_any_shell() {
+    let env = TestEnv::new();
+    env.write(
+        "p.toml",
+        "[shell]\npath = \"/bin/sh\"\n[limits]\ncpu_seconds = 7\nfile_size_mb = 1\n",
+    );
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--pty",
+        "-p",
+        "./p.toml",
+        "--",
+        "grep -E '^Max (cpu time|file size)' /proc/self/limits",
+    ]);
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(v["mode"], "pty");
+    let limits: Vec<Vec<&str>> = s(&v, "output")
+        .lines()
+        .map(|l| l.split_whitespace().skip(3).take(2).collect())
+        .collect();
+    assert_eq!(
+        limits,
+        [vec!["7", "8"], vec!["1048576", "1048576"]],
+        "(soft, hard) of cpu time and file size: {v}"
+    );
+}
+
 #[test]
 fn limits_file_size_fires_with_a_reason() {
     let env = TestEnv::new();

@@ -690,6 +690,50 @@ fn sigkill_of_agentbash_run_leaves_nothing_of_the_run() {
     assert!(left.is_empty(), "outlived a SIGKILLed agentbash: {left:?}");
 }
 
+/// The same for a `--pty` run: its leader is started in the run's group too.
+#[test]
+fn sigkill_of_agentbash_pty_run_leaves_nothing_of_the_run() {
+    if !run_groups_expected("sigkill_of_agentbash_pty_run_leaves_nothing_of_the_run") {
+        return;
+    }
+    let env = TestEnv::new();
+    let tag = nonce();
+    // `trap '' HUP`: the PTY's hangup must not be what ends them.
+    let cmd = format!("trap '' HUP; {} exec sleep 303.{tag}", escapees(&tag));
+    let run = env.cmd(&["run", "--pty", "--", &cmd]).spawn();
+    wait_started(&tag);
+    assert!(wait_for_cmdline(
+        &format!("sleep 303.{tag}"),
+        Duration::from_secs(10)
+    ));
+    std::thread::sleep(Duration::from_millis(100));
+    run.signal(libc::SIGKILL);
+    let _ = run.wait();
+    let left = left_after(&tag, Duration::from_secs(2));
+    assert!(left.is_empty(), "outlived a SIGKILLed agentbash: {left:?}");
+}
+
+/// Without a run group, a PTY command that ignores the hangup still dies with
+/// agentbash: its parent-death signal.
+#[test]
+fn a_pty_command_dies_with_a_sigkilled_agentbash_without_a_group() {
+    let env = TestEnv::new();
+    let sleep = format!("sleep 304.{}", nonce());
+    let cmd = format!("trap '' HUP; exec {sleep}");
+    let run = env
+        .cmd(&["run", "--pty", "--", &cmd])
+        .env("AGENTBASH_NO_CGROUP", "1")
+        .spawn();
+    assert!(
+        wait_for_cmdline(&sleep, Duration::from_secs(10)),
+        "{sleep} never started"
+    );
+    run.signal(libc::SIGKILL);
+    let _ = run.wait();
+    let left = left_after(&sleep, Duration::from_secs(2));
+    assert!(left.is_empty(), "outlived a SIGKILLed agentbash: {left:?}");
+}
+
 #[test]
 fn sigkill_of_agentbash_rpc_ends_every_run_in_flight() {
     if !run_groups_expected("sigkill_of_agentbash_rpc_ends_every_run_in_flight") {
