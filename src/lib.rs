@@ -38,6 +38,7 @@ pub mod render;
 pub mod result;
 pub mod rules;
 pub mod run;
+pub mod sandbox;
 pub mod server;
 pub mod shell;
 pub mod stages;
