@@ -205,6 +205,10 @@ impl Prepared {
     /// With the namespaces engine it changes the current directory back to the run's cwd
     /// (the old one pointed below the new read-only mounts), so anything a spawner does
     /// with the cwd must come before this call or use an absolute path.
+    ///
+    /// A spawner that changes uid or gid before this call must set `PR_SET_DUMPABLE`
+    /// back to 1 first: the change makes the process undumpable, its `/proc/self` files
+    /// then belong to root, and the user namespace's id maps cannot be written.
     pub fn apply_in_child(&self) -> Result<(), ChildError> {
         if self.unshare_flags != 0 {
             // SAFETY: unshare takes only flags.
