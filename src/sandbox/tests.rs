@@ -551,6 +551,8 @@ fn timings() {
         times.get(times.len() / 2).copied().unwrap_or_default()
     };
     let mut out = std::io::stdout().lock();
+    let report = check();
+    writeln!(out, "{report}check took {} µs", report.micros).ok();
     for (index, (name, _)) in cases.iter().enumerate() {
         writeln!(
             out,
