@@ -37,6 +37,7 @@ pub mod process;
 pub mod render;
 pub mod request;
 pub mod result;
+pub mod sandbox;
 pub mod server;
 pub mod shell;
 

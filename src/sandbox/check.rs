@@ -1,0 +1,217 @@
+//! What this machine can enforce, probed for real: a forked child tries each
+//! `unshare`, since a sysctl, an LSM or a container's seccomp filter can each forbid one
+//! while the kernel has it.
+
+use std::ffi::CString;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use serde::Serialize;
+
+/// Which sandbox mechanisms work here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// The Landlock ABI version, `None` when Landlock is missing or disabled.
+    pub landlock_abi: Option<i32>,
+    pub user_namespaces: bool,
+    pub mount_namespaces: bool,
+    pub network_isolation: bool,
+    pub seccomp: bool,
+    pub bwrap: Option<BwrapInfo>,
+    pub root: bool,
+    /// How long the probes took.
+    pub micros: u128,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BwrapInfo {
+    pub path: PathBuf,
+    pub version: Option<String>,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        match self.landlock_abi {
+            Some(abi) => writeln!(f, "landlock:          ABI {abi}")?,
+            None => writeln!(f, "landlock:          no")?,
+        }
+        writeln!(f, "user namespaces:   {}", yes(self.user_namespaces))?;
+        writeln!(f, "mount namespaces:  {}", yes(self.mount_namespaces))?;
+        writeln!(f, "network isolation: {}", yes(self.network_isolation))?;
+        writeln!(f, "seccomp:           {}", yes(self.seccomp))?;
+        match &self.bwrap {
+            Some(b) => writeln!(
+                f,
+                "bubblewrap:        {} ({})",
+                b.path.display(),
+                b.version.as_deref().unwrap_or("version unknown")
+            )?,
+            None => writeln!(f, "bubblewrap:        not installed")?,
+        }
+        writeln!(f, "engine for auto:   {}", self.auto_engine())
+    }
+}
+
+impl Report {
+    fn auto_engine(&self) -> &'static str {
+        match (self.mount_namespaces, self.landlock_abi.is_some()) {
+            (true, true) => "namespaces + landlock",
+            (true, false) => "namespaces",
+            (false, true) => "landlock",
+            (false, false) => "none",
+        }
+    }
+}
+
+/// Probe every mechanism (a few forks, well under 20 ms).
+pub fn check() -> Report {
+    let started = Instant::now();
+    let support = probe();
+    Report {
+        landlock_abi: landlock_abi(),
+        user_namespaces: support.user,
+        mount_namespaces: support.mount,
+        network_isolation: support.network,
+        seccomp: seccomp_available(),
+        bwrap: find_bwrap(),
+        root: is_root(),
+        micros: started.elapsed().as_micros(),
+    }
+}
+
+pub(super) fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub(super) fn landlock_abi() -> Option<i32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+    // SAFETY: the version query takes no attribute struct.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    i32::try_from(rc).ok().filter(|abi| *abi > 0)
+}
+
+fn seccomp_available() -> bool {
+    // SAFETY: PR_GET_SECCOMP only reads; EINVAL means the kernel has no seccomp.
+    unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 }
+}
+
+fn find_bwrap() -> Option<BwrapInfo> {
+    let path = std::env::var_os("PATH")?;
+    let found = std::env::split_paths(&path)
+        .map(|dir| dir.join("bwrap"))
+        .find(|candidate| candidate.is_file())?;
+    let version = std::process::Command::new(&found)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .filter(|v| !v.is_empty());
+    Some(BwrapInfo {
+        path: found,
+        version,
+    })
+}
+
+/// Which namespaces a child of this process can create.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NamespaceSupport {
+    pub user: bool,
+    pub mount: bool,
+    pub network: bool,
+}
+
+/// The probe, run once per process: the answer does not change while we run.
+pub(super) fn namespace_support() -> NamespaceSupport {
+    static SUPPORT: OnceLock<NamespaceSupport> = OnceLock::new();
+    *SUPPORT.get_or_init(probe)
+}
+
+fn probe() -> NamespaceSupport {
+    let root = is_root();
+    let user_flag = if root { 0 } else { libc::CLONE_NEWUSER };
+    NamespaceSupport {
+        user: try_in_child(libc::CLONE_NEWUSER, true, false),
+        mount: try_in_child(user_flag | libc::CLONE_NEWNS, !root, true),
+        network: try_in_child(user_flag | libc::CLONE_NEWNET, false, false),
+    }
+}
+
+/// Fork a child that unshares `flags` (writing its id maps when `maps`) and, when
+/// `mount`, changes propagation as the real engine's first step does. An LSM can let
+/// `unshare` succeed and still deny the mount, which is why the mount is tried too.
+fn try_in_child(flags: libc::c_int, maps: bool, mount: bool) -> bool {
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (Ok(uid_map), Ok(gid_map)) = (
+        CString::new(format!("{uid} {uid} 1\n")),
+        CString::new(format!("{gid} {gid} 1\n")),
+    ) else {
+        return false;
+    };
+    // SAFETY: the child only calls async-signal-safe functions on data built above,
+    // then _exits.
+    unsafe {
+        let pid = libc::fork();
+        if pid < 0 {
+            return false;
+        }
+        if pid == 0 {
+            if libc::unshare(flags) != 0 {
+                libc::_exit(1);
+            }
+            if maps {
+                let ok = write_all(c"/proc/self/setgroups", b"deny")
+                    && write_all(c"/proc/self/uid_map", uid_map.as_bytes())
+                    && write_all(c"/proc/self/gid_map", gid_map.as_bytes());
+                if !ok {
+                    libc::_exit(2);
+                }
+            }
+            if mount
+                && libc::mount(
+                    std::ptr::null(),
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_SLAVE,
+                    std::ptr::null(),
+                ) != 0
+            {
+                libc::_exit(3);
+            }
+            libc::_exit(0);
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 {
+            if *libc::__errno_location() != libc::EINTR {
+                return false;
+            }
+        }
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+}
+
+/// # Safety
+/// Async-signal-safe; `path` must be NUL-terminated.
+unsafe fn write_all(path: &std::ffi::CStr, content: &[u8]) -> bool {
+    // SAFETY: the caller passes a valid path; content outlives the call.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let ok = libc::write(fd, content.as_ptr().cast(), content.len()) == content.len() as isize;
+        libc::close(fd);
+        ok
+    }
+}

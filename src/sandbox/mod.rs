@@ -1,0 +1,218 @@
+//! The kernel sandbox: confine a command's file-system writes, secret reads and network
+//! before it is exec'd, with namespaces and Landlock instead of a container runtime.
+//!
+//! It is split at the fork. [`prepare`] runs in the parent and does everything that may
+//! allocate or fail for a reason the user can fix: it resolves the engine, canonicalizes
+//! paths, opens the Landlock ruleset and the path fds its rules are built from, and
+//! pre-builds every C string the child will pass to `mount(2)`. [`Prepared::apply_in_child`]
+//! runs in the child and only issues raw syscalls on that data, so it is safe after
+//! `vfork`.
+//!
+//! # What each engine promises
+//!
+//! **namespaces** (a private mount namespace, a user namespace when not root, a network
+//! namespace when `network = false`, and Landlock on top whenever the kernel has it):
+//! - every mount is read-only except binds of the workspace, `writable` and the private
+//!   TMPDIR; this covers writes, creation, removal, rename, `chmod`, `chown` and `utime`
+//!   alike, because the kernel refuses them all on a read-only mount;
+//! - each existing `deny_read` directory is covered by an empty read-only tmpfs, each file
+//!   by `/dev/null` (reads return nothing, a socket there refuses connections);
+//! - `.git/hooks` and `.git/config` of each writable tree are bound read-only again, so a
+//!   command cannot plant a hook or a `core.fsmonitor` that runs later outside the sandbox;
+//! - with `network = false` the command is in an empty network namespace: loopback is
+//!   down, so even `127.0.0.1` is unreachable (`ENETUNREACH`), TCP and UDP alike, and
+//!   abstract unix sockets of the host are out of reach;
+//! - Landlock on top is what makes this hold for root: a Landlock-restricted process
+//!   cannot `mount`, `umount` or `pivot_root`, so it cannot lift the tmpfs or remount
+//!   read-write, and Landlock rules follow inodes, so a directory fd inherited from
+//!   outside the namespace does not reopen a way around the mounts.
+//!
+//! It does not: hide paths that do not exist at prepare time, stop connections to
+//! *pathname* unix sockets outside `deny_read` (a read-only mount does not stop
+//! `connect(2)` to a socket file: put `/var/run/docker.sock` and the like in `deny_read`),
+//! limit CPU, memory or processes, filter syscalls, or stop signals to other processes
+//! of the same user. Set-uid programs do not gain privileges (`no_new_privs`), so `sudo`
+//! fails inside.
+//!
+//! **landlock** alone (no namespaces: works in containers that forbid `unshare`):
+//! - writes, creation, removal, rename, linking, truncation and device ioctls are allowed
+//!   only beneath the writable set and the minimal device list ([`Mode`]);
+//! - `deny_read` is built into the read allow-list: Landlock can only grant, so every
+//!   ancestor of a denied path loses its own read right and each sibling is granted
+//!   instead. Consequence: `ls /` or `ls ~` fails when `~/.ssh` is denied, and entries
+//!   created in those ancestors after prepare are not readable;
+//! - `network = false` denies TCP `bind`/`connect` (ABI 4) and abstract unix sockets
+//!   outside the sandbox (ABI 6).
+//!
+//! It does not: stop `chmod`, `chown` or `utime` (`touch -d`) anywhere readable, because
+//! Landlock does not handle attribute changes; protect `.git/hooks` or `.git/config`
+//! inside a writable workspace (Landlock cannot subtract a subtree from a grant); block
+//! UDP or other non-TCP protocols; stop writes to a `deny_read` path inside a writable
+//! tree; or hide a denied file that has a hard link elsewhere.
+//!
+//! **none**: nothing is enforced, and [`Prepared::reason`] says why.
+
+mod check;
+mod child;
+mod policy;
+mod prepare;
+#[cfg(test)]
+mod tests;
+
+use std::ffi::CString;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+
+pub use check::{BwrapInfo, Report, check};
+pub use child::{ChildError, ChildStep};
+pub use policy::{Engine, Mode, Policy};
+pub use prepare::prepare;
+
+/// The engine [`prepare`] settled on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resolved {
+    /// Nothing is enforced.
+    None,
+    /// Landlock alone.
+    Landlock,
+    /// Namespaces; `landlock` says whether Landlock is layered on top.
+    Namespaces {
+        landlock: bool,
+        network_namespace: bool,
+    },
+}
+
+/// Everything the child needs, built before fork. Dropping it closes the ruleset and
+/// path fds, so keep it alive until the child has exec'd.
+#[derive(Debug)]
+pub struct Prepared {
+    resolved: Resolved,
+    reason: Option<String>,
+    notes: Vec<String>,
+    unshare_flags: libc::c_int,
+    id_maps: Option<IdMaps>,
+    mounts: Vec<MountStep>,
+    /// The paths behind `mounts`, for error messages in the parent.
+    chdir: Option<CString>,
+    ruleset: Option<OwnedFd>,
+    devnull: CString,
+    hide_options: CString,
+}
+
+#[derive(Debug)]
+struct IdMaps {
+    setgroups_path: CString,
+    uid_map_path: CString,
+    gid_map_path: CString,
+    uid_map: String,
+    gid_map: String,
+}
+
+/// One mount operation of the namespaces engine, in the order the child runs them.
+#[derive(Debug)]
+enum MountStep {
+    /// Make every mount a slave, so nothing done here propagates back to the host.
+    Propagation,
+    /// Bind a writable path onto itself, so it is a mount of its own.
+    BindSelf(CString),
+    /// Set read-only on a whole tree.
+    ReadOnlyTree(CString),
+    /// Clear read-only on a writable bind.
+    WritableTree(CString),
+    /// Cover a denied directory with an empty read-only tmpfs.
+    HideDir(CString),
+    /// Cover a denied file with `/dev/null`.
+    HideFile(CString),
+    /// Bind a path onto itself read-only (`.git/hooks`, `.git/config`).
+    ReadOnlyBind(CString),
+}
+
+impl MountStep {
+    fn path(&self) -> &std::ffi::CStr {
+        match self {
+            MountStep::Propagation => c"/",
+            MountStep::BindSelf(p)
+            | MountStep::ReadOnlyTree(p)
+            | MountStep::WritableTree(p)
+            | MountStep::HideDir(p)
+            | MountStep::HideFile(p)
+            | MountStep::ReadOnlyBind(p) => p,
+        }
+    }
+}
+
+impl Prepared {
+    /// The engine that will enforce the policy.
+    pub fn resolved(&self) -> Resolved {
+        self.resolved
+    }
+
+    /// Why the engine is weaker than asked (or `None` when it is what was asked).
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// Degradations worth telling the user (a missing Landlock feature, a skipped path).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Whether [`Prepared::apply_in_child`] does anything at all.
+    pub fn is_active(&self) -> bool {
+        self.resolved != Resolved::None
+    }
+
+    /// A sentence for a [`ChildError`] the child reported: what failed, on which path,
+    /// and what to do.
+    pub fn explain(&self, error: ChildError) -> String {
+        let os = std::io::Error::from_raw_os_error(error.errno);
+        match error.step {
+            ChildStep::Mount | ChildStep::MountPropagation => {
+                let path = self
+                    .mounts
+                    .get(usize::from(error.index))
+                    .map(|step| step.path().to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                format!(
+                    "sandbox: mounting over {path} failed: {os}; set [sandbox] engine = \"landlock\" if this machine forbids mounts"
+                )
+            }
+            ChildStep::Unshare | ChildStep::IdMap => format!(
+                "sandbox: creating namespaces failed: {os}; set [sandbox] engine = \"landlock\" or check `agentbash sandbox check`"
+            ),
+            ChildStep::Chdir => format!(
+                "sandbox: changing back to the working directory failed: {os}; is the cwd under a deny_read path?"
+            ),
+            ChildStep::NoNewPrivs | ChildStep::Landlock => format!(
+                "sandbox: enforcing Landlock failed: {os}; set [sandbox] engine = \"namespaces\" or \"none\""
+            ),
+        }
+    }
+}
+
+/// Why [`prepare`] refused a policy.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("sandbox: {what} {path} cannot be used: {source}; create it or change [sandbox] {key}")]
+    Path {
+        what: &'static str,
+        key: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "sandbox: [sandbox] required = true but no engine can enforce it here: {reason}; run `agentbash sandbox check`, or set required = false to run unconfined"
+    )]
+    Unavailable { reason: String },
+    #[error(
+        "sandbox: engine \"bwrap\" is not available in-process yet; set [sandbox] engine = \"auto\", \"namespaces\" or \"landlock\""
+    )]
+    BwrapUnsupported,
+    #[error(
+        "sandbox: building the Landlock ruleset failed at {path}: {message}; remove the path from [sandbox] or set engine = \"namespaces\""
+    )]
+    Landlock { path: PathBuf, message: String },
+    #[error("sandbox: the path {path} contains a NUL byte; remove it from [sandbox]")]
+    Nul { path: PathBuf },
+}

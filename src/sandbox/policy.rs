@@ -1,0 +1,114 @@
+//! What a profile's `[sandbox]` section asks for, before anything is checked against the
+//! machine. [`super::prepare`] turns a [`Policy`] into a [`super::Prepared`].
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// How much of the file system a sandboxed command may change.
+///
+/// Whatever the mode, the command may always write to this minimal set, because shells
+/// and ordinary tools break without it:
+///
+/// - the run's private `TMPDIR` (passed to [`super::prepare`]);
+/// - `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom` (writes are
+///   discarded or ignored; reads of `/dev/zero` and the random devices work);
+/// - `/dev/tty`, `/dev/pts/*` and `/dev/ptmx`, so a command can talk to its terminal and
+///   open a pseudo-terminal of its own;
+/// - terminal `ioctl`s on those devices.
+///
+/// `/dev/shm` is *not* in the set: it is shared with every process on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// No sandbox: the command runs with the caller's rights.
+    #[default]
+    Off,
+    /// Everything readable (except `deny_read`), nothing writable but the minimal set.
+    ReadOnly,
+    /// Like `read-only`, plus the workspace and the `writable` paths.
+    WorkspaceWrite,
+}
+
+/// Which kernel mechanism enforces the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Engine {
+    /// Namespaces with Landlock on top when namespaces work, else Landlock alone, else
+    /// nothing (and the reason is recorded).
+    #[default]
+    Auto,
+    /// Mount (and, when not root, user) namespaces; Landlock is layered on top whenever
+    /// the kernel has it.
+    Namespaces,
+    /// Landlock alone: no namespaces, works in containers that forbid `unshare`.
+    Landlock,
+    /// bubblewrap. Not provided by this module: bwrap wraps the argv instead of acting
+    /// between fork and exec, so it belongs to the spawner.
+    Bwrap,
+    /// No enforcement at all, even when a mode other than `off` is set.
+    None,
+}
+
+/// A profile's `[sandbox]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Policy {
+    pub mode: Mode,
+    pub engine: Engine,
+    /// The directory `workspace-write` opens for writing; the run's cwd when unset.
+    pub workspace: Option<PathBuf>,
+    /// More paths the command may write, in either mode.
+    pub writable: Vec<PathBuf>,
+    /// Paths the command may not read (nor list, nor copy).
+    pub deny_read: Vec<PathBuf>,
+    /// Whether the command may use the network. Defaults to `true`.
+    pub network: bool,
+    /// Fail the run instead of running unconfined when no engine can enforce the mode.
+    pub required: bool,
+    /// Whether a per-run flag may lower this policy (for the CLI; not used here).
+    pub allow_override: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy::new(Mode::Off)
+    }
+}
+
+impl Policy {
+    /// The policy for `mode` with every other field at its default.
+    pub fn new(mode: Mode) -> Policy {
+        Policy {
+            mode,
+            engine: Engine::Auto,
+            workspace: None,
+            writable: Vec::new(),
+            deny_read: Vec::new(),
+            network: true,
+            required: false,
+            allow_override: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_profile_section_deserializes_with_defaults() {
+        let policy: Policy = toml::from_str(
+            "mode = \"workspace-write\"\nengine = \"landlock\"\ndeny_read = [\"~/.ssh\"]\n",
+        )
+        .expect("valid section");
+        assert_eq!(policy.mode, Mode::WorkspaceWrite);
+        assert_eq!(policy.engine, Engine::Landlock);
+        assert!(policy.network, "network defaults to allowed");
+        assert!(!policy.required);
+        let empty: Policy = toml::from_str("").expect("empty section");
+        assert_eq!(empty.mode, Mode::Off);
+        assert!(empty.network);
+        assert!(toml::from_str::<Policy>("mode = \"rw\"").is_err());
+    }
+}
