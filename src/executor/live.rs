@@ -25,7 +25,6 @@ use super::print::{EVENT_INTERVAL, exit_to_end, pidfd_open, pipe, poll_fds};
 use super::{End, ExecError, ExecOutcome};
 use crate::config::profile::Background;
 use crate::output::sink::OutputSink;
-use crate::process::CancelToken;
 use crate::process::cgroup::{RunGroup, watchdog_pid};
 use crate::process::spawn::{self, Child, ChildIo, Teardown};
 use crate::process::{KilledProcess, Limits, SpawnSpec};
@@ -87,10 +86,7 @@ pub struct LiveJob<'a> {
     /// runs it without a subshell.
     pub stateless_word: Option<&'a str>,
     pub cwd: &'a Path,
-    pub timeout: Duration,
-    pub kill_grace: Duration,
-    pub background: Background,
-    pub cancel: &'a CancelToken,
+    pub watch: super::Watch<'a>,
     pub limits: Limits,
 }
 
@@ -790,7 +786,7 @@ impl LiveShell {
         let teardown = Teardown::new(self.pid, &self.marker).in_group(group.as_deref());
         let mut scan = Scanner::new(&self.token, seq);
         let start = Instant::now();
-        let deadline = start + job.timeout;
+        let deadline = start + job.watch.timeout;
         let mut last_emit = start - EVENT_INTERVAL;
         let mut emit = |sink: &mut OutputSink, last_emit: &mut Instant, force: bool| {
             let now = Instant::now();
@@ -830,7 +826,7 @@ impl LiveShell {
                 exit_status = Some(s);
                 break;
             }
-            let reason = match job.cancel.reason() {
+            let reason = match job.watch.cancel.reason() {
                 _ if scan.found.is_some() => None,
                 Some(sig) => Some(End::Cancelled(sig)),
                 None if now >= deadline => Some(End::TimedOut),
@@ -839,7 +835,7 @@ impl LiveShell {
             if let Some(end) = reason {
                 stopped = Some(end);
                 killed = std::thread::scope(|s| {
-                    let h = s.spawn(|| teardown.terminate_run(job.kill_grace));
+                    let h = s.spawn(|| teardown.terminate_run(job.watch.kill_grace));
                     while !h.is_finished() {
                         poll_fds(&[Some(fd)], Duration::from_millis(10));
                         read_available(fd, &mut *buf, 8 * READ_BUF, |d| scan.feed(d, sink));
@@ -849,7 +845,7 @@ impl LiveShell {
                 if job.key.session.is_none() && !teardown.grouped() {
                     // Whatever left the shell's session still carries the command's marker.
                     killed.extend(
-                        Teardown::new(-1, &command_marker).terminate(job.kill_grace, false),
+                        Teardown::new(-1, &command_marker).terminate(job.watch.kill_grace, false),
                     );
                 }
                 killed.retain(|k| k.pid != self.pid);
@@ -892,8 +888,8 @@ impl LiveShell {
                 scan.flush(sink);
                 emit(sink, &mut last_emit, true);
                 let mut bg = Vec::new();
-                if job.background == Background::Kill {
-                    bg = teardown.terminate(job.kill_grace, false);
+                if job.watch.background == Background::Kill {
+                    bg = teardown.terminate(job.watch.kill_grace, false);
                 }
                 teardown.reap_orphans();
                 self.ended = Some(describe_status(s));
@@ -921,11 +917,11 @@ impl LiveShell {
             // Membership answers it: the shell's group holds the shell, maybe the
             // exiting subshell, and whatever the command left, however it got there.
             let left = g.pids().iter().any(|p| !spare.contains(&Some(*p)));
-            if left && job.background == Background::Kill {
+            if left && job.watch.background == Background::Kill {
                 background_killed = Teardown::new(self.pid, &command_marker)
                     .in_group(Some(g))
                     .sparing(spare.into_iter().flatten())
-                    .terminate(job.kill_grace, false);
+                    .terminate(job.watch.kill_grace, false);
                 if !background_killed.is_empty() {
                     read_available(fd, &mut *buf, 8 * READ_BUF, |d| scan.feed(d, sink));
                 }
@@ -954,13 +950,13 @@ impl LiveShell {
             ),
         };
         if suspect {
-            if job.background == Background::Kill {
+            if job.watch.background == Background::Kill {
                 background_killed = match job.key.session {
                     Some(_) if !teardown.others().is_empty() => {
-                        teardown.terminate(job.kill_grace, false)
+                        teardown.terminate(job.watch.kill_grace, false)
                     }
                     Some(_) => Vec::new(),
-                    None => self.stop_leftovers(found.pid, &command_marker, job.kill_grace),
+                    None => self.stop_leftovers(found.pid, &command_marker, job.watch.kill_grace),
                 };
                 if !background_killed.is_empty() {
                     read_available(fd, &mut *buf, 8 * READ_BUF, |d| scan.feed(d, sink));

@@ -8,8 +8,21 @@ pub mod live;
 pub mod print;
 pub mod pty;
 
-use crate::process::KilledProcess;
+use crate::config::profile::Background;
+use crate::process::{CancelToken, KilledProcess};
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// How a run is watched, the same for every executor: how long it may take, how
+/// long TERM is given before KILL, what becomes of processes it leaves running, and
+/// the token that cancels it.
+#[derive(Debug, Clone, Copy)]
+pub struct Watch<'a> {
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    pub background: Background,
+    pub cancel: &'a CancelToken,
+}
 
 /// How a run ended, before it is shaped into a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,10 +4,9 @@
 //! the shell exits, output is drained until EOF, or 250 ms without output, or 2 s in
 //! all, so a background job holding a pipe open never makes the run hang.
 
-use super::{End, ExecError, ExecOutcome};
+use super::{End, ExecError, ExecOutcome, Watch};
 use crate::config::profile::Background;
 use crate::output::sink::OutputSink;
-use crate::process::CancelToken;
 use crate::process::SpawnSpec;
 use crate::process::cgroup::RunGroup;
 use crate::process::spawn::{self, ChildIo, Teardown};
@@ -23,11 +22,8 @@ const READ_BUF: usize = 256 * 1024;
 pub struct PrintRequest<'a> {
     pub spawn: &'a SpawnSpec,
     pub stdin_inherit: bool,
-    pub timeout: Duration,
-    pub kill_grace: Duration,
-    pub background: Background,
     pub marker: &'a str,
-    pub cancel: &'a CancelToken,
+    pub watch: Watch<'a>,
 }
 
 pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
@@ -209,7 +205,7 @@ pub fn run(
     let pidfd = pidfd_open(leader);
     let teardown = Teardown::new(leader, req.marker).in_group(group.as_ref());
     let start = Instant::now();
-    let deadline = start + req.timeout;
+    let deadline = start + req.watch.timeout;
     let mut buf = vec![0u8; READ_BUF];
     // pipes[0] is the output; pipes[1], when there is one, stderr.
     let mut pipes = vec![Pipe::new(r, sink, on_output)];
@@ -247,7 +243,7 @@ pub fn run(
             }
         }
         if stopped.is_none() && status.is_none() {
-            let reason = if let Some(sig) = req.cancel.reason() {
+            let reason = if let Some(sig) = req.watch.cancel.reason() {
                 Some(End::Cancelled(sig))
             } else if now >= deadline {
                 Some(End::TimedOut)
@@ -257,7 +253,8 @@ pub fn run(
             if let Some(end) = reason {
                 stopped = Some(end);
                 // Keep reading while the tree winds down so nothing is lost or blocked.
-                killed = terminate_while_draining(&teardown, req.kill_grace, &mut pipes, &mut buf);
+                killed =
+                    terminate_while_draining(&teardown, req.watch.kill_grace, &mut pipes, &mut buf);
                 status = child.wait().ok();
                 exited_at = Some(Instant::now());
                 for p in pipes.iter_mut() {
@@ -338,8 +335,8 @@ pub fn run(
     // with no children left there is nothing to look for and no /proc scan to pay.
     let in_group = teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
     if in_group || spawn::has_children() {
-        if req.background == Background::Kill && !teardown.others().is_empty() {
-            background_killed = teardown.terminate(req.kill_grace, false);
+        if req.watch.background == Background::Kill && !teardown.others().is_empty() {
+            background_killed = teardown.terminate(req.watch.kill_grace, false);
         }
         teardown.reap_orphans();
     }

@@ -1603,10 +1603,7 @@ pub struct PtyRun<'a> {
     pub title: &'a str,
     pub kill_key: &'a str,
     pub feed_stdin: bool,
-    pub timeout: Duration,
-    pub kill_grace: Duration,
-    pub cancel: &'a CancelToken,
-    pub background: crate::config::profile::Background,
+    pub watch: super::Watch<'a>,
 }
 
 /// Run in a PTY, feeding the transcript to `sink` and live text to `on_output`.
@@ -1632,9 +1629,9 @@ pub fn run(
             title: req.title,
             kill_key,
             feed_stdin: req.feed_stdin,
-            deadline: Instant::now() + req.timeout,
-            kill_grace: req.kill_grace,
-            cancel: req.cancel,
+            deadline: Instant::now() + req.watch.timeout,
+            kill_grace: req.watch.kill_grace,
+            cancel: req.watch.cancel,
             group: group.as_ref(),
         },
         &mut |bytes| {
@@ -1666,10 +1663,10 @@ pub fn run(
         .collect();
     // As in print mode: with no children and an empty group there is nothing to find.
     let in_group = teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
-    if req.background == crate::config::profile::Background::Kill
+    if req.watch.background == crate::config::profile::Background::Kill
         && (in_group || spawn::has_children())
     {
-        background_killed.extend(teardown.terminate(req.kill_grace, true));
+        background_killed.extend(teardown.terminate(req.watch.kill_grace, true));
     }
     teardown.reap_orphans();
     let end = match outcome.end {

@@ -10,7 +10,7 @@ pub mod normalize;
 pub mod stages;
 
 use crate::config::profile::LoadedProfile;
-use crate::executor::{self, End, ExecOutcome};
+use crate::executor::{self, End, ExecOutcome, Watch};
 use crate::exit;
 use crate::exit::signal_name;
 use crate::output::artifact::{self, ArtifactStore};
@@ -27,7 +27,7 @@ use crate::shell::resolve::ShellError;
 use intercept::Interception;
 use normalize::Normalized;
 use stages::{ModeDecision, Timeout};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use crate::request::{Preview, RequestError, RunRequest};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -268,7 +268,54 @@ pub fn execute_with(
     r
 }
 
-/// Carry out `plan`, streaming events; the result is not masked yet.
+/// Why a run ended before (or instead of) its command: each stage that can stop the
+/// run says so with one of these, and [`carry_out`] turns it into the result.
+enum Stop {
+    /// agentbash could not do what was asked: exit `code` with `message` as the text.
+    Fail(i32, String),
+    /// The guard or the interceptor refused the command: nothing ran.
+    Refused(Blocked, String),
+    /// Waiting for the session ended (a timeout, a cancel) before the command started.
+    NotStarted(End, String),
+}
+
+/// What the stages gather for the result on the way: the notices and warnings.
+#[derive(Default)]
+struct Gathered {
+    notices: Vec<String>,
+    warnings: Vec<String>,
+    /// The notices already sent as events.
+    announced: Vec<String>,
+    /// The working directory, once resolved.
+    cwd: Option<PathBuf>,
+}
+
+/// Everything the executor stage starts the command with.
+struct Launch {
+    spec: SpawnSpec,
+    marker: String,
+    /// The environment a live shell starts with (a live run only).
+    start_env: Option<std::collections::BTreeMap<String, String>>,
+    live_setup: String,
+    /// A long command spilled to a file, kept until the command is over.
+    _script_file: Option<tempfile::NamedTempFile>,
+}
+
+/// What the executor stage reports besides its outcome.
+struct Ran {
+    outcome: Result<ExecOutcome, crate::executor::ExecError>,
+    notices: Vec<String>,
+    session_unchanged: bool,
+}
+
+/// The output sinks: the command's output, and its stderr when kept apart.
+struct Sinks {
+    out: OutputSink,
+    err: Option<OutputSink>,
+}
+
+/// Carry out `plan`, streaming events; the result is not masked yet. One function
+/// per stage, in the order they happen.
 fn carry_out(
     req: &RunRequest,
     profile: &LoadedProfile,
@@ -279,87 +326,77 @@ fn carry_out(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunResult {
     let p = &profile.profile;
-    let mut r = base_result(req, &plan);
-    let mut notices: Vec<String> = Vec::new();
-    let mut warnings: Vec<String> = plan.rule_warnings.clone();
-    if let Some(e) = &plan.usage_error {
-        return fail(r, exit::USAGE, e.clone());
-    }
-    if let Some(e) = &plan.rules_error {
-        return fail(r, exit::FAILURE, e.clone());
-    }
-    if let Some(e) = &plan.guard.error {
-        return fail(r, exit::FAILURE, e.clone());
-    }
-    if let Some(refusal) = &plan.guard.refused {
-        let msg = crate::pipeline::guard::refused_message(&refusal.reason, &plan.shown_command);
-        r.blocked = Some(Blocked {
-            rule: refusal.rule.clone(),
-            tool: None,
-            message: refusal.reason.clone(),
-        });
-        r.output = msg.clone();
-        r.text = msg;
-        r.warnings = warnings;
-        r.agentbash_exit = exit::BLOCKED;
-        return r;
-    }
-    if let Some(hit) = plan.interception.as_ref().and_then(|i| i.blocked.as_ref()) {
-        let msg = intercept::blocked_message(hit, &req.command);
-        r.blocked = Some(Blocked {
-            rule: hit.rule.clone(),
-            tool: Some(hit.tool.clone()).filter(|t| !t.is_empty()),
-            message: hit.message.clone(),
-        });
-        r.output = msg.clone();
-        r.text = msg;
-        r.warnings = warnings;
-        r.agentbash_exit = exit::BLOCKED;
-        return r;
-    }
-    if let Some(i) = &plan.interception {
-        notices.extend(i.warnings.iter().map(|h| h.message.clone()));
-    }
-    if plan.state.session.is_none()
-        && let Err(e) = &plan.cwd
-    {
-        return fail(r, exit::FAILURE, e.to_string());
-    }
-    let shell_path = match &plan.shell {
-        Ok(s) => s.clone(),
-        Err(e) => return fail(r, exit::FAILURE, e.to_string()),
+    let mut g = Gathered {
+        warnings: plan.rule_warnings.clone(),
+        ..Default::default()
     };
-    // §6.2/§6.3: the snapshot, and the session, locked until this run is over.
-    let limit = Duration::from_secs(plan.timeout.effective);
-    let mut state = match crate::shell::state::prepare(
-        &plan.state,
-        &shell_path,
-        &plan.env,
-        cancel,
-        limit,
-    ) {
-        Ok(s) => s,
-        Err(crate::shell::state::Stopped::Failed(e)) => return fail(r, exit::FAILURE, e),
-        Err(stopped) => {
+    let stages = (|| -> Result<_, Stop> {
+        let shell = refusal(req, &plan, &mut g)?;
+        let limit = Duration::from_secs(plan.timeout.effective);
+        let mut state = session_state(req, &plan, &shell, cancel, limit, &mut g)?;
+        let cwd = working_dir(req, &plan, &state, &mut g)?;
+        let mut sinks = sinks(p, &plan, req);
+        announce_start(&plan, &mut g, on_event);
+        let live = pool.filter(|_| live_eligible(req, p, &plan, &shell));
+        let launch = launch(
+            req,
+            p,
+            &plan,
+            &mut state,
+            &shell,
+            &cwd,
+            live.is_some(),
+            &mut g,
+        )?;
+        let watch = Watch {
+            timeout: limit
+                .saturating_sub(state.waited)
+                .max(Duration::from_millis(1)),
+            kill_grace: Duration::from_millis(p.timeout.kill_grace_ms),
+            background: p.process.background,
+            cancel,
+        };
+        let ran = execute_command(
+            req, p, &plan, &state, &launch, live, watch, &mut sinks, on_event,
+        );
+        Ok((state, cwd, sinks, ran))
+    })();
+    let mut base = base_result(req, &plan);
+    if let Some(cwd) = &g.cwd {
+        base.cwd = cwd.display().to_string();
+    }
+    let (state, cwd, sinks, ran) = match stages {
+        Ok(done) => done,
+        Err(stop) => return stopped(base, req, plan, stop, g, started, on_event),
+    };
+    finish(
+        base, req, p, plan, state, cwd, sinks, ran, g, started, on_event,
+    )
+}
+
+/// The result of a run a stage stopped.
+fn stopped(
+    mut r: RunResult,
+    req: &RunRequest,
+    plan: Plan,
+    stop: Stop,
+    g: Gathered,
+    started: Instant,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> RunResult {
+    match stop {
+        Stop::Fail(code, message) => fail(r, code, message),
+        Stop::Refused(blocked, text) => {
+            r.blocked = Some(blocked);
+            r.output = text.clone();
+            r.text = text;
+            r.warnings = g.warnings;
+            r.agentbash_exit = exit::BLOCKED;
+            r
+        }
+        Stop::NotStarted(end, line) => {
             // Shaped as a timeout (or a cancel), but the line says what really
             // happened: the command never started.
-            let session = req.session.as_deref().unwrap_or("");
-            let (end, line) = match stopped {
-                crate::shell::state::Stopped::Cancelled(sig) => (
-                    End::Cancelled(sig),
-                    format!(
-                        "[Cancelled while waiting for session \"{session}\", held by another run; the command did not start]"
-                    ),
-                ),
-                crate::shell::state::Stopped::TimedOut(waited) => (
-                    End::TimedOut,
-                    format!(
-                        "[Waited {} for session \"{session}\", held by another run; the command did not start]",
-                        count(waited.as_secs_f64().round() as u64, "second")
-                    ),
-                ),
-                crate::shell::state::Stopped::Failed(e) => return fail(r, exit::FAILURE, e),
-            };
             let cwd = plan
                 .cwd
                 .as_ref()
@@ -373,117 +410,222 @@ fn carry_out(
                 plan,
                 outcome,
                 Default::default(),
-                notices,
-                warnings,
+                g.notices,
+                g.warnings,
                 started,
                 cwd,
             );
             let r = did_not_start(r, line);
             announce_the_rest(&r, Vec::new(), on_event);
-            return r;
+            r
+        }
+    }
+}
+
+/// The decisions of [`plan`] that stop a run before anything starts: a usage error,
+/// a rule pack that cannot load, the guard, the interceptor, a missing working
+/// directory, no shell. Else the shell to run.
+fn refusal(req: &RunRequest, plan: &Plan, g: &mut Gathered) -> Result<PathBuf, Stop> {
+    if let Some(e) = &plan.usage_error {
+        return Err(Stop::Fail(exit::USAGE, e.clone()));
+    }
+    if let Some(e) = plan.rules_error.as_ref().or(plan.guard.error.as_ref()) {
+        return Err(Stop::Fail(exit::FAILURE, e.clone()));
+    }
+    if let Some(refusal) = &plan.guard.refused {
+        let text = guard::refused_message(&refusal.reason, &plan.shown_command);
+        let blocked = Blocked {
+            rule: refusal.rule.clone(),
+            tool: None,
+            message: refusal.reason.clone(),
+        };
+        return Err(Stop::Refused(blocked, text));
+    }
+    if let Some(hit) = plan.interception.as_ref().and_then(|i| i.blocked.as_ref()) {
+        let blocked = Blocked {
+            rule: hit.rule.clone(),
+            tool: Some(hit.tool.clone()).filter(|t| !t.is_empty()),
+            message: hit.message.clone(),
+        };
+        return Err(Stop::Refused(
+            blocked,
+            intercept::blocked_message(hit, &req.command),
+        ));
+    }
+    if let Some(i) = &plan.interception {
+        g.notices
+            .extend(i.warnings.iter().map(|h| h.message.clone()));
+    }
+    if plan.state.session.is_none()
+        && let Err(e) = &plan.cwd
+    {
+        return Err(Stop::Fail(exit::FAILURE, e.to_string()));
+    }
+    match &plan.shell {
+        Ok(s) => Ok(s.clone()),
+        Err(e) => Err(Stop::Fail(exit::FAILURE, e.to_string())),
+    }
+}
+
+/// The rc snapshot made ready and the session locked until this run is over (waiting
+/// at most `limit` for another run holding it).
+fn session_state(
+    req: &RunRequest,
+    plan: &Plan,
+    shell: &Path,
+    cancel: &CancelToken,
+    limit: Duration,
+    g: &mut Gathered,
+) -> Result<crate::shell::state::Prepared, Stop> {
+    use crate::shell::state::Stopped;
+    let mut state = match crate::shell::state::prepare(&plan.state, shell, &plan.env, cancel, limit)
+    {
+        Ok(s) => s,
+        Err(Stopped::Failed(e)) => return Err(Stop::Fail(exit::FAILURE, e)),
+        Err(Stopped::Cancelled(sig)) => {
+            let session = req.session.as_deref().unwrap_or("");
+            return Err(Stop::NotStarted(
+                End::Cancelled(sig),
+                format!(
+                    "[Cancelled while waiting for session \"{session}\", held by another run; the command did not start]"
+                ),
+            ));
+        }
+        Err(Stopped::TimedOut(waited)) => {
+            let session = req.session.as_deref().unwrap_or("");
+            return Err(Stop::NotStarted(
+                End::TimedOut,
+                format!(
+                    "[Waited {} for session \"{session}\", held by another run; the command did not start]",
+                    count(waited.as_secs_f64().round() as u64, "second")
+                ),
+            ));
         }
     };
-    warnings.append(&mut state.warnings);
-    notices.append(&mut state.notices);
-    let cwd = match resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref()) {
-        Ok(c) => c,
-        Err(e) => return fail(r, exit::FAILURE, state.cwd_error(&e, req.cwd.as_deref())),
+    g.warnings.append(&mut state.warnings);
+    g.notices.append(&mut state.notices);
+    Ok(state)
+}
+
+/// The working directory, against the session's when there is one.
+fn working_dir(
+    req: &RunRequest,
+    plan: &Plan,
+    state: &crate::shell::state::Prepared,
+    g: &mut Gathered,
+) -> Result<PathBuf, Stop> {
+    let cwd = resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref())
+        .map_err(|e| Stop::Fail(exit::FAILURE, state.cwd_error(&e, req.cwd.as_deref())))?;
+    g.notices.extend(plan.timeout.notice.clone());
+    g.notices.extend(plan.mode.notice.clone());
+    g.cwd = Some(cwd.clone());
+    Ok(cwd)
+}
+
+/// The sinks the output flows into, spilling to an artifact claimed when first
+/// needed (never fatal: a failed claim is a warning).
+fn sinks(p: &crate::config::profile::Profile, plan: &Plan, req: &RunRequest) -> Sinks {
+    let config = |lines: bool| SinkConfig {
+        max_bytes: p.output.max_bytes,
+        head_bytes: p.output.head_bytes,
+        max_columns: p.output.max_columns,
+        head_lines: plan.normalized.head.filter(|_| lines),
+        tail_lines: plan.normalized.tail.filter(|_| lines),
+        stop_after_lines: plan.normalized.stop_after.filter(|_| lines),
+        redact: plan.secrets.clone(),
     };
-    r.cwd = cwd.display().to_string();
-    notices.extend(plan.timeout.notice.clone());
-    notices.extend(plan.mode.notice.clone());
-    let redact = plan.secrets.clone();
-    let mut sink = OutputSink::new(
-        SinkConfig {
-            max_bytes: p.output.max_bytes,
-            head_bytes: p.output.head_bytes,
-            max_columns: p.output.max_columns,
-            head_lines: plan.normalized.head,
-            tail_lines: plan.normalized.tail,
-            stop_after_lines: plan.normalized.stop_after,
-            redact,
-        },
-        None,
-        req.live_output,
-    );
+    let mut out = OutputSink::new(config(true), None, req.live_output);
     // Retained like the output, with a budget and an artifact of its own; line
     // limits are the output's alone (a real `| head` sees stdout only).
-    let mut err_sink = req.stderr_separate.then(|| {
-        OutputSink::new(
-            SinkConfig {
-                max_bytes: p.output.max_bytes,
-                head_bytes: p.output.head_bytes,
-                max_columns: p.output.max_columns,
-                head_lines: None,
-                tail_lines: None,
-                stop_after_lines: None,
-                redact: plan.secrets.clone(),
-            },
-            None,
-            true,
-        )
-    });
-    // The artifact is claimed when first needed; never fatal (a failed claim is a warning).
+    let mut err = req
+        .stderr_separate
+        .then(|| OutputSink::new(config(false), None, true));
     if let Some(dir) = &plan.artifact_dir {
         let store = ArtifactStore::new(dir.clone(), &p.artifacts);
-        err_sink = err_sink.map(|s| s.spill_to(store.clone()));
-        sink = sink.spill_to(store);
+        err = err.map(|s| s.spill_to(store.clone()));
+        out = out.spill_to(store);
     }
-    on_event(Event::Start(&plan));
-    for n in &notices {
+    Sinks { out, err }
+}
+
+fn announce_start(plan: &Plan, g: &mut Gathered, on_event: &mut dyn FnMut(Event<'_>)) {
+    on_event(Event::Start(plan));
+    for n in &g.notices {
         on_event(Event::Notice(n));
     }
-    let mut announced = notices.clone();
+    g.announced = g.notices.clone();
+}
 
-    let marker = run_marker();
+/// Whether a warm shell from the pool may run this command. A live shell's output
+/// pipe outlives the command, so it cannot be closed to stop a producer the way a
+/// lifted `| head` must: such a run gets a shell of its own.
+fn live_eligible(
+    req: &RunRequest,
+    p: &crate::config::profile::Profile,
+    plan: &Plan,
+    shell: &Path,
+) -> bool {
+    crate::executor::live::eligible(
+        shell,
+        &p.shell.args,
+        plan.mode.mode == Mode::Print,
+        req.stdin,
+    ) && plan.normalized.stop_after.is_none()
+        && !req.stderr_separate
+}
+
+/// The command value: its environment (with the session's state and the run
+/// marker), the script (spilled to a file when very long) and the limits.
+#[allow(clippy::too_many_arguments)]
+fn launch(
+    req: &RunRequest,
+    p: &crate::config::profile::Profile,
+    plan: &Plan,
+    state: &mut crate::shell::state::Prepared,
+    shell: &Path,
+    cwd: &Path,
+    live: bool,
+    g: &mut Gathered,
+) -> Result<Launch, Stop> {
+    use crate::shell::state::PreludeError;
     let mut env = plan.env.vars.clone();
     state.apply_env(&mut env, &req.env);
-    // A live shell's output pipe outlives the command, so it cannot be closed to stop
-    // a producer the way a lifted `| head` must: such a run gets a shell of its own.
-    let live = pool.filter(|_| {
-        crate::executor::live::eligible(
-            &shell_path,
-            &p.shell.args,
-            plan.mode.mode == Mode::Print,
-            req.stdin,
-        ) && plan.normalized.stop_after.is_none()
-            && !req.stderr_separate
-    });
-    let start_env = live.is_some().then(|| env.clone());
-    if live.is_none() {
-        match state.install_prelude(&mut env, &plan.script, &cwd) {
+    let start_env = live.then(|| env.clone());
+    if !live {
+        match state.install_prelude(&mut env, &plan.script, cwd) {
             Ok(()) => {}
-            Err(crate::shell::state::PreludeError::Refused(e)) => return fail(r, exit::FAILURE, e),
-            Err(crate::shell::state::PreludeError::Unwritten(w)) => warnings.push(w),
+            Err(PreludeError::Refused(e)) => return Err(Stop::Fail(exit::FAILURE, e)),
+            Err(PreludeError::Unwritten(w)) => g.warnings.push(w),
         }
     }
     // A session's state file refused right before a live shell would source it.
-    let live_setup = match live.map(|_| state.live_setup()).transpose() {
-        Ok(s) => s.unwrap_or_default(),
-        Err(e) => return fail(r, exit::FAILURE, e),
+    let live_setup = if live {
+        state
+            .live_setup()
+            .map_err(|e| Stop::Fail(exit::FAILURE, e))?
+    } else {
+        String::new()
     };
+    let marker = run_marker();
     env.insert(crate::process::RUN_MARKER.to_string(), marker.clone());
     let (script, script_file) = if plan.script.len() > MAX_INLINE_SCRIPT {
-        match spill_script(&plan.script) {
-            Ok((s, f)) => (s, Some(f)),
-            Err(e) => {
-                return fail(
-                    r,
-                    exit::FAILURE,
-                    format!("cannot stage a {}-byte command: {e}", plan.script.len()),
-                );
-            }
-        }
+        let (s, f) = spill_script(&plan.script).map_err(|e| {
+            Stop::Fail(
+                exit::FAILURE,
+                format!("cannot stage a {}-byte command: {e}", plan.script.len()),
+            )
+        })?;
+        (s, Some(f))
     } else {
         (plan.script.clone(), None)
     };
     let mut args = p.shell.args.clone();
     args.push(script);
     let spec = SpawnSpec {
-        program: shell_path.clone(),
+        program: shell.to_path_buf(),
         args,
         env: env.into_iter().collect(),
-        cwd: cwd.clone(),
+        cwd: cwd.to_path_buf(),
         limits: crate::process::Limits {
             address_space_mb: p.limits.address_space_mb,
             file_size_mb: p.limits.file_size_mb,
@@ -491,22 +633,40 @@ fn carry_out(
             cpu_seconds: p.limits.cpu_seconds,
         },
     };
-    let timeout = limit
-        .saturating_sub(state.waited)
-        .max(Duration::from_millis(1));
-    let grace = Duration::from_millis(p.timeout.kill_grace_ms);
+    Ok(Launch {
+        spec,
+        marker,
+        start_env,
+        live_setup,
+        _script_file: script_file,
+    })
+}
+
+/// The command run by the executor the plan chose: a live shell, print mode or PTY.
+#[allow(clippy::too_many_arguments)]
+fn execute_command(
+    req: &RunRequest,
+    p: &crate::config::profile::Profile,
+    plan: &Plan,
+    state: &crate::shell::state::Prepared,
+    launch: &Launch,
+    live: Option<&crate::executor::live::ShellPool>,
+    watch: Watch<'_>,
+    sinks: &mut Sinks,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Ran {
     // Two streams, one consumer.
     let on_event = std::cell::RefCell::new(on_event);
     let mut on_output = |t: &str| (on_event.borrow_mut())(Event::Output(t));
     let mut on_stderr = |t: &str| (on_event.borrow_mut())(Event::Stderr(t));
-    let mut live_notices = Vec::new();
-    let mut session_unchanged = false;
+    let spec = &launch.spec;
+    let (mut notices, mut session_unchanged) = (Vec::new(), false);
     let outcome = match plan.mode.mode {
         Mode::Print if let Some(pool) = live => {
             let job = crate::executor::live::LiveJob {
                 key: crate::executor::live::ShellKey {
                     session: req.session.clone(),
-                    shell: shell_path.clone(),
+                    shell: spec.program.clone(),
                     prefix: p.shell.prefix.clone(),
                     snapshot: state.snapshot_id(),
                     env: plan
@@ -522,72 +682,85 @@ fn carry_out(
                         p.limits.cpu_seconds,
                     ],
                 },
-                start_env: start_env.as_ref().unwrap_or(&plan.env.vars),
-                setup: live_setup,
+                start_env: launch.start_env.as_ref().unwrap_or(&plan.env.vars),
+                setup: launch.live_setup.clone(),
                 generation: state.generation(),
                 script: &plan.script,
                 save_definitions: state.saves_definitions(&plan.script),
-                stateless_word: state.stateless_word(&plan.script, &cwd),
-                cwd: &cwd,
-                timeout,
-                kill_grace: grace,
-                background: p.process.background,
-                cancel,
+                stateless_word: state.stateless_word(&plan.script, &spec.cwd),
+                cwd: &spec.cwd,
+                watch,
                 limits: spec.limits,
             };
-            pool.run(&job, &mut sink, &mut on_output).map(|o| {
-                live_notices = o.notices;
+            pool.run(&job, &mut sinks.out, &mut on_output).map(|o| {
+                notices = o.notices;
                 session_unchanged = o.session_unchanged;
                 o.outcome
             })
         }
         Mode::Print => executor::print::run(
             &executor::print::PrintRequest {
-                spawn: &spec,
+                spawn: spec,
                 stdin_inherit: req.stdin,
-                timeout,
-                kill_grace: grace,
-                background: p.process.background,
-                marker: &marker,
-                cancel,
+                marker: &launch.marker,
+                watch,
             },
-            &mut sink,
+            &mut sinks.out,
             &mut on_output,
-            err_sink.as_mut().map(|sink| executor::print::Stderr {
+            sinks.err.as_mut().map(|sink| executor::print::Stderr {
                 sink,
                 on_output: &mut on_stderr,
             }),
         ),
         Mode::Pty => executor::pty::run(
             &executor::pty::PtyRun {
-                spawn: &spec,
+                spawn: spec,
                 cols: p.pty.cols,
                 rows: p.pty.rows,
                 interactive: req.stdin_tty && req.stdout_tty,
                 title: &plan.shown_normalized,
                 kill_key: &p.pty.kill_key,
                 feed_stdin: req.stdin,
-                timeout,
-                kill_grace: grace,
-                cancel,
-                background: p.process.background,
+                watch,
             },
-            &mut sink,
+            &mut sinks.out,
             &mut on_output,
         ),
     };
-    drop(script_file);
     let on_event = on_event.into_inner();
-    for n in &live_notices {
+    for n in &notices {
         on_event(Event::Notice(n));
     }
-    announced.extend(live_notices.iter().cloned());
-    notices.extend(live_notices);
-    let outcome: ExecOutcome = match outcome {
+    Ran {
+        outcome,
+        notices,
+        session_unchanged,
+    }
+}
+
+/// The result shaped from what the command did; the session committed (or left as
+/// it was) and every notice not yet sent, sent.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    r: RunResult,
+    req: &RunRequest,
+    p: &crate::config::profile::Profile,
+    plan: Plan,
+    mut state: crate::shell::state::Prepared,
+    cwd: PathBuf,
+    sinks: Sinks,
+    ran: Ran,
+    mut g: Gathered,
+    started: Instant,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> RunResult {
+    g.announced.extend(ran.notices.iter().cloned());
+    g.notices.extend(ran.notices);
+    let outcome = match ran.outcome {
         Ok(o) => o,
         Err(e) => {
-            let retained = sink.finish();
-            drop(err_sink.map(OutputSink::finish));
+            let retained = sinks.out.finish();
+            drop(sinks.err.map(OutputSink::finish));
             let mut r = fail(r, exit::FAILURE, e.to_string());
             r.total_bytes = retained.total_bytes;
             return r;
@@ -599,32 +772,31 @@ fn carry_out(
         .preview
         .filter(|_| !viewport)
         .map(|p| p.lines(!matches!(outcome.end, End::Exited(0))));
-    let retained = sink.finish_previewed(preview);
-    warnings.extend(retained.warnings.iter().cloned());
-    let stderr = err_sink.map(OutputSink::finish);
+    let retained = sinks.out.finish_previewed(preview);
+    g.warnings.extend(retained.warnings.iter().cloned());
+    let stderr = sinks.err.map(OutputSink::finish);
     let mut said = retained.text.clone();
     if let Some(e) = &stderr {
-        warnings.extend(e.warnings.iter().map(|w| format!("stderr: {w}")));
-        notices.extend(
+        g.warnings
+            .extend(e.warnings.iter().map(|w| format!("stderr: {w}")));
+        g.notices.extend(
             e.notice
                 .as_ref()
                 .map(|n| n.replacen("[Showing ", "[Showing stderr: ", 1)),
         );
         said.push_str(&e.text);
     }
-    notices.extend(limit_hint(&p.limits, &outcome.end, &said));
+    g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
+    let committed = matches!(
+        outcome.end,
+        End::Exited(_) | End::Signaled(_) | End::MissingStatus
+    );
     let final_cwd = state
-        .finish(
-            matches!(
-                outcome.end,
-                End::Exited(_) | End::Signaled(_) | End::MissingStatus
-            ),
-            session_unchanged,
-        )
+        .finish(committed, ran.session_unchanged)
         .unwrap_or(cwd);
-    warnings.append(&mut state.warnings);
+    g.warnings.append(&mut state.warnings);
     let mut r = shape(
-        r, plan, outcome, retained, notices, warnings, started, final_cwd,
+        r, plan, outcome, retained, g.notices, g.warnings, started, final_cwd,
     );
     r.stderr = stderr.map(|e| crate::result::StderrOutput {
         output: e.text.trim_end_matches('\n').to_string(),
@@ -636,7 +808,7 @@ fn carry_out(
         truncation: e.truncation,
         artifact: e.artifact,
     });
-    announce_the_rest(&r, announced, on_event);
+    announce_the_rest(&r, g.announced, on_event);
     r
 }
 
