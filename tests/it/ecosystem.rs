@@ -995,7 +995,10 @@ fn shipped_profiles_are_real_configurations() {
         description: default.description.clone(),
         ..Default::default()
     };
-    assert_eq!(default, spec, "the built-in default is the schema's defaults");
+    assert_eq!(
+        default, spec,
+        "the built-in default is the schema's defaults"
+    );
 
     let ci = builtin("ci").profile;
     assert_eq!(ci.render.live, Live::Stream, "ci streams live output");

@@ -42,8 +42,8 @@ fn layout_paths() -> Vec<String> {
             let path_chars = word
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c));
-            let looks_like_path = path_chars
-                && (word.ends_with('/') || (word.contains('.') && !word.ends_with('.')));
+            let looks_like_path =
+                path_chars && (word.ends_with('/') || (word.contains('.') && !word.ends_with('.')));
             if !looks_like_path {
                 break;
             }
@@ -339,7 +339,10 @@ fn top_level_modules_import_each_other_without_cycles() {
                     format!("{} -> {}   ({at})", w[0], w[1])
                 })
                 .collect();
-            panic!("the top-level modules import each other in a cycle:\n  {}", steps.join("\n  "));
+            panic!(
+                "the top-level modules import each other in a cycle:\n  {}",
+                steps.join("\n  ")
+            );
         }
     }
 }
@@ -384,15 +387,30 @@ fn nothing_below_the_command_line_imports_cli_or_commands() {
 #[test]
 fn the_import_parser_reads_crate_and_super_paths() {
     let here = |p: &str| module_path(Path::new(p));
-    assert_eq!(here("pipeline/intercept/check.rs"), ["pipeline", "intercept", "check"]);
+    assert_eq!(
+        here("pipeline/intercept/check.rs"),
+        ["pipeline", "intercept", "check"]
+    );
     assert_eq!(here("pipeline/mod.rs"), ["pipeline"]);
     assert!(here("lib.rs").is_empty());
     let refs = |line: &str, file: &str| referenced_modules(line, &here(file));
-    assert_eq!(refs("use crate::shell::env::BuiltEnv;", "output/redact.rs"), ["shell"]);
-    assert_eq!(refs("let x = crate::exit::FAILURE + crate::ids::n();", "a.rs"), ["exit", "ids"]);
-    assert_eq!(refs("use crate::{paths, fsguard::read_file};", "a.rs"), ["paths", "fsguard"]);
+    assert_eq!(
+        refs("use crate::shell::env::BuiltEnv;", "output/redact.rs"),
+        ["shell"]
+    );
+    assert_eq!(
+        refs("let x = crate::exit::FAILURE + crate::ids::n();", "a.rs"),
+        ["exit", "ids"]
+    );
+    assert_eq!(
+        refs("use crate::{paths, fsguard::read_file};", "a.rs"),
+        ["paths", "fsguard"]
+    );
     assert_eq!(refs("use super::session::X;", "shell/state.rs"), ["shell"]);
-    assert_eq!(refs("use super::super::guard;", "pipeline/intercept/check.rs"), ["pipeline"]);
+    assert_eq!(
+        refs("use super::super::guard;", "pipeline/intercept/check.rs"),
+        ["pipeline"]
+    );
     assert_eq!(refs("use super::cli::Cli;", "commands/mod.rs"), ["cli"]);
     assert_eq!(refs("$crate::x::y", "a.rs"), Vec::<String>::new());
     let code = code_lines(
