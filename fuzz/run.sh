@@ -5,8 +5,8 @@
 #   fuzz/run.sh sink 300        one target for 300 s
 #   FUZZ_JOBS=2 fuzz/run.sh     libFuzzer workers per target
 #
-# Targets: normalizer (§4.1), splitter (§4.2), sink (§5.1/§5.2: sanitizer, redaction,
-# retention; arbitrary chunkings must equal one chunk), profile (§2 loader), guard
+# Targets: normalizer (the | head/tail lift), splitter (the interceptor's), sink (sanitizer, redaction,
+# retention; arbitrary chunkings must equal one chunk), profile (the loader), guard
 # (the guard judges any text without panicking).
 #
 # cargo-fuzz needs a nightly compiler for -Zsanitizer=address. With a nightly

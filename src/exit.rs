@@ -1,4 +1,4 @@
-//! The one place where agentbash's own exit codes live (SPEC §7.4).
+//! The one place where agentbash's own exit codes live (README, Exit codes).
 //!
 //! A command that ran reports its own code; everything below is what agentbash
 //! itself says when it did not get that far or had to step in.

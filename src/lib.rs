@@ -2,7 +2,7 @@
 //!
 //! The engine is this library; the `agentbash` binary is a thin layer over it. A Rust
 //! agent harness can build a request, run it with streaming callbacks and get the
-//! §7.2 result without spawning agentbash:
+//! same result `agentbash run --json` prints, without spawning agentbash:
 //!
 //! ```
 //! use agentbash::{CancelToken, Event, Lookup, RunRequest, execute};

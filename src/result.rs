@@ -1,4 +1,4 @@
-//! The §7.2 result: one struct, serialized as-is for `--format json`, the last NDJSON
+//! The result of a run: one struct, serialized as-is for `--format json`, the last NDJSON
 //! event, the RPC response and the MCP structured content.
 
 use crate::output::artifact::ArtifactRef;

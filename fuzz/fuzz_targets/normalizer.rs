@@ -1,4 +1,4 @@
-//! Fuzzes the normalizer (SPEC §4.1): no input may panic, and what it reports must
+//! Fuzzes the normalizer: no input may panic, and what it reports must
 //! describe the input: the command that runs is a prefix of the trimmed input, the
 //! stripped suffix is the input's end, and an extracted limit is never zero.
 //!

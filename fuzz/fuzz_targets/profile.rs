@@ -1,4 +1,4 @@
-//! Fuzzes the profile loader (SPEC §2): any text must give either a profile or an
+//! Fuzzes the profile loader: any text must give either a profile or an
 //! error naming a line and column inside the text, never a panic or a hang; a
 //! layer that parses must merge over the built-in default and validate.
 //!

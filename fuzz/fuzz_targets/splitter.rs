@@ -1,4 +1,4 @@
-//! Fuzzes the interceptor's shell splitter (SPEC §4.2) and the matcher behind it:
+//! Fuzzes the interceptor's shell splitter and the matcher behind it:
 //! no input may panic, and the token list must give back the input byte for byte.
 //!
 //! Run with `cargo +nightly fuzz run splitter` from the crate root.

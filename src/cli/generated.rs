@@ -1,4 +1,4 @@
-//! Completions and the man page, generated from the one clap definition (`cli.rs`).
+//! Completions and the man page, generated from the one clap definition (`cli/mod.rs`).
 //!
 //! clap_complete writes static scripts, but profile names are only known when the
 //! user presses TAB: they depend on the directory (project profiles) and on

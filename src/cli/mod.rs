@@ -2,7 +2,7 @@
 //!
 //! This is the single source of truth for `--help`, the man page and the shell
 //! completions (all generated from it). Turning these raw values into a validated
-//! plan happens in `run::RunRequest` and the profile loader, not here.
+//! plan happens in `request::RunRequest` and the profile loader, not here.
 
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum, ValueHint};
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
 //! `agentbash artifact list | show | path | rm | gc`: the spilled output of runs
-//! (SPEC §5.3). Ids are validated before any path is built from them, so `../x` or
+//! (README, Artifacts). Ids are validated before any path is built from them, so `../x` or
 //! `-1` can never name a file outside the artifact directory.
 
 use crate::cli::ArtifactCommand;

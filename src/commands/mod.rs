@@ -1,4 +1,4 @@
-//! Each subcommand of §1 as a function returning the process exit code, so the
+//! Each subcommand as a function returning the process exit code, so the
 //! binary stays a few lines and every command can be driven from tests.
 
 pub mod artifact;

@@ -1,4 +1,4 @@
-//! `agentbash session list | show NAME | rm NAME` (SPEC §6.3). `show` prints names
+//! `agentbash session list | show NAME | rm NAME` (README, Sessions and rc snapshots). `show` prints names
 //! only, never values: exported variables often hold secrets.
 
 use crate::cli::SessionCommand;

@@ -1,4 +1,4 @@
-//! `agentbash snapshot show | refresh | report` (SPEC §6.2): the rc snapshot a profile's
+//! `agentbash snapshot show | refresh | report` (README, Sessions and rc snapshots): the rc snapshot a profile's
 //! runs source, and every decision taken while making it.
 
 use crate::cli::SnapshotCommand;

@@ -1,4 +1,4 @@
-//! Profiles (SPEC §2): lookup, `extends` layering and strict validation.
+//! Profiles (docs/CONFIG.md): lookup, `extends` layering and strict validation.
 //!
 //! Each file is validated on its own first, so every error names the file, line and
 //! column the user has to edit (and suggests the key they probably meant); only then
@@ -583,7 +583,7 @@ impl Lookup {
     }
 }
 
-/// The built-in `default` profile: the schema's defaults (which are SPEC's) with the
+/// The built-in `default` profile: the schema's defaults with the
 /// file's description. A test keeps `profiles/default.toml` equal to it.
 fn builtin_default() -> Profile {
     Profile {

@@ -1,4 +1,4 @@
-//! Rule packs (SPEC §3): TOML files of `[[rule]]` tables that tell the interceptor which
+//! Rule packs (docs/RULES.md): TOML files of `[[rule]]` tables that tell the interceptor which
 //! commands a caller should run through one of its own tools instead.
 //!
 //! Packs are parsed strictly, because a typo in a rule pack silently disables protection:
@@ -360,7 +360,7 @@ fn one_line(error: &str) -> String {
     }
 }
 
-/// Whether a spec names a file rather than a built-in pack (same rule as profiles, §2).
+/// Whether a spec names a file rather than a built-in pack (same rule as profiles).
 fn is_path_spec(spec: &str) -> bool {
     spec.contains('/') || spec.ends_with(".toml")
 }

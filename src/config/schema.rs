@@ -1,4 +1,4 @@
-//! The profile schema (SPEC §2): every key, its type and its default.
+//! The profile schema (docs/CONFIG.md): every key, its type and its default.
 //!
 //! Defaults here are the `default` profile's; `profiles/default.toml` spells the
 //! same values out for people to read, and a test keeps the two in step.

@@ -1,4 +1,4 @@
-//! §6.3 Live shells for long-lived callers (rpc, mcp, a Rust harness): one bash per
+//! Live shells for long-lived callers (rpc, mcp, a Rust harness): one bash per
 //! key — session, shell, prefix, snapshot, environment, limits — kept running and
 //! reused, so a command costs a write and a read instead of a fork, an exec and a bash
 //! start-up.

@@ -1,4 +1,4 @@
-//! §4.7 Print mode: the command writes to one pipe (stdout and stderr interleaved as
+//! Print mode: the command writes to one pipe (stdout and stderr interleaved as
 //! produced; with `--stderr separate`, stderr to a second one), read by a single poll
 //! loop that also watches the deadline, the cancel token and the child's exit. After
 //! the shell exits, output is drained until EOF, or 250 ms without output, or 2 s in

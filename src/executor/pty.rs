@@ -1,4 +1,4 @@
-//! PTY mode (SPEC §4.8): run one command inside a pseudo-terminal.
+//! PTY mode: run one command inside a pseudo-terminal.
 //!
 //! Some programs only behave when they see a terminal (`sudo`, `ssh`, REPLs,
 //! progress UIs, test runners that check `isatty`). This module runs the

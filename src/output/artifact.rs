@@ -1,4 +1,4 @@
-//! §5.3 Artifacts: the complete raw output of a run, spilled to `<dir>/<id>.bash.log`.
+//! Artifacts: the complete raw output of a run, spilled to `<dir>/<id>.bash.log`.
 //!
 //! Ids are decimal and unique in the directory even across concurrent processes: a
 //! file is claimed with `O_CREAT|O_EXCL`, so two runs racing for the same number
@@ -157,7 +157,7 @@ impl ArtifactStore {
         std::fs::remove_file(self.path(id))
     }
 
-    /// Claim the next id (§4.5), enforcing the limits first.
+    /// Claim the next id, enforcing the limits first.
     pub fn allocate(&self) -> io::Result<Allocated> {
         crate::paths::private_dir(&self.dir)?;
         let entries = self.list()?;

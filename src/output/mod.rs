@@ -1,4 +1,4 @@
-//! Output: sanitizing, retention, redaction, artifacts and notices (SPEC §5).
+//! Output: sanitizing, retention, redaction, artifacts and notices .
 
 pub mod artifact;
 pub mod notice;

@@ -1,4 +1,4 @@
-//! §5.2 Retention: everything a command prints flows through one [`OutputSink`].
+//! Retention: everything a command prints flows through one [`OutputSink`].
 //!
 //! Raw bytes go to the artifact (held in memory only while they still fit the
 //! retention budget, so a short run never touches the disk); sanitized text is
@@ -51,7 +51,7 @@ pub const HEAD_OVERREAD: u64 = 16 << 20;
 /// have stopped it, not after minutes.
 pub const HEAD_OVERREAD_TIME: Duration = Duration::from_secs(1);
 
-/// How the shown text was cut (§7.2 `truncation`).
+/// How the shown text was cut (the result's `truncation`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Truncation {
     /// Which part is shown: "tail", "head", or "middle" (head and tail shown, middle elided).

@@ -1,8 +1,10 @@
-//! The run pipeline (SPEC §4), top to bottom:
-//! normalize → intercept → cwd → timeout → artifact → mode → execute → shape.
+//! The run pipeline (docs/ARCHITECTURE.md), top to bottom. [`plan`] decides:
+//! validate → normalize → intercept → timeout → mode → env → shell → state → cwd →
+//! guard → artifact dir and secrets; [`execute`] refuses what the plan refused, then
+//! prepares the state, spawns through an executor, tears down and shapes the result.
 //!
 //! [`plan`] makes every decision without side effects (it is what `explain` shows);
-//! [`execute`] carries a plan out and shapes the §7.2 result.
+//! [`execute`] carries a plan out and shapes the [`RunResult`].
 
 pub mod guard;
 pub mod intercept;
@@ -66,7 +68,7 @@ pub struct Plan {
     pub timeout: Timeout,
     pub mode: ModeDecision,
     pub shell: Result<PathBuf, ShellError>,
-    /// §6.2/§6.3: the rc snapshot and the session (read-only decisions).
+    /// The rc snapshot and the session (read-only decisions).
     pub state: crate::shell::state::StatePlan,
     pub script: String,
     pub env: BuiltEnv,
@@ -103,10 +105,10 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     let p = &profile.profile;
     // A library caller may skip the validation (session names become paths).
     let usage_error = req.validate().err().map(|e| e.to_string());
-    // §4.1
+    // Normalize: the `| head`/`| tail` lift.
     let normalized =
         normalize::normalize(&req.command, p.output.strip_head_tail, req.head, req.tail);
-    // §4.2
+    // Intercept: the rule packs, for the caller's tools.
     let tools = req
         .tools
         .clone()
@@ -131,9 +133,9 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         rules_error = profile.check_rule_packs().err();
         (None, vec![])
     };
-    // §4.4
+    // Timeout.
     let timeout = stages::clamp_timeout(req.timeout, &p.timeout);
-    // §4.6 (decided before the env, which differs for a PTY)
+    // Mode (decided before the env, which differs for a PTY)
     let mode = stages::decide_mode(
         req.mode,
         p.pty.mode,
@@ -156,7 +158,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         shell.as_ref().ok().map(PathBuf::as_path),
         &env,
     );
-    // §4.3, against the session's cwd when there is one
+    // The cwd, against the session's cwd when there is one
     let cwd = resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref());
     let guard = if p.guard.enabled {
         let base = state.base_dir(&req.invoking_dir);
@@ -228,7 +230,7 @@ fn run_marker() -> String {
 /// at 128 KiB.
 const MAX_INLINE_SCRIPT: usize = 100 * 1024;
 
-/// Run `req` under `profile`, streaming events, and return the §7.2 result.
+/// Run `req` under `profile`, streaming events, and return the result.
 pub fn execute(
     req: &RunRequest,
     profile: &LoadedProfile,
@@ -238,7 +240,7 @@ pub fn execute(
     execute_with(req, profile, cancel, None, on_event)
 }
 
-/// [`execute`], reusing live shells from `pool` when the run allows it (§6.3; for
+/// [`execute`], reusing live shells from `pool` when the run allows it (for
 /// long-lived callers such as rpc and mcp).
 ///
 /// Every way out of a run passes here, so this is where the result and the notice
@@ -862,7 +864,7 @@ fn shape(
     started: Instant,
     cwd: PathBuf,
 ) -> RunResult {
-    // §4.9 exit mapping
+    // The exit code: the command's, 128+N, 124 or 130.
     let (code, annotation) = match outcome.end {
         End::Exited(c) => {
             r.exit_code = Some(c);

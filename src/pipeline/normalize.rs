@@ -1,4 +1,4 @@
-//! §4.1 Normalize: a trailing `| head -n N` / `| tail -n N` becomes a line limit.
+//! Normalize: a trailing `| head -n N` / `| tail -n N` becomes a line limit.
 //!
 //! Agents habitually append `| tail -n 50` to keep output short. Run literally, that
 //! throws the rest of the output away for good; lifted into a limit, the caller still

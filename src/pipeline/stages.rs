@@ -1,10 +1,10 @@
-//! The small decision stages of the pipeline (SPEC §4.3, §4.4, §4.6), each a pure
+//! The small decision stages of the pipeline (timeout, mode), each a pure
 //! function of its inputs so `explain` can show exactly what `run` will do.
 
 use crate::config::profile::{PtyMode, TimeoutCfg};
 use crate::request::{Mode, ModeChoice};
 
-/// §4.4 Timeout: requested (or the default) clamped to `[1, max]`.
+/// Timeout: requested (or the default) clamped to `[1, max]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timeout {
     pub effective: u64,
@@ -26,7 +26,7 @@ pub fn clamp_timeout(requested: Option<i64>, cfg: &TimeoutCfg) -> Timeout {
     }
 }
 
-/// §4.6 Mode.
+/// Mode: print or PTY.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModeDecision {
     pub mode: Mode,

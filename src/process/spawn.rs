@@ -1339,7 +1339,7 @@ fn signal(pid: i32, sig: i32) {
 
 fn signal_group(pgid: i32, sig: i32) {
     let me = unsafe { libc::getpgrp() };
-    // Never signal our own process group (SPEC §4.7).
+    // Never signal our own process group.
     if pgid > 1 && pgid != me {
         // SAFETY: kill(2) with a negative pid addresses that process group only.
         unsafe {

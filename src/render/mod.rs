@@ -1,4 +1,4 @@
-//! Renderers (SPEC §7): text for people, JSON/NDJSON for programs. Each receives the
+//! Renderers: text for people, JSON/NDJSON for programs. Each receives the
 //! run's events as they happen and the final result once.
 
 pub mod json;

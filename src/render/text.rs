@@ -1,4 +1,4 @@
-//! `--format text` (SPEC §7.1).
+//! `--format text`.
 //!
 //! On a terminal: a header, a live region while the command runs (spinner, elapsed
 //! time, the last lines), then a collapsed preview, a warning line for cuts, and a

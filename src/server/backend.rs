@@ -23,7 +23,7 @@ pub struct BashCall {
     pub tail: Option<usize>,
     /// Extra environment variables, layered over the profile's environment.
     pub env: BTreeMap<String, String>,
-    /// Persistent session name (SPEC §6.3).
+    /// Persistent session name (see `shell::session`).
     pub session: Option<String>,
     /// Tools the caller has (interceptor); `None` = the profile's list.
     pub tools: Option<Vec<String>>,
@@ -32,9 +32,9 @@ pub struct BashCall {
 /// What a finished run produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BashOutcome {
-    /// SPEC §7.2 `text`: exactly what the model should be shown.
+    /// The result's `text`: exactly what the model should be shown.
     pub text: String,
-    /// The whole SPEC §7.2 result object.
+    /// The whole result object (`RunResult`).
     pub result: serde_json::Value,
     /// Non-zero exit, timeout or block.
     pub is_error: bool,

@@ -17,7 +17,7 @@ pub const DEFAULT_ARTIFACT_LINES: usize = 2000;
 pub struct Engine {
     pub profile: LoadedProfile,
     pub invoking_dir: PathBuf,
-    /// Live shells kept per key and reused across requests (§6.3).
+    /// Live shells kept per key and reused across requests (see `executor::live`).
     pub pool: ShellPool,
 }
 

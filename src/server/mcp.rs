@@ -1,7 +1,7 @@
-//! `agentbash mcp`: a Model Context Protocol server on stdio (SPEC §10).
+//! `agentbash mcp`: a Model Context Protocol server on stdio (docs/PROTOCOL.md).
 //!
 //! Stock MCP clients (desktop, IDE and CLI agents) get two tools: `bash`, whose text
-//! content is the §7.2 `text` and whose structured content is the whole §7.2 result,
+//! content is the result's `text` and whose structured content is the whole result,
 //! and `read_artifact`, which pages through the full output of a run that was cut.
 //! This module speaks the protocol (through the official SDK, `rmcp`) and nothing
 //! else: running commands is the [`Backend`]'s job, on a blocking thread.

@@ -1,4 +1,4 @@
-//! Long-lived machine interfaces: NDJSON RPC (§9) and an MCP server (§10). Both turn
+//! Long-lived machine interfaces: NDJSON RPC and an MCP server (docs/PROTOCOL.md). Both turn
 //! a caller's request into a [`RunRequest`] the same way ([`build_request`]) and run
 //! it through the same engine ([`engine::Engine`]).
 

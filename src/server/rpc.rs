@@ -1,4 +1,4 @@
-//! `agentbash rpc` (SPEC §9): JSON requests on stdin, one per line; JSON messages on
+//! `agentbash rpc` (docs/PROTOCOL.md): JSON requests on stdin, one per line; JSON messages on
 //! stdout, one per line. Up to `server.max_concurrent` requests run at once, each on a
 //! worker thread; the rest wait in a queue as parsed requests (no thread, no process),
 //! and a worker that finishes takes the next. A session's runs are serialized by the

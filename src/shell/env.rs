@@ -1,4 +1,4 @@
-//! The one place the command's environment is built (SPEC §6.1).
+//! The one place the command's environment is built.
 //!
 //! Layering, lowest first: inherited env (after `inherit`/`exclude`) < hardening <
 //! `env.set` < `--env`. Hardening exists because an agent or CI job has nobody to

@@ -1,4 +1,4 @@
-//! Which shell runs the command, and the argv it gets (SPEC §2 `[shell]`).
+//! Which shell runs the command, and the argv it gets (the profile's `[shell]`).
 
 use crate::config::profile::ShellCfg;
 use crate::process::spawn::{is_executable, on_path};

@@ -1,4 +1,4 @@
-//! §6.3 Persistent sessions: what a run on `--session NAME` leaves behind for the next.
+//! Persistent sessions: what a run on `--session NAME` leaves behind for the next.
 //!
 //! Carried over: the final working directory, exported variables (as a delta against
 //! the environment agentbash built, so `--env` and the profile still apply and an

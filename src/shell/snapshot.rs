@@ -1,4 +1,4 @@
-//! §6.2 The rc snapshot: the user's functions, aliases and shell options, captured once
+//! The rc snapshot: the user's functions, aliases and shell options, captured once
 //! from `shell.rc` in a separate shell and sourced before every command.
 //!
 //! Agents lose the helpers their user relies on when a tool runs `bash -c` without the
@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Names that shadow the tools agents rely on (SPEC §6.2); a function or alias with
+/// Names that shadow the tools agents rely on; a function or alias with
 /// one of these names is never carried into commands.
 pub const SHADOWED_TOOLS: &[&str] = &[
     "ls", "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "find", "fd",

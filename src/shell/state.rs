@@ -1,4 +1,4 @@
-//! §6.2/§6.3 shell state as one stage of the run: before the command, the rc snapshot
+//! Shell state as one stage of the run: before the command, the rc snapshot
 //! and the session are made ready ([`prepare`]); after it, the session is committed or
 //! left as it was ([`Prepared::finish`]).
 //!
@@ -8,9 +8,8 @@
 //! both). The prelude unsets `BASH_ENV` first, so scripts the command runs do not
 //! source it again.
 //!
-//! This module also holds what the snapshot and the session share: the bash function
-//! that dumps a shell's state into a delimited file, its parser, private (0600) file
-//! writes, and the flock used to serialize writers.
+//! What the snapshot and the session share lives beside it: quoting, private (0600)
+//! writes and the flock in `store`, the bash state dump and its parser in `dump`.
 
 use super::session::{ActiveSession, SessionError, SessionStore};
 use super::snapshot::{self, Snapshot, SnapshotPlan};
@@ -192,7 +191,7 @@ impl Prepared {
             .unwrap_or_else(|| invoking_dir.to_path_buf())
     }
 
-    /// The §4.3 error, plus a hint when it is the session's directory that is gone.
+    /// The cwd error, plus a hint when it is the session's directory that is gone.
     pub fn cwd_error(&self, err: &CwdError, requested: Option<&Path>) -> String {
         let mut msg = err.to_string();
         if let Some(s) = &self.session

@@ -90,8 +90,13 @@ const REFERENCE_BEGIN: &str =
     "<!-- BEGIN generated: configuration reference (profiles/default.toml) -->";
 const REFERENCE_END: &str = "<!-- END generated: configuration reference -->";
 
-/// The configuration reference, one row per key, generated from
-/// `profiles/default.toml` (every key there carries its default and meaning).
+/// Where the configuration reference lives.
+const REFERENCE_FILE: &str = "docs/CONFIG.md";
+
+/// The configuration reference, one table per section and one row per key: the
+/// default and the meaning from `profiles/default.toml` (every key there carries
+/// both), the type from the schema's own words (`config::schema::expected_type`, what
+/// a wrong-type error says).
 fn configuration_reference() -> String {
     let text = std::fs::read_to_string(repo().join("profiles/default.toml")).unwrap();
     // Markdown: a table cell must not contain a bare `|`, and `*`, `<` and `\` would
@@ -104,17 +109,37 @@ fn configuration_reference() -> String {
             .replace('|', "\\|")
     };
     let code_cell = |s: &str| s.trim().replace('|', "\\|");
-    let mut rows = vec![
-        "| key | default | meaning |".to_string(),
-        "|---|---|---|".to_string(),
-        "| `description` | `\"\"` | one line shown by `agentbash profile list` |".to_string(),
-        "| `extends` | none | profile name or path this one layers on: tables merge key by key, arrays and scalars replace |"
-            .to_string(),
+    let type_cell = |key: &str| {
+        let words = agentbash::config::schema::expected_type(key)
+            .unwrap_or_else(|| panic!("config::schema::expected_type has no words for {key}"));
+        text_cell(words)
+    };
+    const HEADER: &str = "| key | type | default | meaning |\n|---|---|---|---|";
+    let mut out = vec![
+        "## Top level".to_string(),
+        String::new(),
+        HEADER.to_string(),
+        format!(
+            "| `description` | {} | `\"\"` | one line shown by `agentbash profile list` |",
+            type_cell("description")
+        ),
+        format!(
+            "| `extends` | {} | none | profile name or path this one layers on: tables merge key by key, arrays and scalars replace |",
+            type_cell("extends")
+        ),
     ];
     let mut section = String::new();
     for line in text.lines().map(str::trim) {
         if let Some(name) = line.strip_prefix('[') {
             section = name.split(']').next().unwrap_or("").to_string();
+            out.push(String::new());
+            out.push(format!("## `[{section}]`"));
+            out.push(String::new());
+            if let Some((_, about)) = line.split_once(" #") {
+                out.push(format!("{}.", text_cell(about).trim_end_matches('.')));
+                out.push(String::new());
+            }
+            out.push(HEADER.to_string());
             continue;
         }
         if line.is_empty() || line.starts_with('#') || section.is_empty() {
@@ -122,14 +147,15 @@ fn configuration_reference() -> String {
         }
         let (assignment, meaning) = line.split_once(" #").unwrap_or((line, ""));
         let (key, value) = assignment.split_once('=').expect("key = value");
-        rows.push(format!(
-            "| `{section}.{}` | `{}` | {} |",
-            key.trim(),
+        let key = format!("{section}.{}", key.trim());
+        out.push(format!(
+            "| `{key}` | {} | `{}` | {} |",
+            type_cell(&key),
             code_cell(value),
             text_cell(meaning)
         ));
     }
-    format!("{REFERENCE_BEGIN}\n{}\n{REFERENCE_END}", rows.join("\n"))
+    format!("{REFERENCE_BEGIN}\n{}\n{REFERENCE_END}", out.join("\n"))
 }
 
 /// Every key of a TOML table as `a.b.c` (tables flattened, `env.set` kept whole).
@@ -174,34 +200,49 @@ fn default_profile_spells_out_every_key_with_its_meaning() {
 }
 
 #[test]
-fn generated_readme_configuration_reference() {
-    let path = repo().join("README.md");
-    let readme = std::fs::read_to_string(&path).unwrap_or_default();
+fn generated_configuration_reference_in_docs_config() {
+    let path = repo().join(REFERENCE_FILE);
+    let doc = std::fs::read_to_string(&path).unwrap_or_default();
     let want = configuration_reference();
-    let (Some(start), Some(end)) = (readme.find(REFERENCE_BEGIN), readme.find(REFERENCE_END))
-    else {
+    let (Some(start), Some(end)) = (doc.find(REFERENCE_BEGIN), doc.find(REFERENCE_END)) else {
         panic!(
-            "README.md has no generated configuration reference: paste this where it belongs \
-             (later, `AGENTBASH_REGENERATE=1 cargo test --test it ecosystem::generated` \
+            "{REFERENCE_FILE} has no generated configuration reference: paste this where it \
+             belongs (later, `AGENTBASH_REGENERATE=1 cargo test --test it ecosystem::generated` \
              rewrites what is between the markers):\n{want}"
         );
     };
-    let current = &readme[start..end + REFERENCE_END.len()];
+    let current = &doc[start..end + REFERENCE_END.len()];
     if current == want {
         return;
     }
     if std::env::var("AGENTBASH_REGENERATE").as_deref() == Ok("1") {
         let updated = format!(
             "{}{want}{}",
-            &readme[..start],
-            &readme[end + REFERENCE_END.len()..]
+            &doc[..start],
+            &doc[end + REFERENCE_END.len()..]
         );
-        std::fs::write(&path, updated).expect("write README.md");
+        std::fs::write(&path, updated).expect("write the configuration reference");
         return;
     }
     panic!(
-        "README.md's configuration reference is out of date with profiles/default.toml; \
-         regenerate it with `AGENTBASH_REGENERATE=1 cargo test --test it ecosystem::generated`"
+        "{REFERENCE_FILE}'s configuration reference is out of date with profiles/default.toml \
+         or the schema; regenerate it with \
+         `AGENTBASH_REGENERATE=1 cargo test --test it ecosystem::generated`"
+    );
+}
+
+/// The README keeps a summary of the configuration, not a second copy of the
+/// reference that could drift from the generated one.
+#[test]
+fn readme_points_at_the_configuration_reference() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(
+        !readme.contains(REFERENCE_BEGIN),
+        "README.md holds a copy of the configuration reference; it lives in {REFERENCE_FILE}"
+    );
+    assert!(
+        readme.contains("(docs/CONFIG.md)"),
+        "README.md does not link to {REFERENCE_FILE}"
     );
 }
 
@@ -954,7 +995,10 @@ fn shipped_profiles_are_real_configurations() {
         description: default.description.clone(),
         ..Default::default()
     };
-    assert_eq!(default, spec, "default is the SPEC defaults");
+    assert_eq!(
+        default, spec,
+        "the built-in default is the schema's defaults"
+    );
 
     let ci = builtin("ci").profile;
     assert_eq!(ci.render.live, Live::Stream, "ci streams live output");

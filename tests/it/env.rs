@@ -1,4 +1,4 @@
-//! The command's environment (§6.1): hardening, its layering under `env.set` and
+//! The command's environment: hardening, its layering under `env.set` and
 //! `--env`, `inherit`/`exclude`, `AGENTBASH_NO_CI`, and `-e` validation
 //! (issue 2, item 11).
 

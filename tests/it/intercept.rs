@@ -1,4 +1,4 @@
-//! Interceptor tests (SPEC §3, §4.2): the segment splitter, the default rule pack and
+//! Interceptor tests (docs/RULES.md): the segment splitter, the default rule pack and
 //! custom packs, all through the public API only.
 
 use std::path::PathBuf;

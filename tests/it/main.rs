@@ -6,6 +6,7 @@ mod ecosystem;
 mod env;
 mod guard;
 mod intercept;
+mod layout;
 mod lift;
 mod mcp;
 mod output;

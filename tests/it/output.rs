@@ -1,5 +1,5 @@
-//! What the caller is shown: retention and artifacts (§5.2–§5.4), the trailing
-//! `| head`/`| tail` normalization (§4.1) and output hygiene (§5.1)
+//! What the caller is shown: retention, artifacts and their notices, the trailing
+//! `| head`/`| tail` normalization and output hygiene (sanitizing)
 //! (issue 2, items 3–6).
 
 use crate::support::{TestEnv, re, s, sh_output, sh_text, u};
@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-/// The artifact file a result points at, checked against the §5.3 layout.
+/// The artifact file a result points at, checked against the artifact layout.
 #[track_caller]
 fn artifact_of(env: &TestEnv, v: &Value) -> (u64, PathBuf) {
     let a = &v["artifact"];
@@ -67,7 +67,7 @@ fn seq_100000_keeps_the_tail_and_spills_an_identical_artifact() {
     let notice = notices
         .iter()
         .find(|n| notice_re.is_match(n))
-        .unwrap_or_else(|| panic!("no §5.4 notice in {notices:?}"));
+        .unwrap_or_else(|| panic!("no [Showing …] notice in {notices:?}"));
     let caps = notice_re.captures(notice).unwrap();
     assert_eq!(caps[1].parse::<u64>().unwrap(), first);
     assert_eq!(caps[2].parse::<u64>().unwrap(), id);

@@ -1,4 +1,4 @@
-//! Profiles (§2): the built-ins, lookup order, `extends`, and strict validation with
+//! Profiles (docs/CONFIG.md): the built-ins, lookup order, `extends`, and strict validation with
 //! file:line:col (issue 2, item 12).
 
 use crate::support::{TestEnv, re, s};

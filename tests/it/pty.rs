@@ -1,4 +1,4 @@
-//! PTY mode end to end (SPEC §4.6, §4.8; issue 4): the interactive viewport driven
+//! PTY mode end to end (issue 4): the interactive viewport driven
 //! through a real terminal (tmux, see [`crate::tmux`]) like a person would, and
 //! headless runs (`--pty` into a pipe) as plain subprocess tests.
 //!
@@ -99,7 +99,7 @@ fn assert_restored(all: &str) {
     }
 }
 
-/// The run's annotation (SPEC §4.7, §4.8) is on the terminal after the run, on a
+/// The run's annotation is on the terminal after the run, on a
 /// line of its own (the viewport header shows only `[killed]`/`[timed out]`).
 #[track_caller]
 fn assert_annotated(all: &str, annotation: &str) {

@@ -1,4 +1,4 @@
-//! `agentbash rpc` driven over real pipes (SPEC §9).
+//! `agentbash rpc` driven over real pipes (docs/PROTOCOL.md).
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};

@@ -42,7 +42,7 @@ fn nonzero_exit_is_passed_through_and_reported_on_stderr() {
     );
 }
 
-/// Every field §7.2 lists.
+/// Every field of the result object (docs/PROTOCOL.md).
 const RESULT_FIELDS: &[&str] = &[
     "command",
     "normalized_command",
@@ -89,7 +89,7 @@ fn json_has_every_result_field() {
         .collect();
     assert!(
         missing.is_empty(),
-        "missing §7.2 fields {missing:?} in {v:#}"
+        "missing result fields {missing:?} in {v:#}"
     );
     assert_eq!(s(&v, "command"), "echo hi");
     assert_eq!(s(&v, "normalized_command"), "echo hi");
@@ -179,7 +179,7 @@ fn ndjson_streams_output_while_the_command_runs() {
     );
 }
 
-/// Regression (fixed): SPEC §7.3 lists `start` first; a notice known before the run (a timeout clamp)
+/// Regression (fixed): NDJSON sends `start` first; a notice known before the run (a timeout clamp)
 /// must not come before it.
 #[test]
 fn ndjson_start_comes_before_notices() {

@@ -1,4 +1,4 @@
-//! Persistent sessions (§6.3, issue 5): what carries over between runs with one
+//! Persistent sessions (issue 5): what carries over between runs with one
 //! `--session NAME`, what a timed-out or cancelled run leaves (nothing), serialization
 //! of concurrent runs, the session commands, and — through the library — live shells
 //! reused by long-lived callers.
@@ -518,7 +518,7 @@ fn sessions_need_bash() {
     );
 }
 
-/// The library's live shells (§6.3): what rpc and mcp use. These tests run in a
+/// The library's live shells: what rpc and mcp use. These tests run in a
 /// process of their own ([`pool_tests_in_their_own_process`]): a pool marks its
 /// process as running several commands at once and relies on it being the subreaper
 /// of its orphans, process-wide settings other tests in this binary change.

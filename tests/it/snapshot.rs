@@ -1,4 +1,4 @@
-//! The rc snapshot (§6.2, issue 5): what is carried from `~/.bashrc` into commands,
+//! The rc snapshot (issue 5): what is carried from `~/.bashrc` into commands,
 //! what is dropped and why, reuse and invalidation, and rc files that are slow,
 //! failing, noisy or hostile — none of which may break a run. Also `shell.prefix`.
 

@@ -1,4 +1,4 @@
-//! Time limits, cancellation and teardown (§4.4, §4.7): timeouts, clamping, signals
+//! Time limits, cancellation and teardown: timeouts, clamping, signals
 //! sent to agentbash, commands killed by signals, and no process left behind
 //! (issue 2, item 7); what a teardown lists and says (issue 12, part 4).
 

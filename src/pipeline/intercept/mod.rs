@@ -1,4 +1,4 @@
-//! The interceptor (SPEC §4.2): decides, before anything runs, whether a command should
+//! The interceptor (docs/RULES.md): decides, before anything runs, whether a command should
 //! be refused because the caller has a better tool for the job.
 //!
 //! It has two halves. The *splitter* is a small, lossless shell lexer that cuts a command
@@ -629,7 +629,7 @@ impl Interception {
     }
 }
 
-/// Checks `cmd` against `rules` for a caller that has `tools` (SPEC §4.2).
+/// Checks `cmd` against `rules` for a caller that has `tools`.
 ///
 /// Candidates, in order: the whole trimmed command, then each segment with its leading
 /// assignments removed (segments identical to an earlier candidate are not repeated).
@@ -643,7 +643,7 @@ pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
     }
     let mut candidates: Vec<(String, CandidateKind, Option<SkipReason>)> =
         vec![(whole.to_string(), CandidateKind::Whole, None)];
-    // §4.2: the whole command too is checked without its leading assignments, which
+    // The whole command too is checked without its leading assignments, which
     // matters when it cannot be split (`X=1 cat a; echo $(date)`).
     let bare = strip_assignments(whole).trim();
     if !bare.is_empty() && bare != whole {
@@ -728,7 +728,7 @@ pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
     out
 }
 
-/// The exact text shown for a blocked command (SPEC §4.2).
+/// The exact text shown for a blocked command (docs/RULES.md).
 pub fn blocked_message(hit: &Hit, original: &str) -> String {
     format!("Blocked: {}\n\nOriginal command: {}", hit.message, original)
 }
