@@ -593,7 +593,7 @@ fn builtin_default() -> Profile {
 }
 
 const DEFAULT_DESCRIPTION: &str =
-    "SPEC defaults: print mode, 50 KiB tail retention, artifacts in the state dir";
+    "Built-in defaults: print mode, 50 KiB tail retention, artifacts in the state dir";
 
 fn read_origin(o: &Origin) -> Result<String, ProfileError> {
     match o {

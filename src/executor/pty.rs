@@ -27,7 +27,6 @@ use std::fmt::Write as _;
 use std::io::{self, Write as _};
 use std::num::NonZeroU16;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Mutex, Once};
@@ -36,7 +35,6 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::pty::{grantpt, posix_openpt, ptsname_r, unlockpt};
 use nix::sys::signal::Signal;
 use nix::sys::termios::{
     LocalFlags, SetArg, SpecialCharacterIndices, Termios, cfmakeraw, tcgetattr, tcsetattr,
@@ -657,7 +655,7 @@ impl Pty {
         rows: u16,
         cols: u16,
     ) -> Result<Self, PtyError> {
-        let (master, slave) = open_pty().map_err(PtyError::Open)?;
+        let (master, slave) = spawn::open_pty().map_err(PtyError::Open)?;
         spawn::set_window_size(slave.as_fd(), rows, cols)
             .map_err(|e| PtyError::Open(format!("cannot set its size: {e}")))?;
         // Non-blocking so that one loop can read, write and watch the clock;
@@ -702,25 +700,6 @@ impl Pty {
                 .spawn(move || child.wait());
         }
     }
-}
-
-/// A new pseudo-terminal, (master, slave), both close-on-exec from the start (a
-/// command another thread starts meanwhile inherits neither), and neither becoming
-/// agentbash's controlling terminal.
-pub(crate) fn open_pty() -> Result<(OwnedFd, OwnedFd), String> {
-    let master = posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)
-        .map_err(|e| format!("posix_openpt: {e}"))?;
-    grantpt(&master).map_err(|e| format!("grantpt: {e}"))?;
-    unlockpt(&master).map_err(|e| format!("unlockpt: {e}"))?;
-    let name = ptsname_r(&master).map_err(|e| format!("ptsname: {e}"))?;
-    // std opens with O_CLOEXEC.
-    let slave = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOCTTY)
-        .open(&name)
-        .map_err(|e| format!("{name}: {e}"))?;
-    Ok((master.into(), slave.into()))
 }
 
 impl Drop for Pty {

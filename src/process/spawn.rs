@@ -327,6 +327,28 @@ pub fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// A new pseudo-terminal, (master, slave), both close-on-exec from the start (a
+/// command another thread starts meanwhile inherits neither), and neither becoming
+/// agentbash's controlling terminal.
+pub fn open_pty() -> Result<(OwnedFd, OwnedFd), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let master = nix::pty::posix_openpt(
+        nix::fcntl::OFlag::O_RDWR | nix::fcntl::OFlag::O_NOCTTY | nix::fcntl::OFlag::O_CLOEXEC,
+    )
+    .map_err(|e| format!("posix_openpt: {e}"))?;
+    nix::pty::grantpt(&master).map_err(|e| format!("grantpt: {e}"))?;
+    nix::pty::unlockpt(&master).map_err(|e| format!("unlockpt: {e}"))?;
+    let name = nix::pty::ptsname_r(&master).map_err(|e| format!("ptsname: {e}"))?;
+    // std opens with O_CLOEXEC.
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(&name)
+        .map_err(|e| format!("{name}: {e}"))?;
+    Ok((master.into(), slave.into()))
+}
+
 fn resolve_program(program: &Path, env: &[(String, String)]) -> std::io::Result<PathBuf> {
     if program.as_os_str().as_bytes().contains(&b'/') {
         return Ok(program.to_path_buf());
@@ -1501,7 +1523,7 @@ mod spawn_tests {
 
     #[test]
     fn on_a_tty_the_child_leads_a_session_whose_controlling_terminal_it_is() {
-        let (master, slave) = crate::executor::pty::open_pty().expect("a pty");
+        let (master, slave) = super::open_pty().expect("a pty");
         let script = "cat /proc/self/stat; ls -l /proc/self/fd/";
         let mut child =
             spawn_on_tty(&spec("sh", &["-c", script], "/"), None, slave).expect("spawn");
