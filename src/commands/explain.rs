@@ -3,263 +3,352 @@
 use crate::cli::FormatArg;
 use crate::config::profile::LoadedProfile;
 use crate::display::escape_controls;
-use crate::pipeline::{RunRequest, plan};
+use crate::output::redact::Secrets;
+use crate::pipeline::guard::GuardPlan;
+use crate::pipeline::intercept::Interception;
+use crate::pipeline::normalize::Lift;
+use crate::pipeline::stages::ModeDecision;
+use crate::pipeline::{Plan, RunRequest, plan};
 use crate::render::out;
-use serde_json::json;
+use crate::shell::env::EnvSource;
+use serde::Serialize;
+use std::collections::BTreeMap;
 
-/// Build the explanation as JSON (the text form is rendered from it).
-pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Value {
-    let plan = plan(req, profile);
-    let mut v = explanation_of(&plan, profile);
-    // Everything shown, the argv and the interception trace included.
-    plan.secrets.mask_json(&mut v);
-    v
+/// Everything `explain` shows: the plan's decisions as one typed, serializable value.
+/// `--format json` prints it as it is; the text form is rendered from the same fields.
+#[derive(Serialize)]
+pub struct Explanation<'a> {
+    pub command: &'a str,
+    pub profile: ProfileShown<'a>,
+    pub normalize: NormalizeShown<'a>,
+    pub guard: &'a GuardPlan,
+    pub intercept: InterceptShown<'a>,
+    pub cwd: Checked,
+    pub timeout: TimeoutShown<'a>,
+    pub mode: &'a ModeDecision,
+    pub env_changes: &'a BTreeMap<String, EnvSource>,
+    pub redact: &'a [String],
+    pub shell: Checked,
+    pub snapshot: String,
+    pub session: Option<SessionShown>,
+    pub argv: Vec<String>,
+    pub artifact_dir: Option<String>,
+    pub usage_error: Option<&'a str>,
 }
 
-fn explanation_of(plan: &crate::pipeline::Plan, profile: &LoadedProfile) -> serde_json::Value {
-    let interception = plan.interception.as_ref().map(|i| {
-        json!({
-            "candidates": i.candidates,
-            "opaque": i.opaque,
-            "blocked": i.blocked,
-            "warnings": i.warnings,
-        })
-    });
-    let env_changes: serde_json::Map<String, serde_json::Value> = plan
-        .env
-        .changes
-        .iter()
-        .map(|(k, src)| (k.clone(), json!(src)))
-        .collect();
-    json!({
-        "command": plan.shown_command,
-        "profile": {
-            "name": profile.name,
-            "origin": profile.origin().to_string(),
-            "warnings": profile.warnings,
-        },
-        "normalize": {
-            "command": plan.shown_normalized,
-            "stripped": plan.normalized.stripped,
-            "head": plan.normalized.head,
-            "tail": plan.normalized.tail,
-            "stop_after": plan.normalized.stop_after,
-            "lift": plan.normalized.lift,
-        },
-        "guard": plan.guard,
-        "intercept": {
-            "enabled": plan.interception.is_some(),
-            "tools": plan.tools,
-            "result": interception,
-            "warnings": plan.rule_warnings,
-            "error": plan.rules_error,
-        },
-        "cwd": match &plan.cwd { Ok(c) => json!({"ok": c.display().to_string()}), Err(e) => json!({"error": e.to_string()}) },
-        "timeout": {
-            "requested_s": plan.timeout.requested,
-            "effective_s": plan.timeout.effective,
-            "notice": plan.timeout.notice,
-        },
-        "mode": { "mode": plan.mode.mode, "reasons": plan.mode.reasons, "notice": plan.mode.notice },
-        "env_changes": env_changes,
-        "redact": plan.secrets.names(),
-        "shell": match &plan.shell { Ok(s) => json!({"ok": s.display().to_string()}), Err(e) => json!({"error": e.to_string()}) },
-        "snapshot": plan.state.snapshot.describe(),
-        "session": plan.state.session.as_ref().map(|s| json!({
-            "name": s.name,
-            "dir": s.dir.display().to_string(),
-            "cwd": s.cwd.as_ref().map(|c| c.display().to_string()),
-        })),
-        "argv": plan.argv(profile),
-        "artifact_dir": plan.artifact_dir.as_ref().map(|d| d.display().to_string()),
-        "usage_error": plan.usage_error,
-    })
+#[derive(Serialize)]
+pub struct ProfileShown<'a> {
+    pub name: &'a str,
+    pub origin: String,
+    pub warnings: &'a [String],
+}
+
+#[derive(Serialize)]
+pub struct NormalizeShown<'a> {
+    pub command: &'a str,
+    pub stripped: Option<&'a str>,
+    pub head: Option<usize>,
+    pub tail: Option<usize>,
+    pub stop_after: Option<usize>,
+    pub lift: Option<&'a Lift>,
+}
+
+#[derive(Serialize)]
+pub struct InterceptShown<'a> {
+    pub enabled: bool,
+    pub tools: &'a [String],
+    pub result: Option<&'a Interception>,
+    pub warnings: &'a [String],
+    pub error: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+pub struct TimeoutShown<'a> {
+    pub requested_s: i64,
+    pub effective_s: u64,
+    pub notice: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+pub struct SessionShown {
+    pub name: String,
+    pub dir: String,
+    pub cwd: Option<String>,
+}
+
+/// A decision that either found its value or says why not.
+#[derive(Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Checked {
+    Ok(String),
+    Error(String),
+}
+
+impl Checked {
+    fn of<E: ToString>(r: Result<&std::path::PathBuf, &E>) -> Self {
+        match r {
+            Ok(p) => Checked::Ok(p.display().to_string()),
+            Err(e) => Checked::Error(e.to_string()),
+        }
+    }
+
+    fn text(&self) -> &str {
+        match self {
+            Checked::Ok(s) | Checked::Error(s) => s,
+        }
+    }
+}
+
+impl<'a> Explanation<'a> {
+    pub fn of(plan: &'a Plan, profile: &'a LoadedProfile) -> Self {
+        Explanation {
+            command: &plan.shown_command,
+            profile: ProfileShown {
+                name: &profile.name,
+                origin: profile.origin().to_string(),
+                warnings: &profile.warnings,
+            },
+            normalize: NormalizeShown {
+                command: &plan.shown_normalized,
+                stripped: plan.normalized.stripped.as_deref(),
+                head: plan.normalized.head,
+                tail: plan.normalized.tail,
+                stop_after: plan.normalized.stop_after,
+                lift: plan.normalized.lift.as_ref(),
+            },
+            guard: &plan.guard,
+            intercept: InterceptShown {
+                enabled: plan.interception.is_some(),
+                tools: &plan.tools,
+                result: plan.interception.as_ref(),
+                warnings: &plan.rule_warnings,
+                error: plan.rules_error.as_deref(),
+            },
+            cwd: Checked::of(plan.cwd.as_ref()),
+            timeout: TimeoutShown {
+                requested_s: plan.timeout.requested,
+                effective_s: plan.timeout.effective,
+                notice: plan.timeout.notice.as_deref(),
+            },
+            mode: &plan.mode,
+            env_changes: &plan.env.changes,
+            redact: plan.secrets.names(),
+            shell: Checked::of(plan.shell.as_ref()),
+            snapshot: plan.state.snapshot.describe(),
+            session: plan.state.session.as_ref().map(|s| SessionShown {
+                name: s.name.clone(),
+                dir: s.dir.display().to_string(),
+                cwd: s.cwd.as_ref().map(|c| c.display().to_string()),
+            }),
+            argv: plan.argv(profile),
+            artifact_dir: plan.artifact_dir.as_ref().map(|d| d.display().to_string()),
+            usage_error: plan.usage_error.as_deref(),
+        }
+    }
+
+    /// The JSON form, every string masked (the argv and the interception trace
+    /// included).
+    pub fn to_json(&self, secrets: &Secrets) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        secrets.mask_json(&mut v);
+        v
+    }
+
+    /// The text form: one decision per line, every value masked and its controls
+    /// escaped.
+    pub fn to_text(&self, secrets: &Secrets) -> String {
+        let show = |s: &str| escape_controls(&secrets.mask(s)).into_owned();
+        let opt = |n: Option<usize>| n.map_or("-".to_string(), |n| n.to_string());
+        let list = |items: &[String]| {
+            let masked: Vec<String> = items.iter().map(|s| secrets.mask(s).into_owned()).collect();
+            escape_controls(&serde_json::to_string(&masked).unwrap_or_default()).into_owned()
+        };
+        let mut t = String::new();
+        // A label pads its value into the column; a line without one is as given.
+        let mut line = |label: &str, value: String| {
+            if label.is_empty() {
+                t.push_str(&format!("{value}\n"));
+            } else {
+                t.push_str(&format!("{label:<12}{value}\n"));
+            }
+        };
+        line("command", show(self.command));
+        line(
+            "profile",
+            format!(
+                "{} ({})",
+                show(self.profile.name),
+                show(&self.profile.origin)
+            ),
+        );
+        for w in self.profile.warnings {
+            line("  warning", show(w));
+        }
+        let n = &self.normalize;
+        line(
+            "normalize",
+            format!(
+                "{}  (stripped: {}, head: {}, tail: {})",
+                show(n.command),
+                n.stripped.map_or("-".into(), show),
+                opt(n.head),
+                opt(n.tail)
+            ),
+        );
+        if let Some(lift) = n.lift {
+            line("lift", lift.to_string());
+        }
+        for (i, g) in self.guard.describe().iter().enumerate() {
+            line(if i == 0 { "guard" } else { "" }, show(g));
+        }
+        let i = &self.intercept;
+        if i.enabled {
+            line("intercept", format!("tools: {}", list(i.tools)));
+            if let Some(result) = i.result {
+                for c in &result.candidates {
+                    let why = match (&c.matched, &c.skipped) {
+                        (Some(rule), _) => format!(" (rule {})", show(rule)),
+                        (None, Some(skip)) => {
+                            format!(" ({})", json_word(skip).replace('_', " "))
+                        }
+                        _ => String::new(),
+                    };
+                    t_push(
+                        &mut line,
+                        format!(
+                            "  [{}] {} → {}{why}",
+                            json_word(&c.kind),
+                            show(&c.text),
+                            json_word(&c.verdict)
+                        ),
+                    );
+                    for m in c.matches.iter().filter(|m| !m.applies) {
+                        t_push(
+                            &mut line,
+                            format!(
+                                "      rule {} matches but tool `{}` is not among the caller's tools",
+                                show(&m.rule),
+                                show(&m.tool)
+                            ),
+                        );
+                    }
+                }
+                if let Some(o) = &result.opaque {
+                    t_push(
+                        &mut line,
+                        format!(
+                            "  (checked as a whole only: {})",
+                            json_word(o).replace('_', " ")
+                        ),
+                    );
+                }
+            }
+            match i.result.and_then(|r| r.blocked.as_ref()) {
+                Some(b) => line(
+                    "  verdict",
+                    format!("BLOCK by rule {} (tool {})", show(&b.rule), show(&b.tool)),
+                ),
+                None => line("  verdict", "run".into()),
+            }
+        } else {
+            line("intercept", "disabled".into());
+        }
+        for w in i.warnings {
+            line("  warning", show(w));
+        }
+        line("cwd", show(self.cwd.text()));
+        line(
+            "timeout",
+            format!(
+                "{}s (requested {}s){}",
+                self.timeout.effective_s,
+                self.timeout.requested_s,
+                self.timeout
+                    .notice
+                    .map(|n| format!(" — {}", show(n)))
+                    .unwrap_or_default()
+            ),
+        );
+        line("mode", json_word(&self.mode.mode));
+        for r in &self.mode.reasons {
+            line("  because", show(r));
+        }
+        line("env", "(keys only; values are not shown)".into());
+        for (k, src) in self.env_changes {
+            t_push(
+                &mut line,
+                format!("  {:<32} {}", escape_controls(k), json_word(src)),
+            );
+        }
+        if !self.redact.is_empty() {
+            let names: Vec<String> = self.redact.iter().map(|n| show(n)).collect();
+            line("redact", format!("{} (values masked)", names.join(" ")));
+        }
+        line("shell", show(self.shell.text()));
+        line("snapshot", show(&self.snapshot));
+        match &self.session {
+            Some(s) => line(
+                "session",
+                format!(
+                    "{} ({}), {}",
+                    show(&s.name),
+                    show(&s.dir),
+                    match &s.cwd {
+                        Some(c) => format!("saved cwd {}", show(c)),
+                        None => "new: created by this run".into(),
+                    }
+                ),
+            ),
+            None => line("session", "none".into()),
+        }
+        line("argv", list(&self.argv));
+        line(
+            "artifacts",
+            self.artifact_dir.as_deref().map_or("-".into(), show),
+        );
+        if let Some(u) = self.usage_error {
+            line("error", show(u));
+        }
+        if let Some(e) = i.error {
+            line("error", show(e));
+        }
+        t
+    }
+}
+
+/// A line with no label of its own.
+fn t_push(line: &mut impl FnMut(&str, String), text: String) {
+    line("", text);
+}
+
+/// How a unit enum variant is spelled in the JSON form (`"pass"`, `"segment"`).
+fn json_word(v: &impl Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Build the explanation as JSON (the text form is rendered from the same value).
+pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Value {
+    let plan = plan(req, profile);
+    Explanation::of(&plan, profile).to_json(&plan.secrets)
 }
 
 pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> i32 {
     let plan = plan(req, profile);
-    let mut v = explanation_of(&plan, profile);
-    plan.secrets.mask_json(&mut v);
+    let explanation = Explanation::of(&plan, profile);
     // A rule pack that cannot be loaded would stop the run: so it fails here too.
-    let code = match v.pointer("/intercept/error") {
-        Some(e) if !e.is_null() => crate::exit::FAILURE,
-        _ if plan.guard.error.is_some() => crate::exit::FAILURE,
-        _ => 0,
-    };
-    if format != FormatArg::Text {
-        out(&format!("{v}\n"));
-        return code;
-    }
-    let s = |p: &str| v.pointer(p).cloned().unwrap_or(serde_json::Value::Null);
-    // Each value is shown on one line, its controls escaped.
-    let show = |x: serde_json::Value| match x {
-        serde_json::Value::String(s) => escape_controls(&s).into_owned(),
-        serde_json::Value::Null => "-".into(),
-        other => other.to_string(),
-    };
-    let mut t = String::new();
-    t.push_str(&format!("command     {}\n", show(s("/command"))));
-    t.push_str(&format!(
-        "profile     {} ({})\n",
-        show(s("/profile/name")),
-        show(s("/profile/origin"))
-    ));
-    for w in &profile.warnings {
-        t.push_str(&format!("  warning   {w}\n"));
-    }
-    t.push_str(&format!(
-        "normalize   {}  (stripped: {}, head: {}, tail: {})\n",
-        show(s("/normalize/command")),
-        show(s("/normalize/stripped")),
-        show(s("/normalize/head")),
-        show(s("/normalize/tail"))
-    ));
-    if let Some(lift) = &plan.normalized.lift {
-        t.push_str(&format!("lift        {lift}\n"));
-    }
-    for (n, line) in plan.guard.describe().iter().enumerate() {
-        let label = if n == 0 { "guard:   " } else { "" };
-        let line = escape_controls(&plan.secrets.mask(line)).into_owned();
-        t.push_str(&format!("{label}{line}\n"));
-    }
-    if v.pointer("/intercept/enabled") == Some(&json!(true)) {
-        t.push_str(&format!(
-            "intercept   tools: {}\n",
-            show(s("/intercept/tools"))
-        ));
-        if let Some(cands) = v
-            .pointer("/intercept/result/candidates")
-            .and_then(|c| c.as_array())
-        {
-            for c in cands {
-                let verdict = show(c["verdict"].clone());
-                let why = match (&c["matched"], &c["skipped"]) {
-                    (serde_json::Value::String(r), _) => format!(" (rule {r})"),
-                    (_, serde_json::Value::String(s)) => format!(" ({})", s.replace('_', " ")),
-                    _ => String::new(),
-                };
-                t.push_str(&format!(
-                    "  [{}] {} → {verdict}{why}\n",
-                    show(c["kind"].clone()),
-                    show(c["text"].clone())
-                ));
-                for m in c["matches"].as_array().into_iter().flatten() {
-                    if m["applies"] == json!(false) {
-                        t.push_str(&format!(
-                            "      rule {} matches but tool `{}` is not among the caller's tools\n",
-                            show(m["rule"].clone()),
-                            show(m["tool"].clone())
-                        ));
-                    }
-                }
-            }
-            if let Some(o) = v
-                .pointer("/intercept/result/opaque")
-                .and_then(|o| o.as_str())
-            {
-                t.push_str(&format!(
-                    "  (checked as a whole only: {})\n",
-                    escape_controls(&o.replace('_', " "))
-                ));
-            }
-        }
-        match v.pointer("/intercept/result/blocked") {
-            Some(b) if !b.is_null() => t.push_str(&format!(
-                "  verdict   BLOCK by rule {} (tool {})\n",
-                show(b["rule"].clone()),
-                show(b["tool"].clone())
-            )),
-            _ => t.push_str("  verdict   run\n"),
-        }
+    let code = if plan.rules_error.is_some() || plan.guard.error.is_some() {
+        crate::exit::FAILURE
     } else {
-        t.push_str("intercept   disabled\n");
+        0
+    };
+    if format == FormatArg::Text {
+        out(&explanation.to_text(&plan.secrets));
+    } else {
+        out(&format!("{}\n", explanation.to_json(&plan.secrets)));
     }
-    for w in v
-        .pointer("/intercept/warnings")
-        .and_then(|w| w.as_array())
-        .into_iter()
-        .flatten()
-    {
-        t.push_str(&format!("  warning   {}\n", show(w.clone())));
-    }
-    t.push_str(&format!(
-        "cwd         {}\n",
-        show(
-            v.pointer("/cwd/ok")
-                .or(v.pointer("/cwd/error"))
-                .cloned()
-                .unwrap_or_default()
-        )
-    ));
-    t.push_str(&format!(
-        "timeout     {}s (requested {}s){}\n",
-        show(s("/timeout/effective_s")),
-        show(s("/timeout/requested_s")),
-        v.pointer("/timeout/notice")
-            .and_then(|n| n.as_str())
-            .map(|n| format!(" — {n}"))
-            .unwrap_or_default()
-    ));
-    t.push_str(&format!("mode        {}\n", show(s("/mode/mode"))));
-    for r in v
-        .pointer("/mode/reasons")
-        .and_then(|r| r.as_array())
-        .into_iter()
-        .flatten()
-    {
-        t.push_str(&format!("  because   {}\n", show(r.clone())));
-    }
-    t.push_str("env         (keys only; values are not shown)\n");
-    if let Some(m) = v.pointer("/env_changes").and_then(|m| m.as_object()) {
-        for (k, src) in m {
-            let k = escape_controls(k);
-            t.push_str(&format!("  {k:<32} {}\n", show(src.clone())));
-        }
-    }
-    let redact = v
-        .pointer("/redact")
-        .and_then(|r| r.as_array())
-        .map(|r| {
-            r.iter()
-                .map(|n| show(n.clone()))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default();
-    if !redact.is_empty() {
-        t.push_str(&format!("redact      {redact} (values masked)\n"));
-    }
-    t.push_str(&format!(
-        "shell       {}\n",
-        show(
-            v.pointer("/shell/ok")
-                .or(v.pointer("/shell/error"))
-                .cloned()
-                .unwrap_or_default()
-        )
-    ));
-    t.push_str(&format!("snapshot    {}\n", show(s("/snapshot"))));
-    match v.pointer("/session") {
-        Some(sess) if !sess.is_null() => t.push_str(&format!(
-            "session     {} ({}), {}\n",
-            show(sess["name"].clone()),
-            show(sess["dir"].clone()),
-            match sess["cwd"].as_str() {
-                Some(c) => format!("saved cwd {}", escape_controls(c)),
-                None => "new: created by this run".into(),
-            }
-        )),
-        _ => t.push_str("session     none\n"),
-    }
-    t.push_str(&format!("argv        {}\n", s("/argv")));
-    t.push_str(&format!("artifacts   {}\n", show(s("/artifact_dir"))));
-    if let Some(u) = v.pointer("/usage_error").and_then(|u| u.as_str()) {
-        t.push_str(&format!("error       {}\n", escape_controls(u)));
-    }
-    let rules_error = v.pointer("/intercept/error").and_then(|e| e.as_str());
-    if let Some(e) = rules_error {
-        t.push_str(&format!("error       {e}\n"));
-    }
-    out(&t);
     code
 }

@@ -27,7 +27,7 @@ pub fn clamp_timeout(requested: Option<i64>, cfg: &TimeoutCfg) -> Timeout {
 }
 
 /// Mode: print or PTY.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ModeDecision {
     pub mode: Mode,
     /// Why, for `explain`.

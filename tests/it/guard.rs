@@ -531,7 +531,7 @@ fn guard_can_be_switched_off_only_by_a_profile() {
         "--",
         &format!("rm -rf {}", precious.display()),
     ]);
-    assert!(out.stdout.contains("guard:   off"), "{}", out.stdout);
+    assert!(out.stdout.contains("guard       off"), "{}", out.stdout);
     assert!(precious.exists());
 }
 
