@@ -1,17 +1,19 @@
 //! The interceptor (SPEC §4.2): decides, before anything runs, whether a command should
 //! be refused because the caller has a better tool for the job.
 //!
-//! It has two halves. The *splitter* is a small, lossless shell lexer that cuts a command
-//! into flat segments at unquoted `;` `&&` `||` `|` `|&` `&` and newlines, and gives up
-//! (reports the command as opaque) on syntax it cannot resolve without a real parser:
-//! command and process substitution, backticks, subshells, `{ …; }` groups, heredocs and
-//! unterminated quotes. The *matcher* checks the whole command and then each segment
-//! against a [`RuleSet`], skipping segments fed by a pipe (`printf x | grep x` is fine)
-//! and rules whose tool the caller does not have.
+//! It has three parts. The *splitter* ([`split`], [`lex`]) is a small, lossless shell
+//! lexer that cuts a command into flat segments at unquoted `;` `&&` `||` `|` `|&` `&`
+//! and newlines, and reports as opaque the syntax it cannot flatten (substitutions,
+//! subshells, groups, heredocs, unterminated quotes). The *reader* ([`commands`]) reads
+//! that compound syntax instead and yields the simple commands with their wrappers
+//! removed and their pipe and background context; those are the candidates. The
+//! *matcher* ([`intercept`]) checks each candidate against a [`RuleSet`], skipping
+//! commands fed by a pipe (`printf x | grep x` is fine) and rules whose tool the caller
+//! does not have.
 //!
-//! The splitter never rejects input and never panics: whatever it cannot understand it
-//! hands to the whole-command check, because a false block costs the caller a turn while
-//! a miss only lets a command run as it would have without agentbash.
+//! Nothing here rejects input or panics: a command whose quoting does not terminate is
+//! checked whole, because a false block costs the caller a turn while a miss only lets
+//! a command run as it would have without agentbash.
 
 pub mod check;
 pub mod commands;
@@ -637,9 +639,9 @@ impl Interception {
 
 /// Checks `cmd` against `rules` for a caller that has `tools` (SPEC §4.2).
 ///
-/// Candidates, in order: the whole trimmed command, then each segment with its leading
-/// assignments removed (segments identical to an earlier candidate are not repeated).
-/// For each candidate the first matching rule in pack order whose tool is available
+/// Candidates are the simple commands of `cmd` (see `candidates_of`); only when its
+/// quoting does not terminate, the whole command and its flat segments. A candidate
+/// identical to an earlier one is not repeated. For each candidate the first matching rule in pack order whose tool is available
 /// decides: `block` blocks (the first such candidate is reported), `warn` adds a notice.
 pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
     let mut out = Interception::default();
