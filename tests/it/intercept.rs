@@ -431,7 +431,11 @@ fn default_pack_table() {
         ("find . -name '*.rs'", ALL_TOOLS, Some("find")),
         // Counted, not looked up (corpus decision: a find feeding wc or xargs passes).
         ("find . -type f -name '*.py' | wc -l", ALL_TOOLS, None),
-        ("find . -type f -name '*.py' | head", ALL_TOOLS, Some("find")),
+        (
+            "find . -type f -name '*.py' | head",
+            ALL_TOOLS,
+            Some("find"),
+        ),
         ("find . -name '*.pyc' -delete", ALL_TOOLS, None),
         ("find . -mtime -1", ALL_TOOLS, None),
         ("echo find . -name x", ALL_TOOLS, None),
