@@ -1,7 +1,9 @@
-//! Interceptor cost per command (issue 3): 1,000 varied commands checked against no
-//! rules (the splitter alone), the default pack, and a generated 200-rule pack.
+//! Interceptor cost per command (issues 3 and 16): 1,000 varied commands checked against
+//! no rules (the splitter alone), the default pack, and generated 200- and 500-rule packs.
+//! Targets: under 20 µs per command for the default pack, under 50 µs for 500 rules,
+//! and a cold load of the default pack under 5 ms.
 //!
-//! Matching uses one `RegexSet` pass per candidate, so the 200-rule figure should stay
+//! Matching uses one `RegexSet` pass per candidate, so the generated figures should stay
 //! within a small factor of the default pack's. Plain `std::time`, no harness:
 //! `cargo bench --bench intercept`.
 
@@ -13,6 +15,7 @@ use agentbash::pipeline::intercept::intercept;
 
 const COMMANDS: usize = 1_000;
 const GENERATED_RULES: usize = 200;
+const LARGE_PACK_RULES: usize = 500;
 
 /// A small deterministic generator, so every run times the same commands.
 struct Lcg(u64);
@@ -107,12 +110,12 @@ fn commands() -> Vec<String> {
     out
 }
 
-/// 200 rules of four shapes, from a trivial prefix to a quote-aware token scan like
+/// `count` rules of four shapes, from a trivial prefix to a quote-aware token scan like
 /// the default pack's write rule.
-fn generated_pack() -> String {
+fn generated_pack(count: usize) -> String {
     let word = r#"(?:[^\s'"\\;&|]|'[^']*'|"(?:[^"\\]|\\.)*"|\\.)+"#;
     let mut text = String::new();
-    for i in 0..GENERATED_RULES {
+    for i in 0..count {
         let pattern = match i % 4 {
             0 => format!(r"^\s*tool{i}(?:\s|$)"),
             1 => format!(r"(?s)^\s*cmd{i}(?:[ \t]+{word})*?[ \t]+--flag-{i}\b"),
@@ -174,7 +177,7 @@ fn time_cold(label: &str, load: impl Fn() -> RuleSet, commands: &[String], tools
 
 fn main() {
     let commands = commands();
-    let mut tools: Vec<String> = ["read", "grep", "glob", "edit", "write", "hub"]
+    let mut tools: Vec<String> = ["read", "grep", "glob", "edit", "write", "job"]
         .iter()
         .map(|t| t.to_string())
         .collect();
@@ -184,7 +187,12 @@ fn main() {
         Ok(set) => set,
         Err(e) => panic!("default pack: {e}"),
     };
-    let generated_text = generated_pack();
+    let generated_text = generated_pack(GENERATED_RULES);
+    let large_text = generated_pack(LARGE_PACK_RULES);
+    let large = match RuleSet::from_toml("large", &large_text) {
+        Ok(set) => set,
+        Err(e) => panic!("large pack: {e}"),
+    };
     let generated = match RuleSet::from_toml("generated", &generated_text) {
         Ok(set) => set,
         Err(e) => panic!("generated pack: {e}"),
@@ -212,6 +220,7 @@ fn main() {
     time_per_command("default pack", &default, &commands, &tools);
     time_per_command("generated pack", &generated, &commands, &tools);
     time_per_command("default + generated", &both, &commands, &tools);
+    time_per_command("500-rule pack", &large, &commands, &tools);
 
     time_cold(
         "default pack (cold)",

@@ -1262,12 +1262,27 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__rules__subcmd__check)
-            opts="-h --help"
+            opts="-h --corpus --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --corpus)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1827,7 +1842,7 @@ _agentbash_with_values() {
         fi
         case "$word" in
             --) dashdash=1; start=$((i + 1)) ;;
-            --color|--cwd|--env|--format|--head|--mode|--profile|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) i+=1 ;;
+            --color|--corpus|--cwd|--env|--format|--head|--mode|--profile|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) i+=1 ;;
             -*) ;;
             *)
                 case "$path/$word" in
@@ -1839,7 +1854,7 @@ _agentbash_with_values() {
     if (( ! dashdash )); then
         case "$prev" in
             --profile|-p) _agentbash_profiles "$cur"; return 0 ;;
-            --color|--cwd|--env|--format|--head|--mode|--profile|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
+            --color|--corpus|--cwd|--env|--format|--head|--mode|--profile|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
         esac
     fi
     # After the first word of the shell command (or `--`) everything is the command's.

@@ -123,6 +123,8 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_se
 complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from test" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from test" -l tools -d 'Comma-separated tools the caller has; overrides the profile' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from test" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from check" -l corpus -d 'Also score the packs (together; default: the `default` pack) on a labelled corpus (`<pass|TOOL><TAB><command>` per line): precision and recall per tool, every disagreement; exit 1 below the corpus\'s thresholds' -r -F
+complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from check" -l json -d 'Print the corpus score as JSON (with --corpus)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the rules a profile uses'
 complete -c agentbash -n "__fish_agentbash_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "test" -d 'Show which candidate of a command matches which rule'

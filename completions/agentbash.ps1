@@ -186,6 +186,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             break
         }
         'agentbash;rules;check' {
+            [CompletionResult]::new('--corpus', '--corpus', [CompletionResultType]::ParameterName, 'Also score the packs (together; default: the `default` pack) on a labelled corpus (`<pass|TOOL><TAB><command>` per line): precision and recall per tool, every disagreement; exit 1 below the corpus''s thresholds')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the corpus score as JSON (with --corpus)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

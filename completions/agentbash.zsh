@@ -218,6 +218,8 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (check)
 _arguments "${_arguments_options[@]}" : \
+'--corpus=[Also score the packs (together; default\: the \`default\` pack) on a labelled corpus (\`<pass|TOOL><TAB><command>\` per line)\: precision and recall per tool, every disagreement; exit 1 below the corpus'\''s thresholds]:FILE:_files' \
+'--json[Print the corpus score as JSON (with --corpus)]' \
 '-h[Print help]' \
 '--help[Print help]' \
 '*::packs -- Built-in pack names or paths to rule pack files:_agentbash_rule_packs' \

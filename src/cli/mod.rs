@@ -417,6 +417,14 @@ pub enum RulesCommand {
         /// Built-in pack names or paths to rule pack files.
         #[arg(id = "packs", value_name = "PACK|FILE")]
         files: Vec<String>,
+        /// Also score the packs (together; default: the `default` pack) on a labelled
+        /// corpus (`<pass|TOOL><TAB><command>` per line): precision and recall per tool,
+        /// every disagreement; exit 1 below the corpus's thresholds.
+        #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+        corpus: Option<std::path::PathBuf>,
+        /// Print the corpus score as JSON (with --corpus).
+        #[arg(long, requires = "corpus")]
+        json: bool,
     },
 }
 

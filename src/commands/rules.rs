@@ -58,7 +58,12 @@ pub fn command(c: RulesCommand) -> i32 {
                 0
             }
         }
-        RulesCommand::Check { files } => {
+        RulesCommand::Check {
+            files,
+            corpus: Some(corpus),
+            json,
+        } => check_corpus(&files, &corpus, json),
+        RulesCommand::Check { files, .. } => {
             let targets: Vec<String> = if files.is_empty() {
                 rules::BUILTIN_PACKS.iter().map(|s| s.to_string()).collect()
             } else {
@@ -73,4 +78,61 @@ pub fn command(c: RulesCommand) -> i32 {
             i32::from(!ok)
         }
     }
+}
+
+/// `rules check --corpus FILE`: the packs' examples, then their score on the corpus.
+fn check_corpus(files: &[String], corpus: &std::path::Path, json: bool) -> i32 {
+    let specs: Vec<String> = if files.is_empty() {
+        vec!["default".to_string()]
+    } else {
+        files.to_vec()
+    };
+    let mut ok = true;
+    for t in &specs {
+        let report = intercept::check::check_pack(t);
+        if !json {
+            out(&format!("{report}\n"));
+        }
+        ok &= report.ok();
+    }
+    let text = match crate::fsguard::read_text(
+        corpus,
+        crate::fsguard::CONFIG_CAP * 16,
+        crate::fsguard::Links::Follow,
+    ) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("agentbash: cannot read corpus {}: {e}", corpus.display());
+            return crate::exit::FAILURE;
+        }
+    };
+    let name = corpus.display().to_string();
+    let parsed = match intercept::check::parse_corpus(&name, &text) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            eprintln!("agentbash: {e}");
+            return crate::exit::FAILURE;
+        }
+    };
+    let set = match rules::RuleSet::load(&specs, None) {
+        Ok(set) => set,
+        Err(e) => {
+            crate::render::report_error(&e);
+            return crate::exit::FAILURE;
+        }
+    };
+    let report = intercept::check::score_corpus(&name, &parsed, &set);
+    if json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(text) => out(&format!("{text}\n")),
+            Err(e) => {
+                eprintln!("agentbash: {e}");
+                return crate::exit::FAILURE;
+            }
+        }
+    } else {
+        out(&format!("{report}\n"));
+    }
+    ok &= report.ok();
+    i32::from(!ok)
 }

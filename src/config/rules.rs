@@ -78,6 +78,9 @@ pub struct Rule {
     /// and a pack whose every rule has keywords is not compiled for a command that
     /// contains none of them (see [`might_match`]).
     pub keywords: Vec<String>,
+    /// The rule is about commands that never exit on their own (servers, watchers,
+    /// follow modes); it does not apply to a command a `timeout` wrapper bounds.
+    pub long_running: bool,
     /// The pack it came from: a built-in name such as `default`, or the pack's path.
     pub pack: String,
     regex: Regex,
@@ -155,6 +158,8 @@ struct RawRule {
     examples: RawExamples,
     #[serde(default)]
     keywords: Vec<String>,
+    #[serde(default)]
+    long_running: bool,
 }
 
 #[derive(Default, Deserialize)]
@@ -257,8 +262,11 @@ impl RuleSet {
         warnings: Vec<String>,
         packs: Vec<String>,
     ) -> Result<RuleSet, RulesError> {
+        // The lazy DFA's cache must hold the states of a few hundred rules at once;
+        // with the default cache a 500-rule set keeps clearing it and runs 20x slower.
         let set = RegexSetBuilder::new(rules.iter().map(|r| r.pattern.as_str()))
             .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_SIZE_LIMIT)
             .build()
             .map_err(|e| RulesError::Combine {
                 packs: packs.join(", "),
@@ -534,6 +542,7 @@ pub(crate) fn parse_pack(name: &str, text: &str) -> Result<ParsedPack, RulesErro
             examples_match: raw_rule.examples.matches,
             examples_not_match: raw_rule.examples.not_match,
             keywords: raw_rule.keywords,
+            long_running: raw_rule.long_running,
             pack: name.to_string(),
             regex,
             unless_regex,

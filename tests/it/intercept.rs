@@ -9,7 +9,7 @@ use agentbash::pipeline::intercept::check::*;
 use agentbash::pipeline::intercept::*;
 use proptest::prelude::*;
 
-const ALL_TOOLS: &str = "read,grep,glob,edit,write,hub";
+const ALL_TOOLS: &str = "read,grep,glob,edit,write,job";
 
 fn tools(list: &str) -> Vec<String> {
     list.split(',')
@@ -281,6 +281,73 @@ fn default_pack_examples_pass_rules_check() {
     assert!(report.examples >= 150, "{report}");
 }
 
+/// The default pack's score on the labelled corpus (issue 16): one call of the real
+/// binary, which exits 1 when precision or recall drops below the thresholds written
+/// in the corpus header.
+#[test]
+fn default_pack_meets_the_corpus_thresholds() {
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/intercept.tsv");
+    let output = std::process::Command::new(crate::support::bin())
+        .args(["rules", "check", "--json", "--corpus"])
+        .arg(&corpus)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run agentbash: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
+    let overall = &report["overall"];
+    let (precision, recall) = (
+        overall["precision"].as_f64().unwrap_or(0.0),
+        overall["recall"].as_f64().unwrap_or(0.0),
+    );
+    let disagreements: Vec<String> = report["disagreements"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            format!(
+                "line {}: expected {}, got {}: {}",
+                d["line"], d["expected"], d["got"], d["command"]
+            )
+        })
+        .collect();
+    assert!(report["commands"].as_u64().unwrap_or(0) >= 600, "{stdout}");
+    assert!(
+        precision >= report["min_precision"].as_f64().unwrap_or(100.0)
+            && recall >= report["min_recall"].as_f64().unwrap_or(100.0),
+        "precision {precision:.1}%, recall {recall:.1}%:\n{}",
+        disagreements.join("\n")
+    );
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+}
+
+#[test]
+fn corpus_below_its_thresholds_fails_with_exit_1() {
+    let dir = temp_dir("corpus-threshold");
+    let corpus = dir.join("c.tsv");
+    write(
+        &corpus,
+        "#: min-precision 99.0\n#: min-recall 95.0\nread\tcat README.md\nread\tjq . package.json\npass\tcat /proc/cpuinfo\n",
+    );
+    let output = std::process::Command::new(crate::support::bin())
+        .args(["rules", "check", "--corpus"])
+        .arg(&corpus)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run agentbash: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("line 4: expected read, got pass"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("BELOW THRESHOLD"), "{stdout}");
+    let parsed = parse_corpus("c.tsv", "#: min-recall 80\nread\tcat a␤b\n");
+    let parsed = parsed.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(parsed.min_recall, 80.0);
+    assert_eq!(parsed.cases[0].command, "cat a\nb");
+    assert!(parse_corpus("c.tsv", "read cat a\n").is_err());
+}
+
 #[test]
 fn default_pack_covers_every_tool_with_both_kinds_of_examples() {
     let set = default_rules();
@@ -340,7 +407,7 @@ fn default_pack_table() {
         // readers
         ("cat README.md", ALL_TOOLS, Some("read")),
         ("head -n 20 src/main.rs", ALL_TOOLS, Some("read")),
-        ("tail -f server.log", ALL_TOOLS, Some("read")),
+        ("tail -f server.log", ALL_TOOLS, Some("follow")),
         ("catalog list", ALL_TOOLS, None),
         ("printf x | cat", ALL_TOOLS, None),
         ("ls -la | head -n 5", ALL_TOOLS, None),
@@ -362,8 +429,10 @@ fn default_pack_table() {
         ("grep -rn TODO src", "read", None),
         // finders
         ("find . -name '*.rs'", ALL_TOOLS, Some("find")),
+        // Counted, not looked up (corpus decision: a find feeding wc or xargs passes).
+        ("find . -type f -name '*.py' | wc -l", ALL_TOOLS, None),
         (
-            "find . -type f -name '*.py' | wc -l",
+            "find . -type f -name '*.py' | head",
             ALL_TOOLS,
             Some("find"),
         ),
@@ -431,7 +500,7 @@ fn default_pack_table() {
             ALL_TOOLS,
             Some("write-redirect"),
         ),
-        ("echo hi > out.txt", "read,grep,glob,edit,hub", None),
+        ("echo hi > out.txt", "read,grep,glob,edit,job", None),
         ("ls > files.txt", ALL_TOOLS, None),
         // background and services
         ("nohup ./server", ALL_TOOLS, Some("nohup")),
@@ -497,7 +566,7 @@ fn blocked_hit_carries_rule_tool_and_message() {
     );
     assert_eq!(
         blocked_message(hit, "cat README.md"),
-        "Blocked: Use the `read` tool instead of cat/head/tail. It provides better context and handles binary files.\n\nOriginal command: cat README.md"
+        "Blocked: Use the `read` tool instead of cat/head/tail/less/bat/nl. It provides better context and handles binary files.\n\nOriginal command: cat README.md"
     );
 }
 
@@ -513,47 +582,113 @@ fn blocked_message_quotes_the_command_as_given() {
 }
 
 #[test]
-fn candidates_are_whole_then_segments_with_verdicts() {
+fn candidates_are_simple_commands_with_verdicts() {
     let result = intercept("cat a | grep b; rg c", default_rules(), &tools("grep"));
     let summary: Vec<(&str, CandidateKind, Verdict)> = result
         .candidates
         .iter()
         .map(|c| (c.text.as_str(), c.kind, c.verdict))
         .collect();
+    // A pipeline's later stages come first; a stage feeding a pipe shows what it feeds.
     assert_eq!(
         summary,
         vec![
-            ("cat a | grep b; rg c", CandidateKind::Whole, Verdict::Pass),
-            ("cat a", CandidateKind::Segment, Verdict::Pass),
             ("grep b", CandidateKind::Segment, Verdict::Skipped),
+            ("cat a | grep b", CandidateKind::Segment, Verdict::Block),
             ("rg c", CandidateKind::Segment, Verdict::Block),
         ]
     );
-    // `read` matched the whole command and `cat a`, but the caller has no read tool.
-    let whole = &result.candidates[0];
-    assert_eq!(whole.matches.len(), 1);
-    assert!(!whole.matches[0].applies);
-    assert_eq!(result.candidates[2].skipped, Some(SkipReason::PipedStdin));
+    assert_eq!(result.candidates[0].skipped, Some(SkipReason::PipedStdin));
     assert_eq!(
-        result.blocked.as_ref().map(|h| h.candidate.as_str()),
-        Some("rg c")
+        result
+            .blocked
+            .as_ref()
+            .map(|h| (h.rule.as_str(), h.candidate.as_str())),
+        Some(("cat-grep", "cat a | grep b"))
     );
 }
 
 #[test]
-fn opaque_commands_are_checked_whole_only() {
-    let result = intercept("echo $(date); cat x", default_rules(), &tools(ALL_TOOLS));
-    assert_eq!(result.opaque, Some(OpaqueReason::CommandSubstitution));
+fn compound_forms_and_wrappers_are_looked_through() {
+    // (command, the candidates checked)
+    let cases: &[(&str, &[&str])] = &[
+        ("{ cat a; }", &["cat a"]),
+        ("(cd src && cat lib.rs)", &["cd src", "cat lib.rs"]),
+        (
+            "if [ -f a ]; then cat a; else echo no; fi",
+            &["[ -f a ]", "cat a", "echo no"],
+        ),
+        ("for f in *.py; do cat \"$f\"; done", &["cat \"$f\""]),
+        (
+            "case $x in a|b) cat a;; *) cat b;; esac",
+            &["cat a", "cat b"],
+        ),
+        ("show() { cat \"$1\"; }; show x", &["cat \"$1\"", "show x"]),
+        ("function peek { head -n 3 \"$1\"; }", &["head -n 3 \"$1\""]),
+        ("sudo -u pg env X=1 nice -n 5 timeout 3 cat f", &["cat f"]),
+        ("2>/dev/null \\cat f", &["cat f"]),
+        ("/usr/bin/head -n 5 f", &["head -n 5 f"]),
+        ("bash -c 'cat a; rg b'", &["cat a", "rg b"]),
+        ("command -v cat", &[]),
+        ("tee f <<EOF\ncat x\nEOF\nrg y", &["tee f <<EOF", "rg y"]),
+        (
+            "git commit -m \"$(cat <<'EOF'\nfix (it)\nEOF\n)\"",
+            &["git commit -m \"$(cat <<'EOF'\nfix (it)\nEOF\n)\""],
+        ),
+        ("srv & sleep 1", &["srv &", "sleep 1"]),
+        ("(npm run dev &)", &["npm run dev &"]),
+        (
+            "find . -name x | xargs -0 sed -i s/a/b/",
+            &["sed -i s/a/b/", "find . -name x | xargs sed -i s/a/b/"],
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (cmd, expected) in cases {
+        let result = intercept(cmd, default_rules(), &[]);
+        let got: Vec<&str> = result.candidates.iter().map(|c| c.text.as_str()).collect();
+        if got != *expected {
+            failures.push(format!("{cmd:?}: expected {expected:?}, got {got:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn information_flags_timeouts_and_reaped_jobs_pass() {
+    let all = tools(ALL_TOOLS);
+    for cmd in [
+        "vite --version",
+        "npm start -- --help",
+        "rg --help",
+        "timeout 10 npm run dev",
+        "timeout 20 tail -f server.log",
+        "python3 -m http.server 8765 & PID=$!; sleep 1; kill $PID",
+        "a & b & wait",
+    ] {
+        let result = intercept(cmd, default_rules(), &all);
+        assert!(result.blocked.is_none(), "{cmd}: {:?}", result.blocked);
+    }
+    for (cmd, rule) in [
+        ("timeout 5 cat README.md", "read"),
+        ("node server.js & disown", "background"),
+        ("tail -f app.log", "follow"),
+    ] {
+        let result = intercept(cmd, default_rules(), &all);
+        assert_eq!(
+            result.blocked.map(|h| h.rule),
+            Some(rule.to_string()),
+            "{cmd}"
+        );
+    }
+}
+
+#[test]
+fn unterminated_quoting_is_checked_whole() {
+    let result = intercept("echo 'oops; cat x", default_rules(), &tools(ALL_TOOLS));
+    assert_eq!(result.opaque, Some(OpaqueReason::UnterminatedQuote));
     assert_eq!(result.candidates.len(), 1);
-    assert!(
-        result.blocked.is_none(),
-        "cat is only visible to a segment check"
-    );
-    let result = intercept("(cat x)", default_rules(), &tools(ALL_TOOLS));
-    assert_eq!(result.opaque, Some(OpaqueReason::Subshell));
-    assert!(result.blocked.is_none());
-    let result = intercept("cat x $(pwd)", default_rules(), &tools(ALL_TOOLS));
-    assert_eq!(result.blocked.map(|h| h.rule), Some("read".to_string()));
+    assert_eq!(result.candidates[0].kind, CandidateKind::Whole);
+    assert!(result.blocked.is_none(), "cat is inside the quote");
 }
 
 #[test]
@@ -567,7 +702,7 @@ fn huge_commands_stay_linear() {
     ));
     let start = std::time::Instant::now();
     let result = intercept(&cmd, default_rules(), &tools(ALL_TOOLS));
-    assert_eq!(result.candidates.len(), 20_002);
+    assert_eq!(result.candidates.len(), 20_001);
     assert_eq!(
         result.blocked.map(|h| h.rule),
         Some("write-redirect".to_string())
@@ -584,12 +719,13 @@ fn single_segment_is_not_repeated_as_a_candidate() {
     let result = intercept("git status", default_rules(), &tools(ALL_TOOLS));
     assert_eq!(result.candidates.len(), 1);
     let result = intercept("FOO=1 git status", default_rules(), &tools(ALL_TOOLS));
-    assert_eq!(result.candidates.len(), 2);
+    assert_eq!(result.candidates.len(), 1);
+    assert_eq!(result.candidates[0].text, "git status");
 }
 
 #[test]
 fn format_test_explains_tool_absent_and_block() {
-    let cmd = "cat README.md | grep x";
+    let cmd = "cat README.md | less";
     let list = tools("grep");
     let text = format_test(cmd, &intercept(cmd, default_rules(), &list), &list);
     assert!(
@@ -598,21 +734,15 @@ fn format_test_explains_tool_absent_and_block() {
     );
     assert!(text.contains("skipped: stdin is piped"), "{text}");
     assert!(text.contains("result:  would run"), "{text}");
+    assert!(text.contains("split:   2 candidate(s)"), "{text}");
 
     let list = tools("read");
     let text = format_test(cmd, &intercept(cmd, default_rules(), &list), &list);
     assert!(text.contains("BLOCKS"), "{text}");
     assert!(text.contains("Blocked: Use the `read` tool"), "{text}");
 
-    let text = format_test(
-        "echo `x`",
-        &intercept("echo `x`", default_rules(), &[]),
-        &[],
-    );
-    assert!(
-        text.contains("not split (backtick command substitution)"),
-        "{text}"
-    );
+    let text = format_test("echo 'x", &intercept("echo 'x", default_rules(), &[]), &[]);
+    assert!(text.contains("not split (unterminated quote)"), "{text}");
     assert!(text.contains("(none: no rule can block)"), "{text}");
 }
 

@@ -290,3 +290,263 @@ fn describe_outcome(result: &crate::pipeline::intercept::Interception, rule: &st
     }
     got
 }
+
+/// The thresholds a corpus must meet unless its header sets others (`#: min-precision
+/// 99.0`, `#: min-recall 95.0`).
+pub const MIN_PRECISION: f64 = 99.0;
+pub const MIN_RECALL: f64 = 95.0;
+
+/// One labelled command of a corpus.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CorpusCase {
+    pub line: usize,
+    /// `pass` or the tool the command should be routed to.
+    pub expected: String,
+    pub command: String,
+}
+
+/// A parsed corpus file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Corpus {
+    pub cases: Vec<CorpusCase>,
+    pub min_precision: f64,
+    pub min_recall: f64,
+}
+
+/// Reads a corpus: `<expected>\t<command>` per line, `␤` for a newline inside a
+/// command, `#` comments, and `#: min-precision N` / `#: min-recall N` headers.
+pub fn parse_corpus(name: &str, text: &str) -> Result<Corpus, String> {
+    let mut corpus = Corpus {
+        cases: Vec::new(),
+        min_precision: MIN_PRECISION,
+        min_recall: MIN_RECALL,
+    };
+    for (n, line) in text.lines().enumerate() {
+        let line_no = n + 1;
+        if let Some(setting) = line.strip_prefix("#:") {
+            let mut parts = setting.split_whitespace();
+            let (key, value) = (parts.next(), parts.next().map(str::parse::<f64>));
+            match (key, value) {
+                (Some("min-precision"), Some(Ok(v))) => corpus.min_precision = v,
+                (Some("min-recall"), Some(Ok(v))) => corpus.min_recall = v,
+                _ => {
+                    return Err(format!(
+                        "{name}:{line_no}: unknown setting {line:?}: expected `#: min-precision N` or `#: min-recall N`"
+                    ));
+                }
+            }
+            continue;
+        }
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((expected, command)) = line.split_once('\t') else {
+            return Err(format!(
+                "{name}:{line_no}: expected `<pass|TOOL><TAB><command>`, got {line:?}"
+            ));
+        };
+        if expected.is_empty() || expected.contains(char::is_whitespace) {
+            return Err(format!(
+                "{name}:{line_no}: the verdict {expected:?} must be `pass` or a tool name"
+            ));
+        }
+        corpus.cases.push(CorpusCase {
+            line: line_no,
+            expected: expected.to_string(),
+            command: command.replace('\u{2424}', "\n"),
+        });
+    }
+    Ok(corpus)
+}
+
+/// Blocks and agreements for one tool (or overall).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Score {
+    pub tool: String,
+    /// Commands labelled with this tool.
+    pub expected: usize,
+    /// Commands the pack routed to this tool.
+    pub blocks: usize,
+    /// Commands labelled with this tool and routed to it.
+    pub correct: usize,
+    /// `correct / blocks` in percent (100 when nothing was blocked).
+    pub precision: f64,
+    /// `correct / expected` in percent (100 when nothing was expected).
+    pub recall: f64,
+}
+
+impl Score {
+    fn finish(&mut self) {
+        let pct = |a: usize, b: usize| {
+            if b == 0 {
+                100.0
+            } else {
+                a as f64 * 100.0 / b as f64
+            }
+        };
+        self.precision = pct(self.correct, self.blocks);
+        self.recall = pct(self.correct, self.expected);
+    }
+}
+
+/// A command on which the pack and the corpus disagree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Disagreement {
+    pub line: usize,
+    pub command: String,
+    pub expected: String,
+    /// `pass` or the tool the pack routed it to.
+    pub got: String,
+    /// The rule that blocked, if any.
+    pub rule: Option<String>,
+    /// The candidate it blocked on, if any.
+    pub candidate: Option<String>,
+}
+
+/// The result of `rules check --corpus`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CorpusReport {
+    pub corpus: String,
+    pub packs: Vec<String>,
+    pub commands: usize,
+    pub tools: Vec<Score>,
+    pub overall: Score,
+    pub min_precision: f64,
+    pub min_recall: f64,
+    pub disagreements: Vec<Disagreement>,
+}
+
+impl CorpusReport {
+    /// Whether both overall figures meet the corpus's thresholds.
+    pub fn ok(&self) -> bool {
+        self.overall.precision >= self.min_precision && self.overall.recall >= self.min_recall
+    }
+}
+
+/// Scores `rules` on `corpus`: every command is only matched (nothing runs), with every
+/// tool of the rules declared, so each rule can route.
+pub fn score_corpus(name: &str, corpus: &Corpus, rules: &RuleSet) -> CorpusReport {
+    let mut tools: Vec<String> = rules
+        .rules()
+        .iter()
+        .filter(|r| !r.tool.is_empty())
+        .map(|r| r.tool.clone())
+        .collect();
+    for case in &corpus.cases {
+        if case.expected != "pass" {
+            tools.push(case.expected.clone());
+        }
+    }
+    tools.sort();
+    tools.dedup();
+    let mut scores: Vec<Score> = tools
+        .iter()
+        .map(|t| Score {
+            tool: t.clone(),
+            ..Score::default()
+        })
+        .collect();
+    let mut disagreements = Vec::new();
+    for case in &corpus.cases {
+        let result = intercept(&case.command, rules, &tools);
+        let (got, rule, candidate) = match &result.blocked {
+            Some(hit) if !hit.tool.is_empty() => (
+                hit.tool.clone(),
+                Some(hit.rule.clone()),
+                Some(hit.candidate.clone()),
+            ),
+            _ => ("pass".to_string(), None, None),
+        };
+        for score in &mut scores {
+            if score.tool == case.expected {
+                score.expected += 1;
+                score.correct += usize::from(got == case.expected);
+            }
+            if score.tool == got {
+                score.blocks += 1;
+            }
+        }
+        if got != case.expected {
+            disagreements.push(Disagreement {
+                line: case.line,
+                command: case.command.clone(),
+                expected: case.expected.clone(),
+                got,
+                rule,
+                candidate,
+            });
+        }
+    }
+    let mut overall = Score {
+        tool: "overall".to_string(),
+        ..Score::default()
+    };
+    for score in &mut scores {
+        score.finish();
+        overall.expected += score.expected;
+        overall.blocks += score.blocks;
+        overall.correct += score.correct;
+    }
+    overall.finish();
+    CorpusReport {
+        corpus: name.to_string(),
+        packs: rules.packs().to_vec(),
+        commands: corpus.cases.len(),
+        tools: scores,
+        overall,
+        min_precision: corpus.min_precision,
+        min_recall: corpus.min_recall,
+        disagreements,
+    }
+}
+
+impl fmt::Display for CorpusReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let passes = self.commands - self.overall.expected;
+        writeln!(
+            f,
+            "corpus {}: {} commands ({passes} pass, {} routed), packs {}",
+            self.corpus,
+            self.commands,
+            self.overall.expected,
+            self.packs.join(", ")
+        )?;
+        writeln!(
+            f,
+            "{:<10} {:>8} {:>7} {:>7} {:>10} {:>8}",
+            "tool", "expected", "blocks", "correct", "precision", "recall"
+        )?;
+        for s in self.tools.iter().chain(std::iter::once(&self.overall)) {
+            writeln!(
+                f,
+                "{:<10} {:>8} {:>7} {:>7} {:>9.1}% {:>7.1}%",
+                s.tool, s.expected, s.blocks, s.correct, s.precision, s.recall
+            )?;
+        }
+        for d in &self.disagreements {
+            let rule = d
+                .rule
+                .as_ref()
+                .map(|r| format!(" (rule `{r}`)"))
+                .unwrap_or_default();
+            writeln!(
+                f,
+                "  line {}: expected {}, got {}{rule}: {}",
+                d.line,
+                d.expected,
+                d.got,
+                crate::display::escape_controls(&d.command)
+            )?;
+        }
+        let verdict = if self.ok() { "ok" } else { "BELOW THRESHOLD" };
+        write!(
+            f,
+            "{verdict}: precision {:.1}% (min {:.1}%), recall {:.1}% (min {:.1}%), {} disagreement(s)",
+            self.overall.precision,
+            self.min_precision,
+            self.overall.recall,
+            self.min_recall,
+            self.disagreements.len()
+        )
+    }
+}

@@ -1,19 +1,22 @@
 //! The interceptor (docs/RULES.md): decides, before anything runs, whether a command should
 //! be refused because the caller has a better tool for the job.
 //!
-//! It has two halves. The *splitter* is a small, lossless shell lexer that cuts a command
-//! into flat segments at unquoted `;` `&&` `||` `|` `|&` `&` and newlines, and gives up
-//! (reports the command as opaque) on syntax it cannot resolve without a real parser:
-//! command and process substitution, backticks, subshells, `{ …; }` groups, heredocs and
-//! unterminated quotes. The *matcher* checks the whole command and then each segment
-//! against a [`RuleSet`], skipping segments fed by a pipe (`printf x | grep x` is fine)
-//! and rules whose tool the caller does not have.
+//! It has three parts. The *splitter* ([`split`], [`lex`]) is a small, lossless shell
+//! lexer that cuts a command into flat segments at unquoted `;` `&&` `||` `|` `|&` `&`
+//! and newlines, and reports as opaque the syntax it cannot flatten (substitutions,
+//! subshells, groups, heredocs, unterminated quotes). The *reader* ([`commands`]) reads
+//! that compound syntax instead and yields the simple commands with their wrappers
+//! removed and their pipe and background context; those are the candidates. The
+//! *matcher* ([`intercept`]) checks each candidate against a [`RuleSet`], skipping
+//! commands fed by a pipe (`printf x | grep x` is fine) and rules whose tool the caller
+//! does not have.
 //!
-//! The splitter never rejects input and never panics: whatever it cannot understand it
-//! hands to the whole-command check, because a false block costs the caller a turn while
-//! a miss only lets a command run as it would have without agentbash.
+//! Nothing here rejects input or panics: a command whose quoting does not terminate is
+//! checked whole, because a false block costs the caller a turn while a miss only lets
+//! a command run as it would have without agentbash.
 
 pub mod check;
+pub mod commands;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -551,12 +554,17 @@ pub enum CandidateKind {
 pub enum SkipReason {
     /// Its stdin is the previous segment's output (`printf x | grep x`).
     PipedStdin,
+    /// It runs in the background, and the same command waits for or kills it.
+    Reaped,
 }
 
 impl fmt::Display for SkipReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SkipReason::PipedStdin => f.write_str("stdin is piped from the previous segment"),
+            SkipReason::Reaped => {
+                f.write_str("runs in the background, and the command waits for or kills it")
+            }
         }
     }
 }
@@ -631,9 +639,9 @@ impl Interception {
 
 /// Checks `cmd` against `rules` for a caller that has `tools`.
 ///
-/// Candidates, in order: the whole trimmed command, then each segment with its leading
-/// assignments removed (segments identical to an earlier candidate are not repeated).
-/// For each candidate the first matching rule in pack order whose tool is available
+/// Candidates are the simple commands of `cmd` (see `candidates_of`); only when its
+/// quoting does not terminate, the whole command and its flat segments. A candidate
+/// identical to an earlier one is not repeated. For each candidate the first matching rule in pack order whose tool is available
 /// decides: `block` blocks (the first such candidate is reported), `warn` adds a notice.
 pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
     let mut out = Interception::default();
@@ -641,33 +649,22 @@ pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
     if whole.is_empty() {
         return out;
     }
-    let mut candidates: Vec<(String, CandidateKind, Option<SkipReason>)> =
-        vec![(whole.to_string(), CandidateKind::Whole, None)];
-    // The whole command too is checked without its leading assignments, which
-    // matters when it cannot be split (`X=1 cat a; echo $(date)`).
-    let bare = strip_assignments(whole).trim();
-    if !bare.is_empty() && bare != whole {
-        candidates.push((bare.to_string(), CandidateKind::Whole, None));
-    }
-    match split(cmd) {
-        Split::Segments(segments) => {
-            // A set, not a scan of `candidates`: a generated command may have many
-            // thousands of segments, and checking must stay linear.
-            let mut seen: HashSet<(String, Option<SkipReason>)> = HashSet::new();
-            seen.insert((whole.to_string(), None));
-            seen.insert((bare.to_string(), None));
-            for segment in segments {
-                let skipped = segment.piped_stdin.then_some(SkipReason::PipedStdin);
-                if segment.command.is_empty() || !seen.insert((segment.command.clone(), skipped)) {
-                    continue;
-                }
-                candidates.push((segment.command, CandidateKind::Segment, skipped));
-            }
+    let candidates = match commands::simple_commands(cmd) {
+        Some(simples) => candidates_of(simples),
+        None => {
+            let (candidates, opaque) = fallback_candidates(cmd, whole);
+            out.opaque = opaque;
+            candidates
         }
-        Split::Opaque(reason) => out.opaque = Some(reason),
-    }
-
-    for (text, kind, skipped) in candidates {
+    };
+    for candidate in candidates {
+        let Candidate {
+            text,
+            kind,
+            skipped,
+            info_only,
+            bounded,
+        } = candidate;
         let mut trace = CandidateTrace {
             text,
             kind,
@@ -682,6 +679,11 @@ pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
                 let Some(rule) = rules.rules().get(index) else {
                     continue;
                 };
+                // `vite --version` prints and exits; `timeout 5 npm run dev` cannot
+                // outlive the run. A deny rule refuses whatever the arguments.
+                if rule.action != Action::Deny && (info_only || (bounded && rule.long_running)) {
+                    continue;
+                }
                 // A deny rule needs no declared tool: it refuses for everyone.
                 let applies = rule.action == Action::Deny || tools.contains(&rule.tool);
                 trace.matches.push(RuleMatch {
@@ -728,6 +730,135 @@ pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
     out
 }
 
+/// One text the rules are matched against, and what the matcher knows about it.
+struct Candidate {
+    text: String,
+    kind: CandidateKind,
+    skipped: Option<SkipReason>,
+    /// The command only asks for help or a version (`vite --version`).
+    info_only: bool,
+    /// A `timeout` wrapper bounds the command.
+    bounded: bool,
+}
+
+/// Candidates from the simple commands of a command line (see [`commands`]): each
+/// command as written from its program name, followed by ` | NEXT` when its stdout
+/// feeds a pipeline (so a rule can tell `cat f | less` from `cat f | jq .`; `xargs`
+/// keeps its name there, without its options) and by ` &`
+/// when it runs in the background. Within a pipeline the later stages come first: in
+/// `find … | xargs sed -i …` the stage that acts decides, not the one that lists.
+fn candidates_of(mut simples: Vec<commands::Simple>) -> Vec<Candidate> {
+    // A pipeline sent to the background runs there as a whole.
+    for i in (1..simples.len()).rev() {
+        if simples[i].background && simples[i].piped_stdin {
+            simples[i - 1].background = true;
+        }
+    }
+    // `srv & pid=$!; …; kill $pid` and `a & b & wait` clean up after themselves.
+    let reaped = simples
+        .iter()
+        .any(|s| match s.words.first().map(String::as_str) {
+            Some("wait") => true,
+            Some("kill") => s.words.iter().skip(1).any(|w| w.starts_with(['$', '%'])),
+            _ => false,
+        });
+    let mut order: Vec<usize> = Vec::with_capacity(simples.len());
+    let mut start = 0;
+    for i in 0..simples.len() {
+        if !simples[i].piped_stdout || i + 1 == simples.len() {
+            order.extend((start..=i).rev());
+            start = i + 1;
+        }
+    }
+    // A set, not a scan: a generated command may have many thousands of commands, and
+    // checking must stay linear.
+    let mut seen: HashSet<(String, Option<SkipReason>)> = HashSet::new();
+    let mut out = Vec::with_capacity(order.len());
+    for i in order {
+        let s = &simples[i];
+        let mut text = s.text.clone();
+        if s.piped_stdout
+            && let Some(next) = simples.get(i + 1)
+        {
+            text.push_str(" | ");
+            if next.via_xargs {
+                text.push_str("xargs ");
+            }
+            text.push_str(&next.text);
+        }
+        if s.background {
+            text.push_str(" &");
+        }
+        let skipped = if s.background && reaped {
+            Some(SkipReason::Reaped)
+        } else if s.piped_stdin && !s.background {
+            Some(SkipReason::PipedStdin)
+        } else {
+            None
+        };
+        if !seen.insert((text.clone(), skipped)) {
+            continue;
+        }
+        out.push(Candidate {
+            text,
+            kind: CandidateKind::Segment,
+            skipped,
+            info_only: is_info_only(&s.words),
+            bounded: s.bounded,
+        });
+    }
+    out
+}
+
+/// `prog --help`, `prog sub --version`, `prog help`, `npm start -- --help`: the last
+/// word asks for information, so the program prints and exits.
+fn is_info_only(words: &[String]) -> bool {
+    match words {
+        [_, only] if matches!(only.as_str(), "help" | "version") => true,
+        [_, .., last] => matches!(
+            last.as_str(),
+            "--help" | "-h" | "--version" | "-V" | "--type-list" | "-help" | "-version"
+        ),
+        _ => false,
+    }
+}
+
+/// The flat splitter's candidates, for a command whose quoting does not terminate: the
+/// whole command, then its segments.
+fn fallback_candidates(cmd: &str, whole: &str) -> (Vec<Candidate>, Option<OpaqueReason>) {
+    let plain = |text: &str, kind, skipped| Candidate {
+        text: text.to_string(),
+        kind,
+        skipped,
+        info_only: false,
+        bounded: false,
+    };
+    let mut candidates = vec![plain(whole, CandidateKind::Whole, None)];
+    // The whole command too is checked without its leading assignments
+    // (`X=1 cat a; echo $(date)`).
+    let bare = strip_assignments(whole).trim();
+    if !bare.is_empty() && bare != whole {
+        candidates.push(plain(bare, CandidateKind::Whole, None));
+    }
+    match split(cmd) {
+        Split::Segments(segments) => {
+            let mut seen: HashSet<(String, Option<SkipReason>)> = HashSet::new();
+            seen.insert((whole.to_string(), None));
+            seen.insert((bare.to_string(), None));
+            for segment in segments {
+                let skipped = segment.piped_stdin.then_some(SkipReason::PipedStdin);
+                if segment.command.is_empty() || !seen.insert((segment.command.clone(), skipped)) {
+                    continue;
+                }
+                candidates.push(plain(&segment.command, CandidateKind::Segment, skipped));
+            }
+            // Unterminated quoting that the flat splitter accepted: keep its segments.
+            (candidates, None)
+        }
+        Split::Opaque(reason) => (candidates, Some(reason)),
+    }
+}
+
 /// The exact text shown for a blocked command (docs/RULES.md).
 pub fn blocked_message(hit: &Hit, original: &str) -> String {
     format!("Blocked: {}\n\nOriginal command: {}", hit.message, original)
@@ -746,18 +877,18 @@ pub fn format_test(cmd: &str, interception: &Interception, tools: &[String]) -> 
     // Writing to a String cannot fail; the results are ignored for that reason.
     let _ = writeln!(out, "command: {}", crate::display::escape_controls(cmd));
     let _ = writeln!(out, "tools:   {tools_text}");
-    match split(cmd) {
-        Split::Opaque(reason) => {
+    match interception.opaque {
+        Some(reason) => {
             let _ = writeln!(
                 out,
                 "split:   not split ({reason}); whole command checked only"
             );
         }
-        Split::Segments(segments) => {
+        None => {
             let _ = writeln!(
                 out,
-                "split:   {} segment(s); a segment equal to an earlier candidate is not repeated",
-                segments.len()
+                "split:   {} candidate(s): simple commands, wrappers removed, later pipeline stages first; a repeat is not listed",
+                interception.candidates.len()
             );
         }
     }
