@@ -1309,11 +1309,6 @@ pub fn set_shared_process() {
     SHARED.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// True unless this is the one-run CLI ([`exclusive_process`]).
-pub fn shared_process() -> bool {
-    !exclusive_process()
-}
-
 /// Make agentbash non-dumpable: its `/proc/<pid>/environ`, `mem` and the like then
 /// belong to root, so a command running as the same user cannot read the environment
 /// agentbash was given (tokens included) through `/proc/$PPID/environ`, nor ptrace
