@@ -32,6 +32,8 @@ use crate::process::CancelToken;
 use crate::process::cgroup::{RunGroup, watchdog_pid};
 use crate::process::spawn::{self, Child, ChildIo, Teardown};
 use crate::process::{KilledProcess, Limits, SpawnSpec};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -993,10 +995,8 @@ impl LiveShell {
 impl Drop for LiveShell {
     fn drop(&mut self) {
         if !self.dead {
-            // SAFETY: kill(2) on the shell's own process group (it is a session leader).
-            unsafe {
-                libc::kill(-self.pid, libc::SIGKILL);
-            }
+            // The shell's own process group (it is a session leader).
+            let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
             if let Some(g) = self.joined_group() {
                 g.kill();
             }
