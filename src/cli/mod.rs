@@ -240,9 +240,8 @@ pub enum ModeArg {
     Pty,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
-    #[default]
     Text,
     Json,
     Ndjson,
@@ -335,14 +334,6 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    pub fn format(&self) -> FormatArg {
-        if self.json {
-            FormatArg::Json
-        } else {
-            self.format.unwrap_or_default()
-        }
-    }
-
     pub fn mode(&self) -> ModeArg {
         if self.pty {
             ModeArg::Pty

@@ -21,24 +21,27 @@
 //! key's shell) and drops it; the next run starts a fresh one from the session's last
 //! committed state.
 
-use super::print::{EVENT_INTERVAL, exit_to_end, pidfd_open, pipe, poll_fds};
-use super::{End, ExecError, ExecOutcome};
+use super::print::exit_to_end;
+use super::{
+    DRAIN_IDLE, DRAIN_TOTAL, EVENT_INTERVAL, End, ExecError, ExecOutcome, Read, pipe, poll_fds,
+    read_some,
+};
 use crate::config::profile::Background;
 use crate::output::sink::OutputSink;
 use crate::process::cgroup::{RunGroup, watchdog_pid};
 use crate::process::spawn::{self, Child, ChildIo, Teardown};
 use crate::process::{KilledProcess, Limits, SpawnSpec};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const READ_BUF: usize = 64 * 1024;
-const DRAIN_IDLE: Duration = Duration::from_millis(250);
-const DRAIN_TOTAL: Duration = Duration::from_secs(2);
 /// Idle shells kept by default; the least recently used beyond this are stopped.
 pub const DEFAULT_CAPACITY: usize = 16;
 
@@ -507,26 +510,20 @@ impl Scanner {
 
 /// Read what is available into `f`. Returns (bytes, eof).
 fn read_available(
-    fd: i32,
+    fd: BorrowedFd<'_>,
     buf: &mut [u8],
     budget: usize,
     mut f: impl FnMut(&[u8]),
 ) -> (usize, bool) {
     let mut total = 0;
     while total < budget {
-        // SAFETY: reading into a buffer we own, within its length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n > 0 {
-            f(&buf[..n as usize]);
-            total += n as usize;
-        } else if n == 0 {
-            return (total, true);
-        } else {
-            match std::io::Error::last_os_error().kind() {
-                std::io::ErrorKind::Interrupted => continue,
-                std::io::ErrorKind::WouldBlock => return (total, false),
-                _ => return (total, true),
+        match read_some(fd, buf) {
+            Read::Bytes(n) => {
+                f(&buf[..n]);
+                total += n;
             }
+            Read::Empty => return (total, false),
+            Read::End => return (total, true),
         }
     }
     (total, false)
@@ -590,7 +587,7 @@ impl LiveShell {
         let pid = child.id() as i32;
         Ok(LiveShell {
             key: job.key.clone(),
-            pidfd: pidfd_open(pid),
+            pidfd: spawn::pidfd_open(pid),
             child,
             pid,
             marker,
@@ -751,7 +748,7 @@ impl LiveShell {
         on_output: &mut dyn FnMut(&str),
         pool_pids: &Mutex<HashSet<i32>>,
     ) -> Result<(End, Vec<KilledProcess>, bool), RunError> {
-        let fd = self.out.as_raw_fd();
+        let fd = self.out.as_fd();
         self.unchanged = false;
         // Whatever a kept background job printed since the last command is not ours.
         read_available(fd, &mut *buf, usize::MAX, |_| {});
@@ -857,10 +854,7 @@ impl LiveShell {
             if sink.has_pending() {
                 wait = wait.min(EVENT_INTERVAL.saturating_sub(now.duration_since(last_emit)));
             }
-            poll_fds(
-                &[Some(fd), self.pidfd.as_ref().map(|f| f.as_raw_fd())],
-                wait,
-            );
+            poll_fds(&[Some(fd), self.pidfd.as_ref().map(|f| f.as_fd())], wait);
             let budget = if sink.pending_full() { 0 } else { 8 * READ_BUF };
             read_available(fd, &mut *buf, budget, |d| scan.feed(d, sink));
         }
@@ -997,10 +991,8 @@ impl LiveShell {
 impl Drop for LiveShell {
     fn drop(&mut self) {
         if !self.dead {
-            // SAFETY: kill(2) on the shell's own process group (it is a session leader).
-            unsafe {
-                libc::kill(-self.pid, libc::SIGKILL);
-            }
+            // The shell's own process group (it is a session leader).
+            let _ = killpg(Pid::from_raw(self.pid), Signal::SIGKILL);
             if let Some(g) = self.joined_group() {
                 g.kill();
             }

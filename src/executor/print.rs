@@ -4,19 +4,18 @@
 //! the shell exits, output is drained until EOF, or 250 ms without output, or 2 s in
 //! all, so a background job holding a pipe open never makes the run hang.
 
-use super::{End, ExecError, ExecOutcome, Watch};
+use super::{
+    DRAIN_IDLE, DRAIN_TOTAL, EVENT_INTERVAL, End, ExecError, ExecOutcome, Read, Watch, pipe,
+    poll_fds, read_some,
+};
 use crate::config::profile::Background;
 use crate::output::sink::OutputSink;
 use crate::process::SpawnSpec;
 use crate::process::cgroup::RunGroup;
 use crate::process::spawn::{self, ChildIo, Teardown};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-const DRAIN_IDLE: Duration = Duration::from_millis(250);
-const DRAIN_TOTAL: Duration = Duration::from_secs(2);
-/// Live output events are coalesced to at most one per this interval.
-pub const EVENT_INTERVAL: Duration = Duration::from_millis(50);
 const READ_BUF: usize = 256 * 1024;
 
 pub struct PrintRequest<'a> {
@@ -26,84 +25,21 @@ pub struct PrintRequest<'a> {
     pub watch: Watch<'a>,
 }
 
-pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a valid array of two ints.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 returned two fresh descriptors we now own.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    #[cfg(target_os = "linux")]
-    // SAFETY: fcntl on descriptors we own; failures only mean a smaller pipe.
-    unsafe {
-        libc::fcntl(r.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20);
-        let fl = libc::fcntl(r.as_raw_fd(), libc::F_GETFL);
-        libc::fcntl(r.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
-    }
-    Ok((r, w))
-}
-
 /// Read what is available (up to a budget, so the loop keeps checking the clock).
 /// Returns (bytes read, eof).
-fn read_available(fd: i32, buf: &mut [u8], sink: &mut OutputSink) -> (usize, bool) {
+fn read_available(fd: BorrowedFd<'_>, buf: &mut [u8], sink: &mut OutputSink) -> (usize, bool) {
     let mut total = 0;
     while total < 8 * READ_BUF && !sink.pending_full() && sink.wants_more() {
-        // SAFETY: reading into a buffer we own, within its length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n > 0 {
-            sink.push(&buf[..n as usize]);
-            total += n as usize;
-        } else if n == 0 {
-            return (total, true);
-        } else {
-            let e = std::io::Error::last_os_error();
-            match e.kind() {
-                std::io::ErrorKind::Interrupted => continue,
-                std::io::ErrorKind::WouldBlock => return (total, false),
-                _ => return (total, true),
+        match read_some(fd, buf) {
+            Read::Bytes(n) => {
+                sink.push(&buf[..n]);
+                total += n;
             }
+            Read::Empty => return (total, false),
+            Read::End => return (total, true),
         }
     }
     (total, false)
-}
-
-/// Wait until the output pipe or the child's pidfd is ready, or `timeout` passes.
-pub(crate) fn poll_fds(fds: &[Option<i32>], timeout: Duration) {
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    let mut p: Vec<libc::pollfd> = fds
-        .iter()
-        .flatten()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    if p.is_empty() {
-        std::thread::sleep(timeout);
-        return;
-    }
-    // SAFETY: a valid array of pollfds of the given length.
-    unsafe {
-        libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms);
-    }
-}
-
-/// A pidfd becomes readable when the process exits (Linux 5.3+), so the loop wakes
-/// at once instead of polling for the exit.
-pub(crate) fn pidfd_open(pid: i32) -> Option<OwnedFd> {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd >= 0 {
-            // SAFETY: the kernel just gave us this descriptor.
-            return Some(unsafe { OwnedFd::from_raw_fd(fd as i32) });
-        }
-    }
-    let _ = pid;
-    None
 }
 
 /// `--stderr separate`: the command's stderr, read from a pipe of its own into
@@ -136,11 +72,8 @@ impl<'a> Pipe<'a> {
     }
 
     /// The descriptor to wait on, while there is more to read.
-    fn open_fd(&self) -> Option<i32> {
-        self.fd
-            .as_ref()
-            .filter(|_| !self.eof)
-            .map(|f| f.as_raw_fd())
+    fn open_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.fd.as_ref().filter(|_| !self.eof).map(|f| f.as_fd())
     }
 
     /// Send the live text when it is due (at once with `now_anyway`).
@@ -159,10 +92,10 @@ impl<'a> Pipe<'a> {
 
     /// Read what is available; returns the bytes read.
     fn read(&mut self, buf: &mut [u8]) -> usize {
-        let Some(fd) = self.open_fd() else {
+        let Some(fd) = self.fd.as_ref().filter(|_| !self.eof) else {
             return 0;
         };
-        let (n, eof) = read_available(fd, buf, self.sink);
+        let (n, eof) = read_available(fd.as_fd(), buf, self.sink);
         self.eof = eof;
         n
     }
@@ -202,7 +135,7 @@ pub fn run(
         err,
     })?;
     let leader = child.id() as i32;
-    let pidfd = pidfd_open(leader);
+    let pidfd = spawn::pidfd_open(leader);
     let teardown = Teardown::new(leader, req.marker).in_group(group.as_ref());
     let start = Instant::now();
     let deadline = start + req.watch.timeout;
@@ -269,7 +202,7 @@ pub fn run(
                 break;
             }
         }
-        let open: Vec<Option<i32>> = pipes
+        let open: Vec<Option<BorrowedFd<'_>>> = pipes
             .iter()
             .map(Pipe::open_fd)
             .filter(Option::is_some)
@@ -289,7 +222,7 @@ pub fn run(
                 wait = wait.min(due.max(Duration::from_millis(1)));
             }
             let pid_watch = if status.is_none() {
-                pidfd.as_ref().map(|f| f.as_raw_fd())
+                pidfd.as_ref().map(|f| f.as_fd())
             } else {
                 None
             };
@@ -318,7 +251,7 @@ pub fn run(
                 Duration::from_millis(5)
             };
             poll_fds(
-                &[pidfd.as_ref().map(|f| f.as_raw_fd())],
+                &[pidfd.as_ref().map(|f| f.as_fd())],
                 cap.min(deadline.saturating_duration_since(now)),
             );
         }
@@ -369,7 +302,7 @@ fn terminate_while_draining(
     std::thread::scope(|s| {
         let h = s.spawn(|| teardown.terminate_run(grace));
         while !h.is_finished() {
-            let fds: Vec<Option<i32>> = pipes.iter().map(Pipe::open_fd).collect();
+            let fds: Vec<Option<BorrowedFd<'_>>> = pipes.iter().map(Pipe::open_fd).collect();
             poll_fds(&fds, Duration::from_millis(10));
             for p in pipes.iter_mut() {
                 p.read(buf);

@@ -42,6 +42,7 @@ use nix::sys::termios::{
 use nix::unistd::{Pid, isatty};
 use unicode_width::UnicodeWidthChar;
 
+use super::{DRAIN_IDLE, DRAIN_TOTAL, EVENT_INTERVAL};
 use crate::config::kill_key::{KillKey, KillKeyError};
 use crate::process::cgroup::RunGroup;
 use crate::process::spawn::{self, Child};
@@ -57,10 +58,6 @@ const TICK: Duration = Duration::from_millis(20);
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
 /// A lone ESC is the Esc key only if nothing follows it within this time.
 const ESC_TIMEOUT: Duration = Duration::from_millis(50);
-/// After the command exits, stop reading once the PTY is quiet this long...
-const DRAIN_IDLE: Duration = Duration::from_millis(250);
-/// ...or after this long in total (a background job may hold the PTY open).
-const DRAIN_TOTAL: Duration = Duration::from_secs(2);
 /// Input waiting for the PTY beyond which agentbash's stdin is not read.
 const MAX_PENDING_INPUT: usize = 64 * 1024;
 /// How long teardown waits to reap the killed leader before a thread takes over.
@@ -1615,7 +1612,7 @@ pub fn run(
         },
         &mut |bytes| {
             sink.push(bytes);
-            if (sink.pending_full() || last_emit.elapsed() >= super::print::EVENT_INTERVAL)
+            if (sink.pending_full() || last_emit.elapsed() >= EVENT_INTERVAL)
                 && let Some(t) = sink.take_pending()
             {
                 on_output(&t);

@@ -221,16 +221,6 @@ impl RunGroup {
         self.joined.store(true, Ordering::SeqCst);
     }
 
-    /// Put an already running process in the group (a child started by code that
-    /// offers no hook before exec). Returns whether it joined.
-    pub fn adopt(&self, pid: i32) -> bool {
-        let ok = std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).is_ok();
-        if ok {
-            self.set_joined();
-        }
-        ok
-    }
-
     /// Whether the run's leader is in the group (else attribution falls back).
     pub fn joined(&self) -> bool {
         self.joined.load(Ordering::SeqCst)

@@ -98,6 +98,25 @@ pub fn become_subreaper() {
     });
 }
 
+/// A descriptor that becomes readable when process `pid` exits (Linux 5.3+), so a
+/// loop waiting on output wakes at once for the exit too instead of polling for it.
+/// `None` where the kernel has no pidfds.
+pub fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::FromRawFd;
+        // SAFETY: pidfd_open(2) takes a pid and flags, touches no memory of ours, and
+        // returns a new descriptor or -1. (nix has no wrapper for it.)
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd >= 0 {
+            // SAFETY: the kernel just gave us this descriptor; nothing else owns it.
+            return Some(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+        }
+    }
+    let _ = pid;
+    None
+}
+
 /// Where a child's standard descriptor comes from.
 pub enum ChildIo {
     /// The null device.
@@ -788,6 +807,9 @@ pub fn has_children() -> bool {
 const FREEZE_LIMIT: Duration = Duration::from_millis(500);
 /// How long one round of a freeze waits for its processes to stop.
 const STOP_WAIT: Duration = Duration::from_millis(100);
+/// How long one teardown waits, in all, for members caught inside an exec to finish
+/// it, so they are listed by their new command line (see [`command_line_past_exec`]).
+const NAME_WAIT: Duration = Duration::from_millis(200);
 /// How long the final KILL rounds may take (an unkillable process never hangs a run).
 const KILL_LIMIT: Duration = Duration::from_secs(2);
 
@@ -1081,8 +1103,9 @@ impl<'g> Teardown<'g> {
         if let Some(g) = self.group {
             return self.stop_group(g, grace, include_leader);
         }
-        let first: Vec<FrozenProcess> = self
-            .freeze(include_leader)
+        let frozen = self.freeze(include_leader);
+        let named_by = Instant::now() + NAME_WAIT;
+        let first: Vec<FrozenProcess> = frozen
             .into_iter()
             // One that ended by itself between the scan and its SIGSTOP (a zombie now,
             // or already reaped by its parent) was not stopped by us: not listed.
@@ -1091,7 +1114,7 @@ impl<'g> Teardown<'g> {
                 ppid: p.ppid,
                 killed: KilledProcess {
                     pid: p.pid,
-                    command: command_line(p.pid),
+                    command: command_line_past_exec(p.pid, named_by),
                 },
                 pid: p.pid,
             })
@@ -1135,13 +1158,14 @@ impl<'g> Teardown<'g> {
     ) -> Vec<FrozenProcess> {
         let pick = || self.pick(include_leader);
         g.freeze(true);
+        let named_by = Instant::now() + NAME_WAIT;
         let first: Vec<FrozenProcess> = pick()
             .into_iter()
             .map(|p| FrozenProcess {
                 ppid: p.ppid,
                 killed: KilledProcess {
                     pid: p.pid,
-                    command: command_line(p.pid),
+                    command: command_line_past_exec(p.pid, named_by),
                 },
                 pid: p.pid,
             })
@@ -1307,11 +1331,6 @@ pub fn set_shared_process() {
     SHARED.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// True unless this is the one-run CLI ([`exclusive_process`]).
-pub fn shared_process() -> bool {
-    !exclusive_process()
-}
-
 /// Make agentbash non-dumpable: its `/proc/<pid>/environ`, `mem` and the like then
 /// belong to root, so a command running as the same user cannot read the environment
 /// agentbash was given (tokens included) through `/proc/$PPID/environ`, nor ptrace
@@ -1370,14 +1389,10 @@ fn signal_group(pgid: i32, sig: i32) {
     }
 }
 
-/// `/proc/<pid>/cmdline` as one line (at most 200 chars).
+/// `/proc/<pid>/cmdline` as one line (at most 200 chars); the process name in
+/// brackets when it has no arguments.
 pub fn command_line(pid: i32) -> String {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let mut s: String = String::from_utf8_lossy(&raw)
-        .split('\0')
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let mut s = arguments(pid);
     if s.is_empty() {
         s = std::fs::read_to_string(format!("/proc/{pid}/comm"))
             .map(|c| format!("[{}]", c.trim()))
@@ -1387,6 +1402,36 @@ pub fn command_line(pid: i32) -> String {
         s = s.chars().take(199).collect::<String>() + "…";
     }
     s
+}
+
+/// `/proc/<pid>/cmdline`, its arguments joined by spaces.
+fn arguments(pid: i32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    String::from_utf8_lossy(&raw)
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// [`command_line`] of a member being stopped, read once it is past any exec it was
+/// inside. During execve the kernel installs the new image before its arguments, and
+/// a read in between finds none: `setsid sleep 300`, caught so, was listed as
+/// `[setsid]`. Neither SIGSTOP nor the cgroup freezer can stop a process inside an
+/// exec (both act on its return to user space), and a freeze gives up waiting after
+/// its bound, which a loaded machine can pass; so a member without arguments is read
+/// again until it has them, is stopped (then no exec is in flight: its arguments are
+/// truly empty), is gone, or `deadline` passes. The deadline is shared by one
+/// teardown's members, so this never costs a run more than [`NAME_WAIT`].
+fn command_line_past_exec(pid: i32, deadline: Instant) -> String {
+    while arguments(pid).is_empty()
+        && Instant::now() < deadline
+        && read_stat(pid).is_some()
+        && !is_stopped(pid)
+    {
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    command_line(pid)
 }
 
 /// Route SIGINT, SIGTERM and SIGHUP to `handler`, which must be async-signal-safe
