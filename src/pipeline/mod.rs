@@ -7,6 +7,7 @@
 pub mod guard;
 pub mod intercept;
 pub mod normalize;
+pub mod sandbox;
 pub mod stages;
 
 use crate::config::profile::LoadedProfile;
@@ -71,6 +72,8 @@ pub struct Plan {
     pub script: String,
     pub env: BuiltEnv,
     pub artifact_dir: Option<PathBuf>,
+    /// The `[sandbox]` policy this run asks for (the profile's, or `--sandbox`).
+    pub sandbox: crate::sandbox::Policy,
     pub profile_name: String,
     /// Usage-level problem with the request itself (exit 2).
     pub usage_error: Option<String>,
@@ -208,6 +211,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         script,
         env,
         artifact_dir,
+        sandbox: sandbox::plan(&p.sandbox, req.sandbox),
         profile_name: profile.name.clone(),
         usage_error,
     }
@@ -449,6 +453,12 @@ fn carry_out(
         ) && plan.normalized.stop_after.is_none()
             && !req.stderr_separate
     });
+    let sandbox = match sandbox::prepare(&plan.sandbox, &cwd) {
+        Ok(s) => s,
+        Err(e) => return fail(r, exit::FAILURE, e),
+    };
+    sandbox.apply_env(&mut env);
+    warnings.extend(sandbox.warning());
     let start_env = live.is_some().then(|| env.clone());
     if live.is_none() {
         match state.install_prelude(&mut env, &plan.script, &cwd) {
@@ -490,6 +500,7 @@ fn carry_out(
             processes: p.limits.processes,
             cpu_seconds: p.limits.cpu_seconds,
         },
+        sandbox: sandbox.confinement(),
     };
     let timeout = limit
         .saturating_sub(state.waited)
@@ -521,6 +532,7 @@ fn carry_out(
                         p.limits.processes,
                         p.limits.cpu_seconds,
                     ],
+                    sandbox: sandbox.key(),
                 },
                 start_env: start_env.as_ref().unwrap_or(&plan.env.vars),
                 setup: live_setup,
@@ -534,6 +546,7 @@ fn carry_out(
                 background: p.process.background,
                 cancel,
                 limits: spec.limits,
+                sandbox: spec.sandbox.clone(),
             };
             pool.run(&job, &mut sink, &mut on_output).map(|o| {
                 live_notices = o.notices;
@@ -613,6 +626,7 @@ fn carry_out(
         said.push_str(&e.text);
     }
     notices.extend(limit_hint(&p.limits, &outcome.end, &said));
+    notices.extend(sandbox.denial_notice(&outcome.end, &said));
     let final_cwd = state
         .finish(
             matches!(
@@ -626,6 +640,7 @@ fn carry_out(
     let mut r = shape(
         r, plan, outcome, retained, notices, warnings, started, final_cwd,
     );
+    r.sandbox = sandbox.info();
     r.stderr = stderr.map(|e| crate::result::StderrOutput {
         output: e.text.trim_end_matches('\n').to_string(),
         truncated: e.truncated,
@@ -885,6 +900,7 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
         notices: vec![],
         warnings: vec![],
         error: None,
+        sandbox: None,
         body: String::new(),
         agentbash_exit: 0,
         annotation: None,
