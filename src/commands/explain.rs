@@ -70,9 +70,49 @@ fn explanation_of(plan: &crate::pipeline::Plan, profile: &LoadedProfile) -> serd
             "dir": s.dir.display().to_string(),
             "cwd": s.cwd.as_ref().map(|c| c.display().to_string()),
         })),
+        "sandbox": sandbox_of(plan),
         "argv": plan.argv(profile),
         "artifact_dir": plan.artifact_dir.as_ref().map(|d| d.display().to_string()),
         "usage_error": plan.usage_error,
+    })
+}
+
+/// The policy as asked and the engine this machine would enforce it with.
+fn sandbox_of(plan: &crate::pipeline::Plan) -> serde_json::Value {
+    use crate::pipeline::sandbox::{describe, mode_name};
+    let policy = &plan.sandbox;
+    let shown = |paths: &[std::path::PathBuf]| -> Vec<String> {
+        paths.iter().map(|p| p.display().to_string()).collect()
+    };
+    let described = plan.cwd.as_ref().ok().map(|cwd| describe(policy, cwd));
+    let (info, error) = match described {
+        Some(Ok(info)) => (info, None),
+        Some(Err(e)) => (None, Some(e)),
+        None => (None, None),
+    };
+    let workspace = match (&info, policy.mode) {
+        (Some(i), _) => i.workspace.clone(),
+        (None, crate::sandbox::Mode::WorkspaceWrite) => policy
+            .workspace
+            .as_ref()
+            .map(|w| w.display().to_string())
+            .or_else(|| plan.shown_cwd.clone()),
+        _ => None,
+    };
+    json!({
+        "mode": mode_name(policy.mode),
+        "engine_asked": policy.engine,
+        "engine": info.as_ref().map(|i| i.engine),
+        "landlock": info.as_ref().map(|i| i.landlock),
+        "workspace": workspace,
+        "writable": shown(&policy.writable),
+        "deny_read": shown(&policy.deny_read),
+        "network": policy.network,
+        "required": policy.required,
+        "allow_override": policy.allow_override,
+        "weaker": info.as_ref().and_then(|i| i.weaker.clone()),
+        "notes": info.as_ref().map(|i| i.notes.clone()).unwrap_or_default(),
+        "error": error,
     })
 }
 
@@ -84,6 +124,7 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
     let code = match v.pointer("/intercept/error") {
         Some(e) if !e.is_null() => crate::exit::FAILURE,
         _ if plan.guard.error.is_some() => crate::exit::FAILURE,
+        _ if v.pointer("/sandbox/error").is_some_and(|e| !e.is_null()) => crate::exit::FAILURE,
         _ => 0,
     };
     if format != FormatArg::Text {
@@ -250,6 +291,64 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
             }
         )),
         _ => t.push_str("session     none\n"),
+    }
+    let list = |p: &str| {
+        let items: Vec<String> = v
+            .pointer(p)
+            .and_then(|a| a.as_array())
+            .into_iter()
+            .flatten()
+            .map(|x| show(x.clone()))
+            .collect();
+        if items.is_empty() {
+            "-".to_string()
+        } else {
+            items.join(" ")
+        }
+    };
+    if v.pointer("/sandbox/mode") == Some(&json!("off")) {
+        t.push_str("sandbox     off\n");
+    } else {
+        let engine = match (s("/sandbox/engine"), s("/sandbox/landlock")) {
+            (serde_json::Value::String(e), serde_json::Value::Bool(true)) if e == "namespaces" => {
+                "namespaces + landlock".to_string()
+            }
+            (e, _) => show(e),
+        };
+        t.push_str(&format!(
+            "sandbox     {}, engine {engine} (asked: {}), network {}{}\n",
+            show(s("/sandbox/mode")),
+            show(s("/sandbox/engine_asked")),
+            if s("/sandbox/network") == json!(true) {
+                "on"
+            } else {
+                "off"
+            },
+            if s("/sandbox/required") == json!(true) {
+                ", required"
+            } else {
+                ""
+            },
+        ));
+        t.push_str(&format!("  workspace {}\n", show(s("/sandbox/workspace"))));
+        t.push_str(&format!(
+            "  writable  {} (and a private TMPDIR)\n",
+            list("/sandbox/writable")
+        ));
+        t.push_str(&format!("  deny_read {}\n", list("/sandbox/deny_read")));
+        for key in ["/sandbox/weaker", "/sandbox/error"] {
+            if let Some(w) = v.pointer(key).and_then(|w| w.as_str()) {
+                t.push_str(&format!("  warning   {}\n", escape_controls(w)));
+            }
+        }
+        for n in v
+            .pointer("/sandbox/notes")
+            .and_then(|n| n.as_array())
+            .into_iter()
+            .flatten()
+        {
+            t.push_str(&format!("  note      {}\n", show(n.clone())));
+        }
     }
     t.push_str(&format!("argv        {}\n", s("/argv")));
     t.push_str(&format!("artifacts   {}\n", show(s("/artifact_dir"))));

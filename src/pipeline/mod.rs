@@ -453,7 +453,7 @@ fn carry_out(
         ) && plan.normalized.stop_after.is_none()
             && !req.stderr_separate
     });
-    let sandbox = match sandbox::prepare(&plan.sandbox, &cwd) {
+    let sandbox = match sandbox::prepare(&plan, &cwd, state.sandbox_writable()) {
         Ok(s) => s,
         Err(e) => return fail(r, exit::FAILURE, e),
     };

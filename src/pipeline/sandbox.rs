@@ -63,16 +63,29 @@ pub struct RunSandbox {
     deny_read: Vec<PathBuf>,
 }
 
-/// Prepare `policy` for a run in `cwd`: create the private TMPDIR and build everything
-/// the child needs. `Err` (exit 125) when `required = true` and nothing can enforce it,
-/// or a configured path is unusable.
-pub fn prepare(policy: &Policy, cwd: &Path) -> Result<RunSandbox, String> {
+/// Prepare the plan's policy for a run in `cwd`: create the private TMPDIR and build
+/// everything the child needs. `Err` (exit 125) when `required = true` and nothing can
+/// enforce it, or a configured path is unusable.
+///
+/// `also_writable` are agentbash's own files the command's shell writes (a session's
+/// pending state), each a single file; nothing of any other run is writable.
+pub fn prepare(
+    plan: &super::Plan,
+    cwd: &Path,
+    also_writable: Vec<PathBuf>,
+) -> Result<RunSandbox, String> {
+    let mut policy = plan.sandbox.clone();
     if policy.mode == Mode::Off {
         return Ok(RunSandbox::default());
     }
+    let shown_writable = policy.writable.len();
+    policy.writable.extend(also_writable);
+    let policy = &policy;
     let tmpdir = private_tmpdir()?;
-    let prepared = sandbox::prepare(policy, cwd, tmpdir.path()).map_err(|e| e.to_string())?;
-    let info = info(policy, cwd, &prepared, Some(tmpdir.path()));
+    let (prepared, weaker) = prepare_policy(policy, cwd, tmpdir.path())?;
+    let mut info = info(policy, cwd, &prepared, Some(tmpdir.path()));
+    info.weaker = weaker.or(info.weaker);
+    info.writable.truncate(shown_writable);
     let mut writable = vec![tmpdir.path().to_path_buf()];
     if policy.mode == Mode::WorkspaceWrite {
         writable.push(workspace(policy, cwd));
@@ -95,8 +108,37 @@ pub fn describe(policy: &Policy, cwd: &Path) -> Result<Option<SandboxInfo>, Stri
     if policy.mode == Mode::Off {
         return Ok(None);
     }
-    let prepared = sandbox::prepare(policy, cwd, cwd).map_err(|e| e.to_string())?;
-    Ok(Some(info(policy, cwd, &prepared, None)))
+    let (prepared, weaker) = prepare_policy(policy, cwd, cwd)?;
+    let mut info = info(policy, cwd, &prepared, None);
+    info.weaker = weaker.or(info.weaker);
+    Ok(Some(info))
+}
+
+/// [`sandbox::prepare`], with `engine = "bwrap"` (not run in-process yet) treated like
+/// any engine this machine lacks: refused when `required`, else nothing enforced.
+fn prepare_policy(
+    policy: &Policy,
+    cwd: &Path,
+    tmpdir: &Path,
+) -> Result<(sandbox::Prepared, Option<String>), String> {
+    if policy.engine != sandbox::Engine::Bwrap {
+        let prepared = sandbox::prepare(policy, cwd, tmpdir).map_err(|e| e.to_string())?;
+        return Ok((prepared, None));
+    }
+    let reason =
+        "engine \"bwrap\" is not supported yet (use \"auto\", \"namespaces\" or \"landlock\")";
+    if policy.required {
+        return Err(sandbox::SandboxError::Unavailable {
+            reason: reason.into(),
+        }
+        .to_string());
+    }
+    let none = Policy {
+        engine: sandbox::Engine::None,
+        ..policy.clone()
+    };
+    let prepared = sandbox::prepare(&none, cwd, tmpdir).map_err(|e| e.to_string())?;
+    Ok((prepared, Some(reason.into())))
 }
 
 fn workspace(policy: &Policy, cwd: &Path) -> PathBuf {
@@ -135,12 +177,19 @@ fn info(
         deny_read: policy.deny_read.iter().map(|p| shown(p)).collect(),
         tmpdir: tmpdir.map(shown),
         weaker: prepared.reason().map(str::to_owned),
-        notes: prepared.notes().to_vec(),
+        // Most credential stores of a deny_read list do not exist on a given machine.
+        notes: prepared
+            .notes()
+            .iter()
+            .filter(|n| !n.ends_with("nothing to hide"))
+            .cloned()
+            .collect(),
     }
 }
 
 /// `0700` under the state dir (so it is on the user's own file system), else `/tmp`.
 fn private_tmpdir() -> Result<tempfile::TempDir, String> {
+    use std::os::unix::fs::PermissionsExt;
     let base = crate::paths::state_dir().join("tmp");
     let made = std::fs::create_dir_all(&base).ok().and_then(|()| {
         tempfile::Builder::new()
@@ -148,13 +197,20 @@ fn private_tmpdir() -> Result<tempfile::TempDir, String> {
             .tempdir_in(&base)
             .ok()
     });
-    match made {
-        Some(dir) => Ok(dir),
+    let dir = match made {
+        Some(dir) => dir,
         None => tempfile::Builder::new()
             .prefix("agentbash-run-")
             .tempdir()
-            .map_err(|e| format!("sandbox: cannot create the run's private TMPDIR: {e}")),
-    }
+            .map_err(|e| format!("sandbox: cannot create the run's private TMPDIR: {e}"))?,
+    };
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(|e| {
+        format!(
+            "sandbox: cannot make the private TMPDIR {} private: {e}",
+            dir.path().display()
+        )
+    })?;
+    Ok(dir)
 }
 
 impl RunSandbox {
