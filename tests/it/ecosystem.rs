@@ -665,7 +665,7 @@ fn profile_check_reports_file_line_col() {
         out.stdout
     );
     assert!(
-        out.stdout.ends_with("4 profiles checked, 1 invalid\n"),
+        out.stdout.ends_with("5 profiles checked, 1 invalid\n"),
         "{}",
         out.stdout
     );
