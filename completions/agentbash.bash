@@ -46,6 +46,9 @@ _agentbash() {
             agentbash,run)
                 cmd="agentbash__subcmd__run"
                 ;;
+            agentbash,sandbox)
+                cmd="agentbash__subcmd__sandbox"
+                ;;
             agentbash,session)
                 cmd="agentbash__subcmd__session"
                 ;;
@@ -121,6 +124,9 @@ _agentbash() {
             agentbash__subcmd__help,run)
                 cmd="agentbash__subcmd__help__subcmd__run"
                 ;;
+            agentbash__subcmd__help,sandbox)
+                cmd="agentbash__subcmd__help__subcmd__sandbox"
+                ;;
             agentbash__subcmd__help,session)
                 cmd="agentbash__subcmd__help__subcmd__session"
                 ;;
@@ -162,6 +168,9 @@ _agentbash() {
                 ;;
             agentbash__subcmd__help__subcmd__rules,test)
                 cmd="agentbash__subcmd__help__subcmd__rules__subcmd__test"
+                ;;
+            agentbash__subcmd__help__subcmd__sandbox,check)
+                cmd="agentbash__subcmd__help__subcmd__sandbox__subcmd__check"
                 ;;
             agentbash__subcmd__help__subcmd__session,list)
                 cmd="agentbash__subcmd__help__subcmd__session__subcmd__list"
@@ -229,6 +238,18 @@ _agentbash() {
             agentbash__subcmd__rules__subcmd__help,test)
                 cmd="agentbash__subcmd__rules__subcmd__help__subcmd__test"
                 ;;
+            agentbash__subcmd__sandbox,check)
+                cmd="agentbash__subcmd__sandbox__subcmd__check"
+                ;;
+            agentbash__subcmd__sandbox,help)
+                cmd="agentbash__subcmd__sandbox__subcmd__help"
+                ;;
+            agentbash__subcmd__sandbox__subcmd__help,check)
+                cmd="agentbash__subcmd__sandbox__subcmd__help__subcmd__check"
+                ;;
+            agentbash__subcmd__sandbox__subcmd__help,help)
+                cmd="agentbash__subcmd__sandbox__subcmd__help__subcmd__help"
+                ;;
             agentbash__subcmd__session,help)
                 cmd="agentbash__subcmd__session__subcmd__help"
                 ;;
@@ -284,7 +305,7 @@ _agentbash() {
 
     case "${cmd}" in
         agentbash)
-            opts="-h -V --help --version run explain rpc mcp profile rules artifact session snapshot trust completions man help"
+            opts="-h -V --help --version run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -542,7 +563,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__explain)
-            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --env --session --stdin --expand --stream --stderr --quiet --help"
+            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --sandbox --env --session --stdin --expand --stream --stderr --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -602,6 +623,10 @@ _agentbash() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sandbox)
+                    COMPREPLY=($(compgen -W "off read-only workspace-write" -- "${cur}"))
+                    return 0
+                    ;;
                 --env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -630,7 +655,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__help)
-            opts="run explain rpc mcp profile rules artifact session snapshot trust completions man help"
+            opts="run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -926,6 +951,34 @@ _agentbash() {
         agentbash__subcmd__help__subcmd__run)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__sandbox)
+            opts="check"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__sandbox__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1409,7 +1462,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__run)
-            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --env --session --stdin --expand --stream --stderr --quiet --help"
+            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --sandbox --env --session --stdin --expand --stream --stderr --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1469,6 +1522,10 @@ _agentbash() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --sandbox)
+                    COMPREPLY=($(compgen -W "off read-only workspace-write" -- "${cur}"))
+                    return 0
+                    ;;
                 --env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1489,6 +1546,76 @@ _agentbash() {
                     COMPREPLY=($(compgen -W "merged separate" -- "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__sandbox)
+            opts="-h --help check help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__sandbox__subcmd__check)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__sandbox__subcmd__help)
+            opts="check help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__sandbox__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__sandbox__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -1842,11 +1969,11 @@ _agentbash_with_values() {
         fi
         case "$word" in
             --) dashdash=1; start=$((i + 1)) ;;
-            --color|--corpus|--cwd|--env|--format|--head|--mode|--profile|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) i+=1 ;;
+            --color|--corpus|--cwd|--env|--format|--head|--mode|--profile|--sandbox|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) i+=1 ;;
             -*) ;;
             *)
                 case "$path/$word" in
-                    /run|/explain|/rpc|/mcp|/profile|/profile/list|/profile/show|/profile/check|/rules|/rules/list|/rules/test|/rules/check|/artifact|/artifact/list|/artifact/show|/artifact/path|/artifact/rm|/artifact/gc|/session|/session/list|/session/show|/session/rm|/snapshot|/snapshot/show|/snapshot/refresh|/snapshot/report|/trust|/completions|/man) path="$path/$word" ;;
+                    /run|/explain|/rpc|/mcp|/profile|/profile/list|/profile/show|/profile/check|/rules|/rules/list|/rules/test|/rules/check|/artifact|/artifact/list|/artifact/show|/artifact/path|/artifact/rm|/artifact/gc|/session|/session/list|/session/show|/session/rm|/snapshot|/snapshot/show|/snapshot/refresh|/snapshot/report|/trust|/sandbox|/sandbox/check|/completions|/man) path="$path/$word" ;;
                     *) given+=1; [[ -z "$start" ]] && start=$i ;;
                 esac ;;
         esac
@@ -1854,7 +1981,7 @@ _agentbash_with_values() {
     if (( ! dashdash )); then
         case "$prev" in
             --profile|-p) _agentbash_profiles "$cur"; return 0 ;;
-            --color|--corpus|--cwd|--env|--format|--head|--mode|--profile|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
+            --color|--corpus|--cwd|--env|--format|--head|--mode|--profile|--sandbox|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
         esac
     fi
     # After the first word of the shell command (or `--`) everything is the command's.

@@ -36,6 +36,7 @@ complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "artifact" -d 'I
 complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "session" -d 'Inspect and remove persistent sessions'
 complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "snapshot" -d 'Inspect and refresh the snapshot of the user\'s shell rc'
 complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "trust" -d 'Trust a project\'s own profiles and rule packs (its .agentbash/), list or revoke trust'
+complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "sandbox" -d 'Report what the kernel sandbox can enforce on this machine'
 complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "man" -d 'Print the roff man page'
 complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -54,6 +55,9 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l color -d 'Co
 always\t''
 never\t''"
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l tools -d 'Comma-separated tools the caller has (for the interceptor); overrides the profile' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l sandbox -d 'Kernel sandbox for this run instead of the profile\'s [sandbox] mode' -r -f -a "off\t'No sandbox: the command runs with your rights'
+read-only\t'Nothing writable but a private TMPDIR; deny_read and network as in the profile'
+workspace-write\t'The working directory\'s tree (or [sandbox] workspace) and `writable` too'"
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s e -l env -d 'Extra environment variable for the command (repeatable)' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s s -l session -d 'Persistent session: cwd, exported variables, functions and aliases carry over' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l stderr -d 'The command\'s stderr: merged into the output (the default), or separate (print mode only)' -r -f -a "merged\t'One pipe: stderr interleaved with stdout as produced'
@@ -82,6 +86,9 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l color -d
 always\t''
 never\t''"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l tools -d 'Comma-separated tools the caller has (for the interceptor); overrides the profile' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l sandbox -d 'Kernel sandbox for this run instead of the profile\'s [sandbox] mode' -r -f -a "off\t'No sandbox: the command runs with your rights'
+read-only\t'Nothing writable but a private TMPDIR; deny_read and network as in the profile'
+workspace-write\t'The working directory\'s tree (or [sandbox] workspace) and `writable` too'"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s e -l env -d 'Extra environment variable for the command (repeatable)' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s s -l session -d 'Persistent session: cwd, exported variables, functions and aliases carry over' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l stderr -d 'The command\'s stderr: merged into the output (the default), or separate (print mode only)' -r -f -a "merged\t'One pipe: stderr interleaved with stdout as produced'
@@ -186,21 +193,29 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand snapshot; and __fish
 complete -c agentbash -n "__fish_agentbash_using_subcommand trust" -l list -d 'List trusted projects: when each was trusted and whether its files still match'
 complete -c agentbash -n "__fish_agentbash_using_subcommand trust" -l revoke -d 'Forget the trust given to the project'
 complete -c agentbash -n "__fish_agentbash_using_subcommand trust" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand sandbox; and not __fish_seen_subcommand_from check help" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand sandbox; and not __fish_seen_subcommand_from check help" -f -a "check" -d 'Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine `auto` picks'
+complete -c agentbash -n "__fish_agentbash_using_subcommand sandbox; and not __fish_seen_subcommand_from check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand sandbox; and __fish_seen_subcommand_from check" -l json -d 'The report as JSON'
+complete -c agentbash -n "__fish_agentbash_using_subcommand sandbox; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand sandbox; and __fish_seen_subcommand_from help" -f -a "check" -d 'Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine `auto` picks'
+complete -c agentbash -n "__fish_agentbash_using_subcommand sandbox; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand man" -s h -l help -d 'Print help'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "run" -d 'Run one command'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "explain" -d 'Dry run: show every decision the run would make, run nothing'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "rpc" -d 'NDJSON requests on stdin, responses on stdout'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "mcp" -d 'Model Context Protocol server on stdio'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "profile" -d 'List, show and check profiles'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "rules" -d 'List, test and check interceptor rules'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "artifact" -d 'Inspect and clean up spilled output (artifact://ID)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "session" -d 'Inspect and remove persistent sessions'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "snapshot" -d 'Inspect and refresh the snapshot of the user\'s shell rc'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "trust" -d 'Trust a project\'s own profiles and rule packs (its .agentbash/), list or revoke trust'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "completions" -d 'Print a shell completion script'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "man" -d 'Print the roff man page'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "run" -d 'Run one command'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "explain" -d 'Dry run: show every decision the run would make, run nothing'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "rpc" -d 'NDJSON requests on stdin, responses on stdout'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "mcp" -d 'Model Context Protocol server on stdio'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "profile" -d 'List, show and check profiles'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "rules" -d 'List, test and check interceptor rules'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "artifact" -d 'Inspect and clean up spilled output (artifact://ID)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "session" -d 'Inspect and remove persistent sessions'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "snapshot" -d 'Inspect and refresh the snapshot of the user\'s shell rc'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "trust" -d 'Trust a project\'s own profiles and rule packs (its .agentbash/), list or revoke trust'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "sandbox" -d 'Report what the kernel sandbox can enforce on this machine'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "completions" -d 'Print a shell completion script'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "man" -d 'Print the roff man page'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and not __fish_seen_subcommand_from run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from profile" -f -a "list" -d 'List every profile that can be found, where it comes from, and what it shadows'
 complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from profile" -f -a "show" -d 'Show the resolved profile after `extends` and lookup'
 complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from profile" -f -a "check" -d 'Validate profiles; exit 1 with file:line:col errors'
@@ -218,6 +233,7 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_see
 complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from snapshot" -f -a "show" -d 'Print the snapshot\'s path and content'
 complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from snapshot" -f -a "refresh" -d 'Regenerate the snapshot now'
 complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from snapshot" -f -a "report" -d 'What was captured, what was dropped, and why'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from sandbox" -f -a "check" -d 'Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine `auto` picks'
 
 # Added by agentbash (src/commands/generated.rs): values only known at completion time.
 function __fish_agentbash_profiles

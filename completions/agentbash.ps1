@@ -35,6 +35,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Inspect and remove persistent sessions')
             [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Inspect and refresh the snapshot of the user''s shell rc')
             [CompletionResult]::new('trust', 'trust', [CompletionResultType]::ParameterValue, 'Trust a project''s own profiles and rule packs (its .agentbash/), list or revoke trust')
+            [CompletionResult]::new('sandbox', 'sandbox', [CompletionResultType]::ParameterValue, 'Report what the kernel sandbox can enforce on this machine')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the roff man page')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -53,6 +54,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour: auto honours NO_COLOR, CLICOLOR_FORCE and GitHub Actions, then whether stdout is a terminal')
             [CompletionResult]::new('--tools', '--tools', [CompletionResultType]::ParameterName, 'Comma-separated tools the caller has (for the interceptor); overrides the profile')
+            [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Kernel sandbox for this run instead of the profile''s [sandbox] mode')
             [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
@@ -84,6 +86,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour: auto honours NO_COLOR, CLICOLOR_FORCE and GitHub Actions, then whether stdout is a terminal')
             [CompletionResult]::new('--tools', '--tools', [CompletionResultType]::ParameterName, 'Comma-separated tools the caller has (for the interceptor); overrides the profile')
+            [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Kernel sandbox for this run instead of the profile''s [sandbox] mode')
             [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Persistent session: cwd, exported variables, functions and aliases carry over')
@@ -386,6 +389,30 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'agentbash;sandbox' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine `auto` picks')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;sandbox;check' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The report as JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;sandbox;help' {
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine `auto` picks')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;sandbox;help;check' {
+            break
+        }
+        'agentbash;sandbox;help;help' {
+            break
+        }
         'agentbash;completions' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
@@ -407,6 +434,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Inspect and remove persistent sessions')
             [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Inspect and refresh the snapshot of the user''s shell rc')
             [CompletionResult]::new('trust', 'trust', [CompletionResultType]::ParameterValue, 'Trust a project''s own profiles and rule packs (its .agentbash/), list or revoke trust')
+            [CompletionResult]::new('sandbox', 'sandbox', [CompletionResultType]::ParameterValue, 'Report what the kernel sandbox can enforce on this machine')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the roff man page')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -508,6 +536,13 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             break
         }
         'agentbash;help;trust' {
+            break
+        }
+        'agentbash;help;sandbox' {
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine `auto` picks')
+            break
+        }
+        'agentbash;help;sandbox;check' {
             break
         }
         'agentbash;help;completions' {

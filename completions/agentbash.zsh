@@ -42,6 +42,9 @@ _arguments "${_arguments_options[@]}" : \
 '(--json)--format=[Output format]:FORMAT:(text json ndjson)' \
 '--color=[Colour\: auto honours NO_COLOR, CLICOLOR_FORCE and GitHub Actions, then whether stdout is a terminal]:WHEN:(auto always never)' \
 '*--tools=[Comma-separated tools the caller has (for the interceptor); overrides the profile]:LIST:_default' \
+'--sandbox=[Kernel sandbox for this run instead of the profile'\''s \[sandbox\] mode]:MODE:((off\:"No sandbox\: the command runs with your rights"
+read-only\:"Nothing writable but a private TMPDIR; deny_read and network as in the profile"
+workspace-write\:"The working directory'\''s tree (or \[sandbox\] workspace) and \`writable\` too"))' \
 '*-e+[Extra environment variable for the command (repeatable)]:KEY=VALUE:_default' \
 '*--env=[Extra environment variable for the command (repeatable)]:KEY=VALUE:_default' \
 '-s+[Persistent session\: cwd, exported variables, functions and aliases carry over]:NAME:_default' \
@@ -76,6 +79,9 @@ _arguments "${_arguments_options[@]}" : \
 '(--json)--format=[Output format]:FORMAT:(text json ndjson)' \
 '--color=[Colour\: auto honours NO_COLOR, CLICOLOR_FORCE and GitHub Actions, then whether stdout is a terminal]:WHEN:(auto always never)' \
 '*--tools=[Comma-separated tools the caller has (for the interceptor); overrides the profile]:LIST:_default' \
+'--sandbox=[Kernel sandbox for this run instead of the profile'\''s \[sandbox\] mode]:MODE:((off\:"No sandbox\: the command runs with your rights"
+read-only\:"Nothing writable but a private TMPDIR; deny_read and network as in the profile"
+workspace-write\:"The working directory'\''s tree (or \[sandbox\] workspace) and \`writable\` too"))' \
 '*-e+[Extra environment variable for the command (repeatable)]:KEY=VALUE:_default' \
 '*--env=[Extra environment variable for the command (repeatable)]:KEY=VALUE:_default' \
 '-s+[Persistent session\: cwd, exported variables, functions and aliases carry over]:NAME:_default' \
@@ -518,6 +524,55 @@ _arguments "${_arguments_options[@]}" : \
 '::dir -- Project directory holding .agentbash/ (default\: the current directory or its nearest ancestor with one):_files -/' \
 && ret=0
 ;;
+(sandbox)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_agentbash__subcmd__sandbox_commands" \
+"*::: :->sandbox" \
+&& ret=0
+
+    case $state in
+    (sandbox)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:agentbash-sandbox-command-$line[1]:"
+        case $line[1] in
+            (check)
+_arguments "${_arguments_options[@]}" : \
+'--json[The report as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_agentbash__subcmd__sandbox__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:agentbash-sandbox-help-command-$line[1]:"
+        case $line[1] in
+            (check)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
@@ -711,6 +766,26 @@ esac
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(sandbox)
+_arguments "${_arguments_options[@]}" : \
+":: :_agentbash__subcmd__help__subcmd__sandbox_commands" \
+"*::: :->sandbox" \
+&& ret=0
+
+    case $state in
+    (sandbox)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:agentbash-help-sandbox-command-$line[1]:"
+        case $line[1] in
+            (check)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -745,6 +820,7 @@ _agentbash_commands() {
 'session:Inspect and remove persistent sessions' \
 'snapshot:Inspect and refresh the snapshot of the user'\''s shell rc' \
 'trust:Trust a project'\''s own profiles and rule packs (its .agentbash/), list or revoke trust' \
+'sandbox:Report what the kernel sandbox can enforce on this machine' \
 'completions:Print a shell completion script' \
 'man:Print the roff man page' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -853,6 +929,7 @@ _agentbash__subcmd__help_commands() {
 'session:Inspect and remove persistent sessions' \
 'snapshot:Inspect and refresh the snapshot of the user'\''s shell rc' \
 'trust:Trust a project'\''s own profiles and rule packs (its .agentbash/), list or revoke trust' \
+'sandbox:Report what the kernel sandbox can enforce on this machine' \
 'completions:Print a shell completion script' \
 'man:Print the roff man page' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -977,6 +1054,18 @@ _agentbash__subcmd__help__subcmd__rules__subcmd__test_commands() {
 _agentbash__subcmd__help__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash help run commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__sandbox_commands] )) ||
+_agentbash__subcmd__help__subcmd__sandbox_commands() {
+    local commands; commands=(
+'check:Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine \`auto\` picks' \
+    )
+    _describe -t commands 'agentbash help sandbox commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__sandbox__subcmd__check_commands] )) ||
+_agentbash__subcmd__help__subcmd__sandbox__subcmd__check_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help sandbox check commands' commands "$@"
 }
 (( $+functions[_agentbash__subcmd__help__subcmd__session_commands] )) ||
 _agentbash__subcmd__help__subcmd__session_commands() {
@@ -1160,6 +1249,37 @@ _agentbash__subcmd__rules__subcmd__test_commands() {
 _agentbash__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash run commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__sandbox_commands] )) ||
+_agentbash__subcmd__sandbox_commands() {
+    local commands; commands=(
+'check:Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine \`auto\` picks' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'agentbash sandbox commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__sandbox__subcmd__check_commands] )) ||
+_agentbash__subcmd__sandbox__subcmd__check_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash sandbox check commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__sandbox__subcmd__help_commands] )) ||
+_agentbash__subcmd__sandbox__subcmd__help_commands() {
+    local commands; commands=(
+'check:Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine \`auto\` picks' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'agentbash sandbox help commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__sandbox__subcmd__help__subcmd__check_commands] )) ||
+_agentbash__subcmd__sandbox__subcmd__help__subcmd__check_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash sandbox help check commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__sandbox__subcmd__help__subcmd__help_commands] )) ||
+_agentbash__subcmd__sandbox__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash sandbox help help commands' commands "$@"
 }
 (( $+functions[_agentbash__subcmd__session_commands] )) ||
 _agentbash__subcmd__session_commands() {

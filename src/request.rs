@@ -31,6 +31,9 @@ pub struct RunRequest {
     /// The command's stderr on a pipe of its own (print mode only): streamed as
     /// [`Event::Stderr`] and retained as the result's `stderr`, apart from `output`.
     pub stderr_separate: bool,
+    /// `--sandbox`: this run's sandbox mode instead of the profile's (a server checks
+    /// `[sandbox] allow_override` before it sets this).
+    pub sandbox: Option<crate::sandbox::Mode>,
 }
 
 /// How many lines of output a terminal's collapsed preview shows.

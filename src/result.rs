@@ -56,6 +56,8 @@ pub struct RunResult {
     pub warnings: Vec<String>,
     /// agentbash's own failure (exit 125), when it did not get to run the command.
     pub error: Option<String>,
+    /// How the kernel sandbox confined the command; `null` when `[sandbox] mode = "off"`.
+    pub sandbox: Option<SandboxInfo>,
     /// The command's shaped output alone: no annotation, no `(no output)` (what a
     /// pipe receives).
     #[serde(skip)]
@@ -68,6 +70,28 @@ pub struct RunResult {
     /// `text` and the first notice (never part of `output`); renderers show it first.
     #[serde(skip)]
     pub annotation: Option<String>,
+}
+
+/// The sandbox a command ran in, as enforced (which may be weaker than asked).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SandboxInfo {
+    pub mode: crate::sandbox::Mode,
+    /// The engine actually used: `namespaces`, `landlock` or `none` (nothing enforced).
+    pub engine: &'static str,
+    /// Landlock is enforced (alone, or on top of the namespaces).
+    pub landlock: bool,
+    /// Whether the command could reach the network.
+    pub network: bool,
+    /// The tree `workspace-write` opens for writing.
+    pub workspace: Option<String>,
+    pub writable: Vec<String>,
+    pub deny_read: Vec<String>,
+    /// The run's private TMPDIR (removed after the run).
+    pub tmpdir: Option<String>,
+    /// Why the sandbox is weaker than asked, when it is.
+    pub weaker: Option<String>,
+    /// Smaller degradations (a deny_read path that does not exist, a missing hooks dir).
+    pub notes: Vec<String>,
 }
 
 /// The command's stderr under `--stderr separate`: retained like the output (its own
@@ -128,6 +152,7 @@ impl RunResult {
             notices,
             warnings,
             error,
+            sandbox,
             body,
             annotation,
             agentbash_exit: _,
@@ -170,6 +195,14 @@ impl RunResult {
         }
         for k in background_killed {
             secrets.mask_in_place(&mut k.command);
+        }
+        if let Some(s) = sandbox {
+            for p in s.workspace.iter_mut().chain(s.tmpdir.iter_mut()) {
+                secrets.mask_in_place(p);
+            }
+            for p in s.writable.iter_mut().chain(s.deny_read.iter_mut()) {
+                secrets.mask_in_place(p);
+            }
         }
         for s in notices.iter_mut().chain(warnings.iter_mut()) {
             secrets.mask_in_place(s);

@@ -147,6 +147,9 @@ pub enum Command {
     Snapshot(Deferred<SnapshotCommand>),
     /// Trust a project's own profiles and rule packs (its .agentbash/), list or revoke trust.
     Trust(Deferred<TrustArgs>),
+    /// Report what the kernel sandbox can enforce on this machine.
+    #[command(subcommand)]
+    Sandbox(Deferred<SandboxCommand>),
     /// Print a shell completion script.
     Completions {
         /// The shell to generate completions for.
@@ -241,6 +244,36 @@ pub enum ModeArg {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SandboxArg {
+    /// No sandbox: the command runs with your rights.
+    Off,
+    /// Nothing writable but a private TMPDIR; deny_read and network as in the profile.
+    ReadOnly,
+    /// The working directory's tree (or [sandbox] workspace) and `writable` too.
+    WorkspaceWrite,
+}
+
+impl SandboxArg {
+    pub fn mode(self) -> crate::sandbox::Mode {
+        match self {
+            SandboxArg::Off => crate::sandbox::Mode::Off,
+            SandboxArg::ReadOnly => crate::sandbox::Mode::ReadOnly,
+            SandboxArg::WorkspaceWrite => crate::sandbox::Mode::WorkspaceWrite,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine `auto` picks.
+    Check {
+        /// The report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
     Text,
     Json,
@@ -301,6 +334,9 @@ pub struct RunArgs {
     /// Skip the interceptor.
     #[arg(long)]
     pub no_intercept: bool,
+    /// Kernel sandbox for this run instead of the profile's [sandbox] mode.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxArg>,
     /// Extra environment variable for the command (repeatable).
     #[arg(short, long = "env", value_name = "KEY=VALUE", value_parser = parse_env_pair)]
     pub env: Vec<(String, String)>,

@@ -31,6 +31,7 @@ pub struct Explanation<'a> {
     pub shell: Checked,
     pub snapshot: String,
     pub session: Option<SessionShown>,
+    pub sandbox: SandboxShown<'a>,
     pub argv: Vec<String>,
     pub artifact_dir: Option<String>,
     pub usage_error: Option<&'a str>,
@@ -74,6 +75,70 @@ pub struct SessionShown {
     pub name: String,
     pub dir: String,
     pub cwd: Option<String>,
+}
+
+/// The sandbox as asked, and the engine this machine would enforce it with.
+#[derive(Serialize)]
+pub struct SandboxShown<'a> {
+    pub mode: &'static str,
+    pub engine_asked: crate::sandbox::Engine,
+    pub engine: Option<&'static str>,
+    pub landlock: Option<bool>,
+    pub workspace: Option<String>,
+    pub writable: Vec<String>,
+    pub deny_read: Vec<String>,
+    pub network: bool,
+    pub required: bool,
+    pub allow_override: bool,
+    pub weaker: Option<String>,
+    pub notes: Vec<String>,
+    pub error: Option<String>,
+    #[serde(skip)]
+    policy: &'a crate::sandbox::Policy,
+}
+
+impl<'a> SandboxShown<'a> {
+    fn of(plan: &'a Plan) -> Self {
+        use crate::pipeline::sandbox::{describe, mode_name};
+        let policy = &plan.sandbox;
+        let shown = |paths: &[std::path::PathBuf]| -> Vec<String> {
+            paths.iter().map(|p| p.display().to_string()).collect()
+        };
+        let (info, error) = match plan.cwd.as_ref().ok().map(|cwd| describe(policy, cwd)) {
+            Some(Ok(info)) => (info, None),
+            Some(Err(e)) => (None, Some(e)),
+            None => (None, None),
+        };
+        let workspace = match (&info, policy.mode) {
+            (Some(i), _) => i.workspace.clone(),
+            (None, crate::sandbox::Mode::WorkspaceWrite) => policy
+                .workspace
+                .as_ref()
+                .map(|w| w.display().to_string())
+                .or_else(|| plan.shown_cwd.clone()),
+            _ => None,
+        };
+        SandboxShown {
+            mode: mode_name(policy.mode),
+            engine_asked: policy.engine,
+            engine: info.as_ref().map(|i| i.engine),
+            landlock: info.as_ref().map(|i| i.landlock),
+            workspace,
+            writable: shown(&policy.writable),
+            deny_read: shown(&policy.deny_read),
+            network: policy.network,
+            required: policy.required,
+            allow_override: policy.allow_override,
+            weaker: info.as_ref().and_then(|i| i.weaker.clone()),
+            notes: info.map(|i| i.notes).unwrap_or_default(),
+            error,
+            policy,
+        }
+    }
+
+    fn is_off(&self) -> bool {
+        self.policy.mode == crate::sandbox::Mode::Off
+    }
 }
 
 /// A decision that either found its value or says why not.
@@ -140,6 +205,7 @@ impl<'a> Explanation<'a> {
                 dir: s.dir.display().to_string(),
                 cwd: s.cwd.as_ref().map(|c| c.display().to_string()),
             }),
+            sandbox: SandboxShown::of(plan),
             argv: plan.argv(profile),
             artifact_dir: plan.artifact_dir.as_ref().map(|d| d.display().to_string()),
             usage_error: plan.usage_error.as_deref(),
@@ -301,6 +367,48 @@ impl<'a> Explanation<'a> {
             ),
             None => line("session", "none".into()),
         }
+        let sb = &self.sandbox;
+        if sb.is_off() {
+            line("sandbox", "off".into());
+        } else {
+            let engine = match (sb.engine, sb.landlock) {
+                (Some("namespaces"), Some(true)) => "namespaces + landlock".to_string(),
+                (Some(e), _) => e.to_string(),
+                (None, _) => "-".to_string(),
+            };
+            line(
+                "sandbox",
+                format!(
+                    "{}, engine {engine} (asked: {}), network {}{}",
+                    sb.mode,
+                    json_word(&sb.engine_asked),
+                    if sb.network { "on" } else { "off" },
+                    if sb.required { ", required" } else { "" },
+                ),
+            );
+            let words = |items: &[String]| {
+                if items.is_empty() {
+                    "-".to_string()
+                } else {
+                    items.iter().map(|s| show(s)).collect::<Vec<_>>().join(" ")
+                }
+            };
+            line(
+                "  workspace",
+                sb.workspace.as_deref().map_or("-".into(), show),
+            );
+            line(
+                "  writable",
+                format!("{} (and a private TMPDIR)", words(&sb.writable)),
+            );
+            line("  deny_read", words(&sb.deny_read));
+            for w in sb.weaker.iter().chain(sb.error.iter()) {
+                line("  warning", show(w));
+            }
+            for n in &sb.notes {
+                line("  note", show(n));
+            }
+        }
         line("argv", list(&self.argv));
         line(
             "artifacts",
@@ -340,7 +448,10 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
     let plan = plan(req, profile);
     let explanation = Explanation::of(&plan, profile);
     // A rule pack that cannot be loaded would stop the run: so it fails here too.
-    let code = if plan.rules_error.is_some() || plan.guard.error.is_some() {
+    let code = if plan.rules_error.is_some()
+        || plan.guard.error.is_some()
+        || explanation.sandbox.error.is_some()
+    {
         crate::exit::FAILURE
     } else {
         0

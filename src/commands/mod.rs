@@ -6,6 +6,7 @@ pub mod explain;
 pub mod profile;
 pub mod rules;
 pub mod run;
+pub mod sandbox;
 pub mod session;
 pub mod snapshot;
 pub mod trust;
@@ -33,6 +34,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Session(c) => session::command(c.0),
         Command::Snapshot(c) => snapshot::command(c.0),
         Command::Trust(a) => trust::command(a.0),
+        Command::Sandbox(c) => sandbox::command(c.0),
     }
 }
 

@@ -87,6 +87,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         live_output: true,
         preview: None,
         stderr_separate: separate,
+        sandbox: args.sandbox.map(crate::cli::SandboxArg::mode),
     };
     let format = match (args.format, args.json, profile.profile.render.format) {
         (_, true, _) => FormatArg::Json,

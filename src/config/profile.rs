@@ -16,6 +16,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("default", include_str!("../../profiles/default.toml")),
     ("ci", include_str!("../../profiles/ci.toml")),
     ("agent", include_str!("../../profiles/agent.toml")),
+    ("strict", include_str!("../../profiles/strict.toml")),
 ];
 
 const MAX_EXTENDS_DEPTH: usize = 16;

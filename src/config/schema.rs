@@ -24,6 +24,7 @@ pub struct Profile {
     pub limits: LimitsCfg,
     pub render: RenderCfg,
     pub server: ServerCfg,
+    pub sandbox: crate::sandbox::Policy,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -343,7 +344,7 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "description" => STRING,
         "extends" => "a string (the name or path of the profile to layer on)",
         "shell" | "env" | "timeout" | "output" | "artifacts" | "interceptor" | "guard" | "pty"
-        | "process" | "limits" | "render" | "server" => "a table of settings",
+        | "process" | "limits" | "render" | "server" | "sandbox" => "a table of settings",
         "shell.path" => "a string (\"auto\" or the shell's path)",
         "shell.args" => STRINGS,
         "shell.prefix" => STRING,
@@ -382,6 +383,11 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "render.live" => "\"tail\", \"stream\" or \"off\"",
         "render.ci_annotations" => "\"auto\", \"always\" or \"never\"",
         "server.max_concurrent" => "a whole number of runs",
+        "sandbox.mode" => "\"off\", \"read-only\" or \"workspace-write\"",
+        "sandbox.engine" => "\"auto\", \"namespaces\", \"landlock\", \"bwrap\" or \"none\"",
+        "sandbox.workspace" => "a string (a directory path; the run's cwd when unset)",
+        "sandbox.writable" | "sandbox.deny_read" => "an array of strings (paths, ~/ allowed)",
+        "sandbox.network" | "sandbox.required" | "sandbox.allow_override" => BOOL,
         _ => return None,
     })
 }

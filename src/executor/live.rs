@@ -57,6 +57,9 @@ pub struct ShellKey {
     pub env: Vec<(String, String)>,
     /// setrlimit values (address space, file size, processes, cpu seconds).
     pub limits: [u64; 4],
+    /// The sandbox the shell runs in (`None`: unconfined): a sandboxed and an
+    /// unsandboxed run never share a shell.
+    pub sandbox: Option<String>,
 }
 
 /// Whether a run can go through a live shell: bash with the default `-c`, print mode,
@@ -91,6 +94,8 @@ pub struct LiveJob<'a> {
     pub cwd: &'a Path,
     pub watch: super::Watch<'a>,
     pub limits: Limits,
+    /// Applied when a new shell starts, and held (its TMPDIR with it) while it lives.
+    pub sandbox: Option<Arc<crate::sandbox::Confinement>>,
 }
 
 /// How a live run went.
@@ -344,6 +349,8 @@ struct LiveShell {
     /// The shell's cgroup (dropped after the shell is stopped): everything its
     /// commands start is in it.
     group: Option<Arc<RunGroup>>,
+    /// The sandbox the shell was started in; its TMPDIR is removed with the shell.
+    _sandbox: Option<Arc<crate::sandbox::Confinement>>,
 }
 
 /// The bash program a live shell runs. Markers are `\x1e<token><kind><n> <status>`:
@@ -568,6 +575,7 @@ impl LiveShell {
             env,
             cwd: job.cwd.to_path_buf(),
             limits: job.limits,
+            sandbox: job.sandbox.clone(),
         };
         let group = RunGroup::create().map(Arc::new);
         if group.is_some() {
@@ -601,6 +609,7 @@ impl LiveShell {
             buf: Vec::new(),
             ended: None,
             group,
+            _sandbox: job.sandbox.clone(),
         })
     }
 

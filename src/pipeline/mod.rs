@@ -9,6 +9,7 @@
 pub mod guard;
 pub mod intercept;
 pub mod normalize;
+pub mod sandbox;
 pub mod stages;
 
 use crate::config::profile::LoadedProfile;
@@ -73,6 +74,8 @@ pub struct Plan {
     pub script: String,
     pub env: BuiltEnv,
     pub artifact_dir: Option<PathBuf>,
+    /// The `[sandbox]` policy this run asks for (the profile's, or `--sandbox`).
+    pub sandbox: crate::sandbox::Policy,
     pub profile_name: String,
     /// Usage-level problem with the request itself (exit 2).
     pub usage_error: Option<String>,
@@ -210,6 +213,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         script,
         env,
         artifact_dir,
+        sandbox: sandbox::plan(&p.sandbox, req.sandbox),
         profile_name: profile.name.clone(),
         usage_error,
     }
@@ -340,11 +344,13 @@ fn carry_out(
         let mut sinks = sinks(p, &plan, req);
         announce_start(&plan, &mut g, on_event);
         let live = pool.filter(|_| live_eligible(req, p, &plan, &shell));
+        let sandbox = confinement(&plan, &cwd, &state, &mut g)?;
         let launch = launch(
             req,
             p,
             &plan,
             &mut state,
+            &sandbox,
             &shell,
             &cwd,
             live.is_some(),
@@ -359,20 +365,20 @@ fn carry_out(
             cancel,
         };
         let ran = execute_command(
-            req, p, &plan, &state, &launch, live, watch, &mut sinks, on_event,
+            req, p, &plan, &state, &sandbox, &launch, live, watch, &mut sinks, on_event,
         );
-        Ok((state, cwd, sinks, ran))
+        Ok((state, sandbox, cwd, sinks, ran))
     })();
     let mut base = base_result(req, &plan);
     if let Some(cwd) = &g.cwd {
         base.cwd = cwd.display().to_string();
     }
-    let (state, cwd, sinks, ran) = match stages {
+    let (state, sandbox, cwd, sinks, ran) = match stages {
         Ok(done) => done,
         Err(stop) => return stopped(base, req, plan, stop, g, started, on_event),
     };
     finish(
-        base, req, p, plan, state, cwd, sinks, ran, g, started, on_event,
+        base, req, p, plan, state, &sandbox, cwd, sinks, ran, g, started, on_event,
     )
 }
 
@@ -576,6 +582,20 @@ fn live_eligible(
         && !req.stderr_separate
 }
 
+/// The kernel sandbox the run asks for, prepared for the spawner (and its private
+/// TMPDIR made); off, it confines nothing.
+fn confinement(
+    plan: &Plan,
+    cwd: &Path,
+    state: &crate::shell::state::Prepared,
+    g: &mut Gathered,
+) -> Result<sandbox::RunSandbox, Stop> {
+    let sandbox = sandbox::prepare(plan, cwd, state.sandbox_writable())
+        .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
+    g.warnings.extend(sandbox.warning());
+    Ok(sandbox)
+}
+
 /// The command value: its environment (with the session's state and the run
 /// marker), the script (spilled to a file when very long) and the limits.
 #[allow(clippy::too_many_arguments)]
@@ -584,6 +604,7 @@ fn launch(
     p: &crate::config::profile::Profile,
     plan: &Plan,
     state: &mut crate::shell::state::Prepared,
+    sandbox: &sandbox::RunSandbox,
     shell: &Path,
     cwd: &Path,
     live: bool,
@@ -592,6 +613,7 @@ fn launch(
     use crate::shell::state::PreludeError;
     let mut env = plan.env.vars.clone();
     state.apply_env(&mut env, &req.env);
+    sandbox.apply_env(&mut env);
     let start_env = live.then(|| env.clone());
     if !live {
         match state.install_prelude(&mut env, &plan.script, cwd) {
@@ -634,6 +656,7 @@ fn launch(
             processes: p.limits.processes,
             cpu_seconds: p.limits.cpu_seconds,
         },
+        sandbox: sandbox.confinement(),
     };
     Ok(Launch {
         spec,
@@ -651,6 +674,7 @@ fn execute_command(
     p: &crate::config::profile::Profile,
     plan: &Plan,
     state: &crate::shell::state::Prepared,
+    sandbox: &sandbox::RunSandbox,
     launch: &Launch,
     live: Option<&crate::executor::live::ShellPool>,
     watch: Watch<'_>,
@@ -683,6 +707,7 @@ fn execute_command(
                         p.limits.processes,
                         p.limits.cpu_seconds,
                     ],
+                    sandbox: sandbox.key(),
                 },
                 start_env: launch.start_env.as_ref().unwrap_or(&plan.env.vars),
                 setup: launch.live_setup.clone(),
@@ -693,6 +718,7 @@ fn execute_command(
                 cwd: &spec.cwd,
                 watch,
                 limits: spec.limits,
+                sandbox: spec.sandbox.clone(),
             };
             pool.run(&job, &mut sinks.out, &mut on_output).map(|o| {
                 notices = o.notices;
@@ -749,6 +775,7 @@ fn finish(
     p: &crate::config::profile::Profile,
     plan: Plan,
     mut state: crate::shell::state::Prepared,
+    sandbox: &sandbox::RunSandbox,
     cwd: PathBuf,
     sinks: Sinks,
     ran: Ran,
@@ -789,6 +816,7 @@ fn finish(
         said.push_str(&e.text);
     }
     g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
+    g.notices.extend(sandbox.denial_notice(&outcome.end, &said));
     let committed = matches!(
         outcome.end,
         End::Exited(_) | End::Signaled(_) | End::MissingStatus
@@ -800,6 +828,7 @@ fn finish(
     let mut r = shape(
         r, plan, outcome, retained, g.notices, g.warnings, started, final_cwd,
     );
+    r.sandbox = sandbox.info();
     r.stderr = stderr.map(|e| crate::result::StderrOutput {
         output: e.text.trim_end_matches('\n').to_string(),
         truncated: e.truncated,
@@ -1059,6 +1088,7 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
         notices: vec![],
         warnings: vec![],
         error: None,
+        sandbox: None,
         body: String::new(),
         agentbash_exit: 0,
         annotation: None,

@@ -23,6 +23,8 @@ pub struct SpawnSpec {
     pub cwd: PathBuf,
     /// setrlimit values applied in the child (0 = unlimited).
     pub limits: Limits,
+    /// The kernel sandbox the child enters right before it execs (`None`: none).
+    pub sandbox: Option<Arc<crate::sandbox::Confinement>>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -209,6 +209,8 @@ struct Launch {
     cgroup_fd: Option<libc::c_int>,
     /// Make descriptor 0 (a terminal) the new session's controlling terminal.
     controlling_tty: bool,
+    /// Entered last, right before exec; kept alive (its fds open) until then.
+    sandbox: Option<std::sync::Arc<crate::sandbox::Confinement>>,
 }
 
 /// Spawn `spec` with the given stdio as a new session leader.
@@ -319,6 +321,7 @@ fn spawn_with(
         cgroup_procs: group.map(|g| g.procs_path().clone()),
         cgroup_fd: group.and_then(|g| g.dir_fd()),
         controlling_tty,
+        sandbox: spec.sandbox.clone().filter(|s| s.prepared.is_active()),
     };
     let child = on_spawner_thread(launch)?;
     if let (Some(g), true) = (group, child.joined) {
@@ -465,6 +468,9 @@ struct ChildArgs {
     err: AtomicI32,
     /// Set when that step was entering `cwd`.
     cwd_failed: AtomicI32,
+    /// The sandbox to enter (null: none), and the step that failed there.
+    sandbox: *const crate::sandbox::Prepared,
+    sandbox_failed: std::cell::Cell<Option<crate::sandbox::ChildError>>,
 }
 
 const CHILD_STACK: usize = 64 * 1024;
@@ -495,7 +501,15 @@ fn start(l: &Launch) -> std::io::Result<Child> {
         controlling_tty: l.controlling_tty,
         err: AtomicI32::new(0),
         cwd_failed: AtomicI32::new(0),
+        sandbox: l
+            .sandbox
+            .as_deref()
+            .map_or(std::ptr::null(), |s| &s.prepared as *const _),
+        sandbox_failed: std::cell::Cell::new(None),
     };
+    // Namespaces are created by the clone itself: `unshare(CLONE_NEWUSER)` refuses a
+    // process that shares its memory, and this child shares ours until it execs.
+    let namespaces = l.sandbox.as_deref().map_or(0, |s| s.prepared.clone_flags());
     // No signal handler may run in the child while it shares our memory: block
     // everything around the clone; the child resets dispositions, then unblocks.
     // SAFETY: sigset operations on local, initialised sets.
@@ -511,12 +525,12 @@ fn start(l: &Launch) -> std::io::Result<Child> {
     let mut in_group = false;
     if let Some(fd) = l.cgroup_fd {
         let procs = std::mem::replace(&mut args.cgroup_procs, std::ptr::null());
-        pid = clone_into_cgroup(&args, fd);
+        pid = clone_into_cgroup(&args, fd, namespaces);
         in_group = pid > 0;
         args.cgroup_procs = procs;
     }
     if pid <= 0 {
-        pid = clone_child(&args);
+        pid = clone_child(&args, namespaces);
     }
     let clone_err = std::io::Error::last_os_error();
     // SAFETY: restoring the mask saved above.
@@ -531,6 +545,10 @@ fn start(l: &Launch) -> std::io::Result<Child> {
     };
     // With CLONE_VFORK we resume once the child has exec'd or exited: `err` is final.
     let err = args.err.load(Ordering::Acquire);
+    if let (Some(failed), Some(sandbox)) = (args.sandbox_failed.get(), l.sandbox.as_deref()) {
+        let _ = child.wait();
+        return Err(std::io::Error::other(sandbox.prepared.explain(failed)));
+    }
     if err != 0 {
         let _ = child.wait();
         let e = std::io::Error::from_raw_os_error(err);
@@ -561,7 +579,7 @@ pub fn is_bad_cwd(e: &std::io::Error) -> bool {
 }
 
 #[cfg(target_os = "linux")]
-fn clone_child(args: &ChildArgs) -> libc::pid_t {
+fn clone_child(args: &ChildArgs, namespaces: libc::c_int) -> libc::pid_t {
     let mut stack = vec![0u8; CHILD_STACK];
     // SAFETY: the stack outlives the child's use of it (CLONE_VFORK suspends us
     // until the child execs or exits); the top is 16-byte aligned as the ABI wants.
@@ -571,7 +589,7 @@ fn clone_child(args: &ChildArgs) -> libc::pid_t {
         libc::clone(
             child_main,
             top.cast(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | namespaces,
             (args as *const ChildArgs).cast_mut().cast(),
         )
     }
@@ -582,7 +600,11 @@ fn clone_child(args: &ChildArgs) -> libc::pid_t {
 /// glibc has no clone3 wrapper that runs a function, hence the few instructions
 /// below. Returns the pid, or a negative value (the caller falls back).
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-fn clone_into_cgroup(args: &ChildArgs, cgroup_fd: libc::c_int) -> libc::pid_t {
+fn clone_into_cgroup(
+    args: &ChildArgs,
+    cgroup_fd: libc::c_int,
+    namespaces: libc::c_int,
+) -> libc::pid_t {
     #[repr(C)]
     struct CloneArgs {
         flags: u64,
@@ -603,7 +625,7 @@ fn clone_into_cgroup(args: &ChildArgs, cgroup_fd: libc::c_int) -> libc::pid_t {
     // The kernel starts the child at stack + stack_size: keep that 16-byte aligned.
     let top = (base + CHILD_STACK) & !15;
     let ca = CloneArgs {
-        flags: (libc::CLONE_VM | libc::CLONE_VFORK) as u64 | CLONE_INTO_CGROUP,
+        flags: (libc::CLONE_VM | libc::CLONE_VFORK | namespaces) as u64 | CLONE_INTO_CGROUP,
         pidfd: 0,
         child_tid: 0,
         parent_tid: 0,
@@ -649,12 +671,16 @@ fn clone_into_cgroup(args: &ChildArgs, cgroup_fd: libc::c_int) -> libc::pid_t {
 }
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
-fn clone_into_cgroup(_args: &ChildArgs, _cgroup_fd: libc::c_int) -> libc::pid_t {
+fn clone_into_cgroup(
+    _args: &ChildArgs,
+    _cgroup_fd: libc::c_int,
+    _namespaces: libc::c_int,
+) -> libc::pid_t {
     -1
 }
 
 #[cfg(not(target_os = "linux"))]
-fn clone_child(args: &ChildArgs) -> libc::pid_t {
+fn clone_child(args: &ChildArgs, _namespaces: libc::c_int) -> libc::pid_t {
     // SAFETY: the child only runs `child_main` (async-signal-safe calls) and exits.
     unsafe {
         let pid = libc::fork();
@@ -747,6 +773,15 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         if apply_limits(&a.limits).is_err() {
+            fail(a);
+        }
+        // Last: the sandbox forbids what the steps above may need (mounts, the
+        // cgroup file), and with namespaces it enters `cwd` again itself.
+        if let Some(sandbox) = a.sandbox.as_ref()
+            && let Err(e) = sandbox.apply_in_cloned_child()
+        {
+            a.sandbox_failed.set(Some(e));
+            *libc::__errno_location() = e.errno;
             fail(a);
         }
         libc::execve(a.program, a.argv, a.envp);

@@ -218,6 +218,19 @@ impl Prepared {
                 0,
             )?;
         }
+        self.apply_in_cloned_child()
+    }
+
+    /// The namespace flags to pass to `clone(2)` for a child that then calls
+    /// [`Prepared::apply_in_cloned_child`] instead of [`Prepared::apply_in_child`]
+    /// (a `CLONE_VM` child cannot `unshare` a user namespace).
+    pub fn clone_flags(&self) -> libc::c_int {
+        self.unshare_flags
+    }
+
+    /// [`Prepared::apply_in_child`] for a child created with [`Prepared::clone_flags`]:
+    /// already in its namespaces, so everything but the `unshare`.
+    pub fn apply_in_cloned_child(&self) -> Result<(), ChildError> {
         if let Some(maps) = &self.id_maps {
             write_file(&maps.setgroups_path, b"deny")?;
             write_file(&maps.uid_map_path, maps.uid_map.as_bytes())?;

@@ -68,6 +68,15 @@ pub use child::{ChildError, ChildStep};
 pub use policy::{Engine, Mode, Policy};
 pub use prepare::prepare;
 
+/// A [`Prepared`] sandbox and the private TMPDIR it lets the command write: what a
+/// spawner holds while the command (or a live shell started under it) may still run.
+/// Dropping the last holder removes the TMPDIR.
+#[derive(Debug)]
+pub struct Confinement {
+    pub prepared: Prepared,
+    pub tmpdir: Option<tempfile::TempDir>,
+}
+
 /// The engine [`prepare`] settled on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -27,6 +27,8 @@ pub struct BashCall {
     pub session: Option<String>,
     /// Tools the caller has (interceptor); `None` = the profile's list.
     pub tools: Option<Vec<String>>,
+    /// Sandbox mode for this call; refused unless `[sandbox] allow_override = true`.
+    pub sandbox: Option<String>,
 }
 
 /// What a finished run produced.

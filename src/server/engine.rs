@@ -38,7 +38,7 @@ impl Engine {
         cancel: &CancelToken,
         on_output: &mut dyn FnMut(&str),
     ) -> Result<RunResult, String> {
-        let req = super::build_request(call, &self.invoking_dir)?;
+        let req = super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)?;
         Ok(execute_with(
             &req,
             &self.profile,
@@ -55,7 +55,7 @@ impl Engine {
     /// The answer to a call cancelled while it waited for one of the `max_concurrent`
     /// run slots: shaped like a cancelled run, but nothing was started.
     pub fn not_started(&self, call: &BashCall, max_concurrent: usize) -> Result<RunResult, String> {
-        let req = super::build_request(call, &self.invoking_dir)?;
+        let req = super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)?;
         Ok(crate::pipeline::not_started(
             &req,
             &self.profile,
@@ -172,7 +172,7 @@ impl Engine {
 
 impl Backend for Engine {
     fn check(&self, call: &BashCall) -> Result<(), String> {
-        super::build_request(call, &self.invoking_dir).map(drop)
+        super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox).map(drop)
     }
 
     fn bash(

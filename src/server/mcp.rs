@@ -138,6 +138,8 @@ struct BashArgs {
     session: Option<String>,
     /// Tools the caller has (e.g. `["read", "grep"]`); interceptor rules that point at one of these block the command and say which tool to use. Overrides the profile's list.
     tools: Option<Vec<String>>,
+    /// Sandbox mode for this command: "off", "read-only" or "workspace-write". Refused unless the server's profile allows overrides; omit it to use the profile's.
+    sandbox: Option<String>,
 }
 
 impl From<BashArgs> for BashCall {
@@ -151,6 +153,7 @@ impl From<BashArgs> for BashCall {
             env: args.env.unwrap_or_default(),
             session: args.session,
             tools: args.tools,
+            sandbox: args.sandbox,
         }
     }
 }

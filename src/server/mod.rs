@@ -15,8 +15,13 @@ use std::path::Path;
 
 /// Turn a call into a validated run request ([`RunRequest::validate`]). Errors name
 /// the field. Both servers call this as soon as a request is parsed, before it waits
-/// for a concurrency slot, so a bad request is answered at once.
-pub fn build_request(call: &BashCall, invoking_dir: &Path) -> Result<RunRequest, String> {
+/// for a concurrency slot, so a bad request is answered at once. A `sandbox` field is
+/// refused unless `sandbox` (the profile's policy) has `allow_override = true`.
+pub fn build_request(
+    call: &BashCall,
+    invoking_dir: &Path,
+    sandbox: &crate::sandbox::Policy,
+) -> Result<RunRequest, String> {
     let mut req = RunRequest::new(call.command.clone());
     req.invoking_dir = invoking_dir.to_path_buf();
     req.cwd = call.cwd.as_ref().map(Into::into);
@@ -31,6 +36,7 @@ pub fn build_request(call: &BashCall, invoking_dir: &Path) -> Result<RunRequest,
     req.session = call.session.clone();
     req.tools = call.tools.clone();
     req.mode = crate::request::ModeChoice::Print;
+    req.sandbox = crate::pipeline::sandbox::peer_override(sandbox, call.sandbox.as_deref())?;
     req.validate().map_err(|e| e.to_string())?;
     Ok(req)
 }

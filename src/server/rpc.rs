@@ -41,6 +41,7 @@ struct BashRequest {
     session: Option<String>,
     tools: Option<Vec<String>>,
     stream: Option<bool>,
+    sandbox: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -347,7 +348,11 @@ pub fn serve(engine: Engine) -> i32 {
                 let stream = req.stream.unwrap_or(false);
                 let call = bash_call(req);
                 // Answered now, not when a concurrency slot frees.
-                if let Err(e) = super::build_request(&call, &engine.invoking_dir) {
+                if let Err(e) = super::build_request(
+                    &call,
+                    &engine.invoking_dir,
+                    &engine.profile.profile.sandbox,
+                ) {
                     out.error(&id, e);
                     continue;
                 }
@@ -436,6 +441,7 @@ fn bash_call(req: BashRequest) -> BashCall {
         env: req.env.unwrap_or_default(),
         session: req.session,
         tools: req.tools,
+        sandbox: req.sandbox,
     }
 }
 

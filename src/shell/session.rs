@@ -542,6 +542,11 @@ impl ActiveSession {
     }
 
     /// Bash that restores the session (after the snapshot) and defines
+    /// The file the session's shell writes its state to (a sandbox must let it).
+    pub fn pending_path(&self) -> &Path {
+        &self.pending
+    }
+
     /// `__agentbash_session_save STATUS`, which writes the pending state.
     ///
     /// `state.sh` is checked here, right before bash is told to source it: a regular

@@ -453,6 +453,7 @@ fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
         env: vars.into_iter().collect(),
         cwd,
         limits: Limits::default(),
+        sandbox: None,
     };
     let spawned = crate::process::spawn::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null);
     let mut child = match spawned {

@@ -347,6 +347,15 @@ impl Prepared {
     }
 
     /// The snapshot's identity for the live-shell key (path and content hash).
+    /// What a sandboxed command must still be able to write: its session's pending
+    /// state file (and nothing of any other session).
+    pub fn sandbox_writable(&self) -> Vec<PathBuf> {
+        self.session
+            .iter()
+            .map(|s| s.pending_path().to_path_buf())
+            .collect()
+    }
+
     pub fn snapshot_id(&self) -> Option<(PathBuf, u64)> {
         self.snapshot
             .as_ref()

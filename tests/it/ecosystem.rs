@@ -563,7 +563,7 @@ fn profile_list_shows_origin_description_and_shadowing() {
 
     let names = env.run(&["profile", "list", "--names"]);
     names.assert_code(0);
-    assert_eq!(names.stdout, "agent\nbroken\nci\ndefault\n");
+    assert_eq!(names.stdout, "agent\nbroken\nci\ndefault\nstrict\n");
     // The completion helper is not advertised.
     assert!(
         !env.run(&["profile", "list", "--help"])
@@ -681,7 +681,7 @@ fn profile_check_reports_file_line_col() {
     out.assert_code(0);
     assert_eq!(
         out.stdout,
-        "ok       built-in:agent\nok       built-in:ci\nok       built-in:default\n3 profiles checked, 0 invalid\n"
+        "ok       built-in:agent\nok       built-in:ci\nok       built-in:default\nok       built-in:strict\n4 profiles checked, 0 invalid\n"
     );
 
     let bad = env.write(
@@ -706,7 +706,7 @@ fn profile_check_reports_file_line_col() {
         out.stdout
     );
     assert!(
-        out.stdout.ends_with("4 profiles checked, 1 invalid\n"),
+        out.stdout.ends_with("5 profiles checked, 1 invalid\n"),
         "{}",
         out.stdout
     );

@@ -16,6 +16,7 @@ mod redact;
 mod reliability;
 mod rpc;
 mod run_basic;
+mod sandbox;
 mod scripts;
 mod session;
 mod snapshot;

@@ -1,0 +1,492 @@
+//! The kernel sandbox through the real binary: every write, read and connection is
+//! tried for real, on directories each test creates under its own temp root.
+
+use crate::support::{TestEnv, s};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A test env with a directory outside the workspace (holding `file`), and a
+/// `sandbox.toml` profile with `[sandbox]` set to `section`.
+struct Sandboxed {
+    env: TestEnv,
+    outside: PathBuf,
+    profile: String,
+}
+
+impl Sandboxed {
+    fn new(section: &str) -> Sandboxed {
+        let env = TestEnv::new();
+        let outside = env.root().join("outside");
+        std::fs::create_dir_all(&outside).expect("outside dir");
+        std::fs::write(outside.join("file"), "original\n").expect("outside file");
+        let profile = env.root().join("sandbox.toml");
+        std::fs::write(
+            &profile,
+            format!("extends = \"default\"\n[shell]\nsnapshot = false\n[sandbox]\n{section}\n"),
+        )
+        .expect("profile");
+        Sandboxed {
+            env,
+            outside,
+            profile: profile.display().to_string(),
+        }
+    }
+
+    /// `run --json -p sandbox.toml <extra> -- script`.
+    fn run(&self, extra: &[&str], script: &str) -> (Option<i32>, Value) {
+        let mut args = vec!["run", "--json", "-p", &self.profile];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", script]);
+        let out = self.env.run(&args);
+        (out.code(), out.json())
+    }
+
+    fn o(&self, name: &str) -> String {
+        self.outside.join(name).display().to_string()
+    }
+}
+
+fn output(v: &Value) -> &str {
+    s(v, "output")
+}
+
+#[test]
+fn workspace_write_allows_the_workspace_and_refuses_outside_with_a_notice() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    let (code, v) = t.run(&[], &format!("touch a && echo made; touch {}", t.o("b")));
+    assert_eq!(code, Some(1), "{v}");
+    assert!(t.env.work().join("a").exists(), "{v}");
+    assert!(!t.outside.join("b").exists(), "{v}");
+    assert!(output(&v).contains("Read-only file system"), "{v}");
+    let text = s(&v, "text");
+    assert!(
+        text.contains(&format!("[sandbox: writing {} was refused", t.o("b")))
+            && text.contains("[sandbox] writable"),
+        "{text}"
+    );
+    assert_eq!(v["sandbox"]["mode"], "workspace-write");
+    assert_eq!(v["sandbox"]["engine"], "namespaces");
+    assert_eq!(v["sandbox"]["landlock"], true);
+}
+
+#[test]
+fn rm_chmod_chown_and_touch_outside_change_nothing() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    let file = t.outside.join("file");
+    let before = std::fs::metadata(&file).expect("meta");
+    let script = format!(
+        "rm -rf {o}; chmod 777 {f}; chown 65534 {f}; touch -d '2001-01-01' {f}; mv {f} {o}/moved; true",
+        o = t.outside.display(),
+        f = file.display()
+    );
+    let (code, v) = t.run(&[], &script);
+    assert_eq!(code, Some(0), "{v}");
+    let after = std::fs::metadata(&file).expect("the file is still there");
+    assert_eq!(after.mode(), before.mode(), "{v}");
+    assert_eq!(after.uid(), before.uid(), "{v}");
+    assert_eq!(after.mtime(), before.mtime(), "{v}");
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "original\n");
+}
+
+#[test]
+fn git_hooks_and_config_stay_read_only_inside_a_writable_workspace() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    std::fs::create_dir_all(t.env.work().join(".git/hooks")).expect("hooks");
+    std::fs::write(t.env.work().join(".git/config"), "[core]\n").expect("config");
+    let (_, v) = t.run(
+        &[],
+        "echo evil > .git/hooks/pre-commit; echo '[core] fsmonitor = evil' >> .git/config; echo ok > .git/other",
+    );
+    assert!(!t.env.work().join(".git/hooks/pre-commit").exists(), "{v}");
+    assert_eq!(
+        std::fs::read_to_string(t.env.work().join(".git/config")).expect("config"),
+        "[core]\n"
+    );
+    assert!(
+        t.env.work().join(".git/other").exists(),
+        "the rest of .git is writable: {v}"
+    );
+}
+
+#[test]
+fn symlinks_and_proc_root_do_not_widen_what_is_writable() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    let o = t.outside.display();
+    let script = format!(
+        "ln -s {o} link; echo x >> link/file; echo x > link/new; echo x > /proc/self/root{o}/new2; \
+         echo x > /proc/$$/cwd/../outside/new3; true"
+    );
+    let (_, v) = t.run(&[], &script);
+    assert_eq!(
+        std::fs::read_to_string(t.outside.join("file")).expect("file"),
+        "original\n",
+        "{v}"
+    );
+    for name in ["new", "new2", "new3"] {
+        assert!(!t.outside.join(name).exists(), "{name}: {v}");
+    }
+}
+
+#[test]
+fn escapes_by_mount_unshare_and_chroot_fail() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    std::fs::create_dir_all(t.env.work().join("m")).expect("dir");
+    let f = t.o("f");
+    let script = format!(
+        "mount -t tmpfs none m && echo MOUNTED; mount -o remount,rw / && echo REMOUNTED; \
+         unshare -r sh -c 'touch {f}'; unshare -m sh -c 'mount -o remount,rw / ; touch {f}'; \
+         chroot / touch {f}; true"
+    );
+    let (_, v) = t.run(&[], &script);
+    assert!(!output(&v).contains("MOUNTED"), "{v}");
+    assert!(!output(&v).contains("REMOUNTED"), "{v}");
+    assert!(!t.outside.join("f").exists(), "{v}");
+}
+
+#[test]
+fn another_sessions_files_cannot_be_written() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    let (code, v) = t.run(&["-s", "other"], "export X=1");
+    assert_eq!(code, Some(0), "{v}");
+    let sessions = t.env.state_dir().join("sessions");
+    std::fs::create_dir_all(t.env.work().join("sub")).expect("sub");
+    let (code, v) = t.run(&["-s", "mine"], "cd sub; export Y=2");
+    assert_eq!(code, Some(0), "the session's own state is saved: {v}");
+    let (_, v) = t.run(&["-s", "mine"], "pwd; echo $Y");
+    assert!(
+        output(&v).contains("/work/sub\n2"),
+        "state carried over: {v}"
+    );
+    let (_, v) = t.run(
+        &["-s", "mine"],
+        &format!(
+            "for f in $(find {} -path '*other*' -type f); do echo evil >> $f && echo WROTE; done; true",
+            sessions.display()
+        ),
+    );
+    assert!(!output(&v).contains("WROTE"), "{v}");
+}
+
+#[test]
+fn tmpdir_is_private_writable_and_removed_after_the_run() {
+    let t = Sandboxed::new("mode = \"read-only\"");
+    let (code, v) = t.run(
+        &[],
+        "echo $TMPDIR; stat -c %a \"$TMPDIR\"; echo hi > \"$TMPDIR/x\" && cat \"$TMPDIR/x\"",
+    );
+    assert_eq!(code, Some(0), "{v}");
+    let lines: Vec<&str> = output(&v).lines().collect();
+    assert_eq!(lines[1..], ["700", "hi"], "{v}");
+    let tmpdir = Path::new(lines[0]);
+    assert_eq!(v["sandbox"]["tmpdir"], lines[0]);
+    assert!(tmpdir.starts_with(t.env.state_dir()), "{v}");
+    assert!(!tmpdir.exists(), "removed after the run");
+}
+
+#[test]
+fn read_only_refuses_writes_but_reading_tools_work() {
+    let t = Sandboxed::new("mode = \"read-only\"");
+    std::fs::write(t.env.work().join("notes.txt"), "hello\n").expect("write");
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(t.env.work())
+        .status();
+    let (code, v) = t.run(&[], "touch a");
+    assert_eq!(code, Some(1), "{v}");
+    assert!(!t.env.work().join("a").exists());
+    assert!(s(&v, "text").contains("[sandbox: a write was refused: the read-only sandbox"));
+    let (code, v) = t.run(&[], "ls && cat notes.txt");
+    assert_eq!(code, Some(0), "{v}");
+    assert!(output(&v).contains("notes.txt\nhello"), "{v}");
+    if git.is_ok_and(|g| g.success()) {
+        let (code, v) = t.run(&[], "git status --short");
+        assert_eq!(code, Some(0), "{v}");
+        assert!(output(&v).contains("notes.txt"), "{v}");
+    }
+}
+
+#[test]
+fn deny_read_hides_a_key_from_every_reader_even_as_root() {
+    let env_home = tempfile::tempdir().expect("tmp");
+    let ssh = env_home.path().join("fake-home/.ssh");
+    std::fs::create_dir_all(&ssh).expect("ssh");
+    std::fs::write(ssh.join("id_ed25519"), "SECRET-KEY-MATERIAL\n").expect("key");
+    let t = Sandboxed::new(&format!(
+        "mode = \"workspace-write\"\ndeny_read = [\"{}\"]",
+        ssh.display()
+    ));
+    let k = ssh.join("id_ed25519");
+    let script = format!(
+        "cat {k}; ls -la {d}; cp {k} copied; tar cf t.tar {d}; \
+         python3 -c 'print(open(\"{k}\").read())'; cat copied; tar xOf t.tar; true",
+        k = k.display(),
+        d = ssh.display()
+    );
+    let (_, v) = t.run(&[], &script);
+    assert!(!output(&v).contains("SECRET"), "{v}");
+    assert!(!output(&v).contains("id_ed25519\n"), "not even listed: {v}");
+}
+
+/// A listener outside the sandbox: each accepted connection is counted.
+fn listener() -> (u16, std::sync::mpsc::Receiver<()>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { break };
+            let _ = c.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok");
+            if tx.send(()).is_err() {
+                break;
+            }
+        }
+    });
+    (port, rx)
+}
+
+#[test]
+fn network_off_refuses_loopback_tcp_udp_and_dns_fast() {
+    let (port, accepted) = listener();
+    let t = Sandboxed::new("mode = \"workspace-write\"\nnetwork = false");
+    let started = Instant::now();
+    let script = format!(
+        "(echo hi > /dev/tcp/127.0.0.1/{port}) && echo TCP-OK; \
+         curl -s -m 5 http://localhost:{port}/ && echo CURL-OK; \
+         (echo hi > /dev/udp/127.0.0.1/{port}) && echo UDP-OK; \
+         getent hosts example.com && echo DNS-OK; true"
+    );
+    let (_, v) = t.run(&[], &script);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "fails fast: {v}"
+    );
+    for ok in ["TCP-OK", "CURL-OK", "UDP-OK", "DNS-OK"] {
+        assert!(!output(&v).contains(ok), "{ok}: {v}");
+    }
+    assert!(accepted.try_recv().is_err(), "nothing reached the listener");
+    assert_eq!(v["sandbox"]["network"], false);
+
+    let t = Sandboxed::new("mode = \"workspace-write\"\nnetwork = true");
+    let (code, v) = t.run(&[], &format!("curl -s -m 5 http://127.0.0.1:{port}/"));
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(output(&v).trim(), "ok", "{v}");
+    assert!(accepted.recv_timeout(Duration::from_secs(5)).is_ok());
+}
+
+#[test]
+fn the_pty_path_is_sandboxed_too() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    let (code, v) = t.run(
+        &["--pty"],
+        &format!("tty >/dev/null && touch ok-here && touch {}", t.o("b")),
+    );
+    assert_eq!(v["mode"], "pty", "{v}");
+    assert_eq!(code, Some(1), "{v}");
+    assert!(t.env.work().join("ok-here").exists(), "{v}");
+    assert!(!t.outside.join("b").exists(), "{v}");
+}
+
+#[test]
+fn the_sandbox_flag_overrides_the_profile_per_run() {
+    let t = Sandboxed::new("mode = \"off\"");
+    let (_, v) = t.run(&["--sandbox", "read-only"], "touch a");
+    assert!(!t.env.work().join("a").exists(), "{v}");
+    assert_eq!(v["sandbox"]["mode"], "read-only");
+    let t = Sandboxed::new("mode = \"read-only\"");
+    let (code, v) = t.run(&["--sandbox", "off"], "touch a");
+    assert_eq!(code, Some(0), "{v}");
+    assert!(t.env.work().join("a").exists());
+    assert_eq!(v["sandbox"], Value::Null);
+}
+
+#[test]
+fn required_with_an_unavailable_engine_exits_125_and_unrequired_runs_with_a_warning() {
+    let t = Sandboxed::new("mode = \"workspace-write\"\nengine = \"bwrap\"\nrequired = true");
+    let (code, v) = t.run(&[], "touch a");
+    assert_eq!(code, Some(125), "{v}");
+    assert!(!t.env.work().join("a").exists());
+    assert!(
+        s(&v, "error").contains("required = true") && s(&v, "error").contains("bwrap"),
+        "{v}"
+    );
+    let t = Sandboxed::new("mode = \"workspace-write\"\nengine = \"bwrap\"");
+    let (code, v) = t.run(&[], &format!("touch {}", t.o("b")));
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["sandbox"]["engine"], "none");
+    assert!(
+        v["sandbox"]["weaker"]
+            .as_str()
+            .is_some_and(|w| w.contains("bwrap"))
+    );
+    let warnings = v["warnings"].to_string();
+    assert!(warnings.contains("NOT enforced"), "{v}");
+}
+
+#[test]
+fn sandbox_check_reports_each_mechanism() {
+    let env = TestEnv::new();
+    let out = env.run(&["sandbox", "check"]);
+    out.assert_code(0);
+    for line in [
+        "landlock:          ABI ",
+        "network isolation: ",
+        "seccomp:           ",
+        "bubblewrap:        ",
+        "engine for auto:   namespaces + landlock",
+    ] {
+        assert!(out.stdout.contains(line), "{line}\n{}", out.stdout);
+    }
+    let out = env.run(&["sandbox", "check", "--json"]);
+    out.assert_code(0);
+    let v = out.json();
+    assert!(
+        v["landlock_abi"].as_i64().is_some_and(|abi| abi >= 1),
+        "{v}"
+    );
+    assert_eq!(v["mount_namespaces"], true);
+}
+
+#[test]
+fn explain_shows_mode_engine_workspace_writable_deny_read_and_network() {
+    let t = Sandboxed::new(
+        "mode = \"workspace-write\"\nwritable = [\"~/.cache\"]\ndeny_read = [\"~/.ssh\"]\nnetwork = false",
+    );
+    std::fs::create_dir_all(t.env.home().join(".cache")).expect("cache dir");
+    let out = t.env.run(&["explain", "-p", &t.profile, "--", "ls"]);
+    out.assert_code(0);
+    let work = t.env.work().display().to_string();
+    for line in [
+        "sandbox     workspace-write, engine namespaces + landlock (asked: auto), network off"
+            .to_string(),
+        format!("  workspace {work}"),
+        "  writable  ~/.cache (and a private TMPDIR)".into(),
+        "  deny_read ~/.ssh".into(),
+    ] {
+        assert!(out.stdout.contains(&line), "{line}\n{}", out.stdout);
+    }
+    let out = t
+        .env
+        .run(&["explain", "--json", "-p", "strict", "--", "ls"]);
+    let v = out.json();
+    assert_eq!(v["sandbox"]["mode"], "read-only");
+    assert_eq!(v["sandbox"]["network"], false);
+    assert!(v["sandbox"]["deny_read"].to_string().contains("~/.ssh"));
+}
+
+#[test]
+fn builtin_profiles_set_the_sandbox() {
+    let env = TestEnv::new();
+    for (profile, mode) in [
+        ("default", "off"),
+        ("ci", "off"),
+        ("agent", "workspace-write"),
+        ("strict", "read-only"),
+    ] {
+        let out = env.run(&["explain", "--json", "-p", profile, "--", "true"]);
+        assert_eq!(out.json()["sandbox"]["mode"], mode, "{profile}");
+    }
+}
+
+/// A minimal rpc client: one request at a time, answered before the next.
+struct Rpc {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl Rpc {
+    fn start(env: &TestEnv, profile: &str) -> Rpc {
+        let mut child = env
+            .cmd(&["rpc", "-p", profile])
+            .into_command()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("rpc starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        Rpc {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn call(&mut self, id: u64, mut request: Value) -> Value {
+        request["id"] = json!(id);
+        request["type"] = json!("bash");
+        writeln!(self.stdin, "{request}").expect("write");
+        loop {
+            let line = self.lines.next().expect("a response").expect("read");
+            let v: Value = serde_json::from_str(&line).expect("json");
+            if v["type"] == "response" && v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+}
+
+impl Drop for Rpc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn response_output(v: &Value) -> String {
+    v["data"]["output"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn rpc_live_shells_are_not_shared_between_sandboxed_and_unsandboxed_requests() {
+    let t = Sandboxed::new("mode = \"off\"\nallow_override = true");
+    let mut rpc = Rpc::start(&t.env, &t.profile);
+    let plain = rpc.call(1, json!({"command": "echo $$"}));
+    let plain_again = rpc.call(2, json!({"command": "echo $$"}));
+    let boxed = rpc.call(
+        3,
+        json!({"command": format!("echo $$; touch {}", t.o("b")), "sandbox": "workspace-write"}),
+    );
+    let boxed_again = rpc.call(
+        4,
+        json!({"command": "echo $$", "sandbox": "workspace-write"}),
+    );
+    let pid = |v: &Value| {
+        response_output(v)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(pid(&plain), pid(&plain_again), "{plain} {plain_again}");
+    assert_eq!(pid(&boxed), pid(&boxed_again), "{boxed} {boxed_again}");
+    assert_ne!(pid(&plain), pid(&boxed), "{plain} {boxed}");
+    assert!(!t.outside.join("b").exists(), "{boxed}");
+    let unboxed = rpc.call(5, json!({"command": format!("touch {}", t.o("c"))}));
+    assert!(t.outside.join("c").exists(), "{unboxed}");
+}
+
+#[test]
+fn rpc_refuses_a_sandbox_override_unless_the_profile_allows_it() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    let mut rpc = Rpc::start(&t.env, &t.profile);
+    let v = rpc.call(
+        1,
+        json!({"command": format!("touch {}", t.o("b")), "sandbox": "off"}),
+    );
+    assert_eq!(v["success"], false, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("allow_override = false")),
+        "{v}"
+    );
+    assert!(!t.outside.join("b").exists());
+    let v = rpc.call(2, json!({"command": format!("touch {}", t.o("b"))}));
+    assert!(!t.outside.join("b").exists(), "{v}");
+}
