@@ -847,6 +847,8 @@ const STOP_WAIT: Duration = Duration::from_millis(100);
 const NAME_WAIT: Duration = Duration::from_millis(200);
 /// How long the final KILL rounds may take (an unkillable process never hangs a run).
 const KILL_LIMIT: Duration = Duration::from_secs(2);
+/// How long teardown waits for the processes it killed to become reapable.
+const SETTLE_LIMIT: Duration = Duration::from_millis(500);
 
 /// A member as found at the first freeze.
 struct FrozenProcess {
@@ -1170,6 +1172,7 @@ impl<'g> Teardown<'g> {
         loop {
             self.reap_orphans();
             if self.pick(include_leader).is_empty() {
+                self.settle(&first);
                 return first;
             }
             if Instant::now() >= deadline {
@@ -1178,6 +1181,7 @@ impl<'g> Teardown<'g> {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.kill_all(include_leader);
+        self.settle(&first);
         first
     }
 
@@ -1219,6 +1223,7 @@ impl<'g> Teardown<'g> {
         loop {
             self.reap_orphans();
             if pick().is_empty() {
+                self.settle(&first);
                 return first;
             }
             if Instant::now() >= deadline {
@@ -1247,7 +1252,7 @@ impl<'g> Teardown<'g> {
                 break;
             }
         }
-        self.reap_orphans();
+        self.settle(&first);
         first
     }
 
@@ -1277,6 +1282,28 @@ impl<'g> Teardown<'g> {
     /// Reap descendants that were reparented to agentbash (we are their subreaper)
     /// and have died, so no zombie outlives the run. Children whose `Child` someone
     /// owns (this run's leader, other runs' leaders, live shells) are left to it.
+    /// Reap `procs` once they are dead. A killed process leaves its group (and the
+    /// scans) before it becomes a zombie, so "none left" can come a moment before the
+    /// last of them can be reaped; a server has no later run that would reap it.
+    /// Bounded: waits only while one of them is still our child and not yet reaped.
+    fn settle(&self, procs: &[FrozenProcess]) {
+        let me = std::process::id() as i32;
+        let deadline = Instant::now() + SETTLE_LIMIT;
+        // A live child of ours among them: dying, not yet a zombie (read_stat skips
+        // zombies). Checked before reaping, so the reap after sees it dead.
+        let dying = |p: &FrozenProcess| {
+            p.pid != self.leader && read_stat(p.pid).is_some_and(|s| s.ppid == me)
+        };
+        loop {
+            let pending = procs.iter().any(dying);
+            self.reap_orphans();
+            if !pending || Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
     pub fn reap_orphans(&self) {
         if !exclusive_process() {
             // Record what is still alive, so it can be reaped once it has died.
