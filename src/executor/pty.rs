@@ -1133,21 +1133,11 @@ fn write_stdout(mut bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Rows and columns of the outer terminal.
+/// Rows and columns of the outer terminal (24 × 80 when it cannot say).
 fn outer_size() -> (u16, u16) {
-    let mut size = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ fills the winsize we pass and nothing else.
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
-    if ok && size.ws_row > 0 && size.ws_col > 0 {
-        (size.ws_row, size.ws_col)
-    } else {
-        (24, 80)
-    }
+    spawn::window_size(std::io::stdout().as_fd())
+        .filter(|&(rows, cols)| rows > 0 && cols > 0)
+        .unwrap_or((24, 80))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

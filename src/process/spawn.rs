@@ -269,6 +269,19 @@ pub fn set_window_size(tty: BorrowedFd<'_>, rows: u16, cols: u16) -> std::io::Re
     Ok(())
 }
 
+/// A terminal's rows and columns (TIOCGWINSZ); `None` when `tty` is not one.
+pub fn window_size(tty: BorrowedFd<'_>) -> Option<(u16, u16)> {
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills the winsize we pass and nothing else; `tty` is open.
+    let ok = unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCGWINSZ, &mut size) } == 0;
+    ok.then_some((size.ws_row, size.ws_col))
+}
+
 fn spawn_with(
     spec: &SpawnSpec,
     group: Option<&RunGroup>,

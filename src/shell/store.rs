@@ -52,7 +52,6 @@ impl FileLock {
         cancel: Option<&CancelToken>,
         deadline: Instant,
     ) -> Result<FileLock, LockWait> {
-        use std::os::fd::AsRawFd;
         use std::os::unix::fs::OpenOptionsExt;
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -64,15 +63,13 @@ impl FileLock {
             .map_err(LockWait::Io)?;
         let mut pause = Duration::from_millis(1);
         loop {
-            // SAFETY: flock on a descriptor we own.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-                return Ok(FileLock { _file: file });
-            }
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EWOULDBLOCK)
-                && e.kind() != std::io::ErrorKind::Interrupted
-            {
-                return Err(LockWait::Io(e));
+            // flock(2), exclusive, without blocking.
+            match file.try_lock() {
+                Ok(()) => return Ok(FileLock { _file: file }),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e))
+                    if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(std::fs::TryLockError::Error(e)) => return Err(LockWait::Io(e)),
             }
             if let Some(sig) = cancel.and_then(CancelToken::reason) {
                 return Err(LockWait::Cancelled(sig));
