@@ -3,19 +3,26 @@
 //!
 //! Packs are parsed strictly, because a typo in a rule pack silently disables protection:
 //! unknown keys, wrong types and duplicate ids are errors naming file:line:col (with a
-//! suggestion for a misspelled key). A rule whose regex does not compile is the one
+//! suggestion for a misspelled key). A rule whose regex does not parse is the one
 //! exception: at run time it is skipped with a warning (never silently) so that one bad
 //! rule in a user pack does not stop every command, while `rules check` fails on it.
 //!
 //! Patterns use the `regex` crate's syntax, which matches in linear time, so no pattern
-//! can make the interceptor hang on a hostile command. All patterns of a [`RuleSet`] are
-//! compiled into one `RegexSet`, so checking a candidate is one pass whatever the number
-//! of rules.
+//! can make the interceptor hang on a hostile command. Loading a pack only parses its
+//! patterns (to report a bad one with its line); nothing is compiled until a command
+//! needs it. From each pattern's syntax tree the loader derives literals one of which
+//! every match must contain (`cat`, `tool12`, `--watch`…); one Aho-Corasick pass over a
+//! candidate finds the rules whose literals occur, and only those rules' regexes are
+//! compiled (once, on first use) and run. Rules with no such literal share one
+//! `RegexSet`, built the first time a candidate is checked.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use regex_syntax::hir::{Class, Hir, HirKind};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
@@ -83,15 +90,48 @@ pub struct Rule {
     pub long_running: bool,
     /// The pack it came from: a built-in name such as `default`, or the pack's path.
     pub pack: String,
-    regex: Regex,
-    unless_regex: Option<Regex>,
+    /// Literals one of which every match of `pattern` contains; empty when none could
+    /// be derived (then the rule is checked on every candidate).
+    needles: Vec<Vec<u8>>,
+    /// `pattern` and `unless`, compiled on first use; `None` inside when the pattern
+    /// parsed but did not compile (over the size limit), and then the rule never
+    /// matches (`rules check` reports it).
+    regex: OnceLock<Option<Regex>>,
+    unless_regex: OnceLock<Option<Regex>>,
     location: Location,
 }
 
 impl Rule {
-    /// The compiled `pattern`.
-    pub fn regex(&self) -> &Regex {
-        &self.regex
+    /// The compiled `pattern` (compiled now if it was not yet); `None` when it does not
+    /// compile.
+    pub fn regex(&self) -> Option<&Regex> {
+        self.regex
+            .get_or_init(|| compile(&self.pattern).ok())
+            .as_ref()
+    }
+
+    fn unless_matches(&self, text: &str) -> bool {
+        self.unless.as_ref().is_some_and(|unless| {
+            self.unless_regex
+                .get_or_init(|| compile(unless).ok())
+                .as_ref()
+                .is_some_and(|u| u.is_match(text))
+        })
+    }
+
+    /// The compile errors of `pattern` and `unless`, by field, for `rules check`: a
+    /// pattern that parses can still exceed the compiled-size limit.
+    pub(crate) fn compile_errors(&self) -> Vec<(&'static str, String)> {
+        let mut errors = Vec::new();
+        if let Err(e) = compile(&self.pattern) {
+            errors.push(("pattern", e));
+        }
+        if let Some(unless) = &self.unless
+            && let Err(e) = compile(unless)
+        {
+            errors.push(("unless", e));
+        }
+        errors
     }
 
     /// Where the rule's `id` is written in its pack.
@@ -101,7 +141,7 @@ impl Rule {
 
     /// Whether this rule matches `text` on its own (pattern matches, `unless` does not).
     pub fn is_match(&self, text: &str) -> bool {
-        self.regex.is_match(text) && !self.unless_regex.as_ref().is_some_and(|u| u.is_match(text))
+        self.regex().is_some_and(|r| r.is_match(text)) && !self.unless_matches(text)
     }
 }
 
@@ -127,8 +167,6 @@ pub enum RulesError {
     },
     #[error("unknown rule pack `{name}`: built-in packs are {}; give a custom pack as a path (containing `/` or ending in `.toml`)", BUILTIN_PACKS.join(", "))]
     UnknownPack { name: String },
-    #[error("rule packs {packs}: the patterns cannot be combined into one matcher: {message}")]
-    Combine { packs: String, message: String },
 }
 
 #[derive(Deserialize)]
@@ -171,7 +209,7 @@ struct RawExamples {
     not_match: Vec<String>,
 }
 
-/// A rule whose `pattern` or `unless` did not compile.
+/// A rule whose `pattern` or `unless` does not parse.
 #[derive(Debug, Clone)]
 pub(crate) struct InvalidRule {
     pub(crate) id: String,
@@ -180,31 +218,27 @@ pub(crate) struct InvalidRule {
     pub(crate) error: String,
 }
 
-/// A parsed pack: the compiled rules and the ones skipped for a bad regex.
+/// A parsed pack: the rules and the ones skipped for a bad regex.
 pub(crate) struct ParsedPack {
     pub(crate) rules: Vec<Rule>,
     pub(crate) invalid: Vec<InvalidRule>,
 }
 
-/// The rules in force for a run: every pack named by the profile, in order, with one
-/// combined matcher.
-#[derive(Debug, Clone)]
+/// The rules in force for a run: every pack named by the profile, in order, with the
+/// literal prefilter that picks which rules a candidate can match.
+#[derive(Debug, Clone, Default)]
 pub struct RuleSet {
     rules: Vec<Rule>,
-    set: RegexSet,
+    /// Every rule's needles in one automaton; `needle_rule[pattern id]` is its rule.
+    needles: Option<AhoCorasick>,
+    needle_rule: Vec<usize>,
+    /// Rules without needles, checked on every candidate.
+    unfiltered: Vec<usize>,
+    /// Their patterns in one set, built on first use; `None` inside when they do not
+    /// fit one matcher (then each is run on its own).
+    unfiltered_set: OnceLock<Option<RegexSet>>,
     warnings: Vec<String>,
     packs: Vec<String>,
-}
-
-impl Default for RuleSet {
-    fn default() -> Self {
-        RuleSet {
-            rules: Vec::new(),
-            set: RegexSet::empty(),
-            warnings: Vec::new(),
-            packs: Vec::new(),
-        }
-    }
 }
 
 impl RuleSet {
@@ -226,7 +260,7 @@ impl RuleSet {
             rules.extend(parsed.rules);
             packs.push(name);
         }
-        Self::assemble(rules, warnings, packs)
+        Ok(Self::assemble(rules, warnings, packs))
     }
 
     /// Whether the packs named by `specs` load, without compiling their patterns:
@@ -254,30 +288,50 @@ impl RuleSet {
             .iter()
             .map(|bad| skipped_warning(pack, bad))
             .collect();
-        Self::assemble(parsed.rules, warnings, vec![pack.to_string()])
+        Ok(Self::assemble(
+            parsed.rules,
+            warnings,
+            vec![pack.to_string()],
+        ))
     }
 
-    pub(crate) fn assemble(
-        rules: Vec<Rule>,
-        warnings: Vec<String>,
-        packs: Vec<String>,
-    ) -> Result<RuleSet, RulesError> {
-        // The lazy DFA's cache must hold the states of a few hundred rules at once;
-        // with the default cache a 500-rule set keeps clearing it and runs 20x slower.
-        let set = RegexSetBuilder::new(rules.iter().map(|r| r.pattern.as_str()))
-            .size_limit(REGEX_SIZE_LIMIT)
-            .dfa_size_limit(REGEX_SIZE_LIMIT)
-            .build()
-            .map_err(|e| RulesError::Combine {
-                packs: packs.join(", "),
-                message: one_line(&e.to_string()),
-            })?;
-        Ok(RuleSet {
+    pub(crate) fn assemble(rules: Vec<Rule>, warnings: Vec<String>, packs: Vec<String>) -> RuleSet {
+        let mut needles: Vec<&[u8]> = Vec::new();
+        let mut needle_rule = Vec::new();
+        let mut unfiltered = Vec::new();
+        for (index, rule) in rules.iter().enumerate() {
+            if rule.needles.is_empty() {
+                unfiltered.push(index);
+            }
+            for needle in &rule.needles {
+                needles.push(needle);
+                needle_rule.push(index);
+            }
+        }
+        // Overlapping search reports every needle that occurs, so no rule is missed
+        // because another rule's needle overlaps its own.
+        let automaton = if needles.is_empty() {
+            None
+        } else {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::Standard)
+                .build(&needles)
+                .ok()
+        };
+        if automaton.is_none() {
+            // No needles, or too many for one automaton: every rule is checked.
+            unfiltered = (0..rules.len()).collect();
+            needle_rule.clear();
+        }
+        RuleSet {
             rules,
-            set,
+            needles: automaton,
+            needle_rule,
+            unfiltered,
+            unfiltered_set: OnceLock::new(),
             warnings,
             packs,
-        })
+        }
     }
 
     /// The compiled rules, in pack order (rules skipped for a bad regex are absent).
@@ -296,19 +350,63 @@ impl RuleSet {
     }
 
     /// Indices (into [`RuleSet::rules`], ascending = pack order) of the rules matching
-    /// `text`. One `RegexSet` pass finds the candidates; `unless` exclusions are then
-    /// checked only for those.
+    /// `text`. One Aho-Corasick pass picks the rules whose needles occur and only their
+    /// regexes run; rules without needles go through one `RegexSet` pass. `unless`
+    /// exclusions are then checked only for the rules that matched.
     pub fn matching(&self, text: &str) -> Vec<usize> {
-        self.set
-            .matches(text)
+        // (rule, whether its pattern is already known to match)
+        let mut picked: Vec<(usize, bool)> = Vec::new();
+        if let Some(automaton) = &self.needles {
+            picked.extend(
+                automaton
+                    .find_overlapping_iter(text)
+                    .filter_map(|m| self.needle_rule.get(m.pattern().as_usize()))
+                    .map(|&rule| (rule, false)),
+            );
+        }
+        if !self.unfiltered.is_empty() {
+            match self.unfiltered_set() {
+                Some(set) => picked.extend(
+                    set.matches(text)
+                        .into_iter()
+                        .filter_map(|i| self.unfiltered.get(i))
+                        .map(|&rule| (rule, true)),
+                ),
+                None => picked.extend(self.unfiltered.iter().map(|&rule| (rule, false))),
+            }
+        }
+        picked.sort_unstable();
+        picked.dedup_by_key(|(rule, _)| *rule);
+        picked
             .into_iter()
-            .filter(|&i| {
+            .filter(|&(i, known)| {
                 self.rules.get(i).is_some_and(|r| {
                     has_keyword(&r.keywords, text)
-                        && !r.unless_regex.as_ref().is_some_and(|u| u.is_match(text))
+                        && (known || r.regex().is_some_and(|re| re.is_match(text)))
+                        && !r.unless_matches(text)
                 })
             })
+            .map(|(i, _)| i)
             .collect()
+    }
+
+    fn unfiltered_set(&self) -> Option<&RegexSet> {
+        self.unfiltered_set
+            .get_or_init(|| {
+                // The lazy DFA's cache must hold the states of many rules at once; with
+                // the default cache a few hundred patterns keep clearing it.
+                RegexSetBuilder::new(
+                    self.unfiltered
+                        .iter()
+                        .filter_map(|&i| self.rules.get(i))
+                        .map(|r| r.pattern.as_str()),
+                )
+                .size_limit(REGEX_SIZE_LIMIT)
+                .dfa_size_limit(REGEX_SIZE_LIMIT)
+                .build()
+                .ok()
+            })
+            .as_ref()
     }
 }
 
@@ -405,17 +503,44 @@ pub(crate) fn read_pack(
 
 /// 1-based line and column (in characters) of byte `offset` in `text`.
 fn location(text: &str, offset: usize) -> Location {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
+    Lines::new(text).location(offset)
+}
+
+/// Where a pack's lines start, so that placing each of its rules is a binary search
+/// instead of a scan from the top (the built-in pack is ~25 KB and has ~30 rules).
+struct Lines<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Lines<'a> {
+        let starts = std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|p| p + 1))
+            .collect();
+        Lines { text, starts }
     }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |p| p + 1);
-    Location {
-        line,
-        column: before[line_start..].chars().count() + 1,
+
+    fn location(&self, offset: usize) -> Location {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|&start| start <= offset).max(1);
+        let line_start = self.starts.get(line - 1).copied().unwrap_or(0);
+        Location {
+            line,
+            column: self.text[line_start..offset].chars().count() + 1,
+        }
     }
+}
+
+/// Parses `pattern` as the `regex` crate would (same defaults: Unicode, UTF-8 only),
+/// without compiling it: a syntax error is reported here, at load, with its line.
+fn parse_regex(pattern: &str) -> Result<Hir, String> {
+    regex_syntax::Parser::new()
+        .parse(pattern)
+        .map_err(|e| e.to_string())
 }
 
 fn compile(pattern: &str) -> Result<Regex, String> {
@@ -453,10 +578,11 @@ fn check_fields(name: &str, text: &str, raw: &RawPack) -> Result<(), RulesError>
         }
     };
 
+    let lines = Lines::new(text);
     let mut seen: Vec<(String, Location)> = Vec::new();
     for raw_rule in &raw.rule {
         let id = raw_rule.id.get_ref().trim().to_string();
-        let at = location(text, raw_rule.id.span().start);
+        let at = lines.location(raw_rule.id.span().start);
         for (key, value) in [
             ("id", &raw_rule.id),
             ("pattern", &raw_rule.pattern),
@@ -497,38 +623,35 @@ fn check_fields(name: &str, text: &str, raw: &RawPack) -> Result<(), RulesError>
 pub(crate) fn parse_pack(name: &str, text: &str) -> Result<ParsedPack, RulesError> {
     let raw = parse_raw(name, text)?;
     check_fields(name, text, &raw)?;
+    let lines = Lines::new(text);
     let mut rules = Vec::new();
     let mut invalid = Vec::new();
     for raw_rule in raw.rule {
         let id = raw_rule.id.get_ref().trim().to_string();
-        let at = location(text, raw_rule.id.span().start);
-        let regex = match compile(raw_rule.pattern.get_ref()) {
-            Ok(regex) => regex,
+        let at = lines.location(raw_rule.id.span().start);
+        let hir = match parse_regex(raw_rule.pattern.get_ref()) {
+            Ok(hir) => hir,
             Err(error) => {
                 invalid.push(InvalidRule {
                     id,
                     field: "pattern",
-                    location: location(text, raw_rule.pattern.span().start),
+                    location: lines.location(raw_rule.pattern.span().start),
                     error,
                 });
                 continue;
             }
         };
-        let unless_regex = match &raw_rule.unless {
-            Some(unless) => match compile(unless.get_ref()) {
-                Ok(regex) => Some(regex),
-                Err(error) => {
-                    invalid.push(InvalidRule {
-                        id,
-                        field: "unless",
-                        location: location(text, unless.span().start),
-                        error,
-                    });
-                    continue;
-                }
-            },
-            None => None,
-        };
+        if let Some(unless) = &raw_rule.unless
+            && let Err(error) = parse_regex(unless.get_ref())
+        {
+            invalid.push(InvalidRule {
+                id,
+                field: "unless",
+                location: lines.location(unless.span().start),
+                error,
+            });
+            continue;
+        }
         rules.push(Rule {
             id,
             pattern: raw_rule.pattern.into_inner(),
@@ -544,12 +667,170 @@ pub(crate) fn parse_pack(name: &str, text: &str) -> Result<ParsedPack, RulesErro
             keywords: raw_rule.keywords,
             long_running: raw_rule.long_running,
             pack: name.to_string(),
-            regex,
-            unless_regex,
+            needles: required_literals(&hir).unwrap_or_default(),
+            regex: OnceLock::new(),
+            unless_regex: OnceLock::new(),
             location: at,
         });
     }
     Ok(ParsedPack { rules, invalid })
+}
+
+/// The most needles one rule contributes; a larger set is a poor filter anyway.
+const MAX_NEEDLES: usize = 64;
+/// A class with at most this many characters is expanded into literals (`[dx]`, and
+/// the case-folded letters of `(?i)cat`).
+const MAX_CLASS_CHARS: usize = 4;
+
+/// Strings one of which every match of `hir` contains, or `None` when no such set is
+/// found (a pattern made of classes and repetitions only). Only a filter: a candidate
+/// containing one still has to match the regex.
+fn required_literals(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    if let Some(exact) = exact_literals(hir) {
+        return usable(exact);
+    }
+    match hir.kind() {
+        HirKind::Capture(capture) => required_literals(&capture.sub),
+        HirKind::Repetition(rep) if rep.min >= 1 => required_literals(&rep.sub),
+        HirKind::Alternation(branches) => {
+            let mut all = Vec::new();
+            for branch in branches {
+                all.extend(required_literals(branch)?);
+            }
+            all.sort_unstable();
+            all.dedup();
+            (all.len() <= MAX_NEEDLES).then_some(all)
+        }
+        HirKind::Concat(parts) => {
+            // Runs of consecutive exact parts are joined (`e` then `[dx]` is `ed|ex`);
+            // of the sets found, the most selective wins.
+            let mut best = None;
+            let mut run: Option<Vec<Vec<u8>>> = None;
+            for part in parts {
+                if let Some(exact) = exact_literals(part) {
+                    run = match run.take() {
+                        None => Some(exact),
+                        Some(prefix) => match cross(&prefix, &exact) {
+                            Some(joined) => Some(joined),
+                            None => {
+                                best = more_selective(best, usable(prefix));
+                                Some(exact)
+                            }
+                        },
+                    };
+                    continue;
+                }
+                if let Some(prefix) = run.take() {
+                    best = more_selective(best, usable(prefix));
+                }
+                best = more_selective(best, required_literals(part));
+            }
+            if let Some(prefix) = run {
+                best = more_selective(best, usable(prefix));
+            }
+            best
+        }
+        _ => None,
+    }
+}
+
+/// The finite set of strings `hir` matches exactly, when it is small.
+fn exact_literals(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    match hir.kind() {
+        // An assertion matches no text: for what a match contains it is the empty string.
+        HirKind::Empty | HirKind::Look(_) => Some(vec![Vec::new()]),
+        HirKind::Literal(literal) => Some(vec![literal.0.to_vec()]),
+        HirKind::Class(Class::Unicode(class)) => {
+            let count: usize = class
+                .ranges()
+                .iter()
+                .map(|r| r.end() as usize - r.start() as usize + 1)
+                .sum();
+            (count <= MAX_CLASS_CHARS).then(|| {
+                class
+                    .ranges()
+                    .iter()
+                    .flat_map(|r| r.start()..=r.end())
+                    .map(|c| c.to_string().into_bytes())
+                    .collect()
+            })
+        }
+        HirKind::Class(Class::Bytes(class)) => {
+            let count: usize = class
+                .ranges()
+                .iter()
+                .map(|r| usize::from(r.end()) - usize::from(r.start()) + 1)
+                .sum();
+            (count <= MAX_CLASS_CHARS).then(|| {
+                class
+                    .ranges()
+                    .iter()
+                    .flat_map(|r| r.start()..=r.end())
+                    .map(|b| vec![b])
+                    .collect()
+            })
+        }
+        HirKind::Capture(capture) => exact_literals(&capture.sub),
+        HirKind::Repetition(rep) => match (rep.min, rep.max) {
+            (1, Some(1)) => exact_literals(&rep.sub),
+            (0, Some(1)) => {
+                let mut set = exact_literals(&rep.sub)?;
+                set.push(Vec::new());
+                Some(set)
+            }
+            _ => None,
+        },
+        HirKind::Alternation(branches) => {
+            let mut all = Vec::new();
+            for branch in branches {
+                all.extend(exact_literals(branch)?);
+                if all.len() > MAX_NEEDLES {
+                    return None;
+                }
+            }
+            all.sort_unstable();
+            all.dedup();
+            Some(all)
+        }
+        HirKind::Concat(parts) => parts
+            .iter()
+            .try_fold(vec![Vec::new()], |acc: Vec<Vec<u8>>, part| {
+                cross(&acc, &exact_literals(part)?)
+            }),
+    }
+}
+
+/// Every `a` followed by every `b`, when that is at most [`MAX_NEEDLES`] strings.
+fn cross(a: &[Vec<u8>], b: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
+    if a.len().saturating_mul(b.len()) > MAX_NEEDLES {
+        return None;
+    }
+    let mut out: Vec<Vec<u8>> = a
+        .iter()
+        .flat_map(|x| b.iter().map(move |y| [x.as_slice(), y.as_slice()].concat()))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+/// A set filters nothing when it contains the empty string.
+fn usable(set: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
+    (!set.is_empty() && set.iter().all(|s| !s.is_empty())).then_some(set)
+}
+
+/// The set whose shortest string is longer (fewer strings on a tie).
+fn more_selective(a: Option<Vec<Vec<u8>>>, b: Option<Vec<Vec<u8>>>) -> Option<Vec<Vec<u8>>> {
+    let score = |set: &Vec<Vec<u8>>| {
+        (
+            set.iter().map(Vec::len).min().unwrap_or(0),
+            std::cmp::Reverse(set.len()),
+        )
+    };
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if score(&b) > score(&a) { b } else { a }),
+        (a, b) => a.or(b),
+    }
 }
 
 /// For serde's "unknown field `x`, expected one of `a`, `b`" (and "unknown variant"),

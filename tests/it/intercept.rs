@@ -1052,3 +1052,48 @@ fn format_list_shows_every_rule() {
         );
     }
 }
+
+/// The literal prefilter (rules whose needles do not occur are never run) must not
+/// change what matches: case folding, optional parts, overlapping needles, a branch
+/// with no literal, and a rule with none at all.
+#[test]
+fn literal_prefilter_keeps_every_match() {
+    let rule = |id: &str, pattern: &str| {
+        format!(
+            "[[rule]]\nid = \"{id}\"\npattern = '''{pattern}'''\ntool = \"t\"\nmessage = \"m\"\n\n"
+        )
+    };
+    let set = pack(
+        &[
+            rule("folded", r"(?i)^\s*shout\s"),
+            rule("optional", r"^\s*n?vim?[ \t]"),
+            rule("short", r"^\s*tool1(?:\s|$)"),
+            rule("long", r"^\s*tool12(?:\s|$)"),
+            rule("branch", r"^\s*(?:fetch|[a-z]+zz)$"),
+            rule("classes", r"^[0-9]+$"),
+        ]
+        .concat(),
+    );
+    let matched = |cmd: &str| -> Vec<String> {
+        set.matching(cmd)
+            .into_iter()
+            .map(|i| set.rules()[i].id.clone())
+            .collect()
+    };
+    for (cmd, want) in [
+        ("SHOUT x", vec!["folded"]),
+        ("ShOuT x", vec!["folded"]),
+        ("vi f", vec!["optional"]),
+        ("nvim f", vec!["optional"]),
+        ("vim f", vec!["optional"]),
+        ("tool1 a", vec!["short"]),
+        ("tool12 a", vec!["long"]),
+        ("tool123 a", vec![]),
+        ("fetch", vec!["branch"]),
+        ("abzz", vec!["branch"]),
+        ("12345", vec!["classes"]),
+        ("ls", vec![]),
+    ] {
+        assert_eq!(matched(cmd), want, "{cmd:?}");
+    }
+}

@@ -12,10 +12,8 @@ use std::fmt;
 pub enum CheckProblem {
     /// The pack could not be read or parsed.
     Load { error: String },
-    /// `pattern` or `unless` does not compile.
+    /// `pattern` or `unless` does not parse or compile.
     InvalidRegex { field: String, error: String },
-    /// The patterns compile alone but not together.
-    Combine { error: String },
     /// An `examples.match` entry was not caught by this rule.
     MissedMatch { example: String, got: String },
     /// An `examples.not_match` entry matched this rule.
@@ -49,7 +47,6 @@ impl fmt::Display for CheckFailure {
             CheckProblem::InvalidRegex { field, error } => {
                 write!(f, ": invalid regex in `{field}`:\n{}", indent(error))
             }
-            CheckProblem::Combine { error } => write!(f, ": {error}"),
             CheckProblem::MissedMatch { example, got } => write!(
                 f,
                 ": examples.match {example:?}\n    expected: caught by this rule (with its tool available)\n    got:      {got}"
@@ -168,19 +165,20 @@ pub fn check_pack(spec: &str) -> CheckReport {
             },
         );
     }
-    let set = match RuleSet::assemble(parsed.rules, Vec::new(), vec![name]) {
-        Ok(set) => set,
-        Err(e) => {
+    let set = RuleSet::assemble(parsed.rules, Vec::new(), vec![name]);
+    // Loading only parses patterns; a pattern can still fail to compile (size limit).
+    for rule in set.rules() {
+        for (field, error) in rule.compile_errors() {
             report.fail(
-                None,
-                None,
-                CheckProblem::Combine {
-                    error: e.to_string(),
+                Some(&rule.id),
+                Some(rule.location()),
+                CheckProblem::InvalidRegex {
+                    field: field.to_string(),
+                    error,
                 },
             );
-            return report;
         }
-    };
+    }
     for rule in set.rules() {
         let tools = [rule.tool.clone()];
         let at = Some(rule.location());
