@@ -213,7 +213,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         script,
         env,
         artifact_dir,
-        sandbox: sandbox::plan(&p.sandbox, req.sandbox),
+        sandbox: sandbox::plan(&p.sandbox, req.sandbox, &req.invoking_dir),
         profile_name: profile.name.clone(),
         usage_error,
     }
