@@ -486,8 +486,14 @@ fn session_state(
     g: &mut Gathered,
 ) -> Result<crate::shell::state::Prepared, Stop> {
     use crate::shell::state::Stopped;
-    let mut state = match crate::shell::state::prepare(&plan.state, shell, &plan.env, cancel, limit)
-    {
+    let mut state = match crate::shell::state::prepare(
+        &plan.state,
+        shell,
+        &plan.env,
+        cancel,
+        limit,
+        &plan.sandbox,
+    ) {
         Ok(s) => s,
         Err(Stopped::Failed(e)) => return Err(Stop::Fail(exit::FAILURE, e)),
         Err(Stopped::Cancelled(sig)) => {
