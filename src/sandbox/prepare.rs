@@ -299,7 +299,16 @@ fn ruleset(
         let mut visited = BTreeSet::new();
         read_roots(root, denied, &mut roots, &mut visited, &mut notes);
         for path in &roots {
-            ruleset = add(ruleset, path, read)?;
+            // Listed a moment ago, gone now (another process's temp dir): nothing is
+            // left to grant, and a run must not fail because a sibling went away.
+            let fd = match PathFd::new(path) {
+                Ok(fd) => fd,
+                Err(_) if !path.exists() => continue,
+                Err(e) => return Err(landlock_error(path, e)),
+            };
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(fd, read))
+                .map_err(|e| landlock_error(path, e))?;
         }
     }
     for path in writable {
