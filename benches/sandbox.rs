@@ -1,5 +1,7 @@
-//! Sandbox start-up cost (issue 14): `run -q -- true` under each engine against the same
-//! run with the sandbox off, alternating, in one process; medians and their ratio.
+//! Sandbox cost (issue 14): `run -q -- true` under each engine against the same run with
+//! the sandbox off, and a build-like workload (`cargo build` of a tiny crate in the
+//! workspace, `CARGO_HOME` there too) under `workspace-write` against off; alternating,
+//! in one process; medians and their ratio.
 //!
 //! Run: `cargo bench --bench sandbox` (set `AB_BENCH_QUICK=1` for a fast smoke run).
 
@@ -79,13 +81,87 @@ fn main() {
             with.push(run(p));
             without.push(run(&off));
         }
-        let (a, b) = (median(with), median(without));
-        println!(
-            "{name:<32} {:>8.3} ms   off {:>8.3} ms   +{:>6.3} ms   ratio {:>5.2}",
-            a.as_secs_f64() * 1e3,
-            b.as_secs_f64() * 1e3,
-            (a.as_secs_f64() - b.as_secs_f64()) * 1e3,
-            a.as_secs_f64() / b.as_secs_f64()
-        );
+        report(name, median(with), median(without));
     }
+    build_workload(
+        bin,
+        &env,
+        &work,
+        &off,
+        &cases[1].1,
+        if quick { 3 } else { 11 },
+    );
+}
+
+fn report(name: &str, with: Duration, without: Duration) {
+    let (a, b) = (with.as_secs_f64(), without.as_secs_f64());
+    println!(
+        "{name:<32} {:>8.3} ms   off {:>8.3} ms   +{:>6.3} ms   ratio {:>5.2}",
+        a * 1e3,
+        b * 1e3,
+        (a - b) * 1e3,
+        a / b
+    );
+}
+
+/// A clean `cargo build` of a dependency-free crate in the workspace, through
+/// agentbash with the sandbox on and off. Skipped when `cargo` is not on PATH.
+fn build_workload(
+    bin: &str,
+    env: &[(&str, &str)],
+    work: &std::path::Path,
+    off: &str,
+    sandboxed: &str,
+    n: usize,
+) {
+    let crate_dir = work.join("tiny");
+    std::fs::create_dir_all(crate_dir.join("src")).expect("crate dir");
+    std::fs::write(
+        crate_dir.join("Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .expect("manifest");
+    std::fs::write(
+        crate_dir.join("src/main.rs"),
+        "fn main() { println!(\"{}\", (1..100u64).sum::<u64>()); }\n",
+    )
+    .expect("main.rs");
+    // rustup finds its toolchains through RUSTUP_HOME, which defaults under the real
+    // home the benchmark replaces.
+    let rustup_home = std::env::var("RUSTUP_HOME")
+        .ok()
+        .or_else(|| std::env::var("HOME").ok().map(|h| format!("{h}/.rustup")));
+    let mut env = env.to_vec();
+    if let Some(home) = rustup_home.as_deref() {
+        env.push(("RUSTUP_HOME", home));
+    }
+    let script = "rm -rf tiny/target && CARGO_HOME=$PWD/.cargo cargo build -q --offline \
+                  --manifest-path tiny/Cargo.toml --target-dir tiny/target";
+    let run = |p: &str| {
+        measure(
+            &[bin, "run", "-q", "-t", "300", "-p", p, "--", script],
+            &env,
+            work,
+        )
+    };
+    let probe = Command::new("cargo")
+        .arg("--version")
+        .envs(env.iter().copied())
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        println!("build workload skipped: no cargo");
+        return;
+    }
+    run(off);
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        with.push(run(sandboxed));
+        without.push(run(off));
+    }
+    println!("build workload: clean `cargo build` of a tiny crate in the workspace, median of {n}");
+    report(
+        "workspace-write (namespaces)",
+        median(with),
+        median(without),
+    );
 }

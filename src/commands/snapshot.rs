@@ -29,7 +29,7 @@ pub fn command(c: SnapshotCommand) -> i32 {
         err(&format!("no snapshot: {}\n", plan.describe()));
         return 1;
     }
-    let ensured = snapshot::ensure(&plan, &env, action == Action::Refresh);
+    let ensured = snapshot::ensure(&plan, &env, action == Action::Refresh, &p.profile.sandbox);
     for w in &ensured.warnings {
         err(&format!("warning: {w}\n"));
     }

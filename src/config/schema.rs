@@ -385,7 +385,7 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "server.max_concurrent" => "a whole number of runs",
         "sandbox.mode" => "\"off\", \"read-only\" or \"workspace-write\"",
         "sandbox.engine" => "\"auto\", \"namespaces\", \"landlock\", \"bwrap\" or \"none\"",
-        "sandbox.workspace" => "a string (a directory path; the run's cwd when unset)",
+        "sandbox.workspace" => "a string (a directory path; the start dir when unset)",
         "sandbox.writable" | "sandbox.deny_read" => "an array of strings (paths, ~/ allowed)",
         "sandbox.network" | "sandbox.required" | "sandbox.allow_override" => BOOL,
         _ => return None,

@@ -107,6 +107,9 @@ pub struct LiveOutcome {
     pub shell_pid: i32,
     /// A session shell ran a stateless command and saved nothing: nothing to commit.
     pub session_unchanged: bool,
+    /// The private TMPDIR of the sandbox the shell was started in: the one the command
+    /// used, which for a reused shell is not the one its own run prepared.
+    pub tmpdir: Option<std::path::PathBuf>,
 }
 
 /// Live shells, reusable across threads. Runs on one session are serialized by the
@@ -272,6 +275,11 @@ impl ShellPool {
             notices.push(ended_notice(&job.key, &how));
         }
         let unchanged = shell.unchanged && healthy;
+        let tmpdir = shell
+            .sandbox
+            .as_ref()
+            .and_then(|c| c.tmpdir.as_ref())
+            .map(|t| t.path().to_path_buf());
         if healthy {
             shell.generation = job
                 .generation
@@ -288,6 +296,7 @@ impl ShellPool {
             notices,
             shell_pid: pid,
             session_unchanged: unchanged,
+            tmpdir,
         })
     }
 }
@@ -350,7 +359,7 @@ struct LiveShell {
     /// commands start is in it.
     group: Option<Arc<RunGroup>>,
     /// The sandbox the shell was started in; its TMPDIR is removed with the shell.
-    _sandbox: Option<Arc<crate::sandbox::Confinement>>,
+    sandbox: Option<Arc<crate::sandbox::Confinement>>,
 }
 
 /// The bash program a live shell runs. Markers are `\x1e<token><kind><n> <status>`:
@@ -609,7 +618,7 @@ impl LiveShell {
             buf: Vec::new(),
             ended: None,
             group,
-            _sandbox: job.sandbox.clone(),
+            sandbox: job.sandbox.clone(),
         })
     }
 

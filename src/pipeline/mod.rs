@@ -213,7 +213,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         script,
         env,
         artifact_dir,
-        sandbox: sandbox::plan(&p.sandbox, req.sandbox),
+        sandbox: sandbox::plan(&p.sandbox, req.sandbox, &req.invoking_dir),
         profile_name: profile.name.clone(),
         usage_error,
     }
@@ -312,6 +312,8 @@ struct Ran {
     outcome: Result<ExecOutcome, crate::executor::ExecError>,
     notices: Vec<String>,
     session_unchanged: bool,
+    /// The TMPDIR a live shell gave the command (its own, from when it started).
+    tmpdir: Option<PathBuf>,
 }
 
 /// The output sinks: the command's output, and its stderr when kept apart.
@@ -486,8 +488,14 @@ fn session_state(
     g: &mut Gathered,
 ) -> Result<crate::shell::state::Prepared, Stop> {
     use crate::shell::state::Stopped;
-    let mut state = match crate::shell::state::prepare(&plan.state, shell, &plan.env, cancel, limit)
-    {
+    let mut state = match crate::shell::state::prepare(
+        &plan.state,
+        shell,
+        &plan.env,
+        cancel,
+        limit,
+        &plan.sandbox,
+    ) {
         Ok(s) => s,
         Err(Stopped::Failed(e)) => return Err(Stop::Fail(exit::FAILURE, e)),
         Err(Stopped::Cancelled(sig)) => {
@@ -686,7 +694,7 @@ fn execute_command(
     let mut on_output = |t: &str| (on_event.borrow_mut())(Event::Output(t));
     let mut on_stderr = |t: &str| (on_event.borrow_mut())(Event::Stderr(t));
     let spec = &launch.spec;
-    let (mut notices, mut session_unchanged) = (Vec::new(), false);
+    let (mut notices, mut session_unchanged, mut tmpdir) = (Vec::new(), false, None);
     let outcome = match plan.mode.mode {
         Mode::Print if let Some(pool) = live => {
             let job = crate::executor::live::LiveJob {
@@ -723,6 +731,7 @@ fn execute_command(
             pool.run(&job, &mut sinks.out, &mut on_output).map(|o| {
                 notices = o.notices;
                 session_unchanged = o.session_unchanged;
+                tmpdir = o.tmpdir;
                 o.outcome
             })
         }
@@ -763,6 +772,7 @@ fn execute_command(
         outcome,
         notices,
         session_unchanged,
+        tmpdir,
     }
 }
 
@@ -783,6 +793,7 @@ fn finish(
     started: Instant,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunResult {
+    let ran_tmpdir = ran.tmpdir;
     g.announced.extend(ran.notices.iter().cloned());
     g.notices.extend(ran.notices);
     let outcome = match ran.outcome {
@@ -828,7 +839,12 @@ fn finish(
     let mut r = shape(
         r, plan, outcome, retained, g.notices, g.warnings, started, final_cwd,
     );
-    r.sandbox = sandbox.info();
+    r.sandbox = sandbox.info().map(|mut info| {
+        if let Some(used) = &ran_tmpdir {
+            info.tmpdir = Some(used.display().to_string());
+        }
+        info
+    });
     r.stderr = stderr.map(|e| crate::result::StderrOutput {
         output: e.text.trim_end_matches('\n').to_string(),
         truncated: e.truncated,

@@ -9,11 +9,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The policy a run asks for: the profile's, with the mode a caller asked for.
-pub fn plan(profile: &Policy, requested: Option<Mode>) -> Policy {
+/// The policy a run asks for: the profile's, with the mode a caller asked for. A
+/// workspace the profile leaves unset is the directory agentbash was started in, never
+/// the run's own cwd: a request's `cwd`, `--cwd` or a session that ran `cd /` must not
+/// make `/` the workspace.
+pub fn plan(profile: &Policy, requested: Option<Mode>, invoking_dir: &Path) -> Policy {
     let mut policy = profile.clone();
     if let Some(mode) = requested {
         policy.mode = mode;
+    }
+    if policy.workspace.is_none() {
+        policy.workspace = Some(invoking_dir.to_path_buf());
     }
     policy
 }
@@ -188,29 +194,27 @@ fn info(
 }
 
 /// `0700` under the state dir (so it is on the user's own file system), else `/tmp`.
+/// Created with its mode in the one `mkdir`, and the state dir only made when missing:
+/// this is on every sandboxed run's start-up path.
 fn private_tmpdir() -> Result<tempfile::TempDir, String> {
     use std::os::unix::fs::PermissionsExt;
+    let private = || std::fs::Permissions::from_mode(0o700);
     let base = crate::paths::state_dir().join("tmp");
-    let made = std::fs::create_dir_all(&base).ok().and_then(|()| {
+    let in_base = || {
         tempfile::Builder::new()
             .prefix("run-")
+            .permissions(private())
             .tempdir_in(&base)
-            .ok()
-    });
-    let dir = match made {
-        Some(dir) => dir,
-        None => tempfile::Builder::new()
-            .prefix("agentbash-run-")
-            .tempdir()
-            .map_err(|e| format!("sandbox: cannot create the run's private TMPDIR: {e}"))?,
     };
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(|e| {
-        format!(
-            "sandbox: cannot make the private TMPDIR {} private: {e}",
-            dir.path().display()
-        )
-    })?;
-    Ok(dir)
+    let made = in_base()
+        .or_else(|_| std::fs::create_dir_all(&base).and_then(|()| in_base()))
+        .or_else(|_| {
+            tempfile::Builder::new()
+                .prefix("agentbash-run-")
+                .permissions(private())
+                .tempdir()
+        });
+    made.map_err(|e| format!("sandbox: cannot create the run's private TMPDIR: {e}"))
 }
 
 impl RunSandbox {

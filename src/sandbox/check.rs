@@ -131,12 +131,47 @@ pub(super) struct NamespaceSupport {
     pub network: bool,
 }
 
-/// The probe, run once per process: the answer does not change while we run.
-pub(super) fn namespace_support() -> NamespaceSupport {
-    static SUPPORT: OnceLock<NamespaceSupport> = OnceLock::new();
-    *SUPPORT.get_or_init(probe)
+/// Whether a command can get a private mount namespace (and, when `network`, an
+/// empty network namespace with it), probed once per process and only when an engine
+/// needs it: the probe forks, which costs more than the rest of preparing a sandbox.
+/// The answer does not change while we run.
+pub(super) fn mount_namespaces(network: bool) -> NamespacesHere {
+    static MOUNT: OnceLock<bool> = OnceLock::new();
+    static MOUNT_AND_NETWORK: OnceLock<bool> = OnceLock::new();
+    let user_flag = if is_root() { 0 } else { libc::CLONE_NEWUSER };
+    let mount = || try_in_child(user_flag | libc::CLONE_NEWNS, !is_root(), true);
+    if network {
+        // One child tries both, as the command will get both; only a failure needs the
+        // second probe that tells which one is missing.
+        let both = *MOUNT_AND_NETWORK.get_or_init(|| {
+            try_in_child(
+                user_flag | libc::CLONE_NEWNS | libc::CLONE_NEWNET,
+                !is_root(),
+                true,
+            )
+        });
+        if both {
+            return NamespacesHere {
+                mount: true,
+                network: true,
+            };
+        }
+    }
+    NamespacesHere {
+        mount: *MOUNT.get_or_init(mount),
+        network: false,
+    }
 }
 
+/// What [`mount_namespaces`] found.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NamespacesHere {
+    pub mount: bool,
+    /// Meaningful only when the network namespace was asked for.
+    pub network: bool,
+}
+
+/// Every probe, for `sandbox check`.
 fn probe() -> NamespaceSupport {
     let root = is_root();
     let user_flag = if root { 0 } else { libc::CLONE_NEWUSER };

@@ -56,7 +56,8 @@ pub enum Engine {
 pub struct Policy {
     pub mode: Mode,
     pub engine: Engine,
-    /// The directory `workspace-write` opens for writing; the run's cwd when unset.
+    /// The directory `workspace-write` opens for writing; when unset, the directory
+    /// agentbash was started in (a server's own directory), never a request's cwd.
     pub workspace: Option<PathBuf>,
     /// More paths the command may write, in either mode.
     pub writable: Vec<PathBuf>,

@@ -10,7 +10,7 @@ use landlock::{
     RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
-use super::check::{is_root, landlock_abi, namespace_support};
+use super::check::{NamespacesHere, is_root, landlock_abi, mount_namespaces};
 use super::{Engine, IdMaps, Mode, MountStep, Policy, Prepared, Resolved, SandboxError};
 
 /// The newest file-system rights we handle: read, write, create, remove, rename
@@ -44,8 +44,15 @@ pub fn prepare(
         return Ok(Prepared::none(None));
     }
     let abi = landlock_abi();
-    let namespaces = namespace_support();
     let root = is_root();
+    // Only the engines that may use namespaces pay for probing them.
+    let namespaces = match policy.engine {
+        Engine::Namespaces | Engine::Auto => mount_namespaces(!policy.network),
+        _ => NamespacesHere {
+            mount: false,
+            network: false,
+        },
+    };
     let (use_namespaces, use_landlock) = match policy.engine {
         Engine::None => return Ok(Prepared::none(Some("[sandbox] engine = \"none\"".into()))),
         Engine::Bwrap => return Err(SandboxError::BwrapUnsupported),
@@ -292,7 +299,16 @@ fn ruleset(
         let mut visited = BTreeSet::new();
         read_roots(root, denied, &mut roots, &mut visited, &mut notes);
         for path in &roots {
-            ruleset = add(ruleset, path, read)?;
+            // Listed a moment ago, gone now (another process's temp dir): nothing is
+            // left to grant, and a run must not fail because a sibling went away.
+            let fd = match PathFd::new(path) {
+                Ok(fd) => fd,
+                Err(_) if !path.exists() => continue,
+                Err(e) => return Err(landlock_error(path, e)),
+            };
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(fd, read))
+                .map_err(|e| landlock_error(path, e))?;
         }
     }
     for path in writable {

@@ -433,8 +433,9 @@ fn check_reports_and_renders() {
     assert!(rendered.contains("landlock:") && rendered.contains("engine for auto:"));
     let json = serde_json::to_value(&report).expect("json");
     assert!(json.get("mount_namespaces").is_some());
-    // The probes are a few forks; far under this even on a loaded machine.
-    assert!(report.micros < 200_000, "{} µs", report.micros);
+    // The probes are a few forks, well under 20 ms when idle; this bound only catches
+    // a hang, since forks of a busy test process on a loaded machine took over 200 ms.
+    assert!(report.micros < 5_000_000, "{} µs", report.micros);
 }
 
 /// The path a non-root user takes (a user namespace with the own ids mapped), run as

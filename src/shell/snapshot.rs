@@ -362,7 +362,16 @@ fn from_meta(meta: Arc<Meta>, generated: bool) -> Ensured {
 
 /// Return the current snapshot, generating it when it is missing or stale (or when
 /// `force`). Never fails a run: problems come back as warnings.
-pub fn ensure(plan: &SnapshotPlan, env: &BuiltEnv, force: bool) -> Ensured {
+///
+/// `sandbox` is the run's `[sandbox]` policy: when it confines the run, the rc is
+/// sourced read-only under it too (writing only the generator's dump file), so an rc is
+/// no way around the sandbox.
+pub fn ensure(
+    plan: &SnapshotPlan,
+    env: &BuiltEnv,
+    force: bool,
+    sandbox: &crate::sandbox::Policy,
+) -> Ensured {
     let SnapshotPlan::Use(src) = plan else {
         return Ensured::default();
     };
@@ -418,14 +427,19 @@ pub fn ensure(plan: &SnapshotPlan, env: &BuiltEnv, force: bool) -> Ensured {
     {
         return from_meta(m, false);
     }
-    match generate(src, key, env) {
+    match generate(src, key, env, sandbox) {
         Ok(meta) => from_meta(Arc::new(meta), true),
         Err(e) => unavailable(e),
     }
 }
 
 /// Source the rc in a separate shell and write the snapshot and its metadata.
-fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
+fn generate(
+    src: &Source,
+    key: Key,
+    env: &BuiltEnv,
+    sandbox: &crate::sandbox::Policy,
+) -> Result<Meta, String> {
     let started = Instant::now();
     let delim = format!("__AGENTBASH_{}", nonce());
     let dump_path = src.dir.join(format!("{}.dump-{}", src.id, nonce()));
@@ -441,6 +455,16 @@ fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
     } else {
         PathBuf::from("/")
     };
+    let confinement = match read_only(sandbox, &dump_path, &cwd) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&dump_path);
+            return Err(e);
+        }
+    };
+    if let Some(tmp) = confinement.as_ref().and_then(|c| c.tmpdir.as_ref()) {
+        vars.insert("TMPDIR".into(), tmp.path().display().to_string());
+    }
     let spec = SpawnSpec {
         program: src.shell.clone(),
         args: vec![
@@ -453,7 +477,7 @@ fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
         env: vars.into_iter().collect(),
         cwd,
         limits: Limits::default(),
-        sandbox: None,
+        sandbox: confinement,
     };
     let spawned = crate::process::spawn::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null);
     let mut child = match spawned {
@@ -515,6 +539,38 @@ fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
     write_private(&src.meta_path(), &json)
         .map_err(|e| format!("cannot write {}: {e}", src.meta_path().display()))?;
     Ok(meta)
+}
+
+/// The confinement the generator runs in when the run's policy sandboxes it:
+/// read-only, with the run's `deny_read` and network, writable only its `dump` file and
+/// a private TMPDIR of its own (removed when the generator is done).
+fn read_only(
+    policy: &crate::sandbox::Policy,
+    dump: &Path,
+    cwd: &Path,
+) -> Result<Option<Arc<crate::sandbox::Confinement>>, String> {
+    use crate::sandbox::Mode;
+    use std::os::unix::fs::PermissionsExt;
+    if policy.mode == Mode::Off {
+        return Ok(None);
+    }
+    let tmpdir = tempfile::Builder::new()
+        .prefix("agentbash-snapshot-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .map_err(|e| format!("cannot create the generator's TMPDIR: {e}"))?;
+    let policy = crate::sandbox::Policy {
+        mode: Mode::ReadOnly,
+        workspace: None,
+        writable: vec![dump.to_path_buf()],
+        ..policy.clone()
+    };
+    let prepared =
+        crate::sandbox::prepare(&policy, cwd, tmpdir.path()).map_err(|e| e.to_string())?;
+    Ok(Some(Arc::new(crate::sandbox::Confinement {
+        prepared,
+        tmpdir: Some(tmpdir),
+    })))
 }
 
 /// The script the generator shell runs: options before, the rc, then the dump (also

@@ -137,6 +137,7 @@ pub fn prepare(
     env: &BuiltEnv,
     cancel: &CancelToken,
     limit: Duration,
+    sandbox: &crate::sandbox::Policy,
 ) -> Result<Prepared, Stopped> {
     let mut warnings = Vec::new();
     let mut notices = Vec::new();
@@ -167,7 +168,7 @@ pub fn prepare(
             s.name()
         ));
     }
-    let ensured = snapshot::ensure(&plan.snapshot, env, false);
+    let ensured = snapshot::ensure(&plan.snapshot, env, false, sandbox);
     warnings.extend(ensured.warnings);
     let snapshot = ensured.snapshot;
     Ok(Prepared {

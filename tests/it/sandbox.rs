@@ -490,3 +490,187 @@ fn rpc_refuses_a_sandbox_override_unless_the_profile_allows_it() {
     let v = rpc.call(2, json!({"command": format!("touch {}", t.o("b"))}));
     assert!(!t.outside.join("b").exists(), "{v}");
 }
+
+#[test]
+fn ptrace_of_agentbash_fails() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    // $PPID is agentbash: it spawned the shell directly. (python's own parent is the
+    // sandboxed shell, which it may trace.)
+    let script = "python3 -c 'import ctypes, sys\n\
+                  libc = ctypes.CDLL(None, use_errno=True)\n\
+                  rc = libc.ptrace(16, int(sys.argv[1]), 0, 0)\n\
+                  print(\"attach\", rc, ctypes.get_errno())' $PPID; \
+                  timeout 2 strace -p $PPID -o /dev/null; echo strace=$?";
+    let (_, v) = t.run(&[], script);
+    let line = output(&v)
+        .lines()
+        .find(|l| l.starts_with("attach"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(line.starts_with("attach -1 "), "{v}");
+    // 124 would mean strace attached and ran until the timeout.
+    assert!(output(&v).contains("strace=1"), "{v}");
+}
+
+#[test]
+fn another_runs_artifacts_cannot_be_written() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    let v = t
+        .env
+        .run(&["run", "--json", "--tail", "3", "--", "seq 1 200000"])
+        .json();
+    let artifacts = t.env.state_dir().join("artifacts");
+    let files: Vec<PathBuf> = walk(&artifacts);
+    assert!(!files.is_empty(), "the first run left an artifact: {v}");
+    let before: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(f).expect("read"))
+        .collect();
+    let script = format!(
+        "for f in $(find {d} -type f); do echo evil >> $f && echo WROTE; rm -f $f && echo REMOVED; done; \
+         touch {d}/new && echo CREATED; true",
+        d = artifacts.display()
+    );
+    let (_, v) = t.run(&[], &script);
+    for word in ["WROTE", "REMOVED", "CREATED"] {
+        assert!(!output(&v).contains(word), "{word}: {v}");
+    }
+    let after: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(f).expect("still there"))
+        .collect();
+    assert_eq!(before, after);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn a_setuid_helper_gains_nothing_even_with_ld_preload() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    let helper = t.env.work().join("id-setuid");
+    std::fs::copy("/usr/bin/id", &helper).expect("copy id");
+    // Owned by nobody and set-uid: run by anyone else, it would run as nobody.
+    if std::os::unix::fs::chown(&helper, Some(65534), None).is_err() {
+        eprintln!("skipped: cannot chown (not root)");
+        return;
+    }
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o4755)).expect("chmod");
+    let outside = Command::new(&helper)
+        .arg("-u")
+        .output()
+        .expect("run helper");
+    let outside = String::from_utf8_lossy(&outside.stdout).trim().to_string();
+    if outside != "65534" {
+        eprintln!("skipped: this file system ignores set-uid bits ({outside})");
+        return;
+    }
+    let (code, v) = t.run(
+        &[],
+        "grep NoNewPrivs /proc/self/status; ./id-setuid -u; LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 ./id-setuid -u",
+    );
+    assert_eq!(code, Some(0), "{v}");
+    let own = Command::new("id").arg("-u").output().expect("id");
+    let own = String::from_utf8_lossy(&own.stdout).trim().to_string();
+    let lines: Vec<&str> = output(&v).lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["NoNewPrivs:", "1"],
+        "{v}"
+    );
+    assert_eq!(
+        lines[1..],
+        [own.as_str(), own.as_str()],
+        "the set-uid bit gave nothing: {v}"
+    );
+}
+
+#[test]
+fn the_rc_snapshot_is_generated_read_only_under_a_sandboxed_run() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    let profile = t.env.root().join("snap.toml");
+    std::fs::write(
+        &profile,
+        "extends = \"default\"\n[shell]\nsnapshot = true\n[sandbox]\nmode = \"workspace-write\"\n",
+    )
+    .expect("profile");
+    let planted = t.o("from-rc");
+    let in_workspace = t.env.work().join("from-rc");
+    std::fs::write(
+        t.env.home().join(".bashrc"),
+        format!(
+            "touch {planted}\ntouch {}\nrc_function() {{ echo from-the-rc; }}\n",
+            in_workspace.display()
+        ),
+    )
+    .expect("rc");
+    let out = t.env.run(&[
+        "run",
+        "--json",
+        "-p",
+        &profile.display().to_string(),
+        "--",
+        "rc_function",
+    ]);
+    let v = out.json();
+    assert_eq!(
+        s(&v, "text"),
+        "from-the-rc",
+        "the snapshot was made and sourced: {v}"
+    );
+    assert!(
+        !t.outside.join("from-rc").exists(),
+        "the rc wrote outside: {v}"
+    );
+    assert!(
+        !in_workspace.exists(),
+        "generation is read-only, the workspace too: {v}"
+    );
+}
+
+#[test]
+fn a_peer_cwd_does_not_move_the_workspace() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    let mut rpc = Rpc::start(&t.env, &t.profile);
+    let v = rpc.call(
+        1,
+        json!({"command": format!("touch {} ; cd / ; touch {}", t.o("via-cwd"), t.o("via-cd")), "cwd": t.outside.display().to_string()}),
+    );
+    assert!(!t.outside.join("via-cwd").exists(), "{v}");
+    assert!(!t.outside.join("via-cd").exists(), "{v}");
+    assert_eq!(
+        v["data"]["sandbox"]["workspace"].as_str(),
+        Some(t.env.work().display().to_string().as_str()),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_reused_live_shell_reports_the_tmpdir_it_gives_the_command() {
+    let t = Sandboxed::new("mode = \"workspace-write\"");
+    let mut rpc = Rpc::start(&t.env, &t.profile);
+    for id in 1..=2 {
+        let v = rpc.call(id, json!({"command": "echo $TMPDIR"}));
+        let used = response_output(&v).trim().to_string();
+        assert_eq!(
+            v["data"]["sandbox"]["tmpdir"].as_str(),
+            Some(used.as_str()),
+            "{v}"
+        );
+        assert!(
+            Path::new(&used).is_dir(),
+            "the live shell's TMPDIR lives with it: {v}"
+        );
+    }
+}
