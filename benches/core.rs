@@ -1,7 +1,8 @@
 //! Core benchmarks (issue 2): agentbash against the bare shell, side by side in one
 //! process, reported as median wall-time ratios plus agentbash's peak RSS.
 //!
-//! Run: `cargo bench --bench core` (set `AB_BENCH_QUICK=1` for a fast smoke run).
+//! Run: `cargo bench --bench core` (set `AB_BENCH_QUICK=1` for a fast smoke run, and
+//! `AB_BENCH_BASELINE=/path/to/agentbash` to time another build beside this one).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -81,6 +82,30 @@ fn main() {
         &["bash", "-c", "true"],
         &env,
     );
+    // The run cgroup's share of start-up: the same binary without it.
+    let no_cgroup: Vec<(&str, &str)> = env
+        .iter()
+        .copied()
+        .chain([("AGENTBASH_NO_CGROUP", "1")])
+        .collect();
+    compare(
+        &format!("startup: true, no run cgroup (N={n})"),
+        n,
+        &[bin, "run", "-q", "--", "true"],
+        &["bash", "-c", "true"],
+        &no_cgroup,
+    );
+    // Another build side by side (AB_BENCH_BASELINE=/path/to/agentbash): a change's
+    // start-up cost against the binary before it, in the same minute.
+    if let Ok(baseline) = std::env::var("AB_BENCH_BASELINE") {
+        compare(
+            &format!("startup: true, baseline {baseline} (N={n})"),
+            n,
+            &[&baseline, "run", "-q", "--", "true"],
+            &["bash", "-c", "true"],
+            &env,
+        );
+    }
     compare(
         &format!("startup ref: timeout 300 (N={n})"),
         n,
