@@ -3,6 +3,7 @@
 
 pub mod artifact;
 pub mod explain;
+pub mod job;
 pub mod profile;
 pub mod rules;
 pub mod run;
@@ -35,6 +36,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Snapshot(c) => snapshot::command(c.0),
         Command::Trust(a) => trust::command(a.0),
         Command::Sandbox(c) => sandbox::command(c.0),
+        Command::Job(c) => job::command(c.0),
     }
 }
 

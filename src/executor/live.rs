@@ -576,6 +576,7 @@ impl LiveShell {
             cwd: job.cwd.to_path_buf(),
             limits: job.limits,
             sandbox: job.sandbox.clone(),
+            detached: false,
         };
         let group = RunGroup::create().map(Arc::new);
         if group.is_some() {

@@ -454,6 +454,7 @@ fn generate(src: &Source, key: Key, env: &BuiltEnv) -> Result<Meta, String> {
         cwd,
         limits: Limits::default(),
         sandbox: None,
+        detached: false,
     };
     let spawned = crate::process::spawn::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null);
     let mut child = match spawned {
