@@ -184,6 +184,7 @@ pub fn record_json(r: &JobRecord) -> serde_json::Value {
         "state": r.state,
         "ready": r.ready,
         "pid": r.pid,
+        "supervisor_pid": r.supervisor.map(|s| s.pid),
         "exit_code": r.exit_code,
         "signal": r.signal,
         "reason": r.reason,
