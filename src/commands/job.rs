@@ -2,7 +2,7 @@
 //! `crate::jobs`), each answer as text or `--json`.
 
 use crate::cli::{JobCommand, JobStartArgs};
-use crate::jobs::{self, JobError, JobRecord, Jobs, State};
+use crate::jobs::{self, JobError, Jobs, State};
 use crate::render::{err, out};
 use std::time::Duration;
 
@@ -175,24 +175,4 @@ fn start(jobs: &Jobs, a: JobStartArgs) -> Result<Answer, JobError> {
     Ok((code, v, text))
 }
 
-/// A record as callers see it (the supervisor's bookkeeping left out).
-pub fn record_json(r: &JobRecord) -> serde_json::Value {
-    serde_json::json!({
-        "id": r.id,
-        "name": r.name,
-        "command": r.command,
-        "state": r.state,
-        "ready": r.ready,
-        "pid": r.pid,
-        "supervisor_pid": r.supervisor.map(|s| s.pid),
-        "exit_code": r.exit_code,
-        "signal": r.signal,
-        "reason": r.reason,
-        "pty": r.pty,
-        "stdin": r.stdin,
-        "ttl": r.ttl,
-        "cwd": r.cwd,
-        "started_at_ms": r.started_at_ms,
-        "ended_at_ms": r.ended_at_ms,
-    })
-}
+pub use crate::jobs::calls::record_json;

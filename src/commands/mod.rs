@@ -67,7 +67,8 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let engine = crate::server::engine::Engine::new(profile, cwd);
+    let mut engine = crate::server::engine::Engine::new(profile, cwd);
+    engine.profile_spec = args.profile.clone().unwrap_or_else(|| "default".into());
     if !mcp {
         return crate::server::rpc::serve(engine);
     }
@@ -81,9 +82,11 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
             return crate::exit::FAILURE;
         }
     };
-    let served = runtime.block_on(crate::server::mcp::serve_stdio(std::sync::Arc::new(engine)));
+    let engine = std::sync::Arc::new(engine);
+    let served = runtime.block_on(crate::server::mcp::serve_stdio(std::sync::Arc::clone(&engine)));
     // A run that ignores cancellation must not keep the process alive after EOF.
     runtime.shutdown_timeout(std::time::Duration::from_secs(3));
+    engine.stop_owned_jobs();
     match served {
         Ok(()) => 0,
         Err(e) => {

@@ -15,6 +15,7 @@
 //! (`job list`, any job command) records that and kills what is left of the job's
 //! processes, found by its run marker.
 
+pub mod calls;
 pub mod log;
 mod ready;
 pub mod supervise;

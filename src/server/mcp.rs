@@ -154,6 +154,7 @@ impl From<BashArgs> for BashCall {
             session: args.session,
             tools: args.tools,
             sandbox: args.sandbox,
+            server_tools: Vec::new(),
         }
     }
 }
