@@ -272,3 +272,46 @@ fn the_guard_refuses_a_job_as_it_refuses_a_run() {
     let (_, v) = job_json(&env, &["list"]);
     assert_eq!(v["jobs"].as_array().map(Vec::len), Some(0), "{v}");
 }
+
+#[test]
+fn rpc_starts_reads_and_stops_a_job_and_stops_its_own_jobs_at_exit() {
+    let env = TestEnv::new();
+    let n = nonce();
+    let requests = format!(
+        "{}\n{}\n{}\n",
+        // Requests run concurrently: the read may come before the start answers.
+        serde_json::json!({"id": 1, "type": "job_start", "command": format!("echo up; sleep 373.{n}"), "name": "kept", "ready": "up"}),
+        serde_json::json!({"id": 2, "type": "job_start", "command": format!("sleep 374.{n}"), "name": "owned"}),
+        serde_json::json!({"id": 3, "type": "job_output", "job": "kept", "wait": 2}),
+    );
+    let out = env.cmd(&["rpc"]).stdin(requests).run();
+    out.assert_code(0);
+    let answers: Vec<Value> = out.ndjson();
+    let by_id = |id: i64| answers.iter().find(|a| a["id"] == id).cloned().unwrap_or_default();
+    assert_eq!(by_id(1)["success"], true, "{answers:?}");
+    assert_eq!(by_id(1)["data"]["job"]["state"], "ready");
+    let read = by_id(3);
+    assert!(
+        read["data"]["output"] == "up\n" || read["error"].as_str().is_some_and(|e| e.contains("no job kept")),
+        "{read}"
+    );
+    assert_eq!(job(&env, &["output", "kept"]).stdout, "up\n");
+    // Neither was detached: the server stopped both as it exited.
+    let (_, v) = job_json(&env, &["list"]);
+    for j in v["jobs"].as_array().unwrap() {
+        assert_eq!(j["state"], "killed", "{v}");
+        assert_eq!(j["reason"], "server exit", "{v}");
+    }
+    assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3)).is_empty());
+}
+
+#[test]
+fn rpc_jobs_started_detached_outlive_the_server() {
+    let env = TestEnv::new();
+    let req = serde_json::json!({"id": 1, "type": "job_start", "command": "sleep 60", "name": "free", "detached": true});
+    let out = env.cmd(&["rpc"]).stdin(format!("{req}\n")).run();
+    out.assert_code(0);
+    let (_, v) = job_json(&env, &["list"]);
+    assert_eq!(v["jobs"][0]["state"], "ready", "{v}");
+    job(&env, &["stop", "free"]).assert_code(0);
+}
