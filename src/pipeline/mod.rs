@@ -363,6 +363,7 @@ fn carry_out(
             kill_grace: Duration::from_millis(p.timeout.kill_grace_ms),
             background: p.process.background,
             cancel,
+            idle: Some(Duration::from_secs(p.jobs.idle_timeout)).filter(|d| !d.is_zero()),
         };
         let ran = execute_command(
             req, p, &plan, &state, &sandbox, &launch, live, watch, &mut sinks, on_event,
@@ -915,6 +916,14 @@ fn shape(
                     "[Command timed out after {}]",
                     count(plan.timeout.effective, "second")
                 )),
+            )
+        }
+        End::Idle(secs) => {
+            r.timed_out = true;
+            r.exit_code = Some(exit::TIMEOUT);
+            (
+                exit::TIMEOUT,
+                Some(format!("[No output for {}; stopped]", count(secs, "second"))),
             )
         }
         End::Cancelled(sig) => {

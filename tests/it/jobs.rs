@@ -315,3 +315,22 @@ fn rpc_jobs_started_detached_outlive_the_server() {
     assert_eq!(v["jobs"][0]["state"], "ready", "{v}");
     job(&env, &["stop", "free"]).assert_code(0);
 }
+
+#[test]
+fn idle_timeout_stops_a_run_that_prints_nothing() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
+    std::fs::write(
+        env.config_dir().join("profiles/idle.toml"),
+        "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
+    )
+    .unwrap();
+    let out = env.run(&["run", "-p", "idle", "--", "echo hi; sleep 30"]);
+    out.assert_code(124);
+    assert!(out.elapsed < Duration::from_secs(10), "took {:?}", out.elapsed);
+    assert_eq!(out.stdout, "hi\n");
+    assert!(out.stderr.contains("[No output for 1 second; stopped]"), "{}", out.stderr);
+    // Output keeps it alive: a line every 0.3 s for 2 s is never idle for 1 s.
+    let out = env.run(&["run", "-p", "idle", "--", "for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done"]);
+    out.assert_code(0);
+}
