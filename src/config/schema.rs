@@ -348,9 +348,6 @@ pub struct JobsCfg {
     pub ttl: u64,
     /// A foreground run that prints nothing for this many seconds is stopped (0: off).
     pub idle_timeout: u64,
-    /// rpc and mcp: a foreground run still going after this many seconds becomes a
-    /// job (0: off).
-    pub background_after: u64,
 }
 
 impl Default for JobsCfg {
@@ -360,7 +357,6 @@ impl Default for JobsCfg {
             max_running: 16,
             ttl: 0,
             idle_timeout: 0,
-            background_after: 0,
         }
     }
 }
@@ -421,7 +417,6 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "jobs.max_running" => "a whole number of jobs (1-256)",
         "jobs.ttl" => "a whole number of seconds (0: until stopped)",
         "jobs.idle_timeout" => "a whole number of seconds (0: off)",
-        "jobs.background_after" => "a whole number of seconds (0: off)",
         "sandbox.mode" => "\"off\", \"read-only\" or \"workspace-write\"",
         "sandbox.engine" => "\"auto\", \"namespaces\", \"landlock\", \"bwrap\" or \"none\"",
         "sandbox.workspace" => "a string (a directory path; the run's cwd when unset)",
