@@ -384,7 +384,12 @@ pub struct JobStartArgs {
     #[arg(long)]
     pub json: bool,
     /// The command (after --).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     pub command: Vec<String>,
 }
 

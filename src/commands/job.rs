@@ -30,7 +30,10 @@ pub fn command(c: JobCommand) -> i32 {
         }
         Err(e) => {
             if json {
-                out(&format!("{}\n", serde_json::json!({ "error": e.to_string() })));
+                out(&format!(
+                    "{}\n",
+                    serde_json::json!({ "error": e.to_string() })
+                ));
             } else {
                 err(&format!("agentbash: {e}\n"));
             }
@@ -89,7 +92,11 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
                 ));
             }
             // The cursor for the next read, where a script can find it without JSON.
-            err(&format!("[next cursor: {}; {}]\n", chunk.next, r.state.word()));
+            err(&format!(
+                "[next cursor: {}; {}]\n",
+                chunk.next,
+                r.state.word()
+            ));
             if !shown.is_empty() && !shown.ends_with('\n') && !r.state.running() {
                 shown.push('\n');
             }
@@ -101,11 +108,9 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
             let r = jobs.find(&name)?;
             let mut bytes = text.unwrap_or_default().into_bytes();
             for k in &keys {
-                bytes.extend(jobs::key_bytes(k).map_err(|e| {
-                    JobError::NotRunning {
-                        job: r.id.clone(),
-                        what: format!("cannot be sent that: {e}"),
-                    }
+                bytes.extend(jobs::key_bytes(k).map_err(|e| JobError::NotRunning {
+                    job: r.id.clone(),
+                    what: format!("cannot be sent that: {e}"),
                 })?);
             }
             jobs.send(&r, &bytes)?;
@@ -143,9 +148,8 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
 }
 
 fn start(jobs: &Jobs, a: JobStartArgs) -> Result<Answer, JobError> {
-    let profile = super::load_profile(a.profile.as_deref()).map_err(|_| {
-        JobError::Io(std::io::Error::other("the profile could not be loaded"))
-    })?;
+    let profile = super::load_profile(a.profile.as_deref())
+        .map_err(|_| JobError::Io(std::io::Error::other("the profile could not be loaded")))?;
     let spec = jobs::JobSpec {
         command: a.command.join(" "),
         name: a.name,

@@ -83,7 +83,9 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
         }
     };
     let engine = std::sync::Arc::new(engine);
-    let served = runtime.block_on(crate::server::mcp::serve_stdio(std::sync::Arc::clone(&engine)));
+    let served = runtime.block_on(crate::server::mcp::serve_stdio(std::sync::Arc::clone(
+        &engine,
+    )));
     // A run that ignores cancellation must not keep the process alive after EOF.
     runtime.shutdown_timeout(std::time::Duration::from_secs(3));
     engine.stop_owned_jobs();

@@ -2,7 +2,7 @@
 //! `background` and the `job_*` tools): typed arguments parsed from JSON, answered
 //! with the same JSON the CLI's `--json` prints, plus a `text` for a model to read.
 
-use super::{JobError, JobRecord, Jobs, JobSpec, Readiness, State};
+use super::{JobError, JobRecord, JobSpec, Jobs, Readiness, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -139,7 +139,10 @@ pub fn output(jobs: &Jobs, a: OutputArgs) -> Result<Value, JobError> {
     let out = String::from_utf8_lossy(&c.bytes).into_owned();
     let mut text = crate::output::sanitize::sanitize(&c.bytes);
     if c.dropped > 0 {
-        text.insert_str(0, &format!("[{} bytes rotated out of the log before this]\n", c.dropped));
+        text.insert_str(
+            0,
+            &format!("[{} bytes rotated out of the log before this]\n", c.dropped),
+        );
     }
     text.push_str(&format!(
         "\n[{}; next cursor {}{}]",

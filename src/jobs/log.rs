@@ -246,7 +246,8 @@ mod tests {
     fn a_reader_left_behind_is_told_how_much_it_lost() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = LogWriter::create(dir.path(), 2 * MIN_SEGMENT).unwrap();
-        w.append(&vec![b'x'; 5 * MIN_SEGMENT as usize + 10]).unwrap();
+        w.append(&vec![b'x'; 5 * MIN_SEGMENT as usize + 10])
+            .unwrap();
         let c = read(dir.path(), 2 * MIN_SEGMENT, 0, usize::MAX);
         assert_eq!(c.dropped, 4 * MIN_SEGMENT);
         assert_eq!(c.bytes.len() as u64, MIN_SEGMENT + 10);

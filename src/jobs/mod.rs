@@ -188,7 +188,11 @@ impl JobError {
 
 /// `job://3 web  ready  python3 -m http.server 8765`.
 pub fn one_line(r: &JobRecord) -> String {
-    let name = r.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
+    let name = r
+        .name
+        .as_deref()
+        .map(|n| format!(" {n}"))
+        .unwrap_or_default();
     let mut state = r.state.word().to_string();
     if let Some(c) = r.exit_code {
         state.push_str(&format!(" {c}"));
@@ -208,8 +212,7 @@ pub fn one_line(r: &JobRecord) -> String {
 
 fn valid_name(n: &str) -> bool {
     (1..=64).contains(&n.len())
-        && n
-            .chars()
+        && n.chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
         && !n.chars().all(|c| c.is_ascii_digit())
 }
@@ -266,7 +269,8 @@ impl Jobs {
     pub fn read(&self, number: u64) -> Option<JobRecord> {
         let dir = self.dir(number);
         fsguard::check_dir(&dir).ok()?;
-        let text = fsguard::read_text(&dir.join("state.json"), MAX_RECORD_BYTES, Links::Refuse).ok()?;
+        let text =
+            fsguard::read_text(&dir.join("state.json"), MAX_RECORD_BYTES, Links::Refuse).ok()?;
         serde_json::from_str::<JobRecord>(&text)
             .ok()
             .filter(|r| r.number == number)
@@ -303,10 +307,7 @@ impl Jobs {
             return r;
         }
         if let Some(marker) = &r.marker {
-            crate::process::spawn::kill_orphans(
-                marker,
-                r.leader.map(|l| (l.pid, l.started)),
-            );
+            crate::process::spawn::kill_orphans(marker, r.leader.map(|l| (l.pid, l.started)));
         }
         r.state = State::Lost;
         r.reason = Some("supervisor gone".into());
@@ -411,7 +412,9 @@ impl Jobs {
             }
             if !supervisor.alive() {
                 // It may have written its last state right before it went.
-                let r = self.read(number).ok_or_else(|| JobError::NotFound(format!("job://{number}")))?;
+                let r = self
+                    .read(number)
+                    .ok_or_else(|| JobError::NotFound(format!("job://{number}")))?;
                 let r = if r.state.running() { self.check(r) } else { r };
                 return Ok(self.started(r));
             }
@@ -436,13 +439,24 @@ impl Jobs {
 
     /// The last `lines` lines of a job's output, as text.
     pub fn tail_text(&self, r: &JobRecord, lines: usize) -> String {
-        let c = log::tail(&self.dir(r.number), r.log_max_bytes, lines, DEFAULT_READ_BYTES);
+        let c = log::tail(
+            &self.dir(r.number),
+            r.log_max_bytes,
+            lines,
+            DEFAULT_READ_BYTES,
+        );
         crate::output::sanitize::sanitize(&c.bytes)
     }
 
     /// Output from `cursor` (`None`: from the start of what is kept), waiting up to
     /// `wait` for some when there is none yet and the job runs.
-    pub fn output(&self, r: &JobRecord, cursor: Option<u64>, wait: Duration, max: usize) -> (JobRecord, log::Chunk) {
+    pub fn output(
+        &self,
+        r: &JobRecord,
+        cursor: Option<u64>,
+        wait: Duration,
+        max: usize,
+    ) -> (JobRecord, log::Chunk) {
         let dir = self.dir(r.number);
         let deadline = Instant::now() + wait;
         let mut r = r.clone();
@@ -460,7 +474,12 @@ impl Jobs {
 
     /// Write `bytes` to a job's terminal or stdin.
     pub fn send(&self, r: &JobRecord, bytes: &[u8]) -> Result<(), JobError> {
-        let reply = self.ask(r, &supervise::Request::Send { bytes: bytes.to_vec() })?;
+        let reply = self.ask(
+            r,
+            &supervise::Request::Send {
+                bytes: bytes.to_vec(),
+            },
+        )?;
         reply.error.map_or(Ok(()), |e| {
             Err(JobError::NotRunning {
                 job: r.id.clone(),

@@ -88,7 +88,8 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// The supervisor's life; returns its exit code.
 pub fn main(dir: &Path) -> i32 {
     spawn::on_stop_signals(on_signal);
-    let read = |name: &str| fsguard::read_text(&dir.join(name), super::MAX_RECORD_BYTES, Links::Refuse);
+    let read =
+        |name: &str| fsguard::read_text(&dir.join(name), super::MAX_RECORD_BYTES, Links::Refuse);
     let (Ok(spec), Ok(record)) = (read("spec.json"), read("state.json")) else {
         return crate::exit::FAILURE;
     };
@@ -158,10 +159,14 @@ impl<'d> Supervisor<'d> {
             .transpose()
             .map_err(|e| (crate::exit::USAGE, format!("--ready: {e}")))?;
         let req = super::run_request(spec);
-        let launch = crate::pipeline::job_launch(&req, &profile).map_err(|r| (r.exit, r.message))?;
+        let launch =
+            crate::pipeline::job_launch(&req, &profile).map_err(|r| (r.exit, r.message))?;
         let _ = std::fs::remove_file(dir.join("ctl.sock"));
-        let listener = UnixListener::bind(dir.join("ctl.sock")).map_err(|e| failed(format!("ctl.sock: {e}")))?;
-        listener.set_nonblocking(true).map_err(|e| failed(e.to_string()))?;
+        let listener = UnixListener::bind(dir.join("ctl.sock"))
+            .map_err(|e| failed(format!("ctl.sock: {e}")))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| failed(e.to_string()))?;
         let group = crate::process::cgroup::RunGroup::create();
         let spawned = if spec.pty {
             let (master, slave) = spawn::open_pty().map_err(failed)?;
@@ -182,12 +187,22 @@ impl<'d> Supervisor<'d> {
             } else {
                 (ChildIo::Null, None)
             };
-            spawn::spawn_in(&launch.spec, group.as_ref(), stdin, ChildIo::Fd(w), ChildIo::Fd(w2))
-                .map(|c| (c, r, input, None))
+            spawn::spawn_in(
+                &launch.spec,
+                group.as_ref(),
+                stdin,
+                ChildIo::Fd(w),
+                ChildIo::Fd(w2),
+            )
+            .map(|c| (c, r, input, None))
         };
         let (child, output, input, screen) = spawned.map_err(|e| {
             (
-                if spawn::is_bad_cwd(&e) { crate::exit::FAILURE } else { 127 },
+                if spawn::is_bad_cwd(&e) {
+                    crate::exit::FAILURE
+                } else {
+                    127
+                },
                 format!("cannot start {}: {e}", launch.spec.program.display()),
             )
         })?;
@@ -233,9 +248,9 @@ impl<'d> Supervisor<'d> {
             } else {
                 Duration::from_millis(200)
             };
-            let tick = self
-                .deadline
-                .map_or(tick, |d| tick.min(d.saturating_duration_since(Instant::now())));
+            let tick = self.deadline.map_or(tick, |d| {
+                tick.min(d.saturating_duration_since(Instant::now()))
+            });
             poll_fds(
                 &[
                     self.output.as_ref().map(|f| f.as_fd()),
@@ -266,13 +281,21 @@ impl<'d> Supervisor<'d> {
                 self.drain(&mut buf, record, log);
                 use std::os::unix::process::ExitStatusExt;
                 record.exit_code = status.code();
-                record.signal = status.signal().map(|s| crate::exit::signal_name(s).to_string());
+                record.signal = status
+                    .signal()
+                    .map(|s| crate::exit::signal_name(s).to_string());
                 self.end(record, log, State::Exited, None, None);
                 return;
             }
             if self.deadline.is_some_and(|d| Instant::now() >= d) {
                 let ttl = record.ttl.unwrap_or(0);
-                self.end(record, log, State::Killed, Some(format!("ttl ({ttl} s)")), None);
+                self.end(
+                    record,
+                    log,
+                    State::Killed,
+                    Some(format!("ttl ({ttl} s)")),
+                    None,
+                );
                 return;
             }
             let sig = STOP_SIGNAL.load(Ordering::SeqCst);
@@ -344,7 +367,10 @@ impl<'d> Supervisor<'d> {
             && last.elapsed() < Duration::from_millis(250)
             && start.elapsed() < Duration::from_secs(2)
         {
-            poll_fds(&[self.output.as_ref().map(|f| f.as_fd())], Duration::from_millis(20));
+            poll_fds(
+                &[self.output.as_ref().map(|f| f.as_fd())],
+                Duration::from_millis(20),
+            );
             let before = log.written();
             self.read_output(buf, record, log);
             if log.written() != before {
@@ -419,8 +445,7 @@ impl<'d> Supervisor<'d> {
         answer: Option<UnixStream>,
     ) {
         let group = self.group.take();
-        let teardown =
-            Teardown::new(self.child.id() as i32, &self.marker).in_group(group.as_ref());
+        let teardown = Teardown::new(self.child.id() as i32, &self.marker).in_group(group.as_ref());
         let killing = state == State::Killed;
         teardown.terminate(self.grace, killing);
         if killing {
@@ -428,7 +453,9 @@ impl<'d> Supervisor<'d> {
             if let Ok(status) = self.child.wait() {
                 use std::os::unix::process::ExitStatusExt;
                 record.exit_code = status.code();
-                record.signal = status.signal().map(|s| crate::exit::signal_name(s).to_string());
+                record.signal = status
+                    .signal()
+                    .map(|s| crate::exit::signal_name(s).to_string());
             }
             self.drain(&mut buf, record, log);
         }

@@ -923,7 +923,10 @@ fn shape(
             r.exit_code = Some(exit::TIMEOUT);
             (
                 exit::TIMEOUT,
-                Some(format!("[No output for {}; stopped]", count(secs, "second"))),
+                Some(format!(
+                    "[No output for {}; stopped]",
+                    count(secs, "second")
+                )),
             )
         }
         End::Cancelled(sig) => {
@@ -1258,8 +1261,7 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
     let refused = JobRefusal::from;
     let shell = refusal(req, &plan, &mut g).map_err(refused)?;
     let limit = Duration::from_secs(plan.timeout.effective);
-    let mut state =
-        session_state(req, &plan, &shell, &cancel, limit, &mut g).map_err(refused)?;
+    let mut state = session_state(req, &plan, &shell, &cancel, limit, &mut g).map_err(refused)?;
     let cwd = working_dir(req, &plan, &state, &mut g).map_err(refused)?;
     let sandbox = confinement(&plan, &cwd, &state, &mut g).map_err(refused)?;
     let launch = launch(
@@ -1281,7 +1283,9 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
 /// command is answered at once.
 pub fn job_refusal(req: &RunRequest, plan: &Plan) -> Result<(), JobRefusal> {
     let mut g = Gathered::default();
-    refusal(req, plan, &mut g).map(drop).map_err(JobRefusal::from)
+    refusal(req, plan, &mut g)
+        .map(drop)
+        .map_err(JobRefusal::from)
 }
 
 impl From<Stop> for JobRefusal {

@@ -38,9 +38,16 @@ impl Engine {
     }
 
     /// Answer a job request (see [`Backend::job`]).
-    pub fn job_call(&self, kind: &str, args: serde_json::Value) -> Result<serde_json::Value, String> {
+    pub fn job_call(
+        &self,
+        kind: &str,
+        args: serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
         use crate::jobs::calls;
-        fn parse<T: serde::de::DeserializeOwned>(kind: &str, v: serde_json::Value) -> Result<T, String> {
+        fn parse<T: serde::de::DeserializeOwned>(
+            kind: &str,
+            v: serde_json::Value,
+        ) -> Result<T, String> {
             serde_json::from_value(v).map_err(|e| format!("invalid {kind} request: {e}"))
         }
         let jobs = crate::jobs::Jobs::open().map_err(|e| e.to_string())?;
@@ -93,7 +100,8 @@ impl Engine {
         cancel: &CancelToken,
         on_output: &mut dyn FnMut(&str),
     ) -> Result<RunResult, String> {
-        let mut req = super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)?;
+        let mut req =
+            super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)?;
         if !call.server_tools.is_empty() {
             let mut tools = req
                 .tools

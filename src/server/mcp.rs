@@ -537,7 +537,10 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             BASH_TOOL => self.call_bash(request.arguments, context).await,
             READ_ARTIFACT_TOOL => self.call_read_artifact(request.arguments).await,
             name if JOB_TOOLS.contains(&name) => {
-                let kind = JOB_TOOLS.into_iter().find(|t| *t == name).unwrap_or("job_list");
+                let kind = JOB_TOOLS
+                    .into_iter()
+                    .find(|t| *t == name)
+                    .unwrap_or("job_list");
                 let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
                 self.call_job(kind, args).await
             }
@@ -579,7 +582,12 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
         bash_description.push_str(profile_description);
     }
 
-    let job_tool = |name: &'static str, title: &'static str, description: &'static str, schema: Result<Arc<JsonObject>, String>, read_only: bool| -> anyhow::Result<Tool> {
+    let job_tool = |name: &'static str,
+                    title: &'static str,
+                    description: &'static str,
+                    schema: Result<Arc<JsonObject>, String>,
+                    read_only: bool|
+     -> anyhow::Result<Tool> {
         let schema = schema.map_err(|error| anyhow::anyhow!("{name} tool schema: {error}"))?;
         Ok(Tool::new(name, description, schema)
             .with_title(title)
