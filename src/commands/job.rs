@@ -84,7 +84,13 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
                 "end": chunk.end,
                 "more": chunk.next < chunk.end,
             });
-            let mut shown = text;
+            // Exact bytes into a pipe (cursor reads join up); a terminal is shown them
+            // sanitized, never the job's escape sequences.
+            let mut shown = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                crate::output::sanitize::sanitize(&chunk.bytes)
+            } else {
+                text
+            };
             if chunk.dropped > 0 {
                 err(&format!(
                     "agentbash: {} bytes before this were rotated out of the log (jobs.log_max_bytes)\n",

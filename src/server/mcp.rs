@@ -1,8 +1,10 @@
 //! `agentbash mcp`: a Model Context Protocol server on stdio (docs/PROTOCOL.md).
 //!
-//! Stock MCP clients (desktop, IDE and CLI agents) get two tools: `bash`, whose text
-//! content is the result's `text` and whose structured content is the whole result,
-//! and `read_artifact`, which pages through the full output of a run that was cut.
+//! Stock MCP clients (desktop, IDE and CLI agents) get `bash`, whose text content is
+//! the result's `text` and whose structured content is the whole result (with
+//! `background: true`, it starts a job instead), `read_artifact`, which pages through
+//! the full output of a run that was cut, and the job tools `job_output`, `job_send`,
+//! `job_stop` and `job_list`.
 //! This module speaks the protocol (through the official SDK, `rmcp`) and nothing
 //! else: running commands is the [`Backend`]'s job, on a blocking thread.
 //!
