@@ -424,7 +424,7 @@ impl Jobs {
                 return Ok(self.started(r));
             }
             std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(10));
+            pause = (pause * 2).min(Duration::from_millis(2));
         }
     }
 

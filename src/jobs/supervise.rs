@@ -66,7 +66,10 @@ pub fn spawn(dir: &Path, cwd: &Path) -> std::io::Result<ProcId> {
             "__supervise".into(),
             dir.display().to_string(),
         ],
-        env: std::env::vars().collect(),
+        // `vars()` would panic on a variable that is not UTF-8; such a one is left out.
+        env: std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect(),
         cwd: cwd.to_path_buf(),
         detached: true,
         ..Default::default()
