@@ -508,3 +508,41 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
     ]);
     out.assert_code(0);
 }
+
+#[test]
+fn the_sandbox_confines_a_job_as_it_confines_a_run() {
+    let env = TestEnv::new();
+    let run = env.run(&[
+        "run",
+        "--sandbox",
+        "read-only",
+        "--",
+        "touch probe-run; echo rc=$?",
+    ]);
+    if !run.stdout.contains("rc=1") {
+        eprintln!(
+            "skipped: the sandbox cannot enforce read-only here ({})",
+            run.stdout.trim()
+        );
+        return;
+    }
+    let (code, v) = job_json(
+        &env,
+        &[
+            "start",
+            "--sandbox",
+            "read-only",
+            "--name",
+            "boxed",
+            "--ready",
+            "done",
+            "--",
+            "touch probe-job; echo rc=$?; echo done; sleep 30",
+        ],
+    );
+    assert_eq!(code, Some(0), "{v}");
+    let out = job(&env, &["output", "boxed"]);
+    assert!(out.stdout.contains("rc=1"), "{}", out.stdout);
+    assert!(!env.work().join("probe-job").exists());
+    job(&env, &["stop", "boxed"]).assert_code(0);
+}
