@@ -7,7 +7,8 @@ Runs in a private AGENTBASH_STATE_DIR; every job it starts is stopped with `job 
 """
 import os, subprocess, sys, time, json, statistics, tempfile
 B = sys.argv[1]
-st = tempfile.mkdtemp(prefix="jobs-measure-")
+_dir = tempfile.TemporaryDirectory(prefix="jobs-measure-")
+st = _dir.name
 env = dict(os.environ, AGENTBASH_STATE_DIR=st)
 def run(*a):
     return subprocess.run([B, *a], env=env, capture_output=True, text=True)
