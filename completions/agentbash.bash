@@ -28,6 +28,9 @@ _agentbash() {
             agentbash,help)
                 cmd="agentbash__subcmd__help"
                 ;;
+            agentbash,job)
+                cmd="agentbash__subcmd__job"
+                ;;
             agentbash,man)
                 cmd="agentbash__subcmd__man"
                 ;;
@@ -106,6 +109,9 @@ _agentbash() {
             agentbash__subcmd__help,help)
                 cmd="agentbash__subcmd__help__subcmd__help"
                 ;;
+            agentbash__subcmd__help,job)
+                cmd="agentbash__subcmd__help__subcmd__job"
+                ;;
             agentbash__subcmd__help,man)
                 cmd="agentbash__subcmd__help__subcmd__man"
                 ;;
@@ -151,6 +157,27 @@ _agentbash() {
             agentbash__subcmd__help__subcmd__artifact,show)
                 cmd="agentbash__subcmd__help__subcmd__artifact__subcmd__show"
                 ;;
+            agentbash__subcmd__help__subcmd__job,__supervise)
+                cmd="agentbash__subcmd__help__subcmd__job__subcmd____supervise"
+                ;;
+            agentbash__subcmd__help__subcmd__job,gc)
+                cmd="agentbash__subcmd__help__subcmd__job__subcmd__gc"
+                ;;
+            agentbash__subcmd__help__subcmd__job,list)
+                cmd="agentbash__subcmd__help__subcmd__job__subcmd__list"
+                ;;
+            agentbash__subcmd__help__subcmd__job,output)
+                cmd="agentbash__subcmd__help__subcmd__job__subcmd__output"
+                ;;
+            agentbash__subcmd__help__subcmd__job,send)
+                cmd="agentbash__subcmd__help__subcmd__job__subcmd__send"
+                ;;
+            agentbash__subcmd__help__subcmd__job,start)
+                cmd="agentbash__subcmd__help__subcmd__job__subcmd__start"
+                ;;
+            agentbash__subcmd__help__subcmd__job,stop)
+                cmd="agentbash__subcmd__help__subcmd__job__subcmd__stop"
+                ;;
             agentbash__subcmd__help__subcmd__profile,check)
                 cmd="agentbash__subcmd__help__subcmd__profile__subcmd__check"
                 ;;
@@ -189,6 +216,54 @@ _agentbash() {
                 ;;
             agentbash__subcmd__help__subcmd__snapshot,show)
                 cmd="agentbash__subcmd__help__subcmd__snapshot__subcmd__show"
+                ;;
+            agentbash__subcmd__job,__supervise)
+                cmd="agentbash__subcmd__job__subcmd____supervise"
+                ;;
+            agentbash__subcmd__job,gc)
+                cmd="agentbash__subcmd__job__subcmd__gc"
+                ;;
+            agentbash__subcmd__job,help)
+                cmd="agentbash__subcmd__job__subcmd__help"
+                ;;
+            agentbash__subcmd__job,list)
+                cmd="agentbash__subcmd__job__subcmd__list"
+                ;;
+            agentbash__subcmd__job,output)
+                cmd="agentbash__subcmd__job__subcmd__output"
+                ;;
+            agentbash__subcmd__job,send)
+                cmd="agentbash__subcmd__job__subcmd__send"
+                ;;
+            agentbash__subcmd__job,start)
+                cmd="agentbash__subcmd__job__subcmd__start"
+                ;;
+            agentbash__subcmd__job,stop)
+                cmd="agentbash__subcmd__job__subcmd__stop"
+                ;;
+            agentbash__subcmd__job__subcmd__help,__supervise)
+                cmd="agentbash__subcmd__job__subcmd__help__subcmd____supervise"
+                ;;
+            agentbash__subcmd__job__subcmd__help,gc)
+                cmd="agentbash__subcmd__job__subcmd__help__subcmd__gc"
+                ;;
+            agentbash__subcmd__job__subcmd__help,help)
+                cmd="agentbash__subcmd__job__subcmd__help__subcmd__help"
+                ;;
+            agentbash__subcmd__job__subcmd__help,list)
+                cmd="agentbash__subcmd__job__subcmd__help__subcmd__list"
+                ;;
+            agentbash__subcmd__job__subcmd__help,output)
+                cmd="agentbash__subcmd__job__subcmd__help__subcmd__output"
+                ;;
+            agentbash__subcmd__job__subcmd__help,send)
+                cmd="agentbash__subcmd__job__subcmd__help__subcmd__send"
+                ;;
+            agentbash__subcmd__job__subcmd__help,start)
+                cmd="agentbash__subcmd__job__subcmd__help__subcmd__start"
+                ;;
+            agentbash__subcmd__job__subcmd__help,stop)
+                cmd="agentbash__subcmd__job__subcmd__help__subcmd__stop"
                 ;;
             agentbash__subcmd__profile,check)
                 cmd="agentbash__subcmd__profile__subcmd__check"
@@ -305,7 +380,7 @@ _agentbash() {
 
     case "${cmd}" in
         agentbash)
-            opts="-h -V --help --version run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help"
+            opts="-h -V --help --version run explain rpc mcp profile rules artifact session snapshot trust sandbox job completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -655,7 +730,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__help)
-            opts="run explain rpc mcp profile rules artifact session snapshot trust sandbox completions man help"
+            opts="run explain rpc mcp profile rules artifact session snapshot trust sandbox job completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -783,6 +858,118 @@ _agentbash() {
         agentbash__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__job)
+            opts="start output send stop list gc __supervise"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__job__subcmd____supervise)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__job__subcmd__gc)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__job__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__job__subcmd__output)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__job__subcmd__send)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__job__subcmd__start)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__job__subcmd__stop)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1104,6 +1291,322 @@ _agentbash() {
             ;;
         agentbash__subcmd__help__subcmd__trust)
             opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job)
+            opts="-h --help start output send stop list gc __supervise help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd____supervise)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__gc)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__help)
+            opts="start output send stop list gc __supervise help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__help__subcmd____supervise)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__help__subcmd__gc)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__help__subcmd__output)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__help__subcmd__send)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__help__subcmd__start)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__help__subcmd__stop)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__list)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__output)
+            opts="-h --cursor --wait --tail --screen --max-bytes --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --cursor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tail)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__send)
+            opts="-h --text --keys --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --text)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keys)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__start)
+            opts="-p -C -e -h --name --ready-port --ready --ready-timeout --pty --stdin --ttl --profile --cwd --sandbox --env --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ready-port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ready)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ready-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ttl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cwd)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=()
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o plusdirs
+                    fi
+                    return 0
+                    ;;
+                --sandbox)
+                    COMPREPLY=($(compgen -W "off read-only workspace-write" -- "${cur}"))
+                    return 0
+                    ;;
+                --env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -e)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__stop)
+            opts="-h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1969,11 +2472,11 @@ _agentbash_with_values() {
         fi
         case "$word" in
             --) dashdash=1; start=$((i + 1)) ;;
-            --color|--corpus|--cwd|--env|--format|--head|--mode|--profile|--sandbox|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) i+=1 ;;
+            --color|--corpus|--cursor|--cwd|--env|--format|--head|--keys|--max-bytes|--mode|--name|--profile|--ready|--ready-port|--ready-timeout|--sandbox|--session|--stderr|--tail|--text|--timeout|--tools|--ttl|--wait|-C|-e|-p|-s|-t) i+=1 ;;
             -*) ;;
             *)
                 case "$path/$word" in
-                    /run|/explain|/rpc|/mcp|/profile|/profile/list|/profile/show|/profile/check|/rules|/rules/list|/rules/test|/rules/check|/artifact|/artifact/list|/artifact/show|/artifact/path|/artifact/rm|/artifact/gc|/session|/session/list|/session/show|/session/rm|/snapshot|/snapshot/show|/snapshot/refresh|/snapshot/report|/trust|/sandbox|/sandbox/check|/completions|/man) path="$path/$word" ;;
+                    /run|/explain|/rpc|/mcp|/profile|/profile/list|/profile/show|/profile/check|/rules|/rules/list|/rules/test|/rules/check|/artifact|/artifact/list|/artifact/show|/artifact/path|/artifact/rm|/artifact/gc|/session|/session/list|/session/show|/session/rm|/snapshot|/snapshot/show|/snapshot/refresh|/snapshot/report|/trust|/sandbox|/sandbox/check|/job|/job/start|/job/output|/job/send|/job/stop|/job/list|/job/gc|/job/__supervise|/completions|/man) path="$path/$word" ;;
                     *) given+=1; [[ -z "$start" ]] && start=$i ;;
                 esac ;;
         esac
@@ -1981,7 +2484,7 @@ _agentbash_with_values() {
     if (( ! dashdash )); then
         case "$prev" in
             --profile|-p) _agentbash_profiles "$cur"; return 0 ;;
-            --color|--corpus|--cwd|--env|--format|--head|--mode|--profile|--sandbox|--session|--stderr|--tail|--timeout|--tools|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
+            --color|--corpus|--cursor|--cwd|--env|--format|--head|--keys|--max-bytes|--mode|--name|--profile|--ready|--ready-port|--ready-timeout|--sandbox|--session|--stderr|--tail|--text|--timeout|--tools|--ttl|--wait|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
         esac
     fi
     # After the first word of the shell command (or `--`) everything is the command's.

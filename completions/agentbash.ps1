@@ -36,6 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Inspect and refresh the snapshot of the user''s shell rc')
             [CompletionResult]::new('trust', 'trust', [CompletionResultType]::ParameterValue, 'Trust a project''s own profiles and rule packs (its .agentbash/), list or revoke trust')
             [CompletionResult]::new('sandbox', 'sandbox', [CompletionResultType]::ParameterValue, 'Report what the kernel sandbox can enforce on this machine')
+            [CompletionResult]::new('job', 'job', [CompletionResultType]::ParameterValue, 'Background jobs: dev servers, watchers, long builds and REPLs (job://N)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the roff man page')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -413,6 +414,116 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;sandbox;help;help' {
             break
         }
+        'agentbash;job' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start a command as a job and wait until it is ready (or has ended)')
+            [CompletionResult]::new('output', 'output', [CompletionResultType]::ParameterValue, 'Show a job''s output: from a cursor, the last lines, or a PTY job''s screen')
+            [CompletionResult]::new('send', 'send', [CompletionResultType]::ParameterValue, 'Type into a --pty job, or write to a --stdin job')
+            [CompletionResult]::new('stop', 'stop', [CompletionResultType]::ParameterValue, 'Stop a job and its whole process tree (TERM, grace, KILL)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List jobs (a job whose supervisor is gone is marked lost and its processes killed)')
+            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Stop every running job and remove the records of finished ones')
+            [CompletionResult]::new('__supervise', '__supervise', [CompletionResultType]::ParameterValue, 'A job''s supervisor (started by `job start`; not for people)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;job;start' {
+            [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'A name to refer to the job by (instead of job://N)')
+            [CompletionResult]::new('--ready-port', '--ready-port', [CompletionResultType]::ParameterName, 'Ready once this TCP port accepts and the job''s own processes hold the listener')
+            [CompletionResult]::new('--ready', '--ready', [CompletionResultType]::ParameterName, 'Ready once a line of output matches this regular expression')
+            [CompletionResult]::new('--ready-timeout', '--ready-timeout', [CompletionResultType]::ParameterName, 'Stop waiting for readiness after this many seconds (the job keeps running)')
+            [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'Stop it after this many seconds (default: the profile''s jobs.ttl)')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory')
+            [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Kernel sandbox for this job instead of the profile''s [sandbox] mode')
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
+            [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'Run it on a pseudo-terminal (a REPL, a full-screen program)')
+            [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'Keep a pipe to its stdin open for `job send`')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The answer as JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'agentbash;job;output' {
+            [CompletionResult]::new('--cursor', '--cursor', [CompletionResultType]::ParameterName, 'Read from this byte offset (the `next` of the previous read); default: from the start')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to this many seconds for output when there is none yet')
+            [CompletionResult]::new('--tail', '--tail', [CompletionResultType]::ParameterName, 'Only the last N lines')
+            [CompletionResult]::new('--max-bytes', '--max-bytes', [CompletionResultType]::ParameterName, 'Return at most this many bytes')
+            [CompletionResult]::new('--screen', '--screen', [CompletionResultType]::ParameterName, 'The screen of a --pty job, as text rows')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The answer as JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;job;send' {
+            [CompletionResult]::new('--text', '--text', [CompletionResultType]::ParameterName, 'Text to send (before the keys)')
+            [CompletionResult]::new('--keys', '--keys', [CompletionResultType]::ParameterName, 'Keys to send after the text: Enter, Tab, Esc, Space, Backspace, Up, Down, Left, Right, C-<letter>')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The answer as JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;job;stop' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The answer as JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;job;list' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The list as JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;job;gc' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The answer as JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;job;__supervise' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;job;help' {
+            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start a command as a job and wait until it is ready (or has ended)')
+            [CompletionResult]::new('output', 'output', [CompletionResultType]::ParameterValue, 'Show a job''s output: from a cursor, the last lines, or a PTY job''s screen')
+            [CompletionResult]::new('send', 'send', [CompletionResultType]::ParameterValue, 'Type into a --pty job, or write to a --stdin job')
+            [CompletionResult]::new('stop', 'stop', [CompletionResultType]::ParameterValue, 'Stop a job and its whole process tree (TERM, grace, KILL)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List jobs (a job whose supervisor is gone is marked lost and its processes killed)')
+            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Stop every running job and remove the records of finished ones')
+            [CompletionResult]::new('__supervise', '__supervise', [CompletionResultType]::ParameterValue, 'A job''s supervisor (started by `job start`; not for people)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'agentbash;job;help;start' {
+            break
+        }
+        'agentbash;job;help;output' {
+            break
+        }
+        'agentbash;job;help;send' {
+            break
+        }
+        'agentbash;job;help;stop' {
+            break
+        }
+        'agentbash;job;help;list' {
+            break
+        }
+        'agentbash;job;help;gc' {
+            break
+        }
+        'agentbash;job;help;__supervise' {
+            break
+        }
+        'agentbash;job;help;help' {
+            break
+        }
         'agentbash;completions' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
@@ -435,6 +546,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('snapshot', 'snapshot', [CompletionResultType]::ParameterValue, 'Inspect and refresh the snapshot of the user''s shell rc')
             [CompletionResult]::new('trust', 'trust', [CompletionResultType]::ParameterValue, 'Trust a project''s own profiles and rule packs (its .agentbash/), list or revoke trust')
             [CompletionResult]::new('sandbox', 'sandbox', [CompletionResultType]::ParameterValue, 'Report what the kernel sandbox can enforce on this machine')
+            [CompletionResult]::new('job', 'job', [CompletionResultType]::ParameterValue, 'Background jobs: dev servers, watchers, long builds and REPLs (job://N)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the roff man page')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -543,6 +655,37 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             break
         }
         'agentbash;help;sandbox;check' {
+            break
+        }
+        'agentbash;help;job' {
+            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start a command as a job and wait until it is ready (or has ended)')
+            [CompletionResult]::new('output', 'output', [CompletionResultType]::ParameterValue, 'Show a job''s output: from a cursor, the last lines, or a PTY job''s screen')
+            [CompletionResult]::new('send', 'send', [CompletionResultType]::ParameterValue, 'Type into a --pty job, or write to a --stdin job')
+            [CompletionResult]::new('stop', 'stop', [CompletionResultType]::ParameterValue, 'Stop a job and its whole process tree (TERM, grace, KILL)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List jobs (a job whose supervisor is gone is marked lost and its processes killed)')
+            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Stop every running job and remove the records of finished ones')
+            [CompletionResult]::new('__supervise', '__supervise', [CompletionResultType]::ParameterValue, 'A job''s supervisor (started by `job start`; not for people)')
+            break
+        }
+        'agentbash;help;job;start' {
+            break
+        }
+        'agentbash;help;job;output' {
+            break
+        }
+        'agentbash;help;job;send' {
+            break
+        }
+        'agentbash;help;job;stop' {
+            break
+        }
+        'agentbash;help;job;list' {
+            break
+        }
+        'agentbash;help;job;gc' {
+            break
+        }
+        'agentbash;help;job;__supervise' {
             break
         }
         'agentbash;help;completions' {

@@ -573,6 +573,148 @@ esac
     ;;
 esac
 ;;
+(job)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_agentbash__subcmd__job_commands" \
+"*::: :->job" \
+&& ret=0
+
+    case $state in
+    (job)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:agentbash-job-command-$line[1]:"
+        case $line[1] in
+            (start)
+_arguments "${_arguments_options[@]}" : \
+'--name=[A name to refer to the job by (instead of job\://N)]:NAME:_default' \
+'(--ready)--ready-port=[Ready once this TCP port accepts and the job'\''s own processes hold the listener]:PORT:_default' \
+'--ready=[Ready once a line of output matches this regular expression]:REGEX:_default' \
+'--ready-timeout=[Stop waiting for readiness after this many seconds (the job keeps running)]:SECS:_default' \
+'--ttl=[Stop it after this many seconds (default\: the profile'\''s jobs.ttl)]:SECS:_default' \
+'-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'-C+[Working directory, relative to the invoking directory]:DIR:_files -/' \
+'--cwd=[Working directory, relative to the invoking directory]:DIR:_files -/' \
+'--sandbox=[Kernel sandbox for this job instead of the profile'\''s \[sandbox\] mode]:MODE:((off\:"No sandbox\: the command runs with your rights"
+read-only\:"Nothing writable but a private TMPDIR; deny_read and network as in the profile"
+workspace-write\:"The working directory'\''s tree (or \[sandbox\] workspace) and \`writable\` too"))' \
+'*-e+[Extra environment variable for the command (repeatable)]:KEY=VALUE:_default' \
+'*--env=[Extra environment variable for the command (repeatable)]:KEY=VALUE:_default' \
+'--pty[Run it on a pseudo-terminal (a REPL, a full-screen program)]' \
+'(--pty)--stdin[Keep a pipe to its stdin open for \`job send\`]' \
+'--json[The answer as JSON]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'*::command -- The command (after --):_default' \
+&& ret=0
+;;
+(output)
+_arguments "${_arguments_options[@]}" : \
+'(--tail --screen)--cursor=[Read from this byte offset (the \`next\` of the previous read); default\: from the start]:C:_default' \
+'--wait=[Wait up to this many seconds for output when there is none yet]:SECS:_default' \
+'(--screen)--tail=[Only the last N lines]:N:_default' \
+'--max-bytes=[Return at most this many bytes]:BYTES:_default' \
+'--screen[The screen of a --pty job, as text rows]' \
+'--json[The answer as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':name -- The job\: job\://N, N or its name:_default' \
+&& ret=0
+;;
+(send)
+_arguments "${_arguments_options[@]}" : \
+'--text=[Text to send (before the keys)]:TEXT:_default' \
+'*--keys=[Keys to send after the text\: Enter, Tab, Esc, Space, Backspace, Up, Down, Left, Right, C-<letter>]:KEY:_default' \
+'--json[The answer as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':name -- The job\: job\://N, N or its name:_default' \
+&& ret=0
+;;
+(stop)
+_arguments "${_arguments_options[@]}" : \
+'--json[The answer as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':name -- The job\: job\://N, N or its name:_default' \
+&& ret=0
+;;
+(list)
+_arguments "${_arguments_options[@]}" : \
+'--json[The list as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(gc)
+_arguments "${_arguments_options[@]}" : \
+'--json[The answer as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(__supervise)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+':dir -- The job'\''s directory:_files' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_agentbash__subcmd__job__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:agentbash-job-help-command-$line[1]:"
+        case $line[1] in
+            (start)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(output)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(send)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(stop)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(list)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(gc)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(__supervise)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '-h[Print help]' \
@@ -786,6 +928,50 @@ _arguments "${_arguments_options[@]}" : \
     ;;
 esac
 ;;
+(job)
+_arguments "${_arguments_options[@]}" : \
+":: :_agentbash__subcmd__help__subcmd__job_commands" \
+"*::: :->job" \
+&& ret=0
+
+    case $state in
+    (job)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:agentbash-help-job-command-$line[1]:"
+        case $line[1] in
+            (start)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(output)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(send)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(stop)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(list)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(gc)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(__supervise)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -821,6 +1007,7 @@ _agentbash_commands() {
 'snapshot:Inspect and refresh the snapshot of the user'\''s shell rc' \
 'trust:Trust a project'\''s own profiles and rule packs (its .agentbash/), list or revoke trust' \
 'sandbox:Report what the kernel sandbox can enforce on this machine' \
+'job:Background jobs\: dev servers, watchers, long builds and REPLs (job\://N)' \
 'completions:Print a shell completion script' \
 'man:Print the roff man page' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -930,6 +1117,7 @@ _agentbash__subcmd__help_commands() {
 'snapshot:Inspect and refresh the snapshot of the user'\''s shell rc' \
 'trust:Trust a project'\''s own profiles and rule packs (its .agentbash/), list or revoke trust' \
 'sandbox:Report what the kernel sandbox can enforce on this machine' \
+'job:Background jobs\: dev servers, watchers, long builds and REPLs (job\://N)' \
 'completions:Print a shell completion script' \
 'man:Print the roff man page' \
 'help:Print this message or the help of the given subcommand(s)' \
@@ -986,6 +1174,54 @@ _agentbash__subcmd__help__subcmd__explain_commands() {
 _agentbash__subcmd__help__subcmd__help_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash help help commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__job_commands] )) ||
+_agentbash__subcmd__help__subcmd__job_commands() {
+    local commands; commands=(
+'start:Start a command as a job and wait until it is ready (or has ended)' \
+'output:Show a job'\''s output\: from a cursor, the last lines, or a PTY job'\''s screen' \
+'send:Type into a --pty job, or write to a --stdin job' \
+'stop:Stop a job and its whole process tree (TERM, grace, KILL)' \
+'list:List jobs (a job whose supervisor is gone is marked lost and its processes killed)' \
+'gc:Stop every running job and remove the records of finished ones' \
+'__supervise:A job'\''s supervisor (started by \`job start\`; not for people)' \
+    )
+    _describe -t commands 'agentbash help job commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd____supervise_commands] )) ||
+_agentbash__subcmd__help__subcmd__job__subcmd____supervise_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help job __supervise commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__gc_commands] )) ||
+_agentbash__subcmd__help__subcmd__job__subcmd__gc_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help job gc commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__list_commands] )) ||
+_agentbash__subcmd__help__subcmd__job__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help job list commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__output_commands] )) ||
+_agentbash__subcmd__help__subcmd__job__subcmd__output_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help job output commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__send_commands] )) ||
+_agentbash__subcmd__help__subcmd__job__subcmd__send_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help job send commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__start_commands] )) ||
+_agentbash__subcmd__help__subcmd__job__subcmd__start_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help job start commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__stop_commands] )) ||
+_agentbash__subcmd__help__subcmd__job__subcmd__stop_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help job stop commands' commands "$@"
 }
 (( $+functions[_agentbash__subcmd__help__subcmd__man_commands] )) ||
 _agentbash__subcmd__help__subcmd__man_commands() {
@@ -1119,6 +1355,109 @@ _agentbash__subcmd__help__subcmd__snapshot__subcmd__show_commands() {
 _agentbash__subcmd__help__subcmd__trust_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash help trust commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job_commands] )) ||
+_agentbash__subcmd__job_commands() {
+    local commands; commands=(
+'start:Start a command as a job and wait until it is ready (or has ended)' \
+'output:Show a job'\''s output\: from a cursor, the last lines, or a PTY job'\''s screen' \
+'send:Type into a --pty job, or write to a --stdin job' \
+'stop:Stop a job and its whole process tree (TERM, grace, KILL)' \
+'list:List jobs (a job whose supervisor is gone is marked lost and its processes killed)' \
+'gc:Stop every running job and remove the records of finished ones' \
+'__supervise:A job'\''s supervisor (started by \`job start\`; not for people)' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'agentbash job commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd____supervise_commands] )) ||
+_agentbash__subcmd__job__subcmd____supervise_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job __supervise commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__gc_commands] )) ||
+_agentbash__subcmd__job__subcmd__gc_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job gc commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__help_commands] )) ||
+_agentbash__subcmd__job__subcmd__help_commands() {
+    local commands; commands=(
+'start:Start a command as a job and wait until it is ready (or has ended)' \
+'output:Show a job'\''s output\: from a cursor, the last lines, or a PTY job'\''s screen' \
+'send:Type into a --pty job, or write to a --stdin job' \
+'stop:Stop a job and its whole process tree (TERM, grace, KILL)' \
+'list:List jobs (a job whose supervisor is gone is marked lost and its processes killed)' \
+'gc:Stop every running job and remove the records of finished ones' \
+'__supervise:A job'\''s supervisor (started by \`job start\`; not for people)' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'agentbash job help commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd____supervise_commands] )) ||
+_agentbash__subcmd__job__subcmd__help__subcmd____supervise_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job help __supervise commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__gc_commands] )) ||
+_agentbash__subcmd__job__subcmd__help__subcmd__gc_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job help gc commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__help_commands] )) ||
+_agentbash__subcmd__job__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job help help commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__list_commands] )) ||
+_agentbash__subcmd__job__subcmd__help__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job help list commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__output_commands] )) ||
+_agentbash__subcmd__job__subcmd__help__subcmd__output_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job help output commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__send_commands] )) ||
+_agentbash__subcmd__job__subcmd__help__subcmd__send_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job help send commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__start_commands] )) ||
+_agentbash__subcmd__job__subcmd__help__subcmd__start_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job help start commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__stop_commands] )) ||
+_agentbash__subcmd__job__subcmd__help__subcmd__stop_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job help stop commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__list_commands] )) ||
+_agentbash__subcmd__job__subcmd__list_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job list commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__output_commands] )) ||
+_agentbash__subcmd__job__subcmd__output_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job output commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__send_commands] )) ||
+_agentbash__subcmd__job__subcmd__send_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job send commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__start_commands] )) ||
+_agentbash__subcmd__job__subcmd__start_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job start commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__stop_commands] )) ||
+_agentbash__subcmd__job__subcmd__stop_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job stop commands' commands "$@"
 }
 (( $+functions[_agentbash__subcmd__man_commands] )) ||
 _agentbash__subcmd__man_commands() {

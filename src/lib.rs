@@ -30,6 +30,7 @@ pub mod executor;
 pub mod exit;
 pub mod fsguard;
 pub mod ids;
+pub mod jobs;
 pub mod output;
 pub mod paths;
 pub mod pipeline;

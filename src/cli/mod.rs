@@ -150,6 +150,9 @@ pub enum Command {
     /// Report what the kernel sandbox can enforce on this machine.
     #[command(subcommand)]
     Sandbox(Deferred<SandboxCommand>),
+    /// Background jobs: dev servers, watchers, long builds and REPLs (job://N).
+    #[command(subcommand)]
+    Job(Deferred<JobCommand>),
     /// Print a shell completion script.
     Completions {
         /// The shell to generate completions for.
@@ -271,6 +274,123 @@ pub enum SandboxCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// Start a command as a job and wait until it is ready (or has ended).
+    Start(JobStartArgs),
+    /// Show a job's output: from a cursor, the last lines, or a PTY job's screen.
+    Output {
+        /// The job: job://N, N or its name.
+        name: String,
+        /// Read from this byte offset (the `next` of the previous read); default: from the start.
+        #[arg(long, value_name = "C", conflicts_with_all = ["tail", "screen"])]
+        cursor: Option<u64>,
+        /// Wait up to this many seconds for output when there is none yet.
+        #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+        wait: f64,
+        /// Only the last N lines.
+        #[arg(long, value_name = "N", conflicts_with = "screen")]
+        tail: Option<usize>,
+        /// The screen of a --pty job, as text rows.
+        #[arg(long)]
+        screen: bool,
+        /// Return at most this many bytes.
+        #[arg(long, value_name = "BYTES", default_value_t = 65536)]
+        max_bytes: usize,
+        /// The answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Type into a --pty job, or write to a --stdin job.
+    Send {
+        /// The job: job://N, N or its name.
+        name: String,
+        /// Text to send (before the keys).
+        #[arg(long, value_name = "TEXT")]
+        text: Option<String>,
+        /// Keys to send after the text: Enter, Tab, Esc, Space, Backspace, Up, Down, Left, Right, C-<letter>.
+        #[arg(long, value_name = "KEY", num_args = 1..)]
+        keys: Vec<String>,
+        /// The answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a job and its whole process tree (TERM, grace, KILL).
+    Stop {
+        /// The job: job://N, N or its name.
+        name: String,
+        /// The answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List jobs (a job whose supervisor is gone is marked lost and its processes killed).
+    List {
+        /// The list as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop every running job and remove the records of finished ones.
+    Gc {
+        /// The answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A job's supervisor (started by `job start`; not for people).
+    #[command(name = "__supervise", hide = true)]
+    Supervise {
+        /// The job's directory.
+        dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct JobStartArgs {
+    /// A name to refer to the job by (instead of job://N).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Ready once this TCP port accepts and the job's own processes hold the listener.
+    #[arg(long, value_name = "PORT", conflicts_with = "ready")]
+    pub ready_port: Option<u16>,
+    /// Ready once a line of output matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub ready: Option<String>,
+    /// Stop waiting for readiness after this many seconds (the job keeps running).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub ready_timeout: f64,
+    /// Run it on a pseudo-terminal (a REPL, a full-screen program).
+    #[arg(long)]
+    pub pty: bool,
+    /// Keep a pipe to its stdin open for `job send`.
+    #[arg(long, conflicts_with = "pty")]
+    pub stdin: bool,
+    /// Stop it after this many seconds (default: the profile's jobs.ttl).
+    #[arg(long, value_name = "SECS")]
+    pub ttl: Option<u64>,
+    /// Profile name or path to a .toml file.
+    #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+    pub profile: Option<String>,
+    /// Working directory, relative to the invoking directory.
+    #[arg(short = 'C', long, value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub cwd: Option<PathBuf>,
+    /// Kernel sandbox for this job instead of the profile's [sandbox] mode.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxArg>,
+    /// Extra environment variable for the command (repeatable).
+    #[arg(short, long = "env", value_name = "KEY=VALUE", value_parser = parse_env_pair)]
+    pub env: Vec<(String, String)>,
+    /// The answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The command (after --).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -3,6 +3,7 @@
 
 pub mod artifact;
 pub mod explain;
+pub mod job;
 pub mod profile;
 pub mod rules;
 pub mod run;
@@ -35,6 +36,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Snapshot(c) => snapshot::command(c.0),
         Command::Trust(a) => trust::command(a.0),
         Command::Sandbox(c) => sandbox::command(c.0),
+        Command::Job(c) => job::command(c.0),
     }
 }
 
@@ -65,7 +67,8 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let engine = crate::server::engine::Engine::new(profile, cwd);
+    let mut engine = crate::server::engine::Engine::new(profile, cwd);
+    engine.profile_spec = args.profile.clone().unwrap_or_else(|| "default".into());
     if !mcp {
         return crate::server::rpc::serve(engine);
     }
@@ -79,9 +82,13 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
             return crate::exit::FAILURE;
         }
     };
-    let served = runtime.block_on(crate::server::mcp::serve_stdio(std::sync::Arc::new(engine)));
+    let engine = std::sync::Arc::new(engine);
+    let served = runtime.block_on(crate::server::mcp::serve_stdio(std::sync::Arc::clone(
+        &engine,
+    )));
     // A run that ignores cancellation must not keep the process alive after EOF.
     runtime.shutdown_timeout(std::time::Duration::from_secs(3));
+    engine.stop_owned_jobs();
     match served {
         Ok(()) => 0,
         Err(e) => {

@@ -25,6 +25,7 @@ pub struct Profile {
     pub render: RenderCfg,
     pub server: ServerCfg,
     pub sandbox: crate::sandbox::Policy,
+    pub jobs: JobsCfg,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -334,6 +335,35 @@ impl Default for ServerCfg {
     }
 }
 
+/// Background jobs (`agentbash job`, rpc `job_start`, mcp `bash` with `background`)
+/// and the foreground policies that lean on them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobsCfg {
+    /// Bytes of a job's output kept on disk; older output is rotated out.
+    pub log_max_bytes: u64,
+    /// Jobs running at once; the next start is refused.
+    pub max_running: usize,
+    /// Seconds a job may run before it is stopped (0: until stopped).
+    pub ttl: u64,
+    /// A foreground run that prints nothing for this many seconds is stopped (0: off).
+    pub idle_timeout: u64,
+}
+
+impl Default for JobsCfg {
+    fn default() -> Self {
+        JobsCfg {
+            log_max_bytes: 8 << 20,
+            max_running: 16,
+            ttl: 0,
+            idle_timeout: 0,
+        }
+    }
+}
+
+/// Highest `jobs.max_running`.
+pub const MAX_RUNNING_LIMIT: usize = 256;
+
 /// What the value of each key (dotted, e.g. `timeout.default`) must be, in words,
 /// for the errors that say a value has the wrong type.
 pub fn expected_type(key: &str) -> Option<&'static str> {
@@ -344,7 +374,7 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "description" => STRING,
         "extends" => "a string (the name or path of the profile to layer on)",
         "shell" | "env" | "timeout" | "output" | "artifacts" | "interceptor" | "guard" | "pty"
-        | "process" | "limits" | "render" | "server" | "sandbox" => "a table of settings",
+        | "process" | "limits" | "render" | "server" | "sandbox" | "jobs" => "a table of settings",
         "shell.path" => "a string (\"auto\" or the shell's path)",
         "shell.args" => STRINGS,
         "shell.prefix" => STRING,
@@ -383,6 +413,10 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "render.live" => "\"tail\", \"stream\" or \"off\"",
         "render.ci_annotations" => "\"auto\", \"always\" or \"never\"",
         "server.max_concurrent" => "a whole number of runs",
+        "jobs.log_max_bytes" => "a whole number of bytes (at least 8192)",
+        "jobs.max_running" => "a whole number of jobs (1-256)",
+        "jobs.ttl" => "a whole number of seconds (0: until stopped)",
+        "jobs.idle_timeout" => "a whole number of seconds (0: off)",
         "sandbox.mode" => "\"off\", \"read-only\" or \"workspace-write\"",
         "sandbox.engine" => "\"auto\", \"namespaces\", \"landlock\", \"bwrap\" or \"none\"",
         "sandbox.workspace" => "a string (a directory path; the start dir when unset)",
@@ -492,6 +526,23 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
                 format!("{entry:?} must be an absolute path or start with ~/"),
             );
         }
+    }
+    if p.jobs.log_max_bytes < 8192 {
+        bad(
+            "jobs",
+            "log_max_bytes",
+            format!("{} is too small: at least 8192 bytes", p.jobs.log_max_bytes),
+        );
+    }
+    if !(1..=MAX_RUNNING_LIMIT).contains(&p.jobs.max_running) {
+        bad(
+            "jobs",
+            "max_running",
+            format!(
+                "{} is out of range: must be 1-{MAX_RUNNING_LIMIT} jobs",
+                p.jobs.max_running
+            ),
+        );
     }
     if !(1..=MAX_CONCURRENT_LIMIT).contains(&p.server.max_concurrent) {
         bad(

@@ -585,6 +585,7 @@ impl LiveShell {
             cwd: job.cwd.to_path_buf(),
             limits: job.limits,
             sandbox: job.sandbox.clone(),
+            detached: false,
         };
         let group = RunGroup::create().map(Arc::new);
         if group.is_some() {
@@ -821,6 +822,7 @@ impl LiveShell {
         let mut exit_status = None;
         self.ended = None;
         let mut found_at = None;
+        let mut last_output = start;
         loop {
             emit(sink, &mut last_emit, false);
             let now = Instant::now();
@@ -845,7 +847,12 @@ impl LiveShell {
                 _ if scan.found.is_some() => None,
                 Some(sig) => Some(End::Cancelled(sig)),
                 None if now >= deadline => Some(End::TimedOut),
-                None => None,
+                None => match job.watch.idle {
+                    Some(idle) if now.duration_since(last_output) >= idle => {
+                        Some(End::Idle(idle.as_secs()))
+                    }
+                    _ => None,
+                },
             };
             if let Some(end) = reason {
                 stopped = Some(end);
@@ -874,7 +881,14 @@ impl LiveShell {
             }
             poll_fds(&[Some(fd), self.pidfd.as_ref().map(|f| f.as_fd())], wait);
             let budget = if sink.pending_full() { 0 } else { 8 * READ_BUF };
-            read_available(fd, &mut *buf, budget, |d| scan.feed(d, sink));
+            let mut got = false;
+            read_available(fd, &mut *buf, budget, |d| {
+                got = true;
+                scan.feed(d, sink)
+            });
+            if got {
+                last_output = Instant::now();
+            }
         }
         if let Some(s) = exit_status {
             // The shell died during the command: take what it printed (its EXIT trap

@@ -40,6 +40,9 @@ pub struct Watch<'a> {
     pub kill_grace: Duration,
     pub background: Background,
     pub cancel: &'a CancelToken,
+    /// `jobs.idle_timeout`: stop a run that has printed nothing for this long (a
+    /// pager, an editor, `watch` waiting on a terminal it does not have).
+    pub idle: Option<Duration>,
 }
 
 /// How a run ended, before it is shaped into a result.
@@ -48,6 +51,8 @@ pub enum End {
     Exited(i32),
     Signaled(i32),
     TimedOut,
+    /// Nothing printed for this many seconds (`jobs.idle_timeout`).
+    Idle(u64),
     Cancelled(i32),
     /// PTY kill key pressed.
     Killed,

@@ -180,6 +180,10 @@ pub fn run(
                 Some(End::Cancelled(sig))
             } else if now >= deadline {
                 Some(End::TimedOut)
+            } else if let Some(idle) = req.watch.idle
+                && now.duration_since(last_output) >= idle
+            {
+                Some(End::Idle(idle.as_secs()))
             } else {
                 None
             };

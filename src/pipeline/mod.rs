@@ -365,6 +365,7 @@ fn carry_out(
             kill_grace: Duration::from_millis(p.timeout.kill_grace_ms),
             background: p.process.background,
             cancel,
+            idle: Some(Duration::from_secs(p.jobs.idle_timeout)).filter(|d| !d.is_zero()),
         };
         let ran = execute_command(
             req, p, &plan, &state, &sandbox, &launch, live, watch, &mut sinks, on_event,
@@ -665,6 +666,7 @@ fn launch(
             cpu_seconds: p.limits.cpu_seconds,
         },
         sandbox: sandbox.confinement(),
+        detached: false,
     };
     Ok(Launch {
         spec,
@@ -929,6 +931,17 @@ fn shape(
                 Some(format!(
                     "[Command timed out after {}]",
                     count(plan.timeout.effective, "second")
+                )),
+            )
+        }
+        End::Idle(secs) => {
+            r.timed_out = true;
+            r.exit_code = Some(exit::TIMEOUT);
+            (
+                exit::TIMEOUT,
+                Some(format!(
+                    "[No output for {}; stopped]",
+                    count(secs, "second")
                 )),
             )
         }
@@ -1229,4 +1242,85 @@ mod tests {
             assert!(message.starts_with(want), "{req:?}: {message}");
         }
     }
+}
+
+/// A job's command made ready to spawn: the same plan, refusals, state, working
+/// directory and sandbox as a run's, stopped right before an executor would start
+/// it. Kept alive as long as the job runs (the sandbox's files, a spilled script).
+pub struct JobLaunch {
+    pub spec: SpawnSpec,
+    /// The run marker set in the command's environment.
+    pub marker: String,
+    pub cwd: PathBuf,
+    _state: crate::shell::state::Prepared,
+    _sandbox: sandbox::RunSandbox,
+    _script_file: Option<tempfile::NamedTempFile>,
+}
+
+/// Why a job's command did not get ready: the exit code a run would have had
+/// (2 usage, 77 refused, 125 failed) and what to tell the caller.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct JobRefusal {
+    pub exit: i32,
+    pub message: String,
+}
+
+/// Plan `req` and carry it out up to the spawn, for a job (see [`JobLaunch`]). The
+/// guard, a usage error, a bad cwd and the sandbox refuse exactly as for a run.
+pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch, JobRefusal> {
+    let plan = plan_with(req, profile, false);
+    job_refusal(req, &plan)?;
+    let p = &profile.profile;
+    let mut g = Gathered::default();
+    let cancel = CancelToken::new();
+    let refused = JobRefusal::from;
+    let shell = refusal(req, &plan, &mut g).map_err(refused)?;
+    let limit = Duration::from_secs(plan.timeout.effective);
+    let mut state = session_state(req, &plan, &shell, &cancel, limit, &mut g).map_err(refused)?;
+    let cwd = working_dir(req, &plan, &state, &mut g).map_err(refused)?;
+    let sandbox = confinement(&plan, &cwd, &state, &mut g).map_err(refused)?;
+    let launch = launch(
+        req, p, &plan, &mut state, &sandbox, &shell, &cwd, false, &mut g,
+    )
+    .map_err(refused)?;
+    Ok(JobLaunch {
+        spec: launch.spec,
+        marker: launch.marker,
+        cwd,
+        _state: state,
+        _sandbox: sandbox,
+        _script_file: launch._script_file,
+    })
+}
+
+/// The refusals of [`job_launch`] that need nothing prepared (usage, rule packs, the
+/// guard): what a caller checks before it starts a job's supervisor, so a refused
+/// command is answered at once.
+pub fn job_refusal(req: &RunRequest, plan: &Plan) -> Result<(), JobRefusal> {
+    let mut g = Gathered::default();
+    refusal(req, plan, &mut g)
+        .map(drop)
+        .map_err(JobRefusal::from)
+}
+
+impl From<Stop> for JobRefusal {
+    fn from(stop: Stop) -> Self {
+        match stop {
+            Stop::Fail(exit, message) => JobRefusal { exit, message },
+            Stop::Refused(_, message) => JobRefusal {
+                exit: exit::BLOCKED,
+                message,
+            },
+            Stop::NotStarted(_, message) => JobRefusal {
+                exit: exit::FAILURE,
+                message,
+            },
+        }
+    }
+}
+
+/// [`plan`] as a run makes it (no interception trace for rules that cannot apply).
+pub fn plan_run(req: &RunRequest, profile: &LoadedProfile) -> Plan {
+    plan_with(req, profile, false)
 }

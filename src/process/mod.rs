@@ -25,6 +25,9 @@ pub struct SpawnSpec {
     pub limits: Limits,
     /// The kernel sandbox the child enters right before it execs (`None`: none).
     pub sandbox: Option<Arc<crate::sandbox::Confinement>>,
+    /// Outlive agentbash: no parent-death signal (a job's supervisor, which must
+    /// survive the CLI that started it). Everything else is spawned bound to us.
+    pub detached: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -80,7 +80,8 @@ fn remember<T: PartialEq>(q: &mut VecDeque<T>, item: T) {
 }
 
 /// Field 22 of /proc/<pid>/stat: when the process started (also readable for zombies).
-fn start_time(pid: i32) -> Option<u64> {
+/// With the pid it names one process for good: a pid reused later starts later.
+pub fn start_time(pid: i32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &s[s.rfind(')')? + 2..];
     rest.split_ascii_whitespace().nth(19)?.parse().ok()
@@ -211,6 +212,8 @@ struct Launch {
     controlling_tty: bool,
     /// Entered last, right before exec; kept alive (its fds open) until then.
     sandbox: Option<std::sync::Arc<crate::sandbox::Confinement>>,
+    /// No parent-death signal (see [`SpawnSpec::detached`]).
+    detached: bool,
 }
 
 /// Spawn `spec` with the given stdio as a new session leader.
@@ -335,6 +338,7 @@ fn spawn_with(
         cgroup_fd: group.and_then(|g| g.dir_fd()),
         controlling_tty,
         sandbox: spec.sandbox.clone().filter(|s| s.prepared.is_active()),
+        detached: spec.detached,
     };
     let child = on_spawner_thread(launch)?;
     if let (Some(g), true) = (group, child.joined) {
@@ -484,6 +488,7 @@ struct ChildArgs {
     /// The sandbox to enter (null: none), and the step that failed there.
     sandbox: *const crate::sandbox::Prepared,
     sandbox_failed: std::cell::Cell<Option<crate::sandbox::ChildError>>,
+    detached: bool,
 }
 
 const CHILD_STACK: usize = 64 * 1024;
@@ -519,6 +524,7 @@ fn start(l: &Launch) -> std::io::Result<Child> {
             .as_deref()
             .map_or(std::ptr::null(), |s| &s.prepared as *const _),
         sandbox_failed: std::cell::Cell::new(None),
+        detached: l.detached,
     };
     // Namespaces are created by the clone itself: `unshare(CLONE_NEWUSER)` refuses a
     // process that shares its memory, and this child shares ours until it execs.
@@ -768,7 +774,7 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             fail(a);
         }
         #[cfg(target_os = "linux")]
-        {
+        if !a.detached {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
             if libc::getppid() != a.parent {
                 libc::_exit(125);
@@ -944,6 +950,44 @@ fn has_marker(pid: i32, marker: &[u8]) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))
         .map(|env| env.split(|&b| b == 0).any(|kv| kv == marker))
         .unwrap_or(false)
+}
+
+/// Every live process that carries run marker `marker_value` or is in the session
+/// `leader` leads (when `leader` is given), found by a /proc scan: what is left of a
+/// run whose agentbash is gone (a job whose supervisor was killed), and nobody
+/// else's — a marker is a hard-to-guess token, and a session id is only trusted
+/// with the leader's start time (see [`start_time`]).
+pub fn orphans_of(marker_value: &str, leader: Option<(i32, u64)>) -> Vec<i32> {
+    let marker = format!("{}={marker_value}", crate::process::RUN_MARKER).into_bytes();
+    let session = leader.filter(|&(pid, started)| start_time(pid) == Some(started));
+    all_procs()
+        .into_iter()
+        .filter(|p| session.is_some_and(|(l, _)| p.sid == l) || has_marker(p.pid, &marker))
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// SIGKILL what [`orphans_of`] finds, stopping each first (so none forks between the
+/// scan and the kill), until a scan finds nothing (bounded). Returns the pids killed.
+pub fn kill_orphans(marker_value: &str, leader: Option<(i32, u64)>) -> Vec<i32> {
+    let mut killed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let found = orphans_of(marker_value, leader);
+        if found.is_empty() || Instant::now() >= deadline {
+            return killed;
+        }
+        for &p in &found {
+            signal(p, libc::SIGSTOP);
+        }
+        for &p in &found {
+            signal(p, libc::SIGKILL);
+            if !killed.contains(&p) {
+                killed.push(p);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// A process tree to stop: with a run group the leader joined, every process in

@@ -29,6 +29,9 @@ pub struct BashCall {
     pub tools: Option<Vec<String>>,
     /// Sandbox mode for this call; refused unless `[sandbox] allow_override = true`.
     pub sandbox: Option<String>,
+    /// Tools the server itself offers (the MCP server's `job`, through `bash` with
+    /// `background`), declared to the interceptor on top of the caller's.
+    pub server_tools: Vec<String>,
 }
 
 /// What a finished run produced.
@@ -81,5 +84,12 @@ pub trait Backend: Send + Sync + 'static {
 
     /// A few lines telling the model what this profile does (limits, interception,
     /// artifacts) — used in the `bash` tool description.
+    /// A job request (`job_start`, `job_output`, `job_send`, `job_stop`, `job_list`)
+    /// with its JSON arguments; blocking. The answer carries a `text` for the model.
+    fn job(&self, kind: &str, args: serde_json::Value) -> Result<serde_json::Value, String> {
+        let _ = args;
+        Err(format!("{kind}: this server has no jobs"))
+    }
+
     fn describe(&self) -> String;
 }

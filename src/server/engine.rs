@@ -19,6 +19,10 @@ pub struct Engine {
     pub invoking_dir: PathBuf,
     /// Live shells kept per key and reused across requests (see `executor::live`).
     pub pool: ShellPool,
+    /// The profile as the server was told it (a job's supervisor loads it again).
+    pub profile_spec: String,
+    /// Jobs this server started, not detached: stopped when it exits.
+    owned_jobs: std::sync::Mutex<Vec<u64>>,
 }
 
 impl Engine {
@@ -28,6 +32,64 @@ impl Engine {
             profile,
             invoking_dir,
             pool: ShellPool::new(),
+            profile_spec: "default".into(),
+            owned_jobs: Default::default(),
+        }
+    }
+
+    /// Answer a job request (see [`Backend::job`]).
+    pub fn job_call(
+        &self,
+        kind: &str,
+        args: serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        use crate::jobs::calls;
+        fn parse<T: serde::de::DeserializeOwned>(
+            kind: &str,
+            v: serde_json::Value,
+        ) -> Result<T, String> {
+            serde_json::from_value(v).map_err(|e| format!("invalid {kind} request: {e}"))
+        }
+        let jobs = crate::jobs::Jobs::open().map_err(|e| e.to_string())?;
+        let answer = match kind {
+            "job_start" => {
+                let a: calls::StartArgs = parse(kind, args)?;
+                let detached = a.detached;
+                let (r, v) = calls::start(
+                    &jobs,
+                    &self.profile,
+                    &self.profile_spec,
+                    &self.invoking_dir,
+                    a,
+                )
+                .map_err(|e| e.to_string())?;
+                if !detached && r.state.running() {
+                    self.owned_jobs
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(r.number);
+                }
+                Ok(v)
+            }
+            "job_output" => calls::output(&jobs, parse(kind, args)?),
+            "job_send" => calls::send(&jobs, parse(kind, args)?),
+            "job_stop" => calls::stop(&jobs, parse(kind, args)?),
+            "job_list" => Ok(calls::list(&jobs)),
+            other => return Err(format!("unknown job request {other:?}")),
+        };
+        answer.map_err(|e| e.to_string())
+    }
+
+    /// Stop the jobs this server started without `detached` (it is exiting).
+    pub fn stop_owned_jobs(&self) {
+        let owned = std::mem::take(&mut *self.owned_jobs.lock().unwrap_or_else(|p| p.into_inner()));
+        let Ok(jobs) = crate::jobs::Jobs::open() else {
+            return;
+        };
+        for n in owned {
+            if let Some(r) = jobs.read(n) {
+                let _ = jobs.stop(&r, "server exit");
+            }
         }
     }
 
@@ -38,7 +100,16 @@ impl Engine {
         cancel: &CancelToken,
         on_output: &mut dyn FnMut(&str),
     ) -> Result<RunResult, String> {
-        let req = super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)?;
+        let mut req =
+            super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)?;
+        if !call.server_tools.is_empty() {
+            let mut tools = req
+                .tools
+                .take()
+                .unwrap_or_else(|| self.profile.profile.interceptor.tools.clone());
+            tools.extend(call.server_tools.iter().cloned());
+            req.tools = Some(tools);
+        }
         Ok(execute_with(
             &req,
             &self.profile,
@@ -199,6 +270,10 @@ impl Backend for Engine {
         limit: Option<usize>,
     ) -> Result<String, String> {
         self.read_artifact_lines(id, offset, limit)
+    }
+
+    fn job(&self, kind: &str, args: serde_json::Value) -> Result<serde_json::Value, String> {
+        self.job_call(kind, args)
     }
 
     fn describe(&self) -> String {

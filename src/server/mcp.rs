@@ -1,8 +1,10 @@
 //! `agentbash mcp`: a Model Context Protocol server on stdio (docs/PROTOCOL.md).
 //!
-//! Stock MCP clients (desktop, IDE and CLI agents) get two tools: `bash`, whose text
-//! content is the result's `text` and whose structured content is the whole result,
-//! and `read_artifact`, which pages through the full output of a run that was cut.
+//! Stock MCP clients (desktop, IDE and CLI agents) get `bash`, whose text content is
+//! the result's `text` and whose structured content is the whole result (with
+//! `background: true`, it starts a job instead), `read_artifact`, which pages through
+//! the full output of a run that was cut, and the job tools `job_output`, `job_send`,
+//! `job_stop` and `job_list`.
 //! This module speaks the protocol (through the official SDK, `rmcp`) and nothing
 //! else: running commands is the [`Backend`]'s job, on a blocking thread.
 //!
@@ -40,6 +42,11 @@ use super::{lenient, mcp_stdio};
 
 const BASH_TOOL: &str = "bash";
 const READ_ARTIFACT_TOOL: &str = "read_artifact";
+/// The job tools, each answered by [`Backend::job`] with the request of the same name.
+const JOB_TOOLS: [&str; 4] = ["job_output", "job_send", "job_stop", "job_list"];
+/// What this server offers for background launches, declared to the interceptor so
+/// its background rules point at `bash` with `background: true`.
+const OWN_TOOL_FOR_BACKGROUND: &str = "job";
 
 /// A progress message carries at most this much of the newest output: progress is for
 /// watching a run, the result carries the output, and a client that reads slowly must
@@ -140,7 +147,109 @@ struct BashArgs {
     tools: Option<Vec<String>>,
     /// Sandbox mode for this command: "off", "read-only" or "workspace-write". Refused unless the server's profile allows overrides; omit it to use the profile's.
     sandbox: Option<String>,
+    /// Start the command as a background job (dev servers, watchers, long builds, REPLs) and answer at once with its id (job://N); read it with `job_output`, type into it with `job_send`, stop it with `job_stop`.
+    background: Option<bool>,
+    /// Background only: a name to refer to the job by.
+    name: Option<String>,
+    /// Background only: answer once this TCP port accepts and the job's own processes listen on it.
+    ready_port: Option<u16>,
+    /// Background only: answer once a line of output matches this regular expression.
+    ready: Option<String>,
+    /// Background only: seconds to wait for readiness (default 30; the job keeps running after).
+    ready_timeout: Option<f64>,
+    /// Background only: run on a pseudo-terminal (REPLs, full-screen programs), for `job_send` keys and `job_output` `screen`.
+    pty: Option<bool>,
+    /// Background only: keep a pipe to the job's stdin open for `job_send`.
+    stdin: Option<bool>,
+    /// Background only: seconds before the job is stopped (default: the profile's jobs.ttl).
+    ttl: Option<u64>,
+    /// Background only: keep the job running after this server exits (by default it is stopped then).
+    detached: Option<bool>,
 }
+
+impl BashArgs {
+    /// The `job_start` arguments of a `background: true` call.
+    fn job_start(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({ "command": self.command });
+        let o = v.as_object_mut().expect("an object");
+        let mut put = |k: &str, x: serde_json::Value| {
+            if !x.is_null() {
+                o.insert(k.into(), x);
+            }
+        };
+        put("name", serde_json::json!(self.name));
+        put("ready_port", serde_json::json!(self.ready_port));
+        put("ready", serde_json::json!(self.ready));
+        put("ready_timeout", serde_json::json!(self.ready_timeout));
+        put("pty", serde_json::json!(self.pty));
+        put("stdin", serde_json::json!(self.stdin));
+        put("ttl", serde_json::json!(self.ttl));
+        put("cwd", serde_json::json!(self.cwd));
+        put("env", serde_json::json!(self.env));
+        put("detached", serde_json::json!(self.detached));
+        v
+    }
+}
+
+/// A job as the model names it: `job://3`, `3`, or its name.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars", inline)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum JobRefArg {
+    Number(u64),
+    Text(String),
+}
+
+/// The `job_output` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct JobOutputArgs {
+    /// The job: job://N, N or its name.
+    job: JobRefArg,
+    /// Byte offset to read from: the `next` of the previous answer (default: from the start of what is kept). Reads are exact: nothing lost, nothing repeated.
+    cursor: Option<u64>,
+    /// Seconds to wait for output when there is none yet (at most 60).
+    wait: Option<f64>,
+    /// Only the last N lines instead.
+    tail: Option<usize>,
+    /// The screen of a `pty` job as text rows instead.
+    screen: Option<bool>,
+    /// At most this many bytes (default 65536).
+    max_bytes: Option<usize>,
+}
+
+/// The `job_send` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct JobSendArgs {
+    /// The job: job://N, N or its name.
+    job: JobRefArg,
+    /// Text to type (sent before the keys).
+    text: Option<String>,
+    /// Keys to send after the text: Enter, Tab, Esc, Space, Backspace, Up, Down, Left, Right, C-<letter> (C-c interrupts).
+    keys: Option<Vec<String>>,
+}
+
+/// The `job_stop` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct JobStopArgs {
+    /// The job: job://N, N or its name.
+    job: JobRefArg,
+}
+
+/// The `job_list` tool takes no arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+struct JobListArgs {}
 
 impl From<BashArgs> for BashCall {
     fn from(args: BashArgs) -> Self {
@@ -154,6 +263,7 @@ impl From<BashArgs> for BashCall {
             session: args.session,
             tools: args.tools,
             sandbox: args.sandbox,
+            server_tools: Vec::new(),
         }
     }
 }
@@ -252,10 +362,15 @@ impl<B: Backend> McpServer<B> {
         arguments: Option<JsonObject>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let call: BashCall = match parse_arguments::<BashArgs>(BASH_TOOL, arguments) {
-            Ok(args) => args.into(),
+        let args = match parse_arguments::<BashArgs>(BASH_TOOL, arguments) {
+            Ok(args) => args,
             Err(error) => return tool_error(error.to_string()),
         };
+        if args.background == Some(true) {
+            return self.call_job("job_start", args.job_start()).await;
+        }
+        let mut call: BashCall = args.into();
+        call.server_tools = vec![OWN_TOOL_FOR_BACKGROUND.to_string()];
         // A bad request is answered now, not once a run slot frees.
         if let Err(message) = self.backend.check(&call) {
             return tool_error(message);
@@ -344,6 +459,25 @@ impl<B: Backend> McpServer<B> {
         }
     }
 
+    /// A job request on a blocking thread; the answer's `text` is the content.
+    async fn call_job(&self, kind: &'static str, args: serde_json::Value) -> CallToolResult {
+        let backend = Arc::clone(&self.backend);
+        let joined = tokio::task::spawn_blocking(move || backend.job(kind, args)).await;
+        match joined {
+            Ok(Ok(v)) => {
+                let text = v["text"].as_str().unwrap_or_default().to_string();
+                let failed = v["job"]["state"] == "lost"
+                    || (v["job"]["state"] == "exited" && v["job"]["exit_code"] != 0);
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content = Some(v);
+                result.is_error = Some(kind == "job_start" && failed);
+                result
+            }
+            Ok(Err(message)) => tool_error(message),
+            Err(error) => tool_error(format!("agentbash failed: {kind} did not finish ({error})")),
+        }
+    }
+
     async fn call_read_artifact(&self, arguments: Option<JsonObject>) -> CallToolResult {
         let parsed =
             parse_arguments::<ReadArtifactArgs>(READ_ARTIFACT_TOOL, arguments).and_then(|args| {
@@ -404,10 +538,18 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         let result = match request.name.as_ref() {
             BASH_TOOL => self.call_bash(request.arguments, context).await,
             READ_ARTIFACT_TOOL => self.call_read_artifact(request.arguments).await,
+            name if JOB_TOOLS.contains(&name) => {
+                let kind = JOB_TOOLS
+                    .into_iter()
+                    .find(|t| *t == name)
+                    .unwrap_or("job_list");
+                let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+                self.call_job(kind, args).await
+            }
             other => {
                 return Err(ErrorData::invalid_params(
                     format!(
-                        "unknown tool `{other}`; this server has `{BASH_TOOL}` and `{READ_ARTIFACT_TOOL}`"
+                        "unknown tool `{other}`; this server has `{BASH_TOOL}`, `{READ_ARTIFACT_TOOL}`, `job_output`, `job_send`, `job_stop` and `job_list`"
                     ),
                     None,
                 ));
@@ -442,7 +584,55 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
         bash_description.push_str(profile_description);
     }
 
-    Ok(vec![
+    let job_tool = |name: &'static str,
+                    title: &'static str,
+                    description: &'static str,
+                    schema: Result<Arc<JsonObject>, String>,
+                    read_only: bool|
+     -> anyhow::Result<Tool> {
+        let schema = schema.map_err(|error| anyhow::anyhow!("{name} tool schema: {error}"))?;
+        Ok(Tool::new(name, description, schema)
+            .with_title(title)
+            .with_annotations(
+                ToolAnnotations::new()
+                    .read_only(read_only)
+                    .destructive(!read_only)
+                    .idempotent(read_only)
+                    .open_world(false),
+            ))
+    };
+    let str_err = |e: &dyn std::fmt::Display| e.to_string();
+    let jobs = [
+        job_tool(
+            "job_output",
+            "Read a background job's output",
+            "Read the output of a background job started with `bash` and `background: true`: from `cursor` (the `next` of the previous answer; exact, nothing lost or repeated), waiting up to `wait` seconds for new output; or its last `tail` lines; or, for a `pty` job, its `screen` as text rows.",
+            schema_for_input::<JobOutputArgs>().map_err(|e| str_err(&e)),
+            true,
+        )?,
+        job_tool(
+            "job_send",
+            "Type into a background job",
+            "Send `text` and then `keys` (Enter, Tab, Esc, Up, Down, C-c, ...) to a background job started with `pty: true` (a REPL, a full-screen program) or `stdin: true`.",
+            schema_for_input::<JobSendArgs>().map_err(|e| str_err(&e)),
+            false,
+        )?,
+        job_tool(
+            "job_stop",
+            "Stop a background job",
+            "Stop a background job and its whole process tree (TERM, then KILL after a grace period); answers with its last output.",
+            schema_for_input::<JobStopArgs>().map_err(|e| str_err(&e)),
+            false,
+        )?,
+        job_tool(
+            "job_list",
+            "List background jobs",
+            "List background jobs: id, name, state (starting, ready, exited, killed, lost), pid and command.",
+            schema_for_input::<JobListArgs>().map_err(|e| str_err(&e)),
+            true,
+        )?,
+    ];
+    let mut tools = vec![
         Tool::new(BASH_TOOL, bash_description, bash_schema)
             .with_title("Run a shell command")
             .with_annotations(
@@ -470,7 +660,9 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
                 .idempotent(true)
                 .open_world(false),
         ),
-    ])
+    ];
+    tools.extend(jobs);
+    Ok(tools)
 }
 
 /// `schema` with each named property's `default` set (schemars writes `null` for an

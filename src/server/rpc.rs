@@ -410,9 +410,28 @@ pub fn serve(engine: Engine) -> i32 {
                     answer_unstarted(&engine, &out, &sched, job);
                 }
             }
+            Some(kind @ ("job_start" | "job_output" | "job_send" | "job_stop" | "job_list")) => {
+                let mut args = obj.clone();
+                args.remove("id");
+                args.remove("type");
+                let (engine, out, kind) = (Arc::clone(&engine), out.clone(), kind.to_string());
+                // Off the reader: a start waits for readiness, an output read for output.
+                threads.push(std::thread::spawn(move || {
+                    let answer = match engine.job_call(&kind, Value::Object(args)) {
+                        Ok(data) => {
+                            json!({"id": id, "type": "response", "command": kind, "success": true, "data": data})
+                        }
+                        Err(e) => {
+                            json!({"id": id, "type": "response", "command": kind, "success": false, "error": e})
+                        }
+                    };
+                    out.send(&answer);
+                }));
+                threads.retain(|t| !t.is_finished());
+            }
             Some(other) => out.error(
                 &id,
-                format!("unknown request type {other:?}: use \"bash\" or \"abort_bash\""),
+                format!("unknown request type {other:?}: use \"bash\", \"abort_bash\" or a job request (job_start, job_output, job_send, job_stop, job_list)"),
             ),
             None => out.error(&id, "missing `type`: use \"bash\" or \"abort_bash\""),
         }
@@ -428,6 +447,7 @@ pub fn serve(engine: Engine) -> i32 {
     for t in threads {
         let _ = t.join();
     }
+    engine.stop_owned_jobs();
     0
 }
 
@@ -442,6 +462,7 @@ fn bash_call(req: BashRequest) -> BashCall {
         session: req.session,
         tools: req.tools,
         sandbox: req.sandbox,
+        server_tools: Vec::new(),
     }
 }
 

@@ -478,6 +478,7 @@ fn generate(
         cwd,
         limits: Limits::default(),
         sandbox: confinement,
+        detached: false,
     };
     let spawned = crate::process::spawn::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null);
     let mut child = match spawned {

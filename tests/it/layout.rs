@@ -123,6 +123,7 @@ const LAYERS: &[&[&str]] = &[
     &["result"],
     &["executor"],
     &["pipeline"],
+    &["jobs"],
     &["render"],
     &["server"],
     &["cli"],

@@ -6,6 +6,7 @@ mod ecosystem;
 mod env;
 mod guard;
 mod intercept;
+mod jobs;
 mod layout;
 mod lift;
 mod mcp;

@@ -762,7 +762,16 @@ fn sigkill_of_agentbash_mcp_ends_the_run_in_flight() {
         return;
     }
     let env = TestEnv::new();
-    let mut mcp = Server::start(&env, &["mcp"]);
+    // The MCP server declares the tool `job` for its own `bash`, so the default pack
+    // would block these background launches (pointing at `background: true`): this
+    // test is about the teardown of the ones that got through.
+    std::fs::create_dir_all(env.config_dir().join("profiles")).expect("profiles dir");
+    std::fs::write(
+        env.config_dir().join("profiles/unintercepted.toml"),
+        "extends = \"default\"\n[interceptor]\nenabled = false\n",
+    )
+    .expect("write profile");
+    let mut mcp = Server::start(&env, &["mcp", "-p", "unintercepted"]);
     mcp.send(
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2024-11-05", "capabilities": {},

@@ -125,7 +125,7 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
     async def tools_listed() -> None:
         listing = await client.list_tools()
         tools = {tool.name: tool for tool in listing.tools}
-        assert set(tools) == {"bash", "read_artifact"}, sorted(tools)
+        assert set(tools) == {"bash", "read_artifact", "job_output", "job_send", "job_stop", "job_list"}, sorted(tools)
         bash_schema = field(tools["bash"], "input_schema", "inputSchema")
         properties = bash_schema["properties"]
         for name in BASH_PARAMS:
@@ -270,7 +270,50 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
         result = await client.call_tool("bash", {"command": "echo still here"})
         assert "still here" in text_of(result), text_of(result)
 
+    async def background_job() -> None:
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        started = await client.call_tool(
+            "bash",
+            {"command": f"python3 -m http.server {port}", "background": True, "ready_port": port, "name": f"web-{mode}"},
+        )
+        assert not is_error(started), text_of(started)
+        job = structured(started)["job"]
+        assert job["state"] == "ready", job
+        assert job["id"].startswith("job://"), job
+        fetched = await client.call_tool("bash", {"command": f"curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port}/"})
+        assert text_of(fetched).strip().startswith("200"), text_of(fetched)
+        output = await client.call_tool("job_output", {"job": job["id"], "cursor": 0, "wait": 2})
+        data = structured(output)
+        assert "GET / HTTP" in data["output"], data
+        assert data["next"] > 0, data
+        listed = structured(await client.call_tool("job_list", {}))
+        assert any(j["id"] == job["id"] and j["state"] == "ready" for j in listed["jobs"]), listed
+        stopped = await client.call_tool("job_stop", {"job": f"web-{mode}"})
+        assert structured(stopped)["job"]["state"] == "killed", structured(stopped)
+        assert not os.path.exists(f"/proc/{job['pid']}") or open(f"/proc/{job['pid']}/stat").read().split(") ")[1][0] == "Z"
+
+    async def a_background_launch_is_routed_to_the_job_tool() -> None:
+        result = await client.call_tool("bash", {"command": "nohup sleep 100 &"})
+        assert is_error(result), text_of(result)
+        assert "background: true" in text_of(result), text_of(result)
+
+    async def job_send_to_a_stdin_job() -> None:
+        started = structured(await client.call_tool("bash", {"command": "cat", "background": True, "stdin": True}))
+        job = started["job"]["id"]
+        sent = await client.call_tool("job_send", {"job": job, "text": "echo me\n"})
+        assert not is_error(sent), text_of(sent)
+        data = structured(await client.call_tool("job_output", {"job": job, "wait": 5}))
+        assert data["output"] == "echo me\n", data
+        await client.call_tool("job_stop", {"job": job})
+
     for name, body in [
+        ("bash background: a server started, read and stopped", background_job),
+        ("background launches point at bash background", a_background_launch_is_routed_to_the_job_tool),
+        ("job_send to a stdin job", job_send_to_a_stdin_job),
         ("server identity", server_identity),
         ("tools/list: both tools, every bash parameter described", tools_listed),
         ("bash `echo hi`", echo_hi),

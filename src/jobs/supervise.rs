@@ -1,0 +1,512 @@
+//! The supervisor: one small detached agentbash process per job (`agentbash job
+//! __supervise DIR`). It plans and spawns the job's command, owns its pipe or
+//! pseudo-terminal, logs its output, decides readiness, enforces the ttl, answers
+//! requests on `DIR/ctl.sock`, tears the job's tree down when it ends, and records
+//! every state change in `DIR/state.json`. It holds no output in memory beyond one
+//! read buffer, the current line (for `--ready`) and, for a PTY job, the screen.
+
+use super::{JobRecord, JobSpec, ProcId, State, log::LogWriter, now_ms, write_record};
+use crate::executor::{Read, pipe, poll_fds, read_some};
+use crate::fsguard::{self, Links};
+use crate::process::spawn::{self, ChildIo, Teardown};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+/// What a caller asks a supervisor, one JSON line on `ctl.sock`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum Request {
+    Send { bytes: Vec<u8> },
+    Screen,
+    Stop { reason: String },
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Reply {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<Vec<String>>,
+}
+
+/// Ask the supervisor of the job in `dir`; a stop is answered once the job is down.
+pub fn ask(dir: &Path, req: &Request) -> std::io::Result<Reply> {
+    let mut s = UnixStream::connect(dir.join("ctl.sock"))?;
+    s.set_read_timeout(Some(Duration::from_secs(20)))?;
+    let mut line = serde_json::to_vec(req).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    s.write_all(&line)?;
+    let mut answer = String::new();
+    std::io::BufReader::new(s.take_bounded()).read_line(&mut answer)?;
+    serde_json::from_str(&answer).map_err(std::io::Error::other)
+}
+
+trait TakeBounded {
+    fn take_bounded(self) -> std::io::Take<UnixStream>;
+}
+
+impl TakeBounded for UnixStream {
+    fn take_bounded(self) -> std::io::Take<UnixStream> {
+        std::io::Read::take(self, 1 << 20)
+    }
+}
+
+/// Start the supervisor of the job in `dir` (detached: it outlives the caller).
+pub fn spawn(dir: &Path, cwd: &Path) -> std::io::Result<ProcId> {
+    let exe = std::env::current_exe()?;
+    let spec = crate::process::SpawnSpec {
+        program: exe,
+        args: vec![
+            "job".into(),
+            "__supervise".into(),
+            dir.display().to_string(),
+        ],
+        // `vars()` would panic on a variable that is not UTF-8; such a one is left out.
+        env: std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect(),
+        cwd: cwd.to_path_buf(),
+        detached: true,
+        ..Default::default()
+    };
+    let mut child = spawn::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null)?;
+    let pid = child.id() as i32;
+    let id = ProcId::of(pid).unwrap_or(ProcId { pid, started: 0 });
+    // Reaped when it ends, should this process (a server) still be there.
+    std::thread::spawn(move || child.wait());
+    Ok(id)
+}
+
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    STOP_SIGNAL.store(sig, Ordering::SeqCst);
+}
+
+/// The supervisor's life; returns its exit code.
+pub fn main(dir: &Path) -> i32 {
+    spawn::on_stop_signals(on_signal);
+    let read =
+        |name: &str| fsguard::read_text(&dir.join(name), super::MAX_RECORD_BYTES, Links::Refuse);
+    let (Ok(spec), Ok(record)) = (read("spec.json"), read("state.json")) else {
+        return crate::exit::FAILURE;
+    };
+    let (Ok(spec), Ok(mut record)) = (
+        serde_json::from_str::<JobSpec>(&spec),
+        serde_json::from_str::<JobRecord>(&record),
+    ) else {
+        return crate::exit::FAILURE;
+    };
+    record.supervisor = ProcId::of(std::process::id() as i32);
+    let Ok(mut log) = LogWriter::create(dir, record.log_max_bytes) else {
+        return crate::exit::FAILURE;
+    };
+    match Supervisor::start(dir, &spec, &mut record, &mut log) {
+        Ok(s) => s.run(&mut record, &mut log),
+        Err((code, message)) => {
+            let _ = log.append(format!("agentbash: {message}\n").as_bytes());
+            record.state = State::Exited;
+            record.exit_code = Some(code);
+            record.reason = Some(message);
+            record.ended_at_ms = Some(now_ms());
+            let _ = write_record(dir, &record);
+        }
+    }
+    let _ = std::fs::remove_file(dir.join("ctl.sock"));
+    0
+}
+
+struct Supervisor<'d> {
+    dir: &'d Path,
+    child: spawn::Child,
+    group: Option<crate::process::cgroup::RunGroup>,
+    marker: String,
+    output: Option<OwnedFd>,
+    /// Where `send` writes: the PTY master or the stdin pipe.
+    input: Option<OwnedFd>,
+    screen: Option<vt100::Parser>,
+    pidfd: Option<OwnedFd>,
+    listener: UnixListener,
+    ready_port: Option<u16>,
+    ready_regex: Option<regex::Regex>,
+    line: Vec<u8>,
+    deadline: Option<Instant>,
+    grace: Duration,
+    _launch: crate::pipeline::JobLaunch,
+}
+
+/// The longest partial line kept for `--ready` matching.
+const MAX_LINE: usize = 8192;
+
+impl<'d> Supervisor<'d> {
+    fn start(
+        dir: &'d Path,
+        spec: &JobSpec,
+        record: &mut JobRecord,
+        log: &mut LogWriter,
+    ) -> Result<Supervisor<'d>, (i32, String)> {
+        let failed = |e: String| (crate::exit::FAILURE, e);
+        let profile = crate::Lookup::new(spec.invoking_dir.clone())
+            .load(&spec.profile)
+            .map_err(|e| failed(e.to_string()))?;
+        let ready_regex = spec
+            .ready
+            .regex
+            .as_deref()
+            .map(regex::Regex::new)
+            .transpose()
+            .map_err(|e| (crate::exit::USAGE, format!("--ready: {e}")))?;
+        let req = super::run_request(spec);
+        let launch =
+            crate::pipeline::job_launch(&req, &profile).map_err(|r| (r.exit, r.message))?;
+        let _ = std::fs::remove_file(dir.join("ctl.sock"));
+        let listener = UnixListener::bind(dir.join("ctl.sock"))
+            .map_err(|e| failed(format!("ctl.sock: {e}")))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| failed(e.to_string()))?;
+        let group = crate::process::cgroup::RunGroup::create();
+        let spawned = if spec.pty {
+            let (master, slave) = spawn::open_pty().map_err(failed)?;
+            let pty = &profile.profile.pty;
+            let _ = spawn::set_window_size(master.as_fd(), pty.rows, pty.cols);
+            let child = spawn::spawn_on_tty(&launch.spec, group.as_ref(), slave);
+            let input = master.try_clone().ok();
+            set_nonblocking(&master);
+            let screen = vt100::Parser::new(non_zero(pty.rows), non_zero(pty.cols), 0);
+            child.map(|c| (c, master, input, Some(screen)))
+        } else {
+            let (r, w) = pipe().map_err(|e| failed(e.to_string()))?;
+            let w2 = w.try_clone().map_err(|e| failed(e.to_string()))?;
+            let (stdin, input) = if spec.stdin {
+                let (ir, iw) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                    .map_err(|e| failed(e.to_string()))?;
+                (ChildIo::Fd(ir), Some(iw))
+            } else {
+                (ChildIo::Null, None)
+            };
+            spawn::spawn_in(
+                &launch.spec,
+                group.as_ref(),
+                stdin,
+                ChildIo::Fd(w),
+                ChildIo::Fd(w2),
+            )
+            .map(|c| (c, r, input, None))
+        };
+        let (child, output, input, screen) = spawned.map_err(|e| {
+            (
+                if spawn::is_bad_cwd(&e) {
+                    crate::exit::FAILURE
+                } else {
+                    127
+                },
+                format!("cannot start {}: {e}", launch.spec.program.display()),
+            )
+        })?;
+        crate::process::cgroup::ensure_watchdog();
+        let pid = child.id() as i32;
+        record.pid = Some(pid);
+        record.leader = ProcId::of(pid);
+        record.marker = Some(launch.marker.clone());
+        let waits = spec.ready.port.is_some() || ready_regex.is_some();
+        record.ready = waits.then_some(false);
+        record.state = if waits { State::Starting } else { State::Ready };
+        let _ = write_record(dir, record);
+        let _ = log.written();
+        Ok(Supervisor {
+            dir,
+            pidfd: spawn::pidfd_open(pid),
+            child,
+            group,
+            marker: launch.marker.clone(),
+            output: Some(output),
+            input,
+            screen,
+            listener,
+            ready_port: spec.ready.port,
+            ready_regex,
+            line: Vec::new(),
+            deadline: record.ttl.map(|t| Instant::now() + Duration::from_secs(t)),
+            grace: Duration::from_millis(profile.profile.timeout.kill_grace_ms),
+            _launch: launch,
+        })
+    }
+
+    fn waiting(&self, record: &JobRecord) -> bool {
+        record.state == State::Starting
+    }
+
+    fn run(mut self, record: &mut JobRecord, log: &mut LogWriter) {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut last_port_check = Instant::now() - Duration::from_secs(1);
+        loop {
+            let tick = if self.waiting(record) && self.ready_port.is_some() {
+                Duration::from_millis(5)
+            } else {
+                Duration::from_millis(200)
+            };
+            let tick = self.deadline.map_or(tick, |d| {
+                tick.min(d.saturating_duration_since(Instant::now()))
+            });
+            poll_fds(
+                &[
+                    self.output.as_ref().map(|f| f.as_fd()),
+                    Some(self.listener.as_fd()),
+                    self.pidfd.as_ref().map(|f| f.as_fd()),
+                ],
+                tick,
+            );
+            self.read_output(&mut buf, record, log);
+            if self.waiting(record)
+                && let Some(port) = self.ready_port
+                && last_port_check.elapsed() >= Duration::from_millis(5)
+            {
+                last_port_check = Instant::now();
+                let mut pids = vec![self.child.id() as i32];
+                pids.extend(super::ready::descendants(self.child.id() as i32));
+                if super::ready::owns_listener(&pids, port) && super::ready::accepts(port) {
+                    self.became_ready(record);
+                }
+            }
+            while let Ok((conn, _)) = self.listener.accept() {
+                if let Some(stop) = self.answer(conn, record) {
+                    self.end(record, log, State::Killed, Some(stop.0), Some(stop.1));
+                    return;
+                }
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.drain(&mut buf, record, log);
+                use std::os::unix::process::ExitStatusExt;
+                record.exit_code = status.code();
+                record.signal = status
+                    .signal()
+                    .map(|s| crate::exit::signal_name(s).to_string());
+                self.end(record, log, State::Exited, None, None);
+                return;
+            }
+            if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                let ttl = record.ttl.unwrap_or(0);
+                self.end(
+                    record,
+                    log,
+                    State::Killed,
+                    Some(format!("ttl ({ttl} s)")),
+                    None,
+                );
+                return;
+            }
+            let sig = STOP_SIGNAL.load(Ordering::SeqCst);
+            if sig != 0 {
+                let why = format!("supervisor got {}", crate::exit::signal_name(sig));
+                self.end(record, log, State::Killed, Some(why), None);
+                return;
+            }
+        }
+    }
+
+    fn became_ready(&self, record: &mut JobRecord) {
+        record.state = State::Ready;
+        record.ready = Some(true);
+        let _ = write_record(self.dir, record);
+    }
+
+    fn read_output(&mut self, buf: &mut [u8], record: &mut JobRecord, log: &mut LogWriter) {
+        // Bounded per turn, so requests and the ttl are served under a flood.
+        for _ in 0..64 {
+            let Some(fd) = self.output.as_ref() else {
+                return;
+            };
+            match read_some(fd.as_fd(), buf) {
+                Read::Bytes(n) => self.took(&buf[..n], record, log),
+                Read::Empty => return,
+                Read::End => {
+                    self.output = None;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn took(&mut self, bytes: &[u8], record: &mut JobRecord, log: &mut LogWriter) {
+        if log.append(bytes).is_err() {
+            // A full disk: the job runs on; its output is lost, not its life.
+        }
+        if let Some(p) = self.screen.as_mut() {
+            p.process(bytes);
+        }
+        if self.waiting(record)
+            && let Some(re) = &self.ready_regex
+        {
+            let mut hit = false;
+            for piece in bytes.split_inclusive(|&b| b == b'\n') {
+                self.line.extend_from_slice(piece);
+                let text = String::from_utf8_lossy(&self.line);
+                if re.is_match(text.trim_end_matches(['\n', '\r'])) {
+                    hit = true;
+                }
+                if self.line.ends_with(b"\n") || self.line.len() > MAX_LINE {
+                    self.line.clear();
+                }
+            }
+            if hit {
+                self.line = Vec::new();
+                self.became_ready(record);
+            }
+        }
+    }
+
+    /// What is left in the pipe after the leader exits: until EOF, 250 ms without
+    /// output or 2 s in all (a background child holding the pipe cannot hang us).
+    fn drain(&mut self, buf: &mut [u8], record: &mut JobRecord, log: &mut LogWriter) {
+        let start = Instant::now();
+        let mut last = Instant::now();
+        while self.output.is_some()
+            && last.elapsed() < Duration::from_millis(250)
+            && start.elapsed() < Duration::from_secs(2)
+        {
+            poll_fds(
+                &[self.output.as_ref().map(|f| f.as_fd())],
+                Duration::from_millis(20),
+            );
+            let before = log.written();
+            self.read_output(buf, record, log);
+            if log.written() != before {
+                last = Instant::now();
+            }
+        }
+    }
+
+    /// Serve one request; a stop comes back as (reason, the connection to answer).
+    fn answer(&mut self, conn: UnixStream, record: &JobRecord) -> Option<(String, UnixStream)> {
+        let _ = conn.set_nonblocking(false);
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+        let mut line = String::new();
+        let Ok(reader) = conn.try_clone() else {
+            return None;
+        };
+        if std::io::BufReader::new(std::io::Read::take(reader, 1 << 20))
+            .read_line(&mut line)
+            .is_err()
+        {
+            return None;
+        }
+        let reply = match serde_json::from_str::<Request>(&line) {
+            Err(e) => Reply {
+                error: Some(format!("bad request: {e}")),
+                ..Reply::default()
+            },
+            Ok(Request::Stop { reason }) => return Some((reason, conn)),
+            Ok(Request::Send { bytes }) => match self.input.as_ref() {
+                None => Reply {
+                    error: Some(
+                        "takes no input: start it with --pty or --stdin to send to it".into(),
+                    ),
+                    ..Reply::default()
+                },
+                Some(fd) => match write_all(fd, &bytes) {
+                    Ok(()) => Reply::default(),
+                    Err(e) => Reply {
+                        error: Some(format!("cannot take input: {e}")),
+                        ..Reply::default()
+                    },
+                },
+            },
+            Ok(Request::Screen) => match &self.screen {
+                None => Reply {
+                    error: Some("has no screen: only a --pty job has one".into()),
+                    ..Reply::default()
+                },
+                Some(p) => Reply {
+                    rows: Some(
+                        p.screen()
+                            .rows(0, p.screen().size().1.get())
+                            .map(|r| r.trim_end().to_string())
+                            .collect(),
+                    ),
+                    ..Reply::default()
+                },
+            },
+        };
+        let _ = record;
+        reply_to(conn, &reply);
+        None
+    }
+
+    /// Tear the job's tree down and record how it ended.
+    fn end(
+        mut self,
+        record: &mut JobRecord,
+        log: &mut LogWriter,
+        state: State,
+        reason: Option<String>,
+        answer: Option<UnixStream>,
+    ) {
+        let group = self.group.take();
+        let teardown = Teardown::new(self.child.id() as i32, &self.marker).in_group(group.as_ref());
+        let killing = state == State::Killed;
+        teardown.terminate(self.grace, killing);
+        if killing {
+            let mut buf = vec![0u8; 64 * 1024];
+            if let Ok(status) = self.child.wait() {
+                use std::os::unix::process::ExitStatusExt;
+                record.exit_code = status.code();
+                record.signal = status
+                    .signal()
+                    .map(|s| crate::exit::signal_name(s).to_string());
+            }
+            self.drain(&mut buf, record, log);
+        }
+        teardown.reap_orphans();
+        record.state = state;
+        record.reason = reason;
+        record.ended_at_ms = Some(now_ms());
+        let _ = write_record(self.dir, record);
+        let _ = std::fs::remove_file(self.dir.join("ctl.sock"));
+        if let Some(conn) = answer {
+            reply_to(conn, &Reply::default());
+        }
+    }
+}
+
+fn non_zero(v: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(v).unwrap_or(std::num::NonZeroU16::MIN)
+}
+
+fn reply_to(mut conn: UnixStream, reply: &Reply) {
+    if let Ok(mut line) = serde_json::to_vec(reply) {
+        line.push(b'\n');
+        let _ = conn.write_all(&line);
+    }
+}
+
+fn set_nonblocking(fd: &OwnedFd) {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    if let Ok(fl) = fcntl(fd, FcntlArg::F_GETFL) {
+        let _ = fcntl(
+            fd,
+            FcntlArg::F_SETFL(OFlag::from_bits_retain(fl) | OFlag::O_NONBLOCK),
+        );
+    }
+}
+
+/// Write all of `bytes` to a descriptor that may be non-blocking (bounded wait).
+fn write_all(fd: &OwnedFd, mut bytes: &[u8]) -> std::io::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !bytes.is_empty() {
+        match nix::unistd::write(fd, bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::EAGAIN) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,548 @@
+//! Jobs (issue 15): dev servers, printers, REPLs and full-screen programs started
+//! with `agentbash job start`, read, typed into and stopped through the real binary;
+//! limits (ttl, max_running) and leaks (a killed supervisor, stop, gc).
+
+use crate::support::{Output, TestEnv, nonce, procs_with_cmdline};
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    l.local_addr().expect("local addr").port()
+}
+
+fn job(env: &TestEnv, args: &[&str]) -> Output {
+    let mut a = vec!["job"];
+    a.extend_from_slice(args);
+    env.run(&a)
+}
+
+/// `job ARGS --json`, parsed.
+#[track_caller]
+fn job_json(env: &TestEnv, args: &[&str]) -> (Option<i32>, Value) {
+    let mut a = vec!["job"];
+    a.extend_from_slice(&args[..1]);
+    a.push("--json");
+    a.extend_from_slice(&args[1..]);
+    let out = env.run(&a);
+    (out.code(), out.json())
+}
+
+/// Poll `job output NAME --tail 200` until it contains `needle` (at most `within`).
+fn wait_for_output(env: &TestEnv, name: &str, needle: &str, within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let out = job(env, &["output", name, "--tail", "200"]);
+        if out.stdout.contains(needle) || Instant::now() >= deadline {
+            return out.stdout;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_dev_server_is_ready_outlives_its_caller_and_stop_ends_it() {
+    let env = TestEnv::new();
+    let port = free_port().to_string();
+    let bin = crate::support::bin();
+    // The caller is a shell that exits right after starting the job.
+    let script = format!(
+        "{} job start --json --name web --ready-port {port} -- python3 -m http.server {port}; exit 0",
+        bin.display()
+    );
+    let out = env.program("bash", &["-c", &script]).run();
+    out.assert_code(0);
+    let v = out.json();
+    assert_eq!(v["job"]["state"], "ready", "{v}");
+    assert_eq!(v["job"]["ready"], true);
+    assert!(v["job"]["id"].as_str().unwrap().starts_with("job://"));
+    assert!(v["job"]["pid"].as_i64().unwrap() > 0);
+    assert!(
+        out.elapsed < Duration::from_secs(10),
+        "took {:?}",
+        out.elapsed
+    );
+    let url = format!("http://127.0.0.1:{port}/");
+    let curl = env.run(&[
+        "run",
+        "--",
+        &format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"),
+    ]);
+    curl.assert_code(0);
+    assert_eq!(curl.stdout.trim(), "200");
+    let (code, v) = job_json(&env, &["stop", "web"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["job"]["state"], "killed");
+    assert!(v["output"].as_str().unwrap().contains("GET / HTTP"), "{v}");
+    let left = procs_with_cmdline(&format!("http.server {port}"), Duration::from_secs(3));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn a_second_server_on_a_taken_port_exits_at_once_and_is_never_ready() {
+    let env = TestEnv::new();
+    let port = free_port().to_string();
+    let (code, v) = job_json(
+        &env,
+        &[
+            "start",
+            "--ready-port",
+            &port,
+            "--",
+            &format!("python3 -m http.server {port}"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{v}");
+    let (code, v) = job_json(
+        &env,
+        &[
+            "start",
+            "--ready-port",
+            &port,
+            "--ready-timeout",
+            "20",
+            "--",
+            &format!("python3 -m http.server {port}"),
+        ],
+    );
+    assert_eq!(v["job"]["state"], "exited", "{v}");
+    assert_eq!(v["job"]["exit_code"], 1);
+    assert_eq!(code, Some(1));
+    assert!(
+        v["output"]
+            .as_str()
+            .unwrap()
+            .contains("Address already in use"),
+        "{v}"
+    );
+    job(&env, &["gc"]).assert_code(0);
+}
+
+#[test]
+fn ready_waits_for_its_line_and_a_ready_timeout_leaves_the_job_running() {
+    let env = TestEnv::new();
+    let (code, v) = job_json(
+        &env,
+        &[
+            "start",
+            "--ready",
+            "Listening on",
+            "--",
+            "sleep 0.3; echo Listening on 1; sleep 60",
+        ],
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(v["job"]["state"], "ready", "{v}");
+    let t = Instant::now();
+    let (code, v) = job_json(
+        &env,
+        &[
+            "start",
+            "--name",
+            "slow",
+            "--ready",
+            "never printed",
+            "--ready-timeout",
+            "2",
+            "--",
+            "sleep 60",
+        ],
+    );
+    assert_eq!(code, Some(0));
+    assert!(t.elapsed() >= Duration::from_millis(1900) && t.elapsed() < Duration::from_secs(10));
+    assert_eq!(v["job"]["ready"], false, "{v}");
+    assert_eq!(v["job"]["state"], "starting");
+    let (_, list) = job_json(&env, &["list"]);
+    let slow = list["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["name"] == "slow")
+        .cloned();
+    assert_eq!(slow.unwrap()["state"], "starting");
+    job(&env, &["gc"]).assert_code(0);
+    assert!(env.leftovers(Duration::from_secs(3)).is_empty());
+}
+
+#[test]
+fn cursor_reads_join_into_the_exact_output_and_tail_shows_the_end() {
+    let env = TestEnv::new();
+    let printer = "for i in $(seq 1 400); do echo \"line $i\"; sleep 0.01; done";
+    let (code, v) = job_json(&env, &["start", "--name", "printer", "--", printer]);
+    assert_eq!(code, Some(0), "{v}");
+    let mut got = String::new();
+    let mut cursor = 0u64;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, v) = job_json(
+            &env,
+            &[
+                "output",
+                "printer",
+                "--cursor",
+                &cursor.to_string(),
+                "--wait",
+                "1",
+                "--max-bytes",
+                "300",
+            ],
+        );
+        got.push_str(v["output"].as_str().unwrap());
+        cursor = v["next"].as_u64().unwrap();
+        let running = matches!(v["job"]["state"].as_str(), Some("starting" | "ready"));
+        if (!running && v["more"] == false) || Instant::now() >= deadline {
+            break;
+        }
+    }
+    let want: String = (1..=400).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(got, want);
+    let tail = job(&env, &["output", "printer", "--tail", "20"]);
+    let want: String = (381..=400).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(tail.stdout, want);
+}
+
+#[test]
+fn a_huge_printer_keeps_its_log_bounded() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
+    std::fs::write(
+        env.config_dir().join("profiles/small.toml"),
+        "extends = \"default\"\n[jobs]\nlog_max_bytes = 1048576\n",
+    )
+    .unwrap();
+    let (code, v) = job_json(
+        &env,
+        &[
+            "start",
+            "-p",
+            "small",
+            "--name",
+            "flood",
+            "--",
+            "head -c 268435456 /dev/zero | tr '\\0' x; echo; echo done",
+        ],
+    );
+    assert_eq!(code, Some(0), "{v}");
+    let out = wait_for_output(&env, "flood", "done", Duration::from_secs(120));
+    assert!(
+        out.ends_with("done\n"),
+        "{}",
+        &out[out.len().saturating_sub(200)..]
+    );
+    let dir = env.state_dir().join("jobs").join(
+        v["job"]["id"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("job://"),
+    );
+    let logged: u64 = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("log."))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert!(logged <= 1 << 20, "{logged} bytes of log");
+    let (_, v) = job_json(&env, &["output", "flood", "--cursor", "0"]);
+    assert!(
+        v["dropped"].as_u64().unwrap() > 200 << 20,
+        "{}",
+        v["dropped"]
+    );
+}
+
+#[test]
+fn a_python_repl_on_a_pty_answers_and_c_c_interrupts() {
+    let env = TestEnv::new();
+    let (code, v) = job_json(
+        &env,
+        &["start", "--pty", "--name", "py", "--", "python3 -q"],
+    );
+    assert_eq!(code, Some(0), "{v}");
+    wait_for_output(&env, "py", ">>>", Duration::from_secs(20));
+    job(
+        &env,
+        &["send", "py", "--text", "print(6*7)", "--keys", "Enter"],
+    )
+    .assert_code(0);
+    let out = wait_for_output(&env, "py", "42", Duration::from_secs(20));
+    assert!(out.lines().any(|l| l.trim() == "42"), "{out}");
+    job(
+        &env,
+        &[
+            "send",
+            "py",
+            "--text",
+            "while True: pass",
+            "--keys",
+            "Enter",
+            "Enter",
+        ],
+    )
+    .assert_code(0);
+    std::thread::sleep(Duration::from_millis(300));
+    job(&env, &["send", "py", "--keys", "C-c"]).assert_code(0);
+    let out = wait_for_output(&env, "py", "KeyboardInterrupt", Duration::from_secs(20));
+    assert!(out.contains("KeyboardInterrupt"), "{out}");
+    job(&env, &["stop", "py"]).assert_code(0);
+    assert!(env.leftovers(Duration::from_secs(3)).is_empty());
+}
+
+#[test]
+fn the_screen_of_a_curses_program_reads_as_rows() {
+    let env = TestEnv::new();
+    let tag = nonce();
+    let prog = format!(
+        "python3 -c 'import curses\ndef main(s):\n    s.addstr(5, 10, \"HELLO SCREEN {tag}\")\n    s.refresh()\n    s.getch()\ncurses.wrapper(main)'"
+    );
+    let (code, v) = job_json(
+        &env,
+        &[
+            "start", "--pty", "--name", "tui", "--ready", "HELLO", "--", &prog,
+        ],
+    );
+    assert_eq!(code, Some(0), "{v}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let rows = loop {
+        let (_, v) = job_json(&env, &["output", "tui", "--screen"]);
+        let rows: Vec<String> = v["screen"]
+            .as_array()
+            .map(|r| {
+                r.iter()
+                    .map(|x| x.as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if rows.iter().any(|r| r.contains(&tag)) || Instant::now() >= deadline {
+            break rows;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        rows.get(5).map(|r| r.trim()),
+        Some(format!("HELLO SCREEN {tag}").as_str()),
+        "{rows:?}"
+    );
+    assert!(rows[5].starts_with("          HELLO"), "{rows:?}");
+    job(&env, &["stop", "tui"]).assert_code(0);
+}
+
+#[test]
+fn a_stdin_job_takes_what_is_sent_through_a_pipe() {
+    let env = TestEnv::new();
+    let (code, v) = job_json(&env, &["start", "--stdin", "--name", "echo", "--", "cat"]);
+    assert_eq!(code, Some(0), "{v}");
+    job(
+        &env,
+        &["send", "echo", "--text", "hello through the pipe\n"],
+    )
+    .assert_code(0);
+    let out = wait_for_output(
+        &env,
+        "echo",
+        "hello through the pipe",
+        Duration::from_secs(10),
+    );
+    assert_eq!(out, "hello through the pipe\n");
+    let refused = job(&env, &["send", "nope", "--text", "x"]);
+    refused.assert_code(125);
+    job(&env, &["stop", "echo"]).assert_code(0);
+}
+
+#[test]
+fn ttl_ends_a_job_on_time() {
+    let env = TestEnv::new();
+    let (_, v) = job_json(
+        &env,
+        &["start", "--ttl", "1", "--name", "brief", "--", "sleep 60"],
+    );
+    assert_eq!(v["job"]["ttl"], 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let v = loop {
+        let (_, v) = job_json(&env, &["list"]);
+        let j = v["jobs"][0].clone();
+        if j["state"] != "ready" || Instant::now() >= deadline {
+            break j;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(v["state"], "killed", "{v}");
+    assert!(v["reason"].as_str().unwrap().starts_with("ttl"), "{v}");
+    assert!(env.leftovers(Duration::from_secs(3)).is_empty());
+}
+
+#[test]
+fn max_running_refuses_the_next_start_naming_the_running_jobs() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
+    std::fs::write(
+        env.config_dir().join("profiles/one.toml"),
+        "extends = \"default\"\n[jobs]\nmax_running = 1\n",
+    )
+    .unwrap();
+    job(
+        &env,
+        &["start", "-p", "one", "--name", "first", "--", "sleep 60"],
+    )
+    .assert_code(0);
+    let out = job(
+        &env,
+        &["start", "-p", "one", "--name", "second", "--", "sleep 61"],
+    );
+    out.assert_code(125);
+    assert!(out.stderr.contains("jobs.max_running"), "{}", out.stderr);
+    assert!(out.stderr.contains("job://1 first"), "{}", out.stderr);
+    job(&env, &["gc"]).assert_code(0);
+    assert!(env.leftovers(Duration::from_secs(3)).is_empty());
+}
+
+#[test]
+fn a_killed_supervisor_leaves_a_lost_job_and_no_process() {
+    let env = TestEnv::new();
+    let n = nonce();
+    let cmd = format!("sleep 371.{n} & sleep 372.{n}");
+    let (code, v) = job_json(&env, &["start", "--name", "doomed", "--", &cmd]);
+    assert_eq!(code, Some(0), "{v}");
+    let sup = v["job"]["supervisor_pid"].as_i64().unwrap() as i32;
+    assert!(!procs_with_cmdline(&format!("sleep 371.{n}"), Duration::ZERO).is_empty());
+    // SAFETY: kill(2) of the supervisor this test started.
+    unsafe {
+        libc::kill(sup, libc::SIGKILL);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let (_, v) = job_json(&env, &["list"]);
+    assert_eq!(v["jobs"][0]["state"], "lost", "{v}");
+    let left = procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn the_guard_refuses_a_job_as_it_refuses_a_run() {
+    let env = TestEnv::new();
+    let out = job(&env, &["start", "--", "rm -rf /"]);
+    out.assert_code(77);
+    let (_, v) = job_json(&env, &["list"]);
+    assert_eq!(v["jobs"].as_array().map(Vec::len), Some(0), "{v}");
+}
+
+#[test]
+fn rpc_starts_reads_and_stops_a_job_and_stops_its_own_jobs_at_exit() {
+    let env = TestEnv::new();
+    let n = nonce();
+    let requests = format!(
+        "{}\n{}\n{}\n",
+        // Requests run concurrently: the read may come before the start answers.
+        serde_json::json!({"id": 1, "type": "job_start", "command": format!("echo up; sleep 373.{n}"), "name": "kept", "ready": "up"}),
+        serde_json::json!({"id": 2, "type": "job_start", "command": format!("sleep 374.{n}"), "name": "owned"}),
+        serde_json::json!({"id": 3, "type": "job_output", "job": "kept", "wait": 2}),
+    );
+    let out = env.cmd(&["rpc"]).stdin(requests).run();
+    out.assert_code(0);
+    let answers: Vec<Value> = out.ndjson();
+    let by_id = |id: i64| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(by_id(1)["success"], true, "{answers:?}");
+    assert_eq!(by_id(1)["data"]["job"]["state"], "ready");
+    let read = by_id(3);
+    assert!(
+        read["data"]["output"] == "up\n"
+            || read["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("no job kept")),
+        "{read}"
+    );
+    assert_eq!(job(&env, &["output", "kept"]).stdout, "up\n");
+    // Neither was detached: the server stopped both as it exited.
+    let (_, v) = job_json(&env, &["list"]);
+    for j in v["jobs"].as_array().unwrap() {
+        assert_eq!(j["state"], "killed", "{v}");
+        assert_eq!(j["reason"], "server exit", "{v}");
+    }
+    assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3)).is_empty());
+}
+
+#[test]
+fn rpc_jobs_started_detached_outlive_the_server() {
+    let env = TestEnv::new();
+    let req = serde_json::json!({"id": 1, "type": "job_start", "command": "sleep 60", "name": "free", "detached": true});
+    let out = env.cmd(&["rpc"]).stdin(format!("{req}\n")).run();
+    out.assert_code(0);
+    let (_, v) = job_json(&env, &["list"]);
+    assert_eq!(v["jobs"][0]["state"], "ready", "{v}");
+    job(&env, &["stop", "free"]).assert_code(0);
+}
+
+#[test]
+fn idle_timeout_stops_a_run_that_prints_nothing() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
+    std::fs::write(
+        env.config_dir().join("profiles/idle.toml"),
+        "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
+    )
+    .unwrap();
+    let out = env.run(&["run", "-p", "idle", "--", "echo hi; sleep 30"]);
+    out.assert_code(124);
+    assert!(
+        out.elapsed < Duration::from_secs(10),
+        "took {:?}",
+        out.elapsed
+    );
+    assert_eq!(out.stdout, "hi\n");
+    assert!(
+        out.stderr.contains("[No output for 1 second; stopped]"),
+        "{}",
+        out.stderr
+    );
+    // Output keeps it alive: a line every 0.3 s for 2 s is never idle for 1 s.
+    let out = env.run(&[
+        "run",
+        "-p",
+        "idle",
+        "--",
+        "for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done",
+    ]);
+    out.assert_code(0);
+}
+
+#[test]
+fn the_sandbox_confines_a_job_as_it_confines_a_run() {
+    let env = TestEnv::new();
+    let run = env.run(&[
+        "run",
+        "--sandbox",
+        "read-only",
+        "--",
+        "touch probe-run; echo rc=$?",
+    ]);
+    if !run.stdout.contains("rc=1") {
+        eprintln!(
+            "skipped: the sandbox cannot enforce read-only here ({})",
+            run.stdout.trim()
+        );
+        return;
+    }
+    let (code, v) = job_json(
+        &env,
+        &[
+            "start",
+            "--sandbox",
+            "read-only",
+            "--name",
+            "boxed",
+            "--ready",
+            "done",
+            "--",
+            "touch probe-job; echo rc=$?; echo done; sleep 30",
+        ],
+    );
+    assert_eq!(code, Some(0), "{v}");
+    let out = job(&env, &["output", "boxed"]);
+    assert!(out.stdout.contains("rc=1"), "{}", out.stdout);
+    assert!(!env.work().join("probe-job").exists());
+    job(&env, &["stop", "boxed"]).assert_code(0);
+}
