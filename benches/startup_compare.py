@@ -1,0 +1,27 @@
+"""Start-up of two agentbash builds side by side: `run -q -- true` of OLD and NEW, NEW
+without its run cgroup, and `bash -c true`, all four alternated in every round so a
+change in machine load hits each alike. Medians of N rounds.
+
+Usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]
+"""
+import os, sys, time, statistics, tempfile
+old, new = sys.argv[1], sys.argv[2]; n = int(sys.argv[3]) if len(sys.argv) > 3 else 200
+tmp = tempfile.mkdtemp()
+env = dict(os.environ, AGENTBASH_STATE_DIR=tmp + "/state", HOME=tmp)
+cases = [("old run -q -- true", [old, "run", "-q", "--", "true"], env),
+         ("new run -q -- true", [new, "run", "-q", "--", "true"], env),
+         ("new, AGENTBASH_NO_CGROUP=1", [new, "run", "-q", "--", "true"], dict(env, AGENTBASH_NO_CGROUP="1")),
+         ("bash -c true", ["/bin/bash", "-c", "true"], env)]
+times = {c[0]: [] for c in cases}
+devnull = os.open("/dev/null", os.O_RDWR)
+fa = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
+for i in range(n):
+    for name, argv, e in cases:
+        t = time.perf_counter()
+        pid = os.posix_spawn(argv[0], argv, e, file_actions=fa)
+        os.waitpid(pid, 0)
+        times[name].append(time.perf_counter() - t)
+bare = statistics.median(times["bash -c true"])
+for name, _, _ in cases:
+    m = statistics.median(times[name])
+    print(f"{name:<34} {m*1e3:7.3f} ms  ratio {m/bare:5.2f}")
