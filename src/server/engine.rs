@@ -21,8 +21,10 @@ pub struct Engine {
     pub pool: ShellPool,
     /// The profile as the server was told it (a job's supervisor loads it again).
     pub profile_spec: String,
-    /// Jobs this server started, not detached: stopped when it exits.
-    owned_jobs: std::sync::Mutex<Vec<u64>>,
+    /// Jobs this server started, not detached, each with the only writer of its
+    /// supervisor's stdin: stopped when the server exits, and by their supervisors
+    /// when it dies without a word (the pipe closes with the process).
+    owned_jobs: std::sync::Mutex<Vec<(u64, std::os::fd::OwnedFd)>>,
 }
 
 impl Engine {
@@ -54,8 +56,7 @@ impl Engine {
         let answer = match kind {
             "job_start" => {
                 let a: calls::StartArgs = parse(kind, args)?;
-                let detached = a.detached;
-                let (r, v) = calls::start(
+                let (r, v, owner) = calls::start(
                     &jobs,
                     &self.profile,
                     &self.profile_spec,
@@ -63,11 +64,11 @@ impl Engine {
                     a,
                 )
                 .map_err(|e| e.to_string())?;
-                if !detached && r.state.running() {
+                if let Some(owner) = owner {
                     self.owned_jobs
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .push(r.number);
+                        .push((r.number, owner));
                 }
                 Ok(v)
             }
@@ -86,7 +87,7 @@ impl Engine {
         let Ok(jobs) = crate::jobs::Jobs::open() else {
             return;
         };
-        for n in owned {
+        for (n, _owner) in owned {
             if let Some(r) = jobs.read(n) {
                 let _ = jobs.stop(&r, "server exit");
             }

@@ -546,3 +546,114 @@ fn the_sandbox_confines_a_job_as_it_confines_a_run() {
     assert!(!env.work().join("probe-job").exists());
     job(&env, &["stop", "boxed"]).assert_code(0);
 }
+
+/// `agentbash rpc ARGS` with a live stdin: answers read line by line.
+struct LiveServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl LiveServer {
+    fn start(env: &TestEnv, args: &[&str]) -> LiveServer {
+        use std::io::BufRead;
+        let mut c = env.cmd(args).into_command();
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = c.spawn().expect("server starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        LiveServer {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Send one request and wait for its response.
+    #[track_caller]
+    fn ask(&mut self, req: Value) -> Value {
+        use std::io::Write;
+        writeln!(self.stdin, "{req}").expect("write");
+        self.stdin.flush().expect("flush");
+        loop {
+            let m = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("a response within 30 s");
+            if m["type"] == "response" && m["id"] == req["id"] {
+                return m;
+            }
+        }
+    }
+
+    fn sigkill(mut self) {
+        // SAFETY: kill(2) on the server this test started.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn jobs_of_a_sigkilled_rpc_server_stop_unless_detached() {
+    let env = TestEnv::new();
+    let n = nonce();
+    let mut rpc = LiveServer::start(&env, &["rpc"]);
+    let owned = rpc.ask(serde_json::json!({"id": 1, "type": "job_start",
+        "command": format!("sleep 381.{n} & sleep 382.{n}"), "name": "owned"}));
+    assert_eq!(owned["success"], true, "{owned}");
+    let free = rpc.ask(serde_json::json!({"id": 2, "type": "job_start",
+        "command": format!("sleep 383.{n}"), "name": "free", "detached": true}));
+    assert_eq!(free["success"], true, "{free}");
+    assert!(!procs_with_cmdline(&format!("sleep 381.{n}"), Duration::ZERO).is_empty());
+    rpc.sigkill();
+    let list = || {
+        let (_, v) = job_json(&env, &["list"]);
+        v
+    };
+    let job_named = |v: &Value, name: &str| {
+        v["jobs"]
+            .as_array()
+            .and_then(|a| a.iter().find(|j| j["name"] == name))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let gone = || {
+        ["381", "382"]
+            .iter()
+            .all(|t| procs_with_cmdline(&format!("sleep {t}.{n}"), Duration::ZERO).is_empty())
+    };
+    // Within 2 s its processes are gone and the record says how it ended.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut v = list();
+    while !(gone() && job_named(&v, "owned")["state"] != "ready") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        v = list();
+    }
+    for tag in ["381", "382"] {
+        let left = procs_with_cmdline(&format!("sleep {tag}.{n}"), Duration::ZERO);
+        assert!(left.is_empty(), "outlived a SIGKILLed rpc: {left:?}");
+    }
+    let state = |name: &str| job_named(&v, name);
+    assert_eq!(state("owned")["state"], "killed", "{v}");
+    assert_eq!(state("owned")["reason"], "server exit", "{v}");
+    assert_eq!(state("free")["state"], "ready", "{v}");
+    assert!(!procs_with_cmdline(&format!("sleep 383.{n}"), Duration::ZERO).is_empty());
+    job(&env, &["stop", "free"]).assert_code(0);
+    assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3)).is_empty());
+}
