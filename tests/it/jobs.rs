@@ -510,6 +510,33 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
 }
 
 #[test]
+fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
+    std::fs::write(
+        env.config_dir().join("profiles/idle.toml"),
+        "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
+    )
+    .unwrap();
+    let n = nonce();
+    let cmd = format!("echo hi; sleep 30.{n}");
+    let out = env.run(&["run", "-p", "idle", "--pty", "--", &cmd]);
+    out.assert_code(124);
+    assert!(
+        out.elapsed < Duration::from_secs(10),
+        "took {:?}",
+        out.elapsed
+    );
+    assert!(out.stdout.contains("hi"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("[No output for 1 second; stopped]"),
+        "{}",
+        out.stderr
+    );
+    assert!(procs_with_cmdline(&format!("sleep 30.{n}"), Duration::from_secs(3)).is_empty());
+}
+
+#[test]
 fn the_sandbox_confines_a_job_as_it_confines_a_run() {
     let env = TestEnv::new();
     let run = env.run(&[
