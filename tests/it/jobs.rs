@@ -684,3 +684,68 @@ fn jobs_of_a_sigkilled_rpc_server_stop_unless_detached() {
     job(&env, &["stop", "free"]).assert_code(0);
     assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3)).is_empty());
 }
+
+#[test]
+fn background_after_turns_a_long_rpc_run_into_a_job_and_leaves_a_short_one_alone() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
+    for (name, secs) in [("after5", 5), ("after1", 1)] {
+        std::fs::write(
+            env.config_dir().join(format!("profiles/{name}.toml")),
+            format!("extends = \"default\"\n[jobs]\nbackground_after = {secs}\n"),
+        )
+        .unwrap();
+    }
+    // Ends within the wait: a normal result.
+    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "after5"]);
+    let short =
+        rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": "sleep 1; echo done"}));
+    assert_eq!(short["success"], true, "{short}");
+    assert_eq!(short["data"]["exit_code"], 0, "{short}");
+    assert_eq!(short["data"]["output"], "done\n", "{short}");
+    assert_eq!(short["data"]["text"], "done", "{short}");
+    assert!(short["data"].get("job").is_none(), "{short}");
+    let failing =
+        rpc.ask(serde_json::json!({"id": 2, "type": "bash", "command": "echo no; exit 3"}));
+    assert_eq!(failing["data"]["exit_code"], 3, "{failing}");
+    assert!(
+        failing["data"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Command exited with code 3")),
+        "{failing}"
+    );
+    drop(rpc);
+
+    // Still going after 1 s: the job id and the first lines; job_output reads the rest.
+    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "after1"]);
+    let cmd = "for i in $(seq 1 50); do echo $i; sleep 0.2; done";
+    let long = rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": cmd}));
+    assert_eq!(long["success"], true, "{long}");
+    let data = &long["data"];
+    let id = data["job"]["id"].as_str().expect("a job id").to_string();
+    let text = data["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with(&format!(
+            "[Still running after 1 second; continues as {id} — read it with job_output"
+        )),
+        "{text}"
+    );
+    let mut all = data["output"].as_str().unwrap_or_default().to_string();
+    assert!(all.starts_with("1\n"), "{all}");
+    assert!(all.lines().count() < 40, "{all}");
+    let mut cursor = data["job"]["cursor"].as_u64().expect("a cursor");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for n in 2.. {
+        let r = rpc.ask(serde_json::json!({"id": n, "type": "job_output", "job": id, "cursor": cursor, "wait": 2}));
+        let d = &r["data"];
+        all.push_str(d["output"].as_str().unwrap_or_default());
+        cursor = d["next"].as_u64().expect("next");
+        if d["job"]["state"] == "exited" && d["more"] == false && d["output"] == "" {
+            assert_eq!(d["job"]["exit_code"], 0, "{r}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never ended: {r}");
+    }
+    let want: String = (1..=50).map(|i| format!("{i}\n")).collect();
+    assert_eq!(all, want);
+}
