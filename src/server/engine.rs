@@ -171,7 +171,12 @@ impl Engine {
         let dir = jobs.dir(record.number);
         let deadline = Instant::now() + after;
         let mut cursor = 0;
-        let mut cancelled = None;
+        // Until it is handed off it is a foreground run: cancellation and
+        // `jobs.idle_timeout` end it as they would end the run.
+        let idle = Some(Duration::from_secs(self.profile.profile.jobs.idle_timeout))
+            .filter(|d| !d.is_zero());
+        let mut last_output = Instant::now();
+        let mut stopped = None;
         loop {
             let c = log::read(
                 &dir,
@@ -182,16 +187,24 @@ impl Engine {
             if !c.bytes.is_empty() {
                 job_run.push(&c.bytes, on_output);
                 cursor = c.next;
+                last_output = Instant::now();
                 continue;
             }
             if !record.state.running() {
                 break;
             }
-            if cancelled.is_none()
-                && let Some(sig) = cancel.reason()
+            let stop = match (cancel.reason(), idle) {
+                (Some(sig), _) => Some(End::Cancelled(sig)),
+                (None, Some(idle)) if last_output.elapsed() >= idle => {
+                    Some(End::Idle(idle.as_secs()))
+                }
+                _ => None,
+            };
+            if stopped.is_none()
+                && let Some(end) = stop
             {
-                cancelled = Some(sig);
-                if let Ok(r) = jobs.stop(&record, "cancelled") {
+                stopped = Some(end);
+                if let Ok(r) = jobs.stop(&record, "stopped") {
                     record = r;
                 }
                 continue;
@@ -214,8 +227,8 @@ impl Engine {
                 record = r;
             }
         }
-        let end = match (cancelled, record.exit_code, &record.signal) {
-            (Some(sig), _, _) => End::Cancelled(sig),
+        let end = match (stopped, record.exit_code, &record.signal) {
+            (Some(end), _, _) => end,
             (None, Some(code), _) => End::Exited(code),
             (None, None, Some(name)) => (1..=64)
                 .find(|&s| crate::exit::signal_name(s) == *name)
@@ -332,6 +345,12 @@ impl Engine {
             d.push_str(
                 "When output is cut, the rest is not saved (artifacts are off in this profile).",
             );
+        }
+        if p.jobs.background_after > 0 {
+            d.push_str(&format!(
+                "\nA command still running after {}s goes on as a background job: the answer gives its job://N and the output so far; read the rest with `job_output`, stop it with `job_stop`.",
+                p.jobs.background_after
+            ));
         }
         if p.interceptor.enabled && !p.interceptor.tools.is_empty() {
             d.push_str(&format!(

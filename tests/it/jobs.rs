@@ -689,10 +689,12 @@ fn jobs_of_a_sigkilled_rpc_server_stop_unless_detached() {
 fn background_after_turns_a_long_rpc_run_into_a_job_and_leaves_a_short_one_alone() {
     let env = TestEnv::new();
     std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
-    for (name, secs) in [("after5", 5), ("after1", 1)] {
+    for (name, secs, idle) in [("after5", 5, 2), ("after1", 1, 0)] {
         std::fs::write(
             env.config_dir().join(format!("profiles/{name}.toml")),
-            format!("extends = \"default\"\n[jobs]\nbackground_after = {secs}\n"),
+            format!(
+                "extends = \"default\"\n[jobs]\nbackground_after = {secs}\nidle_timeout = {idle}\n"
+            ),
         )
         .unwrap();
     }
@@ -713,6 +715,16 @@ fn background_after_turns_a_long_rpc_run_into_a_job_and_leaves_a_short_one_alone
             .as_str()
             .is_some_and(|t| t.contains("Command exited with code 3")),
         "{failing}"
+    );
+    // Silent for idle_timeout within the wait: stopped as the run would be.
+    let asked = Instant::now();
+    let silent =
+        rpc.ask(serde_json::json!({"id": 3, "type": "bash", "command": "echo hi; sleep 30"}));
+    assert!(asked.elapsed() < Duration::from_secs(5), "{silent}");
+    assert_eq!(silent["data"]["exit_code"], 124, "{silent}");
+    assert_eq!(
+        silent["data"]["text"], "[No output for 2 seconds; stopped]\nhi",
+        "{silent}"
     );
     drop(rpc);
 
