@@ -58,6 +58,10 @@ pub struct RunResult {
     pub error: Option<String>,
     /// How the kernel sandbox confined the command; `null` when `[sandbox] mode = "off"`.
     pub sandbox: Option<SandboxInfo>,
+    /// rpc/mcp `jobs.background_after`: the command still ran when the wait ended and
+    /// goes on as this job (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<ContinuedAs>,
     /// The command's shaped output alone: no annotation, no `(no output)` (what a
     /// pipe receives).
     #[serde(skip)]
@@ -70,6 +74,14 @@ pub struct RunResult {
     /// `text` and the first notice (never part of `output`); renderers show it first.
     #[serde(skip)]
     pub annotation: Option<String>,
+}
+
+/// The job a long foreground run continues as: its id, and the cursor its output
+/// (read with `job_output`) goes on from.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ContinuedAs {
+    pub id: String,
+    pub cursor: u64,
 }
 
 /// The sandbox a command ran in, as enforced (which may be weaker than asked).
@@ -156,6 +168,7 @@ impl RunResult {
             body,
             annotation,
             agentbash_exit: _,
+            job: _,
         } = self;
         for s in [
             command,

@@ -171,6 +171,7 @@ fn start(jobs: &Jobs, a: JobStartArgs) -> Result<Answer, JobError> {
         pty: a.pty,
         stdin: a.stdin,
         ttl: a.ttl,
+        stop_with_caller: false,
     };
     let started = jobs.start(&spec, &profile, secs(a.ready_timeout))?;
     let r = &started.record;

@@ -348,6 +348,9 @@ pub struct JobsCfg {
     pub ttl: u64,
     /// A foreground run that prints nothing for this many seconds is stopped (0: off).
     pub idle_timeout: u64,
+    /// rpc/mcp: a foreground run still going after this many seconds goes on as a
+    /// job, answered with its id and the output so far (0: off).
+    pub background_after: u64,
 }
 
 impl Default for JobsCfg {
@@ -357,6 +360,7 @@ impl Default for JobsCfg {
             max_running: 16,
             ttl: 0,
             idle_timeout: 0,
+            background_after: 0,
         }
     }
 }
@@ -416,7 +420,7 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "jobs.log_max_bytes" => "a whole number of bytes (at least 8192)",
         "jobs.max_running" => "a whole number of jobs (1-256)",
         "jobs.ttl" => "a whole number of seconds (0: until stopped)",
-        "jobs.idle_timeout" => "a whole number of seconds (0: off)",
+        "jobs.idle_timeout" | "jobs.background_after" => "a whole number of seconds (0: off)",
         "sandbox.mode" => "\"off\", \"read-only\" or \"workspace-write\"",
         "sandbox.engine" => "\"auto\", \"namespaces\", \"landlock\", \"bwrap\" or \"none\"",
         "sandbox.workspace" => "a string (a directory path; the start dir when unset)",

@@ -84,6 +84,9 @@ pub struct PtyRequest<'a> {
     /// Headless only: copy agentbash's stdin into the PTY, then send EOF.
     pub feed_stdin: bool,
     pub deadline: Instant,
+    /// Headless only (`jobs.idle_timeout`): stop a command that has printed nothing
+    /// for this long. An interactive run has a person at the keys; it is theirs to end.
+    pub idle: Option<Duration>,
     pub kill_grace: Duration,
     pub cancel: &'a CancelToken,
     /// The run's cgroup: the command is started in it, and teardown ends it.
@@ -97,6 +100,8 @@ pub enum PtyEnd {
     /// The command died of this signal.
     Signaled(i32),
     TimedOut,
+    /// Nothing printed for this many seconds (headless, `jobs.idle_timeout`).
+    Idle(u64),
     /// The cancellation token was set with this signal.
     Cancelled(i32),
     /// The interactive kill key was pressed.
@@ -193,6 +198,7 @@ pub fn run_pty(
         stdin_open: req.interactive || req.feed_stdin,
         last_fed: None,
         bytes_out: 0,
+        last_output: Instant::now(),
         output_done: false,
         started: Instant::now(),
         watchdog_due: req.group.is_some_and(RunGroup::joined),
@@ -212,6 +218,7 @@ pub fn run_pty(
 enum Stop {
     Exited(PtyEnd),
     TimedOut,
+    Idle(u64),
     Cancelled(i32),
     KillKey,
     OutputDone,
@@ -239,6 +246,7 @@ struct Run<'r, 'o> {
     last_fed: Option<u8>,
     /// Total output bytes, so the drain can tell whether anything arrived.
     bytes_out: u64,
+    last_output: Instant,
     started: Instant,
     /// The cgroup watchdog is yet to be started (see `cgroup::ensure_watchdog`).
     watchdog_due: bool,
@@ -260,6 +268,7 @@ impl Run<'_, '_> {
         let (end, killed) = match stop {
             Stop::Exited(end) => (end, Vec::new()),
             Stop::TimedOut => (PtyEnd::TimedOut, self.teardown()),
+            Stop::Idle(secs) => (PtyEnd::Idle(secs), self.teardown()),
             Stop::Cancelled(signal) => (PtyEnd::Cancelled(signal), self.teardown()),
             Stop::KillKey => (PtyEnd::KillKey, self.teardown()),
             // What the stop kills is the pipeline itself, not something left behind.
@@ -289,6 +298,11 @@ impl Run<'_, '_> {
             let now = Instant::now();
             if now >= self.req.deadline {
                 return Ok(Stop::TimedOut);
+            }
+            if let Some(idle) = self.req.idle.filter(|_| !self.req.interactive)
+                && now.duration_since(self.last_output) >= idle
+            {
+                return Ok(Stop::Idle(idle.as_secs()));
             }
             if self.watchdog_due
                 && now.duration_since(self.started) >= crate::process::cgroup::WATCHDOG_AFTER
@@ -410,6 +424,7 @@ impl Run<'_, '_> {
 
     fn handle_output(&mut self, chunk: &[u8]) {
         self.bytes_out += chunk.len() as u64;
+        self.last_output = Instant::now();
         if !(self.on_output)(chunk) {
             self.output_done = true;
         }
@@ -614,6 +629,7 @@ fn end_label(end: PtyEnd) -> String {
         PtyEnd::Exited(code) => format!("exit {code}"),
         PtyEnd::Signaled(signal) => format!("killed by {}", signal_name(signal)),
         PtyEnd::TimedOut => "timed out".to_string(),
+        PtyEnd::Idle(_) => "stopped (no output)".to_string(),
         PtyEnd::Cancelled(_) | PtyEnd::KillKey => "killed".to_string(),
         PtyEnd::OutputDone => "stopped (head limit)".to_string(),
     }
@@ -1596,6 +1612,7 @@ pub fn run(
             kill_key,
             feed_stdin: req.feed_stdin,
             deadline: Instant::now() + req.watch.timeout,
+            idle: req.watch.idle,
             kill_grace: req.watch.kill_grace,
             cancel: req.watch.cancel,
             group: group.as_ref(),
@@ -1639,6 +1656,7 @@ pub fn run(
         PtyEnd::Exited(c) => End::Exited(c),
         PtyEnd::Signaled(s) => End::Signaled(s),
         PtyEnd::TimedOut => End::TimedOut,
+        PtyEnd::Idle(secs) => End::Idle(secs),
         PtyEnd::Cancelled(s) => End::Cancelled(s),
         PtyEnd::KillKey => End::Killed,
         // Like `| head`: the pipeline ended because its reader had enough.
@@ -1666,6 +1684,7 @@ mod tests {
                 kill_key: KillKey::Esc,
                 feed_stdin: false,
                 deadline: Instant::now() + Duration::from_secs(10),
+                idle: None,
                 kill_grace: Duration::from_millis(200),
                 cancel: &cancel,
                 group: None,

@@ -6,6 +6,7 @@ use super::{JobError, JobRecord, JobSpec, Jobs, Readiness, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -81,14 +82,16 @@ fn secs(s: f64) -> Duration {
 const MAX_WAIT_SECS: f64 = 60.0;
 
 /// Start a job; the answer's `job` is the record, `output` the last output when it
-/// already ended. `Ok` with the record also when the job exited at once.
+/// already ended. `Ok` with the record also when the job exited at once. A job not
+/// `detached` comes back with its owner pipe: it stops when that closes (when the
+/// server holding it exits or is killed).
 pub fn start(
     jobs: &Jobs,
     profile: &crate::LoadedProfile,
     profile_spec: &str,
     invoking_dir: &Path,
     a: StartArgs,
-) -> Result<(JobRecord, Value), JobError> {
+) -> Result<(JobRecord, Value, Option<OwnedFd>), JobError> {
     let spec = JobSpec {
         command: a.command,
         name: a.name,
@@ -104,6 +107,7 @@ pub fn start(
         pty: a.pty,
         stdin: a.stdin,
         ttl: a.ttl,
+        stop_with_caller: !a.detached,
     };
     let timeout = a
         .ready_timeout
@@ -119,7 +123,7 @@ pub fn start(
         ));
     }
     let v = json!({ "job": record_json(&r), "output": started.output, "text": text });
-    Ok((r, v))
+    Ok((r, v, started.owner))
 }
 
 pub fn output(jobs: &Jobs, a: OutputArgs) -> Result<Value, JobError> {

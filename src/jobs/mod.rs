@@ -61,6 +61,11 @@ pub struct JobSpec {
     pub stdin: bool,
     /// Seconds before the job is stopped (`None`: the profile's `jobs.ttl`).
     pub ttl: Option<u64>,
+    /// Stop the job when its caller is gone (a server that exits, cleanly or
+    /// SIGKILLed): the supervisor's stdin is a pipe whose only writer the caller
+    /// holds, so its end of file says the caller went.
+    #[serde(default)]
+    pub stop_with_caller: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,11 +231,14 @@ pub struct Jobs {
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What `start` answers: the record as it stood when the wait ended.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Started {
     pub record: JobRecord,
     /// The last output, when the job already ended.
     pub output: String,
+    /// For a `stop_with_caller` job: the only writer of the supervisor's stdin.
+    /// Dropping it (or the caller dying) stops the job.
+    pub owner: Option<std::os::fd::OwnedFd>,
 }
 
 impl Jobs {
@@ -400,7 +408,16 @@ impl Jobs {
             write_record(&dir, &record)?;
             (number, dir)
         };
-        let supervisor = supervise::spawn(&dir, &spec.invoking_dir)?;
+        // Close-on-exec on both ends: only the supervisor gets the read end (as its
+        // stdin), and nothing else this process starts holds the write end.
+        let (caller_end, owner) = if spec.stop_with_caller {
+            let (r, w) =
+                nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+            (Some(r), Some(w))
+        } else {
+            (None, None)
+        };
+        let supervisor = supervise::spawn(&dir, &spec.invoking_dir, caller_end)?;
         let deadline = Instant::now() + ready_timeout;
         let mut pause = Duration::from_micros(500);
         loop {
@@ -408,7 +425,7 @@ impl Jobs {
             if let Some(r) = &r
                 && (r.state != State::Starting || (r.ready.is_none() && r.pid.is_some()))
             {
-                return Ok(self.started(r.clone()));
+                return Ok(self.started(r.clone(), owner));
             }
             if !supervisor.alive() {
                 // It may have written its last state right before it went.
@@ -416,25 +433,30 @@ impl Jobs {
                     .read(number)
                     .ok_or_else(|| JobError::NotFound(format!("job://{number}")))?;
                 let r = if r.state.running() { self.check(r) } else { r };
-                return Ok(self.started(r));
+                return Ok(self.started(r, owner));
             }
             if Instant::now() >= deadline {
                 let mut r = r.ok_or_else(|| JobError::NotFound(format!("job://{number}")))?;
                 r.ready = Some(false);
-                return Ok(self.started(r));
+                return Ok(self.started(r, owner));
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(2));
         }
     }
 
-    fn started(&self, record: JobRecord) -> Started {
+    fn started(&self, record: JobRecord, owner: Option<std::os::fd::OwnedFd>) -> Started {
         let output = if record.state.running() {
             String::new()
         } else {
             self.tail_text(&record, 20)
         };
-        Started { record, output }
+        let owner = owner.filter(|_| record.state.running());
+        Started {
+            record,
+            output,
+            owner,
+        }
     }
 
     /// The last `lines` lines of a job's output, as text.

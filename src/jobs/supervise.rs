@@ -57,7 +57,9 @@ impl TakeBounded for UnixStream {
 }
 
 /// Start the supervisor of the job in `dir` (detached: it outlives the caller).
-pub fn spawn(dir: &Path, cwd: &Path) -> std::io::Result<ProcId> {
+/// `caller_end`, when given, becomes its stdin: the read end of a pipe the caller
+/// holds the other end of (see [`JobSpec::stop_with_caller`]).
+pub fn spawn(dir: &Path, cwd: &Path, caller_end: Option<OwnedFd>) -> std::io::Result<ProcId> {
     let exe = std::env::current_exe()?;
     let spec = crate::process::SpawnSpec {
         program: exe,
@@ -74,7 +76,8 @@ pub fn spawn(dir: &Path, cwd: &Path) -> std::io::Result<ProcId> {
         detached: true,
         ..Default::default()
     };
-    let mut child = spawn::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null)?;
+    let stdin = caller_end.map_or(ChildIo::Null, ChildIo::Fd);
+    let mut child = spawn::spawn(&spec, stdin, ChildIo::Null, ChildIo::Null)?;
     let pid = child.id() as i32;
     let id = ProcId::of(pid).unwrap_or(ProcId { pid, started: 0 });
     // Reaped when it ends, should this process (a server) still be there.
@@ -131,6 +134,8 @@ struct Supervisor<'d> {
     input: Option<OwnedFd>,
     screen: Option<vt100::Parser>,
     pidfd: Option<OwnedFd>,
+    /// Our stdin when the job stops with its caller: end of file means it is gone.
+    caller: Option<OwnedFd>,
     listener: UnixListener,
     ready_port: Option<u16>,
     ready_regex: Option<regex::Regex>,
@@ -219,8 +224,17 @@ impl<'d> Supervisor<'d> {
         record.state = if waits { State::Starting } else { State::Ready };
         let _ = write_record(dir, record);
         let _ = log.written();
+        let caller = if spec.stop_with_caller {
+            std::io::stdin().as_fd().try_clone_to_owned().ok()
+        } else {
+            None
+        };
+        if let Some(fd) = &caller {
+            set_nonblocking(fd);
+        }
         Ok(Supervisor {
             dir,
+            caller,
             pidfd: spawn::pidfd_open(pid),
             child,
             group,
@@ -259,10 +273,17 @@ impl<'d> Supervisor<'d> {
                     self.output.as_ref().map(|f| f.as_fd()),
                     Some(self.listener.as_fd()),
                     self.pidfd.as_ref().map(|f| f.as_fd()),
+                    self.caller.as_ref().map(|f| f.as_fd()),
                 ],
                 tick,
             );
             self.read_output(&mut buf, record, log);
+            if let Some(fd) = &self.caller
+                && matches!(read_some(fd.as_fd(), &mut buf), Read::End)
+            {
+                self.end(record, log, State::Killed, Some("server exit".into()), None);
+                return;
+            }
             if self.waiting(record)
                 && let Some(port) = self.ready_port
                 && last_port_check.elapsed() >= Duration::from_millis(5)

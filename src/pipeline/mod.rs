@@ -1118,6 +1118,7 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
         warnings: vec![],
         error: None,
         sandbox: None,
+        job: None,
         body: String::new(),
         agentbash_exit: 0,
         annotation: None,
@@ -1323,4 +1324,111 @@ impl From<Stop> for JobRefusal {
 /// [`plan`] as a run makes it (no interception trace for rules that cannot apply).
 pub fn plan_run(req: &RunRequest, profile: &LoadedProfile) -> Plan {
     plan_with(req, profile, false)
+}
+
+/// A foreground request carried out as a job (rpc/mcp `jobs.background_after`): what
+/// the job prints goes through the run's own sink, so the answer is bounded and
+/// shaped as the run's would be, whether the job ends in time or is handed off.
+pub struct JobRun {
+    plan: Plan,
+    base: RunResult,
+    sink: OutputSink,
+    notices: Vec<String>,
+    started: Instant,
+}
+
+impl JobRun {
+    /// `None` when `req` must run in the foreground: a session, PTY mode, a refusal
+    /// of any kind (the run answers it), or a timeout no longer than `after`.
+    pub fn eligible(req: &RunRequest, profile: &LoadedProfile, after: Duration) -> Option<JobRun> {
+        let plan = plan_with(req, profile, false);
+        let mut g = Gathered::default();
+        let ok = req.session.is_none()
+            && !req.stdin
+            && !req.stderr_separate
+            && plan.mode.mode == Mode::Print
+            && Duration::from_secs(plan.timeout.effective) > after
+            && plan.cwd.is_ok()
+            && refusal(req, &plan, &mut g).is_ok();
+        if !ok {
+            return None;
+        }
+        let Sinks { out, .. } = sinks(&profile.profile, &plan, req);
+        let mut base = base_result(req, &plan);
+        if let Ok(cwd) = &plan.cwd {
+            base.cwd = cwd.display().to_string();
+        }
+        Some(JobRun {
+            plan,
+            base,
+            sink: out,
+            notices: g.notices,
+            started: Instant::now(),
+        })
+    }
+
+    /// Take what the job printed; `on_output` gets live text, as a run's events.
+    pub fn push(&mut self, bytes: &[u8], on_output: &mut dyn FnMut(&str)) {
+        self.sink.push(bytes);
+        if let Some(t) = self.sink.take_pending() {
+            on_output(&self.plan.secrets.mask(&t));
+        }
+    }
+
+    /// The job ended (or was stopped) within the wait: the run's result.
+    pub fn finish(self, end: End, profile: &LoadedProfile) -> RunResult {
+        let secrets = self.plan.secrets.clone();
+        let artifact_dir = self.plan.artifact_dir.clone();
+        let cwd = PathBuf::from(&self.base.cwd);
+        let retained = self.sink.finish();
+        let warnings = self.plan.rule_warnings.clone();
+        let outcome = ExecOutcome {
+            end,
+            background_killed: vec![],
+        };
+        let mut r = shape(
+            self.base,
+            self.plan,
+            outcome,
+            retained,
+            self.notices,
+            warnings,
+            self.started,
+            cwd,
+        );
+        r.mask_secrets(&secrets);
+        if let Some(dir) = artifact_dir
+            && let Some(a) = &r.artifact
+        {
+            remember_artifact(&profile.profile, dir, a.id, r.command.clone(), &r);
+        }
+        r
+    }
+
+    /// The job still runs after `after`: the output so far, and where it goes on.
+    pub fn handed_off(
+        self,
+        after: Duration,
+        job: crate::result::ContinuedAs,
+        profile: &LoadedProfile,
+    ) -> RunResult {
+        let line = format!(
+            "[Still running after {}; continues as {} — read it with job_output (cursor {}), stop it with job_stop]",
+            count(after.as_secs(), "second"),
+            job.id,
+            job.cursor
+        );
+        let mut r = self.finish(End::Exited(0), profile);
+        r.exit_code = None;
+        r.agentbash_exit = 0;
+        let rest = match r.text.strip_prefix("(no output)") {
+            Some(rest) => rest.to_string(),
+            None => format!("\n{}", r.text),
+        };
+        r.text = format!("{line}{rest}");
+        r.notices.insert(0, line.clone());
+        r.annotation = Some(line);
+        r.job = Some(job);
+        r
+    }
 }

@@ -3,13 +3,15 @@
 
 use super::backend::{Backend, BashCall, BashOutcome};
 use crate::config::profile::LoadedProfile;
+use crate::executor::End;
 use crate::executor::live::ShellPool;
 use crate::output::artifact::{self, ArtifactStore};
-use crate::pipeline::{Event, execute_with};
+use crate::pipeline::{Event, JobRun, execute_with};
 use crate::process::CancelToken;
 use crate::result::RunResult;
 use std::io::BufRead;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// Lines `read_artifact` returns when the caller gives no limit.
 pub const DEFAULT_ARTIFACT_LINES: usize = 2000;
@@ -21,8 +23,10 @@ pub struct Engine {
     pub pool: ShellPool,
     /// The profile as the server was told it (a job's supervisor loads it again).
     pub profile_spec: String,
-    /// Jobs this server started, not detached: stopped when it exits.
-    owned_jobs: std::sync::Mutex<Vec<u64>>,
+    /// Jobs this server started, not detached, each with the only writer of its
+    /// supervisor's stdin: stopped when the server exits, and by their supervisors
+    /// when it dies without a word (the pipe closes with the process).
+    owned_jobs: std::sync::Mutex<Vec<(u64, std::os::fd::OwnedFd)>>,
 }
 
 impl Engine {
@@ -54,8 +58,7 @@ impl Engine {
         let answer = match kind {
             "job_start" => {
                 let a: calls::StartArgs = parse(kind, args)?;
-                let detached = a.detached;
-                let (r, v) = calls::start(
+                let (r, v, owner) = calls::start(
                     &jobs,
                     &self.profile,
                     &self.profile_spec,
@@ -63,11 +66,11 @@ impl Engine {
                     a,
                 )
                 .map_err(|e| e.to_string())?;
-                if !detached && r.state.running() {
+                if let Some(owner) = owner {
                     self.owned_jobs
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .push(r.number);
+                        .push((r.number, owner));
                 }
                 Ok(v)
             }
@@ -86,7 +89,7 @@ impl Engine {
         let Ok(jobs) = crate::jobs::Jobs::open() else {
             return;
         };
-        for n in owned {
+        for (n, _owner) in owned {
             if let Some(r) = jobs.read(n) {
                 let _ = jobs.stop(&r, "server exit");
             }
@@ -110,6 +113,13 @@ impl Engine {
             tools.extend(call.server_tools.iter().cloned());
             req.tools = Some(tools);
         }
+        let after = Duration::from_secs(self.profile.profile.jobs.background_after);
+        if !after.is_zero()
+            && let Some(job_run) = JobRun::eligible(&req, &self.profile, after)
+            && let Some(r) = self.run_as_job(&req, job_run, after, cancel, on_output)
+        {
+            return Ok(r);
+        }
         Ok(execute_with(
             &req,
             &self.profile,
@@ -121,6 +131,111 @@ impl Engine {
                 }
             },
         ))
+    }
+
+    /// `jobs.background_after`: carry `req` out as a job (started as `job_start`
+    /// starts one, so the guard and the sandbox apply), wait up to `after` for it to
+    /// end, and answer as the run would; a job still running then is handed off, the
+    /// answer carrying its id and the output so far. `None` when no job could be
+    /// started (too many running, say): the caller runs it in the foreground.
+    fn run_as_job(
+        &self,
+        req: &crate::RunRequest,
+        mut job_run: JobRun,
+        after: Duration,
+        cancel: &CancelToken,
+        on_output: &mut dyn FnMut(&str),
+    ) -> Option<RunResult> {
+        use crate::jobs::{JobSpec, Jobs, log};
+        let jobs = Jobs::open().ok()?;
+        let spec = JobSpec {
+            command: req.command.clone(),
+            name: None,
+            invoking_dir: req.invoking_dir.clone(),
+            cwd: req.cwd.clone(),
+            profile: self.profile_spec.clone(),
+            env: req.env.clone(),
+            sandbox: req.sandbox,
+            ready: Default::default(),
+            pty: false,
+            stdin: false,
+            ttl: None,
+            stop_with_caller: true,
+        };
+        let started = jobs
+            .start(&spec, &self.profile, crate::jobs::DEFAULT_READY_TIMEOUT)
+            .ok()?;
+        // Refused or failed inside its supervisor: the run says why, as a run.
+        started.record.pid?;
+        let (mut record, owner) = (started.record, started.owner);
+        let dir = jobs.dir(record.number);
+        let deadline = Instant::now() + after;
+        let mut cursor = 0;
+        // Until it is handed off it is a foreground run: cancellation and
+        // `jobs.idle_timeout` end it as they would end the run.
+        let idle = Some(Duration::from_secs(self.profile.profile.jobs.idle_timeout))
+            .filter(|d| !d.is_zero());
+        let mut last_output = Instant::now();
+        let mut stopped = None;
+        loop {
+            let c = log::read(
+                &dir,
+                record.log_max_bytes,
+                cursor,
+                crate::jobs::DEFAULT_READ_BYTES,
+            );
+            if !c.bytes.is_empty() {
+                job_run.push(&c.bytes, on_output);
+                cursor = c.next;
+                last_output = Instant::now();
+                continue;
+            }
+            if !record.state.running() {
+                break;
+            }
+            let stop = match (cancel.reason(), idle) {
+                (Some(sig), _) => Some(End::Cancelled(sig)),
+                (None, Some(idle)) if last_output.elapsed() >= idle => {
+                    Some(End::Idle(idle.as_secs()))
+                }
+                _ => None,
+            };
+            if stopped.is_none()
+                && let Some(end) = stop
+            {
+                stopped = Some(end);
+                if let Ok(r) = jobs.stop(&record, "stopped") {
+                    record = r;
+                }
+                continue;
+            }
+            if Instant::now() >= deadline {
+                if let Some(owner) = owner {
+                    self.owned_jobs
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((record.number, owner));
+                }
+                let job = crate::result::ContinuedAs {
+                    id: record.id.clone(),
+                    cursor,
+                };
+                return Some(job_run.handed_off(after, job, &self.profile));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            if let Ok(r) = jobs.find(&record.id) {
+                record = r;
+            }
+        }
+        let end = match (stopped, record.exit_code, &record.signal) {
+            (Some(end), _, _) => end,
+            (None, Some(code), _) => End::Exited(code),
+            (None, None, Some(name)) => (1..=64)
+                .find(|&s| crate::exit::signal_name(s) == *name)
+                .map_or(End::MissingStatus, End::Signaled),
+            (None, None, None) => End::MissingStatus,
+        };
+        Some(job_run.finish(end, &self.profile))
     }
 
     /// The answer to a call cancelled while it waited for one of the `max_concurrent`
@@ -231,6 +346,12 @@ impl Engine {
                 "When output is cut, the rest is not saved (artifacts are off in this profile).",
             );
         }
+        if p.jobs.background_after > 0 {
+            d.push_str(&format!(
+                "\nA command still running after {}s goes on as a background job: the answer gives its job://N and the output so far; read the rest with `job_output`, stop it with `job_stop`.",
+                p.jobs.background_after
+            ));
+        }
         if p.interceptor.enabled && !p.interceptor.tools.is_empty() {
             d.push_str(&format!(
                 "\nCommands that should use one of your tools ({}) instead are blocked with a message naming the tool.",
@@ -287,7 +408,9 @@ fn outcome(r: RunResult) -> Result<BashOutcome, String> {
     if let Some(e) = &r.error {
         return Err(e.clone());
     }
-    let is_error = r.exit_code != Some(0) || r.timed_out || r.blocked.is_some();
+    // A run handed off to a job has no exit code yet, and is no failure.
+    let is_error =
+        r.job.is_none() && (r.exit_code != Some(0) || r.timed_out || r.blocked.is_some());
     Ok(BashOutcome {
         text: r.text.clone(),
         result: serde_json::to_value(&r).map_err(|e| e.to_string())?,

@@ -510,6 +510,33 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
 }
 
 #[test]
+fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
+    std::fs::write(
+        env.config_dir().join("profiles/idle.toml"),
+        "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
+    )
+    .unwrap();
+    let n = nonce();
+    let cmd = format!("echo hi; sleep 30.{n}");
+    let out = env.run(&["run", "-p", "idle", "--pty", "--", &cmd]);
+    out.assert_code(124);
+    assert!(
+        out.elapsed < Duration::from_secs(10),
+        "took {:?}",
+        out.elapsed
+    );
+    assert!(out.stdout.contains("hi"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("[No output for 1 second; stopped]"),
+        "{}",
+        out.stderr
+    );
+    assert!(procs_with_cmdline(&format!("sleep 30.{n}"), Duration::from_secs(3)).is_empty());
+}
+
+#[test]
 fn the_sandbox_confines_a_job_as_it_confines_a_run() {
     let env = TestEnv::new();
     let run = env.run(&[
@@ -545,4 +572,192 @@ fn the_sandbox_confines_a_job_as_it_confines_a_run() {
     assert!(out.stdout.contains("rc=1"), "{}", out.stdout);
     assert!(!env.work().join("probe-job").exists());
     job(&env, &["stop", "boxed"]).assert_code(0);
+}
+
+/// `agentbash rpc ARGS` with a live stdin: answers read line by line.
+struct LiveServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl LiveServer {
+    fn start(env: &TestEnv, args: &[&str]) -> LiveServer {
+        use std::io::BufRead;
+        let mut c = env.cmd(args).into_command();
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = c.spawn().expect("server starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        LiveServer {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Send one request and wait for its response.
+    #[track_caller]
+    fn ask(&mut self, req: Value) -> Value {
+        use std::io::Write;
+        writeln!(self.stdin, "{req}").expect("write");
+        self.stdin.flush().expect("flush");
+        loop {
+            let m = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("a response within 30 s");
+            if m["type"] == "response" && m["id"] == req["id"] {
+                return m;
+            }
+        }
+    }
+
+    fn sigkill(mut self) {
+        // SAFETY: kill(2) on the server this test started.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn jobs_of_a_sigkilled_rpc_server_stop_unless_detached() {
+    let env = TestEnv::new();
+    let n = nonce();
+    let mut rpc = LiveServer::start(&env, &["rpc"]);
+    let owned = rpc.ask(serde_json::json!({"id": 1, "type": "job_start",
+        "command": format!("sleep 381.{n} & sleep 382.{n}"), "name": "owned"}));
+    assert_eq!(owned["success"], true, "{owned}");
+    let free = rpc.ask(serde_json::json!({"id": 2, "type": "job_start",
+        "command": format!("sleep 383.{n}"), "name": "free", "detached": true}));
+    assert_eq!(free["success"], true, "{free}");
+    assert!(!procs_with_cmdline(&format!("sleep 381.{n}"), Duration::ZERO).is_empty());
+    rpc.sigkill();
+    let list = || {
+        let (_, v) = job_json(&env, &["list"]);
+        v
+    };
+    let job_named = |v: &Value, name: &str| {
+        v["jobs"]
+            .as_array()
+            .and_then(|a| a.iter().find(|j| j["name"] == name))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let gone = || {
+        ["381", "382"]
+            .iter()
+            .all(|t| procs_with_cmdline(&format!("sleep {t}.{n}"), Duration::ZERO).is_empty())
+    };
+    // Within 2 s its processes are gone and the record says how it ended.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut v = list();
+    while !(gone() && job_named(&v, "owned")["state"] != "ready") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        v = list();
+    }
+    for tag in ["381", "382"] {
+        let left = procs_with_cmdline(&format!("sleep {tag}.{n}"), Duration::ZERO);
+        assert!(left.is_empty(), "outlived a SIGKILLed rpc: {left:?}");
+    }
+    let state = |name: &str| job_named(&v, name);
+    assert_eq!(state("owned")["state"], "killed", "{v}");
+    assert_eq!(state("owned")["reason"], "server exit", "{v}");
+    assert_eq!(state("free")["state"], "ready", "{v}");
+    assert!(!procs_with_cmdline(&format!("sleep 383.{n}"), Duration::ZERO).is_empty());
+    job(&env, &["stop", "free"]).assert_code(0);
+    assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3)).is_empty());
+}
+
+#[test]
+fn background_after_turns_a_long_rpc_run_into_a_job_and_leaves_a_short_one_alone() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
+    for (name, secs, idle) in [("after5", 5, 2), ("after1", 1, 0)] {
+        std::fs::write(
+            env.config_dir().join(format!("profiles/{name}.toml")),
+            format!(
+                "extends = \"default\"\n[jobs]\nbackground_after = {secs}\nidle_timeout = {idle}\n"
+            ),
+        )
+        .unwrap();
+    }
+    // Ends within the wait: a normal result.
+    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "after5"]);
+    let short =
+        rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": "sleep 1; echo done"}));
+    assert_eq!(short["success"], true, "{short}");
+    assert_eq!(short["data"]["exit_code"], 0, "{short}");
+    assert_eq!(short["data"]["output"], "done\n", "{short}");
+    assert_eq!(short["data"]["text"], "done", "{short}");
+    assert!(short["data"].get("job").is_none(), "{short}");
+    let failing =
+        rpc.ask(serde_json::json!({"id": 2, "type": "bash", "command": "echo no; exit 3"}));
+    assert_eq!(failing["data"]["exit_code"], 3, "{failing}");
+    assert!(
+        failing["data"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Command exited with code 3")),
+        "{failing}"
+    );
+    // Silent for idle_timeout within the wait: stopped as the run would be.
+    let asked = Instant::now();
+    let silent =
+        rpc.ask(serde_json::json!({"id": 3, "type": "bash", "command": "echo hi; sleep 30"}));
+    assert!(asked.elapsed() < Duration::from_secs(5), "{silent}");
+    assert_eq!(silent["data"]["exit_code"], 124, "{silent}");
+    assert_eq!(
+        silent["data"]["text"], "[No output for 2 seconds; stopped]\nhi",
+        "{silent}"
+    );
+    drop(rpc);
+
+    // Still going after 1 s: the job id and the first lines; job_output reads the rest.
+    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "after1"]);
+    let cmd = "for i in $(seq 1 50); do echo $i; sleep 0.2; done";
+    let long = rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": cmd}));
+    assert_eq!(long["success"], true, "{long}");
+    let data = &long["data"];
+    let id = data["job"]["id"].as_str().expect("a job id").to_string();
+    let text = data["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with(&format!(
+            "[Still running after 1 second; continues as {id} — read it with job_output"
+        )),
+        "{text}"
+    );
+    let mut all = data["output"].as_str().unwrap_or_default().to_string();
+    assert!(all.starts_with("1\n"), "{all}");
+    assert!(all.lines().count() < 40, "{all}");
+    let mut cursor = data["job"]["cursor"].as_u64().expect("a cursor");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for n in 2.. {
+        let r = rpc.ask(serde_json::json!({"id": n, "type": "job_output", "job": id, "cursor": cursor, "wait": 2}));
+        let d = &r["data"];
+        all.push_str(d["output"].as_str().unwrap_or_default());
+        cursor = d["next"].as_u64().expect("next");
+        if d["job"]["state"] == "exited" && d["more"] == false && d["output"] == "" {
+            assert_eq!(d["job"]["exit_code"], 0, "{r}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never ended: {r}");
+    }
+    let want: String = (1..=50).map(|i| format!("{i}\n")).collect();
+    assert_eq!(all, want);
 }
