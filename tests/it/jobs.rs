@@ -2,7 +2,7 @@
 //! with `agentbash job start`, read, typed into and stopped through the real binary;
 //! limits (ttl, max_running) and leaks (a killed supervisor, stop, gc).
 
-use crate::support::{Output, TestEnv, nonce, procs_with_cmdline};
+use crate::support::{LiveServer, Output, TestEnv, nonce, procs_with_cmdline};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -572,68 +572,6 @@ fn the_sandbox_confines_a_job_as_it_confines_a_run() {
     assert!(out.stdout.contains("rc=1"), "{}", out.stdout);
     assert!(!env.work().join("probe-job").exists());
     job(&env, &["stop", "boxed"]).assert_code(0);
-}
-
-/// `agentbash rpc ARGS` with a live stdin: answers read line by line.
-struct LiveServer {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::sync::mpsc::Receiver<Value>,
-}
-
-impl LiveServer {
-    fn start(env: &TestEnv, args: &[&str]) -> LiveServer {
-        use std::io::BufRead;
-        let mut c = env.cmd(args).into_command();
-        c.stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        let mut child = c.spawn().expect("server starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                    continue;
-                };
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        LiveServer {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    /// Send one request and wait for its response.
-    #[track_caller]
-    fn ask(&mut self, req: Value) -> Value {
-        use std::io::Write;
-        writeln!(self.stdin, "{req}").expect("write");
-        self.stdin.flush().expect("flush");
-        loop {
-            let m = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .expect("a response within 30 s");
-            if m["type"] == "response" && m["id"] == req["id"] {
-                return m;
-            }
-        }
-    }
-
-    fn sigkill(mut self) {
-        // SAFETY: kill(2) on the server this test started.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGKILL);
-        }
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

@@ -629,3 +629,94 @@ pub fn thread_count(pid: i32) -> usize {
         })
         .unwrap_or(0)
 }
+
+/// `agentbash rpc` (or `mcp`) with the test's hermetic environment, stdin kept open.
+pub struct LiveServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl LiveServer {
+    pub fn start(env: &TestEnv, args: &[&str]) -> LiveServer {
+        use std::io::BufRead;
+        let mut c = env.cmd(args).into_command();
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = c.spawn().expect("server starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        LiveServer {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    pub fn send(&mut self, v: Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{v}").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// The rpc response to each of `ids`, whatever order they come in.
+    pub fn responses(&self, ids: &[&str]) -> Vec<Value> {
+        let mut got: Vec<Option<Value>> = vec![None; ids.len()];
+        while got.iter().any(Option::is_none) {
+            let m = self
+                .lines
+                .recv_timeout(Duration::from_secs(20))
+                .expect("a message within 20 s");
+            if m["type"] != "response" {
+                continue;
+            }
+            if let Some(i) = ids.iter().position(|id| m["id"] == *id) {
+                got[i] = Some(m["data"].clone());
+            }
+        }
+        got.into_iter().flatten().collect()
+    }
+
+    /// Send one request and wait for its response.
+    #[track_caller]
+    pub fn ask(&mut self, req: Value) -> Value {
+        use std::io::Write;
+        writeln!(self.stdin, "{req}").expect("write");
+        self.stdin.flush().expect("flush");
+        loop {
+            let m = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("a response within 30 s");
+            if m["type"] == "response" && m["id"] == req["id"] {
+                return m;
+            }
+        }
+    }
+
+    pub fn sigkill(mut self) {
+        // SAFETY: kill(2) on the server this test started.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for LiveServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

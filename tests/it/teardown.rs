@@ -2,7 +2,7 @@
 //! sent to agentbash, commands killed by signals, and no process left behind
 //! (issue 2, item 7); what a teardown lists and says (issue 12, part 4).
 
-use crate::support::{TestEnv, bin, nonce, procs_with_cmdline, s, wait_for_cmdline};
+use crate::support::{LiveServer, TestEnv, bin, nonce, procs_with_cmdline, s, wait_for_cmdline};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -582,80 +582,6 @@ fn left_after(needle: &str, within: Duration) -> Vec<String> {
         .collect()
 }
 
-/// `agentbash rpc` (or `mcp`) with the test's hermetic environment, stdin kept open.
-struct Server {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::sync::mpsc::Receiver<Value>,
-}
-
-impl Server {
-    fn start(env: &TestEnv, args: &[&str]) -> Server {
-        use std::io::BufRead;
-        let mut c = env.cmd(args).into_command();
-        c.stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        let mut child = c.spawn().expect("server starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                    continue;
-                };
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        Server {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn send(&mut self, v: Value) {
-        use std::io::Write;
-        writeln!(self.stdin, "{v}").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// The rpc response to each of `ids`, whatever order they come in.
-    fn responses(&self, ids: &[&str]) -> Vec<Value> {
-        let mut got: Vec<Option<Value>> = vec![None; ids.len()];
-        while got.iter().any(Option::is_none) {
-            let m = self
-                .lines
-                .recv_timeout(Duration::from_secs(20))
-                .expect("a message within 20 s");
-            if m["type"] != "response" {
-                continue;
-            }
-            if let Some(i) = ids.iter().position(|id| m["id"] == *id) {
-                got[i] = Some(m["data"].clone());
-            }
-        }
-        got.into_iter().flatten().collect()
-    }
-
-    fn sigkill(mut self) {
-        // SAFETY: kill(2) on the server this test started.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A background job, a setsid daemon and one that also cleared its environment.
 fn escapees(tag: &str) -> String {
     format!("sleep 300.{tag} & setsid sleep 301.{tag} & setsid env -i sleep 302.{tag} &")
@@ -740,7 +666,7 @@ fn sigkill_of_agentbash_rpc_ends_every_run_in_flight() {
         return;
     }
     let env = TestEnv::new();
-    let mut rpc = Server::start(&env, &["rpc"]);
+    let mut rpc = LiveServer::start(&env, &["rpc"]);
     let tags: Vec<String> = (0..3).map(|i| format!("{}{i}", nonce())).collect();
     for (i, tag) in tags.iter().enumerate() {
         let cmd = format!("{} sleep 303.{tag}", escapees(tag));
@@ -771,7 +697,7 @@ fn sigkill_of_agentbash_mcp_ends_the_run_in_flight() {
         "extends = \"default\"\n[interceptor]\nenabled = false\n",
     )
     .expect("write profile");
-    let mut mcp = Server::start(&env, &["mcp", "-p", "unintercepted"]);
+    let mut mcp = LiveServer::start(&env, &["mcp", "-p", "unintercepted"]);
     mcp.send(
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2024-11-05", "capabilities": {},
@@ -804,7 +730,7 @@ fn rpc_attributes_a_setsid_env_cleared_job_to_its_own_run_only() {
         return;
     }
     let env = TestEnv::new();
-    let mut rpc = Server::start(&env, &["rpc"]);
+    let mut rpc = LiveServer::start(&env, &["rpc"]);
     let (a, b) = (format!("{}1", nonce()), format!("{}2", nonce()));
     for (id, tag) in [("a", &a), ("b", &b)] {
         // Both running at once, each with a job that left the session and the
@@ -869,7 +795,7 @@ fn a_re_forking_process_is_caught_in_run_and_in_rpc() {
     );
 
     let tag = nonce();
-    let mut rpc = Server::start(&env, &["rpc"]);
+    let mut rpc = LiveServer::start(&env, &["rpc"]);
     rpc.send(json!({"id": "h", "type": "bash", "command": hopper(&env, &tag)}));
     let data = &rpc.responses(&["h"])[0];
     assert_eq!(data["output"], "up\n", "{data:#}");
