@@ -40,6 +40,13 @@ fn wait_for_output(env: &TestEnv, name: &str, needle: &str, within: Duration) ->
     }
 }
 
+/// A user profile `name` (in the test's config dir) with `toml` as its text.
+fn user_profile(env: &TestEnv, name: &str, toml: &str) {
+    let dir = env.config_dir().join("profiles");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{name}.toml")), toml).unwrap();
+}
+
 #[test]
 fn a_dev_server_is_ready_outlives_its_caller_and_stop_ends_it() {
     let env = TestEnv::new();
@@ -204,12 +211,11 @@ fn cursor_reads_join_into_the_exact_output_and_tail_shows_the_end() {
 #[test]
 fn a_huge_printer_keeps_its_log_bounded() {
     let env = TestEnv::new();
-    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
-    std::fs::write(
-        env.config_dir().join("profiles/small.toml"),
+    user_profile(
+        &env,
+        "small",
         "extends = \"default\"\n[jobs]\nlog_max_bytes = 1048576\n",
-    )
-    .unwrap();
+    );
     let (code, v) = job_json(
         &env,
         &[
@@ -373,12 +379,11 @@ fn ttl_ends_a_job_on_time() {
 #[test]
 fn max_running_refuses_the_next_start_naming_the_running_jobs() {
     let env = TestEnv::new();
-    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
-    std::fs::write(
-        env.config_dir().join("profiles/one.toml"),
+    user_profile(
+        &env,
+        "one",
         "extends = \"default\"\n[jobs]\nmax_running = 1\n",
-    )
-    .unwrap();
+    );
     job(
         &env,
         &["start", "-p", "one", "--name", "first", "--", "sleep 60"],
@@ -479,12 +484,11 @@ fn rpc_jobs_started_detached_outlive_the_server() {
 #[test]
 fn idle_timeout_stops_a_run_that_prints_nothing() {
     let env = TestEnv::new();
-    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
-    std::fs::write(
-        env.config_dir().join("profiles/idle.toml"),
+    user_profile(
+        &env,
+        "idle",
         "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
-    )
-    .unwrap();
+    );
     let out = env.run(&["run", "-p", "idle", "--", "echo hi; sleep 30"]);
     out.assert_code(124);
     assert!(
@@ -512,12 +516,11 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
 #[test]
 fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
     let env = TestEnv::new();
-    std::fs::create_dir_all(env.config_dir().join("profiles")).unwrap();
-    std::fs::write(
-        env.config_dir().join("profiles/idle.toml"),
+    user_profile(
+        &env,
+        "idle",
         "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
-    )
-    .unwrap();
+    );
     let n = nonce();
     let cmd = format!("echo hi; sleep 30.{n}");
     let out = env.run(&["run", "-p", "idle", "--pty", "--", &cmd]);
