@@ -586,6 +586,7 @@ impl LiveShell {
             limits: job.limits,
             sandbox: job.sandbox.clone(),
             detached: false,
+            keep_background: false,
         };
         let group = RunGroup::create().map(Arc::new);
         if group.is_some() {
@@ -726,7 +727,7 @@ impl LiveShell {
                 ppid.parse::<i32>().unwrap_or(0),
                 sid.parse::<i32>().unwrap_or(0),
             );
-            let orphan = ppid == me && sid == self.pid;
+            let orphan = (ppid == me || Some(ppid) == self.child.init_pid()) && sid == self.pid;
             let marked = || {
                 std::fs::read(format!("/proc/{pid}/environ"))
                     .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_slice()))
@@ -928,11 +929,17 @@ impl LiveShell {
             teardown.reap_orphans();
             return Ok((end, killed, false));
         }
-        let found = scan.found.unwrap_or(Marker {
+        let mut found = scan.found.unwrap_or(Marker {
             kind: b's',
             status: None,
             pid: None,
         });
+        if self.child.init_pid().is_some() {
+            // In the sandbox's PID namespace the shell numbers its subshell its own way.
+            found.pid = found
+                .pid
+                .and_then(|inner| spawn::host_pid_of_child(self.pid, inner));
+        }
         // Anything the command left running? (A cheap look first: the full scan only
         // when something may be there — background jobs, or orphans handed to us.)
         let mut background_killed = Vec::new();

@@ -667,6 +667,7 @@ fn launch(
         },
         sandbox: sandbox.confinement(),
         detached: false,
+        keep_background: p.process.background == crate::config::schema::Background::Keep,
     };
     Ok(Launch {
         spec,

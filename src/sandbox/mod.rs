@@ -52,10 +52,13 @@
 //!
 //! **none**: nothing is enforced, and [`Prepared::reason`] says why.
 
+mod caps;
 mod check;
 mod child;
+mod dev;
 mod policy;
 mod prepare;
+mod seccomp;
 #[cfg(test)]
 mod tests;
 
@@ -99,41 +102,65 @@ pub struct Prepared {
     resolved: Resolved,
     reason: Option<String>,
     notes: Vec<String>,
-    unshare_flags: libc::c_int,
+    /// The namespaces engine's plan: a spawner starts the command under an init
+    /// process of its own (see [`Prepared::namespaces`]).
+    namespaces: Option<Namespaces>,
+    ruleset: Option<OwnedFd>,
+    /// Add rules for the private `/dev` to `ruleset` in the child (it exists only there).
+    landlock_dev: bool,
+    /// What the command keeps of its capabilities.
+    keep: caps::Keep,
+    /// The syscall filter; `None` only where seccomp cannot be compiled or used.
+    seccomp: Option<&'static [seccompiler::BpfProgram; 2]>,
+    /// Git files that did not exist at prepare time and would change what git runs if a
+    /// command created them (`.git/commondir`): checked after the run (see
+    /// [`Prepared::audit`]).
+    git_watch: Vec<PathBuf>,
+}
+
+/// The namespaces engine: which namespaces the command's init process is cloned into,
+/// the id maps the parent writes for it, and the mounts init makes.
+#[derive(Debug)]
+pub struct Namespaces {
+    /// `CLONE_NEW*` flags for the clone that creates init.
+    pub flags: libc::c_int,
     id_maps: Option<IdMaps>,
     mounts: Vec<MountStep>,
-    /// The paths behind `mounts`, for error messages in the parent.
-    chdir: Option<CString>,
-    ruleset: Option<OwnedFd>,
+    dev: Option<dev::DevPlan>,
+    chdir: CString,
     devnull: CString,
     hide_options: CString,
 }
 
 #[derive(Debug)]
 struct IdMaps {
-    setgroups_path: CString,
-    uid_map_path: CString,
-    gid_map_path: CString,
+    /// Write `deny` to `setgroups` first (needed when the writer maps only its own id).
+    deny_setgroups: bool,
     uid_map: String,
     gid_map: String,
 }
 
-/// One mount operation of the namespaces engine, in the order the child runs them.
+/// One mount operation of the namespaces engine, in the order init runs them.
 #[derive(Debug)]
 enum MountStep {
     /// Make every mount a slave, so nothing done here propagates back to the host.
     Propagation,
-    /// Bind a writable path onto itself, so it is a mount of its own.
+    /// Bind a writable path onto itself, so it is a mount of its own (a `.git`
+    /// directory too: a mount point cannot be renamed or replaced).
     BindSelf(CString),
     /// Set read-only on a whole tree.
     ReadOnlyTree(CString),
-    /// Clear read-only on a writable bind.
+    /// Clear read-only on a writable bind (recursively), and make it nodev and nosuid.
     WritableTree(CString),
+    /// Clear read-only on one mount only: an agentbash-owned path inside a protected
+    /// directory that the command's shell must write (a session's pending state).
+    Reopen(CString),
     /// Cover a denied directory with an empty read-only tmpfs.
     HideDir(CString),
     /// Cover a denied file with `/dev/null`.
     HideFile(CString),
-    /// Bind a path onto itself read-only (`.git/hooks`, `.git/config`).
+    /// Bind a path onto itself read-only (`.git/hooks`, `.git/config`, `.agentbash`,
+    /// agentbash's own directories inside a writable tree).
     ReadOnlyBind(CString),
 }
 
@@ -144,6 +171,7 @@ impl MountStep {
             MountStep::BindSelf(p)
             | MountStep::ReadOnlyTree(p)
             | MountStep::WritableTree(p)
+            | MountStep::Reopen(p)
             | MountStep::HideDir(p)
             | MountStep::HideFile(p)
             | MountStep::ReadOnlyBind(p) => p,
@@ -167,26 +195,92 @@ impl Prepared {
         &self.notes
     }
 
-    /// Whether [`Prepared::apply_in_child`] does anything at all.
+    /// Whether the child does anything at all.
     pub fn is_active(&self) -> bool {
         self.resolved != Resolved::None
+    }
+
+    /// The namespaces engine's plan: when `Some`, the spawner must clone an init
+    /// process with [`Namespaces::flags`], write its id maps
+    /// ([`Prepared::write_id_maps`]), run [`Prepared::apply_in_init`] there, and
+    /// start the command as init's child with [`Prepared::apply_in_command`].
+    pub fn namespaces(&self) -> Option<&Namespaces> {
+        self.namespaces.as_ref()
+    }
+
+    /// Whether the command gets a PID namespace (and with it a `/proc` of its own).
+    pub fn pid_namespace(&self) -> bool {
+        self.namespaces
+            .as_ref()
+            .is_some_and(|n| n.flags & libc::CLONE_NEWPID != 0)
+    }
+
+    /// The Landlock ruleset's descriptor, which the child must keep open until it
+    /// enforces it.
+    pub fn ruleset_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.ruleset.as_ref().map(|fd| fd.as_raw_fd())
+    }
+
+    /// Whether the syscall filter is applied.
+    pub fn filtered(&self) -> bool {
+        self.seccomp.is_some()
+    }
+
+    /// Git files that a command must not create (`.git/commondir` and the like, which
+    /// did not exist when the run started): each one that exists after the run is
+    /// renamed aside, and a sentence per file says so. Call it once nothing of the run
+    /// is left running.
+    pub fn audit(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for path in &self.git_watch {
+            if std::fs::symlink_metadata(path).is_err() {
+                continue;
+            }
+            let aside = path.with_file_name(format!(
+                "{}.refused-by-agentbash",
+                path.file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default()
+            ));
+            let moved = std::fs::rename(path, &aside).is_ok();
+            out.push(if moved {
+                format!(
+                    "[sandbox: the command created {}, which would change what git runs outside the sandbox; agentbash moved it to {}]",
+                    path.display(),
+                    aside.display()
+                )
+            } else {
+                format!(
+                    "[sandbox: the command created {}, which would change what git runs outside the sandbox, and agentbash could not move it aside: remove it before running git]",
+                    path.display()
+                )
+            });
+        }
+        out
     }
 
     /// A sentence for a [`ChildError`] the child reported: what failed, on which path,
     /// and what to do.
     pub fn explain(&self, error: ChildError) -> String {
         let os = std::io::Error::from_raw_os_error(error.errno);
+        let mounts = self.namespaces.as_ref().map(|n| n.mounts.as_slice());
         match error.step {
             ChildStep::Mount | ChildStep::MountPropagation => {
-                let path = self
-                    .mounts
-                    .get(usize::from(error.index))
+                let path = mounts
+                    .and_then(|m| m.get(usize::from(error.index)))
                     .map(|step| step.path().to_string_lossy().into_owned())
                     .unwrap_or_default();
                 format!(
                     "sandbox: mounting over {path} failed: {os}; set [sandbox] engine = \"landlock\" if this machine forbids mounts"
                 )
             }
+            ChildStep::Dev => format!(
+                "sandbox: making the private /dev failed: {os}; set [sandbox] engine = \"landlock\" if this machine forbids mounts"
+            ),
+            ChildStep::Proc => format!(
+                "sandbox: mounting the command's own /proc failed: {os}; set [sandbox] engine = \"landlock\" if this machine forbids it"
+            ),
             ChildStep::Unshare | ChildStep::IdMap => format!(
                 "sandbox: creating namespaces failed: {os}; set [sandbox] engine = \"landlock\" or check `agentbash sandbox check`"
             ),
@@ -195,6 +289,12 @@ impl Prepared {
             ),
             ChildStep::NoNewPrivs | ChildStep::Landlock => format!(
                 "sandbox: enforcing Landlock failed: {os}; set [sandbox] engine = \"namespaces\" or \"none\""
+            ),
+            ChildStep::Capabilities => format!(
+                "sandbox: dropping the command's capabilities failed: {os}; run `agentbash sandbox check`"
+            ),
+            ChildStep::Seccomp => format!(
+                "sandbox: installing the syscall filter failed: {os}; run `agentbash sandbox check`"
             ),
         }
     }
@@ -222,6 +322,10 @@ pub enum SandboxError {
         "sandbox: building the Landlock ruleset failed at {path}: {message}; remove the path from [sandbox] or set engine = \"namespaces\""
     )]
     Landlock { path: PathBuf, message: String },
+    #[error(
+        "sandbox: the workspace would be {path}, which is no sandbox at all (agentbash was started there); start it in a project directory, or set [sandbox] workspace to this path on purpose"
+    )]
+    WideWorkspace { path: PathBuf },
     #[error("sandbox: the path {path} contains a NUL byte; remove it from [sandbox]")]
     Nul { path: PathBuf },
 }

@@ -69,6 +69,20 @@ pub struct Policy {
     pub required: bool,
     /// Whether a per-run flag may lower this policy (for the CLI; not used here).
     pub allow_override: bool,
+    /// Set by the run, not the profile: the workspace was filled in from where
+    /// agentbash started, not named by the profile (so `/` or `$HOME` is refused).
+    #[serde(skip)]
+    pub workspace_by_default: bool,
+    /// Set by the run: agentbash's own directories (state, cache, config, sessions,
+    /// jobs, artifacts). Read-only inside the sandbox even where a writable tree
+    /// covers them.
+    #[serde(skip)]
+    pub own_dirs: Vec<PathBuf>,
+    /// Set by the run: agentbash-owned paths the command's shell must write (a
+    /// session's pending state, the per-workspace package cache). Writable even inside
+    /// [`Policy::own_dirs`].
+    #[serde(skip)]
+    pub own_writable: Vec<PathBuf>,
 }
 
 impl Default for Policy {
@@ -89,6 +103,9 @@ impl Policy {
             network: true,
             required: false,
             allow_override: false,
+            workspace_by_default: false,
+            own_dirs: Vec::new(),
+            own_writable: Vec::new(),
         }
     }
 }

@@ -479,6 +479,7 @@ fn generate(
         limits: Limits::default(),
         sandbox: confinement,
         detached: false,
+        keep_background: false,
     };
     let spawned = crate::process::spawn::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null);
     let mut child = match spawned {
