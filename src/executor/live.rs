@@ -949,7 +949,12 @@ impl LiveShell {
         if let Some(g) = self.joined_group() {
             // Membership answers it: the shell's group holds the shell, maybe the
             // exiting subshell, and whatever the command left, however it got there.
-            let left = g.pids().iter().any(|p| !spare.contains(&Some(*p)));
+            // (Members include processes of the command that left the group.)
+            let left = !Teardown::new(self.pid, &command_marker)
+                .in_group(Some(g))
+                .sparing(spare.into_iter().flatten())
+                .members()
+                .is_empty();
             if left && job.watch.background == Background::Kill {
                 background_killed = Teardown::new(self.pid, &command_marker)
                     .in_group(Some(g))

@@ -831,6 +831,7 @@ fn finish(
     }
     g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
     g.notices.extend(sandbox.denial_notice(&outcome.end, &said));
+    g.notices.extend(sandbox.audit());
     let committed = matches!(
         outcome.end,
         End::Exited(_) | End::Signaled(_) | End::MissingStatus

@@ -19,9 +19,20 @@ pub fn plan(profile: &Policy, requested: Option<Mode>, invoking_dir: &Path) -> P
         policy.mode = mode;
     }
     if policy.workspace.is_none() {
+        policy.workspace_by_default = true;
         policy.workspace = Some(invoking_dir.to_path_buf());
     }
     policy
+}
+
+/// agentbash's own directories: what a command must never rewrite (its profiles and
+/// trust records, snapshots, sessions, job records, artifacts), even when a writable
+/// tree of the sandbox covers them.
+fn own_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![crate::paths::state_dir(), crate::paths::cache_dir()];
+    dirs.extend(crate::config::profile::Lookup::config_dir());
+    dirs.extend(crate::shell::store::runtime_dir());
+    dirs
 }
 
 /// `off`, `read-only` or `workspace-write`, as a flag or a request field spells it.
@@ -85,7 +96,10 @@ pub fn prepare(
         return Ok(RunSandbox::default());
     }
     let shown_writable = policy.writable.len();
+    policy.own_writable.extend(also_writable.iter().cloned());
     policy.writable.extend(also_writable);
+    policy.own_dirs = own_dirs();
+    policy.own_dirs.extend(plan.artifact_dir.iter().cloned());
     let policy = &policy;
     let tmpdir = private_tmpdir()?;
     let (prepared, weaker) = prepare_policy(policy, cwd, tmpdir.path())?;
@@ -240,6 +254,15 @@ impl RunSandbox {
                     None => k,
                 },
             )
+    }
+
+    /// Git files the command created that would change what git runs outside the
+    /// sandbox, moved aside, each with a notice (see [`sandbox::Prepared::audit`]).
+    pub fn audit(&self) -> Vec<String> {
+        self.confinement
+            .as_ref()
+            .map(|c| c.prepared.audit())
+            .unwrap_or_default()
     }
 
     /// Point the command's temporary files at its private TMPDIR.

@@ -1150,12 +1150,17 @@ impl<'g> Teardown<'g> {
             .map(|&(i, _)| i);
         let spared = |pid: i32| pid == watchdog_pid() || self.spare.contains(&pid) || is_init(pid);
         if let Some(g) = self.group {
-            let out: Vec<Proc> = g
+            let mut out: Vec<Proc> = g
                 .pids()
                 .into_iter()
                 .filter(|&p| !spared(p))
                 .filter_map(read_stat)
                 .collect();
+            for p in self.escapees(&spared) {
+                if !out.iter().any(|o| o.pid == p.pid) {
+                    out.push(p);
+                }
+            }
             let mut a = attribution();
             for p in &out {
                 a.saw_member(p.pid, p.started);
@@ -1210,6 +1215,49 @@ impl<'g> Teardown<'g> {
             a.saw_member(p.pid, p.started);
         }
         out.into_iter().cloned().collect()
+    }
+
+    /// Processes of this run that left its group (a root command can write its pid
+    /// into another cgroup's `cgroup.procs`), with their descendants: once their
+    /// parent in the group is gone they are handed to agentbash, the subreaper, so
+    /// they are found among its children that are in none of its run groups — this
+    /// run's by marker, or any such child in the one-run CLI. Cheap: agentbash's
+    /// children only, usually none.
+    fn escapees(&self, spared: &dyn Fn(i32) -> bool) -> Vec<Proc> {
+        let ours = format!("/agentbash-{}/", std::process::id());
+        let exclusive = exclusive_process();
+        let owned: Vec<(i32, u64)> = attribution().owned.clone();
+        let mut roots = Vec::new();
+        for pid in child_pids() {
+            if spared(pid) || pid == self.leader {
+                continue;
+            }
+            let Some(p) = read_stat(pid) else { continue };
+            if owned.contains(&(pid, p.started)) {
+                continue;
+            }
+            let in_a_group = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                .is_ok_and(|c| c.lines().any(|l| l.starts_with("0::") && l.contains(&ours)));
+            if in_a_group {
+                continue;
+            }
+            if exclusive || has_marker(pid, &self.marker) {
+                roots.push(p);
+            }
+        }
+        let mut out = Vec::new();
+        while let Some(p) = roots.pop() {
+            let kids = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", p.pid))
+                .unwrap_or_default();
+            roots.extend(
+                kids.split_ascii_whitespace()
+                    .filter_map(|k| k.parse::<i32>().ok())
+                    .filter(|&k| !spared(k))
+                    .filter_map(read_stat),
+            );
+            out.push(p);
+        }
+        out
     }
 
     /// Everything except the leader (whose exit status the caller collects).
@@ -1414,6 +1462,10 @@ impl<'g> Teardown<'g> {
                 g.freeze(false);
             } else {
                 g.kill();
+                // Members that left the group are not reached by cgroup.kill.
+                for p in pick() {
+                    signal(p.pid, libc::SIGKILL);
+                }
             }
             std::thread::sleep(Duration::from_millis(2));
             self.reap_orphans();

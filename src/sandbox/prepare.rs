@@ -106,7 +106,7 @@ pub fn prepare(
             own_writable.push(path);
         }
     }
-    let mut writable = vec![tmpdir];
+    let mut writable = vec![tmpdir.clone()];
     writable.extend(roots.iter().cloned());
     writable.extend(own_writable.iter().cloned());
     writable.sort_by_key(|p| p.as_os_str().len());
@@ -167,7 +167,20 @@ pub fn prepare(
             protected.push(dir);
         }
         for dir in &policy.own_dirs {
-            if let Ok(dir) = std::fs::canonicalize(dir)
+            let dir = expand_home(dir);
+            // One that does not exist yet is made now (0700), so the command cannot
+            // make it instead: a profile planted in the user's config directory would
+            // be trusted by every later run.
+            if std::fs::symlink_metadata(&dir).is_err()
+                && roots.iter().any(|r| dir.starts_with(r))
+            {
+                use std::os::unix::fs::DirBuilderExt;
+                let _ = std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&dir);
+            }
+            if let Ok(dir) = std::fs::canonicalize(&dir)
                 && roots.iter().any(|r| dir.starts_with(r))
             {
                 protected.push(dir);
@@ -175,8 +188,10 @@ pub fn prepare(
         }
         protected.sort_by_key(|p| p.as_os_str().len());
         protected.dedup();
+        // The run's TMPDIR lives in agentbash's state directory.
         let reopen: Vec<PathBuf> = own_writable
             .iter()
+            .chain(std::iter::once(&tmpdir))
             .filter(|p| protected.iter().any(|d| p.starts_with(d)))
             .cloned()
             .collect();
