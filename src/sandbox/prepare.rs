@@ -171,8 +171,7 @@ pub fn prepare(
             // One that does not exist yet is made now (0700), so the command cannot
             // make it instead: a profile planted in the user's config directory would
             // be trusted by every later run.
-            if std::fs::symlink_metadata(&dir).is_err()
-                && roots.iter().any(|r| dir.starts_with(r))
+            if std::fs::symlink_metadata(&dir).is_err() && roots.iter().any(|r| dir.starts_with(r))
             {
                 use std::os::unix::fs::DirBuilderExt;
                 let _ = std::fs::DirBuilder::new()

@@ -133,6 +133,17 @@ fn equal(arg: u8, value: u64) -> Result<SeccompRule, seccompiler::BackendError> 
     )?])
 }
 
+/// `ioctl` requests that type into a terminal (`TIOCSTI`) or reach the console
+/// (`TIOCLINUX`): the command's own terminal may be the user's.
+// The requests' type differs between targets (u64 on some, u32 on others).
+#[allow(clippy::unnecessary_cast)]
+fn typing_ioctls() -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+    Ok(vec![
+        equal(1, libc::TIOCSTI as u64)?,
+        equal(1, libc::TIOCLINUX as u64)?,
+    ])
+}
+
 fn build() -> Result<[BpfProgram; 2], String> {
     let arch = ARCH.ok_or("no seccomp compiler for this architecture")?;
     let err = |e: seccompiler::BackendError| e.to_string();
@@ -146,25 +157,13 @@ fn build() -> Result<[BpfProgram; 2], String> {
     rules.insert(libc::SYS_clone, vec![masked(0, newuser).map_err(err)?]);
     // The request is an int: compare its 32 bits only (a 64-bit compare was bypassed
     // with the high bits set, CVE-2019-10063).
-    rules.insert(
-        libc::SYS_ioctl,
-        vec![
-            equal(1, libc::TIOCSTI as u64).map_err(err)?,
-            equal(1, libc::TIOCLINUX as u64).map_err(err)?,
-        ],
-    );
+    rules.insert(libc::SYS_ioctl, typing_ioctls().map_err(err)?);
     if let Some(bit) = X32 {
         let x32: Vec<(i64, Vec<SeccompRule>)> =
             rules.iter().map(|(nr, r)| (nr | bit, r.clone())).collect();
         rules.extend(x32);
         // x32's own ioctl number (its ABI differs from x86_64's there).
-        rules.insert(
-            514 | bit,
-            vec![
-                equal(1, libc::TIOCSTI as u64).map_err(err)?,
-                equal(1, libc::TIOCLINUX as u64).map_err(err)?,
-            ],
-        );
+        rules.insert(514 | bit, typing_ioctls().map_err(err)?);
     }
     let eperm = SeccompFilter::new(
         rules,

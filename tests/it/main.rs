@@ -1,6 +1,7 @@
 //! The integration test binary: every module runs the real `agentbash` binary.
 
 mod bad_input;
+mod containment;
 mod display;
 mod ecosystem;
 mod env;

@@ -707,6 +707,10 @@ impl LiveServer {
         }
     }
 
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
     pub fn sigkill(mut self) {
         // SAFETY: kill(2) on the server this test started.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
