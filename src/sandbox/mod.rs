@@ -1,46 +1,71 @@
-//! The kernel sandbox: confine a command's file-system writes, secret reads and network
-//! before it is exec'd, with namespaces and Landlock instead of a container runtime.
+//! The kernel sandbox: confine a command's file-system writes, secret reads, network,
+//! privileges and view of other processes before it is exec'd, with namespaces,
+//! Landlock, a capability drop and a seccomp filter instead of a container runtime.
 //!
 //! It is split at the fork. [`prepare`] runs in the parent and does everything that may
 //! allocate or fail for a reason the user can fix: it resolves the engine, canonicalizes
-//! paths, opens the Landlock ruleset and the path fds its rules are built from, and
-//! pre-builds every C string the child will pass to `mount(2)`. [`Prepared::apply_in_child`]
-//! runs in the child and only issues raw syscalls on that data, so it is safe after
-//! `vfork`.
+//! paths, opens the Landlock ruleset and the path fds its rules are built from, compiles
+//! the syscall filter, and pre-builds every C string the child will pass to `mount(2)`.
+//! The child only issues raw syscalls on that data. With the namespaces engine the
+//! spawner clones an init process into the new namespaces, which makes the mounts
+//! ([`Prepared::apply_in_init`]) and forks the command, which confines itself last
+//! ([`Prepared::apply_in_command`]); the landlock engine needs no init
+//! ([`Prepared::apply_in_child`], safe after `vfork`).
 //!
-//! # What each engine promises
+//! # What every engine promises
 //!
-//! **namespaces** (a private mount namespace, a user namespace when not root, a network
-//! namespace when `network = false`, and Landlock on top whenever the kernel has it):
+//! - **No privilege over the host**, root included: with the namespaces engine the
+//!   command runs in a user namespace of its own (as root the whole id range maps to
+//!   itself, so files keep their owners; root inside keeps only the file capabilities,
+//!   all of them worthless outside); without one every capability set is emptied and
+//!   `SECBIT_NOROOT` locked. `no_new_privs` is set: set-uid programs gain nothing.
+//! - **A syscall filter** ([`seccomp`]): mounting, module loading, other namespaces,
+//!   the key ring, io_uring, userfaultfd, bpf, perf, the clock and the host name fail
+//!   with `EPERM`.
+//! - **Only stdin, stdout and stderr** reach the command (the spawner marks every other
+//!   descriptor close-on-exec).
+//!
+//! **namespaces** (user, mount, PID, UTS and IPC namespaces, a network namespace when
+//! `network = false`, and Landlock on top whenever the kernel has it):
 //! - every mount is read-only except binds of the workspace, `writable` and the private
-//!   TMPDIR; this covers writes, creation, removal, rename, `chmod`, `chown` and `utime`
-//!   alike, because the kernel refuses them all on a read-only mount;
+//!   TMPDIR, which are `nodev,nosuid`; this covers writes, creation, removal, rename,
+//!   `chmod`, `chown` and `utime` alike, because the kernel refuses them all on a
+//!   read-only mount;
 //! - each existing `deny_read` directory is covered by an empty read-only tmpfs, each file
 //!   by `/dev/null` (reads return nothing, a socket there refuses connections);
-//! - `.git/hooks` and `.git/config` of each writable tree are bound read-only again, so a
-//!   command cannot plant a hook or a `core.fsmonitor` that runs later outside the sandbox;
+//! - each writable tree's `.git` (and that of each repository directly inside it) is a
+//!   mount point, so it cannot be renamed or replaced; its `hooks`, `config`, `info` and
+//!   `commondir`, a `.git` file and what it points to, and the workspace's `.agentbash`
+//!   are bound read-only, so a command cannot plant code that runs later outside; a git
+//!   file that did not exist and that a command creates (`commondir`) is moved aside
+//!   after the run ([`Prepared::audit`]);
+//! - agentbash's own directories (state, cache, config, sessions, artifacts) are
+//!   read-only even inside a writable tree;
+//! - a PID namespace with its own `/proc` (read-only): `ps`, `kill` and `pkill` reach
+//!   only the run's processes, never the agentbash that runs them;
+//! - a private `/dev` ([`dev`]): null, zero, full, random, urandom, tty, its own `pts`
+//!   and `shm`, nothing of the host's disks;
 //! - with `network = false` the command is in an empty network namespace: loopback is
 //!   down, so even `127.0.0.1` is unreachable (`ENETUNREACH`), TCP and UDP alike, and
 //!   abstract unix sockets of the host are out of reach;
-//! - Landlock on top is what makes this hold for root: a Landlock-restricted process
-//!   cannot `mount`, `umount` or `pivot_root`, so it cannot lift the tmpfs or remount
-//!   read-write, and Landlock rules follow inodes, so a directory fd inherited from
-//!   outside the namespace does not reopen a way around the mounts.
+//! - Landlock on top: a Landlock-restricted process cannot `mount`, `umount` or
+//!   `pivot_root`, and Landlock rules follow inodes, so a directory fd from outside the
+//!   namespace does not reopen a way around the mounts.
 //!
 //! It does not: hide paths that do not exist at prepare time, stop connections to
 //! *pathname* unix sockets outside `deny_read` (a read-only mount does not stop
 //! `connect(2)` to a socket file: put `/var/run/docker.sock` and the like in `deny_read`),
-//! limit CPU, memory or processes, filter syscalls, or stop signals to other processes
-//! of the same user. Set-uid programs do not gain privileges (`no_new_privs`), so `sudo`
-//! fails inside.
+//! protect a repository the command creates itself, or limit CPU, memory or processes.
 //!
 //! **landlock** alone (no namespaces: works in containers that forbid `unshare`):
 //! - writes, creation, removal, rename, linking, truncation and device ioctls are allowed
-//!   only beneath the writable set and the minimal device list ([`Mode`]);
+//!   only beneath the writable set and the minimal device list ([`Mode`]); no device
+//!   node can be made anywhere, and the host's `/dev` is unreadable but for that list;
 //! - `deny_read` is built into the read allow-list: Landlock can only grant, so every
 //!   ancestor of a denied path loses its own read right and each sibling is granted
 //!   instead. Consequence: `ls /` or `ls ~` fails when `~/.ssh` is denied, and entries
 //!   created in those ancestors after prepare are not readable;
+//! - signals reach only the run's own processes (ABI 6);
 //! - `network = false` denies TCP `bind`/`connect` (ABI 4) and abstract unix sockets
 //!   outside the sandbox (ABI 6).
 //!
@@ -48,9 +73,10 @@
 //! Landlock does not handle attribute changes; protect `.git/hooks` or `.git/config`
 //! inside a writable workspace (Landlock cannot subtract a subtree from a grant); block
 //! UDP or other non-TCP protocols; stop writes to a `deny_read` path inside a writable
-//! tree; or hide a denied file that has a hard link elsewhere.
+//! tree; hide a denied file that has a hard link elsewhere; or hide other processes.
 //!
-//! **none**: nothing is enforced, and [`Prepared::reason`] says why.
+//! **none**: nothing is enforced, and [`Prepared::reason`] says why; with
+//! `required = true` nothing runs.
 
 mod caps;
 mod check;

@@ -15,9 +15,10 @@ use serde::{Deserialize, Serialize};
 ///   discarded or ignored; reads of `/dev/zero` and the random devices work);
 /// - `/dev/tty`, `/dev/pts/*` and `/dev/ptmx`, so a command can talk to its terminal and
 ///   open a pseudo-terminal of its own;
-/// - terminal `ioctl`s on those devices.
-///
-/// `/dev/shm` is *not* in the set: it is shared with every process on the host.
+/// - terminal `ioctl`s on those devices;
+/// - with the namespaces engine, `/dev/shm`, which is then private to the run (alone,
+///   Landlock leaves the host's `/dev/shm` unwritable: it is shared with every process
+///   on the host).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {

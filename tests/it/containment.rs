@@ -607,3 +607,69 @@ fn the_landlock_engine_drops_capabilities_and_keeps_the_host_devices_out() {
     assert!(!out.contains("read-/dev"), "{out}");
     assert!(out.contains("signal-refused"), "{out}");
 }
+
+/// Teardown in the PID namespace: background processes are listed by their host pid
+/// and stopped, a timeout ends the whole tree, and the namespace's own init is never
+/// listed.
+#[test]
+fn teardown_lists_and_stops_what_the_sandboxed_command_left() {
+    let (env, profile) = sandboxed("mode = \"workspace-write\"");
+    let tag = format!("5{}", &nonce()[..5]);
+    let (code, v) = run_json(&env, &profile, &format!("sleep {tag} & echo started"));
+    assert_eq!(code, Some(0), "{v}");
+    let killed = v["background_killed"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(killed.len(), 1, "only the sleep, not init: {v}");
+    assert_eq!(killed[0]["command"], format!("sleep {tag}"), "{v}");
+    assert!(
+        killed[0]["pid"].as_i64().is_some_and(|p| p > 2),
+        "a host pid: {v}"
+    );
+    assert!(
+        crate::support::procs_with_cmdline(
+            &format!("sleep {tag}"),
+            std::time::Duration::from_secs(2)
+        )
+        .is_empty()
+    );
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-t",
+        "1",
+        "-p",
+        &profile,
+        "--",
+        &format!("sleep {tag}1 & sleep {tag}2"),
+    ]);
+    let v = out.json();
+    assert_eq!(v["exit_code"], 124, "{v}");
+    assert!(
+        crate::support::procs_with_cmdline(
+            &format!("sleep {tag}"),
+            std::time::Duration::from_secs(2)
+        )
+        .is_empty(),
+        "{v}"
+    );
+}
+
+/// On a terminal the command's own terminal keeps its name (`ttyname` finds it in the
+/// private `/dev`), and it can still open pseudo-terminals of its own.
+#[test]
+fn a_sandboxed_command_on_a_terminal_knows_its_terminal() {
+    let (env, profile) = sandboxed("mode = \"workspace-write\"");
+    let out = env.run(&[
+        "run", "--json", "--pty", "-p", &profile, "--",
+        "tty; test -t 0 && echo on-a-tty; python3 -c 'import os; m, s = os.openpty(); print(\"own\", os.ttyname(s))'",
+    ]);
+    let v = out.json();
+    let text = s(&v, "output");
+    assert!(
+        text.contains("/dev/console") && text.contains("on-a-tty"),
+        "{v}"
+    );
+    assert!(text.contains("own /dev/pts/"), "{v}");
+}
