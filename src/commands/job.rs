@@ -159,7 +159,13 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
             let r = jobs.find(&name)?;
             let (r, chunk) = jobs.output(&r, cursor, secs(wait), max_bytes, &never);
             // The JSON of the same read, so it and the text agree.
-            let v = calls::chunk_json(&jobs, &r, &chunk, jobs::JobText::of(&chunk.bytes), String::new());
+            let v = calls::chunk_json(
+                &jobs,
+                &r,
+                &chunk,
+                jobs::JobText::of(&chunk.bytes),
+                String::new(),
+            );
             if chunk.skipped > 0 {
                 err(&format!("{}\n", log::marker(chunk.skipped)));
             }
@@ -192,9 +198,7 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
             let url = v["job"]["url"].as_str().unwrap_or_default().to_string();
             err(&format!(
                 "[sent {} bytes to {}; next cursor: {}]\n",
-                v["sent"],
-                url,
-                v["cursor"]
+                v["sent"], url, v["cursor"]
             ));
             let shown = for_stdout(v["output"].as_str().unwrap_or_default().as_bytes());
             Ok(Answer::ok(v, shown))
@@ -312,10 +316,7 @@ fn start(jobs: &Jobs, a: JobStartArgs) -> Result<Answer, JobError> {
     if r.state.running() {
         err(&format!(
             "[{} runs on: `agentbash job output {} --cursor {}` reads on, `agentbash job stop {}` stops it]\n",
-            r.id,
-            r.id,
-            v["job"]["cursor"],
-            r.id
+            r.id, r.id, v["job"]["cursor"], r.id
         ));
     }
     Ok(Answer {

@@ -82,7 +82,9 @@ pub fn cpu_time(teardown: &Teardown<'_>, group: Option<&RunGroup>) -> Option<Dur
     // SAFETY: sysconf reads a constant of the system; it has no preconditions.
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     let per_second = u64::try_from(per_second).ok().filter(|&t| t > 0)?;
-    Some(Duration::from_micros(ticks.saturating_mul(1_000_000) / per_second))
+    Some(Duration::from_micros(
+        ticks.saturating_mul(1_000_000) / per_second,
+    ))
 }
 
 /// utime + stime + cutime + cstime of `pid`, in clock ticks.

@@ -4,11 +4,11 @@
 //! the shell exits, output is drained until EOF, or 250 ms without output, or 2 s in
 //! all, so a background job holding a pipe open never makes the run hang.
 
+use super::idle::{self, IdleClock};
 use super::{
     DRAIN_IDLE, DRAIN_TOTAL, EVENT_INTERVAL, End, ExecError, ExecOutcome, Read, Watch, pipe,
     poll_fds, read_some,
 };
-use super::idle::{self, IdleClock};
 use crate::config::profile::Background;
 use crate::output::sink::OutputSink;
 use crate::process::SpawnSpec;

@@ -4,7 +4,7 @@
 //! prints that object; rpc's `data` and mcp's `structuredContent` are the same object
 //! with a `text` for a model to read.
 
-use super::{JobError, JobRecord, JobSpec, JobText, Jobs, Readiness, State, StartWait, log};
+use super::{JobError, JobRecord, JobSpec, JobText, Jobs, Readiness, StartWait, State, log};
 use crate::process::CancelToken;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -227,7 +227,10 @@ pub fn status(jobs: &Jobs, a: JobArgs) -> Result<Value, JobError> {
     let mut v = record_json(jobs, &r);
     let mut text = super::one_line(&r) + "\n";
     if let Some(reason) = &r.reason {
-        text.push_str(&format!("reason: {}\n", crate::display::escape_controls(reason)));
+        text.push_str(&format!(
+            "reason: {}\n",
+            crate::display::escape_controls(reason)
+        ));
     }
     text = with_notices(text, &r.notices);
     v["sandbox"] = r.sandbox.clone().unwrap_or(Value::Null);
@@ -238,7 +241,12 @@ pub fn status(jobs: &Jobs, a: JobArgs) -> Result<Value, JobError> {
 
 /// `job wait`: until the job ends or `timeout` (at most `max`) runs out. The answer
 /// carries the record, its last lines and `timed_out`.
-pub fn wait(jobs: &Jobs, a: WaitArgs, max: Duration, stop: &CancelToken) -> Result<Value, JobError> {
+pub fn wait(
+    jobs: &Jobs,
+    a: WaitArgs,
+    max: Duration,
+    stop: &CancelToken,
+) -> Result<Value, JobError> {
     let r = jobs.find(&a.job.text())?;
     let limit = secs(a.timeout.unwrap_or(DEFAULT_WAIT_SECS)).min(max);
     let r = jobs.wait(&r, limit, stop);
@@ -372,13 +380,14 @@ pub fn stop(jobs: &Jobs, a: JobArgs) -> Result<Value, JobError> {
 pub fn list(jobs: &Jobs, a: ListArgs) -> Value {
     let all = jobs.list();
     let finished = all.iter().filter(|r| !r.state.running()).count();
-    let shown: Vec<&JobRecord> = all
-        .iter()
-        .filter(|r| a.all || r.state.running())
-        .collect();
+    let shown: Vec<&JobRecord> = all.iter().filter(|r| a.all || r.state.running()).collect();
     let mut text: String = shown.iter().map(|r| super::one_line(r) + "\n").collect();
     if shown.is_empty() {
-        text.push_str(if a.all { "no jobs\n" } else { "no running jobs\n" });
+        text.push_str(if a.all {
+            "no jobs\n"
+        } else {
+            "no running jobs\n"
+        });
     }
     if !a.all && finished > 0 {
         text.push_str(&format!(

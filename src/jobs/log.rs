@@ -348,17 +348,18 @@ mod tests {
         let (got, skipped) = read_all(dir.path(), max, 0, 100);
         let seg = MIN_SEGMENT as usize;
         assert_eq!(&got[..seg], &all[..seg], "the head");
-        let tail = got.len() - seg;
-        assert_eq!(&got[seg..], &all[all.len() - tail..], "the tail");
+        let kept_tail = got.len() - seg;
+        let from = all.len() - kept_tail;
+        assert_eq!(&got[seg..], &all[from..], "the tail");
         assert_eq!(got.len() as u64 + skipped, all.len() as u64);
         // A read from inside the dropped middle starts at the tail, saying so.
         let c = read(dir.path(), max, seg as u64 + 1, 10);
-        assert_eq!(c.skipped, (all.len() - tail - seg - 1) as u64);
-        assert_eq!(c.bytes, &all[all.len() - tail..all.len() - tail + 10]);
+        assert_eq!(c.skipped, (from - seg - 1) as u64);
+        assert_eq!(c.bytes, &all[from..from + 10]);
         // The tail never reaches back into the head.
         let t = tail(dir.path(), max, 1_000_000, 1 << 20);
-        assert_eq!(t.bytes.len(), tail);
-        assert_eq!(t.skipped, (all.len() - tail - seg) as u64);
+        assert_eq!(t.bytes.len(), kept_tail);
+        assert_eq!(t.skipped, (from - seg) as u64);
         assert_eq!(end(dir.path(), max), all.len() as u64);
     }
 

@@ -200,10 +200,7 @@ impl JobRecord {
         Some(match self.state {
             State::TimedOut => crate::exit::TIMEOUT,
             State::Lost => crate::exit::FAILURE,
-            _ => self
-                .exit_code
-                .or(by_signal)
-                .unwrap_or(crate::exit::FAILURE),
+            _ => self.exit_code.or(by_signal).unwrap_or(crate::exit::FAILURE),
         })
     }
 
@@ -634,7 +631,11 @@ impl Jobs {
         let deadline = after(limit);
         let mut r = r.clone();
         let mut pause = Duration::from_millis(1);
-        let left = || deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
+        let left = || {
+            deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(Instant::now())
+            })
+        };
         while r.state.running() && !left().is_zero() && stop.reason().is_none() {
             std::thread::sleep(pause.min(left()));
             pause = (pause * 2).min(POLL_MAX);

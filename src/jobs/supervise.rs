@@ -78,11 +78,7 @@ pub fn spawn(dir: &Path, cwd: &Path, caller_end: Option<OwnedFd>) -> std::io::Re
     let exe = std::env::current_exe()?;
     let spec = crate::process::SpawnSpec {
         program: exe,
-        args: vec![
-            "job".into(),
-            SUPERVISE.into(),
-            dir.display().to_string(),
-        ],
+        args: vec!["job".into(), SUPERVISE.into(), dir.display().to_string()],
         // `vars()` would panic on a variable that is not UTF-8; such a one is left out.
         env: std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -240,9 +236,7 @@ impl<'d> Supervisor<'d> {
         record.ready = waits.then_some(false);
         record.state = State::Running;
         let sandbox = launch.sandbox();
-        record.sandbox = sandbox
-            .info()
-            .and_then(|i| serde_json::to_value(i).ok());
+        record.sandbox = sandbox.info().and_then(|i| serde_json::to_value(i).ok());
         record.notices.extend(sandbox.warning());
         let _ = write_record(dir, record);
         let _ = log.written();
@@ -549,8 +543,10 @@ impl<'d> Supervisor<'d> {
         let said = crate::output::sanitize::sanitize(&tail.bytes);
         let end = match (record.exit_code, record.signal.as_deref()) {
             (Some(c), _) => crate::executor::End::Exited(c),
-            (None, Some(s)) => super::signal_number(s)
-                .map_or(crate::executor::End::MissingStatus, crate::executor::End::Signaled),
+            (None, Some(s)) => super::signal_number(s).map_or(
+                crate::executor::End::MissingStatus,
+                crate::executor::End::Signaled,
+            ),
             (None, None) => crate::executor::End::MissingStatus,
         };
         record

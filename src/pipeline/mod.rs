@@ -1331,8 +1331,7 @@ impl From<Stop> for JobRefusal {
 /// `jobs.idle_timeout` for a foreground run: only when the caller set no timeout (a
 /// caller who gave one expects quiet work to take that long).
 pub fn idle_limit(req: &RunRequest, p: &crate::config::profile::Profile) -> Option<Duration> {
-    Some(Duration::from_secs(p.jobs.idle_timeout))
-        .filter(|d| !d.is_zero() && req.timeout.is_none())
+    Some(Duration::from_secs(p.jobs.idle_timeout)).filter(|d| !d.is_zero() && req.timeout.is_none())
 }
 
 /// [`plan`] as a run makes it (no interception trace for rules that cannot apply).
@@ -1422,7 +1421,14 @@ impl JobRun {
             background_killed: vec![],
         };
         let mut r = shape(
-            self.base, self.plan, outcome, retained, notices, warnings, self.started, cwd,
+            self.base,
+            self.plan,
+            outcome,
+            retained,
+            notices,
+            warnings,
+            self.started,
+            cwd,
         );
         r.sandbox = confined.ok().and_then(|s| s.info());
         r.mask_secrets(&secrets);

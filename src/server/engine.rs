@@ -250,7 +250,12 @@ impl Engine {
                 record = r;
             }
         }
-        let end = match (stopped, record.idle_secs(), record.exit_code, &record.signal) {
+        let end = match (
+            stopped,
+            record.idle_secs(),
+            record.exit_code,
+            &record.signal,
+        ) {
             (Some(end), ..) => end,
             (None, Some(secs), ..) => End::Idle(secs),
             (None, None, Some(code), _) => End::Exited(code),
