@@ -340,13 +340,15 @@ impl Default for ServerCfg {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct JobsCfg {
-    /// Bytes of a job's output kept on disk; older output is rotated out.
+    /// Bytes of a job's output kept on disk: the first third and the last bytes; the
+    /// middle is dropped.
     pub log_max_bytes: u64,
     /// Jobs running at once; the next start is refused.
     pub max_running: usize,
     /// Seconds a job may run before it is stopped (0: until stopped).
     pub ttl: u64,
-    /// A foreground run that prints nothing for this many seconds is stopped (0: off).
+    /// A foreground run called without a timeout that neither prints nor uses CPU for
+    /// this many seconds is stopped (0: off).
     pub idle_timeout: u64,
     /// rpc/mcp: a foreground run still going after this many seconds goes on as a
     /// job, answered with its id and the output so far (0: off).
