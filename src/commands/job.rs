@@ -25,7 +25,13 @@ pub fn command(c: JobCommand) -> i32 {
         | JobCommand::Gc { json, .. } => *json,
     };
     match run(c) {
-        Ok(Answer { code, value, text }) => {
+        Ok(Answer {
+            code,
+            value,
+            text,
+            lead,
+            notes,
+        }) => {
             if json {
                 let mut value = value;
                 if let Some(o) = value.as_object_mut() {
@@ -33,7 +39,13 @@ pub fn command(c: JobCommand) -> i32 {
                 }
                 out(&format!("{value}\n"));
             } else {
+                for n in lead {
+                    err(&format!("{n}\n"));
+                }
                 out(&text);
+                for n in notes {
+                    err(&format!("{n}\n"));
+                }
             }
             code
         }
@@ -51,11 +63,15 @@ pub fn command(c: JobCommand) -> i32 {
     }
 }
 
-/// What a job command answers: its exit code, the JSON object and the text.
+/// What a job command answers: its exit code, the JSON object, and the text for
+/// stdout with what agentbash says on stderr: `lead` before it (a marker for dropped
+/// bytes), `notes` after it (cursors, hints).
 struct Answer {
     code: i32,
     value: Value,
     text: String,
+    lead: Vec<String>,
+    notes: Vec<String>,
 }
 
 impl Answer {
@@ -64,7 +80,22 @@ impl Answer {
             code: 0,
             value,
             text,
+            lead: Vec::new(),
+            notes: Vec::new(),
         }
+    }
+
+    /// `marker` before the text, when the log dropped bytes before it.
+    fn skipped(mut self, skipped: u64) -> Answer {
+        if skipped > 0 {
+            self.lead.push(log::marker(skipped));
+        }
+        self
+    }
+
+    fn note(mut self, n: String) -> Answer {
+        self.notes.push(n);
+        self
     }
 }
 
@@ -111,20 +142,15 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
                 job: name.into(),
                 timeout: Some(timeout.unwrap_or(f64::INFINITY)),
             };
-            let v = calls::wait(&jobs, a, Duration::MAX, &never)?;
-            let code = if v["timed_out"] == true {
-                crate::exit::TIMEOUT
-            } else {
-                jobs.find(v["job"]["url"].as_str().unwrap_or_default())
-                    .ok()
-                    .and_then(|r| r.exit_status())
-                    .unwrap_or(crate::exit::FAILURE)
-            };
-            let text = text_of(&v);
+            let (r, v) = calls::wait(&jobs, a, Duration::MAX, &never)?;
+            // Its own exit code once it ended; 124 when the wait ran out first.
+            let code = r.exit_status().unwrap_or(crate::exit::TIMEOUT);
             Ok(Answer {
                 code,
+                text: text_of(&v),
                 value: v,
-                text,
+                lead: Vec::new(),
+                notes: Vec::new(),
             })
         }
         JobCommand::Output {
@@ -166,20 +192,13 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
                 jobs::JobText::of(&chunk.bytes),
                 String::new(),
             );
-            if chunk.skipped > 0 {
-                err(&format!("{}\n", log::marker(chunk.skipped)));
-            }
             let mut shown = for_stdout(&chunk.bytes);
-            // The cursor for the next read, where a script can find it without JSON.
-            err(&format!(
-                "[next cursor: {}; {}]\n",
-                chunk.next,
-                r.state.word()
-            ));
             if !shown.is_empty() && !shown.ends_with('\n') && !r.state.running() {
                 shown.push('\n');
             }
-            Ok(Answer::ok(v, shown))
+            // The cursor for the next read, where a script can find it without JSON.
+            let note = format!("[next cursor: {}; {}]", chunk.next, r.state.word());
+            Ok(Answer::ok(v, shown).skipped(chunk.skipped).note(note))
         }
         JobCommand::Send {
             name,
@@ -195,13 +214,20 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
                 wait_ms: Some(wait_ms),
             };
             let v = calls::send(&jobs, a, &never)?;
-            let url = v["job"]["url"].as_str().unwrap_or_default().to_string();
-            err(&format!(
-                "[sent {} bytes to {}; next cursor: {}]\n",
-                v["sent"], url, v["cursor"]
-            ));
-            let shown = for_stdout(v["output"].as_str().unwrap_or_default().as_bytes());
-            Ok(Answer::ok(v, shown))
+            let note = format!(
+                "[sent {} bytes to {}; next cursor: {}]",
+                v["sent"],
+                v["job"]["url"].as_str().unwrap_or_default(),
+                v["cursor"]
+            );
+            let skipped = v["skipped_bytes"].as_u64().unwrap_or(0);
+            let mut shown = for_stdout(v["output"].as_str().unwrap_or_default().as_bytes());
+            // On a terminal the note starts a line of its own (a prompt the job printed
+            // last has no newline); a pipe gets the exact bytes.
+            if std::io::stdout().is_terminal() && !shown.is_empty() && !shown.ends_with('\n') {
+                shown.push('\n');
+            }
+            Ok(Answer::ok(v, shown).skipped(skipped).note(note))
         }
         JobCommand::Stop { name, .. } => {
             let v = calls::stop(&jobs, calls::JobArgs { job: name.into() })?;
@@ -220,13 +246,14 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
             } else {
                 jobs.list().iter().filter(|r| !r.state.running()).count()
             };
+            let mut answer = Answer::ok(v, lines);
             if hidden > 0 {
-                err(&format!(
-                    "[{} not shown: `agentbash job list --all`]\n",
+                answer = answer.note(format!(
+                    "[{} not shown: `agentbash job list --all`]",
                     crate::output::notice::count(hidden as u64, "finished job")
                 ));
             }
-            Ok(Answer::ok(v, lines))
+            Ok(answer)
         }
         JobCommand::Rm { name, .. } => {
             let v = calls::rm(&jobs, calls::JobArgs { job: name.into() })?;
@@ -310,12 +337,10 @@ fn start(jobs: &Jobs, a: JobStartArgs) -> Result<Answer, JobError> {
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    for n in &r.notices {
-        err(&format!("{n}\n"));
-    }
+    let mut notes = r.notices.clone();
     if r.state.running() {
-        err(&format!(
-            "[{} runs on: `agentbash job output {} --cursor {}` reads on, `agentbash job stop {}` stops it]\n",
+        notes.push(format!(
+            "[{} runs on: `agentbash job output {} --cursor {}` reads on, `agentbash job stop {}` stops it]",
             r.id, r.id, v["job"]["cursor"], r.id
         ));
     }
@@ -323,5 +348,7 @@ fn start(jobs: &Jobs, a: JobStartArgs) -> Result<Answer, JobError> {
         code,
         value: v,
         text,
+        lead: Vec::new(),
+        notes,
     })
 }

@@ -246,7 +246,7 @@ pub fn wait(
     a: WaitArgs,
     max: Duration,
     stop: &CancelToken,
-) -> Result<Value, JobError> {
+) -> Result<(JobRecord, Value), JobError> {
     let r = jobs.find(&a.job.text())?;
     let limit = secs(a.timeout.unwrap_or(DEFAULT_WAIT_SECS)).min(max);
     let r = jobs.wait(&r, limit, stop);
@@ -259,18 +259,19 @@ pub fn wait(
             text.push('\n');
         }
         text.push_str(&format!(
-            "[Still running after waiting {} s; wait again or stop it with job_stop]\n",
+            "[Still running after waiting {} s]\n",
             limit.as_secs_f64()
         ));
     }
     let text = with_notices(text, &r.notices);
-    Ok(json!({
+    let v = json!({
         "job": record_json(jobs, &r),
         "timed_out": timed_out,
         "output": out.exact,
         "notices": r.notices,
         "text": text,
-    }))
+    });
+    Ok((r, v))
 }
 
 /// `job output`: from a cursor (exact reads), the last lines, or the screen.

@@ -86,7 +86,7 @@ impl Engine {
             "job_status" => calls::status(&jobs, parse(kind, args)?),
             "job_wait" => {
                 let max = Duration::from_secs(self.profile.profile.timeout.max);
-                calls::wait(&jobs, parse(kind, args)?, max, &self.closing)
+                calls::wait(&jobs, parse(kind, args)?, max, &self.closing).map(|(_, v)| v)
             }
             "job_output" => calls::output(&jobs, parse(kind, args)?, &self.closing),
             "job_send" => calls::send(&jobs, parse(kind, args)?, &self.closing),
