@@ -4,7 +4,7 @@
 //! prints that object; rpc's `data` and mcp's `structuredContent` are the same object
 //! with a `text` for a model to read.
 
-use super::{JobError, JobRecord, JobSpec, JobText, Jobs, Readiness, StartWait, State, log};
+use super::{JobError, JobRecord, JobSpec, JobText, Jobs, Readiness, StartWait, log};
 use crate::process::CancelToken;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -451,10 +451,4 @@ pub fn record_json(jobs: &Jobs, r: &JobRecord) -> Value {
         "stdin": r.stdin,
         "ttl": r.ttl,
     })
-}
-
-/// Whether a job ended badly enough for a tool call to be flagged as an error.
-pub fn failed(r: &JobRecord) -> bool {
-    matches!(r.state, State::Lost | State::TimedOut)
-        || (r.state == State::Exited && r.exit_code != Some(0))
 }
