@@ -156,7 +156,7 @@ pub fn start(
 ) -> Result<(JobRecord, Value, Option<OwnedFd>), JobError> {
     let sandbox =
         crate::pipeline::sandbox::peer_override(&profile.profile.sandbox, a.sandbox.as_deref())
-            .map_err(JobError::Profile)?;
+            .map_err(JobError::BadRequest)?;
     let spec = JobSpec {
         command: a.command,
         name: a.name,
@@ -392,7 +392,7 @@ pub fn list(jobs: &Jobs, a: ListArgs) -> Value {
     }
     if !a.all && finished > 0 {
         text.push_str(&format!(
-            "[{} not shown: list them with all]\n",
+            "[{} not shown; `all: true` (`job list --all`) lists them]\n",
             crate::output::notice::count(finished as u64, "finished job")
         ));
     }

@@ -246,6 +246,10 @@ pub enum JobError {
     /// The profile could not be loaded; the loader's message names the file and key.
     #[error("{0}")]
     Profile(String),
+    /// A field of the request that cannot be honoured (a sandbox the profile does
+    /// not let callers choose).
+    #[error("{0}")]
+    BadRequest(String),
     #[error("{} {what}", .job)]
     NotRunning { job: String, what: String },
     #[error("{0} is still running; stop it first (`agentbash job stop {0}`)")]
@@ -259,7 +263,9 @@ impl JobError {
     pub fn exit_code(&self) -> i32 {
         match self {
             JobError::Refused(r) => r.exit,
-            JobError::BadName(_) | JobError::BadReady(..) => crate::exit::USAGE,
+            JobError::BadName(_) | JobError::BadReady(..) | JobError::BadRequest(_) => {
+                crate::exit::USAGE
+            }
             _ => crate::exit::FAILURE,
         }
     }
