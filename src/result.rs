@@ -76,11 +76,18 @@ pub struct RunResult {
     pub annotation: Option<String>,
 }
 
-/// The job a long foreground run continues as: its id, and the cursor its output
-/// (read with `job_output`) goes on from.
+/// The job a long foreground run continues as (the job record's fields a caller
+/// needs): its number and `job://N`, and the cursor its output (read with
+/// `job_output`) goes on from.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ContinuedAs {
-    pub id: String,
+    pub id: u64,
+    pub url: String,
+    pub name: Option<String>,
+    pub pid: Option<i32>,
+    /// `running` (it has no readiness check).
+    pub state: String,
+    pub ready: Option<bool>,
     pub cursor: u64,
 }
 

@@ -87,6 +87,7 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
         &engine,
     )));
     // A run that ignores cancellation must not keep the process alive after EOF.
+    engine.close();
     runtime.shutdown_timeout(std::time::Duration::from_secs(3));
     engine.stop_owned_jobs();
     match served {

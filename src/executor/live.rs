@@ -823,7 +823,7 @@ impl LiveShell {
         let mut exit_status = None;
         self.ended = None;
         let mut found_at = None;
-        let mut last_output = start;
+        let mut idle = job.watch.idle.map(super::idle::IdleClock::new);
         loop {
             emit(sink, &mut last_emit, false);
             let now = Instant::now();
@@ -848,12 +848,11 @@ impl LiveShell {
                 _ if scan.found.is_some() => None,
                 Some(sig) => Some(End::Cancelled(sig)),
                 None if now >= deadline => Some(End::TimedOut),
-                None => match job.watch.idle {
-                    Some(idle) if now.duration_since(last_output) >= idle => {
-                        Some(End::Idle(idle.as_secs()))
-                    }
-                    _ => None,
-                },
+                None => idle.as_mut().and_then(|clock| {
+                    clock
+                        .expired(|| super::idle::cpu_time(&teardown, group.as_deref()))
+                        .then(|| End::Idle(clock.limit().as_secs()))
+                }),
             };
             if let Some(end) = reason {
                 stopped = Some(end);
@@ -887,8 +886,8 @@ impl LiveShell {
                 got = true;
                 scan.feed(d, sink)
             });
-            if got {
-                last_output = Instant::now();
+            if got && let Some(clock) = idle.as_mut() {
+                clock.printed();
             }
         }
         if let Some(s) = exit_status {

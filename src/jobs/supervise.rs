@@ -56,6 +56,21 @@ impl TakeBounded for UnixStream {
     }
 }
 
+/// The word after `job` that starts a supervisor: `agentbash job __supervise DIR`.
+const SUPERVISE: &str = "__supervise";
+
+/// The job directory when this process was started as a supervisor (see [`spawn`]).
+/// `main` asks before the command line is parsed, so the word is no subcommand of
+/// clap's: `--help`, the man page and the completions never offer it.
+pub fn requested() -> Option<std::path::PathBuf> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != "job" || args.next()? != SUPERVISE {
+        return None;
+    }
+    let dir = args.next()?;
+    args.next().is_none().then(|| dir.into())
+}
+
 /// Start the supervisor of the job in `dir` (detached: it outlives the caller).
 /// `caller_end`, when given, becomes its stdin: the read end of a pipe the caller
 /// holds the other end of (see [`JobSpec::stop_with_caller`]).
@@ -63,11 +78,7 @@ pub fn spawn(dir: &Path, cwd: &Path, caller_end: Option<OwnedFd>) -> std::io::Re
     let exe = std::env::current_exe()?;
     let spec = crate::process::SpawnSpec {
         program: exe,
-        args: vec![
-            "job".into(),
-            "__supervise".into(),
-            dir.display().to_string(),
-        ],
+        args: vec!["job".into(), SUPERVISE.into(), dir.display().to_string()],
         // `vars()` would panic on a variable that is not UTF-8; such a one is left out.
         env: std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -141,8 +152,10 @@ struct Supervisor<'d> {
     ready_regex: Option<regex::Regex>,
     line: Vec<u8>,
     deadline: Option<Instant>,
+    /// `jobs.idle_timeout` while the job is still a foreground run, until then.
+    idle: Option<(crate::executor::idle::IdleClock, u64)>,
     grace: Duration,
-    _launch: crate::pipeline::JobLaunch,
+    launch: crate::pipeline::JobLaunch,
 }
 
 /// The longest partial line kept for `--ready` matching.
@@ -166,7 +179,7 @@ impl<'d> Supervisor<'d> {
             .map(regex::Regex::new)
             .transpose()
             .map_err(|e| (crate::exit::USAGE, format!("--ready: {e}")))?;
-        let req = super::run_request(spec);
+        let req = super::run_request(spec, &profile);
         let launch =
             crate::pipeline::job_launch(&req, &profile).map_err(|r| (r.exit, r.message))?;
         let _ = std::fs::remove_file(dir.join("ctl.sock"));
@@ -221,7 +234,10 @@ impl<'d> Supervisor<'d> {
         record.marker = Some(launch.marker.clone());
         let waits = spec.ready.port.is_some() || ready_regex.is_some();
         record.ready = waits.then_some(false);
-        record.state = if waits { State::Starting } else { State::Ready };
+        record.state = State::Running;
+        let sandbox = launch.sandbox();
+        record.sandbox = sandbox.info().and_then(|i| serde_json::to_value(i).ok());
+        record.notices.extend(sandbox.warning());
         let _ = write_record(dir, record);
         let _ = log.written();
         let caller = if spec.stop_with_caller {
@@ -247,13 +263,35 @@ impl<'d> Supervisor<'d> {
             ready_regex,
             line: Vec::new(),
             deadline: record.ttl.map(|t| Instant::now() + Duration::from_secs(t)),
+            idle: spec.idle.map(|i| {
+                (
+                    crate::executor::idle::IdleClock::new(Duration::from_secs(i.secs)),
+                    i.until_ms,
+                )
+            }),
             grace: Duration::from_millis(profile.profile.timeout.kill_grace_ms),
-            _launch: launch,
+            launch,
         })
     }
 
     fn waiting(&self, record: &JobRecord) -> bool {
-        record.state == State::Starting
+        record.state == State::Running && record.ready == Some(false)
+    }
+
+    /// `jobs.idle_timeout` ran out while the job was still a foreground run.
+    fn idle_expired(&mut self) -> Option<u64> {
+        let (clock, until) = self.idle.as_mut()?;
+        if now_ms() >= *until {
+            self.idle = None;
+            return None;
+        }
+        let (leader, marker, group) = (self.child.id() as i32, &self.marker, self.group.as_ref());
+        clock
+            .expired(|| {
+                let teardown = Teardown::new(leader, marker).in_group(group);
+                crate::executor::idle::cpu_time(&teardown, group)
+            })
+            .then(|| clock.limit().as_secs())
     }
 
     fn run(mut self, record: &mut JobRecord, log: &mut LogWriter) {
@@ -316,10 +354,15 @@ impl<'d> Supervisor<'d> {
                 self.end(
                     record,
                     log,
-                    State::Killed,
+                    State::TimedOut,
                     Some(format!("ttl ({ttl} s)")),
                     None,
                 );
+                return;
+            }
+            if let Some(secs) = self.idle_expired() {
+                let why = Some(format!("idle ({secs} s)"));
+                self.end(record, log, State::Killed, why, None);
                 return;
             }
             let sig = STOP_SIGNAL.load(Ordering::SeqCst);
@@ -355,6 +398,9 @@ impl<'d> Supervisor<'d> {
     }
 
     fn took(&mut self, bytes: &[u8], record: &mut JobRecord, log: &mut LogWriter) {
+        if let Some((clock, _)) = self.idle.as_mut() {
+            clock.printed();
+        }
         if log.append(bytes).is_err() {
             // A full disk: the job runs on; its output is lost, not its life.
         }
@@ -470,7 +516,7 @@ impl<'d> Supervisor<'d> {
     ) {
         let group = self.group.take();
         let teardown = Teardown::new(self.child.id() as i32, &self.marker).in_group(group.as_ref());
-        let killing = state == State::Killed;
+        let killing = matches!(state, State::Killed | State::TimedOut);
         teardown.terminate(self.grace, killing);
         if killing {
             let mut buf = vec![0u8; 64 * 1024];
@@ -487,6 +533,25 @@ impl<'d> Supervisor<'d> {
         record.state = state;
         record.reason = reason;
         record.ended_at_ms = Some(now_ms());
+        // A write the sandbox refused, as the job's last output shows it.
+        let tail = super::log::tail(
+            self.dir,
+            record.log_max_bytes,
+            usize::MAX,
+            super::DEFAULT_READ_BYTES,
+        );
+        let said = crate::output::sanitize::sanitize(&tail.bytes);
+        let end = match (record.exit_code, record.signal.as_deref()) {
+            (Some(c), _) => crate::executor::End::Exited(c),
+            (None, Some(s)) => super::signal_number(s).map_or(
+                crate::executor::End::MissingStatus,
+                crate::executor::End::Signaled,
+            ),
+            (None, None) => crate::executor::End::MissingStatus,
+        };
+        record
+            .notices
+            .extend(self.launch.sandbox().denial_notice(&end, &said));
         let _ = write_record(self.dir, record);
         let _ = std::fs::remove_file(self.dir.join("ctl.sock"));
         if let Some(conn) = answer {

@@ -365,7 +365,7 @@ fn carry_out(
             kill_grace: Duration::from_millis(p.timeout.kill_grace_ms),
             background: p.process.background,
             cancel,
-            idle: Some(Duration::from_secs(p.jobs.idle_timeout)).filter(|d| !d.is_zero()),
+            idle: idle_limit(req, p),
         };
         let ran = execute_command(
             req, p, &plan, &state, &sandbox, &launch, live, watch, &mut sinks, on_event,
@@ -1256,8 +1256,15 @@ pub struct JobLaunch {
     pub marker: String,
     pub cwd: PathBuf,
     _state: crate::shell::state::Prepared,
-    _sandbox: sandbox::RunSandbox,
+    sandbox: sandbox::RunSandbox,
     _script_file: Option<tempfile::NamedTempFile>,
+}
+
+impl JobLaunch {
+    /// The sandbox the job is confined by (its `sandbox` object, its notices).
+    pub fn sandbox(&self) -> &sandbox::RunSandbox {
+        &self.sandbox
+    }
 }
 
 /// Why a job's command did not get ready: the exit code a run would have had
@@ -1292,7 +1299,7 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
         marker: launch.marker,
         cwd,
         _state: state,
-        _sandbox: sandbox,
+        sandbox,
         _script_file: launch._script_file,
     })
 }
@@ -1321,6 +1328,12 @@ impl From<Stop> for JobRefusal {
             },
         }
     }
+}
+
+/// `jobs.idle_timeout` for a foreground run: only when the caller set no timeout (a
+/// caller who gave one expects quiet work to take that long).
+pub fn idle_limit(req: &RunRequest, p: &crate::config::profile::Profile) -> Option<Duration> {
+    Some(Duration::from_secs(p.jobs.idle_timeout)).filter(|d| !d.is_zero() && req.timeout.is_none())
 }
 
 /// [`plan`] as a run makes it (no interception trace for rules that cannot apply).
@@ -1377,13 +1390,34 @@ impl JobRun {
         }
     }
 
-    /// The job ended (or was stopped) within the wait: the run's result.
-    pub fn finish(self, end: End, profile: &LoadedProfile) -> RunResult {
+    /// The job ended (or was stopped) within the wait: the run's result. `tmpdir` is
+    /// the private TMPDIR the job's supervisor made for it, when sandboxed.
+    pub fn finish(self, end: End, profile: &LoadedProfile, tmpdir: Option<PathBuf>) -> RunResult {
+        self.shaped(end, end, profile, tmpdir)
+    }
+
+    /// The result shaped for `end`, with the notices the job's sandbox gives for how
+    /// it ended (`ended`) and what it printed.
+    fn shaped(
+        self,
+        end: End,
+        ended: End,
+        profile: &LoadedProfile,
+        tmpdir: Option<PathBuf>,
+    ) -> RunResult {
         let secrets = self.plan.secrets.clone();
         let artifact_dir = self.plan.artifact_dir.clone();
         let cwd = PathBuf::from(&self.base.cwd);
         let retained = self.sink.finish();
-        let warnings = self.plan.rule_warnings.clone();
+        let mut warnings = self.plan.rule_warnings.clone();
+        let mut notices = self.notices;
+        // The job's sandbox, as its supervisor prepared it (the same policy, paths
+        // and TMPDIR): the same `sandbox` object and notices as the run's.
+        let confined = sandbox::described(&self.plan, &cwd, tmpdir.as_deref());
+        if let Ok(sandbox) = &confined {
+            warnings.extend(sandbox.warning());
+            notices.extend(sandbox.denial_notice(&ended, &retained.text));
+        }
         let outcome = ExecOutcome {
             end,
             background_killed: vec![],
@@ -1393,11 +1427,12 @@ impl JobRun {
             self.plan,
             outcome,
             retained,
-            self.notices,
+            notices,
             warnings,
             self.started,
             cwd,
         );
+        r.sandbox = confined.ok().and_then(|s| s.info());
         r.mask_secrets(&secrets);
         if let Some(dir) = artifact_dir
             && let Some(a) = &r.artifact
@@ -1413,14 +1448,17 @@ impl JobRun {
         after: Duration,
         job: crate::result::ContinuedAs,
         profile: &LoadedProfile,
+        tmpdir: Option<PathBuf>,
     ) -> RunResult {
         let line = format!(
             "[Still running after {}; continues as {} — read it with job_output (cursor {}), stop it with job_stop]",
             count(after.as_secs(), "second"),
-            job.id,
+            job.url,
             job.cursor
         );
-        let mut r = self.finish(End::Exited(0), profile);
+        // It has not ended: a write its sandbox refused is said as for a run that has
+        // not succeeded (yet), not hidden as for one that did.
+        let mut r = self.shaped(End::Exited(0), End::MissingStatus, profile, tmpdir);
         r.exit_code = None;
         r.agentbash_exit = 0;
         let rest = match r.text.strip_prefix("(no output)") {

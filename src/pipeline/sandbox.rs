@@ -134,6 +134,38 @@ pub fn describe(policy: &Policy, cwd: &Path) -> Result<Option<SandboxInfo>, Stri
     Ok(Some(info))
 }
 
+/// The sandbox a job's supervisor prepared for `plan` in `cwd`, seen from outside
+/// it (rpc/mcp `jobs.background_after` answers for the job as for a run): the same
+/// policy, paths and notices, with `tmpdir` the job's private TMPDIR; nothing is
+/// created and there is nothing to apply.
+pub fn described(
+    plan: &super::Plan,
+    cwd: &Path,
+    tmpdir: Option<&Path>,
+) -> Result<RunSandbox, String> {
+    let policy = &plan.sandbox;
+    let Some(mut info) = describe(policy, cwd)? else {
+        return Ok(RunSandbox::default());
+    };
+    info.tmpdir = tmpdir.map(|t| t.display().to_string());
+    // The first entry is the private TMPDIR (see `writable_list`); one that cannot
+    // match stands in when the job's is not known.
+    let mut writable = vec![tmpdir.map_or_else(
+        || PathBuf::from("/nonexistent/agentbash-job-tmpdir"),
+        Path::to_path_buf,
+    )];
+    if policy.mode == Mode::WorkspaceWrite {
+        writable.push(workspace(policy, cwd));
+    }
+    writable.extend(policy.writable.iter().map(|p| expand(p)));
+    Ok(RunSandbox {
+        confinement: None,
+        info: Some(info),
+        writable,
+        deny_read: policy.deny_read.iter().map(|p| expand(p)).collect(),
+    })
+}
+
 /// [`sandbox::prepare`], with `engine = "bwrap"` (not run in-process yet) treated like
 /// any engine this machine lacks: refused when `required`, else nothing enforced.
 fn prepare_policy(

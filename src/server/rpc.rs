@@ -410,7 +410,7 @@ pub fn serve(engine: Engine) -> i32 {
                     answer_unstarted(&engine, &out, &sched, job);
                 }
             }
-            Some(kind @ ("job_start" | "job_output" | "job_send" | "job_stop" | "job_list")) => {
+            Some(kind @ ("job_start" | "job_status" | "job_wait" | "job_output" | "job_send" | "job_stop" | "job_list")) => {
                 let mut args = obj.clone();
                 args.remove("id");
                 args.remove("type");
@@ -431,7 +431,7 @@ pub fn serve(engine: Engine) -> i32 {
             }
             Some(other) => out.error(
                 &id,
-                format!("unknown request type {other:?}: use \"bash\", \"abort_bash\" or a job request (job_start, job_output, job_send, job_stop, job_list)"),
+                format!("unknown request type {other:?}: use \"bash\", \"abort_bash\" or a job request (job_start, job_status, job_wait, job_output, job_send, job_stop, job_list)"),
             ),
             None => out.error(&id, "missing `type`: use \"bash\" or \"abort_bash\""),
         }
@@ -444,6 +444,8 @@ pub fn serve(engine: Engine) -> i32 {
     for job in sched.unqueue_all() {
         answer_unstarted(&engine, &out, &sched, job);
     }
+    // A job request that waits (job_wait, job_output's wait) is answered now.
+    engine.close();
     for t in threads {
         let _ = t.join();
     }

@@ -63,6 +63,48 @@ fn python_sdk_client_passes() {
     );
 }
 
+#[test]
+fn python_sdk_client_sees_background_after_keep_the_sandbox_under_agent() {
+    if !python_sdk_available() {
+        assert!(
+            std::env::var(REQUIRE_PYTHON_ENV).as_deref() != Ok("1"),
+            "python3 cannot import `mcp`, and {REQUIRE_PYTHON_ENV}=1"
+        );
+        eprintln!("skipped: python3 cannot import `mcp`");
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
+    let root = tempfile::tempdir().expect("temp dir");
+    let (state, config, work) = (
+        root.path().join("state"),
+        root.path().join("config"),
+        root.path().join("work"),
+    );
+    std::fs::create_dir_all(config.join("profiles")).expect("config dir");
+    std::fs::create_dir_all(&work).expect("work dir");
+    std::fs::write(
+        config.join("profiles/agent1.toml"),
+        "extends = \"agent\"\n[jobs]\nbackground_after = 1\n",
+    )
+    .expect("profile");
+    let output = Command::new("python3")
+        .arg(&script)
+        .args([SERVER, "mcp", "-p", "agent1"])
+        .current_dir(&work)
+        .env("MCP_CHECKS", "agent-jobs")
+        .env("AGENTBASH_STATE_DIR", &state)
+        .env("AGENTBASH_CONFIG_DIR", &config)
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains(" passed, 0 failed"),
+        "the Python MCP client failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+}
+
 /// A server process with its stdout lines collected on a thread.
 struct Server {
     child: Child,
