@@ -346,7 +346,7 @@ fn carry_out(
         let mut sinks = sinks(p, &plan, req);
         announce_start(&plan, &mut g, on_event);
         let live = pool.filter(|_| live_eligible(req, p, &plan, &shell));
-        let sandbox = confinement(&plan, &cwd, &state, &mut g)?;
+        let sandbox = confinement(p, &plan, &cwd, &mut state, &mut g)?;
         let launch = launch(
             req,
             p,
@@ -593,15 +593,23 @@ fn live_eligible(
 
 /// The kernel sandbox the run asks for, prepared for the spawner (and its private
 /// TMPDIR made); off, it confines nothing.
+///
+/// A session made under another sandbox policy is refused here, before its state is
+/// sourced: state made inside a sandbox must not carry code into a run confined less
+/// (or differently).
 fn confinement(
+    p: &crate::config::profile::Profile,
     plan: &Plan,
     cwd: &Path,
-    state: &crate::shell::state::Prepared,
+    state: &mut crate::shell::state::Prepared,
     g: &mut Gathered,
 ) -> Result<sandbox::RunSandbox, Stop> {
-    let sandbox = sandbox::prepare(plan, cwd, state.sandbox_writable())
+    let sandbox = sandbox::prepare(plan, cwd, state.session_exchange(), p.env.sandbox_caches)
         .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
-    g.warnings.extend(sandbox.warning());
+    state
+        .adopt_policy(sandbox.fingerprint())
+        .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
+    g.warnings.extend(sandbox.warnings());
     Ok(sandbox)
 }
 
@@ -621,8 +629,11 @@ fn launch(
 ) -> Result<Launch, Stop> {
     use crate::shell::state::PreludeError;
     let mut env = plan.env.vars.clone();
+    // Under the session's exports, which win (as the profile's and the flags' do).
+    let explicit = |k: &str| p.env.set.contains_key(k) || req.env.iter().any(|(f, _)| f == k);
+    sandbox.apply_cache_env(&mut env, &explicit);
     state.apply_env(&mut env, &req.env);
-    sandbox.apply_env(&mut env);
+    sandbox.apply_tmpdir(&mut env);
     let start_env = live.then(|| env.clone());
     if !live {
         match state.install_prelude(&mut env, &plan.script, cwd) {
@@ -1280,7 +1291,7 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
     let limit = Duration::from_secs(plan.timeout.effective);
     let mut state = session_state(req, &plan, &shell, &cancel, limit, &mut g).map_err(refused)?;
     let cwd = working_dir(req, &plan, &state, &mut g).map_err(refused)?;
-    let sandbox = confinement(&plan, &cwd, &state, &mut g).map_err(refused)?;
+    let sandbox = confinement(p, &plan, &cwd, &mut state, &mut g).map_err(refused)?;
     let launch = launch(
         req, p, &plan, &mut state, &sandbox, &shell, &cwd, false, &mut g,
     )

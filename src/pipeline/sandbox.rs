@@ -5,6 +5,7 @@
 use crate::executor::End;
 use crate::result::SandboxInfo;
 use crate::sandbox::{self, Confinement, Mode, Policy, Resolved};
+use crate::shell::session::SandboxPolicy;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,38 +66,90 @@ pub fn mode_name(mode: Mode) -> &'static str {
 pub struct RunSandbox {
     confinement: Option<Arc<Confinement>>,
     info: Option<SandboxInfo>,
+    /// The workspace (in `workspace-write`) and the profile's `writable` paths.
     writable: Vec<PathBuf>,
+    /// The profile's `writable` paths, expanded (for the session's fingerprint).
+    profile_writable: Vec<PathBuf>,
+    /// agentbash's own paths the command writes (kept apart, see [`OwnWritable`]).
+    own: OwnWritable,
     deny_read: Vec<PathBuf>,
+    warnings: Vec<String>,
+}
+
+/// agentbash's own paths a sandboxed command must be able to write, kept apart from
+/// the profile's `writable`: agentbash keeps its own state and cache directories
+/// read-only inside the sandbox, and these two are the exceptions. Each is a directory
+/// that holds nothing agentbash executes or trusts:
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnWritable {
+    /// The session's exchange directory, where its shell leaves the pending state that
+    /// agentbash reads back (as hostile input) after the run.
+    pub session_exchange: Option<PathBuf>,
+    /// The per-workspace package-manager cache ([`package_cache`]), used only by
+    /// sandboxed runs.
+    pub package_cache: Option<PathBuf>,
+}
+
+impl OwnWritable {
+    /// Every path, in a fixed order.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.session_exchange
+            .iter()
+            .chain(&self.package_cache)
+            .cloned()
+            .collect()
+    }
 }
 
 /// Prepare the plan's policy for a run in `cwd`: create the private TMPDIR and build
 /// everything the child needs. `Err` (exit 125) when `required = true` and nothing can
 /// enforce it, or a configured path is unusable.
 ///
-/// `also_writable` are agentbash's own files the command's shell writes (a session's
-/// pending state), each a single file; nothing of any other run is writable.
+/// `session_exchange` is the run's session's exchange directory, the one file of
+/// agentbash's the command's shell writes (nothing of any other run is writable);
+/// `package_cache`: give a `workspace-write` run agentbash's package cache for its
+/// workspace (`env.sandbox_caches`).
 pub fn prepare(
     plan: &super::Plan,
     cwd: &Path,
-    also_writable: Vec<PathBuf>,
+    session_exchange: Option<PathBuf>,
+    package_cache: bool,
 ) -> Result<RunSandbox, String> {
     let mut policy = plan.sandbox.clone();
     if policy.mode == Mode::Off {
         return Ok(RunSandbox::default());
     }
+    let mut warnings = Vec::new();
+    let mut own = OwnWritable {
+        session_exchange,
+        package_cache: None,
+    };
+    if package_cache && policy.mode == Mode::WorkspaceWrite {
+        match self::package_cache(&workspace(&policy, cwd), &plan.env.vars) {
+            Ok(dir) => own.package_cache = Some(dir),
+            Err(w) => warnings.push(w),
+        }
+    }
     let shown_writable = policy.writable.len();
-    policy.writable.extend(also_writable);
+    // Until the sandbox takes agentbash's own paths as a list of their own, they are
+    // bound like `writable` entries (and left out of what the result shows).
+    policy.writable.extend(own.paths());
     let policy = &policy;
     let tmpdir = private_tmpdir()?;
     let (prepared, weaker) = prepare_policy(policy, cwd, tmpdir.path())?;
     let mut info = info(policy, cwd, &prepared, Some(tmpdir.path()));
     info.weaker = weaker.or(info.weaker);
     info.writable.truncate(shown_writable);
+    info.package_cache = own.package_cache.as_ref().map(|p| p.display().to_string());
     let mut writable = vec![tmpdir.path().to_path_buf()];
     if policy.mode == Mode::WorkspaceWrite {
         writable.push(workspace(policy, cwd));
     }
-    writable.extend(policy.writable.iter().map(|p| expand(p)));
+    let profile_writable: Vec<PathBuf> = policy.writable[..shown_writable]
+        .iter()
+        .map(|p| expand(p))
+        .collect();
+    writable.extend(profile_writable.iter().cloned());
     let deny_read = policy.deny_read.iter().map(|p| expand(p)).collect();
     Ok(RunSandbox {
         confinement: Some(Arc::new(Confinement {
@@ -105,8 +158,77 @@ pub fn prepare(
         })),
         info: Some(info),
         writable,
+        profile_writable,
+        own,
         deny_read,
+        warnings,
     })
+}
+
+/// The package managers whose caches a sandboxed run keeps in agentbash's cache, with
+/// the directory each gets there. Cargo's `CARGO_HOME` also holds the user's
+/// configuration, which [`cargo_home`] links in.
+const PACKAGE_CACHES: &[(&str, &str)] = &[
+    ("PIP_CACHE_DIR", "pip"),
+    ("UV_CACHE_DIR", "uv"),
+    ("npm_config_cache", "npm"),
+    ("GOCACHE", "go-build"),
+    ("GOMODCACHE", "go-mod"),
+    ("CARGO_HOME", "cargo"),
+];
+
+/// The names of the variables a sandboxed run's package cache sets.
+pub fn package_cache_variables() -> impl Iterator<Item = &'static str> {
+    PACKAGE_CACHES.iter().map(|(k, _)| *k)
+}
+
+/// agentbash's package cache for `workspace` (`<cache dir>/sandbox-cache/<hash of the
+/// workspace path>`, 0700, made when missing): the one place a sandboxed run's pip,
+/// uv, npm, go and cargo keep what they download, so that a sandbox does not make
+/// them download everything again on every run. It is never the user's own cache: a
+/// command confined by the sandbox could poison it, and the user's next unsandboxed
+/// build would run what it planted. `env` is the run's environment (for the user's
+/// `CARGO_HOME`). `Err` is a warning: the run goes on without it.
+fn package_cache(workspace: &Path, env: &BTreeMap<String, String>) -> Result<PathBuf, String> {
+    let key = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let dir = crate::paths::cache_dir()
+        .join("sandbox-cache")
+        .join(format!(
+            "{:016x}",
+            crate::ids::fnv64(key.as_os_str().as_encoded_bytes())
+        ));
+    crate::paths::private_dir(&dir).map_err(|e| {
+        format!("sandbox: no package cache for this workspace ({e}); package managers run with their own caches read-only")
+    })?;
+    for (_, sub) in PACKAGE_CACHES {
+        use std::os::unix::fs::DirBuilderExt;
+        // The command may write here: a name it replaced is left to it, never followed.
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(dir.join(sub));
+    }
+    cargo_home(&dir.join("cargo"), env);
+    Ok(dir)
+}
+
+/// Cargo keeps its configuration (`config.toml`, or `config`) in `CARGO_HOME` next to
+/// its registry cache: the sandbox's `CARGO_HOME` links to the user's configuration
+/// files (mirrors, `net.git-fetch-with-cli`, target settings), so that builds behave as
+/// they do outside, and caches crates of its own. Credentials (`credentials.toml`) are
+/// not linked: a sandboxed command does not publish.
+fn cargo_home(dir: &Path, env: &BTreeMap<String, String>) {
+    let user = env
+        .get("CARGO_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| env.get("HOME").map(|h| Path::new(h).join(".cargo")));
+    let Some(user) = user else {
+        return;
+    };
+    for name in ["config.toml", "config"] {
+        let (target, link) = (user.join(name), dir.join(name));
+        if target.is_file() && std::fs::symlink_metadata(&link).is_err() {
+            let _ = std::os::unix::fs::symlink(&target, &link);
+        }
+    }
 }
 
 /// What `explain` shows: the engine this machine would use, with nothing created.
@@ -182,6 +304,7 @@ fn info(
         writable: policy.writable.iter().map(|p| shown(p)).collect(),
         deny_read: policy.deny_read.iter().map(|p| shown(p)).collect(),
         tmpdir: tmpdir.map(shown),
+        package_cache: None,
         weaker: prepared.reason().map(str::to_owned),
         // Most credential stores of a deny_read list do not exist on a given machine.
         notes: prepared
@@ -193,9 +316,9 @@ fn info(
     }
 }
 
-/// `0700` under the state dir (so it is on the user's own file system), else `/tmp`.
-/// Created with its mode in the one `mkdir`, and the state dir only made when missing:
-/// this is on every sandboxed run's start-up path.
+/// `0700` under the state dir's `tmp/` (0700 too, so it is on the user's own file
+/// system), else `/tmp`. Created with its mode in the one `mkdir`, and `tmp/` only made
+/// (and checked) when that fails: this is on every sandboxed run's start-up path.
 fn private_tmpdir() -> Result<tempfile::TempDir, String> {
     use std::os::unix::fs::PermissionsExt;
     let private = || std::fs::Permissions::from_mode(0o700);
@@ -207,7 +330,11 @@ fn private_tmpdir() -> Result<tempfile::TempDir, String> {
             .tempdir_in(&base)
     };
     let made = in_base()
-        .or_else(|_| std::fs::create_dir_all(&base).and_then(|()| in_base()))
+        .or_else(|_| {
+            crate::paths::private_dir(&base)
+                .map_err(std::io::Error::from)
+                .and_then(|()| in_base())
+        })
         .or_else(|_| {
             tempfile::Builder::new()
                 .prefix("agentbash-run-")
@@ -232,7 +359,12 @@ impl RunSandbox {
     pub fn key(&self) -> Option<String> {
         self.info
             .as_ref()
-            .map(|i| format!("{:?} {:?} {:?}", i, self.writable, self.deny_read))
+            .map(|i| {
+                format!(
+                    "{:?} {:?} {:?} {:?}",
+                    i, self.writable, self.own, self.deny_read
+                )
+            })
             .map(
                 |k| match self.info.as_ref().and_then(|i| i.tmpdir.as_deref()) {
                     // The TMPDIR differs per run; the shell keeps the first one.
@@ -243,22 +375,81 @@ impl RunSandbox {
     }
 
     /// Point the command's temporary files at its private TMPDIR.
-    pub fn apply_env(&self, env: &mut BTreeMap<String, String>) {
+    pub fn apply_tmpdir(&self, env: &mut BTreeMap<String, String>) {
         if let Some(tmp) = self.info.as_ref().and_then(|i| i.tmpdir.clone()) {
             env.insert("TMPDIR".into(), tmp);
         }
     }
 
-    /// A warning when the sandbox asked for is not enforced at all.
-    pub fn warning(&self) -> Option<String> {
-        let info = self.info.as_ref()?;
-        (info.engine == "none").then(|| {
-            format!(
+    /// Point the command's package managers' caches at the workspace's package cache,
+    /// except the variables `explicit` names (set by the profile or a flag: those win).
+    pub fn apply_cache_env(
+        &self,
+        env: &mut BTreeMap<String, String>,
+        explicit: &dyn Fn(&str) -> bool,
+    ) {
+        if let Some(dir) = &self.own.package_cache {
+            for (var, sub) in PACKAGE_CACHES {
+                if !explicit(var) {
+                    env.insert((*var).into(), dir.join(sub).display().to_string());
+                }
+            }
+        }
+    }
+
+    /// Warnings for the result: the sandbox asked for is not enforced at all, or the
+    /// package cache could not be made.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut v = self.warnings.clone();
+        if let Some(info) = self.info.as_ref().filter(|i| i.engine == "none") {
+            v.push(format!(
                 "sandbox: [sandbox] mode = {:?} is NOT enforced: {}; the command ran unconfined",
                 mode_name(info.mode),
                 info.weaker.as_deref().unwrap_or("no engine")
-            )
-        })
+            ));
+        }
+        v
+    }
+
+    /// The policy a session remembers and compares (see `shell::session`): a hash
+    /// of everything that decides what the command can do — mode, engine, workspace,
+    /// writable, deny_read, network — stable from run to run (paths expanded, lists
+    /// sorted), with a one-line summary. `off` when nothing confines the run.
+    pub fn fingerprint(&self) -> SandboxPolicy {
+        let Some(info) = &self.info else {
+            return SandboxPolicy::off();
+        };
+        let sorted = |paths: &[PathBuf]| {
+            let mut v: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let (writable, deny_read) = (sorted(&self.profile_writable), sorted(&self.deny_read));
+        let network = if info.network { "on" } else { "off" };
+        let full = serde_json::json!({
+            "mode": mode_name(info.mode),
+            "engine": info.engine,
+            "workspace": info.workspace,
+            "writable": writable,
+            "deny_read": deny_read,
+            "network": network,
+        });
+        let workspace = info
+            .workspace
+            .as_deref()
+            .map(|w| format!(", workspace {w}"))
+            .unwrap_or_default();
+        SandboxPolicy {
+            fingerprint: format!("{:016x}", crate::ids::fnv64(full.to_string().as_bytes())),
+            summary: format!(
+                "{} (engine {}{workspace}, network {network}, {} writable and {} deny_read paths)",
+                mode_name(info.mode),
+                info.engine,
+                writable.len(),
+                deny_read.len()
+            ),
+        }
     }
 
     /// When a failed command's output shows the sandbox refused a write (or hid a

@@ -18,6 +18,7 @@ mod reliability;
 mod rpc;
 mod run_basic;
 mod sandbox;
+mod sandbox_state;
 mod scripts;
 mod session;
 mod snapshot;

@@ -16,7 +16,7 @@ const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialize
 /// Set to 1 (as CI does) to fail instead of skip when the Python SDK is missing.
 const REQUIRE_PYTHON_ENV: &str = "AGENTBASH_REQUIRE_PYTHON_MCP";
 
-fn python_sdk_available() -> bool {
+pub(crate) fn python_sdk_available() -> bool {
     Command::new("python3")
         .args(["-c", "import mcp"])
         .stdout(Stdio::null())
