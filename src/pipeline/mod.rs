@@ -73,7 +73,7 @@ pub struct Plan {
     pub state: crate::shell::state::StatePlan,
     pub script: String,
     pub env: BuiltEnv,
-    pub artifact_dir: Option<PathBuf>,
+    pub artifact_dir: Option<artifact::ArtifactDir>,
     /// The `[sandbox]` policy this run asks for (the profile's, or `--sandbox`).
     pub sandbox: crate::sandbox::Policy,
     pub profile_name: String,
@@ -840,7 +840,8 @@ fn finish(
         said.push_str(&e.text);
     }
     g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
-    g.notices.extend(sandbox.denial_notice(&outcome.end, &said));
+    g.notices
+        .extend(sandbox.denial_notice(&outcome.end, &said, &cwd));
     let committed = matches!(
         outcome.end,
         End::Exited(_) | End::Signaled(_) | End::MissingStatus
@@ -893,7 +894,7 @@ fn announce_the_rest(
 /// it ended.
 fn remember_artifact(
     p: &crate::config::profile::Profile,
-    dir: PathBuf,
+    dir: artifact::ArtifactDir,
     id: u64,
     command: String,
     r: &RunResult,

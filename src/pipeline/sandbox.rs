@@ -453,21 +453,41 @@ impl RunSandbox {
     }
 
     /// When a failed command's output shows the sandbox refused a write (or hid a
-    /// path), a line saying so: the OS error alone reads like a broken machine.
-    pub fn denial_notice(&self, end: &End, output: &str) -> Option<String> {
+    /// path), a line saying so: the OS error alone reads like a broken machine. `cwd`
+    /// is the run's directory (error lines often name paths relative to it).
+    pub fn denial_notice(&self, end: &End, output: &str, cwd: &Path) -> Option<String> {
         let info = self.info.as_ref().filter(|i| i.engine != "none")?;
         if matches!(end, End::Exited(0)) {
             return None;
         }
         for line in output.lines() {
-            let read_only = line.contains("Read-only file system");
-            let denied =
-                line.contains("Permission denied") || line.contains("Operation not permitted");
-            if !(read_only || denied) {
+            let Some((error, at)) = Refusal::in_line(line) else {
                 continue;
+            };
+            let paths: Vec<PathBuf> = paths_in(line, at)
+                .into_iter()
+                .map(|p| crate::paths::absolute(cwd, &p))
+                .collect();
+            // A protected piece of a writable tree is refused on purpose: say so, and
+            // not "add it to writable", which would not help.
+            let protected = paths.iter().find_map(|p| {
+                self.writable
+                    .iter()
+                    .find(|w| within(p, w))
+                    .and_then(|w| protected_piece(p, w))
+                    .map(|piece| (p, piece))
+            });
+            if let Some((path, piece)) = protected {
+                return Some(format!(
+                    "[sandbox: {} is read-only in the sandbox on purpose ({} {} was refused): {}. No [sandbox] key makes it writable; a change that is intended must be made outside the sandbox (by the user, or with --sandbox off)]",
+                    piece.name,
+                    error.verb(),
+                    path.display(),
+                    piece.why
+                ));
             }
-            let path = path_in(line);
-            if let Some(path) = &path
+            let path = paths.first();
+            if let Some(path) = path
                 && let Some(hidden) = self.deny_read.iter().find(|d| path.starts_with(d))
             {
                 return Some(format!(
@@ -476,21 +496,20 @@ impl RunSandbox {
                     hidden.display()
                 ));
             }
-            let outside = path
-                .as_ref()
-                .map(|p| !self.writable.iter().any(|w| within(p, w)));
+            if error == Refusal::Busy {
+                continue;
+            }
+            let outside = path.map(|p| !self.writable.iter().any(|w| within(p, w)));
             match outside {
                 Some(true) => {
                     return Some(format!(
                         "[sandbox: writing {} was refused: the {} sandbox lets the command write only {}. To allow it, add the path to [sandbox] writable in the profile]",
-                        path.as_ref()
-                            .map(|p| p.display().to_string())
-                            .unwrap_or_default(),
+                        path.map(|p| p.display().to_string()).unwrap_or_default(),
                         mode_name(info.mode),
                         self.writable_list()
                     ));
                 }
-                None if read_only => {
+                None if error == Refusal::ReadOnly => {
                     return Some(format!(
                         "[sandbox: a write was refused: the {} sandbox lets the command write only {}. To allow more, add paths to [sandbox] writable in the profile]",
                         mode_name(info.mode),
@@ -517,37 +536,131 @@ impl RunSandbox {
 
 /// Whether `path` is `dir` or below it, comparing canonical forms where they exist.
 fn within(path: &Path, dir: &Path) -> bool {
-    let canonical = |p: &Path| {
-        std::fs::canonicalize(p)
-            .or_else(|_| {
-                let parent = p.parent().unwrap_or(p);
-                std::fs::canonicalize(parent).map(|c| c.join(p.file_name().unwrap_or_default()))
-            })
-            .unwrap_or_else(|_| p.to_path_buf())
-    };
     path.starts_with(dir) || canonical(path).starts_with(canonical(dir))
 }
 
-/// The first absolute path in an error line: quoted ('…', "…", `…'), or a bare word
-/// ending at `:`, as coreutils, shells and Python print them.
-fn path_in(line: &str) -> Option<PathBuf> {
-    let start = line.find('/')?;
-    let before = line[..start].chars().last();
-    let rest = &line[start..];
-    let end = match before {
-        Some(q @ ('\'' | '"' | '`' | '‘')) => {
-            let close = if q == '`' || q == '‘' {
-                ['\'', '’']
-            } else {
-                [q, q]
-            };
-            rest.find(|c| close.contains(&c)).unwrap_or(rest.len())
+/// `p` with its links resolved, as far as it exists (a file about to be created is
+/// its directory's canonical form and its name).
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p)
+        .or_else(|_| {
+            let parent = p.parent().unwrap_or(p);
+            std::fs::canonicalize(parent).map(|c| c.join(p.file_name().unwrap_or_default()))
+        })
+        .unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// How the OS said no, as error lines spell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// EROFS: everything outside the writable set, and the protected pieces.
+    ReadOnly,
+    /// EACCES or EPERM (Landlock, a hidden path, metadata changes).
+    Denied,
+    /// EBUSY: renaming or removing a mount point (`.git`).
+    Busy,
+}
+
+impl Refusal {
+    /// The error a line reports, with where its text starts.
+    fn in_line(line: &str) -> Option<(Refusal, usize)> {
+        const TEXTS: &[(&str, Refusal)] = &[
+            ("Read-only file system", Refusal::ReadOnly),
+            ("read-only file system", Refusal::ReadOnly),
+            ("Permission denied", Refusal::Denied),
+            ("Operation not permitted", Refusal::Denied),
+            ("Device or resource busy", Refusal::Busy),
+        ];
+        TEXTS
+            .iter()
+            .filter_map(|(text, r)| line.find(text).map(|at| (*r, at)))
+            .min_by_key(|(_, at)| *at)
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            Refusal::Busy => "moving or removing",
+            _ => "writing",
         }
-        _ => rest
-            .find(|c: char| c == ':' || c.is_whitespace())
-            .unwrap_or(rest.len()),
+    }
+}
+
+/// A piece of a writable tree the sandbox keeps read-only on purpose.
+struct Piece {
+    name: String,
+    why: &'static str,
+}
+
+/// Whether `path`, inside the writable tree `tree`, is (in) one of the pieces the
+/// sandbox keeps read-only: git's hooks, configuration and what it reads them from
+/// (`.git/hooks`, `.git/config`, `.git/info`, `.git/commondir`), `.git` itself (a mount
+/// point, so it cannot be swapped), and the project's `.agentbash/`.
+fn protected_piece(path: &Path, tree: &Path) -> Option<Piece> {
+    let rel = match path.strip_prefix(tree) {
+        Ok(r) => r.to_path_buf(),
+        Err(_) => {
+            let (p, t) = (canonical(path), canonical(tree));
+            p.strip_prefix(&t).ok()?.to_path_buf()
+        }
     };
-    Some(PathBuf::from(&rest[..end]))
+    let parts: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
+    if parts.contains(&".agentbash") {
+        return Some(Piece {
+            name: ".agentbash/".into(),
+            why: "it holds the profiles and rules agentbash runs under, which a command must not rewrite",
+        });
+    }
+    let git = parts.iter().position(|c| *c == ".git")?;
+    match parts.get(git + 1).copied() {
+        None => Some(Piece {
+            name: ".git".into(),
+            why: ".git is a mount point in the sandbox so that it cannot be moved or replaced: a swapped .git would bring hooks and configuration that git runs outside the sandbox",
+        }),
+        Some(sub @ ("hooks" | "config" | "info" | "commondir")) => Some(Piece {
+            name: format!(".git/{sub}"),
+            why: "git reads hooks and configuration from there also outside the sandbox, where a planted hook or setting (core.fsmonitor, core.hooksPath) would run",
+        }),
+        Some(_) => None,
+    }
+}
+
+/// The paths an error line names, most likely first: quoted ones ('…', "…", `…',
+/// ‘…’, “…”), else the word just before the error text (`bash: line 1: x: Read-only
+/// file system`, `sh: 1: cannot create x: …`, `error: could not lock config file
+/// .git/config: …`). `error_at` is where the line's error text starts.
+fn paths_in(line: &str, error_at: usize) -> Vec<PathBuf> {
+    let mut quoted = Vec::new();
+    let mut rest = line;
+    while let Some(open) = rest.find(['\'', '"', '`', '‘', '“']) {
+        let q = rest[open..].chars().next().unwrap_or('\'');
+        let after = &rest[open + q.len_utf8()..];
+        let close: &[char] = match q {
+            '`' | '‘' => &['\'', '’'],
+            '“' => &['”'],
+            other => &[other][..],
+        };
+        let Some(end) = after.find(close) else {
+            break;
+        };
+        let inside = &after[..end];
+        if !inside.is_empty() && !inside.contains(['\n', '\0']) {
+            quoted.push(PathBuf::from(inside));
+        }
+        let close_len = after[end..].chars().next().map_or(1, char::len_utf8);
+        rest = &after[end + close_len..];
+    }
+    if !quoted.is_empty() {
+        return quoted;
+    }
+    // Unquoted: the `: `-separated field right before the error text; its last word.
+    let before = line[..error_at].trim_end().trim_end_matches(':');
+    let field = before.rsplit(": ").next().unwrap_or(before);
+    field
+        .split_whitespace()
+        .last()
+        .filter(|w| w.contains('/') || w.starts_with('.') || !w.contains(['[', ']']))
+        .map(|w| vec![PathBuf::from(w)])
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -559,6 +672,8 @@ mod tests {
         for (line, path) in [
             ("touch: cannot touch '/x/b': Read-only file system", "/x/b"),
             ("bash: line 1: /x/b: Read-only file system", "/x/b"),
+            ("/bin/bash: line 1: /x/b: Read-only file system", "/x/b"),
+            ("sh: 1: cannot create /x/b: Read-only file system", "/x/b"),
             (
                 "OSError: [Errno 30] Read-only file system: '/x/y z'",
                 "/x/y z",
@@ -568,10 +683,59 @@ mod tests {
                 "cp: cannot create regular file `/a/c': Permission denied",
                 "/a/c",
             ),
+            (
+                "cp: cannot create regular file '.git/hooks/pre-commit.sample': Read-only file system",
+                ".git/hooks/pre-commit.sample",
+            ),
+            (
+                "mkdir: cannot create directory ‘/x/d’: Read-only file system",
+                "/x/d",
+            ),
+            (
+                "error: could not lock config file .git/config: Read-only file system",
+                ".git/config",
+            ),
+            (
+                "mv: cannot move '.git' to '.g': Device or resource busy",
+                ".git",
+            ),
+            (
+                "Error: EROFS: read-only file system, open '/x/pkg.json'",
+                "/x/pkg.json",
+            ),
         ] {
-            assert_eq!(path_in(line), Some(PathBuf::from(path)), "{line}");
+            let (_, at) = Refusal::in_line(line).expect(line);
+            assert_eq!(
+                paths_in(line, at).first(),
+                Some(&PathBuf::from(path)),
+                "{line}"
+            );
         }
-        assert_eq!(path_in("Read-only file system"), None);
+        let bare = "Read-only file system";
+        assert_eq!(paths_in(bare, 0), Vec::<PathBuf>::new());
+    }
+
+    #[test]
+    fn protected_pieces_are_named() {
+        let w = Path::new("/w");
+        let name = |p: &str| protected_piece(Path::new(p), w).map(|x| x.name);
+        assert_eq!(name("/w/.git/config").as_deref(), Some(".git/config"));
+        assert_eq!(name("/w/.git/config.lock").as_deref(), None);
+        assert_eq!(
+            name("/w/.git/hooks/pre-commit").as_deref(),
+            Some(".git/hooks")
+        );
+        assert_eq!(
+            name("/w/sub/.git/info/exclude").as_deref(),
+            Some(".git/info")
+        );
+        assert_eq!(name("/w/.git").as_deref(), Some(".git"));
+        assert_eq!(
+            name("/w/.agentbash/profiles/x.toml").as_deref(),
+            Some(".agentbash/")
+        );
+        assert_eq!(name("/w/.git/objects/ab").as_deref(), None);
+        assert_eq!(name("/w/src/main.rs").as_deref(), None);
     }
 
     #[test]

@@ -497,3 +497,93 @@ fn the_state_dirs_tmp_is_private() {
         .mode();
     assert_eq!(mode & 0o777, 0o700, "{v}");
 }
+
+#[test]
+fn artifacts_never_follow_a_symlinked_agentbash_out_of_the_tree() {
+    let env = TestEnv::new();
+    let elsewhere = env.root().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("elsewhere");
+    std::os::unix::fs::symlink(&elsewhere, env.work().join(".agentbash")).expect("link");
+    // More than the ci profile's 1 MiB tail: the full output would be an artifact.
+    let big = "head -c 1500000 /dev/zero | tr '\\0' x; echo";
+    let out = env.run(&["run", "--json", "-p", "ci", "--", big]);
+    let v = out.json();
+    assert_eq!(
+        out.code(),
+        Some(0),
+        "the run goes on without artifacts: {v}"
+    );
+    assert!(v["artifact"].is_null(), "{}", v["artifact"]);
+    assert_eq!(
+        files(&elsewhere),
+        Vec::<PathBuf>::new(),
+        "written through the link"
+    );
+    let warnings = v["warnings"].to_string();
+    let link = env.work().join(".agentbash");
+    assert!(
+        warnings.contains("artifacts unavailable")
+            && warnings.contains(&format!("{} is a symbolic link", link.display()))
+            && warnings.contains(&elsewhere.display().to_string()),
+        "the warning names the path and the reason: {warnings}"
+    );
+    // A link deeper down is refused the same way; a real directory works.
+    std::fs::remove_file(&link).expect("unlink");
+    std::fs::create_dir_all(&link).expect("real .agentbash");
+    std::os::unix::fs::symlink(&elsewhere, link.join("artifacts")).expect("link");
+    let v = env.run(&["run", "--json", "-p", "ci", "--", big]).json();
+    assert!(v["artifact"].is_null(), "{v}");
+    assert_eq!(files(&elsewhere), Vec::<PathBuf>::new());
+    std::fs::remove_file(link.join("artifacts")).expect("unlink");
+    let v = env.run(&["run", "--json", "-p", "ci", "--", big]).json();
+    let path = PathBuf::from(v["artifact"]["path"].as_str().expect("an artifact"));
+    assert!(path.starts_with(link.join("artifacts")), "{v}");
+    assert_eq!(std::fs::metadata(&path).expect("artifact").len(), 1_500_001);
+}
+
+#[test]
+fn the_refusal_notice_names_the_real_path_and_the_right_key() {
+    let env = TestEnv::new();
+    let ww = workspace_write(&env);
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(env.work())
+        .status()
+        .expect("git");
+    assert!(git.success());
+    let notice = |script: &str| {
+        let (code, v, _) = run(&env, &ww, None, &[], script);
+        assert_ne!(code, Some(0), "{v}");
+        v["notices"]
+            .as_array()
+            .and_then(|n| {
+                n.iter()
+                    .find_map(|x| x.as_str().filter(|t| t.starts_with("[sandbox")))
+            })
+            .unwrap_or_else(|| panic!("no sandbox notice: {v}"))
+            .to_string()
+    };
+    let config = env.work().join(".git/config");
+    let n = notice("git config core.fsmonitor 'touch /tmp/planted'");
+    assert!(
+        n.contains(".git/config is read-only in the sandbox on purpose")
+            && n.contains(&config.display().to_string())
+            && !n.contains("add the path to [sandbox] writable"),
+        "{n}"
+    );
+    let hook = env.work().join(".git/hooks/pre-commit.sample");
+    let n = notice("cp /dev/null .git/hooks/pre-commit.sample");
+    assert!(
+        n.contains(".git/hooks is read-only in the sandbox on purpose")
+            && n.contains(&hook.display().to_string()),
+        "{n}"
+    );
+    // bash names itself first: the path is the one after it.
+    let outside = env.root().join("outside-file");
+    let n = notice(&format!("echo x > {}", outside.display()));
+    assert!(
+        n.contains(&format!("writing {} was refused", outside.display()))
+            && n.contains("add the path to [sandbox] writable"),
+        "{n}"
+    );
+}
