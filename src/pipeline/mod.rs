@@ -1265,6 +1265,9 @@ pub struct JobLaunch {
     /// The run marker set in the command's environment.
     pub marker: String,
     pub cwd: PathBuf,
+    /// The secrets (`output.redact`) masked in all the job shows: its log, its
+    /// screen, its record.
+    pub secrets: Secrets,
     _state: crate::shell::state::Prepared,
     _sandbox: sandbox::RunSandbox,
     _script_file: Option<tempfile::NamedTempFile>,
@@ -1287,7 +1290,7 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
     let p = &profile.profile;
     let mut g = Gathered::default();
     let cancel = CancelToken::new();
-    let refused = JobRefusal::from;
+    let refused = |stop: Stop| JobRefusal::from(stop).masked(&plan.secrets);
     let shell = refusal(req, &plan, &mut g).map_err(refused)?;
     let limit = Duration::from_secs(plan.timeout.effective);
     let mut state = session_state(req, &plan, &shell, &cancel, limit, &mut g).map_err(refused)?;
@@ -1301,6 +1304,7 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
         spec: launch.spec,
         marker: launch.marker,
         cwd,
+        secrets: plan.secrets.clone(),
         _state: state,
         _sandbox: sandbox,
         _script_file: launch._script_file,
@@ -1314,7 +1318,15 @@ pub fn job_refusal(req: &RunRequest, plan: &Plan) -> Result<(), JobRefusal> {
     let mut g = Gathered::default();
     refusal(req, plan, &mut g)
         .map(drop)
-        .map_err(JobRefusal::from)
+        .map_err(|stop| JobRefusal::from(stop).masked(&plan.secrets))
+}
+
+impl JobRefusal {
+    /// The message with the run's secrets masked (it may quote the command).
+    fn masked(mut self, secrets: &Secrets) -> Self {
+        secrets.mask_in_place(&mut self.message);
+        self
+    }
 }
 
 impl From<Stop> for JobRefusal {

@@ -193,35 +193,9 @@ fn a_sandboxed_rpc_session_keeps_ten_state_changes_on_its_live_shell() {
 
 #[test]
 fn a_sandboxed_mcp_session_keeps_ten_state_changes_with_the_python_client() {
-    if !crate::mcp::python_sdk_available() {
-        eprintln!("skipped: python3 cannot import `mcp`");
-        return;
-    }
     let env = TestEnv::new();
     let profile = workspace_write(&env);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
-    let bin = crate::support::bin();
-    let out = env
-        .program(
-            "python3",
-            &[
-                &script.display().to_string(),
-                "--only",
-                "session",
-                &bin.display().to_string(),
-                "mcp",
-                "-p",
-                &profile,
-            ],
-        )
-        .run();
-    let summary = out.stdout.lines().last().unwrap_or_default();
-    assert!(
-        out.code() == Some(0) && summary.ends_with("passed, 0 failed") && !summary.starts_with('0'),
-        "the Python MCP client failed:\n{}\n{}",
-        out.stdout,
-        out.stderr
-    );
+    crate::mcp::python_client_checks(&env, "session keeps ten state changes", &profile);
 }
 
 #[test]

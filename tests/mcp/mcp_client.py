@@ -339,6 +339,29 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any, only: str 
             assert not is_error(result), text
             assert "not saved" not in text, text
 
+    async def job_tools_mask_secrets() -> None:
+        # Needs a profile whose output.redact names *TOKEN* (the built-in `agent` does).
+        secret = f"mcp-secret-value-{os.getpid()}"
+        started = await client.call_tool(
+            "bash",
+            {"command": "echo \"token: $CHECK_TOKEN\"; sleep 30", "background": True,
+             "env": {"CHECK_TOKEN": secret}, "name": f"masked-{mode}"},
+        )
+        job = structured(started)["job"]["id"]
+        output = await client.call_tool("job_output", {"job": job, "wait": 5})
+        listed = await client.call_tool("job_list", {})
+        stopped = await client.call_tool("job_stop", {"job": job})
+        for result in [started, output, listed, stopped]:
+            shown = text_of(result) + repr(structured(result))
+            assert secret not in shown, shown
+        assert "token: [REDACTED:CHECK_TOKEN]" in structured(output)["output"], structured(output)
+
+    # Checks that need a particular profile: run only when `--only` names them.
+    if only:
+        for name, body in [("job tools mask secrets", job_tools_mask_secrets)]:
+            if only in name:
+                await suite.check(label(name), body)
+
     for name, body in [
         ("bash background: a server started, read and stopped", background_job),
         ("session keeps ten state changes", session_keeps_ten_state_changes),
