@@ -117,7 +117,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 
 /// The mode of the pending state file, as the command's own shell sees it (its save
 /// function names the file).
-const PENDING_MODE: &str = "stat -c %a \"$(declare -f __agentbash_session_save | grep -o \"'[^']*/pending'\" | tr -d \"'\")\"";
+const PENDING_MODE: &str = "stat -c %a \"$(declare -f __agentbash_session_save | grep -o \"'[^']*pending'\" | tr -d \"'\")\"";
 
 #[test]
 fn a_sandboxed_cli_session_keeps_ten_state_changes_and_leaves_no_pending_file() {
@@ -164,16 +164,15 @@ fn a_sandboxed_rpc_session_keeps_ten_state_changes_on_its_live_shell() {
     let mut rpc = LiveServer::start_cmd(cmd);
     let mut shells = Vec::new();
     for n in 0..STEPS.len() {
-        let r = rpc.ask(json!({"id": n, "type": "bash", "command": step(n), "session": "dev"}));
+        let command = format!("{}; echo \"shell $$\"", step(n));
+        let r = rpc.ask(json!({"id": n, "type": "bash", "command": command, "session": "dev"}));
         assert_step(n, &r["data"]);
         assert_eq!(files(&rt), Vec::<PathBuf>::new(), "step {n}: {r}");
-        let pid =
-            rpc.ask(json!({"id": "pid", "type": "bash", "command": "echo $$", "session": "dev"}));
-        shells.push(
-            pid["data"]["output"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
+        let out = r["data"]["output"].as_str().unwrap_or_default();
+        shells.extend(
+            out.lines()
+                .filter(|l| l.starts_with("shell "))
+                .map(str::to_string),
         );
     }
     shells.dedup();
