@@ -177,11 +177,6 @@ const PACKAGE_CACHES: &[(&str, &str)] = &[
     ("CARGO_HOME", "cargo"),
 ];
 
-/// The names of the variables a sandboxed run's package cache sets.
-pub fn package_cache_variables() -> impl Iterator<Item = &'static str> {
-    PACKAGE_CACHES.iter().map(|(k, _)| *k)
-}
-
 /// agentbash's package cache for `workspace` (`<cache dir>/sandbox-cache/<hash of the
 /// workspace path>`, 0700, made when missing): the one place a sandboxed run's pip,
 /// uv, npm, go and cargo keep what they download, so that a sandbox does not make
@@ -190,20 +185,25 @@ pub fn package_cache_variables() -> impl Iterator<Item = &'static str> {
 /// build would run what it planted. `env` is the run's environment (for the user's
 /// `CARGO_HOME`). `Err` is a warning: the run goes on without it.
 fn package_cache(workspace: &Path, env: &BTreeMap<String, String>) -> Result<PathBuf, String> {
-    let key = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    // The workspace as the sandbox binds it (the invoking directory is already the
+    // kernel's own spelling of it): resolving it again would cost a readlink per
+    // component on every run.
     let dir = crate::paths::cache_dir()
         .join("sandbox-cache")
         .join(format!(
             "{:016x}",
-            crate::ids::fnv64(key.as_os_str().as_encoded_bytes())
+            crate::ids::fnv64(workspace.as_os_str().as_encoded_bytes())
         ));
     crate::paths::private_dir(&dir).map_err(|e| {
         format!("sandbox: no package cache for this workspace ({e}); package managers run with their own caches read-only")
     })?;
-    for (_, sub) in PACKAGE_CACHES {
-        use std::os::unix::fs::DirBuilderExt;
-        // The command may write here: a name it replaced is left to it, never followed.
-        let _ = std::fs::DirBuilder::new().mode(0o700).create(dir.join(sub));
+    // Made once; afterwards the command may write here: a name it replaced is left to
+    // it, never followed.
+    if std::fs::symlink_metadata(dir.join("cargo")).is_err() {
+        for (_, sub) in PACKAGE_CACHES {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new().mode(0o700).create(dir.join(sub));
+        }
     }
     cargo_home(&dir.join("cargo"), env);
     Ok(dir)

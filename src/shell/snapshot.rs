@@ -192,6 +192,9 @@ fn mtime_ns(m: &std::fs::Metadata) -> i128 {
 /// re-parse on every command. A one-shot CLI run reads everything once either way.
 static MEMO: Mutex<Option<Memo>> = Mutex::new(None);
 
+/// The most entries a memo map keeps (it starts over when full).
+const MEMO_CAP: usize = 4096;
+
 #[derive(Default)]
 struct Memo {
     rc: HashMap<PathBuf, (u64, i128, u64)>,
@@ -390,7 +393,13 @@ fn file_sha(path: &Path) -> Option<String> {
     )
     .ok()?;
     let sha = sha256_hex(&bytes);
-    with_memo(|m| m.hashed.insert(path.to_path_buf(), (id, sha.clone())));
+    with_memo(|m| {
+        // A server that runs many different commands cuts many parts: bounded.
+        if m.hashed.len() >= MEMO_CAP {
+            m.hashed.clear();
+        }
+        m.hashed.insert(path.to_path_buf(), (id, sha.clone()))
+    });
     Some(sha)
 }
 
@@ -1226,7 +1235,12 @@ impl Snapshot {
         }
         let text = self.part_text(wanted)?;
         let sha = sha256_hex(text.as_bytes());
-        with_memo(|memo| memo.parts.insert(memo_key, sha.clone()));
+        with_memo(|memo| {
+            if memo.parts.len() >= MEMO_CAP {
+                memo.parts.clear();
+            }
+            memo.parts.insert(memo_key, sha.clone())
+        });
         if file_sha(&part) != Some(sha) {
             write_private(&part, text.as_bytes())?;
         }

@@ -78,11 +78,15 @@ fn python_sdk_client_passes() {
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
     let state = tempfile::tempdir().expect("temp dir");
+    // The server's directory: what its commands create (a session's `sub/.venv`) goes
+    // there, not into the source tree.
+    let work = tempfile::tempdir().expect("temp dir");
     let output = Command::new("python3")
         .arg(&script)
         .arg(SERVER)
         .arg("mcp")
         .env("AGENTBASH_STATE_DIR", state.path())
+        .current_dir(work.path())
         .output()
         .expect("python3 runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
