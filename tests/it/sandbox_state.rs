@@ -151,6 +151,17 @@ fn a_sandboxed_cli_session_keeps_ten_state_changes_and_leaves_no_pending_file() 
         .env("XDG_RUNTIME_DIR", &rt)
         .run();
     assert_eq!(s(&out.json(), "output"), "600\n", "{}", out.stdout);
+    // What agentbash set for the sandbox (the run's TMPDIR, the package caches) is
+    // not taken for the session's own exports.
+    let shown = env.run(&["session", "show", "dev"]).stdout;
+    let exported = shown
+        .lines()
+        .find(|l| l.starts_with("exported"))
+        .unwrap_or("");
+    for var in ["TMPDIR", "PIP_CACHE_DIR", "CARGO_HOME"] {
+        assert!(!exported.contains(var), "{shown}");
+    }
+    assert!(exported.contains("BACK BAR"), "{shown}");
 }
 
 #[test]
