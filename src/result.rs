@@ -107,6 +107,9 @@ pub struct SandboxInfo {
     pub deny_read: Vec<String>,
     /// The run's private TMPDIR (removed after the run).
     pub tmpdir: Option<String>,
+    /// The workspace's package cache the package managers' cache variables point at
+    /// (`workspace-write` with `env.sandbox_caches`; kept between runs).
+    pub package_cache: Option<String>,
     /// Why the sandbox is weaker than asked, when it is.
     pub weaker: Option<String>,
     /// Smaller degradations (a deny_read path that does not exist, a missing hooks dir).

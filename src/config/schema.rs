@@ -95,6 +95,9 @@ pub struct EnvCfg {
     pub exclude: Vec<String>,
     pub harden: bool,
     pub set: BTreeMap<String, String>,
+    /// In a `workspace-write` sandbox, point package managers' cache variables at
+    /// agentbash's per-workspace package cache.
+    pub sandbox_caches: bool,
 }
 
 impl Default for EnvCfg {
@@ -104,6 +107,7 @@ impl Default for EnvCfg {
             exclude: vec![],
             harden: true,
             set: BTreeMap::new(),
+            sandbox_caches: true,
         }
     }
 }
@@ -397,6 +401,7 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "shell.prefix" => STRING,
         "shell.snapshot"
         | "env.harden"
+        | "env.sandbox_caches"
         | "output.strip_head_tail"
         | "artifacts.enabled"
         | "interceptor.enabled"

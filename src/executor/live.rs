@@ -392,7 +392,7 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
         t.push_str("    ");
         t.push_str(&crate::shell::dump::unshadow(None));
         t.push_str(
-            "    builtin [ $__agentbash_k = u ] || __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
+            "    builtin [ $__agentbash_k = u ] || __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin [ ${#BASH_ALIASES[@]} = 0 ] || builtin shopt -q expand_aliases || { builtin shopt -s expand_aliases; __agentbash_opts=\"$__agentbash_opts\"$'\\n'\"builtin shopt -s expand_aliases\"; __agentbash_optsig=\"$-:$SHELLOPTS:$BASHOPTS\"; }; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
              \x20 exec 1>&\"$__agentbash_out\" 2>&1\n\
              \x20 builtin printf '\\036%s%s%s %s\\n' \"$__agentbash_t\" \"$__agentbash_k\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\
              done\n",

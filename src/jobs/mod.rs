@@ -498,11 +498,14 @@ impl Jobs {
             let number = self.numbers().last().map_or(1, |n| n + 1);
             let dir = self.dir(number);
             crate::paths::private_dir(&dir).map_err(std::io::Error::from)?;
+            // What is written here is read by every `job list` and `job status`: with
+            // the secrets (`output.redact`) masked, as a run's result has them.
+            let shown = |t: &str| plan.secrets.mask(t).into_owned();
             let record = JobRecord {
                 id: format!("job://{number}"),
                 number,
-                name: spec.name.clone(),
-                command: spec.command.clone(),
+                name: spec.name.as_deref().map(shown),
+                command: shown(&spec.command),
                 state: State::Running,
                 ready: None,
                 pid: None,
@@ -514,7 +517,7 @@ impl Jobs {
                 ttl: spec.ttl.or(Some(jobs.ttl)).filter(|&t| t > 0),
                 started_at_ms: now_ms(),
                 ended_at_ms: None,
-                cwd: spec.invoking_dir.display().to_string(),
+                cwd: shown(&spec.invoking_dir.display().to_string()),
                 log_max_bytes: jobs.log_max_bytes,
                 supervisor: None,
                 leader: None,

@@ -116,12 +116,16 @@ pub fn main(dir: &Path) -> i32 {
     ) else {
         return crate::exit::FAILURE;
     };
+    // The command and its environment (values of `--env` included) were for us
+    // alone: nothing else reads them back.
+    let _ = std::fs::remove_file(dir.join("spec.json"));
     record.supervisor = ProcId::of(std::process::id() as i32);
     let Ok(mut log) = LogWriter::create(dir, record.log_max_bytes) else {
         return crate::exit::FAILURE;
     };
     match Supervisor::start(dir, &spec, &mut record, &mut log) {
         Ok(s) => s.run(&mut record, &mut log),
+        // Masked already: the refusal may quote the command.
         Err((code, message)) => {
             let _ = log.append(format!("agentbash: {message}\n").as_bytes());
             record.state = State::Exited;
@@ -155,6 +159,13 @@ struct Supervisor<'d> {
     /// `jobs.idle_timeout` while the job is still a foreground run, until then.
     idle: Option<(crate::executor::idle::IdleClock, u64)>,
     grace: Duration,
+    /// Masks the secrets (`output.redact`) in what is logged and shown, so that no
+    /// reader of the job — `job output`, its screen, `job start`'s answer, the log on
+    /// disk — sees them.
+    redactor: Option<crate::output::redact::Redactor>,
+    secrets: crate::output::redact::Secrets,
+    /// Masked output, reused between reads.
+    masked: Vec<u8>,
     launch: crate::pipeline::JobLaunch,
 }
 
@@ -232,12 +243,14 @@ impl<'d> Supervisor<'d> {
         record.pid = Some(pid);
         record.leader = ProcId::of(pid);
         record.marker = Some(launch.marker.clone());
+        launch.secrets.mask_in_place(&mut record.command);
+        launch.secrets.mask_in_place(&mut record.cwd);
         let waits = spec.ready.port.is_some() || ready_regex.is_some();
         record.ready = waits.then_some(false);
         record.state = State::Running;
         let sandbox = launch.sandbox();
         record.sandbox = sandbox.info().and_then(|i| serde_json::to_value(i).ok());
-        record.notices.extend(sandbox.warning());
+        record.notices.extend(sandbox.warnings());
         let _ = write_record(dir, record);
         let _ = log.written();
         let caller = if spec.stop_with_caller {
@@ -270,6 +283,9 @@ impl<'d> Supervisor<'d> {
                 )
             }),
             grace: Duration::from_millis(profile.profile.timeout.kill_grace_ms),
+            redactor: launch.secrets.redactor(crate::output::redact::Form::Raw),
+            secrets: launch.secrets.clone(),
+            masked: Vec::new(),
             launch,
         })
     }
@@ -306,6 +322,13 @@ impl<'d> Supervisor<'d> {
             let tick = self.deadline.map_or(tick, |d| {
                 tick.min(d.saturating_duration_since(Instant::now()))
             });
+            // Held back by the redactor: shown soon, once the output pauses.
+            let holding = self.redactor.as_ref().is_some_and(|r| r.holds());
+            let tick = if holding {
+                tick.min(Duration::from_millis(20))
+            } else {
+                tick
+            };
             poll_fds(
                 &[
                     self.output.as_ref().map(|f| f.as_fd()),
@@ -315,7 +338,9 @@ impl<'d> Supervisor<'d> {
                 ],
                 tick,
             );
-            self.read_output(&mut buf, record, log);
+            if !self.read_output(&mut buf, record, log) && holding {
+                self.flush_redactor(log, false);
+            }
             if let Some(fd) = &self.caller
                 && matches!(read_some(fd.as_fd(), &mut buf), Read::End)
             {
@@ -380,20 +405,57 @@ impl<'d> Supervisor<'d> {
         let _ = write_record(self.dir, record);
     }
 
-    fn read_output(&mut self, buf: &mut [u8], record: &mut JobRecord, log: &mut LogWriter) {
+    /// Read what the job printed (bounded per turn); whether anything came.
+    fn read_output(&mut self, buf: &mut [u8], record: &mut JobRecord, log: &mut LogWriter) -> bool {
+        let mut got = false;
         // Bounded per turn, so requests and the ttl are served under a flood.
         for _ in 0..64 {
             let Some(fd) = self.output.as_ref() else {
-                return;
+                break;
             };
             match read_some(fd.as_fd(), buf) {
-                Read::Bytes(n) => self.took(&buf[..n], record, log),
-                Read::Empty => return,
+                Read::Bytes(n) => {
+                    got = true;
+                    self.took(&buf[..n], record, log);
+                }
+                Read::Empty => break,
                 Read::End => {
                     self.output = None;
-                    return;
+                    self.flush_redactor(log, true);
+                    break;
                 }
             }
+        }
+        got
+    }
+
+    /// Log (and show on the screen) what the redactor held back: all of it at the
+    /// end, or at a pause all but what may still start a secret.
+    fn flush_redactor(&mut self, log: &mut LogWriter, end: bool) {
+        let Some(r) = self.redactor.as_mut() else {
+            return;
+        };
+        let mut out = std::mem::take(&mut self.masked);
+        out.clear();
+        if end {
+            r.finish(&mut out);
+        } else {
+            r.flush_idle(&mut out);
+        }
+        self.logged(&out, log);
+        self.masked = out;
+    }
+
+    /// Masked output into the log and the screen.
+    fn logged(&mut self, bytes: &[u8], log: &mut LogWriter) {
+        if bytes.is_empty() {
+            return;
+        }
+        if log.append(bytes).is_err() {
+            // A full disk: the job runs on; its output is lost, not its life.
+        }
+        if let Some(p) = self.screen.as_mut() {
+            p.process(bytes);
         }
     }
 
@@ -401,11 +463,15 @@ impl<'d> Supervisor<'d> {
         if let Some((clock, _)) = self.idle.as_mut() {
             clock.printed();
         }
-        if log.append(bytes).is_err() {
-            // A full disk: the job runs on; its output is lost, not its life.
-        }
-        if let Some(p) = self.screen.as_mut() {
-            p.process(bytes);
+        match self.redactor.as_mut() {
+            Some(r) => {
+                let mut out = std::mem::take(&mut self.masked);
+                out.clear();
+                r.push(bytes, &mut out);
+                self.logged(&out, log);
+                self.masked = out;
+            }
+            None => self.logged(bytes, log),
         }
         if self.waiting(record)
             && let Some(re) = &self.ready_regex
@@ -441,9 +507,7 @@ impl<'d> Supervisor<'d> {
                 &[self.output.as_ref().map(|f| f.as_fd())],
                 Duration::from_millis(20),
             );
-            let before = log.written();
-            self.read_output(buf, record, log);
-            if log.written() != before {
+            if self.read_output(buf, record, log) {
                 last = Instant::now();
             }
         }
@@ -530,8 +594,9 @@ impl<'d> Supervisor<'d> {
             self.drain(&mut buf, record, log);
         }
         teardown.reap_orphans();
+        self.flush_redactor(log, true);
         record.state = state;
-        record.reason = reason;
+        record.reason = reason.map(|r| self.secrets.mask(&r).into_owned());
         record.ended_at_ms = Some(now_ms());
         // A write the sandbox refused, as the job's last output shows it.
         let tail = super::log::tail(
@@ -549,9 +614,11 @@ impl<'d> Supervisor<'d> {
             ),
             (None, None) => crate::executor::End::MissingStatus,
         };
+        let cwd = std::path::PathBuf::from(&record.cwd);
         record
             .notices
-            .extend(self.launch.sandbox().denial_notice(&end, &said));
+            .extend(self.launch.sandbox().denial_notice(&end, &said, &cwd));
+        record.notices.extend(self.launch.sandbox().audit());
         let _ = write_record(self.dir, record);
         let _ = std::fs::remove_file(self.dir.join("ctl.sock"));
         if let Some(conn) = answer {

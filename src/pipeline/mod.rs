@@ -73,7 +73,7 @@ pub struct Plan {
     pub state: crate::shell::state::StatePlan,
     pub script: String,
     pub env: BuiltEnv,
-    pub artifact_dir: Option<PathBuf>,
+    pub artifact_dir: Option<artifact::ArtifactDir>,
     /// The `[sandbox]` policy this run asks for (the profile's, or `--sandbox`).
     pub sandbox: crate::sandbox::Policy,
     pub profile_name: String,
@@ -346,7 +346,7 @@ fn carry_out(
         let mut sinks = sinks(p, &plan, req);
         announce_start(&plan, &mut g, on_event);
         let live = pool.filter(|_| live_eligible(req, p, &plan, &shell));
-        let sandbox = confinement(&plan, &cwd, &state, &mut g)?;
+        let sandbox = confinement(p, &plan, &cwd, &mut state, &mut g)?;
         let launch = launch(
             req,
             p,
@@ -593,15 +593,23 @@ fn live_eligible(
 
 /// The kernel sandbox the run asks for, prepared for the spawner (and its private
 /// TMPDIR made); off, it confines nothing.
+///
+/// A session made under another sandbox policy is refused here, before its state is
+/// sourced: state made inside a sandbox must not carry code into a run confined less
+/// (or differently).
 fn confinement(
+    p: &crate::config::profile::Profile,
     plan: &Plan,
     cwd: &Path,
-    state: &crate::shell::state::Prepared,
+    state: &mut crate::shell::state::Prepared,
     g: &mut Gathered,
 ) -> Result<sandbox::RunSandbox, Stop> {
-    let sandbox = sandbox::prepare(plan, cwd, state.sandbox_writable())
+    let sandbox = sandbox::prepare(plan, cwd, state.session_exchange(), p.env.sandbox_caches)
         .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
-    g.warnings.extend(sandbox.warning());
+    state
+        .adopt_policy(sandbox.fingerprint())
+        .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
+    g.warnings.extend(sandbox.warnings());
     Ok(sandbox)
 }
 
@@ -621,8 +629,11 @@ fn launch(
 ) -> Result<Launch, Stop> {
     use crate::shell::state::PreludeError;
     let mut env = plan.env.vars.clone();
+    // Under the session's exports, which win (as the profile's and the flags' do).
+    let explicit = |k: &str| p.env.set.contains_key(k) || req.env.iter().any(|(f, _)| f == k);
+    sandbox.apply_cache_env(&mut env, &explicit);
     state.apply_env(&mut env, &req.env);
-    sandbox.apply_env(&mut env);
+    sandbox.apply_tmpdir(&mut env);
     let start_env = live.then(|| env.clone());
     if !live {
         match state.install_prelude(&mut env, &plan.script, cwd) {
@@ -830,7 +841,8 @@ fn finish(
         said.push_str(&e.text);
     }
     g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
-    g.notices.extend(sandbox.denial_notice(&outcome.end, &said));
+    g.notices
+        .extend(sandbox.denial_notice(&outcome.end, &said, &cwd));
     g.notices.extend(sandbox.audit());
     let committed = matches!(
         outcome.end,
@@ -884,7 +896,7 @@ fn announce_the_rest(
 /// it ended.
 fn remember_artifact(
     p: &crate::config::profile::Profile,
-    dir: PathBuf,
+    dir: artifact::ArtifactDir,
     id: u64,
     command: String,
     r: &RunResult,
@@ -1255,6 +1267,9 @@ pub struct JobLaunch {
     /// The run marker set in the command's environment.
     pub marker: String,
     pub cwd: PathBuf,
+    /// The secrets (`output.redact`) masked in all the job shows: its log, its
+    /// screen, its record.
+    pub secrets: Secrets,
     _state: crate::shell::state::Prepared,
     sandbox: sandbox::RunSandbox,
     _script_file: Option<tempfile::NamedTempFile>,
@@ -1284,12 +1299,12 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
     let p = &profile.profile;
     let mut g = Gathered::default();
     let cancel = CancelToken::new();
-    let refused = JobRefusal::from;
+    let refused = |stop: Stop| JobRefusal::from(stop).masked(&plan.secrets);
     let shell = refusal(req, &plan, &mut g).map_err(refused)?;
     let limit = Duration::from_secs(plan.timeout.effective);
     let mut state = session_state(req, &plan, &shell, &cancel, limit, &mut g).map_err(refused)?;
     let cwd = working_dir(req, &plan, &state, &mut g).map_err(refused)?;
-    let sandbox = confinement(&plan, &cwd, &state, &mut g).map_err(refused)?;
+    let sandbox = confinement(p, &plan, &cwd, &mut state, &mut g).map_err(refused)?;
     let launch = launch(
         req, p, &plan, &mut state, &sandbox, &shell, &cwd, false, &mut g,
     )
@@ -1298,6 +1313,7 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
         spec: launch.spec,
         marker: launch.marker,
         cwd,
+        secrets: plan.secrets.clone(),
         _state: state,
         sandbox,
         _script_file: launch._script_file,
@@ -1311,7 +1327,15 @@ pub fn job_refusal(req: &RunRequest, plan: &Plan) -> Result<(), JobRefusal> {
     let mut g = Gathered::default();
     refusal(req, plan, &mut g)
         .map(drop)
-        .map_err(JobRefusal::from)
+        .map_err(|stop| JobRefusal::from(stop).masked(&plan.secrets))
+}
+
+impl JobRefusal {
+    /// The message with the run's secrets masked (it may quote the command).
+    fn masked(mut self, secrets: &Secrets) -> Self {
+        secrets.mask_in_place(&mut self.message);
+        self
+    }
 }
 
 impl From<Stop> for JobRefusal {
@@ -1415,8 +1439,8 @@ impl JobRun {
         // and TMPDIR): the same `sandbox` object and notices as the run's.
         let confined = sandbox::described(&self.plan, &cwd, tmpdir.as_deref());
         if let Ok(sandbox) = &confined {
-            warnings.extend(sandbox.warning());
-            notices.extend(sandbox.denial_notice(&ended, &retained.text));
+            warnings.extend(sandbox.warnings());
+            notices.extend(sandbox.denial_notice(&ended, &retained.text, &cwd));
         }
         let outcome = ExecOutcome {
             end,

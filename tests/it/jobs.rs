@@ -1361,3 +1361,124 @@ fn completions_and_help_do_not_offer_the_supervisor() {
     let out = env.run(&["job", "--help"]);
     assert!(!out.stdout.contains("supervise"), "{}", out.stdout);
 }
+
+/// Every file under `dir`, with its bytes.
+fn all_files(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(all_files(&p));
+        } else if let Ok(bytes) = std::fs::read(&p) {
+            out.push((p, bytes));
+        }
+    }
+    out
+}
+
+#[test]
+fn secrets_are_masked_in_every_job_path() {
+    let env = TestEnv::new();
+    user_profile(
+        &env,
+        "red",
+        "extends = \"default\"\n[output]\nredact = [\"*TOKEN*\"]\n",
+    );
+    // One secret in agentbash's own environment, one given with --env.
+    const OWN: &str = "own-secret-value-4711";
+    const FLAG: &str = "flag-secret-value-0815";
+    let n = nonce();
+    let leaked = |what: &str, text: &str| {
+        assert!(
+            !text.contains(OWN) && !text.contains(FLAG),
+            "{what} shows a secret:\n{text}"
+        );
+    };
+    // The command line names a secret too; the last line has no newline (a prompt).
+    let command =
+        format!("echo \"$API_TOKEN / $RUN_TOKEN\"; echo {OWN}; printf 'prompt> '; sleep 384.{n}");
+    let cli = |args: &[&str]| env.cmd(args).env("API_TOKEN", OWN).run();
+    let flag = format!("RUN_TOKEN={FLAG}");
+    let started = cli(&[
+        "job", "start", "--json", "-p", "red", "--name", "sec", "--env", &flag, "--", &command,
+    ]);
+    assert_eq!(started.code(), Some(0), "{}", started.stderr);
+    leaked("job start --json", &started.stdout);
+    let shown = wait_for_output(&env, "sec", "prompt> ", Duration::from_secs(10));
+    assert!(
+        shown.contains(
+            "[REDACTED:API_TOKEN] / [REDACTED:RUN_TOKEN]\n[REDACTED:API_TOKEN]\nprompt> "
+        ),
+        "the job's output, masked, the prompt shown without waiting for more: {shown:?}"
+    );
+    for args in [
+        &["job", "output", "sec"][..],
+        &["job", "output", "--json", "sec"],
+        &["job", "output", "sec", "--tail", "5"],
+        &["job", "list"],
+        &["job", "list", "--json"],
+    ] {
+        let out = cli(args);
+        assert_eq!(out.code(), Some(0), "{args:?}: {}", out.stderr);
+        leaked(
+            &format!("{args:?}"),
+            &format!("{}{}", out.stdout, out.stderr),
+        );
+    }
+    let listed = cli(&["job", "list", "--json"]).json();
+    assert!(
+        listed.to_string().contains("echo [REDACTED:API_TOKEN]"),
+        "the record's command is masked, not dropped: {listed}"
+    );
+    // A PTY job's screen.
+    let pty = cli(&[
+        "job", "start", "--json", "-p", "red", "--pty", "--name", "screen", "--", &command,
+    ]);
+    assert_eq!(pty.code(), Some(0), "{}", pty.stderr);
+    wait_for_output(&env, "screen", "prompt>", Duration::from_secs(10));
+    let screen = cli(&["job", "output", "--json", "screen", "--screen"]);
+    leaked("job output --screen", &screen.stdout);
+    assert!(
+        screen.stdout.contains("[REDACTED:API_TOKEN]"),
+        "{}",
+        screen.stdout
+    );
+    // Over rpc: job_start, job_output, job_list, job_stop.
+    let mut rpc = LiveServer::start_cmd(env.cmd(&["rpc", "-p", "red"]).env("API_TOKEN", OWN));
+    let answers = [
+        rpc.ask(
+            serde_json::json!({"id": 1, "type": "job_start", "command": command,
+            "name": "rpc", "env": {"RUN_TOKEN": FLAG}}),
+        ),
+        rpc.ask(serde_json::json!({"id": 2, "type": "job_output", "job": "rpc", "wait": 5})),
+        rpc.ask(serde_json::json!({"id": 3, "type": "job_list"})),
+        rpc.ask(serde_json::json!({"id": 4, "type": "job_stop", "job": "rpc"})),
+    ];
+    for a in &answers {
+        assert_eq!(a["success"], true, "{a}");
+        leaked("rpc", &a.to_string());
+    }
+    assert!(
+        answers[1].to_string().contains("[REDACTED:RUN_TOKEN]"),
+        "{}",
+        answers[1]
+    );
+    for name in ["sec", "screen"] {
+        let out = cli(&["job", "stop", "--json", name]);
+        leaked("job stop", &out.stdout);
+    }
+    // Nothing on disk holds them: records, logs, the spec the supervisor read.
+    for (path, bytes) in all_files(&env.state_dir().join("jobs")) {
+        leaked(
+            &path.display().to_string(),
+            &String::from_utf8_lossy(&bytes),
+        );
+    }
+}
+
+#[test]
+fn job_tools_over_mcp_mask_secrets_with_the_python_client() {
+    let env = TestEnv::new();
+    // The built-in agent profile masks *TOKEN* (and runs jobs in its sandbox).
+    crate::mcp::python_client_checks(&env, "job tools mask secrets", "agent");
+}

@@ -19,6 +19,7 @@ mod reliability;
 mod rpc;
 mod run_basic;
 mod sandbox;
+mod sandbox_state;
 mod scripts;
 mod session;
 mod snapshot;

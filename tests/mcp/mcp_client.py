@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Drive an agentbash MCP server with the official MCP Python SDK (`pip install mcp`).
 
-Usage: mcp_client.py SERVER_COMMAND [ARGS...]
+Usage: mcp_client.py [--only NAME] SERVER_COMMAND [ARGS...]
    e.g. mcp_client.py agentbash mcp --profile default
+        mcp_client.py --only session agentbash mcp --profile agent   (the checks whose name has NAME)
 
 The same checks run twice, over stdio, once per way a stock client connects:
   legacy  `ClientSession.initialize()` — the initialize handshake most clients use;
   auto    `mcp.Client` default (SDK 2.x): probes `server/discover`, falls back to initialize.
 Checks: server identity, tool list and schemas, `bash` text/structured content/isError,
-progress notifications, `read_artifact`, numeric arguments sent as strings (as the
+progress notifications, `read_artifact`, a session keeping ten state changes in a row,
+numeric arguments sent as strings (as the
 MCP inspector's CLI sends them), tool errors for bad input, client
 cancellation (the command's process must die) and that the server keeps serving; the
 job tools (bash with background, job_status, job_wait, job_output, job_send, job_stop,
@@ -116,7 +118,7 @@ class Suite:
             print(f"ok   {label} ({time.monotonic() - started:.2f}s)", flush=True)
 
 
-async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
+async def run_checks(suite: Suite, mode: str, client: Any, info: Any, only: str | None) -> None:
     def label(name: str) -> str:
         return f"[{mode}] {name}"
 
@@ -331,8 +333,59 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
         finished = structured(await client.call_tool("job_list", {"all": True}))
         assert any(j["url"] == job for j in finished["jobs"]), finished
 
+    async def session_keeps_ten_state_changes() -> None:
+        # Each call checks what the one before it changed, then changes one more thing:
+        # a directory, a variable, a function, an alias, a virtualenv, `cd` away and
+        # back, ... (the same steps as tests/it/sandbox_state.rs).
+        # Over a live shell under the profile's sandbox, every change must be saved.
+        session = f"state-{mode}-{os.getpid()}"
+        steps = [
+            ("true", "mkdir -p sub && cd sub"),
+            ('[ "${PWD##*/}" = sub ]', "export FOO=1"),
+            ('[ "$FOO" = 1 ]', "greet() { echo hello-$1; }"),
+            ('[ "$(greet x)" = hello-x ]', "alias ll='echo aliased'"),
+            ('[ "$(ll)" = aliased ]', "python3 -m venv --without-pip .venv && . .venv/bin/activate"),
+            ('[ "$(command -v python)" = "$PWD/.venv/bin/python" ]', "export BACK=$PWD BAR=2; cd /tmp"),
+            ('[ "$PWD" = /tmp ] && [ "$BAR" = 2 ]', 'cd "$BACK"'),
+            ('[ "${PWD##*/}" = sub ]', "unset FOO"),
+            ('[ -z "${FOO+set}" ]', "deactivate"),
+            ('[ -z "${VIRTUAL_ENV-}" ] && [ "$(command -v python)" != "$PWD/.venv/bin/python" ]', "counter=10"),
+            ('[ "$counter" = 10 ]', "true"),
+        ]
+        for n, (check, change) in enumerate(steps):
+            command = f"if {check}; then echo ok-{n}; else echo BAD-{n}; fi; {change}"
+            result = await client.call_tool("bash", {"command": command, "session": session})
+            text = text_of(result)
+            assert f"ok-{n}" in text, f"step {n} ({check!r}) did not see the change before it:\n{text}"
+            assert not is_error(result), text
+            assert "not saved" not in text, text
+
+    async def job_tools_mask_secrets() -> None:
+        # Needs a profile whose output.redact names *TOKEN* (the built-in `agent` does).
+        secret = f"mcp-secret-value-{os.getpid()}"
+        started = await client.call_tool(
+            "bash",
+            {"command": "echo \"token: $CHECK_TOKEN\"; sleep 30", "background": True,
+             "env": {"CHECK_TOKEN": secret}, "name": f"masked-{mode}"},
+        )
+        job = structured(started)["job"]["id"]
+        output = await client.call_tool("job_output", {"job": job, "wait": 5})
+        listed = await client.call_tool("job_list", {})
+        stopped = await client.call_tool("job_stop", {"job": job})
+        for result in [started, output, listed, stopped]:
+            shown = text_of(result) + repr(structured(result))
+            assert secret not in shown, shown
+        assert "token: [REDACTED:CHECK_TOKEN]" in structured(output)["output"], structured(output)
+
+    # Checks that need a particular profile: run only when `--only` names them.
+    if only:
+        for name, body in [("job tools mask secrets", job_tools_mask_secrets)]:
+            if only in name:
+                await suite.check(label(name), body)
+
     for name, body in [
         ("bash background: a server started, read and stopped", background_job),
+        ("session keeps ten state changes", session_keeps_ten_state_changes),
         ("background launches point at bash background", a_background_launch_is_routed_to_the_job_tool),
         ("job_send to a stdin job", job_send_to_a_stdin_job),
         ("job_wait for a job to end", job_wait_for_a_job_to_end),
@@ -349,8 +402,12 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
         ("bad arguments become tool errors", bad_arguments_are_tool_errors),
         ("unknown tool is a protocol error", unknown_tool_is_protocol_error),
     ]:
+        if only and only not in name:
+            continue
         await suite.check(label(name), body)
     name = "client cancellation kills the command"
+    if only and only not in name:
+        return
     if hasattr(mcp, "Client"):
         await suite.check(label(name), cancellation_kills_the_command)
     else:
@@ -401,6 +458,9 @@ async def run_agent_job_checks(suite: Suite, mode: str, client: Any, info: Any) 
 
 async def main(argv: list[str]) -> int:
     checks = run_agent_job_checks if os.environ.get("MCP_CHECKS") == "agent-jobs" else run_checks
+    only = None
+    if argv[:1] == ["--only"] and len(argv) > 2:
+        only, argv = argv[1], argv[2:]
     suite = Suite()
     modes: list[tuple[str, Callable[[list[str]], Any]]] = [("legacy", legacy_client)]
     if hasattr(mcp, "Client"):
@@ -411,7 +471,10 @@ async def main(argv: list[str]) -> int:
         try:
             async with connect(argv) as (client, info):
                 print(f"connected ({mode}): protocol {getattr(client, 'protocol_version', None) or field(info, 'protocol_version', 'protocolVersion')}", flush=True)
-                await checks(suite, mode, client, info)
+                if checks is run_checks:
+                    await run_checks(suite, mode, client, info, only)
+                else:
+                    await checks(suite, mode, client, info)
         except Exception:  # noqa: BLE001 - a failed connection is one failure, not a crash
             suite.failed += 1
             print(f"FAIL [{mode}] connect or shutdown", flush=True)
