@@ -157,7 +157,7 @@ fn start(jobs: &Jobs, a: JobStartArgs) -> Result<Answer, JobError> {
     let profile = super::load_profile(a.profile.as_deref())
         .map_err(|_| JobError::Io(std::io::Error::other("the profile could not be loaded")))?;
     let spec = jobs::JobSpec {
-        command: a.command.join(" "),
+        command: crate::request::command_from_words(&a.command),
         name: a.name,
         invoking_dir: std::env::current_dir().unwrap_or_else(|_| "/".into()),
         cwd: a.cwd,

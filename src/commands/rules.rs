@@ -40,7 +40,7 @@ pub fn command(c: RulesCommand) -> i32 {
                 }
             };
             let tools = tools.unwrap_or_else(|| p.profile.interceptor.tools.clone());
-            let cmd = command.join(" ");
+            let cmd = crate::request::command_from_words(&command);
             // The guard as a run here would see it (this directory, agentbash's env).
             let req = crate::pipeline::RunRequest::new(cmd.clone());
             let guard = crate::pipeline::plan(&req, &p).guard;
