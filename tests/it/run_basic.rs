@@ -768,7 +768,7 @@ fn a_stopped_background_server_is_named_in_the_text() {
     let env = TestEnv::new();
     let cmd = "nohup python3 -m http.server 0 --bind 127.0.0.1 & sleep 0.5";
     let notice = re(
-        r#"Stopped 1 background process that outlived the command: (\d+) python3[\d.]* -m http\.server 0 --bind 127\.0\.0\.1 \(set process\.background = "keep" to leave them running\)"#,
+        r#"\[Stopped 1 background process the command left running: python3[\d.]* -m http\.server 0 --bind 127\.0\.0\.1 \(pid (\d+)\)\. To keep a process running, start it as a job: `agentbash job start …` \(MCP: `bash` with `background: true`; rpc: `job_start`\)\]"#,
     );
     let out = env.run(&["run", "--", cmd]);
     out.assert_code(0);
@@ -817,11 +817,13 @@ fn the_background_notice_names_five_and_counts_the_rest() {
         .expect("notices")
         .iter()
         .filter_map(|n| n.as_str())
-        .find(|n| n.starts_with("Stopped 7 background processes that outlived the command: "))
+        .find(|n| n.starts_with("[Stopped 7 background processes the command left running: "))
         .unwrap_or_else(|| panic!("no notice: {v:#}"));
     assert_eq!(notice.matches(&sleep).count(), 5, "{notice}");
     assert!(
-        notice.ends_with("; and 2 more (set process.background = \"keep\" to leave them running)"),
+        notice.contains(
+            "; and 2 more. To keep a process running, start it as a job: `agentbash job start …`"
+        ),
         "{notice}"
     );
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
