@@ -360,7 +360,7 @@ impl Jobs {
         }
         let req = run_request(spec);
         let plan = crate::pipeline::plan_run(&req, profile);
-        crate::pipeline::job_refusal(&req, &plan).map_err(JobError::Refused)?;
+        crate::pipeline::job_refusal(&plan).map_err(JobError::Refused)?;
         let jobs = &profile.profile.jobs;
         let (number, dir) = {
             let _lock = self.lock()?;

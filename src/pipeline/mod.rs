@@ -24,7 +24,7 @@ use crate::paths::{CwdError, resolve_cwd};
 use crate::process::CancelToken;
 use crate::process::SpawnSpec;
 use crate::request::Mode;
-use crate::result::{Blocked, RunResult};
+use crate::result::{BlockKind, Blocked, RunResult};
 use crate::shell::env::BuiltEnv;
 use crate::shell::resolve::ShellError;
 use intercept::Interception;
@@ -119,9 +119,20 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     // A pack that cannot be loaded stops the run (exit 125) even when no rule could
     // apply: without tools the packs are only read and parsed, not compiled.
     let mut rules_error = None;
-    let (interception, rule_warnings) = if !p.interceptor.enabled || req.no_intercept {
-        (None, vec![])
-    } else if trace_all || !tools.is_empty() {
+    // A caller without tools needs only the packs' `deny` rules, which apply whatever
+    // the tools: without any, the packs are only read and parsed, not compiled.
+    let enabled = p.interceptor.enabled && !req.no_intercept;
+    let check = enabled
+        && (trace_all
+            || !tools.is_empty()
+            || match profile.check_rule_packs() {
+                Ok(denies) => denies == crate::config::rules::Denies::Some,
+                Err(e) => {
+                    rules_error = Some(e);
+                    false
+                }
+            });
+    let (interception, rule_warnings) = if check {
         match profile.rule_set() {
             Ok(set) => (
                 Some(intercept::intercept(&normalized.command, &set, &tools)),
@@ -133,7 +144,6 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
             }
         }
     } else {
-        rules_error = profile.check_rule_packs().err();
         (None, vec![])
     };
     // Timeout.
@@ -216,6 +226,47 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         sandbox: sandbox::plan(&p.sandbox, req.sandbox, &req.invoking_dir),
         profile_name: profile.name.clone(),
         usage_error,
+    }
+}
+
+impl Plan {
+    /// What refuses this command, and the text the caller is shown: the guard first
+    /// (a structural check or a `deny` rule of `guard.rules`), then the interceptor (a
+    /// `deny` rule there is the guard's kind too: it refuses whatever the tools).
+    pub fn blocked(&self) -> Option<(Blocked, String)> {
+        if let Some(refusal) = &self.guard.refused {
+            let text = guard::refused_message(&refusal.reason, &self.shown_command);
+            let blocked = Blocked {
+                rule: refusal.rule.clone(),
+                tool: None,
+                message: refusal.reason.clone(),
+                kind: BlockKind::Guard,
+            };
+            return Some((blocked, text));
+        }
+        let hit = self.interception.as_ref()?.blocked.as_ref()?;
+        if hit.action == crate::config::rules::Action::Deny {
+            let blocked = Blocked {
+                rule: hit.rule.clone(),
+                tool: None,
+                message: hit.message.clone(),
+                kind: BlockKind::Guard,
+            };
+            return Some((
+                blocked,
+                guard::refused_message(&hit.message, &self.shown_command),
+            ));
+        }
+        let blocked = Blocked {
+            rule: hit.rule.clone(),
+            tool: Some(hit.tool.clone()).filter(|t| !t.is_empty()),
+            message: hit.message.clone(),
+            kind: BlockKind::Interceptor,
+        };
+        Some((
+            blocked,
+            intercept::blocked_message(hit, &self.shown_command),
+        ))
     }
 }
 
@@ -339,7 +390,7 @@ fn carry_out(
         ..Default::default()
     };
     let stages = (|| -> Result<_, Stop> {
-        let shell = refusal(req, &plan, &mut g)?;
+        let shell = refusal(&plan, &mut g)?;
         let limit = Duration::from_secs(plan.timeout.effective);
         let mut state = session_state(req, &plan, &shell, cancel, limit, &mut g)?;
         let cwd = working_dir(req, &plan, &state, &mut g)?;
@@ -436,32 +487,15 @@ fn stopped(
 /// The decisions of [`plan`] that stop a run before anything starts: a usage error,
 /// a rule pack that cannot load, the guard, the interceptor, a missing working
 /// directory, no shell. Else the shell to run.
-fn refusal(req: &RunRequest, plan: &Plan, g: &mut Gathered) -> Result<PathBuf, Stop> {
+fn refusal(plan: &Plan, g: &mut Gathered) -> Result<PathBuf, Stop> {
     if let Some(e) = &plan.usage_error {
         return Err(Stop::Fail(exit::USAGE, e.clone()));
     }
     if let Some(e) = plan.rules_error.as_ref().or(plan.guard.error.as_ref()) {
         return Err(Stop::Fail(exit::FAILURE, e.clone()));
     }
-    if let Some(refusal) = &plan.guard.refused {
-        let text = guard::refused_message(&refusal.reason, &plan.shown_command);
-        let blocked = Blocked {
-            rule: refusal.rule.clone(),
-            tool: None,
-            message: refusal.reason.clone(),
-        };
+    if let Some((blocked, text)) = plan.blocked() {
         return Err(Stop::Refused(blocked, text));
-    }
-    if let Some(hit) = plan.interception.as_ref().and_then(|i| i.blocked.as_ref()) {
-        let blocked = Blocked {
-            rule: hit.rule.clone(),
-            tool: Some(hit.tool.clone()).filter(|t| !t.is_empty()),
-            message: hit.message.clone(),
-        };
-        return Err(Stop::Refused(
-            blocked,
-            intercept::blocked_message(hit, &req.command),
-        ));
     }
     if let Some(i) = &plan.interception {
         g.notices
@@ -1271,12 +1305,12 @@ pub struct JobRefusal {
 /// guard, a usage error, a bad cwd and the sandbox refuse exactly as for a run.
 pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch, JobRefusal> {
     let plan = plan_with(req, profile, false);
-    job_refusal(req, &plan)?;
+    job_refusal(&plan)?;
     let p = &profile.profile;
     let mut g = Gathered::default();
     let cancel = CancelToken::new();
     let refused = JobRefusal::from;
-    let shell = refusal(req, &plan, &mut g).map_err(refused)?;
+    let shell = refusal(&plan, &mut g).map_err(refused)?;
     let limit = Duration::from_secs(plan.timeout.effective);
     let mut state = session_state(req, &plan, &shell, &cancel, limit, &mut g).map_err(refused)?;
     let cwd = working_dir(req, &plan, &state, &mut g).map_err(refused)?;
@@ -1298,11 +1332,9 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
 /// The refusals of [`job_launch`] that need nothing prepared (usage, rule packs, the
 /// guard): what a caller checks before it starts a job's supervisor, so a refused
 /// command is answered at once.
-pub fn job_refusal(req: &RunRequest, plan: &Plan) -> Result<(), JobRefusal> {
+pub fn job_refusal(plan: &Plan) -> Result<(), JobRefusal> {
     let mut g = Gathered::default();
-    refusal(req, plan, &mut g)
-        .map(drop)
-        .map_err(JobRefusal::from)
+    refusal(plan, &mut g).map(drop).map_err(JobRefusal::from)
 }
 
 impl From<Stop> for JobRefusal {
@@ -1349,7 +1381,7 @@ impl JobRun {
             && plan.mode.mode == Mode::Print
             && Duration::from_secs(plan.timeout.effective) > after
             && plan.cwd.is_ok()
-            && refusal(req, &plan, &mut g).is_ok();
+            && refusal(&plan, &mut g).is_ok();
         if !ok {
             return None;
         }

@@ -300,6 +300,23 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
         result = await client.call_tool("bash", {"command": "nohup sleep 100 &"})
         assert is_error(result), text_of(result)
         assert "background: true" in text_of(result), text_of(result)
+        blocked = structured(result)["blocked"]
+        assert blocked["kind"] == "interceptor" and blocked["tool"] == "job", blocked
+        assert set(blocked) == {"rule", "tool", "message", "kind"}, blocked
+
+    async def a_guard_refusal_says_so() -> None:
+        # Resolves to `/` for the guard; were it ever run, rm refuses `..` and the
+        # directory does not exist.
+        result = await client.call_tool("bash", {"command": "rm -rf /no-such-dir-agentbash/.."})
+        assert is_error(result), text_of(result)
+        assert text_of(result).startswith("Refused: "), text_of(result)
+        blocked = structured(result)["blocked"]
+        assert blocked == {
+            "rule": "guard:delete",
+            "tool": None,
+            "message": "`rm` would recursively delete /",
+            "kind": "guard",
+        }, blocked
 
     async def job_send_to_a_stdin_job() -> None:
         started = structured(await client.call_tool("bash", {"command": "cat", "background": True, "stdin": True}))
@@ -313,6 +330,7 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
     for name, body in [
         ("bash background: a server started, read and stopped", background_job),
         ("background launches point at bash background", a_background_launch_is_routed_to_the_job_tool),
+        ("a guard refusal is blocked with kind guard", a_guard_refusal_says_so),
         ("job_send to a stdin job", job_send_to_a_stdin_job),
         ("server identity", server_identity),
         ("tools/list: both tools, every bash parameter described", tools_listed),
