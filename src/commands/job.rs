@@ -35,7 +35,7 @@ pub fn command(c: JobCommand) -> i32 {
                     serde_json::json!({ "error": e.to_string() })
                 ));
             } else {
-                err(&format!("agentbash: {e}\n"));
+                crate::render::report_error(&e);
             }
             e.exit_code()
         }
