@@ -172,6 +172,8 @@ pub enum JobError {
         "--name {0:?}: use 1-64 letters, digits, '.', '_' or '-', not only digits (digits name job://N)"
     )]
     BadName(String),
+    #[error("the readiness regex {0:?} (--ready, or `ready` over rpc and mcp) is invalid: {1}")]
+    BadReady(String, String),
     #[error("{0}")]
     Refused(crate::pipeline::JobRefusal),
     #[error("{} {what}", .job)]
@@ -185,7 +187,7 @@ impl JobError {
     pub fn exit_code(&self) -> i32 {
         match self {
             JobError::Refused(r) => r.exit,
-            JobError::BadName(_) => crate::exit::USAGE,
+            JobError::BadName(_) | JobError::BadReady(..) => crate::exit::USAGE,
             _ => crate::exit::FAILURE,
         }
     }
@@ -357,6 +359,15 @@ impl Jobs {
             && !valid_name(n)
         {
             return Err(JobError::BadName(n.clone()));
+        }
+        // Checked before anything starts: the supervisor would only fail on it.
+        if let Some(re) = &spec.ready.regex
+            && let Err(e) = regex::Regex::new(re)
+        {
+            let reason = e.to_string();
+            let reason = reason.lines().last().unwrap_or(&reason).trim();
+            let reason = reason.strip_prefix("error: ").unwrap_or(reason);
+            return Err(JobError::BadReady(re.clone(), reason.to_string()));
         }
         let req = run_request(spec);
         let plan = crate::pipeline::plan_run(&req, profile);
