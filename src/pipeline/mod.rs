@@ -863,7 +863,11 @@ fn finish(
         said.push_str(&e.text);
     }
     g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
-    g.notices.extend(sandbox.denial_notice(&outcome.end, &said));
+    let denial = sandbox.denial_notice(&outcome.end, &said);
+    let hidden = sandbox
+        .deny_read_notice(&plan.command, &said)
+        .filter(|_| denial.as_ref().is_none_or(|d| !d.contains("deny_read")));
+    g.notices.extend(denial.into_iter().chain(hidden));
     let committed = matches!(
         outcome.end,
         End::Exited(_) | End::Signaled(_) | End::MissingStatus
