@@ -55,6 +55,8 @@ pub struct NormalizeShown<'a> {
     pub tail: Option<usize>,
     pub stop_after: Option<usize>,
     pub lift: Option<&'a Lift>,
+    /// The lifted pipe receives stdout only: the limits view stdout, stderr is shown.
+    pub stdout_only: bool,
 }
 
 #[derive(Serialize)]
@@ -183,6 +185,7 @@ impl<'a> Explanation<'a> {
                 tail: plan.normalized.tail,
                 stop_after: plan.normalized.stop_after,
                 lift: plan.normalized.lift.as_ref(),
+                stdout_only: plan.normalized.stdout_only,
             },
             guard: &plan.guard,
             intercept: InterceptShown {

@@ -1,5 +1,5 @@
 //! The run pipeline (docs/ARCHITECTURE.md), top to bottom. [`plan`] decides:
-//! validate → normalize → intercept → timeout → mode → env → shell → state → cwd →
+//! validate → mode → normalize → intercept → timeout → env → shell → state → cwd →
 //! guard → artifact dir and secrets; [`execute`] refuses what the plan refused, then
 //! prepares the state, spawns through an executor, tears down and shapes the result.
 //!
@@ -108,9 +108,24 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     let p = &profile.profile;
     // A library caller may skip the validation (session names become paths).
     let usage_error = req.validate().err().map(|e| e.to_string());
+    // Mode (decided before the env, which differs for a PTY, and before the lift,
+    // which a terminal limits: it has one stream where stdout and stderr meet).
+    let mode = stages::decide_mode(
+        req.mode,
+        p.pty.mode,
+        std::env::var("AGENTBASH_NO_PTY").as_deref() == Ok("1"),
+        req.stdin_tty,
+        req.stdout_tty,
+    );
     // Normalize: the `| head`/`| tail` lift.
-    let normalized =
+    let mut normalized =
         normalize::normalize(&req.command, p.output.strip_head_tail, req.head, req.tail);
+    if mode.mode == Mode::Pty {
+        normalized = normalized.keep_stdout_pipe(
+            &req.command,
+            "the pipe receives stdout only, and in a terminal (PTY mode) stdout and stderr are one stream, so a view of stdout alone cannot be kept: it runs as written",
+        );
+    }
     // Intercept: the rule packs, for the caller's tools.
     let tools = req
         .tools
@@ -148,14 +163,6 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     };
     // Timeout.
     let timeout = stages::clamp_timeout(req.timeout, &p.timeout);
-    // Mode (decided before the env, which differs for a PTY)
-    let mode = stages::decide_mode(
-        req.mode,
-        p.pty.mode,
-        std::env::var("AGENTBASH_NO_PTY").as_deref() == Ok("1"),
-        req.stdin_tty,
-        req.stdout_tty,
-    );
     let usage_error = usage_error.or_else(|| {
         (req.stderr_separate && mode.mode == Mode::Pty).then(|| {
             "--stderr separate needs print mode: a terminal has one output stream (use --mode print)"
@@ -584,6 +591,8 @@ fn sinks(p: &crate::config::profile::Profile, plan: &Plan, req: &RunRequest) -> 
         tail_lines: plan.normalized.tail.filter(|_| lines),
         stop_after_lines: plan.normalized.stop_after.filter(|_| lines),
         redact: plan.secrets.clone(),
+        // With `--stderr separate` the output's sink sees stdout alone anyway.
+        stdout_only: plan.normalized.stdout_only && !req.stderr_separate,
     };
     let mut out = OutputSink::new(config(true), None, req.live_output);
     // Retained like the output, with a budget and an artifact of its own; line
@@ -609,7 +618,8 @@ fn announce_start(plan: &Plan, g: &mut Gathered, on_event: &mut dyn FnMut(Event<
 
 /// Whether a warm shell from the pool may run this command. A live shell's output
 /// pipe outlives the command, so it cannot be closed to stop a producer the way a
-/// lifted `| head` must: such a run gets a shell of its own.
+/// lifted `| head` must, and it carries stdout and stderr as one stream, which a
+/// stdout-only lift must keep apart: such runs get a shell of their own.
 fn live_eligible(
     req: &RunRequest,
     p: &crate::config::profile::Profile,
@@ -622,6 +632,7 @@ fn live_eligible(
         plan.mode.mode == Mode::Print,
         req.stdin,
     ) && plan.normalized.stop_after.is_none()
+        && !plan.normalized.stdout_only
         && !req.stderr_separate
 }
 
@@ -777,6 +788,7 @@ fn execute_command(
                 stdin_inherit: req.stdin,
                 marker: &launch.marker,
                 watch,
+                split_stderr: plan.normalized.stdout_only,
             },
             &mut sinks.out,
             &mut on_output,
@@ -1017,6 +1029,15 @@ fn shape(
         r.timed_out || r.cancelled,
     ));
     if code != 0 && !r.timed_out && !r.cancelled {
+        // The point of the lift: the producer's status, where the pipeline's would
+        // have been its `tail`'s (or `head`'s) 0.
+        if let (Some(stripped), Some(producer)) =
+            (&plan.normalized.stripped, &plan.normalized.producer)
+        {
+            notices.push(format!(
+                "Exit code is {producer}'s; the stripped `{stripped}` would have returned 0"
+            ));
+        }
         notices.push(format!("Command exited with code {code}"));
     }
     // `output` is the command's text exactly as sanitized (its final newline, blank
@@ -1382,6 +1403,8 @@ impl JobRun {
         let ok = req.session.is_none()
             && !req.stdin
             && !req.stderr_separate
+            // A job's log is one stream; a stdout-only lift needs stdout apart.
+            && !plan.normalized.stdout_only
             && plan.mode.mode == Mode::Print
             && Duration::from_secs(plan.timeout.effective) > after
             && plan.cwd.is_ok()

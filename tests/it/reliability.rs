@@ -1439,6 +1439,7 @@ mod chunking {
                 } else {
                     Secrets::default()
                 },
+                stdout_only: flags & 32 == 32,
             })
     }
 

@@ -180,6 +180,17 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
         messages = "".join(message or "" for _, _, message in updates)
         assert "tick 1" in messages, updates
 
+    async def a_lifted_tail_reports_the_producers_failure() -> None:
+        result = await client.call_tool(
+            "bash", {"command": "perl -e 'print STDERR \"warn\\n\"; print \"$_\\n\" for 1..50; exit 4' | tail -n 2"}
+        )
+        assert is_error(result), text_of(result)
+        data = structured(result)
+        assert data["exit_code"] == 4 and data["stripped"] == "| tail -n 2", data
+        assert data["output"] == "warn\n49\n50\n", data
+        assert data["artifact"], data
+        assert "Exit code is perl's; the stripped `| tail -n 2` would have returned 0" in text_of(result), text_of(result)
+
     async def read_artifact() -> None:
         result = await client.call_tool("bash", {"command": "seq 1 500", "tail": 5})
         assert not is_error(result), text_of(result)
@@ -339,6 +350,7 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
         ("bash env and cwd", env_and_cwd),
         ("progress notifications while running", progress),
         ("read_artifact by url and by number", read_artifact),
+        ("a stdout-only | tail is lifted: the producer's exit code", a_lifted_tail_reports_the_producers_failure),
         ("numeric arguments sent as strings", numbers_as_strings),
         ("three calls run concurrently", calls_run_concurrently),
         ("backend error becomes a tool error", backend_error_is_tool_error),
