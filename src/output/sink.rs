@@ -261,8 +261,8 @@ struct StdoutView {
     /// Tail: the latest stdout bytes, at most about twice `cap` (cut to `cap` when over).
     held: Vec<u8>,
     cap: usize,
-    /// Bytes were cut off the front of `held`.
-    held_cut: bool,
+    /// Stdout bytes so far: past `cap`, only the last `cap` are shown.
+    bytes: u64,
     /// Tail: the held lines were sent on (stdout ended).
     released: bool,
     /// Stdout lines that reached the text.
@@ -287,7 +287,7 @@ impl OutputSink {
                 line_open: false,
                 held: Vec::new(),
                 cap: cfg.max_bytes.max(1),
-                held_cut: false,
+                bytes: 0,
                 released: false,
                 shown: 0,
             }),
@@ -450,6 +450,7 @@ impl OutputSink {
         let Some(v) = self.view.as_mut() else { return };
         let before = v.newlines;
         v.newlines += memchr::memchr_iter(b'\n', raw).count() as u64;
+        v.bytes += raw.len() as u64;
         if !raw.is_empty() {
             v.line_open = raw.last() != Some(&b'\n');
         }
@@ -472,7 +473,6 @@ impl OutputSink {
         if v.held.len() > v.cap.saturating_mul(2) {
             let cut = v.held.len() - v.cap;
             v.held.drain(..cut);
-            v.held_cut = true;
         }
     }
 
@@ -485,8 +485,13 @@ impl OutputSink {
         };
         v.released = true;
         let mut held = std::mem::take(&mut v.held);
+        // The last `cap` bytes: the same window however the reads fell.
+        let cut = v.bytes > v.cap as u64;
+        if held.len() > v.cap {
+            held.drain(..held.len() - v.cap);
+        }
         let from = nth_line_start_from_end_bytes(&held, v.limit as usize);
-        if from == 0 && v.held_cut {
+        if from == 0 && cut {
             // A cut first line: keep whole lines only, when there is one.
             if let Some(p) = memchr::memchr(b'\n', &held).filter(|p| p + 1 < held.len()) {
                 held.drain(..=p);

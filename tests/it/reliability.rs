@@ -1329,7 +1329,7 @@ examples.not_match = ["xxxx"]
     );
     env.run(&["rules", "check", "./pack.toml"]).assert_code(0);
     // Three words of about 100 kB each (one argv string may not exceed 128 KiB);
-    // agentbash joins them with spaces into one 260 kB command.
+    // agentbash quotes and joins them into one 260 kB command.
     let words = [
         format!("'{}b;", "a".repeat(100_000)),
         format!("{}!;", "ab ".repeat(30_000)),
@@ -1341,9 +1341,18 @@ examples.not_match = ["xxxx"]
     args.extend(&evil);
     let out = env.run(&args);
     assert!(matches!(out.code(), Some(c) if c != 101), "{out:?}");
-    let mut args = vec!["run", "--json", "-p", "./p.toml", "--", ":"];
+    // The words are arguments the command ignores (`$0`, `$1`, `$2` of `sh -c`).
+    let mut args = vec![
+        "run",
+        "--json",
+        "-p",
+        "./p.toml",
+        "--",
+        "sh",
+        "-c",
+        "echo done",
+    ];
     args.extend(&evil);
-    args.extend([";", "echo", "done"]);
     let out = env.run(&args);
     out.assert_code(0);
     assert_eq!(s(&out.json(), "output"), "done\n");
