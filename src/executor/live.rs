@@ -823,6 +823,7 @@ impl LiveShell {
         self.ended = None;
         let mut found_at = None;
         let mut last_output = start;
+        let mut terminal_wait = super::terminal_wait::TerminalWait::new();
         loop {
             emit(sink, &mut last_emit, false);
             let now = Instant::now();
@@ -851,7 +852,9 @@ impl LiveShell {
                     Some(idle) if now.duration_since(last_output) >= idle => {
                         Some(End::Idle(idle.as_secs()))
                     }
-                    _ => None,
+                    _ => terminal_wait
+                        .check(now, last_output, || teardown.members())
+                        .map(End::NeedsTerminal),
                 },
             };
             if let Some(end) = reason {

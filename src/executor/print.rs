@@ -200,6 +200,8 @@ pub fn run(
     let mut stopped: Option<End> = None;
     let mut killed = Vec::new();
     let mut watchdog_due = teardown.grouped();
+    // With agentbash's own stdin the command may well be read from a person.
+    let mut terminal_wait = (!req.stdin_inherit).then(super::terminal_wait::TerminalWait::new);
 
     loop {
         let now = Instant::now();
@@ -233,7 +235,10 @@ pub fn run(
             {
                 Some(End::Idle(idle.as_secs()))
             } else {
-                None
+                terminal_wait
+                    .as_mut()
+                    .and_then(|w| w.check(now, last_output, || teardown.members()))
+                    .map(End::NeedsTerminal)
             };
             if let Some(end) = reason {
                 stopped = Some(end);

@@ -11,6 +11,7 @@ pub mod intercept;
 pub mod normalize;
 pub mod sandbox;
 pub mod stages;
+pub mod terminal;
 
 use crate::config::profile::LoadedProfile;
 use crate::executor::{self, End, ExecOutcome, Watch};
@@ -110,12 +111,19 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     let usage_error = req.validate().err().map(|e| e.to_string());
     // Mode (decided before the env, which differs for a PTY, and before the lift,
     // which a terminal limits: it has one stream where stdout and stderr meet).
+    // A program that needs a terminal gets agentbash's, when there is one (`git
+    // commit` would not: the hardened editor is `true` in a terminal too).
+    let needs_terminal = (req.stdin_tty && req.stdout_tty)
+        .then(|| terminal::interactive_program(&req.command))
+        .flatten()
+        .filter(|i| *i != terminal::Interactive::GitCommit);
     let mode = stages::decide_mode(
         req.mode,
         p.pty.mode,
         std::env::var("AGENTBASH_NO_PTY").as_deref() == Ok("1"),
         req.stdin_tty,
         req.stdout_tty,
+        needs_terminal.as_ref().map(terminal::Interactive::program),
     );
     // Normalize: the `| head`/`| tail` lift.
     let mut normalized =
@@ -875,6 +883,10 @@ fn finish(
         said.push_str(&e.text);
     }
     g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
+    if plan.mode.mode == Mode::Print && !req.stdin {
+        g.notices
+            .extend(terminal::hint(&plan.command, &outcome.end, &said));
+    }
     let denial = sandbox.denial_notice(&outcome.end, &said);
     let hidden = sandbox
         .deny_read_notice(&plan.command, &said)
@@ -995,6 +1007,15 @@ fn shape(
                 )),
             )
         }
+        // Ended as a timeout would have ended it, only sooner.
+        End::NeedsTerminal(program) => {
+            r.timed_out = true;
+            r.exit_code = Some(exit::TIMEOUT);
+            (
+                exit::TIMEOUT,
+                Some(needs_terminal(program.as_str(), &plan.shown_command)),
+            )
+        }
         End::Cancelled(sig) => {
             r.cancelled = true;
             r.exit_code = Some(exit::for_signal(sig));
@@ -1079,6 +1100,14 @@ fn shape(
     r.annotation = annotation;
     let _ = plan;
     r
+}
+
+/// Why a program that waited for a terminal was stopped, and how to give it one.
+fn needs_terminal(program: &str, command: &str) -> String {
+    let command = crate::display::shell_word(command);
+    format!(
+        "[{program} is waiting for a terminal, and print mode has none (stdin is the null device): stopped. Give it one: `agentbash run --pty -- {command}`, or start it as a job and type into it: `agentbash job start --pty -- {command}` and `agentbash job send` (MCP: `bash` with `background: true, pty: true`)]"
+    )
 }
 
 /// A failed command whose output reports a failed allocation or fork, with the

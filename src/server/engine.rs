@@ -177,6 +177,7 @@ impl Engine {
             .filter(|d| !d.is_zero());
         let mut last_output = Instant::now();
         let mut stopped = None;
+        let mut terminal_wait = crate::executor::terminal_wait::TerminalWait::new();
         loop {
             let c = log::read(
                 &dir,
@@ -198,7 +199,13 @@ impl Engine {
                 (None, Some(idle)) if last_output.elapsed() >= idle => {
                     Some(End::Idle(idle.as_secs()))
                 }
-                _ => None,
+                _ => record.pid.and_then(|pid| {
+                    let marker = record.marker.clone().unwrap_or_default();
+                    let members = || crate::process::spawn::Teardown::new(pid, &marker).members();
+                    terminal_wait
+                        .check(Instant::now(), last_output, members)
+                        .map(End::NeedsTerminal)
+                }),
             };
             if stopped.is_none()
                 && let Some(end) = stop
