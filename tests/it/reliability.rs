@@ -60,7 +60,9 @@ fn strip_output(v: &Value) -> Value {
             if let Some(Value::String(t)) = o.get_mut(k)
                 && t.len() > 400
             {
-                *t = format!("{}…[{} bytes]", &t[..t.floor_char_boundary(400)], t.len());
+                // (`floor_char_boundary` is newer than the crate's rust-version.)
+                let cut = (0..=400).rev().find(|&i| t.is_char_boundary(i)).unwrap_or(0);
+                *t = format!("{}…[{} bytes]", &t[..cut], t.len());
             }
         }
     }
