@@ -61,7 +61,10 @@ fn strip_output(v: &Value) -> Value {
                 && t.len() > 400
             {
                 // (`floor_char_boundary` is newer than the crate's rust-version.)
-                let cut = (0..=400).rev().find(|&i| t.is_char_boundary(i)).unwrap_or(0);
+                let cut = (0..=400)
+                    .rev()
+                    .find(|&i| t.is_char_boundary(i))
+                    .unwrap_or(0);
                 *t = format!("{}…[{} bytes]", &t[..cut], t.len());
             }
         }

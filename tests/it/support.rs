@@ -690,6 +690,14 @@ impl LiveServer {
         got.into_iter().flatten().collect()
     }
 
+    /// The next message the server writes (any kind), within `within`.
+    #[track_caller]
+    pub fn next(&self, within: Duration) -> Value {
+        self.lines
+            .recv_timeout(within)
+            .expect("a message from the server in time")
+    }
+
     /// Send one request and wait for its response.
     #[track_caller]
     pub fn ask(&mut self, req: Value) -> Value {
