@@ -943,7 +943,10 @@ impl OutputSink {
     fn conclude(mut self, v: View, total_lines: u64, preview: Option<usize>) -> Retained {
         // Stdout lines a stdout-only lift kept out of the text (the artifact has them).
         let stdout_view = self.stdout_view();
-        let view_hid = stdout_view.is_some_and(|(_, all, shown)| all > shown);
+        // A head that stopped the command says so, even when it stopped it before
+        // the command printed a line past it.
+        let view_hid =
+            stdout_view.is_some_and(|(_, all, shown)| all > shown || self.stopped_reading);
         let cut = v.by_bytes || v.by_lines || self.capped_any || view_hid;
         // Counted as a terminal shows the text: without its trailing line breaks.
         let hidden = preview.is_some_and(|n| count_lines(v.text.trim_end_matches('\n')) > n as u64);
