@@ -11,11 +11,12 @@
 //! output it samples the run's processes from `/proc`, and reports a process once two
 //! samples [`SAMPLE_EVERY`] apart agree that: every process of the run is asleep (none
 //! running, none in uninterruptible I/O), the run used no CPU time between them, and
-//! that process waits in `select`/`poll`/`epoll` with its stdin open write-only — a
-//! descriptor nothing will ever make readable. Quiet honest work never looks like that:
-//! `sleep` waits in `nanosleep`, a build waiting on the network polls a socket (its
-//! stdin is still the null device, opened for reading), a reader of the null device
-//! gets end of file at once.
+//! that process waits in `select` or `poll` on its stdin alone, and its stdin is open
+//! write-only — a descriptor nothing will ever make readable. Quiet honest work never
+//! looks like that: `sleep` waits in `nanosleep`, a build waiting on the network polls a
+//! socket (and its stdin is the null device, opened for reading), a reader of the null
+//! device gets end of file at once, a server whose stdin was made write-only still
+//! polls its sockets.
 
 use std::time::{Duration, Instant};
 
@@ -172,7 +173,7 @@ impl Stat {
 }
 
 /// Whether `pid` waits for input on a stdin it opened write-only: its fd 0 has
-/// `O_WRONLY`, and its main thread sleeps in a multiplexing call.
+/// `O_WRONLY`, and its main thread sleeps in a `select` or `poll` on fd 0 alone.
 fn waits_on_unreadable_stdin(pid: i32) -> bool {
     let Ok(info) = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/0")) else {
         return false;
@@ -184,46 +185,57 @@ fn waits_on_unreadable_stdin(pid: i32) -> bool {
     if flags.is_none_or(|f| f & libc::O_ACCMODE as u32 != libc::O_WRONLY as u32) {
         return false;
     }
-    in_multiplexing_call(pid)
+    polls_stdin_alone(pid)
 }
 
-/// The main thread sleeps in `select`, `poll` or `epoll_wait` (or their variants):
-/// read from `/proc/PID/syscall`, or, where that is not readable, from the kernel
-/// function it waits in.
-fn in_multiplexing_call(pid: i32) -> bool {
-    if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/syscall"))
-        && let Some(nr) = s
-            .split_ascii_whitespace()
-            .next()
-            .and_then(|n| n.parse::<i64>().ok())
-    {
-        return MULTIPLEXING.contains(&nr);
+/// The main thread sleeps in `select`/`pselect6` with `nfds` 1 (only fd 0 can be in
+/// its sets), or in `poll`/`ppoll` on one descriptor that is fd 0 (read from the
+/// process's memory, which a parent may read). Anything else — `epoll`, several
+/// descriptors, a call that cannot be read — is not taken for a wait on stdin.
+fn polls_stdin_alone(pid: i32) -> bool {
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
+        return false;
+    };
+    let mut fields = s.split_ascii_whitespace();
+    let Some(nr) = fields.next().and_then(|n| n.parse::<i64>().ok()) else {
+        return false;
+    };
+    let args: Vec<u64> = fields
+        .take(2)
+        .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+        .collect();
+    let [first, second] = args[..] else {
+        return false;
+    };
+    if SELECT.contains(&nr) {
+        return first == 1;
     }
-    std::fs::read_to_string(format!("/proc/{pid}/wchan")).is_ok_and(|w| {
-        ["poll", "select", "ep_poll"]
-            .iter()
-            .any(|needle| w.contains(needle))
-    })
+    if POLL.contains(&nr) && second == 1 {
+        return first_pollfd_is_stdin(pid, first);
+    }
+    false
+}
+
+/// Whether the `struct pollfd` at `address` in `pid`'s memory names fd 0.
+fn first_pollfd_is_stdin(pid: i32, address: u64) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut mem) = std::fs::File::open(format!("/proc/{pid}/mem")) else {
+        return false;
+    };
+    let mut fd = [0u8; 4];
+    mem.seek(SeekFrom::Start(address)).is_ok()
+        && mem.read_exact(&mut fd).is_ok()
+        && i32::from_ne_bytes(fd) == 0
 }
 
 #[cfg(target_arch = "x86_64")]
-const MULTIPLEXING: &[i64] = &[
-    libc::SYS_select,
-    libc::SYS_pselect6,
-    libc::SYS_poll,
-    libc::SYS_ppoll,
-    libc::SYS_epoll_wait,
-    libc::SYS_epoll_pwait,
-    libc::SYS_epoll_pwait2,
-];
-
+const SELECT: &[i64] = &[libc::SYS_select, libc::SYS_pselect6];
 #[cfg(not(target_arch = "x86_64"))]
-const MULTIPLEXING: &[i64] = &[
-    libc::SYS_pselect6,
-    libc::SYS_ppoll,
-    libc::SYS_epoll_pwait,
-    libc::SYS_epoll_pwait2,
-];
+const SELECT: &[i64] = &[libc::SYS_pselect6];
+#[cfg(target_arch = "x86_64")]
+const POLL: &[i64] = &[libc::SYS_poll, libc::SYS_ppoll];
+#[cfg(not(target_arch = "x86_64"))]
+const POLL: &[i64] = &[libc::SYS_ppoll];
 
 #[cfg(test)]
 mod tests {

@@ -148,8 +148,9 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
 }
 
 /// Quiet honest work is never taken for a program waiting for a terminal: a sleep,
-/// a wait on a socket, a read of the null device, a sleep with its stdin made
-/// write-only — each runs well past the few seconds a waiting editor gets.
+/// a wait on a socket, a read of the null device, a sleep and a wait on a socket with
+/// their stdin made write-only — each runs well past the few seconds a waiting editor
+/// gets.
 #[test]
 fn quiet_work_is_not_stopped() {
     let env = TestEnv::new();
@@ -158,6 +159,7 @@ fn quiet_work_is_not_stopped() {
         "python3 -c 'import socket, select; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); select.select([s], [], [], 4); print(\"waited\")'",
         "python3 -c 'import select, sys; select.select([sys.stdin], [], [], 4); print(\"read\")'",
         "sleep 4 0>&1; echo slept",
+        "python3 -c 'import socket, select; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); select.select([s], [], [], 4); print(\"served\")' 0>&1",
     ] {
         let out = env.run(&["run", "--json", "-t", "60", "--", command]);
         out.assert_code(0);
