@@ -62,7 +62,7 @@ separate\:"stderr on a pipe of its own\: to agentbash'\''s stderr as produced (t
 '--quiet[Text format\: output only, no header, footer or notices]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::command -- The command; words are joined with single spaces into one shell command text:_cmdambivalent' \
+'*::command -- The command. One word is a shell command text, run as written (`-- '\''ls | wc -l'\''`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '\''%s\n'\'' '\''a b'\''` prints `a b`), as `timeout`, `env` and `sudo` treat theirs:_cmdambivalent' \
 && ret=0
 ;;
 (explain)
@@ -99,7 +99,7 @@ separate\:"stderr on a pipe of its own\: to agentbash'\''s stderr as produced (t
 '--quiet[Text format\: output only, no header, footer or notices]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::command -- The command; words are joined with single spaces into one shell command text:_cmdambivalent' \
+'*::command -- The command. One word is a shell command text, run as written (`-- '\''ls | wc -l'\''`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '\''%s\n'\'' '\''a b'\''` prints `a b`), as `timeout`, `env` and `sudo` treat theirs:_cmdambivalent' \
 && ret=0
 ;;
 (rpc)
@@ -219,7 +219,7 @@ _arguments "${_arguments_options[@]}" : \
 '*--tools=[Comma-separated tools the caller has; overrides the profile]:LIST:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
-'*::command -- The command to test:_cmdambivalent' \
+'*::command -- The command to test. One word is a shell command text, run as written (`-- '\''ls | wc -l'\''`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '\''%s\n'\'' '\''a b'\''` prints `a b`), as `timeout`, `env` and `sudo` treat theirs:_cmdambivalent' \
 && ret=0
 ;;
 (check)
@@ -612,7 +612,7 @@ workspace-write\:"The working directory'\''s tree (or \[sandbox\] workspace) and
 '--json[The answer as JSON]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::command -- The command (after --):_cmdambivalent' \
+'*::command -- The command (after --). One word is a shell command text, run as written (`-- '\''ls | wc -l'\''`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '\''%s\n'\'' '\''a b'\''` prints `a b`), as `timeout`, `env` and `sudo` treat theirs:_cmdambivalent' \
 && ret=0
 ;;
 (status)

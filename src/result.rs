@@ -9,6 +9,8 @@ use crate::request::Mode;
 use serde::Serialize;
 use std::borrow::Cow;
 
+/// Why nothing ran: the same shape in the JSON of `run` and `explain`, the rpc `data`
+/// and the MCP structured content.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Blocked {
     /// The interceptor rule id, `guard:<check>`, or a `deny` rule's id.
@@ -16,6 +18,16 @@ pub struct Blocked {
     /// The tool to use instead; `null` when the guard or a `deny` rule refused.
     pub tool: Option<String>,
     pub message: String,
+    pub kind: BlockKind,
+}
+
+/// Who refused: the guard (a structural check or a `deny` rule, whatever the caller's
+/// tools), or an interceptor rule routing the caller to a tool it has.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BlockKind {
+    Guard,
+    Interceptor,
 }
 
 #[derive(Debug, Clone, Serialize)]

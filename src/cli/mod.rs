@@ -422,7 +422,7 @@ pub struct JobStartArgs {
     /// The answer as JSON.
     #[arg(long)]
     pub json: bool,
-    /// The command (after --).
+    /// The command (after --). One word is a shell command text, run as written (`-- 'ls | wc -l'`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '%s\n' 'a b'` prints `a b`), as `timeout`, `env` and `sudo` treat theirs.
     #[arg(
         required = true,
         trailing_var_arg = true,
@@ -518,7 +518,7 @@ pub struct RunArgs {
     /// Text format: output only, no header, footer or notices.
     #[arg(short, long)]
     pub quiet: bool,
-    /// The command; words are joined with single spaces into one shell command text.
+    /// The command. One word is a shell command text, run as written (`-- 'ls | wc -l'`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '%s\n' 'a b'` prints `a b`), as `timeout`, `env` and `sudo` treat theirs.
     #[arg(
         required = true,
         trailing_var_arg = true,
@@ -589,7 +589,7 @@ pub enum RulesCommand {
         /// Comma-separated tools the caller has; overrides the profile.
         #[arg(long, value_name = "LIST", value_delimiter = ',')]
         tools: Option<Vec<String>>,
-        /// The command to test.
+        /// The command to test. One word is a shell command text, run as written (`-- 'ls | wc -l'`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '%s\n' 'a b'` prints `a b`), as `timeout`, `env` and `sudo` treat theirs.
         #[arg(
             required = true,
             trailing_var_arg = true,

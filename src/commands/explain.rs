@@ -23,6 +23,9 @@ pub struct Explanation<'a> {
     pub normalize: NormalizeShown<'a>,
     pub guard: &'a GuardPlan,
     pub intercept: InterceptShown<'a>,
+    /// What would refuse the command (`null`: it would run): the shape of a run's
+    /// `blocked`.
+    pub blocked: Option<crate::result::Blocked>,
     pub cwd: Checked,
     pub timeout: TimeoutShown<'a>,
     pub mode: &'a ModeDecision,
@@ -52,6 +55,8 @@ pub struct NormalizeShown<'a> {
     pub tail: Option<usize>,
     pub stop_after: Option<usize>,
     pub lift: Option<&'a Lift>,
+    /// The lifted pipe receives stdout only: the limits view stdout, stderr is shown.
+    pub stdout_only: bool,
 }
 
 #[derive(Serialize)]
@@ -180,6 +185,7 @@ impl<'a> Explanation<'a> {
                 tail: plan.normalized.tail,
                 stop_after: plan.normalized.stop_after,
                 lift: plan.normalized.lift.as_ref(),
+                stdout_only: plan.normalized.stdout_only,
             },
             guard: &plan.guard,
             intercept: InterceptShown {
@@ -189,6 +195,7 @@ impl<'a> Explanation<'a> {
                 warnings: &plan.rule_warnings,
                 error: plan.rules_error.as_deref(),
             },
+            blocked: plan.blocked().map(|(b, _)| b),
             cwd: Checked::of(plan.cwd.as_ref()),
             timeout: TimeoutShown {
                 requested_s: plan.timeout.requested,
@@ -313,6 +320,13 @@ impl<'a> Explanation<'a> {
                 }
             }
             match i.result.and_then(|r| r.blocked.as_ref()) {
+                Some(b) if b.action == crate::config::rules::Action::Deny => line(
+                    "  verdict",
+                    format!(
+                        "REFUSE by deny rule {} (whatever the caller's tools)",
+                        show(&b.rule)
+                    ),
+                ),
                 Some(b) => line(
                     "  verdict",
                     format!("BLOCK by rule {} (tool {})", show(&b.rule), show(&b.tool)),

@@ -300,7 +300,7 @@ fn follow_output(jobs: &Jobs, name: &str, cursor: Option<u64>) -> Result<Answer,
 fn start(jobs: &Jobs, a: JobStartArgs) -> Result<Answer, JobError> {
     let profile = load_profile(a.profile.as_deref())?;
     let spec = jobs::JobSpec {
-        command: a.command.join(" "),
+        command: crate::request::command_from_words(&a.command),
         name: a.name,
         invoking_dir: std::env::current_dir().unwrap_or_else(|_| "/".into()),
         cwd: a.cwd,

@@ -64,7 +64,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
     let stdout_tty = std::io::stdout().is_terminal();
     let separate = args.stderr == Some(StderrArg::Separate);
     let req = RunRequest {
-        command: args.command.join(" "),
+        command: crate::request::command_from_words(&args.command),
         invoking_dir: cwd.clone(),
         cwd: args.cwd.clone(),
         timeout: args.timeout,

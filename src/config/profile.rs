@@ -136,10 +136,16 @@ impl LoadedProfile {
 
     /// Whether the rule packs load, without compiling them when they have not been
     /// compiled yet (see [`crate::config::rules::RuleSet::check_loadable`]): what a run that
-    /// needs no rules checks, so that a broken pack is never silently ignored.
-    pub fn check_rule_packs(&self) -> Result<(), String> {
+    /// needs no rules checks, so that a broken pack is never silently ignored. Says
+    /// whether they hold `deny` rules, which apply even then.
+    pub fn check_rule_packs(&self) -> Result<crate::config::rules::Denies, String> {
+        use crate::config::rules::Denies;
         if let Some(loaded) = self.rules.get() {
-            return loaded.as_ref().map(|_| ()).map_err(Clone::clone);
+            return match loaded {
+                Ok(set) if set.has_deny_rules() => Ok(Denies::Some),
+                Ok(_) => Ok(Denies::None),
+                Err(e) => Err(e.clone()),
+            };
         }
         crate::config::rules::RuleSet::check_loadable(
             &self.profile.interceptor.rules,

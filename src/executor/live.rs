@@ -824,6 +824,8 @@ impl LiveShell {
         self.ended = None;
         let mut found_at = None;
         let mut idle = job.watch.idle.map(super::idle::IdleClock::new);
+        let mut last_output = start;
+        let mut terminal_wait = super::terminal_wait::TerminalWait::new();
         loop {
             emit(sink, &mut last_emit, false);
             let now = Instant::now();
@@ -848,11 +850,18 @@ impl LiveShell {
                 _ if scan.found.is_some() => None,
                 Some(sig) => Some(End::Cancelled(sig)),
                 None if now >= deadline => Some(End::TimedOut),
-                None => idle.as_mut().and_then(|clock| {
-                    clock
-                        .expired(|| super::idle::cpu_time(&teardown, group.as_deref()))
-                        .then(|| End::Idle(clock.limit().as_secs()))
-                }),
+                None => idle
+                    .as_mut()
+                    .and_then(|clock| {
+                        clock
+                            .expired(|| super::idle::cpu_time(&teardown, group.as_deref()))
+                            .then(|| End::Idle(clock.limit().as_secs()))
+                    })
+                    .or_else(|| {
+                        terminal_wait
+                            .check(now, last_output, || teardown.members())
+                            .map(End::NeedsTerminal)
+                    }),
             };
             if let Some(end) = reason {
                 stopped = Some(end);
@@ -886,6 +895,9 @@ impl LiveShell {
                 got = true;
                 scan.feed(d, sink)
             });
+            if got {
+                last_output = Instant::now();
+            }
             if got && let Some(clock) = idle.as_mut() {
                 clock.printed();
             }

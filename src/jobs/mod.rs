@@ -239,7 +239,7 @@ pub enum JobError {
         "--name {0:?}: use 1-64 letters, digits, '.', '_' or '-', not only digits (digits name job://N)"
     )]
     BadName(String),
-    #[error("--ready {0:?} is not a valid regular expression: {1}")]
+    #[error("the readiness regex {0:?} (--ready, or `ready` over rpc and mcp) is invalid: {1}")]
     BadReady(String, String),
     #[error("{0}")]
     Refused(crate::pipeline::JobRefusal),
@@ -469,14 +469,18 @@ impl Jobs {
         {
             return Err(JobError::BadName(n.clone()));
         }
+        // Checked before anything starts: the supervisor would only fail on it.
         if let Some(re) = &spec.ready.regex
             && let Err(e) = regex::Regex::new(re)
         {
-            return Err(JobError::BadReady(re.clone(), e.to_string()));
+            let reason = e.to_string();
+            let reason = reason.lines().last().unwrap_or(&reason).trim();
+            let reason = reason.strip_prefix("error: ").unwrap_or(reason);
+            return Err(JobError::BadReady(re.clone(), reason.to_string()));
         }
         let req = run_request(spec, profile);
         let plan = crate::pipeline::plan_run(&req, profile);
-        crate::pipeline::job_refusal(&req, &plan).map_err(JobError::Refused)?;
+        crate::pipeline::job_refusal(&plan).map_err(JobError::Refused)?;
         let jobs = &profile.profile.jobs;
         let (number, dir) = {
             let _lock = self.lock()?;

@@ -1,5 +1,5 @@
 //! The run pipeline (docs/ARCHITECTURE.md), top to bottom. [`plan`] decides:
-//! validate → normalize → intercept → timeout → mode → env → shell → state → cwd →
+//! validate → mode → normalize → intercept → timeout → env → shell → state → cwd →
 //! guard → artifact dir and secrets; [`execute`] refuses what the plan refused, then
 //! prepares the state, spawns through an executor, tears down and shapes the result.
 //!
@@ -11,6 +11,7 @@ pub mod intercept;
 pub mod normalize;
 pub mod sandbox;
 pub mod stages;
+pub mod terminal;
 
 use crate::config::profile::LoadedProfile;
 use crate::executor::{self, End, ExecOutcome, Watch};
@@ -24,7 +25,7 @@ use crate::paths::{CwdError, resolve_cwd};
 use crate::process::CancelToken;
 use crate::process::SpawnSpec;
 use crate::request::Mode;
-use crate::result::{Blocked, RunResult};
+use crate::result::{BlockKind, Blocked, RunResult};
 use crate::shell::env::BuiltEnv;
 use crate::shell::resolve::ShellError;
 use intercept::Interception;
@@ -108,9 +109,31 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     let p = &profile.profile;
     // A library caller may skip the validation (session names become paths).
     let usage_error = req.validate().err().map(|e| e.to_string());
+    // Mode (decided before the env, which differs for a PTY, and before the lift,
+    // which a terminal limits: it has one stream where stdout and stderr meet).
+    // A program that needs a terminal gets agentbash's, when there is one (`git
+    // commit` would not: the hardened editor is `true` in a terminal too).
+    let needs_terminal = (req.stdin_tty && req.stdout_tty)
+        .then(|| terminal::interactive_program(&req.command))
+        .flatten()
+        .filter(|i| *i != terminal::Interactive::GitCommit);
+    let mode = stages::decide_mode(
+        req.mode,
+        p.pty.mode,
+        std::env::var("AGENTBASH_NO_PTY").as_deref() == Ok("1"),
+        req.stdin_tty,
+        req.stdout_tty,
+        needs_terminal.as_ref().map(terminal::Interactive::program),
+    );
     // Normalize: the `| head`/`| tail` lift.
-    let normalized =
+    let mut normalized =
         normalize::normalize(&req.command, p.output.strip_head_tail, req.head, req.tail);
+    if mode.mode == Mode::Pty {
+        normalized = normalized.keep_stdout_pipe(
+            &req.command,
+            "the pipe receives stdout only, and in a terminal (PTY mode) stdout and stderr are one stream, so a view of stdout alone cannot be kept: it runs as written",
+        );
+    }
     // Intercept: the rule packs, for the caller's tools.
     let tools = req
         .tools
@@ -119,9 +142,20 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     // A pack that cannot be loaded stops the run (exit 125) even when no rule could
     // apply: without tools the packs are only read and parsed, not compiled.
     let mut rules_error = None;
-    let (interception, rule_warnings) = if !p.interceptor.enabled || req.no_intercept {
-        (None, vec![])
-    } else if trace_all || !tools.is_empty() {
+    // A caller without tools needs only the packs' `deny` rules, which apply whatever
+    // the tools: without any, the packs are only read and parsed, not compiled.
+    let enabled = p.interceptor.enabled && !req.no_intercept;
+    let check = enabled
+        && (trace_all
+            || !tools.is_empty()
+            || match profile.check_rule_packs() {
+                Ok(denies) => denies == crate::config::rules::Denies::Some,
+                Err(e) => {
+                    rules_error = Some(e);
+                    false
+                }
+            });
+    let (interception, rule_warnings) = if check {
         match profile.rule_set() {
             Ok(set) => (
                 Some(intercept::intercept(&normalized.command, &set, &tools)),
@@ -133,19 +167,10 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
             }
         }
     } else {
-        rules_error = profile.check_rule_packs().err();
         (None, vec![])
     };
     // Timeout.
     let timeout = stages::clamp_timeout(req.timeout, &p.timeout);
-    // Mode (decided before the env, which differs for a PTY)
-    let mode = stages::decide_mode(
-        req.mode,
-        p.pty.mode,
-        std::env::var("AGENTBASH_NO_PTY").as_deref() == Ok("1"),
-        req.stdin_tty,
-        req.stdout_tty,
-    );
     let usage_error = usage_error.or_else(|| {
         (req.stderr_separate && mode.mode == Mode::Pty).then(|| {
             "--stderr separate needs print mode: a terminal has one output stream (use --mode print)"
@@ -216,6 +241,47 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         sandbox: sandbox::plan(&p.sandbox, req.sandbox, &req.invoking_dir),
         profile_name: profile.name.clone(),
         usage_error,
+    }
+}
+
+impl Plan {
+    /// What refuses this command, and the text the caller is shown: the guard first
+    /// (a structural check or a `deny` rule of `guard.rules`), then the interceptor (a
+    /// `deny` rule there is the guard's kind too: it refuses whatever the tools).
+    pub fn blocked(&self) -> Option<(Blocked, String)> {
+        if let Some(refusal) = &self.guard.refused {
+            let text = guard::refused_message(&refusal.reason, &self.shown_command);
+            let blocked = Blocked {
+                rule: refusal.rule.clone(),
+                tool: None,
+                message: refusal.reason.clone(),
+                kind: BlockKind::Guard,
+            };
+            return Some((blocked, text));
+        }
+        let hit = self.interception.as_ref()?.blocked.as_ref()?;
+        if hit.action == crate::config::rules::Action::Deny {
+            let blocked = Blocked {
+                rule: hit.rule.clone(),
+                tool: None,
+                message: hit.message.clone(),
+                kind: BlockKind::Guard,
+            };
+            return Some((
+                blocked,
+                guard::refused_message(&hit.message, &self.shown_command),
+            ));
+        }
+        let blocked = Blocked {
+            rule: hit.rule.clone(),
+            tool: Some(hit.tool.clone()).filter(|t| !t.is_empty()),
+            message: hit.message.clone(),
+            kind: BlockKind::Interceptor,
+        };
+        Some((
+            blocked,
+            intercept::blocked_message(hit, &self.shown_command),
+        ))
     }
 }
 
@@ -339,7 +405,7 @@ fn carry_out(
         ..Default::default()
     };
     let stages = (|| -> Result<_, Stop> {
-        let shell = refusal(req, &plan, &mut g)?;
+        let shell = refusal(&plan, &mut g)?;
         let limit = Duration::from_secs(plan.timeout.effective);
         let mut state = session_state(req, &plan, &shell, cancel, limit, &mut g)?;
         let cwd = working_dir(req, &plan, &state, &mut g)?;
@@ -436,32 +502,15 @@ fn stopped(
 /// The decisions of [`plan`] that stop a run before anything starts: a usage error,
 /// a rule pack that cannot load, the guard, the interceptor, a missing working
 /// directory, no shell. Else the shell to run.
-fn refusal(req: &RunRequest, plan: &Plan, g: &mut Gathered) -> Result<PathBuf, Stop> {
+fn refusal(plan: &Plan, g: &mut Gathered) -> Result<PathBuf, Stop> {
     if let Some(e) = &plan.usage_error {
         return Err(Stop::Fail(exit::USAGE, e.clone()));
     }
     if let Some(e) = plan.rules_error.as_ref().or(plan.guard.error.as_ref()) {
         return Err(Stop::Fail(exit::FAILURE, e.clone()));
     }
-    if let Some(refusal) = &plan.guard.refused {
-        let text = guard::refused_message(&refusal.reason, &plan.shown_command);
-        let blocked = Blocked {
-            rule: refusal.rule.clone(),
-            tool: None,
-            message: refusal.reason.clone(),
-        };
+    if let Some((blocked, text)) = plan.blocked() {
         return Err(Stop::Refused(blocked, text));
-    }
-    if let Some(hit) = plan.interception.as_ref().and_then(|i| i.blocked.as_ref()) {
-        let blocked = Blocked {
-            rule: hit.rule.clone(),
-            tool: Some(hit.tool.clone()).filter(|t| !t.is_empty()),
-            message: hit.message.clone(),
-        };
-        return Err(Stop::Refused(
-            blocked,
-            intercept::blocked_message(hit, &req.command),
-        ));
     }
     if let Some(i) = &plan.interception {
         g.notices
@@ -550,6 +599,8 @@ fn sinks(p: &crate::config::profile::Profile, plan: &Plan, req: &RunRequest) -> 
         tail_lines: plan.normalized.tail.filter(|_| lines),
         stop_after_lines: plan.normalized.stop_after.filter(|_| lines),
         redact: plan.secrets.clone(),
+        // With `--stderr separate` the output's sink sees stdout alone anyway.
+        stdout_only: plan.normalized.stdout_only && !req.stderr_separate,
     };
     let mut out = OutputSink::new(config(true), None, req.live_output);
     // Retained like the output, with a budget and an artifact of its own; line
@@ -575,7 +626,8 @@ fn announce_start(plan: &Plan, g: &mut Gathered, on_event: &mut dyn FnMut(Event<
 
 /// Whether a warm shell from the pool may run this command. A live shell's output
 /// pipe outlives the command, so it cannot be closed to stop a producer the way a
-/// lifted `| head` must: such a run gets a shell of its own.
+/// lifted `| head` must, and it carries stdout and stderr as one stream, which a
+/// stdout-only lift must keep apart: such runs get a shell of their own.
 fn live_eligible(
     req: &RunRequest,
     p: &crate::config::profile::Profile,
@@ -588,6 +640,7 @@ fn live_eligible(
         plan.mode.mode == Mode::Print,
         req.stdin,
     ) && plan.normalized.stop_after.is_none()
+        && !plan.normalized.stdout_only
         && !req.stderr_separate
 }
 
@@ -755,6 +808,7 @@ fn execute_command(
                 stdin_inherit: req.stdin,
                 marker: &launch.marker,
                 watch,
+                split_stderr: plan.normalized.stdout_only,
             },
             &mut sinks.out,
             &mut on_output,
@@ -841,8 +895,15 @@ fn finish(
         said.push_str(&e.text);
     }
     g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
-    g.notices
-        .extend(sandbox.denial_notice(&outcome.end, &said, &cwd));
+    if plan.mode.mode == Mode::Print && !req.stdin {
+        g.notices
+            .extend(terminal::hint(&plan.command, &outcome.end, &said));
+    }
+    let denial = sandbox.denial_notice(&outcome.end, &said, &cwd);
+    let hidden = sandbox
+        .deny_read_notice(&plan.command, &said)
+        .filter(|_| denial.as_ref().is_none_or(|d| !d.contains("deny_read")));
+    g.notices.extend(denial.into_iter().chain(hidden));
     g.notices.extend(sandbox.audit());
     let committed = matches!(
         outcome.end,
@@ -959,6 +1020,15 @@ fn shape(
                 )),
             )
         }
+        // Ended as a timeout would have ended it, only sooner.
+        End::NeedsTerminal(program) => {
+            r.timed_out = true;
+            r.exit_code = Some(exit::TIMEOUT);
+            (
+                exit::TIMEOUT,
+                Some(needs_terminal(program.as_str(), &plan.shown_command)),
+            )
+        }
         End::Cancelled(sig) => {
             r.cancelled = true;
             r.exit_code = Some(exit::for_signal(sig));
@@ -993,6 +1063,15 @@ fn shape(
         r.timed_out || r.cancelled,
     ));
     if code != 0 && !r.timed_out && !r.cancelled {
+        // The point of the lift: the producer's status, where the pipeline's would
+        // have been its `tail`'s (or `head`'s) 0.
+        if let (Some(stripped), Some(producer)) =
+            (&plan.normalized.stripped, &plan.normalized.producer)
+        {
+            notices.push(format!(
+                "Exit code is {producer}'s; the stripped `{stripped}` would have returned 0"
+            ));
+        }
         notices.push(format!("Command exited with code {code}"));
     }
     // `output` is the command's text exactly as sanitized (its final newline, blank
@@ -1034,6 +1113,14 @@ fn shape(
     r.annotation = annotation;
     let _ = plan;
     r
+}
+
+/// Why a program that waited for a terminal was stopped, and how to give it one.
+fn needs_terminal(program: &str, command: &str) -> String {
+    let command = crate::display::shell_word(command);
+    format!(
+        "[{program} is waiting for a terminal, and print mode has none (stdin is the null device): stopped. Give it one: `agentbash run --pty -- {command}`, or start it as a job and type into it: `agentbash job start --pty -- {command}` and `agentbash job send` (MCP: `bash` with `background: true, pty: true`)]"
+    )
 }
 
 /// A failed command whose output reports a failed allocation or fork, with the
@@ -1295,12 +1382,12 @@ pub struct JobRefusal {
 /// guard, a usage error, a bad cwd and the sandbox refuse exactly as for a run.
 pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch, JobRefusal> {
     let plan = plan_with(req, profile, false);
-    job_refusal(req, &plan)?;
+    job_refusal(&plan)?;
     let p = &profile.profile;
     let mut g = Gathered::default();
     let cancel = CancelToken::new();
     let refused = |stop: Stop| JobRefusal::from(stop).masked(&plan.secrets);
-    let shell = refusal(req, &plan, &mut g).map_err(refused)?;
+    let shell = refusal(&plan, &mut g).map_err(refused)?;
     let limit = Duration::from_secs(plan.timeout.effective);
     let mut state = session_state(req, &plan, &shell, &cancel, limit, &mut g).map_err(refused)?;
     let cwd = working_dir(req, &plan, &state, &mut g).map_err(refused)?;
@@ -1323,9 +1410,9 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
 /// The refusals of [`job_launch`] that need nothing prepared (usage, rule packs, the
 /// guard): what a caller checks before it starts a job's supervisor, so a refused
 /// command is answered at once.
-pub fn job_refusal(req: &RunRequest, plan: &Plan) -> Result<(), JobRefusal> {
+pub fn job_refusal(plan: &Plan) -> Result<(), JobRefusal> {
     let mut g = Gathered::default();
-    refusal(req, plan, &mut g)
+    refusal(plan, &mut g)
         .map(drop)
         .map_err(|stop| JobRefusal::from(stop).masked(&plan.secrets))
 }
@@ -1385,10 +1472,12 @@ impl JobRun {
         let ok = req.session.is_none()
             && !req.stdin
             && !req.stderr_separate
+            // A job's log is one stream; a stdout-only lift needs stdout apart.
+            && !plan.normalized.stdout_only
             && plan.mode.mode == Mode::Print
             && Duration::from_secs(plan.timeout.effective) > after
             && plan.cwd.is_ok()
-            && refusal(req, &plan, &mut g).is_ok();
+            && refusal(&plan, &mut g).is_ok();
         if !ok {
             return None;
         }

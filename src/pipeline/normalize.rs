@@ -4,14 +4,15 @@
 //! throws the rest of the output away for good; lifted into a limit, the caller still
 //! sees the same lines while the full stream lands in an artifact.
 //!
-//! The lift is only made when it cannot change what is shown: when the pipe receives
-//! *all* of the output. agentbash reads stdout and stderr as one stream, so every line
-//! would count against the lifted limit, while bash's `head`/`tail` only counts what
-//! reaches its stdin. The command must therefore be one pipeline whose every stage
-//! sends its stderr into the pipe too (`2>&1`, `|&`, or away to a file), optionally
-//! after commands that print nothing (`cd DIR &&`, `export NAME=value`, `NAME=value`).
-//! Anything else runs as written, through the shell's own `head`/`tail`, and
-//! [`Normalized::lift`] says why.
+//! The lift is only made when it cannot change what is shown. The command must be one
+//! pipeline, optionally after commands that print nothing (`cd DIR &&`, `export
+//! NAME=value`, `NAME=value`). When every stage sends its stderr into the pipe too
+//! (`2>&1`, `|&`, or away to a file), the pipe receives *all* of the output and the
+//! limit views it all. When stderr goes around the pipe (`pytest | tail -n 20`), the
+//! pipe receives stdout only: the limit then views stdout alone and stderr is shown in
+//! full, where bash shows it ([`Normalized::stdout_only`]; the executor keeps the two
+//! streams apart). Anything else runs as written, through the shell's own
+//! `head`/`tail`, and [`Normalized::lift`] says why.
 
 use crate::pipeline::intercept::{Segment, Separator, Split};
 use std::fmt;
@@ -30,6 +31,31 @@ pub struct Normalized {
     pub stop_after: Option<usize>,
     /// What became of a trailing `| head`/`| tail` (none when the command has none).
     pub lift: Option<Lift>,
+    /// The lifted pipe received stdout only (stderr went around it): the limits view
+    /// stdout, and stderr is shown in full.
+    pub stdout_only: bool,
+    /// The program whose exit status the lifted command reports (the last stage of
+    /// what is left of the pipeline), for the notice when it differs from what the
+    /// stripped `| tail` would have returned.
+    pub producer: Option<String>,
+}
+
+impl Normalized {
+    /// Undo a stdout-only lift: the command runs as written (`original`), and `why`
+    /// says so. For runs that cannot keep stdout and stderr apart (a terminal).
+    pub fn keep_stdout_pipe(self, original: &str, why: &str) -> Normalized {
+        if !self.stdout_only {
+            return self;
+        }
+        Normalized {
+            command: original.trim().to_string(),
+            lift: Some(Lift {
+                lifted: false,
+                reason: why.to_string(),
+            }),
+            ..Default::default()
+        }
+    }
 }
 
 /// Whether a trailing `| head`/`| tail` was lifted into a limit, and why.
@@ -120,11 +146,11 @@ pub fn normalize(
         match digits.parse::<usize>() {
             Ok(0) => Err(format!("`{suffix}` prints nothing; it is not a line limit")),
             Err(_) => Err(format!("the count in `{suffix}` is too large")),
-            Ok(n) => receives_all(trimmed).map(|()| n),
+            Ok(n) => receives(trimmed).map(|r| (n, r)),
         }
     };
-    let n = match verdict {
-        Ok(n) => n,
+    let (n, receives) = match verdict {
+        Ok(v) => v,
         Err(reason) => {
             out.lift = Some(Lift {
                 lifted: false,
@@ -135,15 +161,26 @@ pub fn normalize(
     };
     out.command = rest.to_string();
     out.stripped = Some(suffix.to_string());
+    out.stdout_only = receives.stdout_only;
+    out.producer = receives.producer;
+    let (receives, limit, line) = if receives.stdout_only {
+        (
+            "stdout only",
+            "a line limit on stdout, stderr shown in full",
+            "stdout line",
+        )
+    } else {
+        ("all of the output", "a line limit", "line")
+    };
     let reason = if is_head {
         out.head = Some(n);
         out.stop_after = Some(n);
         format!(
-            "`{suffix}` receives all of the output: it becomes a line limit, and the command is stopped after line {n} as head would stop it"
+            "`{suffix}` receives {receives}: it becomes {limit}, and the command is stopped after {line} {n} as head would stop it"
         )
     } else {
         out.tail = Some(n);
-        format!("`{suffix}` receives all of the output: it becomes a line limit")
+        format!("`{suffix}` receives {receives}: it becomes {limit}")
     };
     out.lift = Some(Lift {
         lifted: true,
@@ -152,9 +189,18 @@ pub fn normalize(
     out
 }
 
+/// What the last pipe of a command receives, when it can be lifted.
+struct Receives {
+    /// Stdout only: some stage's stderr goes around the pipe.
+    stdout_only: bool,
+    /// The program of the pipeline's last stage before the pipe.
+    producer: Option<String>,
+}
+
 /// Ok when the last pipe of `cmd` (a command ending in `| head`/`| tail`) receives
-/// everything the command prints; otherwise why not.
-fn receives_all(cmd: &str) -> Result<(), String> {
+/// everything the command prints, or all of its stdout while its stderr goes around
+/// the pipe; otherwise why not.
+fn receives(cmd: &str) -> Result<Receives, String> {
     let segments = match super::intercept::split(cmd) {
         Split::Opaque(reason) => {
             return Err(format!(
@@ -176,8 +222,8 @@ fn receives_all(cmd: &str) -> Result<(), String> {
         silent_before(segment)?;
     }
     let stages = &segments[first..last];
-    let words = words(&stages[0].command);
-    match words.first().copied() {
+    let first_words = words(&stages[0].command);
+    match first_words.first().copied() {
         Some(w @ ("time" | "!" | "coproc")) => {
             return Err(format!(
                 "`{w}` applies to the whole pipeline, head/tail included"
@@ -192,10 +238,26 @@ fn receives_all(cmd: &str) -> Result<(), String> {
         }
         _ => {}
     }
+    let mut stdout_only = false;
     for stage in stages {
-        stderr_into_pipe(stage)?;
+        stdout_only |= !stderr_into_pipe(stage)?;
     }
-    Ok(())
+    let producer = stages.last().and_then(|stage| {
+        words(&stage.command)
+            .into_iter()
+            .find(|w| !is_assignment(w))
+            .map(|w| w.trim_matches(['\'', '"']).to_string())
+    });
+    Ok(Receives {
+        stdout_only,
+        producer,
+    })
+}
+
+/// `NAME=value` (a prefix assignment, not a program).
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=')
+        .is_some_and(|(name, _)| crate::config::schema::valid_env_name(name))
 }
 
 /// Ok when `segment`, run before the pipeline, cannot print: `cd DIR`, `export
@@ -248,9 +310,10 @@ enum Dest {
     Elsewhere,
 }
 
-/// Ok when nothing `stage` prints reaches agentbash except through the pipe: its
-/// redirections, in order, leave neither stdout nor stderr on the shell's stderr.
-fn stderr_into_pipe(stage: &Segment) -> Result<(), String> {
+/// Where `stage`'s stderr ends up: `Ok(true)` through the pipe (or nowhere shown),
+/// `Ok(false)` around it, on agentbash's stream; an error when its stdout goes around
+/// the pipe or a redirection cannot be followed.
+fn stderr_into_pipe(stage: &Segment) -> Result<bool, String> {
     let unknown = || {
         format!(
             "\"{}\" has a redirection agentbash does not follow",
@@ -306,19 +369,13 @@ fn stderr_into_pipe(stage: &Segment) -> Result<(), String> {
     if stage.followed_by == Some(Separator::PipeAll) {
         err = out;
     }
-    if err == Dest::Terminal {
-        return Err(format!(
-            "stderr of \"{}\" does not go through the pipe (add 2>&1, or pipe with |&, to lift it)",
-            stage.text
-        ));
-    }
     if out == Dest::Terminal {
         return Err(format!(
             "the output of \"{}\" goes around the pipe",
             stage.text
         ));
     }
-    Ok(())
+    Ok(err != Dest::Terminal)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -619,14 +676,11 @@ mod tests {
             ("echo a \\| tail -n 2", ""),
             ("seq 10 2>&1 | tail -n 0", "prints nothing"),
             ("seq 10 2>&1 | tail -n 99999999999999999999999", "too large"),
-            // stderr would be counted by agentbash but not by bash's tail
+            // stdout goes around the pipe
             (
-                "seq 1 100 | tail -n 5",
-                "stderr of \"seq 1 100\" does not go through the pipe",
+                "make >&2 2>&1 | tail -n 5",
+                "output of \"make >&2 2>&1\" goes around the pipe",
             ),
-            ("make 2>&1 | grep x | tail -n 5", "stderr of \"grep x\""),
-            ("make >&2 2>&1 | tail -n 5", "stderr of"),
-            ("make 2>/dev/stderr | tail -n 5", "stderr of"),
             (
                 "make 2>&1 >/dev/tty | tail -n 5",
                 "output of \"make 2>&1 >/dev/tty\" goes around the pipe",
@@ -703,6 +757,80 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Lifted, the pipe receiving stdout only: the limit views stdout, stderr passes
+    /// in full; the producer is the program whose status is reported. (input, command
+    /// that runs, head, tail, producer)
+    #[test]
+    fn lifted_stdout_only() {
+        type Case<'a> = (&'a str, &'a str, Option<usize>, Option<usize>, &'a str);
+        let cases: &[Case] = &[
+            ("seq 1 100 | tail -n 5", "seq 1 100", None, Some(5), "seq"),
+            (
+                "pytest -x | tail -n 20",
+                "pytest -x",
+                None,
+                Some(20),
+                "pytest",
+            ),
+            ("cargo build | head", "cargo build | head", None, None, ""),
+            (
+                "cargo build | head -n 9",
+                "cargo build",
+                Some(9),
+                None,
+                "cargo",
+            ),
+            (
+                "make 2>&1 | grep x | tail -n 5",
+                "make 2>&1 | grep x",
+                None,
+                Some(5),
+                "grep",
+            ),
+            (
+                "make 2>/dev/stderr | tail -n 5",
+                "make 2>/dev/stderr",
+                None,
+                Some(5),
+                "make",
+            ),
+            (
+                "cd src && CI=1 npm test | tail -n 3",
+                "cd src && CI=1 npm test",
+                None,
+                Some(3),
+                "npm",
+            ),
+        ];
+        for (input, cmd, head, tail, producer) in cases {
+            let n = normalize(input, true, None, None);
+            assert_eq!(n.command, *cmd, "{input}");
+            assert_eq!((n.head, n.tail), (*head, *tail), "{input}");
+            if producer.is_empty() {
+                assert!(n.lift.is_none() && !n.stdout_only, "{input}: {n:?}");
+                continue;
+            }
+            assert!(n.stdout_only, "{input}");
+            assert_eq!(n.producer.as_deref(), Some(*producer), "{input}");
+            let lift = n.lift.as_ref().expect("a decision");
+            assert!(
+                lift.lifted && lift.reason.contains("receives stdout only"),
+                "{input}: {lift}"
+            );
+        }
+        // All of the output, as before: not stdout-only.
+        let n = normalize("seq 9 2>&1 | tail -n 2", true, None, None);
+        assert!(!n.stdout_only && n.producer.as_deref() == Some("seq"));
+        // A terminal keeps the pipe: the command runs as written.
+        let n = normalize(" seq 9 | tail -n 2 ", true, None, None)
+            .keep_stdout_pipe(" seq 9 | tail -n 2 ", "why");
+        assert_eq!(
+            (n.command.as_str(), n.tail, n.stripped, n.stdout_only),
+            ("seq 9 | tail -n 2", None, None, false)
+        );
+        assert!(n.lift.is_some_and(|l| !l.lifted && l.reason == "why"));
     }
 
     /// Explicit limits are views of what the command as written prints: with one,

@@ -570,7 +570,9 @@ impl RunSandbox {
                         self.writable_list()
                     ));
                 }
-                None if error == Refusal::ReadOnly => {
+                // Read-only: nothing but the TMPDIR is writable, so a refusal on a
+                // relative path (EACCES under Landlock) is the sandbox's too.
+                None if error == Refusal::ReadOnly || info.mode == Mode::ReadOnly => {
                     return Some(format!(
                         "[sandbox: a write was refused: the {} sandbox lets the command write only {}. To allow more, add paths to [sandbox] writable in the profile]",
                         mode_name(info.mode),
@@ -583,11 +585,76 @@ impl RunSandbox {
         None
     }
 
+    /// When the command touched a path `[sandbox] deny_read` hides — an error line of
+    /// its output names one, or the command itself does — a line saying so: hidden
+    /// under an empty mount the path reads as missing ("No such file or directory") or
+    /// empty, which alone looks like a wrong path.
+    pub fn deny_read_notice(&self, command: &str, output: &str) -> Option<String> {
+        let info = self.info.as_ref().filter(|i| i.engine != "none")?;
+        const ERRORS: [&str; 8] = [
+            "No such file or directory",
+            "Permission denied",
+            "Operation not permitted",
+            "Not a directory",
+            "Read-only file system",
+            "does not exist",
+            "not found",
+            "cannot",
+        ];
+        let failed_on = output
+            .lines()
+            .filter(|l| ERRORS.iter().any(|e| l.contains(e)))
+            .find_map(|l| self.hidden_in(l, &info.deny_read));
+        let (index, path) = failed_on.or_else(|| self.hidden_in(command, &info.deny_read))?;
+        let configured = info
+            .deny_read
+            .get(index)
+            .map_or(path.as_str(), String::as_str);
+        Some(format!(
+            "[sandbox: {path} is hidden by [sandbox] deny_read ({configured}): the command can neither read nor list it, so it looks missing or empty. If the command needs it, remove it from [sandbox] deny_read in the profile]"
+        ))
+    }
+
+    /// The first hidden path `text` names, as a whole path (not a longer name that
+    /// starts the same): its index in `deny_read` and the path as written, under any of
+    /// the forms a shell or a tool writes it (`/home/u/.ssh`, `~/.ssh`, `$HOME/.ssh`).
+    fn hidden_in(&self, text: &str, configured: &[String]) -> Option<(usize, String)> {
+        let path_char = |c: char| c.is_alphanumeric() || "/._-~$".contains(c);
+        for (i, hidden) in self.deny_read.iter().enumerate() {
+            let mut forms = vec![hidden.display().to_string()];
+            if let Some(rest) = configured.get(i).and_then(|c| c.strip_prefix('~')) {
+                forms.extend([
+                    format!("~{rest}"),
+                    format!("$HOME{rest}"),
+                    format!("${{HOME}}{rest}"),
+                ]);
+            }
+            for form in forms.iter().filter(|f| f.len() > 1) {
+                for (start, _) in text.match_indices(form.as_str()) {
+                    let end = start + form.len();
+                    let before = text[..start].chars().next_back();
+                    let after = text[end..].chars().next();
+                    if before.is_some_and(path_char)
+                        || after.is_some_and(|c| c != '/' && path_char(c))
+                    {
+                        continue;
+                    }
+                    let word = text[end..]
+                        .find(|c: char| c.is_whitespace() || "'\"`:;|&()<>,".contains(c))
+                        .map_or(text.len(), |n| end + n);
+                    return Some((i, text[start..word].to_string()));
+                }
+            }
+        }
+        None
+    }
+
     fn writable_list(&self) -> String {
         let mut names: Vec<String> = self
             .writable
             .iter()
             .skip(1)
+            .filter(|p| !self.own.paths().contains(p))
             .map(|p| p.display().to_string())
             .collect();
         names.push("its private TMPDIR".into());

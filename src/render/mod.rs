@@ -48,6 +48,12 @@ pub fn out(s: &str) {
     let _ = o.flush();
 }
 
+/// [`out`] for text that quotes the caller or a file (a command, a path, a rule pack's
+/// words): its control characters are shown escaped, its lines kept.
+pub fn out_escaped(s: &str) {
+    out(&crate::display::escape_controls_multiline(s));
+}
+
 /// `agentbash: <message>` on stderr. Messages quote paths, names and commands, so
 /// their control characters are shown escaped.
 pub fn report_error(message: impl std::fmt::Display) {

@@ -202,6 +202,8 @@ impl Engine {
         let deadline = Instant::now() + after;
         let mut cursor = 0;
         let mut stopped = None;
+        let mut terminal_wait = crate::executor::terminal_wait::TerminalWait::new();
+        let mut last_output = Instant::now();
         loop {
             let c = log::read(
                 &dir,
@@ -212,10 +214,29 @@ impl Engine {
             if !c.bytes.is_empty() {
                 job_run.push(&c.bytes, on_output);
                 cursor = c.next;
+                last_output = Instant::now();
                 continue;
             }
             if !record.state.running() {
                 break;
+            }
+            // A program that waits for a terminal nobody will give it (vim in print
+            // mode) is stopped with the fix, as a run is.
+            if stopped.is_none()
+                && let Some(pid) = record.pid
+            {
+                let marker = record.marker.clone().unwrap_or_default();
+                let members = || crate::process::spawn::Teardown::new(pid, &marker).members();
+                if let Some(end) = terminal_wait
+                    .check(Instant::now(), last_output, members)
+                    .map(End::NeedsTerminal)
+                {
+                    stopped = Some(end);
+                    if let Ok(r) = jobs.stop(&record, "stopped") {
+                        record = r;
+                    }
+                    continue;
+                }
             }
             if stopped.is_none()
                 && let Some(sig) = cancel.reason()

@@ -246,6 +246,100 @@ fn readme_points_at_the_configuration_reference() {
     );
 }
 
+/// The README is for users first (issue 22, item 20): it starts with the two commands
+/// a newcomer needs (install and run; the test suite), its Quick start has an MCP
+/// configuration a client accepts — using the profile meant for models — and it lists
+/// every tool that configuration's server offers, no more; the Rust version it names is
+/// the crate's `rust-version`.
+#[test]
+fn readme_quick_start_matches_the_server() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let first_block: Vec<&str> = readme
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the README opens with a sh block")
+        .lines()
+        .collect();
+    assert!(
+        first_block[0].starts_with("cargo install --locked --path . && agentbash run -- "),
+        "{first_block:?}"
+    );
+    assert!(first_block[1].starts_with("cargo test "), "{first_block:?}");
+    let quick = readme
+        .split("\n## Quick start\n")
+        .nth(1)
+        .and_then(|q| q.split("\n## ").next())
+        .expect("a Quick start section");
+    // The client configuration parses and starts the server with the agent profile.
+    let json = quick
+        .split("```json\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("an MCP configuration");
+    let config: serde_json::Value = serde_json::from_str(json).expect("the configuration is JSON");
+    let server = &config["mcpServers"]["agentbash"];
+    assert_eq!(server["command"], "agentbash", "{config}");
+    let args: Vec<&str> = server["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert_eq!(args[0], "mcp");
+    // The tools the README lists are those that server offers.
+    let listed: std::collections::BTreeSet<String> = quick
+        .split("The MCP server's tools:")
+        .nth(1)
+        .expect("the tool table")
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once('`').map(|(name, _)| name.to_string()))
+        .collect();
+    let env = TestEnv::new();
+    let mut mcp = crate::support::LiveServer::start(&env, &args);
+    mcp.send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "readme", "version": "0"}}}),
+    );
+    assert_eq!(mcp.next(Duration::from_secs(20))["id"], 1);
+    mcp.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    mcp.send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let tools = mcp.next(Duration::from_secs(20));
+    let offered: std::collections::BTreeSet<String> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        listed, offered,
+        "the README's MCP tool table against `agentbash {args:?}`"
+    );
+    // The Rust version.
+    let cargo = std::fs::read_to_string(repo().join("Cargo.toml")).expect("Cargo.toml");
+    let version = cargo
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .map(|v| v.trim_matches('"'))
+        .expect("Cargo.toml sets rust-version");
+    assert!(
+        quick.contains(&format!("**Rust {version} or newer**")),
+        "Quick start names Rust {version}"
+    );
+    for must in [
+        "`.agentbash/` in `.gitignore`",
+        "`CI=true`",
+        "-p agent",
+        "`strict`",
+    ] {
+        assert!(quick.contains(must), "the Quick start does not say {must}");
+    }
+}
+
 #[test]
 fn man_page_documents_exit_codes_and_environment() {
     let env = TestEnv::new();

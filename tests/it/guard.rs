@@ -553,3 +553,116 @@ fn rpc_requests_are_guarded_whatever_tools_they_declare() {
     assert!(s(&v["data"], "text").starts_with("Refused: "), "{v}");
     assert!(precious.join("inner/data").exists());
 }
+
+/// One refusal shape everywhere (issue 22, item 10): the JSON of `run`, of `explain`
+/// and the rpc `data` carry `blocked: {rule, tool, message, kind}`, `kind` saying who
+/// refused — the guard (structural check or `deny` rule) or the interceptor.
+#[test]
+fn every_refusal_says_who_refused_in_one_shape() {
+    let t = TestEnv::new();
+    let (precious, profile) = protecting(&t);
+    let p = profile.display().to_string();
+    let guarded = format!("rm -rf {}", precious.display());
+    let want_guard = serde_json::json!({
+        "rule": "guard:delete", "tool": null, "kind": "guard",
+        "message": format!("`rm` would recursively delete {}", precious.display()),
+    });
+    let read_message = "Use the `read` tool instead of cat/head/tail/less/bat/nl. It provides better context and handles binary files.";
+    let want_interceptor = serde_json::json!({
+        "rule": "read", "tool": "read", "kind": "interceptor", "message": read_message,
+    });
+    for (tools, cmd, want) in [
+        ("", guarded.as_str(), &want_guard),
+        ("read", "cat notes.txt", &want_interceptor),
+    ] {
+        let tools = format!("--tools={tools}");
+        let run = t.run(&["run", "--json", "-p", &p, &tools, "--", cmd]);
+        run.assert_code(77);
+        assert_eq!(run.json()["blocked"], *want, "run {cmd}");
+        let explain = t.run(&["explain", "--json", "-p", &p, &tools, "--", cmd]);
+        explain.assert_code(0);
+        assert_eq!(explain.json()["blocked"], *want, "explain {cmd}");
+    }
+    let v = t
+        .run(&["explain", "--json", "-p", &p, "--", "echo fine"])
+        .json();
+    assert!(v["blocked"].is_null(), "{v:#}");
+    let requests = [
+        serde_json::json!({"id": "g", "type": "bash", "command": guarded}),
+        serde_json::json!({"id": "i", "type": "bash", "command": "cat notes.txt", "tools": ["read"]}),
+    ];
+    let lines: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let out = t.cmd(&["rpc", "-p", &p]).stdin(lines).run();
+    for line in out.stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("json");
+        let want = if v["id"] == "g" {
+            &want_guard
+        } else {
+            &want_interceptor
+        };
+        assert_eq!(v["data"]["blocked"], *want, "{v}");
+    }
+    assert_eq!(out.stdout.lines().count(), 2, "{}", out.stdout);
+    assert!(precious.join("inner/data").exists());
+}
+
+/// A `deny` rule refuses whatever the caller's tools (issue 22, item 11), also when
+/// it sits in an `[interceptor]` pack and the caller declared no tools: it was
+/// silently skipped then, as no routing rule could apply. It is the guard's kind.
+#[test]
+fn a_deny_rule_in_an_interceptor_pack_applies_without_tools() {
+    let t = TestEnv::new();
+    t.write(
+        "pack.toml",
+        r#"[[rule]]
+id = "no-deploy"
+action = "deny"
+pattern = '^deploy-prod\b'
+message = "Deploying to production is for people"
+examples.match = ["deploy-prod now"]
+examples.not_match = ["echo deploy-prod"]
+"#,
+    );
+    let p = t
+        .write(
+            "p.toml",
+            "[interceptor]\nrules = [\"default\", \"./pack.toml\"]\ntools = []\n",
+        )
+        .display()
+        .to_string();
+    // The command would leave a mark if it ran.
+    let cmd = "deploy-prod now; touch ran";
+    for tools in [None, Some("--tools="), Some("--tools=read")] {
+        let mut args = vec!["run", "--json", "-p", &p];
+        args.extend(tools);
+        args.extend(["--", cmd]);
+        let out = t.run(&args);
+        out.assert_code(77);
+        let v = out.json();
+        assert_eq!(
+            v["blocked"],
+            serde_json::json!({"rule": "no-deploy", "tool": null, "kind": "guard",
+                "message": "Deploying to production is for people"}),
+            "{tools:?}: {v:#}"
+        );
+        assert!(s(&v, "text").starts_with("Refused: Deploying to production is for people."));
+        assert!(!t.work().join("ran").exists(), "{tools:?}: the command ran");
+    }
+    // Over rpc too, with the profile's (empty) tools.
+    let req = serde_json::json!({"id": "1", "type": "bash", "command": cmd});
+    let out = t.cmd(&["rpc", "-p", &p]).stdin(format!("{req}\n")).run();
+    let v: serde_json::Value =
+        serde_json::from_str(out.stdout.lines().next().expect("a response")).expect("json");
+    assert_eq!(v["data"]["blocked"]["kind"], "guard", "{v}");
+    assert!(!t.work().join("ran").exists(), "rpc: the command ran");
+    // Explain and rules test say it refuses whatever the tools.
+    let out = t.run(&["explain", "-p", &p, "--", cmd]);
+    assert!(
+        out.stdout
+            .contains("REFUSE by deny rule no-deploy (whatever the caller's tools)"),
+        "{}",
+        out.stdout
+    );
+    // A command it does not match runs.
+    t.run(&["run", "-p", &p, "--", "true"]).assert_code(0);
+}

@@ -452,33 +452,16 @@ fn the_guard_refuses_a_job_as_it_refuses_a_run() {
 fn rpc_starts_reads_and_stops_a_job_and_stops_its_own_jobs_at_exit() {
     let env = TestEnv::new();
     let n = nonce();
-    let requests = format!(
-        "{}\n{}\n{}\n",
-        // Requests run concurrently: the read may come before the start answers.
-        serde_json::json!({"id": 1, "type": "job_start", "command": format!("echo up; sleep 373.{n}"), "name": "kept", "ready": "up"}),
-        serde_json::json!({"id": 2, "type": "job_start", "command": format!("sleep 374.{n}"), "name": "owned"}),
-        serde_json::json!({"id": 3, "type": "job_output", "job": "kept", "wait": 2}),
-    );
-    let out = env.cmd(&["rpc"]).stdin(requests).run();
-    out.assert_code(0);
-    let answers: Vec<Value> = out.ndjson();
-    let by_id = |id: i64| {
-        answers
-            .iter()
-            .find(|a| a["id"] == id)
-            .cloned()
-            .unwrap_or_default()
-    };
-    assert_eq!(by_id(1)["success"], true, "{answers:?}");
-    assert_eq!(by_id(1)["data"]["job"]["state"], "ready");
-    let read = by_id(3);
-    assert!(
-        read["data"]["output"] == "up\n"
-            || read["error"]
-                .as_str()
-                .is_some_and(|e| e.contains("no job kept")),
-        "{read}"
-    );
+    let mut server = crate::support::LiveServer::start(&env, &["rpc"]);
+    let started = server.ask(serde_json::json!({"id": 1, "type": "job_start", "command": format!("echo up; sleep 373.{n}"), "name": "kept", "ready": "up"}));
+    assert_eq!(started["success"], true, "{started}");
+    assert_eq!(started["data"]["job"]["state"], "ready", "{started}");
+    let owned = server.ask(serde_json::json!({"id": 2, "type": "job_start", "command": format!("sleep 374.{n}"), "name": "owned"}));
+    assert_eq!(owned["success"], true, "{owned}");
+    let read =
+        server.ask(serde_json::json!({"id": 3, "type": "job_output", "job": "kept", "wait": 2}));
+    assert_eq!(read["data"]["output"], "up\n", "{read}");
+    assert!(server.close().success());
     assert_eq!(job(&env, &["output", "kept"]).stdout, "up\n");
     // Neither was detached: the server stopped both as it exited.
     let (_, v) = job_json(&env, &["list", "--all"]);

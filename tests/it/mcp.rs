@@ -408,6 +408,37 @@ fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
     assert_eq!(code, Some(0));
 }
 
+/// A `tools/call` whose `arguments` is not an object is invalid params (-32602) for
+/// that request's id (issue 22, item 14; `rmcp` answered -32601, "method not
+/// found"), and the server keeps serving.
+#[test]
+fn non_object_arguments_are_invalid_params() {
+    let mut server = Server::start();
+    server.initialize();
+    let cases = [
+        (2, serde_json::json!("echo hi"), "a string"),
+        (3, serde_json::json!(["echo hi"]), "an array"),
+        (4, serde_json::json!(7), "a number"),
+        (5, serde_json::json!(true), "a boolean"),
+    ];
+    for (id, arguments, what) in cases {
+        server.call(id, "bash", arguments);
+        let reply = server.answer(id, Duration::from_secs(10));
+        assert_eq!(reply["error"]["code"], -32602, "{reply}");
+        assert_eq!(
+            reply["error"]["message"],
+            format!("Invalid params: `arguments` of tools/call must be an object, not {what}"),
+            "{reply}"
+        );
+    }
+    server.call(6, "bash", serde_json::json!({"command": "echo still here"}));
+    let reply = server.answer(6, Duration::from_secs(10));
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "still here",
+        "{reply}"
+    );
+}
+
 #[test]
 fn numeric_arguments_may_be_strings() {
     let mut server = Server::start();

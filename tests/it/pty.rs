@@ -64,7 +64,13 @@ fn terminal(env: &TestEnv, line: &str, cols: u16, rows: u16) -> TmuxTerminal {
 
 /// `agentbash run <options> -- <command>` in a `cols`×`rows` terminal, followed
 /// by the exit status and the terminal report.
-fn interactive(env: &TestEnv, options: &str, command: &str, cols: u16, rows: u16) -> TmuxTerminal {
+pub(crate) fn interactive(
+    env: &TestEnv,
+    options: &str,
+    command: &str,
+    cols: u16,
+    rows: u16,
+) -> TmuxTerminal {
     let line = format!(
         "before=$(stty -g); {} run {options} -- {}; echo ab-exit=$?; {TTY_REPORT}; echo {LINE_DONE}",
         sh_quote(&bin().to_string_lossy()),
@@ -74,7 +80,7 @@ fn interactive(env: &TestEnv, options: &str, command: &str, cols: u16, rows: u16
 }
 
 /// Waits for the whole `bash -c` line to end; returns history + screen.
-fn finished(term: &TmuxTerminal) -> String {
+pub(crate) fn finished(term: &TmuxTerminal) -> String {
     term.wait_for_in_history(LINE_DONE, WAIT)
         .expect("the shell line ends")
 }
@@ -109,7 +115,7 @@ fn assert_annotated(all: &str, annotation: &str) {
     );
 }
 
-fn exit_code(all: &str) -> Option<i32> {
+pub(crate) fn exit_code(all: &str) -> Option<i32> {
     all.lines()
         .find_map(|line| line.trim().strip_prefix("ab-exit="))
         .and_then(|code| code.trim().parse().ok())

@@ -645,3 +645,36 @@ fn a_command_killing_its_live_shell_reports_the_shells_end() {
         }
     }
 }
+
+/// rpc `job_start` with a `ready` regex that does not compile is refused before
+/// anything starts (issue 22, item 14): no supervisor, no record, no command run —
+/// it used to start a job that failed with exit 2.
+#[test]
+fn job_start_with_an_invalid_ready_regex_starts_nothing() {
+    let env = crate::support::TestEnv::new();
+    let req = json!({"id": "1", "type": "job_start", "command": "touch started; sleep 30",
+        "ready": "(unclosed", "detached": true});
+    let out = env.cmd(&["rpc"]).stdin(format!("{req}\n")).run();
+    out.assert_code(0);
+    let v: Value =
+        serde_json::from_str(out.stdout.lines().next().expect("an answer")).expect("json");
+    assert_eq!(v["success"], false, "{v}");
+    assert_eq!(
+        v["error"],
+        "the readiness regex \"(unclosed\" (--ready, or `ready` over rpc and mcp) is invalid: unclosed group",
+        "{v}"
+    );
+    let list = env.run(&["job", "list", "--json"]);
+    let jobs = list.json();
+    assert_eq!(jobs["jobs"], json!([]), "{jobs}");
+    assert!(!env.work().join("started").exists(), "the command ran");
+    // The CLI refuses it the same way, as a usage error.
+    let out = env.run(&["job", "start", "--ready", "(", "--", "touch started"]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("the readiness regex \"(\""),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.work().join("started").exists(), "the command ran");
+}

@@ -14,15 +14,71 @@ fn echo_prints_and_exits_zero() {
     assert_eq!(out.stdout, "hi\n");
 }
 
+/// One word after `--` is a shell command text; several are an argv whose words
+/// keep their quoting (issue 22, item 15): `printf '%s\n' 'a b'` printed `anbn` and
+/// `echo "it's"` was a syntax error when the words were joined and re-parsed.
 #[test]
-fn quoted_command_and_words_are_joined() {
+fn words_after_the_separator_keep_their_quoting() {
     let env = TestEnv::new();
     let out = env.run(&["run", "--", "printf '%s\\n' a b | wc -l"]);
     out.assert_code(0);
-    assert_eq!(out.stdout.trim(), "2");
-    let out = env.run(&["run", "--", "printf", "'%s-%s\\n'", "x", "y"]);
+    assert_eq!(out.stdout.trim(), "2", "one word is a command text");
+    let cases: &[(&[&str], &str)] = &[
+        (&["printf", "%s\\n", "a b"], "a b\n"),
+        (&["echo", "it's"], "it's\n"),
+        (&["echo", "$HOME", "*", "a|b", "", "x"], "$HOME * a|b  x\n"),
+        (&["printf", "'%s-%s\\n'", "x", "y"], "'x-y\n'"),
+    ];
+    for (words, want) in cases {
+        let mut args = vec!["run", "--"];
+        args.extend_from_slice(words);
+        let out = env.run(&args);
+        out.assert_code(0);
+        assert_eq!(out.stdout, *want, "{words:?}");
+    }
+    // `explain` and the JSON show the quoted form that runs.
+    let v = env
+        .run(&["explain", "--json", "--", "printf", "%s\\n", "a b"])
+        .json();
+    assert_eq!(s(&v, "command"), "printf '%s\\n' 'a b'", "{v:#}");
+    assert_eq!(
+        s(&v["normalize"], "command"),
+        "printf '%s\\n' 'a b'",
+        "{v:#}"
+    );
+    let out = env.run(&["rules", "test", "--", "cat", "my file"]);
+    assert!(out.stdout.contains("cat 'my file'"), "{}", out.stdout);
+}
+
+/// The README's own example: `curl -w '%{http_code}\n'` printed `200n`.
+#[test]
+fn the_readme_curl_example_prints_the_status_code() {
+    use std::io::{Read, Write};
+    let env = TestEnv::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let port = listener.local_addr().expect("addr").port();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().expect("accept");
+        let mut buf = [0u8; 4096];
+        let _ = conn.read(&mut buf);
+        let _ =
+            conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+    });
+    let url = format!("127.0.0.1:{port}");
+    let out = env.run(&[
+        "run",
+        "--",
+        "curl",
+        "-s",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}\\n",
+        &url,
+    ]);
     out.assert_code(0);
-    assert_eq!(out.stdout, "x-y\n");
+    assert_eq!(out.stdout, "200\n");
+    server.join().expect("server thread");
 }
 
 #[test]
@@ -712,7 +768,7 @@ fn a_stopped_background_server_is_named_in_the_text() {
     let env = TestEnv::new();
     let cmd = "nohup python3 -m http.server 0 --bind 127.0.0.1 & sleep 0.5";
     let notice = re(
-        r#"Stopped 1 background process that outlived the command: (\d+) python3[\d.]* -m http\.server 0 --bind 127\.0\.0\.1 \(set process\.background = "keep" to leave them running\)"#,
+        r#"\[Stopped 1 background process the command left running: python3[\d.]* -m http\.server 0 --bind 127\.0\.0\.1 \(pid (\d+)\)\. To keep a process running, start it as a job: `agentbash job start …` \(MCP: `bash` with `background: true`; rpc: `job_start`\)\]"#,
     );
     let out = env.run(&["run", "--", cmd]);
     out.assert_code(0);
@@ -761,11 +817,13 @@ fn the_background_notice_names_five_and_counts_the_rest() {
         .expect("notices")
         .iter()
         .filter_map(|n| n.as_str())
-        .find(|n| n.starts_with("Stopped 7 background processes that outlived the command: "))
+        .find(|n| n.starts_with("[Stopped 7 background processes the command left running: "))
         .unwrap_or_else(|| panic!("no notice: {v:#}"));
     assert_eq!(notice.matches(&sleep).count(), 5, "{notice}");
     assert!(
-        notice.ends_with("; and 2 more (set process.background = \"keep\" to leave them running)"),
+        notice.contains(
+            "; and 2 more. To keep a process running, start it as a job: `agentbash job start …`"
+        ),
         "{notice}"
     );
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());

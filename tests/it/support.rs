@@ -633,7 +633,7 @@ pub fn thread_count(pid: i32) -> usize {
 /// `agentbash rpc` (or `mcp`) with the test's hermetic environment, stdin kept open.
 pub struct LiveServer {
     child: std::process::Child,
-    stdin: std::process::ChildStdin,
+    stdin: Option<std::process::ChildStdin>,
     lines: std::sync::mpsc::Receiver<Value>,
 }
 
@@ -666,15 +666,16 @@ impl LiveServer {
         });
         LiveServer {
             child,
-            stdin,
+            stdin: Some(stdin),
             lines,
         }
     }
 
     pub fn send(&mut self, v: Value) {
         use std::io::Write;
-        writeln!(self.stdin, "{v}").expect("write");
-        self.stdin.flush().expect("flush");
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{v}").expect("write");
+        stdin.flush().expect("flush");
     }
 
     /// The rpc response to each of `ids`, whatever order they come in.
@@ -695,12 +696,21 @@ impl LiveServer {
         got.into_iter().flatten().collect()
     }
 
+    /// The next message the server writes (any kind), within `within`.
+    #[track_caller]
+    pub fn next(&self, within: Duration) -> Value {
+        self.lines
+            .recv_timeout(within)
+            .expect("a message from the server in time")
+    }
+
     /// Send one request and wait for its response.
     #[track_caller]
     pub fn ask(&mut self, req: Value) -> Value {
         use std::io::Write;
-        writeln!(self.stdin, "{req}").expect("write");
-        self.stdin.flush().expect("flush");
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{req}").expect("write");
+        stdin.flush().expect("flush");
         loop {
             let m = self
                 .lines
@@ -714,6 +724,24 @@ impl LiveServer {
 
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
+    }
+
+    /// Close the server's stdin (end of input) and wait for it to exit, capped at
+    /// [`HANG_CAP`].
+    #[track_caller]
+    pub fn close(mut self) -> ExitStatus {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + HANG_CAP;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not exit after end of input"
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
     }
 
     pub fn sigkill(mut self) {

@@ -379,8 +379,9 @@ fn timeout_lists_only_what_outlived_its_parent() {
     assert_eq!(killed.len(), 1, "{v:#}");
     assert_eq!(killed[0]["command"], orphan.as_str(), "{v:#}");
     let want = format!(
-        "Also stopped 1 background process the command had left running: {} {orphan}",
-        killed[0]["pid"]
+        "[Also stopped 1 background process the command had left running: {orphan} (pid {}). {}]",
+        killed[0]["pid"],
+        agentbash::output::notice::KEEP_RUNNING_HINT
     );
     assert!(
         v["notices"]
@@ -445,7 +446,7 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     out.assert_code(0);
     assert_eq!(out.stdout, "started\n");
     assert!(
-        out.stderr.contains("that outlived the command: "),
+        out.stderr.contains("the command left running: "),
         "{}",
         out.stderr
     );

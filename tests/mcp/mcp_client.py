@@ -186,6 +186,17 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any, only: str 
         messages = "".join(message or "" for _, _, message in updates)
         assert "tick 1" in messages, updates
 
+    async def a_lifted_tail_reports_the_producers_failure() -> None:
+        result = await client.call_tool(
+            "bash", {"command": "perl -e 'print STDERR \"warn\\n\"; print \"$_\\n\" for 1..50; exit 4' | tail -n 2"}
+        )
+        assert is_error(result), text_of(result)
+        data = structured(result)
+        assert data["exit_code"] == 4 and data["stripped"] == "| tail -n 2", data
+        assert data["output"] == "warn\n49\n50\n", data
+        assert data["artifact"], data
+        assert "Exit code is perl's; the stripped `| tail -n 2` would have returned 0" in text_of(result), text_of(result)
+
     async def read_artifact() -> None:
         result = await client.call_tool("bash", {"command": "seq 1 500", "tail": 5})
         assert not is_error(result), text_of(result)
@@ -308,6 +319,23 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any, only: str 
         result = await client.call_tool("bash", {"command": "nohup sleep 100 &"})
         assert is_error(result), text_of(result)
         assert "background: true" in text_of(result), text_of(result)
+        blocked = structured(result)["blocked"]
+        assert blocked["kind"] == "interceptor" and blocked["tool"] == "job", blocked
+        assert set(blocked) == {"rule", "tool", "message", "kind"}, blocked
+
+    async def a_guard_refusal_says_so() -> None:
+        # Resolves to `/` for the guard; were it ever run, rm refuses `..` and the
+        # directory does not exist.
+        result = await client.call_tool("bash", {"command": "rm -rf /no-such-dir-agentbash/.."})
+        assert is_error(result), text_of(result)
+        assert text_of(result).startswith("Refused: "), text_of(result)
+        blocked = structured(result)["blocked"]
+        assert blocked == {
+            "rule": "guard:delete",
+            "tool": None,
+            "message": "`rm` would recursively delete /",
+            "kind": "guard",
+        }, blocked
 
     async def job_send_to_a_stdin_job() -> None:
         started = structured(await client.call_tool("bash", {"command": "cat", "background": True, "stdin": True}))
@@ -387,6 +415,7 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any, only: str 
         ("bash background: a server started, read and stopped", background_job),
         ("session keeps ten state changes", session_keeps_ten_state_changes),
         ("background launches point at bash background", a_background_launch_is_routed_to_the_job_tool),
+        ("a guard refusal is blocked with kind guard", a_guard_refusal_says_so),
         ("job_send to a stdin job", job_send_to_a_stdin_job),
         ("job_wait for a job to end", job_wait_for_a_job_to_end),
         ("server identity", server_identity),
@@ -396,6 +425,7 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any, only: str 
         ("bash env and cwd", env_and_cwd),
         ("progress notifications while running", progress),
         ("read_artifact by url and by number", read_artifact),
+        ("a stdout-only | tail is lifted: the producer's exit code", a_lifted_tail_reports_the_producers_failure),
         ("numeric arguments sent as strings", numbers_as_strings),
         ("three calls run concurrently", calls_run_concurrently),
         ("backend error becomes a tool error", backend_error_is_tool_error),
