@@ -41,12 +41,6 @@ fn wait_for_output(env: &TestEnv, name: &str, needle: &str, within: Duration) ->
 }
 
 /// A user profile `name` (in the test's config dir) with `toml` as its text.
-fn user_profile(env: &TestEnv, name: &str, toml: &str) {
-    let dir = env.config_dir().join("profiles");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join(format!("{name}.toml")), toml).unwrap();
-}
-
 #[test]
 fn a_dev_server_is_ready_outlives_its_caller_and_stop_ends_it() {
     let env = TestEnv::new();
@@ -211,8 +205,7 @@ fn cursor_reads_join_into_the_exact_output_and_tail_shows_the_end() {
 #[test]
 fn a_huge_printer_keeps_its_log_bounded() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
+    env.user_profile(
         "small",
         "extends = \"default\"\n[jobs]\nlog_max_bytes = 1048576\n",
     );
@@ -379,11 +372,7 @@ fn ttl_ends_a_job_on_time() {
 #[test]
 fn max_running_refuses_the_next_start_naming_the_running_jobs() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
-        "one",
-        "extends = \"default\"\n[jobs]\nmax_running = 1\n",
-    );
+    env.user_profile("one", "extends = \"default\"\n[jobs]\nmax_running = 1\n");
     job(
         &env,
         &["start", "-p", "one", "--name", "first", "--", "sleep 60"],
@@ -484,11 +473,7 @@ fn rpc_jobs_started_detached_outlive_the_server() {
 #[test]
 fn idle_timeout_stops_a_run_that_prints_nothing() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
-        "idle",
-        "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
-    );
+    env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     let out = env.run(&["run", "-p", "idle", "--", "echo hi; sleep 30"]);
     out.assert_code(124);
     assert!(
@@ -516,11 +501,7 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
 #[test]
 fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
-        "idle",
-        "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
-    );
+    env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     let n = nonce();
     let cmd = format!("echo hi; sleep 30.{n}");
     let out = env.run(&["run", "-p", "idle", "--pty", "--", &cmd]);

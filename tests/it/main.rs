@@ -25,5 +25,6 @@ mod support;
 mod teardown;
 mod terminal;
 mod tmux;
+mod toolbox;
 mod trust;
 mod trusted_files;

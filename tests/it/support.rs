@@ -136,6 +136,13 @@ impl TestEnv {
         p
     }
 
+    /// Write `toml` as the user profile `name` (found by `-p NAME`, no trust needed).
+    pub fn user_profile(&self, name: &str, toml: &str) {
+        let dir = self.config_dir().join("profiles");
+        std::fs::create_dir_all(&dir).expect("create the profiles dir");
+        std::fs::write(dir.join(format!("{name}.toml")), toml).expect("write the profile");
+    }
+
     /// A command line for the binary, hermetic and invoked from [`TestEnv::work`].
     pub fn cmd(&self, args: &[&str]) -> Cmd {
         self.program(bin(), args)
@@ -705,6 +712,11 @@ impl LiveServer {
                 return m;
             }
         }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
     }
 
     pub fn sigkill(mut self) {
