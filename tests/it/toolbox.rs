@@ -728,3 +728,103 @@ fn grep_and_glob_over_100k_files_answer_capped_and_say_so() {
     assert_eq!(glob["data"]["files"].as_array().map(Vec::len), Some(500));
     assert_eq!(glob["data"]["truncated_by"], "limit");
 }
+
+/// The MCP server routes `bash` commands only to tools that exist: with the toolbox
+/// (on in `agent`), `cat` is answered "use `read`" and `read` is there; without it,
+/// `cat` runs, whatever tools the profile lists for other callers.
+#[test]
+fn mcp_routes_a_command_only_to_a_tool_that_exists() {
+    let env = TestEnv::new();
+    env.write("notes.txt", "hello from notes\n");
+    let tool_names = |server: &mut LiveServer| -> Vec<String> {
+        let listing = server.mcp_request(2, "tools/list", json!({}));
+        listing["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+
+    let mut without = LiveServer::mcp(&env, &["-p", "agent", "--no-toolbox"]);
+    assert!(!tool_names(&mut without).contains(&"read".to_string()));
+    let ran = without.call_tool(3, "bash", json!({"command": "cat notes.txt"}));
+    assert_eq!(ran["isError"], false, "{ran}");
+    assert_eq!(
+        ran["structuredContent"]["output"], "hello from notes\n",
+        "{ran}"
+    );
+    // A tool the call declares is still routed to.
+    let declared = without.call_tool(
+        4,
+        "bash",
+        json!({"command": "cat notes.txt", "tools": ["read"]}),
+    );
+    assert_eq!(
+        declared["structuredContent"]["blocked"]["tool"], "read",
+        "{declared}"
+    );
+
+    let mut with = LiveServer::mcp(&env, &["-p", "agent"]);
+    let names = tool_names(&mut with);
+    for tool in ["read", "grep", "glob", "edit", "write"] {
+        assert!(
+            names.contains(&tool.to_string()),
+            "{tool} missing: {names:?}"
+        );
+    }
+    let blocked = with.call_tool(3, "bash", json!({"command": "cat notes.txt"}));
+    assert_eq!(blocked["isError"], true, "{blocked}");
+    assert_eq!(
+        blocked["structuredContent"]["blocked"]["tool"], "read",
+        "{blocked}"
+    );
+    let read = with.call_tool(4, "read", json!({"path": "notes.txt"}));
+    assert_eq!(
+        read["content"][0]["text"], "     1\thello from notes\n",
+        "{read}"
+    );
+    let mut on_default = LiveServer::mcp(&env, &["--toolbox"]);
+    assert!(tool_names(&mut on_default).contains(&"edit".to_string()));
+}
+
+/// One request, two protocols: the rpc `data` is the MCP `structuredContent`, the rpc
+/// `text` the MCP text, a refusal the same message.
+#[test]
+fn the_file_tools_answer_alike_over_mcp_and_rpc() {
+    let mut f = Files::start();
+    f.env.write("a/one.txt", "alpha\nbeta\n");
+    let mut mcp = LiveServer::mcp(&f.env, &["--toolbox", "-p", "files"]);
+    let calls = [
+        ("read", json!({"path": "a/one.txt"})),
+        ("grep", json!({"pattern": "beta", "output_mode": "lines"})),
+        ("glob", json!({"pattern": "**/*.txt"})),
+        ("read", json!({"path": "a/none.txt"})),
+        (
+            "write",
+            json!({"path": "/etc/agentbash-never-written", "content": "x"}),
+        ),
+    ];
+    for (n, (tool, args)) in calls.into_iter().enumerate() {
+        let over_mcp = mcp.call_tool(10 + n as u64, tool, args.clone());
+        let over_rpc = f.ask(tool, args.clone());
+        if over_rpc["success"] == true {
+            assert_eq!(over_mcp["isError"], false, "{over_mcp}");
+            assert_eq!(
+                over_mcp["structuredContent"], over_rpc["data"],
+                "{tool} {args}"
+            );
+            assert_eq!(
+                over_mcp["content"][0]["text"], over_rpc["text"],
+                "{tool} {args}"
+            );
+        } else {
+            assert_eq!(over_mcp["isError"], true, "{over_mcp}");
+            assert_eq!(
+                over_mcp["content"][0]["text"], over_rpc["error"],
+                "{tool} {args}"
+            );
+        }
+    }
+    assert!(!Path::new("/etc/agentbash-never-written").exists());
+}
