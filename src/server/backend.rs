@@ -102,10 +102,10 @@ pub trait Backend: Send + Sync + 'static {
         false
     }
 
-    /// One line (or a few) saying what the file tools may touch under this profile,
-    /// for their descriptions.
-    fn describe_toolbox(&self) -> String {
-        String::new()
+    /// What the file tools may read and write under this profile, a sentence each
+    /// (empty: nothing to say), for their descriptions.
+    fn describe_toolbox(&self) -> (String, String) {
+        (String::new(), String::new())
     }
 
     /// One file tool call with its JSON arguments; blocking. `Err` is the message of

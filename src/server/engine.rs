@@ -411,8 +411,11 @@ impl Backend for Engine {
         self.mcp_toolbox
     }
 
-    fn describe_toolbox(&self) -> String {
-        self.toolbox.describe()
+    fn describe_toolbox(&self) -> (String, String) {
+        (
+            self.toolbox.describe_reads(),
+            self.toolbox.describe_writes(),
+        )
     }
 
     fn file_tool(

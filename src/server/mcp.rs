@@ -727,11 +727,23 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
     Ok(tools)
 }
 
-/// The file tools' definitions; `policy` says what this profile's sandbox allows.
-fn file_tool_definitions(policy: &str) -> anyhow::Result<Vec<Tool>> {
-    use crate::toolbox::args::{EditArgs, GlobArgs, GrepArgs, ReadArgs, WriteArgs};
-    let policy = policy.trim();
-    let with_policy = |text: String| {
+/// The file tools' definitions; `reads` and `writes` say what this profile's sandbox
+/// lets them read and write.
+fn file_tool_definitions((reads, writes): &(String, String)) -> anyhow::Result<Vec<Tool>> {
+    use crate::toolbox::args::{
+        EditArgs, GLOB_DEFAULT_RESULTS, GREP_DEFAULT_RESULTS, GlobArgs, GrepArgs, READ_PAGE_LINES,
+        ReadArgs, WriteArgs,
+    };
+    let policy = |writing: bool| {
+        let mut lines: Vec<&str> = vec![reads.trim()];
+        if writing {
+            lines.push(writes.trim());
+        }
+        lines.retain(|l| !l.is_empty());
+        lines.join(" ")
+    };
+    let with_policy = |text: String, writing: bool| {
+        let policy = policy(writing);
         if policy.is_empty() {
             text
         } else {
@@ -749,15 +761,22 @@ fn file_tool_definitions(policy: &str) -> anyhow::Result<Vec<Tool>> {
             .idempotent(idempotent)
             .open_world(false)
     };
-    let page = crate::toolbox::args::READ_PAGE_LINES;
+    let defaults = |schema: Arc<JsonObject>, values: &[(&str, serde_json::Value)]| {
+        with_defaults(&schema, values)
+    };
+    use serde_json::json;
+    let page = READ_PAGE_LINES;
     let budget = crate::toolbox::TIME_BUDGET.as_secs();
     Ok(vec![
         Tool::new(
             "read",
             with_policy(format!(
                 "Read a text file as numbered lines (as `cat -n` numbers them), at most {page} lines per call: `offset` is the 0-based first line, and while lines are left the answer gives `next_offset`. Long lines are cut with a marker. Images (PNG, JPEG, GIF, WebP) come back as images; other binary files are described (type, size), never dumped. Paths are absolute or relative to the server's directory."
-            )),
-            schema("read", schema_for_input::<ReadArgs>().map_err(|e| str_err(&e)))?,
+            ), false),
+            defaults(
+                schema("read", schema_for_input::<ReadArgs>().map_err(|e| str_err(&e)))?,
+                &[("offset", json!(0)), ("limit", json!(READ_PAGE_LINES))],
+            ),
         )
         .with_title("Read a file")
         .with_annotations(annotations(true, true)),
@@ -765,8 +784,16 @@ fn file_tool_definitions(policy: &str) -> anyhow::Result<Vec<Tool>> {
             "grep",
             with_policy(format!(
                 "Search file contents for a regular expression (ripgrep's engine, in-process) in a file or a directory tree. Skips what ripgrep skips: files ignored by .gitignore (inside a git work tree) or .ignore, `.git`, binary files. `output_mode`: `files` (default, the matching files), `lines` (`path:line:text`, with `context` lines around) or `count` (matching lines per file). At most `limit` results (default 500) and {budget} s of searching: the answer says when it stopped early."
-            )),
-            schema("grep", schema_for_input::<GrepArgs>().map_err(|e| str_err(&e)))?,
+            ), false),
+            defaults(
+                schema("grep", schema_for_input::<GrepArgs>().map_err(|e| str_err(&e)))?,
+                &[
+                    ("case_insensitive", json!(false)),
+                    ("context", json!(0)),
+                    ("output_mode", json!("files")),
+                    ("limit", json!(GREP_DEFAULT_RESULTS)),
+                ],
+            ),
         )
         .with_title("Search file contents")
         .with_annotations(annotations(true, true)),
@@ -774,8 +801,11 @@ fn file_tool_definitions(policy: &str) -> anyhow::Result<Vec<Tool>> {
             "glob",
             with_policy(format!(
                 "Find files by path pattern under a directory, newest first: `**/*.rs` (any depth), `src/*.ts` (one level), `*.{{json,toml}}`. Ignore-aware like `grep`. At most `limit` paths (default 500, the newest) and {budget} s of walking: the answer says when more matched."
-            )),
-            schema("glob", schema_for_input::<GlobArgs>().map_err(|e| str_err(&e)))?,
+            ), false),
+            defaults(
+                schema("glob", schema_for_input::<GlobArgs>().map_err(|e| str_err(&e)))?,
+                &[("limit", json!(GLOB_DEFAULT_RESULTS))],
+            ),
         )
         .with_title("Find files by name")
         .with_annotations(annotations(true, true)),
@@ -784,8 +814,12 @@ fn file_tool_definitions(policy: &str) -> anyhow::Result<Vec<Tool>> {
             with_policy(
                 "Replace an exact piece of a file: `old_string` must occur exactly once (or set `replace_all`); a missing or ambiguous match is refused with the count, and nothing changes. Line endings (CRLF), a byte-order mark and bytes that are not UTF-8 are kept. `read` the file first: old_string is the text without the line numbers."
                     .to_string(),
+                true,
             ),
-            schema("edit", schema_for_input::<EditArgs>().map_err(|e| str_err(&e)))?,
+            defaults(
+                schema("edit", schema_for_input::<EditArgs>().map_err(|e| str_err(&e)))?,
+                &[("replace_all", json!(false))],
+            ),
         )
         .with_title("Edit a file")
         .with_annotations(annotations(false, false)),
@@ -794,8 +828,9 @@ fn file_tool_definitions(policy: &str) -> anyhow::Result<Vec<Tool>> {
             with_policy(
                 "Create a file, or replace one whole, with `content`; missing parent directories are created. A replaced file keeps its mode and is swapped in atomically."
                     .to_string(),
+                true,
             ),
-            schema("write", schema_for_input::<WriteArgs>().map_err(|e| str_err(&e)))?,
+            (*schema("write", schema_for_input::<WriteArgs>().map_err(|e| str_err(&e)))?).clone(),
         )
         .with_title("Write a file")
         .with_annotations(annotations(false, true)),

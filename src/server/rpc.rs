@@ -5,7 +5,8 @@
 //! session lock. Malformed input is answered, never fatal. EOF on stdin (or
 //! SIGTERM/SIGINT/SIGHUP) aborts what runs, answers what is queued as cancelled, waits
 //! for the aborted runs to answer, and exits 0. Nothing but protocol messages goes to
-//! stdout.
+//! stdout. The file requests (`read`, `grep`, `glob`, `edit`, `write`) are answered by
+//! the toolbox (`crate::toolbox`), each on a thread of its own outside the queue.
 
 use super::backend::BashCall;
 use super::engine::Engine;

@@ -35,9 +35,9 @@ pub struct ReadArgs {
     pub limit: Option<usize>,
 }
 
-/// What `grep` answers with.
+/// What `grep` answers with. Inlined in the schema: some clients do not follow `$ref`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema, serde::Serialize)]
-#[schemars(crate = "rmcp::schemars")]
+#[schemars(crate = "rmcp::schemars", inline)]
 #[serde(rename_all = "lowercase")]
 pub enum OutputMode {
     /// The paths of the files that match.

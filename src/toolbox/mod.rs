@@ -30,6 +30,14 @@ pub const TOOLS: [&str; 5] = ["read", "grep", "glob", "edit", "write"];
 
 pub use walk::TIME_BUDGET;
 
+fn list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What a tool answers.
 #[derive(Debug, Clone)]
 pub struct Answer {
@@ -112,21 +120,26 @@ impl Toolbox {
         }
     }
 
-    /// What the tools may touch under this profile, in a sentence or two (for the
-    /// tools' descriptions).
-    pub fn describe(&self) -> String {
+    /// What the tools may read under this profile, in a sentence (for the tools'
+    /// descriptions); empty when nothing is hidden.
+    pub fn describe_reads(&self) -> String {
+        let sandbox = &self.profile.sandbox;
+        if sandbox.mode == crate::sandbox::Mode::Off || sandbox.deny_read.is_empty() {
+            return String::new();
+        }
+        format!(
+            "Hidden by the sandbox (deny_read), as from every command: {}.",
+            list(&sandbox.deny_read)
+        )
+    }
+
+    /// Where `edit` and `write` may write under this profile, in a sentence.
+    pub fn describe_writes(&self) -> String {
         use crate::sandbox::Mode;
         let sandbox = &self.profile.sandbox;
-        let list = |paths: &[PathBuf]| {
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let mut d = match sandbox.mode {
             Mode::Off => "Sandbox off: files are written with the server's rights".to_string(),
-            Mode::ReadOnly => "Sandbox read-only: `edit` and `write` are refused".to_string(),
+            Mode::ReadOnly => "Sandbox read-only: nothing may be written".to_string(),
             Mode::WorkspaceWrite => {
                 let mut writable = vec![
                     sandbox
@@ -136,7 +149,7 @@ impl Toolbox {
                 ];
                 writable.extend(sandbox.writable.iter().cloned());
                 format!(
-                    "Sandbox workspace-write: `edit` and `write` change files only under {} (not .git/hooks, .git/config or .agentbash/)",
+                    "Sandbox workspace-write: only files under {} may be written (not .git/hooks, .git/config or .agentbash/)",
                     list(&writable)
                 )
             }
@@ -145,12 +158,6 @@ impl Toolbox {
             d.push_str(", never onto or into a guard.protected path");
         }
         d.push('.');
-        if sandbox.mode != Mode::Off && !sandbox.deny_read.is_empty() {
-            d.push_str(&format!(
-                " Hidden from every tool (deny_read): {}.",
-                list(&sandbox.deny_read)
-            ));
-        }
         d
     }
 

@@ -392,7 +392,9 @@ async def run_toolbox_checks(suite: Suite, mode: str, client: Any, info: Any) ->
                 assert schema["properties"][param].get("description"), f"{name}.{param} has no description"
             assert sorted(schema.get("required", [])) == required, (name, schema.get("required"))
             description = tools[name].description or ""
-            assert "Sandbox workspace-write" in description, (name, description)
+            assert "deny_read" in description, (name, description)
+            if name in ("edit", "write"):
+                assert "Sandbox workspace-write" in description, (name, description)
         assert "~/.secrets" in (tools["read"].description or ""), tools["read"].description
 
     async def read_pages() -> None:
