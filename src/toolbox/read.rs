@@ -130,7 +130,7 @@ pub fn read(policy: &FilePolicy, args: super::args::ReadArgs) -> Result<Answer, 
     };
     let page = page(&mut reader, offset, limit)
         .map_err(|e| ToolError::Path(format!("{}: {e}", at.describe())))?;
-    let text = page_text(&at.shown, &page, size, clamped);
+    let text = page_text(&at.shown, &page, clamped);
     let output = ReadOutput {
         path: at.shown.clone(),
         kind: "text",
@@ -294,8 +294,9 @@ fn char_boundary(bytes: &[u8], max: usize) -> usize {
 }
 
 /// What the model reads: the page, then a line saying what is left.
-fn page_text(path: &str, page: &Page, size: u64, clamped: Option<usize>) -> String {
-    if size == 0 {
+fn page_text(path: &str, page: &Page, clamped: Option<usize>) -> String {
+    // Not `size`: a file of /proc says 0 and has lines.
+    if page.lines == 0 && page.offset == 0 {
         return format!("({path} is empty)");
     }
     if page.lines == 0 {

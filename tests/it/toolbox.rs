@@ -142,6 +142,15 @@ fn read_pages_a_file_numbered_as_cat_n_does() {
     assert_eq!(capped["data"]["lines"], 2000, "limit is capped at a page");
     assert!(text(&capped).contains("limit 5000 is more than a page"));
 
+    // A file of /proc says it is empty (size 0) and is not.
+    let status = f.ok("read", json!({"path": "/proc/self/status", "limit": 3}));
+    assert!(text(&status).contains("     1\tName:"), "{}", text(&status));
+    f.env.write("empty.txt", "");
+    assert_eq!(
+        text(&f.ok("read", json!({"path": "empty.txt"}))),
+        "(empty.txt is empty)"
+    );
+
     let missing = f.refused("read", json!({"path": "nope.txt"}));
     assert!(missing.contains("nope.txt: does not exist"), "{missing}");
     std::fs::create_dir_all(f.work().join("dir")).expect("dir");
