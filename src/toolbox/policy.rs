@@ -456,6 +456,7 @@ mod tests {
     fn policy(mode: Mode, base: &Path) -> FilePolicy {
         let mut profile = Profile::default();
         profile.sandbox.mode = mode;
+        profile.artifacts.dir = "outputs".into();
         profile.sandbox.deny_read = vec![base.join("secret")];
         profile.guard.protected = vec![
             "/".into(),
@@ -495,6 +496,9 @@ mod tests {
             write(Mode::WorkspaceWrite, ".agentbash/profiles/x.toml"),
             Err(Refusal::Kept { .. })
         ));
+        // agentbash's own directories, here the artifacts, even inside the workspace.
+        let own = write(Mode::WorkspaceWrite, "outputs/3.bash.log").expect_err("own state");
+        assert!(own.to_string().contains("agentbash's own state"), "{own}");
         // The guard holds with the sandbox off; `/` protects only itself.
         assert_eq!(write(Mode::Off, "/elsewhere/x"), Ok(()));
         assert_eq!(
