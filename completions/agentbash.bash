@@ -1768,7 +1768,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__mcp)
-            opts="-p -h --profile --help"
+            opts="-p -h --profile --toolbox --no-toolbox --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

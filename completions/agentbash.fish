@@ -106,6 +106,8 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s h -l hel
 complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -l toolbox -d 'Also serve the file tools read, grep, glob, edit and write, under the profile\'s sandbox, guard and redaction (default: the profile\'s mcp.toolbox)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -l no-toolbox -d 'Serve only bash, read_artifact and the job tools, whatever mcp.toolbox says'
 complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and not __fish_seen_subcommand_from list show check help" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and not __fish_seen_subcommand_from list show check help" -f -a "list" -d 'List every profile that can be found, where it comes from, and what it shadows'

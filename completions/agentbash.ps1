@@ -116,6 +116,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;mcp' {
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--toolbox', '--toolbox', [CompletionResultType]::ParameterName, 'Also serve the file tools read, grep, glob, edit and write, under the profile''s sandbox, guard and redaction (default: the profile''s mcp.toolbox)')
+            [CompletionResult]::new('--no-toolbox', '--no-toolbox', [CompletionResultType]::ParameterName, 'Serve only bash, read_artifact and the job tools, whatever mcp.toolbox says')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

@@ -114,6 +114,8 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--toolbox[Also serve the file tools read, grep, glob, edit and write, under the profile'\''s sandbox, guard and redaction (default\: the profile'\''s mcp.toolbox)]' \
+'--no-toolbox[Serve only bash, read_artifact and the job tools, whatever mcp.toolbox says]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0

@@ -41,6 +41,7 @@ pub mod result;
 pub mod sandbox;
 pub mod server;
 pub mod shell;
+pub mod toolbox;
 
 pub use config::profile::{LoadedProfile, Lookup, Profile};
 pub use pipeline::{Event, Plan, RequestError, RunRequest, execute, plan};

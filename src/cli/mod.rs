@@ -129,7 +129,7 @@ pub enum Command {
     /// NDJSON requests on stdin, responses on stdout.
     Rpc(Deferred<ServerArgs>),
     /// Model Context Protocol server on stdio.
-    Mcp(Deferred<ServerArgs>),
+    Mcp(Deferred<McpArgs>),
     /// List, show and check profiles.
     #[command(subcommand)]
     Profile(Deferred<ProfileCommand>),
@@ -545,6 +545,32 @@ pub struct ServerArgs {
     /// Profile name or path to a .toml file.
     #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
     pub profile: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Also serve the file tools read, grep, glob, edit and write, under the profile's
+    /// sandbox, guard and redaction (default: the profile's mcp.toolbox).
+    #[arg(long, overrides_with = "no_toolbox")]
+    pub toolbox: bool,
+    /// Serve only bash, read_artifact and the job tools, whatever mcp.toolbox says.
+    #[arg(long, overrides_with = "toolbox")]
+    pub no_toolbox: bool,
+}
+
+impl McpArgs {
+    /// `--toolbox` / `--no-toolbox`, the last one given; `None`: the profile decides.
+    pub fn toolbox(&self) -> Option<bool> {
+        if self.toolbox {
+            Some(true)
+        } else if self.no_toolbox {
+            Some(false)
+        } else {
+            None
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -30,8 +30,8 @@ pub fn dispatch(cli: Cli) -> i32 {
             0
         }
         Command::Rules(c) => rules::command(c.0),
-        Command::Rpc(a) => server(a.0, false),
-        Command::Mcp(a) => server(a.0, true),
+        Command::Rpc(a) => server(a.0, None),
+        Command::Mcp(a) => server(a.0.server.clone(), Some(a.0.toolbox())),
         Command::Session(c) => session::command(c.0),
         Command::Snapshot(c) => snapshot::command(c.0),
         Command::Trust(a) => trust::command(a.0),
@@ -60,8 +60,9 @@ pub fn warn_profile(p: &crate::LoadedProfile) {
     }
 }
 
-/// `agentbash rpc` / `agentbash mcp`.
-pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
+/// `agentbash rpc` (`mcp: None`) / `agentbash mcp` (`Some(toolbox)`: `--toolbox`,
+/// `--no-toolbox` or neither).
+pub fn server(args: crate::cli::ServerArgs, mcp: Option<Option<bool>>) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
     let profile = match load_profile(args.profile.as_deref()) {
         Ok(p) => p,
@@ -69,9 +70,10 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
     };
     let mut engine = crate::server::engine::Engine::new(profile, cwd);
     engine.profile_spec = args.profile.clone().unwrap_or_else(|| "default".into());
-    if !mcp {
+    let Some(toolbox) = mcp else {
         return crate::server::rpc::serve(engine);
-    }
+    };
+    engine.mcp_toolbox = toolbox.unwrap_or(engine.profile.profile.mcp.toolbox);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

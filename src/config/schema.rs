@@ -24,6 +24,7 @@ pub struct Profile {
     pub limits: LimitsCfg,
     pub render: RenderCfg,
     pub server: ServerCfg,
+    pub mcp: McpCfg,
     pub sandbox: crate::sandbox::Policy,
     pub jobs: JobsCfg,
 }
@@ -339,6 +340,15 @@ impl Default for ServerCfg {
     }
 }
 
+/// `agentbash mcp`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpCfg {
+    /// Serve the file tools (read, grep, glob, edit, write) next to `bash`, under this
+    /// profile's sandbox, guard and redaction; the interceptor then routes to them.
+    pub toolbox: bool,
+}
+
 /// Background jobs (`agentbash job`, rpc `job_start`, mcp `bash` with `background`)
 /// and the foreground policies that lean on them.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -395,7 +405,9 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "description" => STRING,
         "extends" => "a string (the name or path of the profile to layer on)",
         "shell" | "env" | "timeout" | "output" | "artifacts" | "interceptor" | "guard" | "pty"
-        | "process" | "limits" | "render" | "server" | "sandbox" | "jobs" => "a table of settings",
+        | "process" | "limits" | "render" | "server" | "mcp" | "sandbox" | "jobs" => {
+            "a table of settings"
+        }
         "shell.path" => "a string (\"auto\" or the shell's path)",
         "shell.args" => STRINGS,
         "shell.prefix" => STRING,
@@ -435,6 +447,7 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "render.live" => "\"tail\", \"stream\" or \"off\"",
         "render.ci_annotations" => "\"auto\", \"always\" or \"never\"",
         "server.max_concurrent" => "a whole number of runs",
+        "mcp.toolbox" => BOOL,
         "jobs.log_max_bytes" => "a whole number of bytes (at least 8192)",
         "jobs.max_running" => "a whole number of jobs (1-256)",
         "jobs.ttl" => "a whole number of seconds (0: until stopped)",

@@ -29,7 +29,7 @@ pub fn plan(profile: &Policy, requested: Option<Mode>, invoking_dir: &Path) -> P
 /// agentbash's own directories: what a command must never rewrite (its profiles and
 /// trust records, snapshots, sessions, job records, artifacts), even when a writable
 /// tree of the sandbox covers them.
-fn own_dirs() -> Vec<PathBuf> {
+pub fn own_dirs() -> Vec<PathBuf> {
     let mut dirs = vec![crate::paths::state_dir(), crate::paths::cache_dir()];
     dirs.extend(crate::config::profile::Lookup::config_dir());
     dirs.extend(crate::shell::store::runtime_dir());

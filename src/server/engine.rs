@@ -27,6 +27,10 @@ pub struct Engine {
     /// supervisor's stdin: stopped when the server exits, and by their supervisors
     /// when it dies without a word (the pipe closes with the process).
     owned_jobs: std::sync::Mutex<Vec<(u64, std::os::fd::OwnedFd)>>,
+    /// The file tools, under the profile (rpc always serves them).
+    pub toolbox: crate::toolbox::Toolbox,
+    /// Whether `agentbash mcp` declares the file tools (`--toolbox`, `mcp.toolbox`).
+    pub mcp_toolbox: bool,
     /// Set when the server stops taking requests: job requests that wait (`job_wait`,
     /// `job_output` with `wait`, `job_send`'s window) end their wait.
     closing: CancelToken,
@@ -35,7 +39,10 @@ pub struct Engine {
 impl Engine {
     pub fn new(profile: LoadedProfile, invoking_dir: PathBuf) -> Self {
         crate::process::spawn::set_shared_process();
+        let toolbox = crate::toolbox::Toolbox::new(&profile.profile, &invoking_dir);
         Engine {
+            toolbox,
+            mcp_toolbox: false,
             profile,
             invoking_dir,
             pool: ShellPool::new(),
@@ -120,10 +127,9 @@ impl Engine {
         let mut req =
             super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)?;
         if !call.server_tools.is_empty() {
-            let mut tools = req
-                .tools
-                .take()
-                .unwrap_or_else(|| self.profile.profile.interceptor.tools.clone());
+            // The MCP server: its own tools plus the call's, never the profile's list
+            // (see `BashCall::server_tools`).
+            let mut tools = req.tools.take().unwrap_or_default();
             tools.extend(call.server_tools.iter().cloned());
             req.tools = Some(tools);
         }
@@ -412,10 +418,10 @@ impl Engine {
                 n = p.jobs.idle_timeout
             ));
         }
-        if p.interceptor.enabled && !p.interceptor.tools.is_empty() {
+        if p.interceptor.enabled && self.mcp_toolbox {
             d.push_str(&format!(
-                "\nCommands that should use one of your tools ({}) instead are blocked with a message naming the tool.",
-                p.interceptor.tools.join(", ")
+                "\nCommands that should use one of this server's file tools ({}) instead are blocked with a message naming the tool; so are those for a tool you declare in `tools`.",
+                crate::toolbox::TOOLS.join(", ")
             ));
         }
         d
@@ -461,6 +467,24 @@ impl Backend for Engine {
         self.description()
     }
 
+    fn toolbox(&self) -> bool {
+        self.mcp_toolbox
+    }
+
+    fn describe_toolbox(&self) -> (String, String) {
+        (
+            self.toolbox.describe_reads(),
+            self.toolbox.describe_writes(),
+        )
+    }
+
+    fn file_tool(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+    ) -> Result<crate::toolbox::Answer, String> {
+        self.toolbox.call(name, args).map_err(|e| e.to_string())
+    }
     fn close(&self) {
         Engine::close(self);
     }

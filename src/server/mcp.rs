@@ -3,6 +3,11 @@
 //! Stock MCP clients (desktop, IDE and CLI agents) get `bash`, whose text content is
 //! the result's `text` and whose structured content is the whole result (with
 //! `background: true`, it starts a job instead), `read_artifact`, which pages through
+//! the full output of a run that was cut, and the job tools `job_output`, `job_send`,
+//! `job_stop` and `job_list`; with the toolbox (`--toolbox`, `mcp.toolbox`), the file
+//! tools `read`, `grep`, `glob`, `edit` and `write` (`crate::toolbox`), under the
+//! same sandbox, guard and redaction as `bash`. The interceptor routes a `bash`
+//! command only to a tool that exists: this server's own, or one the call declares.
 //! the full output of a run that was cut, and the job tools `job_status`, `job_wait`,
 //! `job_output`, `job_send`, `job_stop` and `job_list`.
 //! This module speaks the protocol (through the official SDK, `rmcp`) and nothing
@@ -54,6 +59,8 @@ const JOB_TOOLS: [&str; 6] = [
 /// What this server offers for background launches, declared to the interceptor so
 /// its background rules point at `bash` with `background: true`.
 const OWN_TOOL_FOR_BACKGROUND: &str = "job";
+/// The file tools, served with the toolbox.
+const FILE_TOOLS: [&str; 5] = crate::toolbox::TOOLS;
 
 /// A progress message carries at most this much of the newest output: progress is for
 /// watching a run, the result carries the output, and a client that reads slowly must
@@ -150,7 +157,7 @@ struct BashArgs {
     /// Name of a persistent shell session: the working directory, exported variables, functions and aliases carry over between calls that use the same name (so `cd` and `source venv/bin/activate` stick). Calls on one session run one at a time. Omit for a fresh shell.
     #[schemars(pattern(r"^[A-Za-z0-9._-]{1,64}$"))]
     session: Option<String>,
-    /// Tools the caller has (e.g. `["read", "grep"]`); interceptor rules that point at one of these block the command and say which tool to use. Overrides the profile's list.
+    /// Tools you have besides this server's own (e.g. `["Read", "WebFetch"]`); interceptor rules that point at one of them, or at one of this server's tools, block the command and say which tool to use.
     tools: Option<Vec<String>>,
     /// Sandbox mode for this command: "off", "read-only" or "workspace-write". Refused unless the server's profile allows overrides; omit it to use the profile's.
     sandbox: Option<String>,
@@ -384,7 +391,10 @@ pub struct McpServer<B: Backend> {
 
 impl<B: Backend> McpServer<B> {
     fn new(backend: Arc<B>, closed: watch::Sender<bool>) -> anyhow::Result<Self> {
-        let tools = tool_definitions(&backend.describe())?;
+        let mut tools = tool_definitions(&backend.describe())?;
+        if backend.toolbox() {
+            tools.extend(file_tool_definitions(&backend.describe_toolbox())?);
+        }
         let slots = Arc::new(Semaphore::new(backend.max_concurrent().max(1)));
         Ok(Self {
             backend,
@@ -408,6 +418,10 @@ impl<B: Backend> McpServer<B> {
         }
         let mut call: BashCall = args.into();
         call.server_tools = vec![OWN_TOOL_FOR_BACKGROUND.to_string()];
+        if self.backend.toolbox() {
+            call.server_tools
+                .extend(FILE_TOOLS.iter().map(|t| t.to_string()));
+        }
         // A bad request is answered now, not once a run slot frees.
         if let Err(message) = self.backend.check(&call) {
             return tool_error(message);
@@ -525,6 +539,33 @@ impl<B: Backend> McpServer<B> {
         }
     }
 
+    /// A file tool on a blocking thread: bounded by the tool itself (a page, a
+    /// result cap, a time budget), so it needs no run slot.
+    async fn call_file_tool(
+        &self,
+        name: &'static str,
+        arguments: Option<JsonObject>,
+    ) -> CallToolResult {
+        let backend = Arc::clone(&self.backend);
+        let args = serde_json::Value::Object(arguments.unwrap_or_default());
+        match tokio::task::spawn_blocking(move || backend.file_tool(name, args)).await {
+            Ok(Ok(answer)) => {
+                let mut content = vec![ContentBlock::text(answer.text)];
+                if let Some(image) = answer.image {
+                    content.push(ContentBlock::image(image.data, image.mime_type));
+                }
+                let mut result = CallToolResult::success(content);
+                result.structured_content = Some(answer.data);
+                result.is_error = Some(false);
+                result
+            }
+            Ok(Err(message)) => tool_error(message),
+            Err(error) => tool_error(format!(
+                "agentbash failed: `{name}` did not finish ({error})"
+            )),
+        }
+    }
+
     async fn call_read_artifact(&self, arguments: Option<JsonObject>) -> CallToolResult {
         let parsed =
             parse_arguments::<ReadArtifactArgs>(READ_ARTIFACT_TOOL, arguments).and_then(|args| {
@@ -554,15 +595,23 @@ impl<B: Backend> McpServer<B> {
 
 impl<B: Backend> ServerHandler for McpServer<B> {
     fn get_info(&self) -> ServerConfig {
+        let mut instructions = String::from(
+            "Run shell commands with the `bash` tool. Long output is cut to fit; the \
+             notice at the end of a cut output names an artifact (artifact://N) whose \
+             full text the `read_artifact` tool returns, a range of lines at a time.",
+        );
+        if self.backend.toolbox() {
+            instructions.push_str(
+                " Read, search and change files with `read`, `grep`, `glob`, `edit` and \
+                 `write`: they obey the same sandbox as `bash`, and `bash` commands that \
+                 should use them are blocked with a message naming the tool.",
+            );
+        }
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(
                 Implementation::new("agentbash", env!("CARGO_PKG_VERSION")).with_title("agentbash"),
             )
-            .with_instructions(
-                "Run shell commands with the `bash` tool. Long output is cut to fit; the \
-                 notice at the end of a cut output names an artifact (artifact://N) whose \
-                 full text the `read_artifact` tool returns, a range of lines at a time.",
-            )
+            .with_instructions(instructions)
     }
 
     async fn list_tools(
@@ -585,6 +634,13 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         let result = match request.name.as_ref() {
             BASH_TOOL => self.call_bash(request.arguments, context).await,
             READ_ARTIFACT_TOOL => self.call_read_artifact(request.arguments).await,
+            name if self.backend.toolbox() && FILE_TOOLS.contains(&name) => {
+                let tool = FILE_TOOLS
+                    .into_iter()
+                    .find(|t| *t == name)
+                    .unwrap_or("read");
+                self.call_file_tool(tool, request.arguments).await
+            }
             name if JOB_TOOLS.contains(&name) => {
                 let kind = JOB_TOOLS
                     .into_iter()
@@ -594,9 +650,17 @@ impl<B: Backend> ServerHandler for McpServer<B> {
                 self.call_job(kind, args).await
             }
             other => {
+                let names: Vec<String> =
+                    self.tools.iter().map(|t| format!("`{}`", t.name)).collect();
+                let hint = if FILE_TOOLS.contains(&other) {
+                    " (the file tools are served with `agentbash mcp --toolbox` or mcp.toolbox = true)"
+                } else {
+                    ""
+                };
                 return Err(ErrorData::invalid_params(
                     format!(
-                        "unknown tool `{other}`; this server has `{BASH_TOOL}`, `{READ_ARTIFACT_TOOL}`, `job_status`, `job_wait`, `job_output`, `job_send`, `job_stop` and `job_list`"
+                        "unknown tool `{other}`; this server has {}{hint}",
+                        names.join(", ")
                     ),
                     None,
                 ));
@@ -724,6 +788,116 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
     ];
     tools.extend(jobs);
     Ok(tools)
+}
+
+/// The file tools' definitions; `reads` and `writes` say what this profile's sandbox
+/// lets them read and write.
+fn file_tool_definitions((reads, writes): &(String, String)) -> anyhow::Result<Vec<Tool>> {
+    use crate::toolbox::args::{
+        EditArgs, GLOB_DEFAULT_RESULTS, GREP_DEFAULT_RESULTS, GlobArgs, GrepArgs, READ_PAGE_LINES,
+        ReadArgs, WriteArgs,
+    };
+    let policy = |writing: bool| {
+        let mut lines: Vec<&str> = vec![reads.trim()];
+        if writing {
+            lines.push(writes.trim());
+        }
+        lines.retain(|l| !l.is_empty());
+        lines.join(" ")
+    };
+    let with_policy = |text: String, writing: bool| {
+        let policy = policy(writing);
+        if policy.is_empty() {
+            text
+        } else {
+            format!("{text}\n{policy}")
+        }
+    };
+    let schema = |name: &str, s: Result<Arc<JsonObject>, String>| {
+        s.map_err(|error| anyhow::anyhow!("{name} tool schema: {error}"))
+    };
+    let str_err = |e: &dyn std::fmt::Display| e.to_string();
+    let annotations = |read_only: bool, idempotent: bool| {
+        ToolAnnotations::new()
+            .read_only(read_only)
+            .destructive(!read_only)
+            .idempotent(idempotent)
+            .open_world(false)
+    };
+    let defaults = |schema: Arc<JsonObject>, values: &[(&str, serde_json::Value)]| {
+        with_defaults(&schema, values)
+    };
+    use serde_json::json;
+    let page = READ_PAGE_LINES;
+    let budget = crate::toolbox::TIME_BUDGET.as_secs();
+    Ok(vec![
+        Tool::new(
+            "read",
+            with_policy(format!(
+                "Read a text file as numbered lines (as `cat -n` numbers them), at most {page} lines per call: `offset` is the 0-based first line, and while lines are left the answer gives `next_offset`. Long lines are cut with a marker. Images (PNG, JPEG, GIF, WebP) come back as images; other binary files are described (type, size), never dumped. Paths are absolute or relative to the server's directory."
+            ), false),
+            defaults(
+                schema("read", schema_for_input::<ReadArgs>().map_err(|e| str_err(&e)))?,
+                &[("offset", json!(0)), ("limit", json!(READ_PAGE_LINES))],
+            ),
+        )
+        .with_title("Read a file")
+        .with_annotations(annotations(true, true)),
+        Tool::new(
+            "grep",
+            with_policy(format!(
+                "Search file contents for a regular expression (ripgrep's engine, in-process) in a file or a directory tree. Skips what ripgrep skips: files ignored by .gitignore (inside a git work tree) or .ignore, `.git`, binary files. `output_mode`: `files` (default, the matching files), `lines` (`path:line:text`, with `context` lines around) or `count` (matching lines per file). At most `limit` results (default 500) and {budget} s of searching: the answer says when it stopped early."
+            ), false),
+            defaults(
+                schema("grep", schema_for_input::<GrepArgs>().map_err(|e| str_err(&e)))?,
+                &[
+                    ("case_insensitive", json!(false)),
+                    ("context", json!(0)),
+                    ("output_mode", json!("files")),
+                    ("limit", json!(GREP_DEFAULT_RESULTS)),
+                ],
+            ),
+        )
+        .with_title("Search file contents")
+        .with_annotations(annotations(true, true)),
+        Tool::new(
+            "glob",
+            with_policy(format!(
+                "Find files by path pattern under a directory, newest first: `**/*.rs` (any depth), `src/*.ts` (one level), `*.{{json,toml}}`. Ignore-aware like `grep`. At most `limit` paths (default 500, the newest) and {budget} s of walking: the answer says when more matched."
+            ), false),
+            defaults(
+                schema("glob", schema_for_input::<GlobArgs>().map_err(|e| str_err(&e)))?,
+                &[("limit", json!(GLOB_DEFAULT_RESULTS))],
+            ),
+        )
+        .with_title("Find files by name")
+        .with_annotations(annotations(true, true)),
+        Tool::new(
+            "edit",
+            with_policy(
+                "Replace an exact piece of a file: `old_string` must occur exactly once (or set `replace_all`); a missing or ambiguous match is refused with the count, and nothing changes. Line endings (CRLF), a byte-order mark and bytes that are not UTF-8 are kept. `read` the file first: old_string is the text without the line numbers."
+                    .to_string(),
+                true,
+            ),
+            defaults(
+                schema("edit", schema_for_input::<EditArgs>().map_err(|e| str_err(&e)))?,
+                &[("replace_all", json!(false))],
+            ),
+        )
+        .with_title("Edit a file")
+        .with_annotations(annotations(false, false)),
+        Tool::new(
+            "write",
+            with_policy(
+                "Create a file, or replace one whole, with `content`; missing parent directories are created. A replaced file keeps its mode and is swapped in atomically."
+                    .to_string(),
+                true,
+            ),
+            (*schema("write", schema_for_input::<WriteArgs>().map_err(|e| str_err(&e)))?).clone(),
+        )
+        .with_title("Write a file")
+        .with_annotations(annotations(false, true)),
+    ])
 }
 
 /// `schema` with each named property's `default` set (schemars writes `null` for an

@@ -5,7 +5,8 @@
 //! session lock. Malformed input is answered, never fatal. EOF on stdin (or
 //! SIGTERM/SIGINT/SIGHUP) aborts what runs, answers what is queued as cancelled, waits
 //! for the aborted runs to answer, and exits 0. Nothing but protocol messages goes to
-//! stdout.
+//! stdout. The file requests (`read`, `grep`, `glob`, `edit`, `write`) are answered by
+//! the toolbox (`crate::toolbox`), each on a thread of its own outside the queue.
 
 use super::backend::BashCall;
 use super::engine::Engine;
@@ -429,9 +430,20 @@ pub fn serve(engine: Engine) -> i32 {
                 }));
                 threads.retain(|t| !t.is_finished());
             }
+            Some(kind) if crate::toolbox::TOOLS.contains(&kind) => {
+                let mut args = obj.clone();
+                args.remove("id");
+                args.remove("type");
+                let (engine, out, kind) = (Arc::clone(&engine), out.clone(), kind.to_string());
+                // Off the reader: a grep may search for seconds.
+                threads.push(std::thread::spawn(move || {
+                    out.send(&file_tool_answer(&engine, &id, &kind, Value::Object(args)));
+                }));
+                threads.retain(|t| !t.is_finished());
+            }
             Some(other) => out.error(
                 &id,
-                format!("unknown request type {other:?}: use \"bash\", \"abort_bash\" or a job request (job_start, job_status, job_wait, job_output, job_send, job_stop, job_list)"),
+                format!("unknown request type {other:?}: use \"bash\", \"abort_bash\", a file request (read, grep, glob, edit, write) or a job request (job_start, job_status, job_wait, job_output, job_send, job_stop, job_list)"),
             ),
             None => out.error(&id, "missing `type`: use \"bash\" or \"abort_bash\""),
         }
@@ -465,6 +477,24 @@ fn bash_call(req: BashRequest) -> BashCall {
         tools: req.tools,
         sandbox: req.sandbox,
         server_tools: Vec::new(),
+    }
+}
+
+/// The response to a file request: `data` is the tool's structured result (the MCP
+/// `structuredContent`), `image` the image `read` found; a refusal or a bad argument
+/// is `success: false` with the message in `error`.
+fn file_tool_answer(engine: &Engine, id: &Value, kind: &str, args: Value) -> Value {
+    match engine.toolbox.call(kind, args) {
+        Ok(answer) => {
+            let mut v = json!({"id": id, "type": "response", "command": kind, "success": true, "data": answer.data, "text": answer.text});
+            if let Some(image) = answer.image {
+                v["image"] = json!({"mime_type": image.mime_type, "data": image.data});
+            }
+            v
+        }
+        Err(e) => {
+            json!({"id": id, "type": "response", "command": kind, "success": false, "error": e.to_string()})
+        }
     }
 }
 

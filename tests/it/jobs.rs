@@ -41,12 +41,6 @@ fn wait_for_output(env: &TestEnv, name: &str, needle: &str, within: Duration) ->
 }
 
 /// A user profile `name` (in the test's config dir) with `toml` as its text.
-fn user_profile(env: &TestEnv, name: &str, toml: &str) {
-    let dir = env.config_dir().join("profiles");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join(format!("{name}.toml")), toml).unwrap();
-}
-
 #[test]
 fn a_dev_server_is_ready_outlives_its_caller_and_stop_ends_it() {
     let env = TestEnv::new();
@@ -215,8 +209,7 @@ fn cursor_reads_join_into_the_exact_output_and_tail_shows_the_end() {
 #[test]
 fn a_huge_printer_keeps_its_log_bounded() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
+    env.user_profile(
         "small",
         "extends = \"default\"\n[jobs]\nlog_max_bytes = 1048576\n",
     );
@@ -398,11 +391,7 @@ fn ttl_ends_a_job_on_time() {
 #[test]
 fn max_running_refuses_the_next_start_naming_the_running_jobs() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
-        "one",
-        "extends = \"default\"\n[jobs]\nmax_running = 1\n",
-    );
+    env.user_profile("one", "extends = \"default\"\n[jobs]\nmax_running = 1\n");
     job(
         &env,
         &["start", "-p", "one", "--name", "first", "--", "sleep 60"],
@@ -486,11 +475,7 @@ fn rpc_jobs_started_detached_outlive_the_server() {
 #[test]
 fn idle_timeout_stops_a_run_that_prints_nothing() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
-        "idle",
-        "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
-    );
+    env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     let out = env.run(&["run", "-p", "idle", "--", "echo hi; sleep 30"]);
     out.assert_code(124);
     assert!(
@@ -518,11 +503,7 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
 #[test]
 fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
-        "idle",
-        "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
-    );
+    env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     let n = nonce();
     let cmd = format!("echo hi; sleep 30.{n}");
     let out = env.run(&["run", "-p", "idle", "--pty", "--", &cmd]);
@@ -938,8 +919,7 @@ fn a_job_that_fails_at_once_is_reported_exited_and_stops_an_and_list() {
     let env = TestEnv::new();
     // A generous wait, so a loaded machine cannot make the failure late; the answer
     // comes as soon as the job ends, not when the wait is over.
-    user_profile(
-        &env,
+    env.user_profile(
         "settle",
         "extends = \"default\"\n[jobs]\nstart_wait_ms = 20000\n",
     );
@@ -971,8 +951,7 @@ fn a_job_that_fails_at_once_is_reported_exited_and_stops_an_and_list() {
 #[test]
 fn the_log_keeps_the_head_and_the_tail_and_cursors_stay_exact() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
+    env.user_profile(
         "small",
         "extends = \"default\"\n[jobs]\nlog_max_bytes = 30000\n",
     );
@@ -1125,11 +1104,7 @@ fn gc_keeps_running_jobs_ends_lost_ones_and_removes_old_finished_ones() {
     assert_eq!(v["running"], 1, "{v}");
     assert!(!procs_with_cmdline(&format!("sleep 391.{n}"), Duration::ZERO).is_empty());
     // keep_exited = 0: the finished one goes, the running one stays.
-    user_profile(
-        &env,
-        "nokeep",
-        "extends = \"default\"\n[jobs]\nkeep_exited = 0\n",
-    );
+    env.user_profile("nokeep", "extends = \"default\"\n[jobs]\nkeep_exited = 0\n");
     let (_, v) = job_json(&env, &["gc", "-p", "nokeep"]);
     assert_eq!(v["removed"], serde_json::json!(["job://2"]), "{v}");
     let (_, v) = job_json(&env, &["status", "healthy"]);
@@ -1140,11 +1115,7 @@ fn gc_keeps_running_jobs_ends_lost_ones_and_removes_old_finished_ones() {
 #[test]
 fn a_bad_profile_is_named_by_job_start_and_gc() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
-        "typo",
-        "extends = \"default\"\n[jobs]\nmax_runing = 3\n",
-    );
+    env.user_profile("typo", "extends = \"default\"\n[jobs]\nmax_runing = 3\n");
     for args in [
         &["start", "-p", "typo", "--", "true"][..],
         &["gc", "-p", "typo"][..],
@@ -1159,11 +1130,7 @@ fn a_bad_profile_is_named_by_job_start_and_gc() {
 #[test]
 fn a_headless_pty_run_types_nothing_into_its_terminal() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
-        "idle",
-        "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
-    );
+    env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     // Reading the terminal: it waits, as at a terminal nobody types into, until
     // idle_timeout ends it; it never gets an end of input (^D) it did not ask for.
     let out = env.run(&[
@@ -1187,11 +1154,7 @@ fn a_headless_pty_run_types_nothing_into_its_terminal() {
 #[test]
 fn idle_timeout_spares_a_run_with_a_timeout_and_a_run_using_cpu() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
-        "idle",
-        "extends = \"default\"\n[jobs]\nidle_timeout = 1\n",
-    );
+    env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     // The caller gave a timeout: quiet waiting is theirs to allow.
     let out = env.run(&[
         "run",
@@ -1217,7 +1180,7 @@ fn idle_timeout_spares_a_run_with_a_timeout_and_a_run_using_cpu() {
 
 /// A profile on top of `agent` for the rpc tests of `jobs.background_after`.
 fn agent_profile(env: &TestEnv, name: &str, jobs: &str) {
-    user_profile(env, name, &format!("extends = \"agent\"\n[jobs]\n{jobs}\n"));
+    env.user_profile(name, &format!("extends = \"agent\"\n[jobs]\n{jobs}\n"));
 }
 
 #[test]
@@ -1362,8 +1325,7 @@ fn all_files(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
 #[test]
 fn secrets_are_masked_in_every_job_path() {
     let env = TestEnv::new();
-    user_profile(
-        &env,
+    env.user_profile(
         "red",
         "extends = \"default\"\n[output]\nredact = [\"*TOKEN*\"]\n",
     );

@@ -28,5 +28,6 @@ mod support;
 mod teardown;
 mod terminal;
 mod tmux;
+mod toolbox;
 mod trust;
 mod trusted_files;

@@ -107,6 +107,81 @@ fn python_sdk_client_passes() {
     );
 }
 
+/// `false` (and the test skips) when python3 cannot import the MCP SDK, unless
+/// [`REQUIRE_PYTHON_ENV`] says it must.
+fn python_client_available() -> bool {
+    if python_sdk_available() {
+        return true;
+    }
+    let message = "skipped: python3 cannot import `mcp` (install it with `pip install mcp`)";
+    assert!(
+        std::env::var(REQUIRE_PYTHON_ENV).as_deref() != Ok("1"),
+        "{message}, and {REQUIRE_PYTHON_ENV}=1"
+    );
+    eprintln!("{message}");
+    false
+}
+
+fn client_script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py")
+}
+
+/// The file tools through the official client: `agentbash mcp --toolbox` under a
+/// workspace-write profile with `deny_read` and redaction (the checks are in
+/// `tests/mcp/mcp_client.py --toolbox`).
+#[test]
+fn python_sdk_client_passes_the_toolbox_checks() {
+    if !python_client_available() {
+        return;
+    }
+    let env = crate::support::TestEnv::new();
+    let secret = "tok-51c0ffee77ab";
+    env.user_profile(
+        "files",
+        &format!(
+            "extends = \"default\"\n[sandbox]\nmode = \"workspace-write\"\ndeny_read = [\"~/.secrets\"]\n\
+             [env]\nset = {{ DEPLOY_TOKEN = \"{secret}\" }}\n[output]\nredact = [\"*TOKEN*\"]\n"
+        ),
+    );
+    let script = client_script().display().to_string();
+    let python = env
+        .program(
+            "python3",
+            &[
+                &script,
+                "--toolbox",
+                SERVER,
+                "mcp",
+                "--toolbox",
+                "-p",
+                "files",
+            ],
+        )
+        .env("TOOLBOX_SECRET", secret)
+        .into_command();
+    assert_python_client_passes(python);
+}
+
+fn assert_python_client_passes(mut python: Command) {
+    let output = python.output().expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python MCP client failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    // `N passed, 0 failed` (maybe `, K skipped`), with N > 0.
+    let summary = stdout.lines().last().unwrap_or_default();
+    let passed = summary
+        .split_once(" passed, 0 failed")
+        .and_then(|(passed, _)| passed.parse::<u32>().ok());
+    assert!(
+        passed.is_some_and(|n| n > 0),
+        "unexpected summary `{summary}`:\n{stdout}"
+    );
+}
+
 #[test]
 fn python_sdk_client_sees_background_after_keep_the_sandbox_under_agent() {
     if !python_sdk_available() {

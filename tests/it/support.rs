@@ -136,6 +136,13 @@ impl TestEnv {
         p
     }
 
+    /// Write `toml` as the user profile `name` (found by `-p NAME`, no trust needed).
+    pub fn user_profile(&self, name: &str, toml: &str) {
+        let dir = self.config_dir().join("profiles");
+        std::fs::create_dir_all(&dir).expect("create the profiles dir");
+        std::fs::write(dir.join(format!("{name}.toml")), toml).expect("write the profile");
+    }
+
     /// A command line for the binary, hermetic and invoked from [`TestEnv::work`].
     pub fn cmd(&self, args: &[&str]) -> Cmd {
         self.program(bin(), args)
@@ -722,6 +729,61 @@ impl LiveServer {
         }
     }
 
+    /// `agentbash mcp ARGS`, with the MCP handshake done.
+    pub fn mcp(env: &TestEnv, args: &[&str]) -> LiveServer {
+        let mut args = args.to_vec();
+        args.insert(0, "mcp");
+        let mut server = LiveServer::start(env, &args);
+        server.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "it", "version": "0"}}}),
+        );
+        let reply = server.message_with_id(&Value::from("init"));
+        assert_eq!(
+            reply["result"]["serverInfo"]["name"], "agentbash",
+            "{reply}"
+        );
+        server.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    /// An MCP request (`tools/list`, `tools/call`, …); its JSON-RPC answer.
+    #[track_caller]
+    pub fn mcp_request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        self.message_with_id(&Value::from(id))
+    }
+
+    /// An MCP `tools/call`; the call's `result`.
+    #[track_caller]
+    pub fn call_tool(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        let reply = self.mcp_request(
+            id,
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": arguments}),
+        );
+        assert!(reply["error"].is_null(), "{tool}: {reply}");
+        reply["result"].clone()
+    }
+
+    /// The next message carrying `id`, skipping the others (progress, logs).
+    #[track_caller]
+    fn message_with_id(&self, id: &Value) -> Value {
+        loop {
+            let m = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("an answer within 30 s");
+            if &m["id"] == id {
+                return m;
+            }
+        }
+    }
+
+    /// The server's process id.
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
     }

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Drive an agentbash MCP server with the official MCP Python SDK (`pip install mcp`).
 
-Usage: mcp_client.py [--only NAME] SERVER_COMMAND [ARGS...]
+Usage: mcp_client.py [--toolbox | --only NAME] SERVER_COMMAND [ARGS...]
    e.g. mcp_client.py agentbash mcp --profile default
         mcp_client.py --only session agentbash mcp --profile agent   (the checks whose name has NAME)
+        mcp_client.py --toolbox agentbash mcp --toolbox --profile files
 
 The same checks run twice, over stdio, once per way a stock client connects:
   legacy  `ClientSession.initialize()` — the initialize handshake most clients use;
@@ -17,6 +18,12 @@ job tools (bash with background, job_status, job_wait, job_output, job_send, job
 job_list).
 With MCP_CHECKS=agent-jobs (a server on a profile extending `agent` with
 jobs.background_after = 1), the checks of `run_agent_job_checks` instead.
+
+With --toolbox the checks are the file tools' instead (read, grep, glob, edit, write):
+run from the server's workspace, under a profile with sandbox workspace-write,
+deny_read = ["~/.secrets"] and the variable DEPLOY_TOKEN redacted, whose value is in
+the environment as TOOLBOX_SECRET. Fixtures are made in the working directory and
+in $HOME.
 
 Ends with the line `N passed, M failed`; exit status 0 only when nothing failed.
 """
@@ -411,7 +418,16 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any, only: str 
             if only in name:
                 await suite.check(label(name), body)
 
+    async def no_file_tools_without_the_toolbox() -> None:
+        try:
+            result = await client.call_tool("read", {"path": "x"})
+        except Exception as error:  # noqa: BLE001 - SDK-version-specific error type
+            assert "unknown tool `read`" in str(error) and "--toolbox" in str(error), error
+        else:
+            raise AssertionError(f"expected a protocol error, got {result!r}")
+
     for name, body in [
+        ("no file tools without --toolbox", no_file_tools_without_the_toolbox),
         ("bash background: a server started, read and stopped", background_job),
         ("session keeps ten state changes", session_keeps_ten_state_changes),
         ("background launches point at bash background", a_background_launch_is_routed_to_the_job_tool),
@@ -486,11 +502,188 @@ async def run_agent_job_checks(suite: Suite, mode: str, client: Any, info: Any) 
         await suite.check(label(name), body)
 
 
+FILE_TOOL_PARAMS = {
+    "read": (["path", "offset", "limit"], ["path"]),
+    "grep": (["pattern", "path", "glob", "case_insensitive", "context", "output_mode", "limit"], ["pattern"]),
+    "glob": (["pattern", "path", "limit"], ["pattern"]),
+    "edit": (["path", "old_string", "new_string", "replace_all"], ["new_string", "old_string", "path"]),
+    "write": (["path", "content"], ["content", "path"]),
+}
+
+
+def blocks(result: Any, kind: str) -> list[Any]:
+    return [block for block in result.content if getattr(block, "type", None) == kind]
+
+
+async def run_toolbox_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
+    work = os.getcwd()
+    home = os.environ["HOME"]
+    secret = os.environ["TOOLBOX_SECRET"]
+    base = os.path.join(work, f"t-{mode}")
+    os.makedirs(base, exist_ok=True)
+    rel = lambda name: f"t-{mode}/{name}"  # noqa: E731 - paths relative to the server's directory
+
+    def put(name: str, data: bytes) -> str:
+        path = os.path.join(base, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as out:
+            out.write(data)
+        return path
+
+    def label(name: str) -> str:
+        return f"[{mode}] toolbox: {name}"
+
+    async def tools_listed() -> None:
+        listing = await client.list_tools()
+        tools = {tool.name: tool for tool in listing.tools}
+        assert set(tools) == {"bash", "read_artifact", "job_status", "job_wait", "job_output", "job_send", "job_stop", "job_list", *FILE_TOOL_PARAMS}, sorted(tools)
+        for name, (params, required) in FILE_TOOL_PARAMS.items():
+            schema = field(tools[name], "input_schema", "inputSchema")
+            for param in params:
+                assert schema["properties"][param].get("description"), f"{name}.{param} has no description"
+            assert sorted(schema.get("required", [])) == required, (name, schema.get("required"))
+            description = tools[name].description or ""
+            assert "deny_read" in description, (name, description)
+            if name in ("edit", "write"):
+                assert "Sandbox workspace-write" in description, (name, description)
+        assert "~/.secrets" in (tools["read"].description or ""), tools["read"].description
+
+    async def read_pages() -> None:
+        put("lines.txt", "".join(f"row {n}\n" for n in range(1, 2501)).encode())
+        first = await client.call_tool("read", {"path": rel("lines.txt")})
+        assert not is_error(first), text_of(first)
+        assert text_of(first).startswith("     1\trow 1\n     2\trow 2\n"), text_of(first)[:80]
+        data = structured(first)
+        assert data["lines"] == 2000 and data["next_offset"] == 2000 and data["kind"] == "text", {k: v for k, v in data.items() if k != "content"}
+        # Numbers as strings, as the MCP inspector's CLI sends them.
+        last = await client.call_tool("read", {"path": rel("lines.txt"), "offset": "2000", "limit": "1000"})
+        data = structured(last)
+        assert data["lines"] == 500 and data["next_offset"] is None and data["total_lines"] == 2500, {k: v for k, v in data.items() if k != "content"}
+        assert text_of(last).startswith("  2001\trow 2001\n"), text_of(last)[:40]
+
+    async def image_content() -> None:
+        import base64
+
+        png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(64))
+        put("pixel.png", png)
+        result = await client.call_tool("read", {"path": rel("pixel.png")})
+        assert not is_error(result), text_of(result)
+        images = blocks(result, "image")
+        assert len(images) == 1, result.content
+        assert field(images[0], "mime_type", "mimeType") == "image/png", images[0]
+        assert base64.b64decode(images[0].data) == png
+        assert structured(result)["kind"] == "image", structured(result)
+
+    async def binary_described() -> None:
+        put("archive.zip", b"PK\x03\x04" + b"\x00" * 64 + b"HIDDEN-PAYLOAD")
+        result = await client.call_tool("read", {"path": rel("archive.zip")})
+        assert not is_error(result), text_of(result)
+        assert "binary file (ZIP archive" in text_of(result), text_of(result)
+        assert "HIDDEN-PAYLOAD" not in text_of(result) and not blocks(result, "image")
+
+    async def grep_and_glob() -> None:
+        put("src/a.py", b"import os\nprint('needle')\n")
+        put("src/b.py", b"needle = 1\n")
+        put("docs/c.md", b"no match here\n")
+        found = await client.call_tool("grep", {"pattern": "needle", "path": rel("src"), "output_mode": "lines"})
+        assert not is_error(found), text_of(found)
+        assert text_of(found) == f"{rel('src/a.py')}:2:print('needle')\n{rel('src/b.py')}:1:needle = 1\n", text_of(found)
+        assert structured(found)["matched_files"] == 2, structured(found)
+        listed = await client.call_tool("glob", {"pattern": "**/*.py", "path": base})
+        assert sorted(structured(listed)["files"]) == [rel("src/a.py"), rel("src/b.py")], structured(listed)
+
+    async def edit_keeps_bytes() -> None:
+        path = put("crlf.txt", b"\xef\xbb\xbfone\r\ntwo \xe9\r\nthree\r\n")
+        result = await client.call_tool("edit", {"path": rel("crlf.txt"), "old_string": "three", "new_string": "3\n4", "replace_all": "false"})
+        assert not is_error(result), text_of(result)
+        assert open(path, "rb").read() == b"\xef\xbb\xbfone\r\ntwo \xe9\r\n3\r\n4\r\n"
+        assert structured(result)["line_endings"] == "crlf", structured(result)
+
+    async def edit_refusals() -> None:
+        path = put("twice.txt", b"same\nsame\n")
+        ambiguous = await client.call_tool("edit", {"path": rel("twice.txt"), "old_string": "same", "new_string": "other"})
+        assert is_error(ambiguous) is True, ambiguous
+        assert "matches 2 times" in text_of(ambiguous), text_of(ambiguous)
+        missing = await client.call_tool("edit", {"path": rel("twice.txt"), "old_string": "absent", "new_string": "x"})
+        assert is_error(missing) is True and "(0 matches)" in text_of(missing), text_of(missing)
+        assert open(path, "rb").read() == b"same\nsame\n"
+
+    async def deny_read() -> None:
+        secrets = os.path.join(home, ".secrets")
+        os.makedirs(secrets, exist_ok=True)
+        with open(os.path.join(secrets, f"key-{mode}"), "w") as out:
+            out.write("needle TOP-SECRET-CONTENT\n")
+        direct = await client.call_tool("read", {"path": f"~/.secrets/key-{mode}"})
+        assert is_error(direct) is True, direct
+        assert "deny_read" in text_of(direct) and "TOP-SECRET" not in text_of(direct), text_of(direct)
+        for tool, arguments in [
+            ("grep", {"pattern": "needle", "path": home, "output_mode": "lines"}),
+            ("glob", {"pattern": "**/*", "path": home}),
+        ]:
+            wide = await client.call_tool(tool, arguments)
+            assert not is_error(wide), text_of(wide)
+            shown = text_of(wide) + repr(structured(wide))
+            assert "TOP-SECRET" not in shown and ".secrets" not in shown and f"key-{mode}" not in shown, shown
+
+    async def write_outside_refused() -> None:
+        outside = os.path.join(os.path.dirname(work), f"outside-{mode}.txt")
+        result = await client.call_tool("write", {"path": outside, "content": "x"})
+        assert is_error(result) is True, result
+        assert "[sandbox workspace-write: writing" in text_of(result), text_of(result)
+        assert not os.path.exists(outside)
+        created = await client.call_tool("write", {"path": rel("new/dir/file.txt"), "content": "hello\n"})
+        assert not is_error(created), text_of(created)
+        assert structured(created) == {"path": rel("new/dir/file.txt"), "created": True, "size": 6, "lines": 1}, structured(created)
+
+    async def redaction() -> None:
+        put("app.env", f"DEPLOY_TOKEN={secret}\n".encode())
+        for tool, arguments in [
+            ("read", {"path": rel("app.env")}),
+            ("grep", {"pattern": "DEPLOY", "path": rel("app.env"), "output_mode": "lines"}),
+        ]:
+            result = await client.call_tool(tool, arguments)
+            shown = text_of(result) + repr(structured(result))
+            assert secret not in shown, shown
+            assert "[REDACTED:DEPLOY_TOKEN]" in text_of(result), text_of(result)
+
+    async def bash_routes_to_the_file_tools() -> None:
+        put("notes.txt", b"hi\n")
+        result = await client.call_tool("bash", {"command": f"cat {rel('notes.txt')}"})
+        assert is_error(result) is True, text_of(result)
+        assert "Use the `read` tool" in text_of(result), text_of(result)
+        assert structured(result)["blocked"]["tool"] == "read", structured(result)["blocked"]
+        searched = await client.call_tool("bash", {"command": "grep -rn hi ."})
+        assert "`grep` tool" in text_of(searched), text_of(searched)
+
+    for name, body in [
+        ("tools/list: the five file tools, every parameter described", tools_listed),
+        ("read pages with next_offset", read_pages),
+        ("read of an image is image content", image_content),
+        ("read of a binary describes it", binary_described),
+        ("grep lines and glob", grep_and_glob),
+        ("edit keeps CRLF, BOM and non-UTF-8 bytes", edit_keeps_bytes),
+        ("edit refuses ambiguous and missing matches with the count", edit_refusals),
+        ("deny_read: refused by name, skipped by wider searches", deny_read),
+        ("write outside the workspace is refused", write_outside_refused),
+        ("file contents are redacted", redaction),
+        ("bash `cat` is routed to read", bash_routes_to_the_file_tools),
+    ]:
+        await suite.check(label(name), body)
+
+
 async def main(argv: list[str]) -> int:
-    checks = run_agent_job_checks if os.environ.get("MCP_CHECKS") == "agent-jobs" else run_checks
+    toolbox = argv[:1] == ["--toolbox"]
+    if toolbox:
+        argv = argv[1:]
     only = None
     if argv[:1] == ["--only"] and len(argv) > 2:
         only, argv = argv[1], argv[2:]
+    if toolbox:
+        checks = run_toolbox_checks
+    elif os.environ.get("MCP_CHECKS") == "agent-jobs":
+        checks = run_agent_job_checks
+    else:
+        checks = run_checks
     suite = Suite()
     modes: list[tuple[str, Callable[[list[str]], Any]]] = [("legacy", legacy_client)]
     if hasattr(mcp, "Client"):

@@ -481,29 +481,8 @@ impl Walker<'_> {
 
     fn protected(&mut self) -> &[(String, PathBuf)] {
         if self.protected.is_none() {
-            let home = self.ctx.env.get("HOME").filter(|h| !h.is_empty()).cloned();
-            let mut v = Vec::new();
-            for entry in self.ctx.protected {
-                let expanded = match (entry.strip_prefix('~'), &home) {
-                    (Some(rest), Some(h)) if rest.is_empty() || rest.starts_with('/') => {
-                        format!("{h}{rest}")
-                    }
-                    (Some(_), None) => continue,
-                    _ => entry.clone(),
-                };
-                let Some(p) = normalize(None, &expanded) else {
-                    continue;
-                };
-                // The real path too: a protected /home/me that is a symlink to
-                // /data/me is protected under both names.
-                if let Ok(real) = std::fs::canonicalize(&p)
-                    && real != p
-                {
-                    v.push((entry.clone(), real));
-                }
-                v.push((entry.clone(), p));
-            }
-            self.protected = Some(v);
+            let home = self.ctx.env.get("HOME").map(String::as_str);
+            self.protected = Some(protected_paths(self.ctx.protected, home));
         }
         self.protected.as_deref().unwrap_or_default()
     }
@@ -1210,6 +1189,35 @@ fn unescape(c: &str) -> String {
         }
     }
     out
+}
+
+/// `guard.protected` as paths, each paired with its entry as written: `~` expanded
+/// with `home` (an entry under `~` is dropped when there is no home), `.`, `..` and
+/// `//` folded, and an entry's real path listed too when a symbolic link leads to it
+/// (a protected /home/me that is a link to /data/me is protected under both names).
+/// Shared by the guard and the file tools (docs/guard.md).
+pub fn protected_paths(entries: &[String], home: Option<&str>) -> Vec<(String, PathBuf)> {
+    let home = home.filter(|h| !h.is_empty());
+    let mut v = Vec::new();
+    for entry in entries {
+        let expanded = match (entry.strip_prefix('~'), home) {
+            (Some(rest), Some(h)) if rest.is_empty() || rest.starts_with('/') => {
+                format!("{h}{rest}")
+            }
+            (Some(_), None) => continue,
+            _ => entry.clone(),
+        };
+        let Some(p) = normalize(None, &expanded) else {
+            continue;
+        };
+        if let Ok(real) = std::fs::canonicalize(&p)
+            && real != p
+        {
+            v.push((entry.clone(), real));
+        }
+        v.push((entry.clone(), p));
+    }
+    v
 }
 
 fn shown_protected(entry: &str, p: &Path) -> String {
