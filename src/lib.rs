@@ -22,6 +22,7 @@
 //! assert!(result.text.contains("Command exited with code 3"));
 //! ```
 
+pub mod children;
 pub mod cli;
 pub mod commands;
 pub mod config;

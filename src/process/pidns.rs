@@ -340,7 +340,7 @@ impl Init {
             let r = unsafe { libc::waitpid(self.pid, &mut status, flags) };
             if r == self.pid {
                 self.reaped = true;
-                super::spawn::forget_init(self.pid);
+                crate::children::forget_helper(self.pid);
                 return Some(ExitStatus::from_raw(status));
             }
             if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
@@ -349,7 +349,7 @@ impl Init {
             if r < 0 {
                 // Not ours any more (reaped elsewhere): nothing to wait for.
                 self.reaped = true;
-                super::spawn::forget_init(self.pid);
+                crate::children::forget_helper(self.pid);
             }
             return None;
         }
@@ -372,9 +372,13 @@ impl Drop for Init {
         if self.reap(false).is_some() || self.keep {
             return;
         }
-        // The run is over: nothing of its namespace may stay.
+        // The run is over: nothing of its namespace may stay. (Usually init is on its
+        // way out already, once it reported the command's exit.)
         self.kill();
-        self.reap(true);
+        // Its end waits for the kernel to dismantle the namespaces (mounts, RCU grace
+        // periods): milliseconds no caller should wait for. Reaped off the run's path.
+        crate::children::reap_later(self.pid);
+        self.reaped = true;
     }
 }
 

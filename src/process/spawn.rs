@@ -46,24 +46,8 @@ struct Attribution {
 
 const MAX_REMEMBERED: usize = 4096;
 
-/// The init processes of commands running in a PID namespace of their own, each with
-/// its command's pid: part of a run, never one of its members (teardown neither stops
-/// nor lists them; what they were handed is the run's).
-static INITS: Mutex<Vec<(i32, i32)>> = Mutex::new(Vec::new());
-
-fn inits() -> std::sync::MutexGuard<'static, Vec<(i32, i32)>> {
-    INITS.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Record init `init` of command `command` (see [`INITS`]).
-pub(super) fn register_init(init: i32, command: i32) {
-    inits().push((init, command));
-}
-
-/// Forget init `init` once it is reaped.
-pub(super) fn forget_init(init: i32) {
-    inits().retain(|&(i, _)| i != init);
-}
+use crate::children::{helpers as inits, register_init};
+pub use crate::children::{reap_later, register_helper};
 
 static ATTRIBUTION: Mutex<Attribution> = Mutex::new(Attribution {
     owned: Vec::new(),

@@ -88,7 +88,7 @@ pub fn check() -> Report {
         mount_namespaces: support.mount,
         network_isolation: support.network,
         seccomp: seccomp_available(),
-        seccomp_filter: if super::seccomp::programs().is_some() {
+        seccomp_filter: if super::seccomp::program().is_some() {
             super::seccomp::described()
         } else {
             Vec::new()
@@ -226,6 +226,11 @@ fn try_in_child(flags: libc::c_int, maps: bool, mount: bool) -> bool {
     ) else {
         return false;
     };
+    let Ok((answer, report)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
+        return false;
+    };
+    use std::os::fd::AsRawFd;
+    let report_fd = report.as_raw_fd();
     // SAFETY: the child only calls async-signal-safe functions on data built above,
     // then _exits.
     unsafe {
@@ -259,15 +264,23 @@ fn try_in_child(flags: libc::c_int, maps: bool, mount: bool) -> bool {
             {
                 libc::_exit(3);
             }
+            libc::write(report_fd, b"y".as_ptr().cast(), 1);
             libc::_exit(0);
         }
-        let mut status = 0;
-        while libc::waitpid(pid, &mut status, 0) < 0 {
-            if *libc::__errno_location() != libc::EINTR {
-                return false;
+        crate::children::register_helper(pid);
+        drop(report);
+        // The answer comes before the child's exit, which waits for the kernel to take
+        // its namespaces apart: that wait is not ours.
+        let mut byte = [0u8; 1];
+        let ok = loop {
+            match nix::unistd::read(&answer, &mut byte) {
+                Ok(1) => break byte[0] == b'y',
+                Err(nix::errno::Errno::EINTR) => continue,
+                _ => break false,
             }
-        }
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        };
+        crate::children::reap_later(pid);
+        ok
     }
 }
 

@@ -313,8 +313,8 @@ impl Prepared {
             index: 0,
             errno,
         })?;
-        if let Some(programs) = self.seccomp {
-            super::seccomp::install(programs).map_err(|errno| ChildError {
+        if let Some(program) = self.seccomp {
+            super::seccomp::install(program).map_err(|errno| ChildError {
                 step: ChildStep::Seccomp,
                 index: 0,
                 errno,

@@ -137,7 +137,7 @@ pub struct Prepared {
     /// What the command keeps of its capabilities.
     keep: caps::Keep,
     /// The syscall filter; `None` only where seccomp cannot be compiled or used.
-    seccomp: Option<&'static [seccompiler::BpfProgram; 2]>,
+    seccomp: Option<&'static [libc::sock_filter]>,
     /// Git files that did not exist at prepare time and would change what git runs if a
     /// command created them (`.git/commondir`): checked after the run (see
     /// [`Prepared::audit`]).

@@ -128,7 +128,7 @@ pub fn prepare(
     }
     let mut prepared = Prepared::none(None);
     prepared.notes = notes;
-    prepared.seccomp = seccomp::programs();
+    prepared.seccomp = seccomp::program();
     if prepared.seccomp.is_none() {
         prepared
             .notes

@@ -113,7 +113,7 @@ fn readme_layout_names_only_paths_that_exist() {
 /// (the graph must still have no cycle) and any layer below it, never one above:
 /// the order docs/ARCHITECTURE.md explains.
 const LAYERS: &[&[&str]] = &[
-    &["ids", "display", "exit", "fsguard", "paths"],
+    &["ids", "display", "exit", "fsguard", "paths", "children"],
     &["sandbox"],
     &["process"],
     &["config"],
