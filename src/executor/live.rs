@@ -606,7 +606,7 @@ impl LiveShell {
         let pid = child.id() as i32;
         Ok(LiveShell {
             key: job.key.clone(),
-            pidfd: spawn::pidfd_open(pid),
+            pidfd: child.exit_watch(),
             child,
             pid,
             marker,

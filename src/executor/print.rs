@@ -176,7 +176,7 @@ pub fn run(
         err,
     })?;
     let leader = child.id() as i32;
-    let pidfd = spawn::pidfd_open(leader);
+    let pidfd = child.exit_watch();
     let teardown = Teardown::new(leader, req.marker).in_group(group.as_ref());
     let start = Instant::now();
     let deadline = start + req.watch.timeout;

@@ -264,7 +264,7 @@ impl<'d> Supervisor<'d> {
         Ok(Supervisor {
             dir,
             caller,
-            pidfd: spawn::pidfd_open(pid),
+            pidfd: child.exit_watch(),
             child,
             group,
             marker: launch.marker.clone(),

@@ -355,6 +355,12 @@ impl Init {
         }
     }
 
+    /// A copy of the status pipe's read end: readable once init reports the command's
+    /// exit (or is gone).
+    pub fn status_watch(&self) -> Option<OwnedFd> {
+        self.status.try_clone().ok()
+    }
+
     /// SIGKILL init: the kernel kills every process of its namespace.
     pub fn kill(&self) {
         if !self.reaped {

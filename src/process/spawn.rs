@@ -160,6 +160,16 @@ impl Child {
         self.init.as_ref().map(|i| i.pid)
     }
 
+    /// A descriptor that becomes readable when the command exits, for a poll loop:
+    /// its pidfd, or in a PID namespace the pipe its init reports the exit on (the
+    /// command's pidfd would wake the loop before its status can be read).
+    pub fn exit_watch(&self) -> Option<OwnedFd> {
+        match &self.init {
+            Some(init) => init.status_watch(),
+            None => pidfd_open(self.pid),
+        }
+    }
+
     /// SIGKILL the child (unless it has already been reaped); in a PID namespace,
     /// its init, which takes every process of the namespace with it.
     pub fn kill(&mut self) -> std::io::Result<()> {

@@ -160,37 +160,39 @@ const BASE: libc::c_int =
 /// per process and only when an engine needs it: the probe forks, which costs more
 /// than the rest of preparing a sandbox. The answer does not change while we run.
 pub(super) fn namespaces_here(network: bool) -> NamespacesHere {
-    static ANSWERS: OnceLock<[NamespacesHere; 2]> = OnceLock::new();
-    // Both answers from the fewest probes: the full set first, as the command gets it.
-    let answers = ANSWERS.get_or_init(|| {
+    static WITHOUT: OnceLock<NamespacesHere> = OnceLock::new();
+    static WITH: OnceLock<NamespacesHere> = OnceLock::new();
+    let probe = |net: libc::c_int| -> NamespacesHere {
         let root = is_root();
-        let first = |net: libc::c_int| -> NamespacesHere {
-            if try_in_child(libc::CLONE_NEWUSER | BASE | net, !root, true) {
-                return NamespacesHere {
-                    mount: true,
-                    network: net != 0,
-                    user: true,
-                };
-            }
-            if root && try_in_child(BASE | net, false, true) {
-                return NamespacesHere {
-                    mount: true,
-                    network: net != 0,
-                    user: false,
-                };
-            }
-            NamespacesHere::default()
-        };
-        let without = first(0);
-        let with = if without.mount {
-            let both = first(libc::CLONE_NEWNET);
-            if both.mount { both } else { without }
+        if try_in_child(libc::CLONE_NEWUSER | BASE | net, !root, true) {
+            return NamespacesHere {
+                mount: true,
+                network: net != 0,
+                user: true,
+            };
+        }
+        if root && try_in_child(BASE | net, false, true) {
+            return NamespacesHere {
+                mount: true,
+                network: net != 0,
+                user: false,
+            };
+        }
+        NamespacesHere::default()
+    };
+    if !network {
+        return *WITHOUT.get_or_init(|| probe(0));
+    }
+    // The full set first, as the command gets it; only a failure needs the probe
+    // that tells whether the network namespace is what is missing.
+    *WITH.get_or_init(|| {
+        let both = probe(libc::CLONE_NEWNET);
+        if both.mount {
+            both
         } else {
-            without
-        };
-        [without, with]
-    });
-    answers[usize::from(network)]
+            *WITHOUT.get_or_init(|| probe(0))
+        }
+    })
 }
 
 /// What [`namespaces_here`] found.
