@@ -68,6 +68,15 @@ pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// `word` as one shell word: as it is when it needs no quoting, else single-quoted.
+pub fn quote_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._/:@%+=,-".contains(&b));
+    if plain { word.to_string() } else { quote(word) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,13 +9,17 @@ use std::sync::mpsc;
 /// Longest line accepted; a longer one is reported as [`Input::TooLong`] and skipped.
 pub const MAX_LINE: usize = 16 << 20;
 
+/// How much of a skipped line is kept.
+pub const HEAD: usize = 256;
+
 /// What the reader thread hands over, in order.
 #[derive(Debug)]
 pub enum Input {
     /// One line, without its `\n`.
     Line(Vec<u8>),
-    /// A line longer than the limit was skipped: its length in bytes.
-    TooLong(usize),
+    /// A line longer than the limit was skipped: its length in bytes, and its first
+    /// [`HEAD`] bytes (where a reader may find what it was about, such as its `id`).
+    TooLong(usize, Vec<u8>),
     /// End of input (or a read error): nothing follows.
     Eof,
 }
@@ -47,6 +51,7 @@ pub fn spawn_reader<R: Read + Send + 'static>(source: R, max: usize) -> mpsc::Re
 fn read_line(r: &mut impl BufRead, max: usize) -> Option<Input> {
     let mut line = Vec::new();
     let mut too_long = 0usize;
+    let mut head = Vec::new();
     loop {
         let buf = match r.fill_buf() {
             Ok(b) => b,
@@ -55,7 +60,7 @@ fn read_line(r: &mut impl BufRead, max: usize) -> Option<Input> {
         };
         if buf.is_empty() {
             return if too_long > 0 {
-                Some(Input::TooLong(too_long))
+                Some(Input::TooLong(too_long, head))
             } else if line.is_empty() {
                 None
             } else {
@@ -67,8 +72,14 @@ fn read_line(r: &mut impl BufRead, max: usize) -> Option<Input> {
             None => (buf, None),
         };
         if too_long > 0 || line.len() + chunk.len() > max {
-            too_long = too_long.max(line.len()) + chunk.len();
-            line = Vec::new();
+            if too_long == 0 {
+                too_long = line.len();
+                head = std::mem::take(&mut line);
+                let more = HEAD.saturating_sub(head.len()).min(chunk.len());
+                head.extend_from_slice(&chunk[..more]);
+                head.truncate(HEAD);
+            }
+            too_long += chunk.len();
         } else {
             line.extend_from_slice(chunk);
         }
@@ -76,7 +87,7 @@ fn read_line(r: &mut impl BufRead, max: usize) -> Option<Input> {
         r.consume(consumed);
         if done.is_some() {
             return Some(if too_long > 0 {
-                Input::TooLong(too_long)
+                Input::TooLong(too_long, head)
             } else {
                 Input::Line(line)
             });
@@ -94,7 +105,7 @@ mod tests {
         while let Ok(m) = rx.recv() {
             got.push(match m {
                 Input::Line(l) => String::from_utf8_lossy(&l).into_owned(),
-                Input::TooLong(n) => format!("<{n}>"),
+                Input::TooLong(n, head) => format!("<{n} {}>", String::from_utf8_lossy(&head)),
                 Input::Eof => "EOF".into(),
             });
         }
@@ -104,8 +115,8 @@ mod tests {
     #[test]
     fn lines_long_lines_and_a_last_line_without_newline() {
         assert_eq!(all(b"a\nbb\n", 4), ["a", "bb", "EOF"]);
-        assert_eq!(all(b"a\n123456\nc", 4), ["a", "<6>", "c", "EOF"]);
-        assert_eq!(all(b"123456", 4), ["<6>", "EOF"]);
+        assert_eq!(all(b"a\n123456\nc", 4), ["a", "<6 123456>", "c", "EOF"]);
+        assert_eq!(all(b"123456", 4), ["<6 123456>", "EOF"]);
         assert_eq!(all(b"", 4), ["EOF"]);
     }
 }

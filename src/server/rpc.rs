@@ -242,7 +242,7 @@ pub fn serve(engine: Engine) -> i32 {
         };
         let line = match input {
             Input::Eof => break,
-            Input::TooLong(n) => {
+            Input::TooLong(n, _) => {
                 out.error(
                     &Value::Null,
                     format!("request line too long ({n} bytes; at most {MAX_LINE} bytes)"),
@@ -421,6 +421,15 @@ fn side_call(engine: &Engine, kind: &str, args: Value) -> Result<Value, String> 
         "read_artifact" | "artifact_read" => super::artifact_calls::call(engine, kind, args),
         _ => engine.job_call(kind, args),
     }
+}
+
+/// A `bash` request's fields, read as this server reads them (its errors are the
+/// ones this server answers with): for a remote target's proxy, which judges a
+/// request before it forwards it.
+pub fn parse_bash(v: &Value) -> Result<BashCall, String> {
+    let req: BashRequest =
+        serde_json::from_value(v.clone()).map_err(|e| format!("invalid bash request: {e}"))?;
+    Ok(bash_call(req))
 }
 
 fn bash_call(req: BashRequest) -> BashCall {
