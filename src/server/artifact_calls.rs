@@ -108,9 +108,8 @@ fn raw_page(engine: &Engine, a: ArtifactRead) -> Result<Value, String> {
             pad: false,
         }
     } else {
-        let r = artifact::line_range(std::io::BufReader::new(open()?), a.head, a.tail)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        r
+        artifact::line_range(std::io::BufReader::new(open()?), a.head, a.tail)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
     };
     let size = range.end - range.start;
     let from = range.start + a.offset.min(size);

@@ -15,6 +15,7 @@ mod profiles;
 mod pty;
 mod redact;
 mod reliability;
+mod remote;
 mod rpc;
 mod run_basic;
 mod sandbox;

@@ -666,6 +666,15 @@ impl LiveServer {
         }
     }
 
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The next message (an event or a response), within `within`.
+    pub fn next(&self, within: Duration) -> Option<Value> {
+        self.lines.recv_timeout(within).ok()
+    }
+
     pub fn send(&mut self, v: Value) {
         use std::io::Write;
         writeln!(self.stdin, "{v}").expect("write");
