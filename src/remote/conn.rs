@@ -63,6 +63,9 @@ pub struct Connection {
 /// One transport process and what routes its answers.
 struct Link {
     pid: i32,
+    /// A pidfd for the transport: signals through it cannot reach another process
+    /// that reused the pid after the reaper waited for ours.
+    pidfd: Option<OwnedFd>,
     stdin: Mutex<Option<File>>,
     pending: Mutex<HashMap<String, mpsc::Sender<Msg>>>,
     ended: AtomicBool,
@@ -120,10 +123,30 @@ impl Link {
     fn kill(&self) {
         let (lock, _) = &*self.exited;
         let exited = lock.lock().unwrap_or_else(|p| p.into_inner());
-        if !*exited {
-            // SAFETY: kill(2) on our own child, not yet reaped (the reaper takes this
-            // lock to record that it was), so the pid cannot have been reused.
-            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        if *exited {
+            return;
+        }
+        match &self.pidfd {
+            Some(fd) => {
+                use std::os::fd::AsRawFd;
+                // SAFETY: pidfd_send_signal(2) with a pidfd we own, a valid signal, no
+                // siginfo and no flags; it touches no memory of ours.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_pidfd_send_signal,
+                        fd.as_raw_fd(),
+                        libc::SIGKILL,
+                        std::ptr::null::<libc::siginfo_t>(),
+                        0,
+                    )
+                };
+            }
+            // SAFETY: kill(2) on our own child, which the reaper had not recorded as
+            // waited for when we took this lock (a narrow window remains where the
+            // kernel has no pidfd to give).
+            None => unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+            },
         }
     }
 
@@ -173,14 +196,6 @@ impl Connection {
         *self.hello.lock().unwrap_or_else(|p| p.into_inner()) = Some(hello);
         *slot = Some(Arc::clone(&link));
         Ok(link)
-    }
-
-    /// The pid of the transport process, while one runs.
-    pub fn transport_pid(&self) -> Option<i32> {
-        let slot = self.link.lock().unwrap_or_else(|p| p.into_inner());
-        slot.as_ref()
-            .filter(|l| !l.ended.load(Ordering::SeqCst))
-            .map(|l| l.pid)
     }
 
     /// Send `request` (an rpc request without `id`) and wait for its response,
@@ -320,6 +335,7 @@ fn start(target: &Target) -> Result<(Arc<Link>, Value), TargetError> {
         ))
     })?;
     let pid = child.id() as i32;
+    let pidfd = crate::process::spawn::pidfd_open(pid);
     let exited = Arc::new((Mutex::new(false), Condvar::new()));
     {
         let exited = Arc::clone(&exited);
@@ -351,6 +367,7 @@ fn start(target: &Target) -> Result<(Arc<Link>, Value), TargetError> {
     }
     let link = Arc::new(Link {
         pid,
+        pidfd,
         stdin: Mutex::new(Some(File::from(in_w))),
         pending: Mutex::default(),
         ended: AtomicBool::new(false),
@@ -366,9 +383,14 @@ fn start(target: &Target) -> Result<(Arc<Link>, Value), TargetError> {
             format!("; transport stderr (last lines): {tail}")
         }
     };
+    const ENDED: &str = "the transport ended before it answered the handshake (is `agentbash rpc` at the end of its argv, and installed on the other side?)";
     let handshake = (|| {
+        // A transport that already exited cannot be written to: it ended, as below.
         link.write_line(&json!({"id": "hello", "type": "hello"}))
-            .map_err(|e| format!("cannot write to the transport: {e}"))?;
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::BrokenPipe => ENDED.to_string(),
+                _ => format!("cannot write to the transport: {e}"),
+            })?;
         let first = match lines.recv_timeout(target.connect_timeout) {
             Ok(Input::Line(l)) => l,
             Ok(Input::TooLong(n, _)) => {
@@ -377,7 +399,7 @@ fn start(target: &Target) -> Result<(Arc<Link>, Value), TargetError> {
                 ));
             }
             Ok(Input::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err("the transport ended before it answered the handshake (is `agentbash rpc` at the end of its argv, and installed on the other side?)".to_string());
+                return Err(ENDED.to_string());
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 return Err(format!(

@@ -126,6 +126,7 @@ const LAYERS: &[&[&str]] = &[
     &["jobs"],
     &["render"],
     &["server"],
+    &["remote"],
     &["cli"],
     &["commands"],
 ];
@@ -133,7 +134,7 @@ const LAYERS: &[&[&str]] = &[
 /// The part of the engine below the command line: none of it may use `cli` or
 /// `commands` (they are its callers).
 const BELOW_THE_CLI: &[&str] = &[
-    "pipeline", "shell", "process", "executor", "output", "config", "render", "server",
+    "pipeline", "shell", "process", "executor", "output", "config", "render", "server", "remote",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -627,6 +627,8 @@ fn mcp_through_a_target_passes_the_python_sdk_client() {
     let remote = RemoteSide::new();
     target_profile(&env, "box", &remote.argv(&env), "");
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
+    // The whole client suite takes longer than one invocation's hang cap (as in
+    // mcp.rs, it is not capped).
     let out = env
         .program(
             "python3",
@@ -638,13 +640,15 @@ fn mcp_through_a_target_passes_the_python_sdk_client() {
                 "box",
             ],
         )
-        .run();
-    let summary = out.stdout.lines().last().unwrap_or_default().to_string();
+        .into_command()
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout.lines().last().unwrap_or_default().to_string();
     assert!(
-        out.code() == Some(0),
-        "the Python MCP client failed through a target:\n{}\n{}",
-        out.stdout,
-        out.stderr
+        out.status.success(),
+        "the Python MCP client failed through a target:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     assert!(summary.contains(" passed, 0 failed"), "{summary}");
 }
@@ -862,4 +866,85 @@ fn an_ssh_target_renders_as_local_persists_sessions_and_survives_a_drop() {
     let mut rpc = LiveServer::start(&env, &["rpc", "--target", "build-host"]);
     concurrent_requests(&mut rpc, "build-host", "ssh");
     dropped_transport(&env, &mut rpc, "build-host", "ssh");
+}
+
+/// The profile the Kubernetes manifests give the pods' agentbash is a valid one.
+#[test]
+fn the_kubernetes_manifests_profile_passes_profile_check() {
+    let env = TestEnv::new();
+    let yaml = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/k8s/profile.yaml"),
+    )
+    .expect("deploy/k8s/profile.yaml");
+    let body: String = yaml
+        .split("  pod.toml: |\n")
+        .nth(1)
+        .expect("a pod.toml entry")
+        .lines()
+        .take_while(|l| l.is_empty() || l.starts_with("    "))
+        .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
+        .collect();
+    assert!(body.contains("[sandbox]"), "{body}");
+    let path = env.root().join("pod.toml");
+    std::fs::write(&path, body).expect("write");
+    let out = env.run(&["profile", "check", &path.display().to_string()]);
+    out.assert_code(0);
+}
+
+#[test]
+fn what_a_remote_run_cannot_do_is_a_usage_error_and_nothing_travels() {
+    let env = TestEnv::new();
+    let marker = env.root().join("transport-started");
+    let transport = script(&env, "never.sh", &format!("touch '{}'", marker.display()));
+    target_profile(&env, "box", &[transport], "");
+    for (flag, word) in [("--pty", "--pty"), ("--stdin", "--stdin")] {
+        let out = env.run(&["run", "--target", "box", flag, "--", "true"]);
+        out.assert_code(2);
+        assert!(
+            out.stderr
+                .contains(&format!("{word} is not available with --target")),
+            "{}",
+            out.stderr
+        );
+    }
+    let out = env.run(&[
+        "run", "--target", "box", "--stderr", "separate", "--", "true",
+    ]);
+    out.assert_code(2);
+    assert!(!marker.exists());
+}
+
+/// Ctrl-C on `run --target` aborts the remote run (the transport is not killed by
+/// the terminal's signal): answered as cancelled, exit 130, nothing left running.
+#[test]
+fn an_interrupted_remote_run_is_aborted_there_and_answers_cancelled() {
+    let env = TestEnv::new();
+    let remote = RemoteSide::new();
+    target_profile(&env, "box", &remote.argv(&env), "");
+    let sleep = format!("sleep 77.{}", crate::support::nonce());
+    let running = env
+        .cmd(&[
+            "run",
+            "--target",
+            "box",
+            "--",
+            &format!("echo started; {sleep}"),
+        ])
+        .own_process_group()
+        .spawn();
+    assert!(
+        crate::support::wait_for_cmdline(&sleep, Duration::from_secs(15)),
+        "the remote run did not start"
+    );
+    // As a terminal's Ctrl-C does: the signal goes to the client's whole process group.
+    // SAFETY: kill(2) on the process group this test started.
+    unsafe { libc::kill(-running.pid(), libc::SIGINT) };
+    let out = running.wait();
+    out.assert_code(130);
+    assert_eq!(out.stdout, "started\n");
+    assert!(out.stderr.contains("[Command cancelled]"), "{}", out.stderr);
+    assert!(
+        crate::support::procs_with_cmdline(&sleep, Duration::from_secs(5)).is_empty(),
+        "the remote command still runs"
+    );
 }
