@@ -48,7 +48,10 @@ UsePAM no
 UseDNS no
 LogLevel ERROR
 """)
-sshd = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", f"{T}/ssh/sshd_config"], stderr=subprocess.DEVNULL)
+sshd = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", f"{T}/ssh/sshd_config"],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+import atexit
+atexit.register(lambda: (sshd.poll() is None) and (os.kill(sshd.pid, 15), sshd.wait()))
 user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
 ssh = ["ssh", "-T", "-p", str(port), "-i", f"{T}/ssh/id", "-o", "StrictHostKeyChecking=no",
        "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
@@ -90,6 +93,12 @@ def rss_mib(pid):
     for l in open(f"/proc/{pid}/status"):
         if l.startswith("VmRSS"):
             return int(l.split()[1]) / 1024
+
+def parent(pid):
+    try:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 def round_trips(peer, n):
     xs = []
@@ -140,14 +149,13 @@ def through(name):
     rtt = round_trips(peer, N)
     c100 = concurrent(peer)
     after = rss_mib(peer.p.pid)
-    kids = [int(p) for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1] == str(peer.p.pid)]
+    kids = [p for p in os.listdir("/proc") if p.isdigit() and parent(p) == peer.p.pid]
     peer.close()
     return rtt, c100, idle, after, len(kids)
 
 ssh_rtt, ssh_100, ssh_idle, ssh_after, ssh_kids = through("ssh")
 argv_rtt, argv_100, argv_idle, argv_after, argv_kids = through("argv")
 
-os.kill(sshd.pid, 15); sshd.wait()
 
 print(f"binary: {B}; N = {N} sequential `true` requests after 20 warm-up ones (median, min)")
 print(f"ssh link's own round trip (one line through `cat` over one session): {link_rtt[0]:.2f} ms, {link_rtt[1]:.2f} ms")
