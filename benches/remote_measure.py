@@ -107,6 +107,8 @@ def round_trips(peer, n):
         m = peer.ask({"id": f"t{i}", "type": "bash", "command": "true"})
         xs.append((time.perf_counter() - t) * 1000)
         assert m["data"]["exit_code"] == 0, m
+    xs.sort()
+    print(f"  {peer.p.args[1:]}: p10 {xs[len(xs)//10]:.2f} p50 {xs[len(xs)//2]:.2f} p90 {xs[len(xs)*9//10]:.2f} max {xs[-1]:.2f} ms", file=sys.stderr)
     return statistics.median(xs), min(xs)
 
 def concurrent(peer, n=100):
