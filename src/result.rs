@@ -78,11 +78,18 @@ pub struct RunResult {
     pub annotation: Option<String>,
 }
 
-/// The job a long foreground run continues as: its id, and the cursor its output
-/// (read with `job_output`) goes on from.
+/// The job a long foreground run continues as (the job record's fields a caller
+/// needs): its number and `job://N`, and the cursor its output (read with
+/// `job_output`) goes on from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ContinuedAs {
-    pub id: String,
+    pub id: u64,
+    pub url: String,
+    pub name: Option<String>,
+    pub pid: Option<i32>,
+    /// `running` (it has no readiness check).
+    pub state: String,
+    pub ready: Option<bool>,
     pub cursor: u64,
 }
 
@@ -107,6 +114,9 @@ pub struct SandboxInfo {
     pub deny_read: Vec<String>,
     /// The run's private TMPDIR (removed after the run).
     pub tmpdir: Option<String>,
+    /// The workspace's package cache the package managers' cache variables point at
+    /// (`workspace-write` with `env.sandbox_caches`; kept between runs).
+    pub package_cache: Option<String>,
     /// Why the sandbox is weaker than asked, when it is.
     pub weaker: Option<String>,
     /// Smaller degradations (a deny_read path that does not exist, a missing hooks dir).

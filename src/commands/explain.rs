@@ -207,7 +207,10 @@ impl<'a> Explanation<'a> {
             }),
             sandbox: SandboxShown::of(plan),
             argv: plan.argv(profile),
-            artifact_dir: plan.artifact_dir.as_ref().map(|d| d.display().to_string()),
+            artifact_dir: plan
+                .artifact_dir
+                .as_ref()
+                .map(|d| d.path.display().to_string()),
             usage_error: plan.usage_error.as_deref(),
         }
     }

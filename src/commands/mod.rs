@@ -95,7 +95,7 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
             local: profile,
             invoking_dir: cwd,
         };
-        return serve_mcp(std::sync::Arc::new(backend), || {});
+        return serve_mcp(std::sync::Arc::new(backend), || {}, || {});
     }
     let mut engine = crate::server::engine::Engine::new(profile, cwd);
     engine.profile_spec = args.profile.clone().unwrap_or_else(|| "default".into());
@@ -103,13 +103,15 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
         return crate::server::rpc::serve(engine);
     }
     let engine = std::sync::Arc::new(engine);
-    let stop = std::sync::Arc::clone(&engine);
-    serve_mcp(engine, move || stop.stop_owned_jobs())
+    let (closing, stop) = (std::sync::Arc::clone(&engine), std::sync::Arc::clone(&engine));
+    serve_mcp(engine, move || closing.close(), move || stop.stop_owned_jobs())
 }
 
-/// The MCP server on stdio over `backend`; `after` runs once it has stopped.
+/// The MCP server on stdio over `backend`; `closing` runs once it stopped serving
+/// (before the runtime is shut down), `after` once the runtime is gone.
 fn serve_mcp<B: crate::server::backend::Backend>(
     backend: std::sync::Arc<B>,
+    closing: impl FnOnce(),
     after: impl FnOnce(),
 ) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -124,6 +126,7 @@ fn serve_mcp<B: crate::server::backend::Backend>(
     };
     let served = runtime.block_on(crate::server::mcp::serve_stdio(backend));
     // A run that ignores cancellation must not keep the process alive after EOF.
+    closing();
     runtime.shutdown_timeout(std::time::Duration::from_secs(3));
     after();
     match served {

@@ -96,6 +96,9 @@ pub struct EnvCfg {
     pub exclude: Vec<String>,
     pub harden: bool,
     pub set: BTreeMap<String, String>,
+    /// In a `workspace-write` sandbox, point package managers' cache variables at
+    /// agentbash's per-workspace package cache.
+    pub sandbox_caches: bool,
 }
 
 impl Default for EnvCfg {
@@ -105,6 +108,7 @@ impl Default for EnvCfg {
             exclude: vec![],
             harden: true,
             set: BTreeMap::new(),
+            sandbox_caches: true,
         }
     }
 }
@@ -341,17 +345,25 @@ impl Default for ServerCfg {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct JobsCfg {
-    /// Bytes of a job's output kept on disk; older output is rotated out.
+    /// Bytes of a job's output kept on disk: the first third and the last bytes; the
+    /// middle is dropped.
     pub log_max_bytes: u64,
     /// Jobs running at once; the next start is refused.
     pub max_running: usize,
     /// Seconds a job may run before it is stopped (0: until stopped).
     pub ttl: u64,
-    /// A foreground run that prints nothing for this many seconds is stopped (0: off).
+    /// A foreground run called without a timeout that neither prints nor uses CPU for
+    /// this many seconds is stopped (0: off).
     pub idle_timeout: u64,
     /// rpc/mcp: a foreground run still going after this many seconds goes on as a
     /// job, answered with its id and the output so far (0: off).
     pub background_after: u64,
+    /// Milliseconds `job start` waits for a job without a readiness check, so one
+    /// that fails at once is answered as failed.
+    pub start_wait_ms: u64,
+    /// Seconds the record and log of a job that ended are kept (`job gc` and the
+    /// next `job start` remove older ones).
+    pub keep_exited: u64,
 }
 
 impl Default for JobsCfg {
@@ -362,6 +374,8 @@ impl Default for JobsCfg {
             ttl: 0,
             idle_timeout: 0,
             background_after: 0,
+            start_wait_ms: 300,
+            keep_exited: 3600,
         }
     }
 }
@@ -388,6 +402,8 @@ impl Default for TargetCfg {
 
 /// Highest `target.connect_timeout`.
 pub const MAX_CONNECT_TIMEOUT: u64 = 600;
+/// Highest `jobs.start_wait_ms`: `job start` answers within a minute.
+pub const MAX_START_WAIT_MS: u64 = 60_000;
 
 /// Highest `jobs.max_running`.
 pub const MAX_RUNNING_LIMIT: usize = 256;
@@ -410,6 +426,7 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "shell.prefix" => STRING,
         "shell.snapshot"
         | "env.harden"
+        | "env.sandbox_caches"
         | "output.strip_head_tail"
         | "artifacts.enabled"
         | "interceptor.enabled"
@@ -447,6 +464,8 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "jobs.max_running" => "a whole number of jobs (1-256)",
         "jobs.ttl" => "a whole number of seconds (0: until stopped)",
         "jobs.idle_timeout" | "jobs.background_after" => "a whole number of seconds (0: off)",
+        "jobs.start_wait_ms" => "a whole number of milliseconds (0-60000)",
+        "jobs.keep_exited" => "a whole number of seconds",
         "sandbox.mode" => "\"off\", \"read-only\" or \"workspace-write\"",
         "sandbox.engine" => "\"auto\", \"namespaces\", \"landlock\", \"bwrap\" or \"none\"",
         "sandbox.workspace" => "a string (a directory path; the start dir when unset)",
@@ -573,6 +592,16 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
             format!(
                 "{} is out of range: must be 1-{MAX_RUNNING_LIMIT} jobs",
                 p.jobs.max_running
+            ),
+        );
+    }
+    if p.jobs.start_wait_ms > MAX_START_WAIT_MS {
+        bad(
+            "jobs",
+            "start_wait_ms",
+            format!(
+                "{} is out of range: must be 0-{MAX_START_WAIT_MS} milliseconds",
+                p.jobs.start_wait_ms
             ),
         );
     }

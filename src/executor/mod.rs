@@ -4,6 +4,7 @@
 //! its processes through the one spawner in `process`, watches the timeout and the
 //! cancel token, and ends with an [`ExecOutcome`].
 
+pub mod idle;
 pub mod live;
 pub mod print;
 pub mod pty;

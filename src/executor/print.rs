@@ -4,6 +4,7 @@
 //! the shell exits, output is drained until EOF, or 250 ms without output, or 2 s in
 //! all, so a background job holding a pipe open never makes the run hang.
 
+use super::idle::{self, IdleClock};
 use super::{
     DRAIN_IDLE, DRAIN_TOTAL, EVENT_INTERVAL, End, ExecError, ExecOutcome, Read, Watch, pipe,
     poll_fds, read_some,
@@ -149,6 +150,7 @@ pub fn run(
     let mut status: Option<std::process::ExitStatus> = None;
     let mut exited_at: Option<Instant> = None;
     let mut last_output = Instant::now();
+    let mut idle = req.watch.idle.map(IdleClock::new);
     let mut stopped: Option<End> = None;
     let mut killed = Vec::new();
     let mut watchdog_due = teardown.grouped();
@@ -180,10 +182,10 @@ pub fn run(
                 Some(End::Cancelled(sig))
             } else if now >= deadline {
                 Some(End::TimedOut)
-            } else if let Some(idle) = req.watch.idle
-                && now.duration_since(last_output) >= idle
+            } else if let Some(clock) = idle.as_mut()
+                && clock.expired(|| idle::cpu_time(&teardown, group.as_ref()))
             {
-                Some(End::Idle(idle.as_secs()))
+                Some(End::Idle(clock.limit().as_secs()))
             } else {
                 None
             };
@@ -239,6 +241,9 @@ pub fn run(
             }
             if n > 0 {
                 last_output = Instant::now();
+                if let Some(clock) = idle.as_mut() {
+                    clock.printed();
+                }
             }
             let out = &mut pipes[0];
             if out.open_fd().is_some() && !out.sink.wants_more() {

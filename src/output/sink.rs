@@ -109,6 +109,8 @@ pub struct Retained {
 struct Spill {
     file: Option<BufWriter<File>>,
     artifact: Option<ArtifactRef>,
+    /// The directory the artifact was made in (to remove it from there again).
+    dir: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
     /// Where the artifact is claimed once the output first needs one: a run that
     /// keeps nothing creates no file and no directory.
     store: Option<ArtifactStore>,
@@ -186,6 +188,7 @@ impl Spill {
                 });
                 self.file = Some(BufWriter::with_capacity(64 * 1024, a.file));
                 self.file_cap = a.max_bytes;
+                self.dir = Some(a.dir);
                 true
             }
             Err(e) => {
@@ -221,7 +224,12 @@ impl Spill {
         if needed && !self.lost {
             Some(art)
         } else {
-            let _ = std::fs::remove_file(&art.path);
+            match &self.dir {
+                Some(dir) => Allocated::remove_from(dir, art.id),
+                None => {
+                    let _ = std::fs::remove_file(&art.path);
+                }
+            }
             None
         }
     }
@@ -269,7 +277,7 @@ pub struct OutputSink {
 
 impl OutputSink {
     pub fn new(cfg: SinkConfig, artifact: Option<Allocated>, collect_events: bool) -> Self {
-        let (file, art, file_cap) = match artifact {
+        let (file, art, file_cap, dir) = match artifact {
             Some(a) => (
                 Some(BufWriter::with_capacity(64 * 1024, a.file)),
                 Some(ArtifactRef {
@@ -278,8 +286,9 @@ impl OutputSink {
                     path: a.path,
                 }),
                 a.max_bytes,
+                Some(a.dir),
             ),
-            None => (None, None, u64::MAX),
+            None => (None, None, u64::MAX, None),
         };
         let tail_cap = if cfg.head_lines.is_some() {
             0
@@ -316,6 +325,7 @@ impl OutputSink {
             spill: Spill {
                 file,
                 artifact: art,
+                dir,
                 store: None,
                 mem: Vec::new(),
                 mem_cap: cfg.max_bytes,
@@ -950,6 +960,7 @@ mod tests {
             path: path.clone(),
             file,
             max_bytes: u64::MAX,
+            dir: std::sync::Arc::new(File::open(dir.path()).expect("dir").into()),
         };
         let mut sink = OutputSink::new(cfg, Some(artifact), true);
         let mut live = String::new();

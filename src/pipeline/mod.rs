@@ -73,7 +73,7 @@ pub struct Plan {
     pub state: crate::shell::state::StatePlan,
     pub script: String,
     pub env: BuiltEnv,
-    pub artifact_dir: Option<PathBuf>,
+    pub artifact_dir: Option<artifact::ArtifactDir>,
     /// The `[sandbox]` policy this run asks for (the profile's, or `--sandbox`).
     pub sandbox: crate::sandbox::Policy,
     pub profile_name: String,
@@ -346,7 +346,7 @@ fn carry_out(
         let mut sinks = sinks(p, &plan, req);
         announce_start(&plan, &mut g, on_event);
         let live = pool.filter(|_| live_eligible(req, p, &plan, &shell));
-        let sandbox = confinement(&plan, &cwd, &state, &mut g)?;
+        let sandbox = confinement(p, &plan, &cwd, &mut state, &mut g)?;
         let launch = launch(
             req,
             p,
@@ -365,7 +365,7 @@ fn carry_out(
             kill_grace: Duration::from_millis(p.timeout.kill_grace_ms),
             background: p.process.background,
             cancel,
-            idle: Some(Duration::from_secs(p.jobs.idle_timeout)).filter(|d| !d.is_zero()),
+            idle: idle_limit(req, p),
         };
         let ran = execute_command(
             req, p, &plan, &state, &sandbox, &launch, live, watch, &mut sinks, on_event,
@@ -593,15 +593,23 @@ fn live_eligible(
 
 /// The kernel sandbox the run asks for, prepared for the spawner (and its private
 /// TMPDIR made); off, it confines nothing.
+///
+/// A session made under another sandbox policy is refused here, before its state is
+/// sourced: state made inside a sandbox must not carry code into a run confined less
+/// (or differently).
 fn confinement(
+    p: &crate::config::profile::Profile,
     plan: &Plan,
     cwd: &Path,
-    state: &crate::shell::state::Prepared,
+    state: &mut crate::shell::state::Prepared,
     g: &mut Gathered,
 ) -> Result<sandbox::RunSandbox, Stop> {
-    let sandbox = sandbox::prepare(plan, cwd, state.sandbox_writable())
+    let sandbox = sandbox::prepare(plan, cwd, state.session_exchange(), p.env.sandbox_caches)
         .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
-    g.warnings.extend(sandbox.warning());
+    state
+        .adopt_policy(sandbox.fingerprint())
+        .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
+    g.warnings.extend(sandbox.warnings());
     Ok(sandbox)
 }
 
@@ -621,8 +629,11 @@ fn launch(
 ) -> Result<Launch, Stop> {
     use crate::shell::state::PreludeError;
     let mut env = plan.env.vars.clone();
+    // Under the session's exports, which win (as the profile's and the flags' do).
+    let explicit = |k: &str| p.env.set.contains_key(k) || req.env.iter().any(|(f, _)| f == k);
+    sandbox.apply_cache_env(&mut env, &explicit);
     state.apply_env(&mut env, &req.env);
-    sandbox.apply_env(&mut env);
+    sandbox.apply_tmpdir(&mut env);
     let start_env = live.then(|| env.clone());
     if !live {
         match state.install_prelude(&mut env, &plan.script, cwd) {
@@ -667,6 +678,7 @@ fn launch(
         },
         sandbox: sandbox.confinement(),
         detached: false,
+        keep_background: p.process.background == crate::config::schema::Background::Keep,
     };
     Ok(Launch {
         spec,
@@ -829,7 +841,9 @@ fn finish(
         said.push_str(&e.text);
     }
     g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
-    g.notices.extend(sandbox.denial_notice(&outcome.end, &said));
+    g.notices
+        .extend(sandbox.denial_notice(&outcome.end, &said, &cwd));
+    g.notices.extend(sandbox.audit());
     let committed = matches!(
         outcome.end,
         End::Exited(_) | End::Signaled(_) | End::MissingStatus
@@ -882,7 +896,7 @@ fn announce_the_rest(
 /// it ended.
 fn remember_artifact(
     p: &crate::config::profile::Profile,
-    dir: PathBuf,
+    dir: artifact::ArtifactDir,
     id: u64,
     command: String,
     r: &RunResult,
@@ -1308,9 +1322,19 @@ pub struct JobLaunch {
     /// The run marker set in the command's environment.
     pub marker: String,
     pub cwd: PathBuf,
+    /// The secrets (`output.redact`) masked in all the job shows: its log, its
+    /// screen, its record.
+    pub secrets: Secrets,
     _state: crate::shell::state::Prepared,
-    _sandbox: sandbox::RunSandbox,
+    sandbox: sandbox::RunSandbox,
     _script_file: Option<tempfile::NamedTempFile>,
+}
+
+impl JobLaunch {
+    /// The sandbox the job is confined by (its `sandbox` object, its notices).
+    pub fn sandbox(&self) -> &sandbox::RunSandbox {
+        &self.sandbox
+    }
 }
 
 /// Why a job's command did not get ready: the exit code a run would have had
@@ -1330,12 +1354,12 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
     let p = &profile.profile;
     let mut g = Gathered::default();
     let cancel = CancelToken::new();
-    let refused = JobRefusal::from;
+    let refused = |stop: Stop| JobRefusal::from(stop).masked(&plan.secrets);
     let shell = refusal(req, &plan, &mut g).map_err(refused)?;
     let limit = Duration::from_secs(plan.timeout.effective);
     let mut state = session_state(req, &plan, &shell, &cancel, limit, &mut g).map_err(refused)?;
     let cwd = working_dir(req, &plan, &state, &mut g).map_err(refused)?;
-    let sandbox = confinement(&plan, &cwd, &state, &mut g).map_err(refused)?;
+    let sandbox = confinement(p, &plan, &cwd, &mut state, &mut g).map_err(refused)?;
     let launch = launch(
         req, p, &plan, &mut state, &sandbox, &shell, &cwd, false, &mut g,
     )
@@ -1344,8 +1368,9 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
         spec: launch.spec,
         marker: launch.marker,
         cwd,
+        secrets: plan.secrets.clone(),
         _state: state,
-        _sandbox: sandbox,
+        sandbox,
         _script_file: launch._script_file,
     })
 }
@@ -1357,7 +1382,15 @@ pub fn job_refusal(req: &RunRequest, plan: &Plan) -> Result<(), JobRefusal> {
     let mut g = Gathered::default();
     refusal(req, plan, &mut g)
         .map(drop)
-        .map_err(JobRefusal::from)
+        .map_err(|stop| JobRefusal::from(stop).masked(&plan.secrets))
+}
+
+impl JobRefusal {
+    /// The message with the run's secrets masked (it may quote the command).
+    fn masked(mut self, secrets: &Secrets) -> Self {
+        secrets.mask_in_place(&mut self.message);
+        self
+    }
 }
 
 impl From<Stop> for JobRefusal {
@@ -1374,6 +1407,12 @@ impl From<Stop> for JobRefusal {
             },
         }
     }
+}
+
+/// `jobs.idle_timeout` for a foreground run: only when the caller set no timeout (a
+/// caller who gave one expects quiet work to take that long).
+pub fn idle_limit(req: &RunRequest, p: &crate::config::profile::Profile) -> Option<Duration> {
+    Some(Duration::from_secs(p.jobs.idle_timeout)).filter(|d| !d.is_zero() && req.timeout.is_none())
 }
 
 /// [`plan`] as a run makes it (no interception trace for rules that cannot apply).
@@ -1430,13 +1469,34 @@ impl JobRun {
         }
     }
 
-    /// The job ended (or was stopped) within the wait: the run's result.
-    pub fn finish(self, end: End, profile: &LoadedProfile) -> RunResult {
+    /// The job ended (or was stopped) within the wait: the run's result. `tmpdir` is
+    /// the private TMPDIR the job's supervisor made for it, when sandboxed.
+    pub fn finish(self, end: End, profile: &LoadedProfile, tmpdir: Option<PathBuf>) -> RunResult {
+        self.shaped(end, end, profile, tmpdir)
+    }
+
+    /// The result shaped for `end`, with the notices the job's sandbox gives for how
+    /// it ended (`ended`) and what it printed.
+    fn shaped(
+        self,
+        end: End,
+        ended: End,
+        profile: &LoadedProfile,
+        tmpdir: Option<PathBuf>,
+    ) -> RunResult {
         let secrets = self.plan.secrets.clone();
         let artifact_dir = self.plan.artifact_dir.clone();
         let cwd = PathBuf::from(&self.base.cwd);
         let retained = self.sink.finish();
-        let warnings = self.plan.rule_warnings.clone();
+        let mut warnings = self.plan.rule_warnings.clone();
+        let mut notices = self.notices;
+        // The job's sandbox, as its supervisor prepared it (the same policy, paths
+        // and TMPDIR): the same `sandbox` object and notices as the run's.
+        let confined = sandbox::described(&self.plan, &cwd, tmpdir.as_deref());
+        if let Ok(sandbox) = &confined {
+            warnings.extend(sandbox.warnings());
+            notices.extend(sandbox.denial_notice(&ended, &retained.text, &cwd));
+        }
         let outcome = ExecOutcome {
             end,
             background_killed: vec![],
@@ -1446,11 +1506,12 @@ impl JobRun {
             self.plan,
             outcome,
             retained,
-            self.notices,
+            notices,
             warnings,
             self.started,
             cwd,
         );
+        r.sandbox = confined.ok().and_then(|s| s.info());
         r.mask_secrets(&secrets);
         if let Some(dir) = artifact_dir
             && let Some(a) = &r.artifact
@@ -1466,14 +1527,17 @@ impl JobRun {
         after: Duration,
         job: crate::result::ContinuedAs,
         profile: &LoadedProfile,
+        tmpdir: Option<PathBuf>,
     ) -> RunResult {
         let line = format!(
             "[Still running after {}; continues as {} — read it with job_output (cursor {}), stop it with job_stop]",
             count(after.as_secs(), "second"),
-            job.id,
+            job.url,
             job.cursor
         );
-        let mut r = self.finish(End::Exited(0), profile);
+        // It has not ended: a write its sandbox refused is said as for a run that has
+        // not succeeded (yet), not hidden as for one that did.
+        let mut r = self.shaped(End::Exited(0), End::MissingStatus, profile, tmpdir);
         r.exit_code = None;
         r.agentbash_exit = 0;
         let rest = match r.text.strip_prefix("(no output)") {

@@ -5,6 +5,7 @@
 use crate::executor::End;
 use crate::result::SandboxInfo;
 use crate::sandbox::{self, Confinement, Mode, Policy, Resolved};
+use crate::shell::session::SandboxPolicy;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,9 +20,20 @@ pub fn plan(profile: &Policy, requested: Option<Mode>, invoking_dir: &Path) -> P
         policy.mode = mode;
     }
     if policy.workspace.is_none() {
+        policy.workspace_by_default = true;
         policy.workspace = Some(invoking_dir.to_path_buf());
     }
     policy
+}
+
+/// agentbash's own directories: what a command must never rewrite (its profiles and
+/// trust records, snapshots, sessions, job records, artifacts), even when a writable
+/// tree of the sandbox covers them.
+fn own_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![crate::paths::state_dir(), crate::paths::cache_dir()];
+    dirs.extend(crate::config::profile::Lookup::config_dir());
+    dirs.extend(crate::shell::store::runtime_dir());
+    dirs
 }
 
 /// `off`, `read-only` or `workspace-write`, as a flag or a request field spells it.
@@ -65,38 +77,96 @@ pub fn mode_name(mode: Mode) -> &'static str {
 pub struct RunSandbox {
     confinement: Option<Arc<Confinement>>,
     info: Option<SandboxInfo>,
+    /// The workspace (in `workspace-write`) and the profile's `writable` paths.
     writable: Vec<PathBuf>,
+    /// The profile's `writable` paths, expanded (for the session's fingerprint).
+    profile_writable: Vec<PathBuf>,
+    /// agentbash's own paths the command writes (kept apart, see [`OwnWritable`]).
+    own: OwnWritable,
     deny_read: Vec<PathBuf>,
+    warnings: Vec<String>,
+}
+
+/// agentbash's own paths a sandboxed command must be able to write, kept apart from
+/// the profile's `writable`: agentbash keeps its own state and cache directories
+/// read-only inside the sandbox, and these two are the exceptions. Each is a directory
+/// that holds nothing agentbash executes or trusts:
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnWritable {
+    /// The session's exchange directory, where its shell leaves the pending state that
+    /// agentbash reads back (as hostile input) after the run.
+    pub session_exchange: Option<PathBuf>,
+    /// The per-workspace package-manager cache ([`package_cache`]), used only by
+    /// sandboxed runs.
+    pub package_cache: Option<PathBuf>,
+}
+
+impl OwnWritable {
+    /// Every path, in a fixed order.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.session_exchange
+            .iter()
+            .chain(&self.package_cache)
+            .cloned()
+            .collect()
+    }
 }
 
 /// Prepare the plan's policy for a run in `cwd`: create the private TMPDIR and build
 /// everything the child needs. `Err` (exit 125) when `required = true` and nothing can
 /// enforce it, or a configured path is unusable.
 ///
-/// `also_writable` are agentbash's own files the command's shell writes (a session's
-/// pending state), each a single file; nothing of any other run is writable.
+/// `session_exchange` is the run's session's exchange directory, the one file of
+/// agentbash's the command's shell writes (nothing of any other run is writable);
+/// `package_cache`: give a `workspace-write` run agentbash's package cache for its
+/// workspace (`env.sandbox_caches`).
 pub fn prepare(
     plan: &super::Plan,
     cwd: &Path,
-    also_writable: Vec<PathBuf>,
+    session_exchange: Option<PathBuf>,
+    package_cache: bool,
 ) -> Result<RunSandbox, String> {
     let mut policy = plan.sandbox.clone();
     if policy.mode == Mode::Off {
         return Ok(RunSandbox::default());
     }
+    let mut warnings = Vec::new();
+    let mut own = OwnWritable {
+        session_exchange,
+        package_cache: None,
+    };
+    if package_cache && policy.mode == Mode::WorkspaceWrite {
+        match self::package_cache(&workspace(&policy, cwd), &plan.env.vars) {
+            Ok(dir) => own.package_cache = Some(dir),
+            Err(w) => warnings.push(w),
+        }
+    }
     let shown_writable = policy.writable.len();
-    policy.writable.extend(also_writable);
+    // agentbash's own paths the command's shell writes: writable even inside its own
+    // directories, which stay read-only whatever `writable` covers (and left out of
+    // what the result shows).
+    policy.own_writable.extend(own.paths());
+    policy.writable.extend(own.paths());
+    policy.own_dirs = own_dirs();
+    policy
+        .own_dirs
+        .extend(plan.artifact_dir.iter().map(|d| d.path.clone()));
     let policy = &policy;
     let tmpdir = private_tmpdir()?;
     let (prepared, weaker) = prepare_policy(policy, cwd, tmpdir.path())?;
     let mut info = info(policy, cwd, &prepared, Some(tmpdir.path()));
     info.weaker = weaker.or(info.weaker);
     info.writable.truncate(shown_writable);
+    info.package_cache = own.package_cache.as_ref().map(|p| p.display().to_string());
     let mut writable = vec![tmpdir.path().to_path_buf()];
     if policy.mode == Mode::WorkspaceWrite {
         writable.push(workspace(policy, cwd));
     }
-    writable.extend(policy.writable.iter().map(|p| expand(p)));
+    let profile_writable: Vec<PathBuf> = policy.writable[..shown_writable]
+        .iter()
+        .map(|p| expand(p))
+        .collect();
+    writable.extend(profile_writable.iter().cloned());
     let deny_read = policy.deny_read.iter().map(|p| expand(p)).collect();
     Ok(RunSandbox {
         confinement: Some(Arc::new(Confinement {
@@ -105,8 +175,77 @@ pub fn prepare(
         })),
         info: Some(info),
         writable,
+        profile_writable,
+        own,
         deny_read,
+        warnings,
     })
+}
+
+/// The package managers whose caches a sandboxed run keeps in agentbash's cache, with
+/// the directory each gets there. Cargo's `CARGO_HOME` also holds the user's
+/// configuration, which [`cargo_home`] links in.
+const PACKAGE_CACHES: &[(&str, &str)] = &[
+    ("PIP_CACHE_DIR", "pip"),
+    ("UV_CACHE_DIR", "uv"),
+    ("npm_config_cache", "npm"),
+    ("GOCACHE", "go-build"),
+    ("GOMODCACHE", "go-mod"),
+    ("CARGO_HOME", "cargo"),
+];
+
+/// agentbash's package cache for `workspace` (`<cache dir>/sandbox-cache/<hash of the
+/// workspace path>`, 0700, made when missing): the one place a sandboxed run's pip,
+/// uv, npm, go and cargo keep what they download, so that a sandbox does not make
+/// them download everything again on every run. It is never the user's own cache: a
+/// command confined by the sandbox could poison it, and the user's next unsandboxed
+/// build would run what it planted. `env` is the run's environment (for the user's
+/// `CARGO_HOME`). `Err` is a warning: the run goes on without it.
+fn package_cache(workspace: &Path, env: &BTreeMap<String, String>) -> Result<PathBuf, String> {
+    // The workspace as the sandbox binds it (the invoking directory is already the
+    // kernel's own spelling of it): resolving it again would cost a readlink per
+    // component on every run.
+    let dir = crate::paths::cache_dir()
+        .join("sandbox-cache")
+        .join(format!(
+            "{:016x}",
+            crate::ids::fnv64(workspace.as_os_str().as_encoded_bytes())
+        ));
+    crate::paths::private_dir(&dir).map_err(|e| {
+        format!("sandbox: no package cache for this workspace ({e}); package managers run with their own caches read-only")
+    })?;
+    // Made once; afterwards the command may write here: a name it replaced is left to
+    // it, never followed.
+    if std::fs::symlink_metadata(dir.join("cargo")).is_err() {
+        for (_, sub) in PACKAGE_CACHES {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new().mode(0o700).create(dir.join(sub));
+        }
+    }
+    cargo_home(&dir.join("cargo"), env);
+    Ok(dir)
+}
+
+/// Cargo keeps its configuration (`config.toml`, or `config`) in `CARGO_HOME` next to
+/// its registry cache: the sandbox's `CARGO_HOME` links to the user's configuration
+/// files (mirrors, `net.git-fetch-with-cli`, target settings), so that builds behave as
+/// they do outside, and caches crates of its own. Credentials (`credentials.toml`) are
+/// not linked: a sandboxed command does not publish.
+fn cargo_home(dir: &Path, env: &BTreeMap<String, String>) {
+    let user = env
+        .get("CARGO_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| env.get("HOME").map(|h| Path::new(h).join(".cargo")));
+    let Some(user) = user else {
+        return;
+    };
+    for name in ["config.toml", "config"] {
+        let (target, link) = (user.join(name), dir.join(name));
+        if target.is_file() && std::fs::symlink_metadata(&link).is_err() {
+            let _ = std::os::unix::fs::symlink(&target, &link);
+        }
+    }
 }
 
 /// What `explain` shows: the engine this machine would use, with nothing created.
@@ -118,6 +257,41 @@ pub fn describe(policy: &Policy, cwd: &Path) -> Result<Option<SandboxInfo>, Stri
     let mut info = info(policy, cwd, &prepared, None);
     info.weaker = weaker.or(info.weaker);
     Ok(Some(info))
+}
+
+/// The sandbox a job's supervisor prepared for `plan` in `cwd`, seen from outside
+/// it (rpc/mcp `jobs.background_after` answers for the job as for a run): the same
+/// policy, paths and notices, with `tmpdir` the job's private TMPDIR; nothing is
+/// created and there is nothing to apply.
+pub fn described(
+    plan: &super::Plan,
+    cwd: &Path,
+    tmpdir: Option<&Path>,
+) -> Result<RunSandbox, String> {
+    let policy = &plan.sandbox;
+    let Some(mut info) = describe(policy, cwd)? else {
+        return Ok(RunSandbox::default());
+    };
+    info.tmpdir = tmpdir.map(|t| t.display().to_string());
+    // The first entry is the private TMPDIR (see `writable_list`); one that cannot
+    // match stands in when the job's is not known.
+    let mut writable = vec![tmpdir.map_or_else(
+        || PathBuf::from("/nonexistent/agentbash-job-tmpdir"),
+        Path::to_path_buf,
+    )];
+    if policy.mode == Mode::WorkspaceWrite {
+        writable.push(workspace(policy, cwd));
+    }
+    let profile_writable: Vec<PathBuf> = policy.writable.iter().map(|p| expand(p)).collect();
+    writable.extend(profile_writable.iter().cloned());
+    Ok(RunSandbox {
+        confinement: None,
+        info: Some(info),
+        writable,
+        profile_writable,
+        deny_read: policy.deny_read.iter().map(|p| expand(p)).collect(),
+        ..RunSandbox::default()
+    })
 }
 
 /// [`sandbox::prepare`], with `engine = "bwrap"` (not run in-process yet) treated like
@@ -182,6 +356,7 @@ fn info(
         writable: policy.writable.iter().map(|p| shown(p)).collect(),
         deny_read: policy.deny_read.iter().map(|p| shown(p)).collect(),
         tmpdir: tmpdir.map(shown),
+        package_cache: None,
         weaker: prepared.reason().map(str::to_owned),
         // Most credential stores of a deny_read list do not exist on a given machine.
         notes: prepared
@@ -193,9 +368,9 @@ fn info(
     }
 }
 
-/// `0700` under the state dir (so it is on the user's own file system), else `/tmp`.
-/// Created with its mode in the one `mkdir`, and the state dir only made when missing:
-/// this is on every sandboxed run's start-up path.
+/// `0700` under the state dir's `tmp/` (0700 too, so it is on the user's own file
+/// system), else `/tmp`. Created with its mode in the one `mkdir`, and `tmp/` only made
+/// (and checked) when that fails: this is on every sandboxed run's start-up path.
 fn private_tmpdir() -> Result<tempfile::TempDir, String> {
     use std::os::unix::fs::PermissionsExt;
     let private = || std::fs::Permissions::from_mode(0o700);
@@ -207,7 +382,11 @@ fn private_tmpdir() -> Result<tempfile::TempDir, String> {
             .tempdir_in(&base)
     };
     let made = in_base()
-        .or_else(|_| std::fs::create_dir_all(&base).and_then(|()| in_base()))
+        .or_else(|_| {
+            crate::paths::private_dir(&base)
+                .map_err(std::io::Error::from)
+                .and_then(|()| in_base())
+        })
         .or_else(|_| {
             tempfile::Builder::new()
                 .prefix("agentbash-run-")
@@ -232,7 +411,12 @@ impl RunSandbox {
     pub fn key(&self) -> Option<String> {
         self.info
             .as_ref()
-            .map(|i| format!("{:?} {:?} {:?}", i, self.writable, self.deny_read))
+            .map(|i| {
+                format!(
+                    "{:?} {:?} {:?} {:?}",
+                    i, self.writable, self.own, self.deny_read
+                )
+            })
             .map(
                 |k| match self.info.as_ref().and_then(|i| i.tmpdir.as_deref()) {
                     // The TMPDIR differs per run; the shell keeps the first one.
@@ -242,41 +426,129 @@ impl RunSandbox {
             )
     }
 
+    /// Git files the command created that would change what git runs outside the
+    /// sandbox, moved aside, each with a notice (see [`sandbox::Prepared::audit`]).
+    pub fn audit(&self) -> Vec<String> {
+        self.confinement
+            .as_ref()
+            .map(|c| c.prepared.audit())
+            .unwrap_or_default()
+    }
+
     /// Point the command's temporary files at its private TMPDIR.
-    pub fn apply_env(&self, env: &mut BTreeMap<String, String>) {
+    pub fn apply_tmpdir(&self, env: &mut BTreeMap<String, String>) {
         if let Some(tmp) = self.info.as_ref().and_then(|i| i.tmpdir.clone()) {
             env.insert("TMPDIR".into(), tmp);
         }
     }
 
-    /// A warning when the sandbox asked for is not enforced at all.
-    pub fn warning(&self) -> Option<String> {
-        let info = self.info.as_ref()?;
-        (info.engine == "none").then(|| {
-            format!(
+    /// Point the command's package managers' caches at the workspace's package cache,
+    /// except the variables `explicit` names (set by the profile or a flag: those win).
+    pub fn apply_cache_env(
+        &self,
+        env: &mut BTreeMap<String, String>,
+        explicit: &dyn Fn(&str) -> bool,
+    ) {
+        if let Some(dir) = &self.own.package_cache {
+            for (var, sub) in PACKAGE_CACHES {
+                if !explicit(var) {
+                    env.insert((*var).into(), dir.join(sub).display().to_string());
+                }
+            }
+        }
+    }
+
+    /// Warnings for the result: the sandbox asked for is not enforced at all, or the
+    /// package cache could not be made.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut v = self.warnings.clone();
+        if let Some(info) = self.info.as_ref().filter(|i| i.engine == "none") {
+            v.push(format!(
                 "sandbox: [sandbox] mode = {:?} is NOT enforced: {}; the command ran unconfined",
                 mode_name(info.mode),
                 info.weaker.as_deref().unwrap_or("no engine")
-            )
-        })
+            ));
+        }
+        v
+    }
+
+    /// The policy a session remembers and compares (see `shell::session`): a hash
+    /// of everything that decides what the command can do — mode, engine, workspace,
+    /// writable, deny_read, network — stable from run to run (paths expanded, lists
+    /// sorted), with a one-line summary. `off` when nothing confines the run.
+    pub fn fingerprint(&self) -> SandboxPolicy {
+        let Some(info) = &self.info else {
+            return SandboxPolicy::off();
+        };
+        let sorted = |paths: &[PathBuf]| {
+            let mut v: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let (writable, deny_read) = (sorted(&self.profile_writable), sorted(&self.deny_read));
+        let network = if info.network { "on" } else { "off" };
+        let full = serde_json::json!({
+            "mode": mode_name(info.mode),
+            "engine": info.engine,
+            "workspace": info.workspace,
+            "writable": writable,
+            "deny_read": deny_read,
+            "network": network,
+        });
+        let workspace = info
+            .workspace
+            .as_deref()
+            .map(|w| format!(", workspace {w}"))
+            .unwrap_or_default();
+        SandboxPolicy {
+            fingerprint: format!("{:016x}", crate::ids::fnv64(full.to_string().as_bytes())),
+            summary: format!(
+                "{} (engine {}{workspace}, network {network}, {} writable and {} deny_read paths)",
+                mode_name(info.mode),
+                info.engine,
+                writable.len(),
+                deny_read.len()
+            ),
+        }
     }
 
     /// When a failed command's output shows the sandbox refused a write (or hid a
-    /// path), a line saying so: the OS error alone reads like a broken machine.
-    pub fn denial_notice(&self, end: &End, output: &str) -> Option<String> {
+    /// path), a line saying so: the OS error alone reads like a broken machine. `cwd`
+    /// is the run's directory (error lines often name paths relative to it).
+    pub fn denial_notice(&self, end: &End, output: &str, cwd: &Path) -> Option<String> {
         let info = self.info.as_ref().filter(|i| i.engine != "none")?;
         if matches!(end, End::Exited(0)) {
             return None;
         }
         for line in output.lines() {
-            let read_only = line.contains("Read-only file system");
-            let denied =
-                line.contains("Permission denied") || line.contains("Operation not permitted");
-            if !(read_only || denied) {
+            let Some((error, at)) = Refusal::in_line(line) else {
                 continue;
+            };
+            let paths: Vec<PathBuf> = paths_in(line, at)
+                .into_iter()
+                .map(|p| crate::paths::absolute(cwd, &p))
+                .collect();
+            // A protected piece of a writable tree is refused on purpose: say so, and
+            // not "add it to writable", which would not help.
+            let protected = paths.iter().find_map(|p| {
+                self.writable
+                    .iter()
+                    .find(|w| within(p, w))
+                    .and_then(|w| protected_piece(p, w))
+                    .map(|piece| (p, piece))
+            });
+            if let Some((path, piece)) = protected {
+                return Some(format!(
+                    "[sandbox: {} is read-only in the sandbox on purpose ({} {} was refused): {}. No [sandbox] key makes it writable; a change that is intended must be made outside the sandbox (by the user, or with --sandbox off)]",
+                    piece.name,
+                    error.verb(),
+                    path.display(),
+                    piece.why
+                ));
             }
-            let path = path_in(line);
-            if let Some(path) = &path
+            let path = paths.first();
+            if let Some(path) = path
                 && let Some(hidden) = self.deny_read.iter().find(|d| path.starts_with(d))
             {
                 return Some(format!(
@@ -285,21 +557,20 @@ impl RunSandbox {
                     hidden.display()
                 ));
             }
-            let outside = path
-                .as_ref()
-                .map(|p| !self.writable.iter().any(|w| within(p, w)));
+            if error == Refusal::Busy {
+                continue;
+            }
+            let outside = path.map(|p| !self.writable.iter().any(|w| within(p, w)));
             match outside {
                 Some(true) => {
                     return Some(format!(
                         "[sandbox: writing {} was refused: the {} sandbox lets the command write only {}. To allow it, add the path to [sandbox] writable in the profile]",
-                        path.as_ref()
-                            .map(|p| p.display().to_string())
-                            .unwrap_or_default(),
+                        path.map(|p| p.display().to_string()).unwrap_or_default(),
                         mode_name(info.mode),
                         self.writable_list()
                     ));
                 }
-                None if read_only => {
+                None if error == Refusal::ReadOnly => {
                     return Some(format!(
                         "[sandbox: a write was refused: the {} sandbox lets the command write only {}. To allow more, add paths to [sandbox] writable in the profile]",
                         mode_name(info.mode),
@@ -326,37 +597,131 @@ impl RunSandbox {
 
 /// Whether `path` is `dir` or below it, comparing canonical forms where they exist.
 fn within(path: &Path, dir: &Path) -> bool {
-    let canonical = |p: &Path| {
-        std::fs::canonicalize(p)
-            .or_else(|_| {
-                let parent = p.parent().unwrap_or(p);
-                std::fs::canonicalize(parent).map(|c| c.join(p.file_name().unwrap_or_default()))
-            })
-            .unwrap_or_else(|_| p.to_path_buf())
-    };
     path.starts_with(dir) || canonical(path).starts_with(canonical(dir))
 }
 
-/// The first absolute path in an error line: quoted ('…', "…", `…'), or a bare word
-/// ending at `:`, as coreutils, shells and Python print them.
-fn path_in(line: &str) -> Option<PathBuf> {
-    let start = line.find('/')?;
-    let before = line[..start].chars().last();
-    let rest = &line[start..];
-    let end = match before {
-        Some(q @ ('\'' | '"' | '`' | '‘')) => {
-            let close = if q == '`' || q == '‘' {
-                ['\'', '’']
-            } else {
-                [q, q]
-            };
-            rest.find(|c| close.contains(&c)).unwrap_or(rest.len())
+/// `p` with its links resolved, as far as it exists (a file about to be created is
+/// its directory's canonical form and its name).
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p)
+        .or_else(|_| {
+            let parent = p.parent().unwrap_or(p);
+            std::fs::canonicalize(parent).map(|c| c.join(p.file_name().unwrap_or_default()))
+        })
+        .unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// How the OS said no, as error lines spell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// EROFS: everything outside the writable set, and the protected pieces.
+    ReadOnly,
+    /// EACCES or EPERM (Landlock, a hidden path, metadata changes).
+    Denied,
+    /// EBUSY: renaming or removing a mount point (`.git`).
+    Busy,
+}
+
+impl Refusal {
+    /// The error a line reports, with where its text starts.
+    fn in_line(line: &str) -> Option<(Refusal, usize)> {
+        const TEXTS: &[(&str, Refusal)] = &[
+            ("Read-only file system", Refusal::ReadOnly),
+            ("read-only file system", Refusal::ReadOnly),
+            ("Permission denied", Refusal::Denied),
+            ("Operation not permitted", Refusal::Denied),
+            ("Device or resource busy", Refusal::Busy),
+        ];
+        TEXTS
+            .iter()
+            .filter_map(|(text, r)| line.find(text).map(|at| (*r, at)))
+            .min_by_key(|(_, at)| *at)
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            Refusal::Busy => "moving or removing",
+            _ => "writing",
         }
-        _ => rest
-            .find(|c: char| c == ':' || c.is_whitespace())
-            .unwrap_or(rest.len()),
+    }
+}
+
+/// A piece of a writable tree the sandbox keeps read-only on purpose.
+struct Piece {
+    name: String,
+    why: &'static str,
+}
+
+/// Whether `path`, inside the writable tree `tree`, is (in) one of the pieces the
+/// sandbox keeps read-only: git's hooks, configuration and what it reads them from
+/// (`.git/hooks`, `.git/config`, `.git/info`, `.git/commondir`), `.git` itself (a mount
+/// point, so it cannot be swapped), and the project's `.agentbash/`.
+fn protected_piece(path: &Path, tree: &Path) -> Option<Piece> {
+    let rel = match path.strip_prefix(tree) {
+        Ok(r) => r.to_path_buf(),
+        Err(_) => {
+            let (p, t) = (canonical(path), canonical(tree));
+            p.strip_prefix(&t).ok()?.to_path_buf()
+        }
     };
-    Some(PathBuf::from(&rest[..end]))
+    let parts: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
+    if parts.contains(&".agentbash") {
+        return Some(Piece {
+            name: ".agentbash/".into(),
+            why: "it holds the profiles and rules agentbash runs under, which a command must not rewrite",
+        });
+    }
+    let git = parts.iter().position(|c| *c == ".git")?;
+    match parts.get(git + 1).copied() {
+        None => Some(Piece {
+            name: ".git".into(),
+            why: ".git is a mount point in the sandbox so that it cannot be moved or replaced: a swapped .git would bring hooks and configuration that git runs outside the sandbox",
+        }),
+        Some(sub @ ("hooks" | "config" | "info" | "commondir")) => Some(Piece {
+            name: format!(".git/{sub}"),
+            why: "git reads hooks and configuration from there also outside the sandbox, where a planted hook or setting (core.fsmonitor, core.hooksPath) would run",
+        }),
+        Some(_) => None,
+    }
+}
+
+/// The paths an error line names, most likely first: quoted ones ('…', "…", `…',
+/// ‘…’, “…”), else the word just before the error text (`bash: line 1: x: Read-only
+/// file system`, `sh: 1: cannot create x: …`, `error: could not lock config file
+/// .git/config: …`). `error_at` is where the line's error text starts.
+fn paths_in(line: &str, error_at: usize) -> Vec<PathBuf> {
+    let mut quoted = Vec::new();
+    let mut rest = line;
+    while let Some(open) = rest.find(['\'', '"', '`', '‘', '“']) {
+        let q = rest[open..].chars().next().unwrap_or('\'');
+        let after = &rest[open + q.len_utf8()..];
+        let close: &[char] = match q {
+            '`' | '‘' => &['\'', '’'],
+            '“' => &['”'],
+            other => &[other][..],
+        };
+        let Some(end) = after.find(close) else {
+            break;
+        };
+        let inside = &after[..end];
+        if !inside.is_empty() && !inside.contains(['\n', '\0']) {
+            quoted.push(PathBuf::from(inside));
+        }
+        let close_len = after[end..].chars().next().map_or(1, char::len_utf8);
+        rest = &after[end + close_len..];
+    }
+    if !quoted.is_empty() {
+        return quoted;
+    }
+    // Unquoted: the `: `-separated field right before the error text; its last word.
+    let before = line[..error_at].trim_end().trim_end_matches(':');
+    let field = before.rsplit(": ").next().unwrap_or(before);
+    field
+        .split_whitespace()
+        .last()
+        .filter(|w| w.contains('/') || w.starts_with('.') || !w.contains(['[', ']']))
+        .map(|w| vec![PathBuf::from(w)])
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -368,6 +733,8 @@ mod tests {
         for (line, path) in [
             ("touch: cannot touch '/x/b': Read-only file system", "/x/b"),
             ("bash: line 1: /x/b: Read-only file system", "/x/b"),
+            ("/bin/bash: line 1: /x/b: Read-only file system", "/x/b"),
+            ("sh: 1: cannot create /x/b: Read-only file system", "/x/b"),
             (
                 "OSError: [Errno 30] Read-only file system: '/x/y z'",
                 "/x/y z",
@@ -377,10 +744,59 @@ mod tests {
                 "cp: cannot create regular file `/a/c': Permission denied",
                 "/a/c",
             ),
+            (
+                "cp: cannot create regular file '.git/hooks/pre-commit.sample': Read-only file system",
+                ".git/hooks/pre-commit.sample",
+            ),
+            (
+                "mkdir: cannot create directory ‘/x/d’: Read-only file system",
+                "/x/d",
+            ),
+            (
+                "error: could not lock config file .git/config: Read-only file system",
+                ".git/config",
+            ),
+            (
+                "mv: cannot move '.git' to '.g': Device or resource busy",
+                ".git",
+            ),
+            (
+                "Error: EROFS: read-only file system, open '/x/pkg.json'",
+                "/x/pkg.json",
+            ),
         ] {
-            assert_eq!(path_in(line), Some(PathBuf::from(path)), "{line}");
+            let (_, at) = Refusal::in_line(line).expect(line);
+            assert_eq!(
+                paths_in(line, at).first(),
+                Some(&PathBuf::from(path)),
+                "{line}"
+            );
         }
-        assert_eq!(path_in("Read-only file system"), None);
+        let bare = "Read-only file system";
+        assert_eq!(paths_in(bare, 0), Vec::<PathBuf>::new());
+    }
+
+    #[test]
+    fn protected_pieces_are_named() {
+        let w = Path::new("/w");
+        let name = |p: &str| protected_piece(Path::new(p), w).map(|x| x.name);
+        assert_eq!(name("/w/.git/config").as_deref(), Some(".git/config"));
+        assert_eq!(name("/w/.git/config.lock").as_deref(), None);
+        assert_eq!(
+            name("/w/.git/hooks/pre-commit").as_deref(),
+            Some(".git/hooks")
+        );
+        assert_eq!(
+            name("/w/sub/.git/info/exclude").as_deref(),
+            Some(".git/info")
+        );
+        assert_eq!(name("/w/.git").as_deref(), Some(".git"));
+        assert_eq!(
+            name("/w/.agentbash/profiles/x.toml").as_deref(),
+            Some(".agentbash/")
+        );
+        assert_eq!(name("/w/.git/objects/ab").as_deref(), None);
+        assert_eq!(name("/w/src/main.rs").as_deref(), None);
     }
 
     #[test]

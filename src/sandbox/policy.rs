@@ -15,9 +15,10 @@ use serde::{Deserialize, Serialize};
 ///   discarded or ignored; reads of `/dev/zero` and the random devices work);
 /// - `/dev/tty`, `/dev/pts/*` and `/dev/ptmx`, so a command can talk to its terminal and
 ///   open a pseudo-terminal of its own;
-/// - terminal `ioctl`s on those devices.
-///
-/// `/dev/shm` is *not* in the set: it is shared with every process on the host.
+/// - terminal `ioctl`s on those devices;
+/// - with the namespaces engine, `/dev/shm`, which is then private to the run (alone,
+///   Landlock leaves the host's `/dev/shm` unwritable: it is shared with every process
+///   on the host).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
@@ -69,6 +70,20 @@ pub struct Policy {
     pub required: bool,
     /// Whether a per-run flag may lower this policy (for the CLI; not used here).
     pub allow_override: bool,
+    /// Set by the run, not the profile: the workspace was filled in from where
+    /// agentbash started, not named by the profile (so `/` or `$HOME` is refused).
+    #[serde(skip)]
+    pub workspace_by_default: bool,
+    /// Set by the run: agentbash's own directories (state, cache, config, sessions,
+    /// jobs, artifacts). Read-only inside the sandbox even where a writable tree
+    /// covers them.
+    #[serde(skip)]
+    pub own_dirs: Vec<PathBuf>,
+    /// Set by the run: agentbash-owned paths the command's shell must write (a
+    /// session's pending state, the per-workspace package cache). Writable even inside
+    /// [`Policy::own_dirs`].
+    #[serde(skip)]
+    pub own_writable: Vec<PathBuf>,
 }
 
 impl Default for Policy {
@@ -89,6 +104,9 @@ impl Policy {
             network: true,
             required: false,
             allow_override: false,
+            workspace_by_default: false,
+            own_dirs: Vec::new(),
+            own_writable: Vec::new(),
         }
     }
 }

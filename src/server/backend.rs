@@ -84,7 +84,8 @@ pub trait Backend: Send + Sync + 'static {
 
     /// A few lines telling the model what this profile does (limits, interception,
     /// artifacts) — used in the `bash` tool description.
-    /// A job request (`job_start`, `job_output`, `job_send`, `job_stop`, `job_list`)
+    /// A job request (`job_start`, `job_status`, `job_wait`, `job_output`, `job_send`,
+    /// `job_stop`, `job_list`)
     /// with its JSON arguments; blocking. The answer carries a `text` for the model.
     fn job(&self, kind: &str, args: serde_json::Value) -> Result<serde_json::Value, String> {
         let _ = args;
@@ -92,4 +93,7 @@ pub trait Backend: Send + Sync + 'static {
     }
 
     fn describe(&self) -> String;
+
+    /// The server stops taking requests: job requests that wait end their wait.
+    fn close(&self) {}
 }

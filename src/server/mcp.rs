@@ -3,8 +3,8 @@
 //! Stock MCP clients (desktop, IDE and CLI agents) get `bash`, whose text content is
 //! the result's `text` and whose structured content is the whole result (with
 //! `background: true`, it starts a job instead), `read_artifact`, which pages through
-//! the full output of a run that was cut, and the job tools `job_output`, `job_send`,
-//! `job_stop` and `job_list`.
+//! the full output of a run that was cut, and the job tools `job_status`, `job_wait`,
+//! `job_output`, `job_send`, `job_stop` and `job_list`.
 //! This module speaks the protocol (through the official SDK, `rmcp`) and nothing
 //! else: running commands is the [`Backend`]'s job, on a blocking thread.
 //!
@@ -43,7 +43,14 @@ use super::{lenient, mcp_stdio};
 const BASH_TOOL: &str = "bash";
 const READ_ARTIFACT_TOOL: &str = "read_artifact";
 /// The job tools, each answered by [`Backend::job`] with the request of the same name.
-const JOB_TOOLS: [&str; 4] = ["job_output", "job_send", "job_stop", "job_list"];
+const JOB_TOOLS: [&str; 6] = [
+    "job_status",
+    "job_wait",
+    "job_output",
+    "job_send",
+    "job_stop",
+    "job_list",
+];
 /// What this server offers for background launches, declared to the interceptor so
 /// its background rules point at `bash` with `background: true`.
 const OWN_TOOL_FOR_BACKGROUND: &str = "job";
@@ -186,6 +193,8 @@ impl BashArgs {
         put("ttl", serde_json::json!(self.ttl));
         put("cwd", serde_json::json!(self.cwd));
         put("env", serde_json::json!(self.env));
+        put("tools", serde_json::json!(self.tools));
+        put("sandbox", serde_json::json!(self.sandbox));
         put("detached", serde_json::json!(self.detached));
         v
     }
@@ -199,6 +208,28 @@ impl BashArgs {
 enum JobRefArg {
     Number(u64),
     Text(String),
+}
+
+/// The `job_status` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct JobStatusArgs {
+    /// The job: job://N, N or its name.
+    job: JobRefArg,
+}
+
+/// The `job_wait` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct JobWaitArgs {
+    /// The job: job://N, N or its name.
+    job: JobRefArg,
+    /// Seconds to wait for it to end (default 60, at most the profile's timeout.max); the answer says `timed_out` when it still runs.
+    timeout: Option<f64>,
 }
 
 /// The `job_output` tool's arguments.
@@ -233,6 +264,8 @@ struct JobSendArgs {
     text: Option<String>,
     /// Keys to send after the text: Enter, Tab, Esc, Space, Backspace, Up, Down, Left, Right, C-<letter> (C-c interrupts).
     keys: Option<Vec<String>>,
+    /// Milliseconds of output to collect after sending, returned as `output` (default 500, at most 60000).
+    wait_ms: Option<u64>,
 }
 
 /// The `job_stop` tool's arguments.
@@ -245,11 +278,15 @@ struct JobStopArgs {
     job: JobRefArg,
 }
 
-/// The `job_list` tool takes no arguments.
+/// The `job_list` tool's arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
 #[serde(deny_unknown_fields)]
-struct JobListArgs {}
+#[allow(dead_code)]
+struct JobListArgs {
+    /// Finished jobs too (by default only the running ones).
+    all: Option<bool>,
+}
 
 impl From<BashArgs> for BashCall {
     fn from(args: BashArgs) -> Self {
@@ -462,11 +499,21 @@ impl<B: Backend> McpServer<B> {
     /// A job request on a blocking thread; the answer's `text` is the content.
     async fn call_job(&self, kind: &'static str, args: serde_json::Value) -> CallToolResult {
         let backend = Arc::clone(&self.backend);
-        let joined = tokio::task::spawn_blocking(move || backend.job(kind, args)).await;
+        let mut call = tokio::task::spawn_blocking(move || backend.job(kind, args));
+        // The client went away: a call that waits (job_wait, job_output's wait)
+        // ends its wait and answers.
+        let mut closed = self.closed.subscribe();
+        let joined = tokio::select! {
+            joined = &mut call => joined,
+            () = async { drop(closed.wait_for(|closed| *closed).await) } => {
+                self.backend.close();
+                call.await
+            }
+        };
         match joined {
             Ok(Ok(v)) => {
                 let text = v["text"].as_str().unwrap_or_default().to_string();
-                let failed = v["job"]["state"] == "lost"
+                let failed = matches!(v["job"]["state"].as_str(), Some("lost" | "timed_out"))
                     || (v["job"]["state"] == "exited" && v["job"]["exit_code"] != 0);
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.structured_content = Some(v);
@@ -549,7 +596,7 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             other => {
                 return Err(ErrorData::invalid_params(
                     format!(
-                        "unknown tool `{other}`; this server has `{BASH_TOOL}`, `{READ_ARTIFACT_TOOL}`, `job_output`, `job_send`, `job_stop` and `job_list`"
+                        "unknown tool `{other}`; this server has `{BASH_TOOL}`, `{READ_ARTIFACT_TOOL}`, `job_status`, `job_wait`, `job_output`, `job_send`, `job_stop` and `job_list`"
                     ),
                     None,
                 ));
@@ -604,6 +651,20 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
     let str_err = |e: &dyn std::fmt::Display| e.to_string();
     let jobs = [
         job_tool(
+            "job_status",
+            "A background job's state",
+            "The record of a background job started with `bash` and `background: true`: state (running, ready, exited, killed, timed_out, lost), exit_code, pid, cursor (where new output will start), log_path, and its sandbox.",
+            schema_for_input::<JobStatusArgs>().map_err(|e| str_err(&e)),
+            true,
+        )?,
+        job_tool(
+            "job_wait",
+            "Wait for a background job to end",
+            "Wait until a background job ends (at most `timeout` seconds, default 60) and answer with its exit_code and last lines; `timed_out: true` when it still runs.",
+            schema_for_input::<JobWaitArgs>().map_err(|e| str_err(&e)),
+            true,
+        )?,
+        job_tool(
             "job_output",
             "Read a background job's output",
             "Read the output of a background job started with `bash` and `background: true`: from `cursor` (the `next` of the previous answer; exact, nothing lost or repeated), waiting up to `wait` seconds for new output; or its last `tail` lines; or, for a `pty` job, its `screen` as text rows.",
@@ -613,7 +674,7 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
         job_tool(
             "job_send",
             "Type into a background job",
-            "Send `text` and then `keys` (Enter, Tab, Esc, Up, Down, C-c, ...) to a background job started with `pty: true` (a REPL, a full-screen program) or `stdin: true`.",
+            "Send `text` and then `keys` (Enter, Tab, Esc, Up, Down, C-c, ...) to a background job started with `pty: true` (a REPL, a full-screen program) or `stdin: true`; answers with what it printed in the next `wait_ms` (default 500).",
             schema_for_input::<JobSendArgs>().map_err(|e| str_err(&e)),
             false,
         )?,
@@ -627,7 +688,7 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
         job_tool(
             "job_list",
             "List background jobs",
-            "List background jobs: id, name, state (starting, ready, exited, killed, lost), pid and command.",
+            "List the running background jobs (with `all: true`, finished ones too): id, name, state (running, ready, exited, killed, timed_out, lost), pid and command.",
             schema_for_input::<JobListArgs>().map_err(|e| str_err(&e)),
             true,
         )?,

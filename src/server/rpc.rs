@@ -360,8 +360,8 @@ pub fn serve(engine: Engine) -> i32 {
                 }
             }
             Some(
-                kind @ ("job_start" | "job_output" | "job_send" | "job_stop" | "job_list"
-                | "read_artifact" | "artifact_read"),
+                kind @ ("job_start" | "job_status" | "job_wait" | "job_output" | "job_send"
+                | "job_stop" | "job_list" | "read_artifact" | "artifact_read"),
             ) => {
                 let mut args = obj.clone();
                 args.remove("id");
@@ -384,14 +384,15 @@ pub fn serve(engine: Engine) -> i32 {
             }
             Some(other) => out.error(
                 &id,
-                format!("unknown request type {other:?}: use \"hello\", \"bash\", \"abort_bash\", a job request (job_start, job_output, job_send, job_stop, job_list) or an artifact request (read_artifact, artifact_read)"),
+                format!("unknown request type {other:?}: use \"hello\", \"bash\", \"abort_bash\", a job request (job_start, job_status, job_wait, job_output, job_send, job_stop, job_list) or an artifact request (read_artifact, artifact_read)"),
             ),
             None => out.error(&id, "missing `type`: use \"bash\" or \"abort_bash\""),
         }
     }
-    // EOF: no more requests, but every accepted one runs and is answered (a stop
-    // signal during that wait still aborts them). A stop signal: abort what runs and
-    // let each answer; what waits is answered as cancelled without running.
+    // EOF: no more requests, but every accepted one runs and is answered (a job
+    // request's wait within its own bound). A stop signal, then or during that wait:
+    // abort what runs and let each answer; what waits is answered as cancelled
+    // without running, and a job request that waits is answered now.
     let mut aborted = false;
     loop {
         if !aborted && STOP_SIGNAL.load(Ordering::SeqCst) != 0 {
@@ -402,6 +403,7 @@ pub fn serve(engine: Engine) -> i32 {
             for job in sched.unqueue_all() {
                 answer_unstarted(&engine, &out, &sched, job);
             }
+            engine.close();
         }
         threads.retain(|t| !t.is_finished());
         // Workers take queued requests themselves; a queue with no worker left

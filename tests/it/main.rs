@@ -1,6 +1,7 @@
 //! The integration test binary: every module runs the real `agentbash` binary.
 
 mod bad_input;
+mod containment;
 mod display;
 mod ecosystem;
 mod env;
@@ -19,6 +20,7 @@ mod remote;
 mod rpc;
 mod run_basic;
 mod sandbox;
+mod sandbox_state;
 mod scripts;
 mod session;
 mod snapshot;

@@ -25,6 +25,46 @@ fn python_sdk_available() -> bool {
         .is_ok_and(|status| status.success())
 }
 
+/// The Python SDK client's checks whose name contains `only`, against `agentbash mcp
+/// -p PROFILE` started in `env` (`None`, with a note, when the SDK is missing). Fails
+/// the test unless every selected check passed (and there was one).
+pub(crate) fn python_client_checks(env: &crate::support::TestEnv, only: &str, profile: &str) {
+    if !python_sdk_available() {
+        let message = "skipped: python3 cannot import `mcp` (install it with `pip install mcp`)";
+        assert!(
+            std::env::var(REQUIRE_PYTHON_ENV).as_deref() != Ok("1"),
+            "{message}, and {REQUIRE_PYTHON_ENV}=1"
+        );
+        eprintln!("{message}");
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
+    let out = env
+        .program(
+            "python3",
+            &[
+                &script.display().to_string(),
+                "--only",
+                only,
+                SERVER,
+                "mcp",
+                "-p",
+                profile,
+            ],
+        )
+        .run();
+    let summary = out.stdout.lines().last().unwrap_or_default();
+    let passed = summary
+        .split_once(" passed, 0 failed")
+        .and_then(|(passed, _)| passed.parse::<u32>().ok());
+    assert!(
+        out.code() == Some(0) && passed.is_some_and(|n| n > 0),
+        "the Python MCP client's {only:?} checks failed:\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
 #[test]
 fn python_sdk_client_passes() {
     if !python_sdk_available() {
@@ -38,11 +78,15 @@ fn python_sdk_client_passes() {
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
     let state = tempfile::tempdir().expect("temp dir");
+    // The server's directory: what its commands create (a session's `sub/.venv`) goes
+    // there, not into the source tree.
+    let work = tempfile::tempdir().expect("temp dir");
     let output = Command::new("python3")
         .arg(&script)
         .arg(SERVER)
         .arg("mcp")
         .env("AGENTBASH_STATE_DIR", state.path())
+        .current_dir(work.path())
         .output()
         .expect("python3 runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -60,6 +104,48 @@ fn python_sdk_client_passes() {
     assert!(
         passed.is_some_and(|n| n > 0),
         "unexpected summary `{summary}`:\n{stdout}"
+    );
+}
+
+#[test]
+fn python_sdk_client_sees_background_after_keep_the_sandbox_under_agent() {
+    if !python_sdk_available() {
+        assert!(
+            std::env::var(REQUIRE_PYTHON_ENV).as_deref() != Ok("1"),
+            "python3 cannot import `mcp`, and {REQUIRE_PYTHON_ENV}=1"
+        );
+        eprintln!("skipped: python3 cannot import `mcp`");
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
+    let root = tempfile::tempdir().expect("temp dir");
+    let (state, config, work) = (
+        root.path().join("state"),
+        root.path().join("config"),
+        root.path().join("work"),
+    );
+    std::fs::create_dir_all(config.join("profiles")).expect("config dir");
+    std::fs::create_dir_all(&work).expect("work dir");
+    std::fs::write(
+        config.join("profiles/agent1.toml"),
+        "extends = \"agent\"\n[jobs]\nbackground_after = 1\n",
+    )
+    .expect("profile");
+    let output = Command::new("python3")
+        .arg(&script)
+        .args([SERVER, "mcp", "-p", "agent1"])
+        .current_dir(&work)
+        .env("MCP_CHECKS", "agent-jobs")
+        .env("AGENTBASH_STATE_DIR", &state)
+        .env("AGENTBASH_CONFIG_DIR", &config)
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains(" passed, 0 failed"),
+        "the Python MCP client failed ({}):\n{stdout}\n{stderr}",
+        output.status
     );
 }
 

@@ -639,8 +639,13 @@ pub struct LiveServer {
 
 impl LiveServer {
     pub fn start(env: &TestEnv, args: &[&str]) -> LiveServer {
+        Self::start_cmd(env.cmd(args))
+    }
+
+    /// A server started from a command line of the test's own (extra variables).
+    pub fn start_cmd(cmd: Cmd) -> LiveServer {
         use std::io::BufRead;
-        let mut c = env.cmd(args).into_command();
+        let mut c = cmd.into_command();
         c.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
@@ -664,10 +669,6 @@ impl LiveServer {
             stdin,
             lines,
         }
-    }
-
-    pub fn pid(&self) -> i32 {
-        self.child.id() as i32
     }
 
     /// The next message (an event or a response), within `within`.
@@ -714,6 +715,10 @@ impl LiveServer {
                 return m;
             }
         }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
     }
 
     pub fn sigkill(mut self) {

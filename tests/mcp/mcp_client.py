@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
 """Drive an agentbash MCP server with the official MCP Python SDK (`pip install mcp`).
 
-Usage: mcp_client.py SERVER_COMMAND [ARGS...]
+Usage: mcp_client.py [--only NAME] SERVER_COMMAND [ARGS...]
    e.g. mcp_client.py agentbash mcp --profile default
+        mcp_client.py --only session agentbash mcp --profile agent   (the checks whose name has NAME)
 
 The same checks run twice, over stdio, once per way a stock client connects:
   legacy  `ClientSession.initialize()` — the initialize handshake most clients use;
   auto    `mcp.Client` default (SDK 2.x): probes `server/discover`, falls back to initialize.
 Checks: server identity, tool list and schemas, `bash` text/structured content/isError,
-progress notifications, `read_artifact`, numeric arguments sent as strings (as the
+progress notifications, `read_artifact`, a session keeping ten state changes in a row,
+numeric arguments sent as strings (as the
 MCP inspector's CLI sends them), tool errors for bad input, client
-cancellation (the command's process must die) and that the server keeps serving.
+cancellation (the command's process must die) and that the server keeps serving; the
+job tools (bash with background, job_status, job_wait, job_output, job_send, job_stop,
+job_list).
+With MCP_CHECKS=agent-jobs (a server on a profile extending `agent` with
+jobs.background_after = 1), the checks of `run_agent_job_checks` instead.
 
 Ends with the line `N passed, M failed`; exit status 0 only when nothing failed.
 """
@@ -112,7 +118,7 @@ class Suite:
             print(f"ok   {label} ({time.monotonic() - started:.2f}s)", flush=True)
 
 
-async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
+async def run_checks(suite: Suite, mode: str, client: Any, info: Any, only: str | None) -> None:
     def label(name: str) -> str:
         return f"[{mode}] {name}"
 
@@ -125,7 +131,7 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
     async def tools_listed() -> None:
         listing = await client.list_tools()
         tools = {tool.name: tool for tool in listing.tools}
-        assert set(tools) == {"bash", "read_artifact", "job_output", "job_send", "job_stop", "job_list"}, sorted(tools)
+        assert set(tools) == {"bash", "read_artifact", "job_status", "job_wait", "job_output", "job_send", "job_stop", "job_list"}, sorted(tools)
         bash_schema = field(tools["bash"], "input_schema", "inputSchema")
         properties = bash_schema["properties"]
         for name in BASH_PARAMS:
@@ -283,13 +289,15 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
         assert not is_error(started), text_of(started)
         job = structured(started)["job"]
         assert job["state"] == "ready", job
-        assert job["id"].startswith("job://"), job
+        assert job["url"] == f"job://{job['id']}", job
         fetched = await client.call_tool("bash", {"command": f"curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port}/"})
         assert text_of(fetched).strip().startswith("200"), text_of(fetched)
-        output = await client.call_tool("job_output", {"job": job["id"], "cursor": 0, "wait": 2})
+        output = await client.call_tool("job_output", {"job": job["url"], "cursor": 0, "wait": 2})
         data = structured(output)
         assert "GET / HTTP" in data["output"], data
-        assert data["next"] > 0, data
+        assert data["cursor"] == data["next"] > 0, data
+        status = structured(await client.call_tool("job_status", {"job": job["id"]}))
+        assert status["state"] == "ready" and status["log_path"], status
         listed = structured(await client.call_tool("job_list", {}))
         assert any(j["id"] == job["id"] and j["state"] == "ready" for j in listed["jobs"]), listed
         stopped = await client.call_tool("job_stop", {"job": f"web-{mode}"})
@@ -304,16 +312,83 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
     async def job_send_to_a_stdin_job() -> None:
         started = structured(await client.call_tool("bash", {"command": "cat", "background": True, "stdin": True}))
         job = started["job"]["id"]
-        sent = await client.call_tool("job_send", {"job": job, "text": "echo me\n"})
+        sent = await client.call_tool("job_send", {"job": job, "text": "echo me\n", "wait_ms": 3000})
         assert not is_error(sent), text_of(sent)
+        assert structured(sent)["output"] == "echo me\n", structured(sent)
         data = structured(await client.call_tool("job_output", {"job": job, "wait": 5}))
         assert data["output"] == "echo me\n", data
         await client.call_tool("job_stop", {"job": job})
 
+    async def job_wait_for_a_job_to_end() -> None:
+        started = structured(await client.call_tool("bash", {"command": "echo done; exit 4", "background": True}))
+        job = started["job"]["url"]
+        waited = await client.call_tool("job_wait", {"job": job, "timeout": 20})
+        data = structured(waited)
+        assert data["timed_out"] is False and data["job"]["exit_code"] == 4, data
+        assert "done" in text_of(waited), text_of(waited)
+        running = structured(await client.call_tool("bash", {"command": "sleep 60", "background": True}))
+        data = structured(await client.call_tool("job_wait", {"job": running["job"]["id"], "timeout": 0.2}))
+        assert data["timed_out"] is True and data["job"]["state"] == "running", data
+        await client.call_tool("job_stop", {"job": running["job"]["id"]})
+        finished = structured(await client.call_tool("job_list", {"all": True}))
+        assert any(j["url"] == job for j in finished["jobs"]), finished
+
+    async def session_keeps_ten_state_changes() -> None:
+        # Each call checks what the one before it changed, then changes one more thing:
+        # a directory, a variable, a function, an alias, a virtualenv, `cd` away and
+        # back, ... (the same steps as tests/it/sandbox_state.rs).
+        # Over a live shell under the profile's sandbox, every change must be saved.
+        session = f"state-{mode}-{os.getpid()}"
+        steps = [
+            ("true", "mkdir -p sub && cd sub"),
+            ('[ "${PWD##*/}" = sub ]', "export FOO=1"),
+            ('[ "$FOO" = 1 ]', "greet() { echo hello-$1; }"),
+            ('[ "$(greet x)" = hello-x ]', "alias ll='echo aliased'"),
+            ('[ "$(ll)" = aliased ]', "python3 -m venv --without-pip .venv && . .venv/bin/activate"),
+            ('[ "$(command -v python)" = "$PWD/.venv/bin/python" ]', "export BACK=$PWD BAR=2; cd /tmp"),
+            ('[ "$PWD" = /tmp ] && [ "$BAR" = 2 ]', 'cd "$BACK"'),
+            ('[ "${PWD##*/}" = sub ]', "unset FOO"),
+            ('[ -z "${FOO+set}" ]', "deactivate"),
+            ('[ -z "${VIRTUAL_ENV-}" ] && [ "$(command -v python)" != "$PWD/.venv/bin/python" ]', "counter=10"),
+            ('[ "$counter" = 10 ]', "true"),
+        ]
+        for n, (check, change) in enumerate(steps):
+            command = f"if {check}; then echo ok-{n}; else echo BAD-{n}; fi; {change}"
+            result = await client.call_tool("bash", {"command": command, "session": session})
+            text = text_of(result)
+            assert f"ok-{n}" in text, f"step {n} ({check!r}) did not see the change before it:\n{text}"
+            assert not is_error(result), text
+            assert "not saved" not in text, text
+
+    async def job_tools_mask_secrets() -> None:
+        # Needs a profile whose output.redact names *TOKEN* (the built-in `agent` does).
+        secret = f"mcp-secret-value-{os.getpid()}"
+        started = await client.call_tool(
+            "bash",
+            {"command": "echo \"token: $CHECK_TOKEN\"; sleep 30", "background": True,
+             "env": {"CHECK_TOKEN": secret}, "name": f"masked-{mode}"},
+        )
+        job = structured(started)["job"]["id"]
+        output = await client.call_tool("job_output", {"job": job, "wait": 5})
+        listed = await client.call_tool("job_list", {})
+        stopped = await client.call_tool("job_stop", {"job": job})
+        for result in [started, output, listed, stopped]:
+            shown = text_of(result) + repr(structured(result))
+            assert secret not in shown, shown
+        assert "token: [REDACTED:CHECK_TOKEN]" in structured(output)["output"], structured(output)
+
+    # Checks that need a particular profile: run only when `--only` names them.
+    if only:
+        for name, body in [("job tools mask secrets", job_tools_mask_secrets)]:
+            if only in name:
+                await suite.check(label(name), body)
+
     for name, body in [
         ("bash background: a server started, read and stopped", background_job),
+        ("session keeps ten state changes", session_keeps_ten_state_changes),
         ("background launches point at bash background", a_background_launch_is_routed_to_the_job_tool),
         ("job_send to a stdin job", job_send_to_a_stdin_job),
+        ("job_wait for a job to end", job_wait_for_a_job_to_end),
         ("server identity", server_identity),
         ("tools/list: both tools, every bash parameter described", tools_listed),
         ("bash `echo hi`", echo_hi),
@@ -327,15 +402,65 @@ async def run_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
         ("bad arguments become tool errors", bad_arguments_are_tool_errors),
         ("unknown tool is a protocol error", unknown_tool_is_protocol_error),
     ]:
+        if only and only not in name:
+            continue
         await suite.check(label(name), body)
     name = "client cancellation kills the command"
+    if only and only not in name:
+        return
     if hasattr(mcp, "Client"):
         await suite.check(label(name), cancellation_kills_the_command)
     else:
         suite.skip(label(name), "SDK 1.x does not send notifications/cancelled when a call times out")
 
 
+async def run_agent_job_checks(suite: Suite, mode: str, client: Any, info: Any) -> None:
+    """For a server on a profile that extends `agent` with `jobs.background_after = 1`
+    (MCP_CHECKS=agent-jobs): calls handed to a job keep their sandbox, calls that end in
+    time leave no job behind, and the `bash` tool tells the model about idle_timeout."""
+
+    def label(name: str) -> str:
+        return f"[{mode}] {name}"
+
+    async def description_states_idle_timeout() -> None:
+        listing = await client.list_tools()
+        bash = next(tool for tool in listing.tools if tool.name == "bash")
+        assert "without `timeout` that neither prints nor uses CPU for 60s is stopped" in bash.description, bash.description
+
+    async def calls_that_end_in_time_leave_no_job() -> None:
+        for i in range(7):
+            result = await client.call_tool("bash", {"command": f"echo call {i}"})
+            data = structured(result)
+            assert data["output"] == f"call {i}\n" and "job" not in data, data
+            assert data["sandbox"]["mode"] == "workspace-write", data
+        listed = structured(await client.call_tool("job_list", {"all": True}))
+        assert not [j for j in listed["jobs"] if j["command"].startswith("echo call")], listed
+
+    async def a_handed_off_call_keeps_its_sandbox() -> None:
+        outside = tempfile.mkdtemp(prefix="agentbash-outside-")
+        probe = os.path.join(outside, "probe")
+        result = await client.call_tool("bash", {"command": f"touch {probe}; sleep 30"})
+        data = structured(result)
+        assert not is_error(result), text_of(result)
+        assert data["job"]["url"].startswith("job://"), data
+        assert data["sandbox"]["mode"] == "workspace-write", data
+        if data["sandbox"]["engine"] != "none" and not os.path.exists(probe):
+            assert "[sandbox: writing" in text_of(result), text_of(result)
+        await client.call_tool("job_stop", {"job": data["job"]["url"]})
+
+    for name, body in [
+        ("bash description states jobs.idle_timeout", description_states_idle_timeout),
+        ("calls that end within background_after leave no job", calls_that_end_in_time_leave_no_job),
+        ("a handed-off call keeps the sandbox object and notice", a_handed_off_call_keeps_its_sandbox),
+    ]:
+        await suite.check(label(name), body)
+
+
 async def main(argv: list[str]) -> int:
+    checks = run_agent_job_checks if os.environ.get("MCP_CHECKS") == "agent-jobs" else run_checks
+    only = None
+    if argv[:1] == ["--only"] and len(argv) > 2:
+        only, argv = argv[1], argv[2:]
     suite = Suite()
     modes: list[tuple[str, Callable[[list[str]], Any]]] = [("legacy", legacy_client)]
     if hasattr(mcp, "Client"):
@@ -346,7 +471,10 @@ async def main(argv: list[str]) -> int:
         try:
             async with connect(argv) as (client, info):
                 print(f"connected ({mode}): protocol {getattr(client, 'protocol_version', None) or field(info, 'protocol_version', 'protocolVersion')}", flush=True)
-                await run_checks(suite, mode, client, info)
+                if checks is run_checks:
+                    await run_checks(suite, mode, client, info, only)
+                else:
+                    await checks(suite, mode, client, info)
         except Exception:  # noqa: BLE001 - a failed connection is one failure, not a crash
             suite.failed += 1
             print(f"FAIL [{mode}] connect or shutdown", flush=True)
