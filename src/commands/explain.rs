@@ -471,7 +471,7 @@ pub fn explain(
         let mut text = explanation.to_text(&plan.secrets);
         if let Some(t) = target {
             text.push_str(&format!(
-                "target: {} — the command runs there, through `{}`; its profile decides the cwd, timeout, sandbox and the rest (after this side's guard and interceptor)\n",
+                "target      {}: the command runs there, through `{}`; its profile decides the cwd, timeout, sandbox and the rest (after this side's guard and interceptor)\n",
                 escape_controls(&t.name),
                 escape_controls(&t.shown_transport())
             ));

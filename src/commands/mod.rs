@@ -103,8 +103,15 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
         return crate::server::rpc::serve(engine);
     }
     let engine = std::sync::Arc::new(engine);
-    let (closing, stop) = (std::sync::Arc::clone(&engine), std::sync::Arc::clone(&engine));
-    serve_mcp(engine, move || closing.close(), move || stop.stop_owned_jobs())
+    let (closing, stop) = (
+        std::sync::Arc::clone(&engine),
+        std::sync::Arc::clone(&engine),
+    );
+    serve_mcp(
+        engine,
+        move || closing.close(),
+        move || stop.stop_owned_jobs(),
+    )
 }
 
 /// The MCP server on stdio over `backend`; `closing` runs once it stopped serving

@@ -506,7 +506,12 @@ fn explain_names_the_target_and_sends_nothing() {
     target_profile(&env, "box", std::slice::from_ref(&transport), "");
     let text = env.run(&["explain", "--target", "box", "--", "echo hi"]);
     text.assert_code(0);
-    assert!(text.stdout.contains("target: box"), "{}", text.stdout);
+    assert!(
+        text.stdout
+            .contains("\ntarget      box: the command runs there"),
+        "{}",
+        text.stdout
+    );
     let json = env.run(&["explain", "--json", "--target", "box", "--", "echo hi"]);
     assert_eq!(json.json()["target"]["transport"], json!([transport]));
     assert!(!marker.exists(), "explain started the transport");
