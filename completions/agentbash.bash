@@ -612,7 +612,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__artifact__subcmd__show)
-            opts="-p -h --head --tail --profile --help"
+            opts="-p -h --head --tail --profile --target --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -631,6 +631,10 @@ _agentbash() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -656,7 +660,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__explain)
-            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --sandbox --env --session --stdin --expand --stream --stderr --quiet --help"
+            opts="-p -C -t -e -s -q -h --profile --target --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --sandbox --env --session --stdin --expand --stream --stderr --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -667,6 +671,10 @@ _agentbash() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1768,7 +1776,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__mcp)
-            opts="-p -h --profile --toolbox --no-toolbox --help"
+            opts="-p -h --profile --target --toolbox --no-toolbox --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1779,6 +1787,10 @@ _agentbash() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1916,7 +1928,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__rpc)
-            opts="-p -h --profile --help"
+            opts="-p -h --profile --target --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1927,6 +1939,10 @@ _agentbash() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2099,7 +2115,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__run)
-            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --sandbox --env --session --stdin --expand --stream --stderr --quiet --help"
+            opts="-p -C -t -e -s -q -h --profile --target --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --sandbox --env --session --stdin --expand --stream --stderr --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2110,6 +2126,10 @@ _agentbash() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2606,7 +2626,7 @@ _agentbash_with_values() {
         fi
         case "$word" in
             --) dashdash=1; start=$((i + 1)) ;;
-            --color|--corpus|--cursor|--cwd|--env|--format|--head|--keys|--max-bytes|--mode|--name|--profile|--ready|--ready-port|--ready-timeout|--sandbox|--session|--stderr|--tail|--text|--timeout|--tools|--ttl|--wait|--wait-ms|-C|-e|-p|-s|-t) i+=1 ;;
+            --color|--corpus|--cursor|--cwd|--env|--format|--head|--keys|--max-bytes|--mode|--name|--profile|--ready|--ready-port|--ready-timeout|--sandbox|--session|--stderr|--tail|--target|--text|--timeout|--tools|--ttl|--wait|--wait-ms|-C|-e|-p|-s|-t) i+=1 ;;
             -*) ;;
             *)
                 case "$path/$word" in
@@ -2618,7 +2638,7 @@ _agentbash_with_values() {
     if (( ! dashdash )); then
         case "$prev" in
             --profile|-p) _agentbash_profiles "$cur"; return 0 ;;
-            --color|--corpus|--cursor|--cwd|--env|--format|--head|--keys|--max-bytes|--mode|--name|--profile|--ready|--ready-port|--ready-timeout|--sandbox|--session|--stderr|--tail|--text|--timeout|--tools|--ttl|--wait|--wait-ms|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
+            --color|--corpus|--cursor|--cwd|--env|--format|--head|--keys|--max-bytes|--mode|--name|--profile|--ready|--ready-port|--ready-timeout|--sandbox|--session|--stderr|--tail|--target|--text|--timeout|--tools|--ttl|--wait|--wait-ms|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
         esac
     fi
     # After the first word of the shell command (or `--`) everything is the command's.

@@ -42,6 +42,7 @@ complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "completions" -d
 complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "man" -d 'Print the roff man page'
 complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l target -d 'Run on the target of profile NAME (its [target] transport); --profile still guards here first' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s C -l cwd -d 'Working directory, relative to the invoking directory (or the session\'s cwd)' -r -f -a "(__fish_complete_directories)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s t -l timeout -d 'Requested timeout in seconds, clamped to the profile\'s allowed range' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l head -d 'Show only the first N lines; the command still runs to completion' -r
@@ -73,6 +74,7 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l stream -d 'T
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s q -l quiet -d 'Text format: output only, no header, footer or notices'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l target -d 'Run on the target of profile NAME (its [target] transport); --profile still guards here first' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s C -l cwd -d 'Working directory, relative to the invoking directory (or the session\'s cwd)' -r -f -a "(__fish_complete_directories)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s t -l timeout -d 'Requested timeout in seconds, clamped to the profile\'s allowed range' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l head -d 'Show only the first N lines; the command still runs to completion' -r
@@ -104,8 +106,10 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l stream -
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s q -l quiet -d 'Text format: output only, no header, footer or notices'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -l target -d 'Serve through the target of profile NAME (its [target] transport); --profile still guards here first' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -l target -d 'Serve through the target of profile NAME (its [target] transport); --profile still guards here first' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -l toolbox -d 'Also serve the file tools read, grep, glob, edit and write, under the profile\'s sandbox, guard and redaction (default: the profile\'s mcp.toolbox)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -l no-toolbox -d 'Serve only bash, read_artifact and the job tools, whatever mcp.toolbox says'
 complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -s h -l help -d 'Print help'
@@ -152,6 +156,7 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -l head -d 'Only the first N lines' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -l tail -d 'Only the last N lines (applied after --head)' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -l target -d 'Read the artifact of a run on the target of profile NAME' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from path" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from path" -s h -l help -d 'Print help'

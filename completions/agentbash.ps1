@@ -45,6 +45,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;run' {
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Run on the target of profile NAME (its [target] transport); --profile still guards here first')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
             [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Requested timeout in seconds, clamped to the profile''s allowed range')
@@ -77,6 +78,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;explain' {
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Run on the target of profile NAME (its [target] transport); --profile still guards here first')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
             [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Requested timeout in seconds, clamped to the profile''s allowed range')
@@ -109,6 +111,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;rpc' {
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Serve through the target of profile NAME (its [target] transport); --profile still guards here first')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -116,6 +119,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;mcp' {
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Serve through the target of profile NAME (its [target] transport); --profile still guards here first')
             [CompletionResult]::new('--toolbox', '--toolbox', [CompletionResultType]::ParameterName, 'Also serve the file tools read, grep, glob, edit and write, under the profile''s sandbox, guard and redaction (default: the profile''s mcp.toolbox)')
             [CompletionResult]::new('--no-toolbox', '--no-toolbox', [CompletionResultType]::ParameterName, 'Serve only bash, read_artifact and the job tools, whatever mcp.toolbox says')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -240,6 +244,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--tail', '--tail', [CompletionResultType]::ParameterName, 'Only the last N lines (applied after --head)')
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Read the artifact of a run on the target of profile NAME')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break

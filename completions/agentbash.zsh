@@ -32,6 +32,7 @@ _agentbash() {
 _arguments "${_arguments_options[@]}" : \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--target=[Run on the target of profile NAME (its \[target\] transport); --profile still guards here first]:NAME:_default' \
 '-C+[Working directory, relative to the invoking directory (or the session'\''s cwd)]:DIR:_files -/' \
 '--cwd=[Working directory, relative to the invoking directory (or the session'\''s cwd)]:DIR:_files -/' \
 '-t+[Requested timeout in seconds, clamped to the profile'\''s allowed range]:SECS:_default' \
@@ -69,6 +70,7 @@ separate\:"stderr on a pipe of its own\: to agentbash'\''s stderr as produced (t
 _arguments "${_arguments_options[@]}" : \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--target=[Run on the target of profile NAME (its \[target\] transport); --profile still guards here first]:NAME:_default' \
 '-C+[Working directory, relative to the invoking directory (or the session'\''s cwd)]:DIR:_files -/' \
 '--cwd=[Working directory, relative to the invoking directory (or the session'\''s cwd)]:DIR:_files -/' \
 '-t+[Requested timeout in seconds, clamped to the profile'\''s allowed range]:SECS:_default' \
@@ -106,6 +108,7 @@ separate\:"stderr on a pipe of its own\: to agentbash'\''s stderr as produced (t
 _arguments "${_arguments_options[@]}" : \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--target=[Serve through the target of profile NAME (its \[target\] transport); --profile still guards here first]:NAME:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -114,6 +117,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--target=[Serve through the target of profile NAME (its \[target\] transport); --profile still guards here first]:NAME:_default' \
 '--toolbox[Also serve the file tools read, grep, glob, edit and write, under the profile'\''s sandbox, guard and redaction (default\: the profile'\''s mcp.toolbox)]' \
 '--no-toolbox[Serve only bash, read_artifact and the job tools, whatever mcp.toolbox says]' \
 '-h[Print help]' \
@@ -297,6 +301,7 @@ _arguments "${_arguments_options[@]}" : \
 '--tail=[Only the last N lines (applied after --head)]:N:_default' \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--target=[Read the artifact of a run on the target of profile NAME]:NAME:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':id -- Artifact id or artifact\://ID:_default' \

@@ -79,6 +79,11 @@ pub fn shell_word(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// `word` as one shell word (see [`shell_word`]).
+pub fn quote_word(word: &str) -> String {
+    shell_word(word).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

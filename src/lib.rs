@@ -36,6 +36,7 @@ pub mod output;
 pub mod paths;
 pub mod pipeline;
 pub mod process;
+pub mod remote;
 pub mod render;
 pub mod request;
 pub mod result;

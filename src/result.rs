@@ -6,12 +6,12 @@ use crate::output::redact::Secrets;
 use crate::output::sink::Truncation;
 use crate::process::KilledProcess;
 use crate::request::Mode;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 /// Why nothing ran: the same shape in the JSON of `run` and `explain`, the rpc `data`
 /// and the MCP structured content.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Blocked {
     /// The interceptor rule id, `guard:<check>`, or a `deny` rule's id.
     pub rule: String,
@@ -23,14 +23,16 @@ pub struct Blocked {
 
 /// Who refused: the guard (a structural check or a `deny` rule, whatever the caller's
 /// tools), or an interceptor rule routing the caller to a tool it has.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum BlockKind {
     Guard,
     Interceptor,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Read back (`Deserialize`) only from a remote target's answer, whose fields are
+/// these; the skipped ones are filled in from that answer by `crate::remote`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub command: String,
     pub normalized_command: String,
@@ -61,7 +63,7 @@ pub struct RunResult {
     pub artifact: Option<ArtifactRef>,
     /// `--stderr separate`: the command's stderr, kept apart from `output` (which then
     /// holds stdout only). Absent when stderr is merged.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub stderr: Option<StderrOutput>,
     pub background_killed: Vec<KilledProcess>,
     pub notices: Vec<String>,
@@ -72,7 +74,7 @@ pub struct RunResult {
     pub sandbox: Option<SandboxInfo>,
     /// rpc/mcp `jobs.background_after`: the command still ran when the wait ended and
     /// goes on as this job (absent otherwise).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub job: Option<ContinuedAs>,
     /// The command's shaped output alone: no annotation, no `(no output)` (what a
     /// pipe receives).
@@ -91,7 +93,7 @@ pub struct RunResult {
 /// The job a long foreground run continues as (the job record's fields a caller
 /// needs): its number and `job://N`, and the cursor its output (read with
 /// `job_output`) goes on from.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ContinuedAs {
     pub id: u64,
     pub url: String,
@@ -103,12 +105,17 @@ pub struct ContinuedAs {
     pub cursor: u64,
 }
 
+fn engine_word<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    crate::output::sink::known_word(d, &["namespaces", "landlock", "none"])
+}
+
 /// The sandbox a command ran in, as enforced (which may be weaker than asked).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SandboxInfo {
     pub mode: crate::sandbox::Mode,
     /// The engine actually used: `namespaces`, `landlock` or `none` (nothing enforced).
-    pub engine: &'static str,
+    #[serde(deserialize_with = "engine_word")]
+    pub engine: crate::output::sink::Word,
     /// Landlock is enforced (alone, or on top of the namespaces).
     pub landlock: bool,
     /// Whether the command could reach the network.
@@ -131,7 +138,7 @@ pub struct SandboxInfo {
 /// The command's stderr under `--stderr separate`: retained like the output (its own
 /// `output.max_bytes` budget, head and column cap; line limits are the output's
 /// alone, as a real `| head` would see only stdout), with its own artifact when cut.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StderrOutput {
     pub output: String,
     pub truncated: bool,

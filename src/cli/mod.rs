@@ -457,6 +457,9 @@ pub struct RunArgs {
     /// Profile name or path to a .toml file.
     #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
     pub profile: Option<String>,
+    /// Run on the target of profile NAME (its [target] transport); --profile still guards here first.
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
     /// Working directory, relative to the invoking directory (or the session's cwd).
     #[arg(short = 'C', long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub cwd: Option<PathBuf>,
@@ -545,6 +548,9 @@ pub struct ServerArgs {
     /// Profile name or path to a .toml file.
     #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
     pub profile: Option<String>,
+    /// Serve through the target of profile NAME (its [target] transport); --profile still guards here first.
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -662,6 +668,9 @@ pub enum ArtifactCommand {
         /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
+        /// Read the artifact of a run on the target of profile NAME.
+        #[arg(long, value_name = "NAME")]
+        target: Option<String>,
     },
     /// Print an artifact's file path.
     Path {

@@ -461,7 +461,15 @@ pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Val
     Explanation::of(&plan, profile).to_json(&plan.secrets)
 }
 
-pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> i32 {
+/// `explain`, and with `--target` where the command would go: the plan shown is this
+/// side's (its guard and interceptor judge the command first); the target's own
+/// profile decides the rest there, and nothing is sent to find out.
+pub fn explain(
+    req: &RunRequest,
+    profile: &LoadedProfile,
+    format: FormatArg,
+    target: Option<&crate::remote::Target>,
+) -> i32 {
     let plan = plan(req, profile);
     let explanation = Explanation::of(&plan, profile);
     // A rule pack that cannot be loaded would stop the run: so it fails here too.
@@ -474,9 +482,24 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
         0
     };
     if format == FormatArg::Text {
-        out(&explanation.to_text(&plan.secrets));
+        let mut text = explanation.to_text(&plan.secrets);
+        if let Some(t) = target {
+            text.push_str(&format!(
+                "target      {}: the command runs there, through `{}`; its profile decides the cwd, timeout, sandbox and the rest (after this side's guard and interceptor)\n",
+                escape_controls(&t.name),
+                escape_controls(&t.shown_transport())
+            ));
+        }
+        out(&text);
     } else {
-        out(&format!("{}\n", explanation.to_json(&plan.secrets)));
+        let mut v = explanation.to_json(&plan.secrets);
+        if let (Some(t), Some(o)) = (target, v.as_object_mut()) {
+            o.insert(
+                "target".into(),
+                serde_json::json!({"name": t.name, "transport": t.transport}),
+            );
+        }
+        out(&format!("{v}\n"));
     }
     code
 }

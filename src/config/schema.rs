@@ -27,6 +27,7 @@ pub struct Profile {
     pub mcp: McpCfg,
     pub sandbox: crate::sandbox::Policy,
     pub jobs: JobsCfg,
+    pub target: TargetCfg,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -389,6 +390,28 @@ impl Default for JobsCfg {
     }
 }
 
+/// `[target]`: where `--target NAME` sends commands (docs/REMOTE.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TargetCfg {
+    /// The argv of a program whose stdin and stdout speak `agentbash rpc` (ssh,
+    /// `docker exec -i`, `kubectl exec -i`, …); empty: this profile names no target.
+    pub transport: Vec<String>,
+    /// Seconds the transport has to start and answer the handshake.
+    pub connect_timeout: u64,
+}
+
+impl Default for TargetCfg {
+    fn default() -> Self {
+        TargetCfg {
+            transport: Vec::new(),
+            connect_timeout: 30,
+        }
+    }
+}
+
+/// Highest `target.connect_timeout`.
+pub const MAX_CONNECT_TIMEOUT: u64 = 600;
 /// Highest `jobs.start_wait_ms`: `job start` answers within a minute.
 pub const MAX_START_WAIT_MS: u64 = 60_000;
 
@@ -405,7 +428,7 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "description" => STRING,
         "extends" => "a string (the name or path of the profile to layer on)",
         "shell" | "env" | "timeout" | "output" | "artifacts" | "interceptor" | "guard" | "pty"
-        | "process" | "limits" | "render" | "server" | "mcp" | "sandbox" | "jobs" => {
+        | "process" | "limits" | "render" | "server" | "mcp" | "sandbox" | "jobs" | "target" => {
             "a table of settings"
         }
         "shell.path" => "a string (\"auto\" or the shell's path)",
@@ -459,6 +482,8 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "sandbox.workspace" => "a string (a directory path; the start dir when unset)",
         "sandbox.writable" | "sandbox.deny_read" => "an array of strings (paths, ~/ allowed)",
         "sandbox.network" | "sandbox.required" | "sandbox.allow_override" => BOOL,
+        "target.transport" => "an array of strings (the transport's argv, program first)",
+        "target.connect_timeout" => "a whole number of seconds (1-600)",
         _ => return None,
     })
 }
@@ -598,6 +623,32 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
             format!(
                 "{} is out of range: must be 1-{MAX_CONCURRENT_LIMIT}",
                 p.server.max_concurrent
+            ),
+        );
+    }
+    if let Some(program) = p.target.transport.first()
+        && program.trim().is_empty()
+    {
+        bad(
+            "target",
+            "transport",
+            "the first element is the program to start and must not be empty (e.g. \"ssh\")".into(),
+        );
+    }
+    if p.target.transport.iter().any(|w| w.contains('\0')) {
+        bad(
+            "target",
+            "transport",
+            "an element contains a NUL byte, which no program can receive".into(),
+        );
+    }
+    if !(1..=MAX_CONNECT_TIMEOUT).contains(&p.target.connect_timeout) {
+        bad(
+            "target",
+            "connect_timeout",
+            format!(
+                "{} is out of range: must be 1-{MAX_CONNECT_TIMEOUT} seconds",
+                p.target.connect_timeout
             ),
         );
     }

@@ -77,7 +77,7 @@ fn meta_name(id: u64) -> String {
     format!("{id}.json")
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ArtifactRef {
     pub id: u64,
     pub url: String,
@@ -116,6 +116,75 @@ pub fn parse_id(s: &str) -> Result<u64, ArtifactIdError> {
     digits
         .parse()
         .map_err(|_| ArtifactIdError::Malformed(s.to_string()))
+}
+
+/// The bytes of an artifact that `artifact show --head N --tail M` prints: the
+/// first `head` lines, then the last `tail` of those (a line ends at `\n`; a last
+/// line without one still counts). `pad`: the selection ends with a line that has no
+/// `\n`, which the caller prints with one (as every shown line ends). Memory is
+/// bounded by `tail` offsets, never by a line's length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LineRange {
+    pub start: u64,
+    pub end: u64,
+    pub pad: bool,
+}
+
+pub fn line_range(
+    mut r: impl io::BufRead,
+    head: Option<usize>,
+    tail: Option<usize>,
+) -> io::Result<LineRange> {
+    let mut starts = std::collections::VecDeque::new();
+    let (mut pos, mut line_start, mut count) = (0u64, 0u64, 0usize);
+    let mut last = LineRange::default();
+    let keep = |starts: &mut std::collections::VecDeque<u64>, s: u64| {
+        starts.push_back(s);
+        // Without a tail only the first start matters.
+        let cap = tail.unwrap_or(1);
+        if starts.len() > cap {
+            if tail.is_some() {
+                starts.pop_front();
+            } else {
+                starts.pop_back();
+            }
+        }
+    };
+    while head.is_none_or(|h| count < h) {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            break;
+        }
+        match memchr::memchr(b'\n', buf) {
+            Some(p) => {
+                keep(&mut starts, line_start);
+                count += 1;
+                pos += p as u64 + 1;
+                r.consume(p + 1);
+                last.end = pos;
+                last.pad = false;
+                line_start = pos;
+            }
+            None => {
+                let n = buf.len();
+                r.consume(n);
+                pos += n as u64;
+            }
+        }
+    }
+    if head.is_none_or(|h| count < h) && pos > line_start {
+        keep(&mut starts, line_start);
+        last.end = pos;
+        last.pad = true;
+    }
+    Ok(match starts.front() {
+        Some(&start) => LineRange { start, ..last },
+        None => LineRange::default(),
+    })
 }
 
 pub fn url(id: u64) -> String {
@@ -418,6 +487,45 @@ pub fn resolve_dir(configured: &str, invoking_dir: &Path) -> ArtifactDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `artifact show --head/--tail` prints, line by line (the reference).
+    fn shown(text: &[u8], head: Option<usize>, tail: Option<usize>) -> Vec<u8> {
+        let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+        if text.ends_with(b"\n") || text.is_empty() {
+            lines.pop();
+        }
+        if let Some(h) = head {
+            lines.truncate(h);
+        }
+        if let Some(t) = tail {
+            let n = lines.len().saturating_sub(t);
+            lines.drain(..n);
+        }
+        lines.iter().flat_map(|l| [*l, b"\n"].concat()).collect()
+    }
+
+    #[test]
+    fn line_range_selects_what_head_and_tail_show() {
+        let texts: [&[u8]; 6] = [b"", b"a", b"a\n", b"a\nb\nc\n", b"a\n\nb\nccc", b"\n\n\n"];
+        let limits = [None, Some(1), Some(2), Some(5)];
+        for text in texts {
+            for head in limits {
+                for tail in limits {
+                    let r = line_range(std::io::Cursor::new(text), head, tail).unwrap();
+                    let mut got = text[r.start as usize..r.end as usize].to_vec();
+                    if r.pad {
+                        got.push(b'\n');
+                    }
+                    assert_eq!(
+                        got,
+                        shown(text, head, tail),
+                        "{:?} head {head:?} tail {tail:?}",
+                        String::from_utf8_lossy(text)
+                    );
+                }
+            }
+        }
+    }
     #[test]
     fn ids() {
         assert_eq!(parse_id("3").unwrap(), 3);

@@ -56,13 +56,40 @@ pub const HEAD_OVERREAD: u64 = 16 << 20;
 pub const HEAD_OVERREAD_TIME: Duration = Duration::from_secs(1);
 
 /// How the shown text was cut (the result's `truncation`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Truncation {
     /// Which part is shown: "tail", "head", or "middle" (head and tail shown, middle elided).
-    pub direction: &'static str,
+    #[serde(deserialize_with = "direction")]
+    pub direction: Word,
     /// "bytes" (retention budget or column cap) or "lines" (a head/tail limit).
-    pub truncated_by: &'static str,
+    #[serde(deserialize_with = "truncated_by")]
+    pub truncated_by: Word,
     pub shown_range: [u64; 2],
+}
+
+/// A word from a fixed set. (Spelled through this alias so that serde's derive does
+/// not take the field for text borrowed from the input, which would tie a
+/// deserialized result to `'static` input.)
+pub type Word = &'static str;
+
+/// One of the `known` words, read back from a result (a remote target's): the
+/// fields that hold them are `&'static str`.
+pub fn known_word<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    known: &[&'static str],
+) -> Result<&'static str, D::Error> {
+    let s = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+    known.iter().find(|k| **k == s).copied().ok_or_else(|| {
+        serde::de::Error::custom(format!("unknown value {s:?}: expected one of {known:?}"))
+    })
+}
+
+fn direction<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    known_word(d, &["tail", "head", "middle"])
+}
+
+fn truncated_by<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    known_word(d, &["bytes", "lines"])
 }
 
 /// The sink's final word: shown text and every count.

@@ -1226,6 +1226,61 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
     }
 }
 
+/// For a caller that carries the run out elsewhere (a remote target, see
+/// `crate::remote`): what this profile refuses before anything runs — a usage error
+/// (exit 2), a rule pack or guard rule that cannot be loaded (125), a guard refusal
+/// or an interceptor block (77) — as the result a run would give; `None` when the
+/// command may go. The cwd, the shell and the session are the other side's, so they
+/// are neither checked nor read here.
+pub fn refused_before_running(req: &RunRequest, profile: &LoadedProfile) -> Option<RunResult> {
+    let usage = req.validate().err();
+    let mut here = req.clone();
+    here.session = None;
+    let plan = plan_with(&here, profile, false);
+    let r = base_result(req, &plan);
+    let stop = if let Some(e) = usage {
+        Stop::Fail(exit::USAGE, e.to_string())
+    } else {
+        let mut g = Gathered::default();
+        match refusal(&plan, &mut g) {
+            Err(stop @ (Stop::Fail(..) | Stop::Refused(..))) => stop,
+            _ => return None,
+        }
+    };
+    // A cwd or a shell this side lacks is no refusal: the other side decides.
+    if let Stop::Fail(code, _) = &stop
+        && *code == exit::FAILURE
+        && plan.rules_error.is_none()
+        && plan.guard.error.is_none()
+    {
+        return None;
+    }
+    let secrets = plan.secrets.clone();
+    let mut r = stopped(
+        r,
+        req,
+        plan,
+        stop,
+        Gathered::default(),
+        Instant::now(),
+        &mut |_| {},
+    );
+    r.mask_secrets(&secrets);
+    Some(r)
+}
+
+/// The result of a run agentbash could not carry out: exit `code`, `message` as its
+/// error and text (a remote target that could not be reached, say).
+pub fn failed(req: &RunRequest, profile: &LoadedProfile, code: i32, message: String) -> RunResult {
+    let mut here = req.clone();
+    here.session = None;
+    let plan = plan_with(&here, profile, false);
+    let secrets = plan.secrets.clone();
+    let mut r = fail(base_result(req, &plan), code, message);
+    r.mask_secrets(&secrets);
+    r
+}
+
 /// The result of a request cancelled by `sig` before it started (a server's queued
 /// request): shaped like a cancelled run, with `line` saying why nothing ran.
 pub fn not_started(req: &RunRequest, profile: &LoadedProfile, sig: i32, line: String) -> RunResult {

@@ -43,7 +43,7 @@ pub struct Limits {
 }
 
 /// A process agentbash had to kill.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KilledProcess {
     pub pid: i32,
     pub command: String,

@@ -124,6 +124,20 @@ impl Engine {
         cancel: &CancelToken,
         on_output: &mut dyn FnMut(&str),
     ) -> Result<RunResult, String> {
+        self.run_events(call, cancel, &mut |e| {
+            if let Event::Output(t) = e {
+                on_output(t);
+            }
+        })
+    }
+
+    /// [`Engine::run`], handing over every event of the run (start, notices, output).
+    pub fn run_events(
+        &self,
+        call: &BashCall,
+        cancel: &CancelToken,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<RunResult, String> {
         let mut req =
             super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)?;
         if !call.server_tools.is_empty() {
@@ -136,7 +150,9 @@ impl Engine {
         let after = Duration::from_secs(self.profile.profile.jobs.background_after);
         if !after.is_zero()
             && let Some(job_run) = JobRun::eligible(&req, &self.profile, after)
-            && let Some(r) = self.run_as_job(&req, job_run, after, cancel, on_output)
+            && let Some(r) = self.run_as_job(&req, job_run, after, cancel, &mut |t| {
+                on_event(Event::Output(t))
+            })
         {
             return Ok(r);
         }
@@ -145,11 +161,7 @@ impl Engine {
             &self.profile,
             cancel,
             Some(&self.pool),
-            &mut |e| {
-                if let Event::Output(t) = e {
-                    on_output(t);
-                }
-            },
+            on_event,
         ))
     }
 

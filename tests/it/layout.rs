@@ -127,6 +127,7 @@ const LAYERS: &[&[&str]] = &[
     &["toolbox"],
     &["render"],
     &["server"],
+    &["remote"],
     &["cli"],
     &["commands"],
 ];
@@ -135,6 +136,7 @@ const LAYERS: &[&[&str]] = &[
 /// `commands` (they are its callers).
 const BELOW_THE_CLI: &[&str] = &[
     "pipeline", "shell", "process", "executor", "output", "config", "render", "server", "toolbox",
+    "remote",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -17,6 +17,7 @@ mod profiles;
 mod pty;
 mod redact;
 mod reliability;
+mod remote;
 mod rpc;
 mod run_basic;
 mod sandbox;

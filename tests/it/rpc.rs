@@ -288,20 +288,113 @@ fn malformed_input_is_answered_and_the_server_keeps_serving() {
     assert_eq!(r.last().expect("ok")["data"]["output"], "still here\n");
 }
 
+/// EOF means "no more requests": what was accepted still runs and is answered.
 #[test]
-fn eof_aborts_running_commands_and_exits_zero() {
+fn eof_lets_every_accepted_request_finish_and_answer_then_exits_zero() {
+    let mut rpc = Rpc::start();
+    rpc.send(json!({"id": "slow", "type": "bash", "command": "sleep 0.5; echo done"}));
+    rpc.send(json!({"id": "fast", "type": "bash", "command": "echo quick"}));
+    let (status, rest) = rpc.close();
+    assert!(status.success(), "{status}");
+    let answer = |id: &str| {
+        rest.iter()
+            .find(|m| m["id"] == id && m["type"] == "response")
+            .unwrap_or_else(|| panic!("{id} was not answered: {rest:?}"))
+            .clone()
+    };
+    let slow = answer("slow");
+    assert_eq!(slow["data"]["cancelled"], false, "{slow}");
+    assert_eq!(slow["data"]["exit_code"], 0, "{slow}");
+    assert_eq!(slow["data"]["output"], "done\n");
+    assert_eq!(answer("fast")["data"]["output"], "quick\n");
+}
+
+/// `printf '%s\n' "$req" | agentbash rpc` works as a batch.
+#[test]
+fn requests_piped_in_are_a_batch() {
+    let env = crate::support::TestEnv::new();
+    let lines: String = (0..3)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"id": i, "type": "bash", "command": format!("sleep 0.2; echo {i}")})
+            )
+        })
+        .collect();
+    let out = env.cmd(&["rpc"]).stdin(lines).run();
+    out.assert_code(0);
+    let mut outputs: Vec<String> = out
+        .ndjson()
+        .iter()
+        .filter(|m| m["type"] == "response")
+        .map(|m| crate::support::s(&m["data"], "output").to_string())
+        .collect();
+    outputs.sort();
+    assert_eq!(outputs, ["0\n", "1\n", "2\n"]);
+}
+
+/// A stop signal still aborts what runs after EOF (the batch is being finished).
+#[test]
+fn a_stop_signal_after_eof_aborts_what_still_runs() {
     let mut rpc = Rpc::start();
     rpc.send(json!({"id": "long", "type": "bash", "command": "sleep 30"}));
     std::thread::sleep(Duration::from_millis(300));
+    drop(rpc.stdin.take());
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(rpc.child.id() as i32, libc::SIGTERM) };
     let start = Instant::now();
     let (status, rest) = rpc.close();
     assert!(status.success(), "{status}");
-    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "hang: {:?}",
+        start.elapsed()
+    );
     let r = rest
         .iter()
         .find(|m| m["id"] == "long")
         .expect("aborted run still answers");
     assert_eq!(r["data"]["cancelled"], true);
+}
+
+/// The handshake a remote target's client starts with (docs/PROTOCOL.md).
+#[test]
+fn hello_answers_the_protocol_version_and_capabilities() {
+    let mut rpc = Rpc::start();
+    rpc.send(json!({"id": "h", "type": "hello"}));
+    let m = rpc.until_response(&json!("h")).pop().expect("answer");
+    assert_eq!(m["success"], true, "{m}");
+    assert_eq!(m["command"], "hello");
+    assert_eq!(m["data"]["protocol"], agentbash::server::PROTOCOL);
+    assert_eq!(m["data"]["version"], env!("CARGO_PKG_VERSION"));
+    let caps = m["data"]["capabilities"].as_array().expect("capabilities");
+    assert!(caps.iter().any(|c| c == "events"), "{m}");
+}
+
+/// `events`: the start and notice events and the exit code `agentbash run` would
+/// exit with, so a remote run renders as a local one.
+#[test]
+fn events_add_start_notices_and_the_exit_code() {
+    let mut rpc = Rpc::start();
+    rpc.send(
+        json!({"id": "e", "type": "bash", "command": "echo hi", "timeout": 99999, "events": true}),
+    );
+    let msgs = rpc.until_response(&json!("e"));
+    let kinds: Vec<&str> = msgs
+        .iter()
+        .map(|m| m["type"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(kinds.first(), Some(&"start"), "{msgs:?}");
+    assert!(kinds.contains(&"notice"), "the clamp notice: {msgs:?}");
+    assert!(kinds.contains(&"output"), "{msgs:?}");
+    let r = msgs.last().expect("response");
+    assert_eq!(r["exit"], 0, "{r}");
+    assert_eq!(msgs[0]["data"]["command"], "echo hi");
+    // Without `events` none of it is sent.
+    rpc.send(json!({"id": "p", "type": "bash", "command": "echo hi"}));
+    let plain = rpc.until_response(&json!("p"));
+    assert_eq!(plain.len(), 1, "{plain:?}");
+    assert!(plain[0].get("exit").is_none(), "{plain:?}");
 }
 
 #[test]

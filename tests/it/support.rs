@@ -678,6 +678,12 @@ impl LiveServer {
         }
     }
 
+    /// The next message (an event or a response), within `within`; `None` when none
+    /// came.
+    pub fn try_next(&self, within: Duration) -> Option<Value> {
+        self.lines.recv_timeout(within).ok()
+    }
+
     pub fn send(&mut self, v: Value) {
         use std::io::Write;
         let stdin = self.stdin.as_mut().expect("stdin open");
