@@ -89,6 +89,10 @@ pub enum Refusal {
         place: String,
         entry: String,
     },
+    #[error(
+        "[sandbox workspace-write: writing {path} was refused: the workspace would be {workspace}, which is no sandbox at all (the server was started there); start it in a project directory, or set [sandbox] workspace to this path on purpose]"
+    )]
+    WideWorkspace { path: String, workspace: String },
 }
 
 /// The policy of one tool call: the profile's `[sandbox]` and `guard.protected`,
@@ -107,6 +111,10 @@ pub struct FilePolicy {
     protected: Vec<(String, PathBuf)>,
     /// agentbash's state, cache, config and artifact directories.
     own: Vec<PathBuf>,
+    /// The workspace, when it came from where the server started and is `/` or the
+    /// home directory itself: `workspace-write` there opens everything, so the tools
+    /// write nothing (as the kernel sandbox refuses to run a command).
+    wide_workspace: Option<PathBuf>,
 }
 
 /// `path` as configured (`~` expanded, relative to `base`), and its real path when it
@@ -158,7 +166,15 @@ impl FilePolicy {
         {
             own.extend(forms(base, &dir));
         }
+        let home = crate::paths::home().and_then(|h| resolve(&h).ok());
+        let wide_workspace = sandbox
+            .workspace
+            .as_ref()
+            .filter(|_| sandbox.workspace_by_default)
+            .and_then(|ws| resolve(&crate::paths::absolute(base, ws)).ok())
+            .filter(|ws| ws == Path::new("/") || Some(ws) == home.as_ref());
         FilePolicy {
+            wide_workspace,
             mode: sandbox.mode,
             base: base.to_path_buf(),
             real_base: resolve(base).unwrap_or_else(|_| base.to_path_buf()),
@@ -238,6 +254,12 @@ impl FilePolicy {
         let path = at.describe();
         if self.mode == Mode::ReadOnly {
             return Err(Refusal::ReadOnly { path });
+        }
+        if let Some(ws) = &self.wide_workspace {
+            return Err(Refusal::WideWorkspace {
+                path,
+                workspace: ws.display().to_string(),
+            });
         }
         let inside = |forms: &[PathBuf]| forms.iter().any(|w| target.starts_with(w));
         if !self.writable.iter().any(|(_, forms)| inside(forms)) {
@@ -336,6 +358,17 @@ fn git_metadata(path: &Path) -> Option<String> {
             None => return Some(".git".into()),
             Some(inner @ ("hooks" | "config" | "commondir" | "info")) => {
                 return Some(format!(".git/{inner}"));
+            }
+            // A linked worktree's or a submodule's own gitdir: its hooks, config,
+            // info, commondir and gitdir pointer are read as code and config too.
+            Some(kind @ ("worktrees" | "modules")) => {
+                if let (Some(name), Some(inner)) = (
+                    names.get(i + 2).and_then(|n| n.to_str()),
+                    names.get(i + 3).and_then(|n| n.to_str()),
+                ) && matches!(inner, "hooks" | "config" | "commondir" | "info" | "gitdir")
+                {
+                    return Some(format!(".git/{kind}/{name}/{inner}"));
+                }
             }
             Some(_) => {}
         }

@@ -843,3 +843,54 @@ fn the_file_tools_answer_alike_over_mcp_and_rpc() {
     }
     assert!(!Path::new("/etc/agentbash-never-written").exists());
 }
+
+/// A linked worktree's gitdir (and a submodule's) holds config and hooks git runs: the
+/// tools keep them read-only as the kernel sandbox does.
+#[test]
+fn a_worktree_or_submodule_gitdir_stays_read_only() {
+    let mut f = Files::start();
+    let work = f.work();
+    for inner in [
+        ".git/worktrees/wt/config",
+        ".git/worktrees/wt/hooks/post-checkout",
+        ".git/modules/sub/hooks/pre-commit",
+        ".git/modules/sub/config",
+    ] {
+        std::fs::create_dir_all(work.join(inner).parent().expect("parent")).expect("dirs");
+        let error = f.refused("write", json!({"path": inner, "content": "evil\n"}));
+        assert!(
+            error.contains("stays read-only in the sandbox"),
+            "{inner}: {error}"
+        );
+        assert!(!work.join(inner).exists(), "{inner}");
+    }
+    // Elsewhere in .git (objects, refs) the tools may write, as git itself does.
+    f.ok(
+        "write",
+        json!({"path": ".git/worktrees/wt/HEAD", "content": "ref: x\n"}),
+    );
+}
+
+/// Started in the home directory with no workspace named, `workspace-write` would open
+/// everything: the tools write nothing, as the kernel sandbox runs nothing.
+#[test]
+fn a_server_started_in_home_writes_nothing_without_a_named_workspace() {
+    let env = TestEnv::new();
+    env.user_profile(
+        "wide",
+        "extends = \"default\"\n[sandbox]\nmode = \"workspace-write\"\n",
+    );
+    let mut rpc = LiveServer::start_cmd(env.cmd(&["rpc", "-p", "wide"]).current_dir(env.home()));
+    let answer = rpc.ask(json!({"id": "w", "type": "write", "path": "notes.txt", "content": "x"}));
+    assert_eq!(answer["success"], false, "{answer}");
+    let error = answer["error"].as_str().unwrap_or_default();
+    assert!(error.contains("which is no sandbox at all"), "{error}");
+    assert!(!env.home().join("notes.txt").exists());
+    let read = rpc.ask(json!({"id": "r", "type": "read", "path": "missing-is-fine"}));
+    assert!(
+        read["error"]
+            .as_str()
+            .is_none_or(|e| !e.contains("no sandbox")),
+        "{read}"
+    );
+}
