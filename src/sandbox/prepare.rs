@@ -330,6 +330,10 @@ fn protect_gitdir(gitdir: &Path, within: &dyn Fn(&Path) -> bool, plan: &mut GitP
             plan.watch.push(path);
         }
     }
+    // The gitdirs of its linked worktrees and submodules hold config, hooks and
+    // pointers that git follows when it runs in those checkouts (a few levels of
+    // nested submodules at most).
+    nested_gitdirs(gitdir, plan, 3);
     // A linked worktree's common directory holds the config and hooks git runs.
     if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
         let common = gitdir.join(common.trim());
@@ -342,6 +346,40 @@ fn protect_gitdir(gitdir: &Path, within: &dyn Fn(&Path) -> bool, plan: &mut GitP
                     plan.read_only.push(path);
                 }
             }
+        }
+    }
+}
+
+/// `gitdir/worktrees/*` and `gitdir/modules/*` (recursively, to `depth`): their
+/// `hooks`, `config`, `config.worktree`, `info`, `commondir` and `gitdir` bound
+/// read-only.
+fn nested_gitdirs(gitdir: &Path, plan: &mut GitPlan, depth: u32) {
+    if depth == 0 {
+        return;
+    }
+    for kind in ["worktrees", "modules"] {
+        let Ok(entries) = std::fs::read_dir(gitdir.join(kind)) else {
+            continue;
+        };
+        for entry in entries.flatten().take(256) {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let inner = entry.path();
+            for name in [
+                "hooks",
+                "config",
+                "config.worktree",
+                "info",
+                "commondir",
+                "gitdir",
+            ] {
+                let path = inner.join(name);
+                if path.symlink_metadata().is_ok() {
+                    plan.read_only.push(path);
+                }
+            }
+            nested_gitdirs(&inner, plan, depth - 1);
         }
     }
 }

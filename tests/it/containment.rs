@@ -673,3 +673,52 @@ fn a_sandboxed_command_on_a_terminal_knows_its_terminal() {
     );
     assert!(text.contains("own /dev/pts/"), "{v}");
 }
+
+/// A linked worktree's gitdir inside the workspace's `.git` (its `commondir`, `config`,
+/// `gitdir` pointer) is read-only too: git follows them when it runs in that worktree.
+#[test]
+fn a_worktree_gitdir_inside_the_workspace_stays_read_only() {
+    if !have(on_path("git"), "git") {
+        return;
+    }
+    let (env, profile) = sandboxed("mode = \"workspace-write\"");
+    let work = env.work();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&work)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("git")
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "."]);
+    git(&[
+        "-c",
+        "user.name=a",
+        "-c",
+        "user.email=a@b",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "x",
+    ]);
+    let elsewhere = env.root().join("wt");
+    git(&["worktree", "add", "-q", elsewhere.to_str().expect("utf-8")]);
+    let inner = work.join(".git/worktrees/wt");
+    let before = std::fs::read(inner.join("commondir")).expect("commondir");
+    let (_, v) = run_json(
+        &env,
+        &profile,
+        "echo /tmp/evil > .git/worktrees/wt/commondir; echo c=$?; echo x > .git/worktrees/wt/gitdir; echo g=$?",
+    );
+    let out = s(&v, "output");
+    assert!(out.contains("c=1") && out.contains("g=1"), "{out}");
+    assert_eq!(
+        std::fs::read(inner.join("commondir")).expect("commondir"),
+        before
+    );
+}
