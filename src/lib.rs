@@ -42,6 +42,11 @@ pub mod sandbox;
 pub mod server;
 pub mod shell;
 
+// `skip!` and the slowness factor of the test suite, shared with tests/it.
+#[cfg(test)]
+#[path = "../tests/it/harness.rs"]
+mod harness;
+
 pub use config::profile::{LoadedProfile, Lookup, Profile};
 pub use pipeline::{Event, Plan, RequestError, RunRequest, execute, plan};
 pub use process::CancelToken;

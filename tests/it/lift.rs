@@ -3,7 +3,7 @@
 //! a lifted head stops the command as `head` would, an explicit `--head`/`--tail` is a
 //! view and never stops or changes anything.
 
-use crate::support::{TestEnv, s, u};
+use crate::support::{TestEnv, s, scaled, u};
 use serde_json::Value;
 use std::process::Command;
 use std::time::Duration;
@@ -219,7 +219,7 @@ fn a_lifted_head_stops_a_slow_producer_about_when_head_would() {
             .any(|n| n.contains("agentbash stopped the command after line 2"))
     );
     assert!(
-        out.elapsed < Duration::from_secs(12),
+        out.elapsed < scaled(Duration::from_secs(12)),
         "took {:?}",
         out.elapsed
     );

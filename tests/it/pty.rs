@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::{TAG_VAR, TestEnv, bin, nonce, processes, s, u};
+use crate::support::{TAG_VAR, TestEnv, bin, nonce, processes, s, scaled, u};
 use crate::tmux::TmuxTerminal;
 
 /// Longest wait for anything to appear on the screen.
@@ -768,7 +768,11 @@ fn lifted_head_stops_the_producer_in_pty_mode() {
             .is_some_and(|n| n.contains("as `| head` would")),
         "{v:#}"
     );
-    assert!(out.elapsed < Duration::from_secs(30), "{:?}", out.elapsed);
+    assert!(
+        out.elapsed < scaled(Duration::from_secs(30)),
+        "{:?}",
+        out.elapsed
+    );
     assert!(env.leftovers(Duration::from_millis(200)).is_empty());
 }
 

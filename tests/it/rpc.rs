@@ -6,7 +6,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::support::{descendants, thread_count};
+use crate::support::{descendants, scaled, thread_count};
 
 struct Rpc {
     child: Child,
@@ -108,7 +108,7 @@ impl Rpc {
                 return (status, rest);
             }
             assert!(
-                start.elapsed() < Duration::from_secs(15),
+                start.elapsed() < scaled(Duration::from_secs(15)),
                 "rpc did not exit after EOF"
             );
             std::thread::sleep(Duration::from_millis(20));
@@ -174,7 +174,7 @@ fn requests_run_concurrently() {
         }
     }
     assert!(
-        start.elapsed() < Duration::from_millis(3500),
+        start.elapsed() < scaled(Duration::from_millis(3500)),
         "took {:?}",
         start.elapsed()
     );
@@ -296,7 +296,7 @@ fn eof_aborts_running_commands_and_exits_zero() {
     let start = Instant::now();
     let (status, rest) = rpc.close();
     assert!(status.success(), "{status}");
-    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(start.elapsed() < scaled(Duration::from_secs(5)));
     let r = rest
         .iter()
         .find(|m| m["id"] == "long")
@@ -459,7 +459,7 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
             "{r}"
         );
         assert!(
-            started.elapsed() < Duration::from_secs(15),
+            started.elapsed() < scaled(Duration::from_secs(15)),
             "{:?}",
             started.elapsed()
         );
@@ -524,7 +524,7 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
         let took = asked.elapsed();
         assert_eq!(m["id"], i, "{request}: answered {m} first");
         assert!(
-            took < Duration::from_millis(800),
+            took < scaled(Duration::from_millis(800)),
             "{request}: after {took:?}"
         );
         assert_eq!(m["success"], false, "{m}");
