@@ -274,23 +274,35 @@ fn a_python_repl_on_a_pty_answers_and_c_c_interrupts() {
     .assert_code(0);
     let out = wait_for_output(&env, "py", "42", Duration::from_secs(20));
     assert!(out.lines().any(|l| l.trim() == "42"), "{out}");
+    // The loop says it has started ("spin" + "ning": the echoed line never holds the
+    // word), and C-c is sent only once that is seen.
     job(
         &env,
         &[
             "send",
             "py",
             "--text",
-            "while True: pass",
+            "print('spin' + 'ning'); exec('while True: pass')",
             "--keys",
-            "Enter",
             "Enter",
         ],
     )
     .assert_code(0);
-    std::thread::sleep(Duration::from_millis(300));
+    let out = wait_for_output(&env, "py", "spinning", Duration::from_secs(20));
+    assert!(out.lines().any(|l| l.trim() == "spinning"), "{out}");
     job(&env, &["send", "py", "--keys", "C-c"]).assert_code(0);
     let out = wait_for_output(&env, "py", "KeyboardInterrupt", Duration::from_secs(20));
     assert!(out.contains("KeyboardInterrupt"), "{out}");
+    // The REPL itself lived through it and answers again.
+    job(
+        &env,
+        &["send", "py", "--text", "print(6*9)", "--keys", "Enter"],
+    )
+    .assert_code(0);
+    let out = wait_for_output(&env, "py", "54", Duration::from_secs(20));
+    assert!(out.lines().any(|l| l.trim() == "54"), "{out}");
+    let (_, v) = job_json(&env, &["list"]);
+    assert_eq!(v["jobs"][0]["state"], "ready", "{v}");
     job(&env, &["stop", "py"]).assert_code(0);
     assert!(env.leftovers(Duration::from_secs(3)).is_empty());
 }
@@ -415,8 +427,22 @@ fn a_killed_supervisor_leaves_a_lost_job_and_no_process() {
     unsafe {
         libc::kill(sup, libc::SIGKILL);
     }
-    std::thread::sleep(Duration::from_millis(200));
-    let (_, v) = job_json(&env, &["list"]);
+    // Dead once /proc has no live process of that pid (gone, or a zombie).
+    let deadline = Instant::now() + crate::support::HANG_CAP;
+    while std::fs::read_to_string(format!("/proc/{sup}/stat"))
+        .is_ok_and(|s| s.rfind(')').is_some_and(|i| !s[i + 2..].starts_with('Z')))
+    {
+        assert!(Instant::now() < deadline, "the supervisor survived SIGKILL");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // (A zombie is reaped by its parent soon after; until then it may look alive.)
+    let v = loop {
+        let (_, v) = job_json(&env, &["list"]);
+        if v["jobs"][0]["state"] != "ready" || Instant::now() >= deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     assert_eq!(v["jobs"][0]["state"], "lost", "{v}");
     let left = procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3));
     assert!(left.is_empty(), "left behind: {left:?}");
@@ -519,15 +545,27 @@ fn rpc_starts_reads_and_stops_a_job_and_stops_its_own_jobs_at_exit() {
     assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3)).is_empty());
 }
 
+/// The detached job's own process is alive after the server is gone (checked in
+/// /proc, not only in the job's record), and `stop` ends it.
 #[test]
 fn rpc_jobs_started_detached_outlive_the_server() {
     let env = TestEnv::new();
-    let req = serde_json::json!({"id": 1, "type": "job_start", "command": "sleep 60", "name": "free", "detached": true});
+    let sleep = format!("sleep 375.{}", nonce());
+    let req = serde_json::json!({"id": 1, "type": "job_start", "command": sleep, "name": "free", "detached": true});
     let out = env.cmd(&["rpc"]).stdin(format!("{req}\n")).run();
     out.assert_code(0);
+    assert!(out.stdout.contains("\"success\":true"), "{}", out.stdout);
     let (_, v) = job_json(&env, &["list"]);
     assert_eq!(v["jobs"][0]["state"], "ready", "{v}");
+    assert!(
+        crate::support::processes()
+            .iter()
+            .any(|p| p.cmdline == sleep),
+        "the detached job's {sleep} is gone with the server"
+    );
     job(&env, &["stop", "free"]).assert_code(0);
+    let left = procs_with_cmdline(&sleep, Duration::from_secs(3));
+    assert!(left.is_empty(), "stop left it running: {left:?}");
 }
 
 #[test]
@@ -658,7 +696,7 @@ fn jobs_of_a_sigkilled_rpc_server_stop_unless_detached() {
             .all(|t| procs_with_cmdline(&format!("sleep {t}.{n}"), Duration::ZERO).is_empty())
     };
     // Within 2 s its processes are gone and the record says how it ended.
-    let deadline = Instant::now() + Duration::from_secs(2);
+    let deadline = Instant::now() + scaled(Duration::from_secs(2));
     let mut v = list();
     while !(gone() && job_named(&v, "owned")["state"] != "ready") && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));

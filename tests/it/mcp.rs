@@ -188,10 +188,12 @@ fn eof_before_initialize_exits_zero_silently() {
 fn eof_cancels_a_running_command_and_exits_zero() {
     let mut server = Server::start();
     server.initialize();
-    server.send(
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"sleep 30"}}}"#,
+    let sleep = format!("sleep 30.{}", crate::support::nonce());
+    server.call(2, "bash", serde_json::json!({ "command": sleep }));
+    assert!(
+        crate::support::wait_for_cmdline(&sleep, crate::support::HANG_CAP),
+        "{sleep} never started"
     );
-    std::thread::sleep(Duration::from_millis(300));
     server.close_stdin();
     // rmcp alone would wait 5 s for in-flight handlers before cancelling them.
     let (code, took, rest) = server.exit(Duration::from_secs(10));
@@ -397,16 +399,26 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
     std::fs::write(&profile, "[server]\nmax_concurrent = 2\n").expect("write profile");
     let mut server = Server::start_with(&["--profile", &profile.display().to_string()]);
     server.initialize();
-    let sleep = format!("sleep 41.{}", std::process::id());
+    // Each call leaves a mark as it starts: whatever happens later, a mark of the
+    // queued call would show that it ran at some point.
+    let sleep = format!("sleep 41.{}", crate::support::nonce());
+    let marks = || {
+        std::fs::read_dir(dir.path())
+            .expect("list marks")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("started-"))
+            .count()
+    };
     for id in 10..13 {
-        server.call(id, "bash", serde_json::json!({"command": sleep}));
+        let mark = dir.path().join(format!("started-{id}"));
+        let command = format!("touch '{}'; {sleep}", mark.display());
+        server.call(id, "bash", serde_json::json!({"command": command}));
     }
     let pid = server.child.id();
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + crate::support::HANG_CAP;
     while descendants_named(pid, &sleep) < 2 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
         descendants_named(pid, &sleep),
         2,
@@ -440,6 +452,7 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
         .filter(|t| t.contains("the command did not start"))
         .count();
     assert_eq!(unstarted, 1, "{texts:?}");
+    assert_eq!(marks(), 2, "the queued call ran at some point: {texts:?}");
 }
 
 /// The MCP `bash` tool: a lifted `| head` stops the producer (regression: in the live
@@ -609,8 +622,16 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
     std::fs::write(&profile, "[server]\nmax_concurrent = 1\n").expect("write profile");
     let mut server = Server::start_with(&["--profile", &profile.display().to_string()]);
     server.initialize();
-    server.call(2, "bash", serde_json::json!({"command": "sleep 3"}));
-    std::thread::sleep(Duration::from_millis(300));
+    // The one slot is held until the test opens the gate: every answer below comes
+    // while it is taken.
+    let gate = crate::support::Gate::in_dir(dir.path(), "long");
+    let started = dir.path().join("started");
+    let long = format!("touch '{}'; {}", started.display(), gate.wait());
+    server.call(2, "bash", serde_json::json!({ "command": long }));
+    assert!(
+        crate::support::wait_for_path(&started, crate::support::HANG_CAP),
+        "the long run never started"
+    );
     let cases = [
         (serde_json::json!({"command": "  "}), "empty command"),
         (serde_json::json!({"command": "a\u{0}b"}), "NUL"),
@@ -628,20 +649,22 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
         ),
     ];
     for (id, (arguments, want)) in (10..).zip(cases) {
-        let asked = Instant::now();
         server.call(id, "bash", arguments.clone());
-        let reply = server.answer(id, Duration::from_secs(10));
-        let took = asked.elapsed();
-        assert!(
-            took < crate::support::scaled(Duration::from_millis(800)),
-            "{arguments}: answered after {took:?}"
-        );
+        let reply = server.answer(id, crate::support::HANG_CAP);
         assert_eq!(reply["result"]["isError"], true, "{reply}");
         let text = reply["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or_default();
         assert!(text.contains(want), "{arguments}: {text}");
     }
+    // The long run held the slot all along: it answers only now (an earlier answer
+    // would have been passed over above).
+    gate.open();
+    let reply = server.answer(2, crate::support::HANG_CAP);
+    assert_eq!(
+        reply["result"]["structuredContent"]["exit_code"], 0,
+        "{reply}"
+    );
     server.close_stdin();
     let _ = server.exit(Duration::from_secs(10));
 }

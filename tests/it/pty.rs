@@ -148,7 +148,7 @@ fn alive(pid: i32) -> bool {
 
 /// Whether `pid` is gone within a few seconds.
 fn dies(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + scaled(Duration::from_secs(5));
     while alive(pid) {
         if Instant::now() >= deadline {
             return false;
@@ -161,7 +161,7 @@ fn dies(pid: i32) -> bool {
 /// Processes whose command line is exactly `cmdline`, once dying ones had a few
 /// seconds to go (an exact match: tmux and bash carry the text in longer lines).
 fn survivors(cmdline: &str) -> Vec<crate::support::Proc> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + scaled(Duration::from_secs(5));
     loop {
         let found: Vec<_> = processes()
             .into_iter()

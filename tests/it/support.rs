@@ -652,8 +652,13 @@ pub struct Gate {
 impl Gate {
     /// A closed gate, named `name`, in the env's temp root.
     pub fn new(env: &TestEnv, name: &str) -> Gate {
+        Gate::in_dir(env.root(), name)
+    }
+
+    /// A closed gate, named `name`, in `dir` (a temp dir of the test's own).
+    pub fn in_dir(dir: &Path, name: &str) -> Gate {
         Gate {
-            path: env.root().join(format!("gate-{name}")),
+            path: dir.join(format!("gate-{name}")),
         }
     }
 
@@ -708,6 +713,30 @@ pub fn descendants(ancestor: i32) -> Vec<i32> {
         .collect()
 }
 
+/// Wait until agentbash `pid` has forked its cgroup watchdog (a child that names
+/// itself `agentbash-watch`): from then on a SIGKILL of agentbash leaves nothing of its
+/// runs. A run starts it once it has lasted 20 ms; a test that kills agentbash waits
+/// for it instead of sleeping past that.
+#[track_caller]
+pub fn wait_for_watchdog(pid: i32) {
+    let deadline = Instant::now() + HANG_CAP;
+    loop {
+        let started = descendants(pid).into_iter().any(|c| {
+            parent_of(c) == Some(pid)
+                && std::fs::read_to_string(format!("/proc/{c}/comm"))
+                    .is_ok_and(|n| n.trim_end() == "agentbash-watch")
+        });
+        if started {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "agentbash {pid} never started its cgroup watchdog (no run cgroup?)"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The number of threads of `pid` (`Threads:` in `/proc/PID/status`).
 pub fn thread_count(pid: i32) -> usize {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -754,6 +783,10 @@ impl LiveServer {
             stdin,
             lines,
         }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
     }
 
     pub fn send(&mut self, v: Value) {

@@ -3,8 +3,8 @@
 //! (issue 2, item 7); what a teardown lists and says (issue 12, part 4).
 
 use crate::support::{
-    LiveServer, Missing, TestEnv, bin, is_root, needs_root, nonce, procs_with_cmdline, s, scaled,
-    skip, wait_for_cmdline,
+    Gate, LiveServer, Missing, TestEnv, bin, is_root, needs_root, nonce, procs_with_cmdline, s,
+    scaled, skip, wait_for_cmdline, wait_for_watchdog,
 };
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -607,7 +607,7 @@ fn sigkill_of_agentbash_run_leaves_nothing_of_the_run() {
     wait_started(&tag);
     // The watchdog starts once a run has lasted 20 ms (a shorter run never pays for
     // it); a SIGKILL before that is the documented gap.
-    std::thread::sleep(Duration::from_millis(100));
+    wait_for_watchdog(run.pid());
     run.signal(libc::SIGKILL);
     let _ = run.wait();
     let left = left_after(&tag, Duration::from_secs(2));
@@ -630,7 +630,7 @@ fn sigkill_of_agentbash_pty_run_leaves_nothing_of_the_run() {
         &format!("sleep 303.{tag}"),
         Duration::from_secs(10)
     ));
-    std::thread::sleep(Duration::from_millis(100));
+    wait_for_watchdog(run.pid());
     run.signal(libc::SIGKILL);
     let _ = run.wait();
     let left = left_after(&tag, Duration::from_secs(2));
@@ -673,6 +673,7 @@ fn sigkill_of_agentbash_rpc_ends_every_run_in_flight() {
     for tag in &tags {
         wait_started(tag);
     }
+    wait_for_watchdog(rpc.pid());
     rpc.sigkill();
     for tag in &tags {
         let left = left_after(tag, Duration::from_secs(2));
@@ -707,6 +708,7 @@ fn sigkill_of_agentbash_mcp_ends_the_run_in_flight() {
     mcp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "bash", "arguments": {"command": cmd}}}));
     wait_started(&tag);
+    wait_for_watchdog(mcp.pid());
     mcp.sigkill();
     let left = left_after(&tag, Duration::from_secs(2));
     assert!(left.is_empty(), "outlived a SIGKILLed mcp: {left:?}");
@@ -730,12 +732,21 @@ fn rpc_attributes_a_setsid_env_cleared_job_to_its_own_run_only() {
     let env = TestEnv::new();
     let mut rpc = LiveServer::start(&env, &["rpc"]);
     let (a, b) = (format!("{}1", nonce()), format!("{}2", nonce()));
+    let gate = Gate::new(&env, "both");
     for (id, tag) in [("a", &a), ("b", &b)] {
-        // Both running at once, each with a job that left the session and the
-        // environment (so no run marker) behind.
-        let cmd = format!("setsid env -i sleep 300.{tag} & sleep 1; echo {id}");
+        // Both running at once (held at the gate until both jobs run), each with a job
+        // that left the session and the environment (so no run marker) behind.
+        let cmd = format!("setsid env -i sleep 300.{tag} & {}; echo {id}", gate.wait());
         rpc.send(json!({"id": id, "type": "bash", "command": cmd}));
     }
+    for tag in [&a, &b] {
+        let job = format!("sleep 300.{tag}");
+        assert!(
+            wait_for_cmdline(&job, Duration::from_secs(10)),
+            "{job} never started"
+        );
+    }
+    gate.open();
     let got = rpc.responses(&["a", "b"]);
     for (data, (mine, theirs)) in got.iter().zip([(&a, &b), (&b, &a)]) {
         let k = killed(data);
