@@ -1109,30 +1109,27 @@ fn github_actions_groups_output_and_annotates_failures() {
 #[test]
 fn github_actions_stream_opens_the_group_before_the_output() {
     let env = TestEnv::new();
+    // The first line is streamed while the command is held at a gate.
+    let gate = crate::support::Gate::new(&env, "second");
+    let cmd = format!("echo first; {}; echo second; exit 1", gate.wait());
     let mut run = env
-        .cmd(&[
-            "run",
-            "-p",
-            "ci",
-            "--",
-            "echo first; sleep 1; echo second; exit 1",
-        ])
+        .cmd(&["run", "-p", "ci", "--", &cmd])
         .env("GITHUB_ACTIONS", "true")
         .spawn();
     let (_, group) = run.next_line(Duration::from_secs(10)).expect("group line");
-    assert_eq!(
-        group,
-        "::group::$ echo first; sleep 1; echo second; exit 1\n"
-    );
-    let (at, first) = run.next_line(Duration::from_secs(10)).expect("first line");
+    assert_eq!(group, format!("::group::$ {cmd}\n"));
+    let (_, first) = run.next_line(crate::support::HANG_CAP).expect("first line");
     assert_eq!(first, "first\n");
+    gate.open();
     let out = run.wait();
     out.assert_code(1);
     assert!(
-        at < out.elapsed - Duration::from_millis(500),
-        "output was not streamed"
+        out.stdout.ends_with(&format!(
+            "second\n::endgroup::\n::error title=agentbash::Command `{cmd}` exited with code 1\n"
+        )),
+        "{}",
+        out.stdout
     );
-    assert!(out.stdout.ends_with("second\n::endgroup::\n::error title=agentbash::Command `echo first; sleep 1; echo second; exit 1` exited with code 1\n"), "{}", out.stdout);
 }
 
 #[test]
