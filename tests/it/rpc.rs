@@ -147,8 +147,20 @@ fn bash_request_answers_with_the_result() {
 #[test]
 fn streamed_output_comes_in_order_before_the_response() {
     let mut rpc = Rpc::start();
-    rpc.send(json!({"id": 7, "type": "bash", "command": "echo one; sleep 0.3; echo two", "stream": true}));
-    let msgs = rpc.until_response(&json!(7));
+    // `two` waits at a gate the test opens once `one` has arrived on its own.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let gate = Gate::in_dir(dir.path(), "two");
+    let command = format!("echo one; {}; echo two", gate.wait());
+    rpc.send(json!({"id": 7, "type": "bash", "command": command, "stream": true}));
+    let first = rpc.next();
+    assert_eq!(
+        (&first["type"], &first["data"]),
+        (&json!("output"), &json!("one\n")),
+        "{first}"
+    );
+    gate.open();
+    let mut msgs = vec![first];
+    msgs.extend(rpc.until_response(&json!(7)));
     let data: String = msgs
         .iter()
         .filter(|m| m["type"] == "output")

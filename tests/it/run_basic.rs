@@ -720,7 +720,9 @@ fn setsid_job_with_a_cleared_env_is_still_killed() {
         "run",
         "--json",
         "--",
-        &format!("( setsid env -i {sleep} > /dev/null 2>&1 & ) ; sleep 0.3; echo done"),
+        &format!(
+            "( setsid env -i {sleep} > /dev/null 2>&1 & ) ; until pgrep -fx '{sleep}' > /dev/null; do sleep 0.01; done; echo done"
+        ),
     ]);
     let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
     kill_cmdline(&sleep);
@@ -734,7 +736,10 @@ fn setsid_job_with_a_cleared_env_is_still_killed() {
 #[test]
 fn a_stopped_background_server_is_named_in_the_text() {
     let env = TestEnv::new();
-    let cmd = "nohup python3 -m http.server 0 --bind 127.0.0.1 & sleep 0.5";
+    // Ends once the job is python itself (`python3` may be a shim script that execs
+    // it: under load that took over the half second this once slept).
+    let cmd = "nohup python3 -m http.server 0 --bind 127.0.0.1 & \
+               until readlink /proc/$!/exe | grep -q python; do sleep 0.01; done";
     let notice = re(
         r#"Stopped 1 background process that outlived the command: (\d+) python3[\d.]* -m http\.server 0 --bind 127\.0\.0\.1 \(set process\.background = "keep" to leave them running\)"#,
     );
