@@ -11,8 +11,9 @@
 //! ```
 //!
 //! They print their figures (time, peak RSS) for the README's Reliability table.
-//! Tests that need root (mounting a tmpfs) skip themselves with a message when
-//! they cannot set up their fault.
+//! Tests that need root (mounting a tmpfs, dropping to nobody) skip with `skip!` when
+//! they cannot set up their fault: visibly, and as a failure under
+//! `AGENTBASH_REQUIRE_ALL=1` (CI).
 
 use crate::support::{
     HANG_CAP, Missing, Output, TestEnv, bin, has_program, is_root, needs_program, needs_root,
