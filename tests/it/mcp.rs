@@ -310,7 +310,7 @@ fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
         "x".repeat(20 << 20)
     );
     server.send(&huge);
-    let reply = server.message(Duration::from_secs(20));
+    let reply = server.message(crate::support::HANG_CAP);
     assert_eq!(reply["id"], serde_json::Value::Null, "{}", reply["error"]);
     assert_eq!(reply["error"]["code"], -32600, "{}", reply["error"]);
     let message = reply["error"]["message"].as_str().unwrap_or_default();
@@ -475,7 +475,7 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
         "bash",
         serde_json::json!({"command": "yes 2>&1 | head -n 3", "timeout": 60}),
     );
-    let reply = server.answer(2, Duration::from_secs(20));
+    let reply = server.answer(2, crate::support::HANG_CAP);
     let result = &reply["result"]["structuredContent"];
     assert_eq!(result["exit_code"], 0, "{reply}");
     assert_eq!(result["output"], "y\ny\ny\n", "{reply}");
@@ -487,7 +487,7 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
         serde_json::json!({"head": 2, "command":
             "perl -e 'print \"$_\\n\" for 1..5000000; open(my $f, \">\", \"finished\"); exit 1'"}),
     );
-    let reply = server.answer(3, Duration::from_secs(30));
+    let reply = server.answer(3, crate::support::HANG_CAP);
     let result = &reply["result"]["structuredContent"];
     assert_eq!(result["exit_code"], 1, "{reply}");
     assert_eq!(result["output"], "1\n2\n", "{reply}");
@@ -562,7 +562,7 @@ fn read_artifact_pages_by_the_stated_default() {
     let mut server = Server::start();
     server.initialize();
     server.call(2, "bash", serde_json::json!({"command": "seq 1 30000"}));
-    let reply = server.answer(2, Duration::from_secs(20));
+    let reply = server.answer(2, crate::support::HANG_CAP);
     let id = reply["result"]["structuredContent"]["artifact"]["id"]
         .as_u64()
         .unwrap_or_else(|| panic!("no artifact: {reply}"));

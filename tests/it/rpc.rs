@@ -80,8 +80,8 @@ impl Rpc {
 
     fn next(&self) -> Value {
         self.lines
-            .recv_timeout(Duration::from_secs(20))
-            .expect("a message within 20 s")
+            .recv_timeout(HANG_CAP)
+            .expect("a message within the hang cap")
     }
 
     /// Messages until the response for `id` (inclusive).
