@@ -557,10 +557,9 @@ fn rpc_jobs_started_detached_outlive_the_server() {
     assert!(out.stdout.contains("\"success\":true"), "{}", out.stdout);
     let (_, v) = job_json(&env, &["list"]);
     assert_eq!(v["jobs"][0]["state"], "ready", "{v}");
+    // (Ready as soon as it is started: its shell may not have become `sleep` yet.)
     assert!(
-        crate::support::processes()
-            .iter()
-            .any(|p| p.cmdline == sleep),
+        crate::support::wait_for_cmdline(&sleep, crate::support::HANG_CAP),
         "the detached job's {sleep} is gone with the server"
     );
     job(&env, &["stop", "free"]).assert_code(0);
