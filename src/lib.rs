@@ -45,6 +45,11 @@ pub mod server;
 pub mod shell;
 pub mod toolbox;
 
+// `skip!` and the slowness factor of the test suite, shared with tests/it.
+#[cfg(test)]
+#[path = "../tests/it/harness.rs"]
+mod harness;
+
 pub use config::profile::{LoadedProfile, Lookup, Profile};
 pub use pipeline::{Event, Plan, RequestError, RunRequest, execute, plan};
 pub use process::CancelToken;

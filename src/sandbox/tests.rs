@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::harness::{Missing, skip, skipped};
 
 struct Fixture {
     _root: tempfile::TempDir,
@@ -181,14 +182,37 @@ fn isolate_mounts() -> std::io::Result<()> {
     Ok(())
 }
 
+/// What a test of the namespaces engine needs when the machine lacks it.
+fn no_namespaces() -> Missing {
+    Missing::new(
+        "mount namespaces are unavailable (`agentbash sandbox check` says why)",
+        "run as root, or where unprivileged user namespaces are allowed, as .ci/run does",
+    )
+}
+
+/// What a test of the landlock engine needs when the kernel lacks it.
+fn no_landlock() -> Missing {
+    Missing::new(
+        "the kernel has no Landlock",
+        "a Linux kernel of 5.13 or later with landlock in its lsm= list",
+    )
+}
+
+/// The engines this machine has; each one missing is a skipped part of the test.
 fn engines() -> Vec<Engine> {
     let report = check();
     let mut engines = Vec::new();
     if report.mount_namespaces {
         engines.push(Engine::Namespaces);
+    } else {
+        let m = no_namespaces();
+        skipped(&format!("the namespaces engine: {}", m.what), &m.how);
     }
     if report.landlock_abi.is_some() {
         engines.push(Engine::Landlock);
+    } else {
+        let m = no_landlock();
+        skipped(&format!("the landlock engine: {}", m.what), &m.how);
     }
     assert!(!engines.is_empty(), "no engine on this machine:\n{report}");
     engines
@@ -301,7 +325,7 @@ fn workspace_write_allows_the_workspace_and_nothing_outside() {
 fn namespaces_also_stop_metadata_changes_outside() {
     let fx = Fixture::new();
     if !check().mount_namespaces {
-        return;
+        skip!(no_namespaces());
     }
     let prepared = fx.prepare(&fx.policy(Mode::WorkspaceWrite, Engine::Namespaces));
     let before = std::fs::metadata(fx.outside.join("file")).expect("stat");
@@ -321,7 +345,7 @@ fn landlock_alone_does_not_stop_metadata_changes() {
     // attribute changes this fails, and the module doc should be updated.
     let fx = Fixture::new();
     if check().landlock_abi.is_none() {
-        return;
+        skip!(no_landlock());
     }
     let prepared = fx.prepare(&fx.policy(Mode::WorkspaceWrite, Engine::Landlock));
     assert_ok(&fx.run(&prepared, "chmod 600 \"$OUT/file\""));
@@ -330,7 +354,7 @@ fn landlock_alone_does_not_stop_metadata_changes() {
 #[test]
 fn git_hooks_and_config_stay_read_only_in_a_writable_workspace() {
     if !check().mount_namespaces {
-        return;
+        skip!(no_namespaces());
     }
     let fx = Fixture::new();
     let prepared = fx.prepare(&fx.policy(Mode::WorkspaceWrite, Engine::Namespaces));
@@ -417,7 +441,10 @@ fn network_false_refuses_loopback_fast() {
         let started = Instant::now();
         let output = fx.run_with(&closed, "/bin/bash", &tcp);
         assert_fails(&output);
-        assert!(started.elapsed() < Duration::from_secs(2), "fails fast");
+        assert!(
+            started.elapsed() < crate::harness::scaled(Duration::from_secs(2)),
+            "fails fast"
+        );
         assert!(listener.accept().is_err(), "{engine:?}: nothing connected");
         let send = format!("echo hi > /dev/udp/127.0.0.1/{udp_port}");
         let mut buf = [0u8; 16];
@@ -432,7 +459,10 @@ fn network_false_refuses_loopback_fast() {
             let started = Instant::now();
             let output = fx.run_with(&netns_only, "/bin/bash", &tcp);
             assert_fails(&output);
-            assert!(started.elapsed() < Duration::from_secs(2), "fails fast");
+            assert!(
+                started.elapsed() < crate::harness::scaled(Duration::from_secs(2)),
+                "fails fast"
+            );
             let stderr = String::from_utf8_lossy(&output.stderr);
             assert!(stderr.contains("unreachable"), "{stderr}");
             assert!(listener.accept().is_err(), "nothing connected");

@@ -7,7 +7,7 @@
 //! ecosystem::generated`; accept changed snapshots with `cargo insta review` (or
 //! `INSTA_UPDATE=always cargo test --test it ecosystem`).
 
-use crate::support::{TestEnv, bin, re, s, sh_output};
+use crate::support::{TestEnv, bin, has_program, needs_program, re, s, sh_output, skip};
 use agentbash::cli::CompletionShell;
 use agentbash::cli::generated::{SHELLS, completion_file};
 use agentbash::config::profile::{Format, Live, Origin};
@@ -18,13 +18,6 @@ use std::time::{Duration, SystemTime};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn has(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// `PATH` with the agentbash under test first, so completion scripts find it.
@@ -366,21 +359,20 @@ fn man_page_documents_exit_codes_and_environment() {
         !man.contains("agentbash\\-run(1)"),
         "man page points at agentbash-run(1)"
     );
-    if has("groff") {
-        let page = env.write("agentbash.1", man);
-        let o = Command::new("groff")
-            .args(["-man", "-Tutf8", "-ww", "-z"])
-            .arg(&page)
-            .output()
-            .expect("run groff");
-        let warnings = String::from_utf8_lossy(&o.stderr);
-        assert!(
-            o.status.success() && warnings.trim().is_empty(),
-            "groff: {warnings}"
-        );
-    } else {
-        eprintln!("groff not installed: man page not rendered");
+    if !has_program("groff") {
+        skip!(needs_program("groff", "groff-base"));
     }
+    let page = env.write("agentbash.1", man);
+    let o = Command::new("groff")
+        .args(["-man", "-Tutf8", "-ww", "-z"])
+        .arg(&page)
+        .output()
+        .expect("run groff");
+    let warnings = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && warnings.trim().is_empty(),
+        "groff: {warnings}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -508,9 +500,8 @@ fn bash_completion_offers_subcommands_and_profile_names() {
 
 #[test]
 fn fish_completion_offers_profile_names() {
-    if !has("fish") {
-        eprintln!("fish not installed: fish completion not exercised");
-        return;
+    if !has_program("fish") {
+        skip!(needs_program("fish", "fish"));
     }
     let env = completion_env();
     let script = repo().join(completion_file(CompletionShell::Fish));
@@ -547,9 +538,8 @@ fn fish_completion_offers_profile_names() {
 
 #[test]
 fn zsh_completion_offers_profile_names() {
-    if !has("zsh") {
-        eprintln!("zsh not installed: zsh completion not exercised");
-        return;
+    if !has_program("zsh") {
+        skip!(needs_program("zsh", "zsh"));
     }
     // zsh completes only in an interactive line editor: drive one through zpty and
     // read the listing it prints.
@@ -1213,30 +1203,27 @@ fn github_actions_groups_output_and_annotates_failures() {
 #[test]
 fn github_actions_stream_opens_the_group_before_the_output() {
     let env = TestEnv::new();
+    // The first line is streamed while the command is held at a gate.
+    let gate = crate::support::Gate::new(&env, "second");
+    let cmd = format!("echo first; {}; echo second; exit 1", gate.wait());
     let mut run = env
-        .cmd(&[
-            "run",
-            "-p",
-            "ci",
-            "--",
-            "echo first; sleep 1; echo second; exit 1",
-        ])
+        .cmd(&["run", "-p", "ci", "--", &cmd])
         .env("GITHUB_ACTIONS", "true")
         .spawn();
     let (_, group) = run.next_line(Duration::from_secs(10)).expect("group line");
-    assert_eq!(
-        group,
-        "::group::$ echo first; sleep 1; echo second; exit 1\n"
-    );
-    let (at, first) = run.next_line(Duration::from_secs(10)).expect("first line");
+    assert_eq!(group, format!("::group::$ {cmd}\n"));
+    let (_, first) = run.next_line(crate::support::HANG_CAP).expect("first line");
     assert_eq!(first, "first\n");
+    gate.open();
     let out = run.wait();
     out.assert_code(1);
     assert!(
-        at < out.elapsed - Duration::from_millis(500),
-        "output was not streamed"
+        out.stdout.ends_with(&format!(
+            "second\n::endgroup::\n::error title=agentbash::Command `{cmd}` exited with code 1\n"
+        )),
+        "{}",
+        out.stdout
     );
-    assert!(out.stdout.ends_with("second\n::endgroup::\n::error title=agentbash::Command `echo first; sleep 1; echo second; exit 1` exited with code 1\n"), "{}", out.stdout);
 }
 
 #[test]
@@ -1365,7 +1352,7 @@ fn screen(raw: &[u8], rows: u16, cols: u16) -> String {
 /// the final screen with durations filtered, and the exit code.
 fn on_a_terminal(env: &TestEnv, args: &[&str]) -> (String, Option<i32>) {
     assert!(
-        has("script"),
+        has_program("script"),
         "`script` (util-linux) is needed to give agentbash a terminal"
     );
     let quote = |a: &str| format!("'{}'", a.replace('\'', "'\\''"));

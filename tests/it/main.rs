@@ -6,6 +6,7 @@ mod display;
 mod ecosystem;
 mod env;
 mod guard;
+mod harness;
 mod intercept;
 mod jobs;
 mod layout;

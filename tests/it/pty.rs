@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::{TAG_VAR, TestEnv, bin, nonce, processes, s, u};
+use crate::support::{TAG_VAR, TestEnv, bin, nonce, processes, s, scaled, u};
 use crate::tmux::TmuxTerminal;
 
 /// Longest wait for anything to appear on the screen.
@@ -154,7 +154,7 @@ fn alive(pid: i32) -> bool {
 
 /// Whether `pid` is gone within a few seconds.
 fn dies(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + scaled(Duration::from_secs(5));
     while alive(pid) {
         if Instant::now() >= deadline {
             return false;
@@ -167,7 +167,7 @@ fn dies(pid: i32) -> bool {
 /// Processes whose command line is exactly `cmdline`, once dying ones had a few
 /// seconds to go (an exact match: tmux and bash carry the text in longer lines).
 fn survivors(cmdline: &str) -> Vec<crate::support::Proc> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + scaled(Duration::from_secs(5));
     loop {
         let found: Vec<_> = processes()
             .into_iter()
@@ -774,7 +774,11 @@ fn lifted_head_stops_the_producer_in_pty_mode() {
             .is_some_and(|n| n.contains("as `| head` would")),
         "{v:#}"
     );
-    assert!(out.elapsed < Duration::from_secs(30), "{:?}", out.elapsed);
+    assert!(
+        out.elapsed < scaled(Duration::from_secs(30)),
+        "{:?}",
+        out.elapsed
+    );
     assert!(env.leftovers(Duration::from_millis(200)).is_empty());
 }
 

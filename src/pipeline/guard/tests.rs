@@ -28,5 +28,5 @@ fn hostile_globs_stay_fast() {
     let n = "a".repeat(10_000) + "b";
     let t = std::time::Instant::now();
     assert!(!component_matches(&p, &n));
-    assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    assert!(t.elapsed() < crate::harness::scaled(std::time::Duration::from_secs(5)));
 }
