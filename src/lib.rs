@@ -31,6 +31,7 @@ pub mod exit;
 pub mod fsguard;
 pub mod ids;
 pub mod jobs;
+pub mod netproxy;
 pub mod output;
 pub mod paths;
 pub mod pipeline;

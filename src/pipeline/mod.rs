@@ -314,6 +314,9 @@ struct Ran {
     session_unchanged: bool,
     /// The TMPDIR a live shell gave the command (its own, from when it started).
     tmpdir: Option<PathBuf>,
+    /// What a live shell's network proxy refused during this run (a new process's
+    /// proxy is the run's own: read from its sandbox).
+    network_denied: Option<Vec<crate::sandbox::Refusal>>,
 }
 
 /// The output sinks: the command's output, and its stderr when kept apart.
@@ -698,6 +701,7 @@ fn execute_command(
     let mut on_stderr = |t: &str| (on_event.borrow_mut())(Event::Stderr(t));
     let spec = &launch.spec;
     let (mut notices, mut session_unchanged, mut tmpdir) = (Vec::new(), false, None);
+    let mut network_denied = None;
     let outcome = match plan.mode.mode {
         Mode::Print if let Some(pool) = live => {
             let job = crate::executor::live::LiveJob {
@@ -735,6 +739,7 @@ fn execute_command(
                 notices = o.notices;
                 session_unchanged = o.session_unchanged;
                 tmpdir = o.tmpdir;
+                network_denied = o.network_denied;
                 o.outcome
             })
         }
@@ -776,6 +781,7 @@ fn execute_command(
         notices,
         session_unchanged,
         tmpdir,
+        network_denied,
     }
 }
 
@@ -797,6 +803,9 @@ fn finish(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunResult {
     let ran_tmpdir = ran.tmpdir;
+    let network_denied = ran
+        .network_denied
+        .unwrap_or_else(|| sandbox.network_denied());
     g.announced.extend(ran.notices.iter().cloned());
     g.notices.extend(ran.notices);
     let outcome = match ran.outcome {
@@ -832,6 +841,7 @@ fn finish(
     g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
     g.notices.extend(sandbox.denial_notice(&outcome.end, &said));
     g.notices.extend(sandbox.audit());
+    g.notices.extend(sandbox.network_notices(&network_denied));
     let committed = matches!(
         outcome.end,
         End::Exited(_) | End::Signaled(_) | End::MissingStatus
@@ -847,6 +857,7 @@ fn finish(
         if let Some(used) = &ran_tmpdir {
             info.tmpdir = Some(used.display().to_string());
         }
+        info.network_denied = network_denied;
         info
     });
     r.stderr = stderr.map(|e| crate::result::StderrOutput {

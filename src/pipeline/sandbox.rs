@@ -3,8 +3,8 @@
 //! applies, the run's private TMPDIR, and what the result says about both.
 
 use crate::executor::End;
-use crate::result::SandboxInfo;
-use crate::sandbox::{self, Confinement, Mode, Policy, Resolved};
+use crate::result::{NetworkShown, SandboxInfo};
+use crate::sandbox::{self, Confinement, Mode, Network, Policy, Refusal, Resolved};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -180,7 +180,7 @@ fn info(
 ) -> SandboxInfo {
     let (engine, landlock, network_isolated) = match prepared.resolved() {
         Resolved::None => ("none", false, false),
-        Resolved::Landlock => ("landlock", true, !policy.network),
+        Resolved::Landlock => ("landlock", true, !policy.network.is_on()),
         Resolved::Namespaces {
             landlock,
             network_namespace,
@@ -191,7 +191,14 @@ fn info(
         mode: policy.mode,
         engine,
         landlock,
-        network: policy.network || !network_isolated,
+        network: match (&policy.network, prepared.proxy()) {
+            (Network::Allow(list), Some(_)) => {
+                NetworkShown::List(list.entries().into_iter().map(str::to_owned).collect())
+            }
+            (network, _) => NetworkShown::Open(network.is_on() || !network_isolated),
+        },
+        network_allow_local: policy.network_allow_local && prepared.proxy().is_some(),
+        network_denied: Vec::new(),
         workspace: (policy.mode == Mode::WorkspaceWrite).then(|| shown(&workspace(policy, cwd))),
         writable: policy.writable.iter().map(|p| shown(p)).collect(),
         deny_read: policy.deny_read.iter().map(|p| shown(p)).collect(),
@@ -265,11 +272,63 @@ impl RunSandbox {
             .unwrap_or_default()
     }
 
-    /// Point the command's temporary files at its private TMPDIR.
+    /// Point the command's temporary files at its private TMPDIR, and, with a network
+    /// allowlist, every proxy variable at agentbash's proxy: HTTP(S) through
+    /// `CONNECT`/absolute-form requests, everything else through SOCKS5 with names
+    /// (`socks5h`), and no destination exempt (loopback too goes through it).
     pub fn apply_env(&self, env: &mut BTreeMap<String, String>) {
         if let Some(tmp) = self.info.as_ref().and_then(|i| i.tmpdir.clone()) {
             env.insert("TMPDIR".into(), tmp);
         }
+        if let Some(plan) = self.confinement.as_ref().and_then(|c| c.prepared.proxy()) {
+            let http = format!("http://127.0.0.1:{}", plan.port);
+            let socks = format!("socks5h://127.0.0.1:{}", plan.port);
+            for (name, value) in [
+                ("HTTP_PROXY", &http),
+                ("HTTPS_PROXY", &http),
+                ("ALL_PROXY", &socks),
+                ("NO_PROXY", &String::new()),
+            ] {
+                env.insert(name.to_ascii_lowercase(), value.clone());
+                env.insert(name.into(), value.clone());
+            }
+        }
+    }
+
+    /// The network log of this run's own proxy plan (a job's supervisor reads it as
+    /// the job runs).
+    pub fn network_log(&self) -> Option<Arc<sandbox::NetworkLog>> {
+        self.confinement
+            .as_ref()
+            .and_then(|c| c.prepared.proxy())
+            .map(|plan| plan.log.clone())
+    }
+
+    /// What this run's proxy refused (empty without an allowlist).
+    pub fn network_denied(&self) -> Vec<Refusal> {
+        self.network_log()
+            .map(|log| log.snapshot())
+            .unwrap_or_default()
+    }
+
+    /// One notice per refused destination (the first few; then how many more), each
+    /// naming the key to change.
+    pub fn network_notices(&self, denied: &[Refusal]) -> Vec<String> {
+        const SHOWN: usize = 5;
+        let Some(plan) = self.confinement.as_ref().and_then(|c| c.prepared.proxy()) else {
+            return Vec::new();
+        };
+        // The log's overflow entry (port 0) names no destination.
+        let shown: Vec<&Refusal> = denied.iter().filter(|r| r.port != 0).take(SHOWN).collect();
+        let mut notices: Vec<String> = shown.iter().map(|r| r.notice(&plan.allowlist)).collect();
+        let total: u64 = denied.iter().map(|r| r.count).sum();
+        let more = total - shown.iter().map(|r| r.count).sum::<u64>();
+        if more > 0 {
+            notices.push(format!(
+                "[sandbox: {more} more network connections were refused; sandbox.network_denied lists them]"
+            ));
+        }
+        notices
     }
 
     /// A warning when the sandbox asked for is not enforced at all.

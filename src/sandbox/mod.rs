@@ -82,6 +82,8 @@ mod caps;
 mod check;
 mod child;
 mod dev;
+mod loopback;
+mod net;
 mod policy;
 mod prepare;
 mod seccomp;
@@ -91,9 +93,14 @@ mod tests;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use check::{BwrapInfo, Report, check};
 pub use child::{ChildError, ChildStep};
+pub use loopback::{handoff_channel, receive_listener};
+pub use net::{
+    Allowlist, Destination, Network, NetworkLog, Refusal, RefusalReason, Verdict, is_local,
+};
 pub use policy::{Engine, Mode, Policy};
 pub use prepare::prepare;
 
@@ -142,6 +149,25 @@ pub struct Prepared {
     /// command created them (`.git/commondir`): checked after the run (see
     /// [`Prepared::audit`]).
     git_watch: Vec<PathBuf>,
+    /// A network allowlist enforced by agentbash's proxy (namespaces engine only).
+    proxy: Option<ProxyPlan>,
+}
+
+/// The port inside the command's network namespace where agentbash's proxy listens
+/// (the namespace is the command's alone, so any port is free).
+pub const PROXY_PORT: u16 = 3128;
+
+/// A network allowlist as the namespaces engine enforces it: init listens on
+/// `127.0.0.1:port` inside the command's network namespace (see `loopback`), and
+/// agentbash's proxy, holding that socket, admits what `allowlist` lists.
+#[derive(Debug)]
+pub struct ProxyPlan {
+    pub port: u16,
+    pub allowlist: Allowlist,
+    /// Connect to loopback, link-local and private addresses too.
+    pub allow_local: bool,
+    /// What the proxy refused (read by the run when it ends).
+    pub log: Arc<NetworkLog>,
 }
 
 /// The namespaces engine: which namespaces the command's init process is cloned into,
@@ -248,6 +274,13 @@ impl Prepared {
         self.ruleset.as_ref().map(|fd| fd.as_raw_fd())
     }
 
+    /// The network allowlist's proxy plan, when the command's only way out is
+    /// agentbash's proxy: the spawner passes init a channel for
+    /// [`Prepared::open_proxy_port`] and serves the socket it receives.
+    pub fn proxy(&self) -> Option<&ProxyPlan> {
+        self.proxy.as_ref()
+    }
+
     /// Whether the syscall filter is applied.
     pub fn filtered(&self) -> bool {
         self.seccomp.is_some()
@@ -321,6 +354,19 @@ impl Prepared {
             ),
             ChildStep::Seccomp => format!(
                 "sandbox: installing the syscall filter failed: {os}; run `agentbash sandbox check`"
+            ),
+            ChildStep::Network => format!(
+                "sandbox: opening the network allowlist's proxy port inside the command's network namespace failed ({}): {os}; set [sandbox] network = false or true, or run `agentbash sandbox check`",
+                [
+                    "bringing loopback up",
+                    "creating the socket",
+                    "binding 127.0.0.1",
+                    "listening",
+                    "handing the socket over"
+                ]
+                .get(usize::from(error.index))
+                .copied()
+                .unwrap_or("setting up")
             ),
         }
     }
