@@ -140,6 +140,10 @@ struct Supervisor<'d> {
     ready_port: Option<u16>,
     ready_regex: Option<regex::Regex>,
     line: Vec<u8>,
+    /// The last byte logged ended a line (a notice starts on a line of its own).
+    at_line_start: bool,
+    /// Network destinations the job's proxy refused that its output already names.
+    refused: Vec<crate::sandbox::Refusal>,
     deadline: Option<Instant>,
     grace: Duration,
     _launch: crate::pipeline::JobLaunch,
@@ -246,6 +250,8 @@ impl<'d> Supervisor<'d> {
             ready_port: spec.ready.port,
             ready_regex,
             line: Vec::new(),
+            at_line_start: true,
+            refused: Vec::new(),
             deadline: record.ttl.map(|t| Instant::now() + Duration::from_secs(t)),
             grace: Duration::from_millis(profile.profile.timeout.kill_grace_ms),
             _launch: launch,
@@ -278,6 +284,7 @@ impl<'d> Supervisor<'d> {
                 tick,
             );
             self.read_output(&mut buf, record, log);
+            self.report_refusals(log);
             if let Some(fd) = &self.caller
                 && matches!(read_some(fd.as_fd(), &mut buf), Read::End)
             {
@@ -354,9 +361,40 @@ impl<'d> Supervisor<'d> {
         }
     }
 
+    /// A notice in the job's output for each destination its network proxy refused
+    /// for the first time (the count goes on in the proxy's log, not in the output).
+    fn report_refusals(&mut self, log: &mut LogWriter) {
+        let Some(denied) = self._launch.network_denied() else {
+            return;
+        };
+        let new: Vec<crate::sandbox::Refusal> = denied
+            .iter()
+            .filter(|r| {
+                !self
+                    .refused
+                    .iter()
+                    .any(|o| o.host == r.host && o.port == r.port && o.reason == r.reason)
+            })
+            .cloned()
+            .collect();
+        for notice in self._launch.network_notices(&new) {
+            let line = if self.at_line_start {
+                format!("{notice}\n")
+            } else {
+                format!("\n{notice}\n")
+            };
+            let _ = log.append(line.as_bytes());
+            self.at_line_start = true;
+        }
+        self.refused = denied;
+    }
+
     fn took(&mut self, bytes: &[u8], record: &mut JobRecord, log: &mut LogWriter) {
         if log.append(bytes).is_err() {
             // A full disk: the job runs on; its output is lost, not its life.
+        }
+        if let Some(last) = bytes.last() {
+            self.at_line_start = *last == b'\n';
         }
         if let Some(p) = self.screen.as_mut() {
             p.process(bytes);
@@ -484,6 +522,7 @@ impl<'d> Supervisor<'d> {
             self.drain(&mut buf, record, log);
         }
         teardown.reap_orphans();
+        self.report_refusals(log);
         record.state = state;
         record.reason = reason;
         record.ended_at_ms = Some(now_ms());

@@ -1271,6 +1271,19 @@ pub struct JobLaunch {
     _script_file: Option<tempfile::NamedTempFile>,
 }
 
+impl JobLaunch {
+    /// What the job's network proxy has refused so far (`None` without a network
+    /// allowlist): its supervisor reports each new destination in the job's output.
+    pub fn network_denied(&self) -> Option<Vec<crate::sandbox::Refusal>> {
+        self._sandbox.network_log().map(|log| log.snapshot())
+    }
+
+    /// The notices for `denied` (see [`sandbox::RunSandbox::network_notices`]).
+    pub fn network_notices(&self, denied: &[crate::sandbox::Refusal]) -> Vec<String> {
+        self._sandbox.network_notices(denied)
+    }
+}
+
 /// Why a job's command did not get ready: the exit code a run would have had
 /// (2 usage, 77 refused, 125 failed) and what to tell the caller.
 #[derive(Debug, Clone, thiserror::Error)]

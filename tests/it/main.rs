@@ -11,6 +11,7 @@ mod jobs;
 mod layout;
 mod lift;
 mod mcp;
+mod network;
 mod output;
 mod profiles;
 mod pty;

@@ -639,8 +639,13 @@ pub struct LiveServer {
 
 impl LiveServer {
     pub fn start(env: &TestEnv, args: &[&str]) -> LiveServer {
+        Self::start_cmd(env.cmd(args))
+    }
+
+    /// [`LiveServer::start`] from a command line already built (extra variables).
+    pub fn start_cmd(cmd: Cmd) -> LiveServer {
         use std::io::BufRead;
-        let mut c = env.cmd(args).into_command();
+        let mut c = cmd.into_command();
         c.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
