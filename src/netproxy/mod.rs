@@ -93,6 +93,14 @@ impl Drop for Proxy {
 /// runtime that serves until the stop.
 fn proxy_main(listener: OwnedFd, stop: OwnedFd, rules: Arc<serve::Rules>) {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    // Signals are the rest of the program's business; and `splice(2)` to a socket
+    // whose peer is gone raises SIGPIPE in the thread that called it, which must not
+    // end the process of a library caller that left SIGPIPE at its default.
+    let _ = nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_BLOCK,
+        Some(&nix::sys::signal::SigSet::all()),
+        None,
+    );
     loop {
         let mut fds = [
             PollFd::new(listener.as_fd(), PollFlags::POLLIN),
