@@ -12,7 +12,7 @@ use crate::support::{Cmd, LiveServer, TestEnv, s, thread_count};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 /// The names the proxy answers without DNS in these tests.
 const HOSTS: &str = "allowed.test=127.0.0.1,refused.test=127.0.0.1,\
 other.allowed.test=127.0.0.1,blocked.allowed.test=127.0.0.1,pypi.test=127.0.0.1,\
-git.test=127.0.0.1,zero.test=0.0.0.0,mapped.test=::ffff:127.0.0.1";
+git.test=127.0.0.1,npm.test=127.0.0.1,crates.test=127.0.0.1,zero.test=0.0.0.0,\
+mapped.test=::ffff:127.0.0.1";
 
 /// A loopback HTTP server answering every request with `body`, counting connections.
 struct Server {
@@ -338,17 +339,49 @@ fn a_deny_entry_wins_over_a_wildcard() {
     assert!(s(&v, "text").contains(&want), "{v}");
 }
 
-/// A PEP 503 index of one hand-made wheel (`tinypkg`), served over loopback by Python.
-struct Index {
+/// A directory served over loopback by Python's `http.server` (killed on drop).
+struct StaticServer {
     child: std::process::Child,
     port: u16,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
-impl Index {
-    fn start() -> Index {
-        let dir = tempfile::tempdir().expect("index dir");
-        let make = r#"
+impl StaticServer {
+    /// Serve a new directory, which `fill` fills first.
+    fn start(fill: impl FnOnce(&Path)) -> StaticServer {
+        let dir = tempfile::tempdir().expect("served dir");
+        fill(dir.path());
+        let serve = "import functools, http.server, sys
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()";
+        let mut child = std::process::Command::new(python())
+            .args(["-c", serve])
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("its port");
+        let port = line.trim().parse().expect("a port number");
+        StaticServer { child, port, dir }
+    }
+}
+
+impl Drop for StaticServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A PEP 503 index of one hand-made wheel, `tinypkg`.
+fn pep503_index(dir: &Path) {
+    let make = r#"
 import base64, hashlib, os, sys, zipfile
 os.chdir(sys.argv[1])
 name, ver = "tinypkg", "1.0"
@@ -372,47 +405,17 @@ sha = hashlib.sha256(open(wheel, "rb").read()).hexdigest()
 with open(f"simple/{name}/index.html", "w") as f:
     f.write(f'<html><body><a href="../../{wheel}#sha256={sha}">{os.path.basename(wheel)}</a></body></html>\n')
 "#;
-        let made = std::process::Command::new(python())
-            .args(["-c", make])
-            .arg(dir.path())
-            .status()
-            .expect("python3 makes the wheel");
-        assert!(made.success());
-        let serve = "import functools, http.server, sys
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()";
-        let mut child = std::process::Command::new(python())
-            .args(["-c", serve])
-            .arg(dir.path())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("index server starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("the port");
-        let port = line.trim().parse().expect("a port number");
-        Index {
-            child,
-            port,
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for Index {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    let made = std::process::Command::new(python())
+        .args(["-c", make])
+        .arg(dir)
+        .status()
+        .expect("python3 makes the wheel");
+    assert!(made.success());
 }
 
 #[test]
 fn pip_installs_from_a_local_index_through_the_proxy_and_not_without_it() {
-    let index = Index::start();
+    let index = StaticServer::start(pep503_index);
     let script = format!(
         "unset PIP_FIND_LINKS; export PIP_CONFIG_FILE=/dev/null; \
          {py} -m pip install --no-cache-dir --disable-pip-version-check --retries 0 --timeout 5 \
@@ -464,34 +467,21 @@ fn git_clones_over_http_through_the_proxy() {
         ],
         &src,
     );
-    git(&["clone", "-q", "--bare", "src", "repo.git"], repo.path());
-    git(&["update-server-info"], &repo.path().join("repo.git"));
-    let serve = "import functools, http.server, sys
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()";
-    let mut http = std::process::Command::new(python())
-        .args(["-c", serve])
-        .arg(repo.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("server");
-    let mut line = String::new();
-    BufReader::new(http.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("port");
-    let port = line.trim().to_string();
+    // The dumb HTTP protocol: a bare repository with its info files, served as files.
+    let http = StaticServer::start(|served| {
+        let bare = served.join("repo.git");
+        let bare = bare.to_str().expect("utf-8 path");
+        git(&["clone", "-q", "--bare", ".", bare], &src);
+        git(&["update-server-info"], Path::new(bare));
+    });
     let t = Net::new("network = [\"git.test\"]\nnetwork_allow_local = true");
     let (code, v) = t.run(
         &[],
         &format!(
-            "GIT_CONFIG_GLOBAL=/dev/null git clone -q http://git.test:{port}/repo.git copy && cat copy/README"
+            "GIT_CONFIG_GLOBAL=/dev/null git clone -q http://git.test:{}/repo.git copy && cat copy/README",
+            http.port
         ),
     );
-    let _ = http.kill();
-    let _ = http.wait();
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(s(&v, "output"), "cloned through the proxy\n", "{v}");
 }
@@ -627,6 +617,20 @@ fn proxy_threads(pid: i32) -> usize {
         .unwrap_or(0)
 }
 
+/// What `probe` gives once it gave the same twice, 100 ms apart (bounded).
+fn steady(probe: impl Fn() -> usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = probe();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = probe();
+        if now == last || Instant::now() >= deadline {
+            return now;
+        }
+        last = now;
+    }
+}
+
 /// Wait (bounded) until `probe` gives `want`; the last value seen.
 fn settles(want: usize, probe: impl Fn() -> usize) -> usize {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -663,7 +667,8 @@ fn the_proxy_ends_with_the_run_leaving_no_thread_and_no_descriptor() {
         "command": format!("curl -sS http://allowed.test:{}/; sleep 0.2", a.port)}));
     assert_eq!(warm["data"]["output"], "from-a", "{warm}");
     settles(0, || proxy_threads(pid));
-    let (fds, threads) = (fd_count(pid), thread_count(pid));
+    // The request's worker thread ends right after it answered.
+    let (fds, threads) = (steady(|| fd_count(pid)), steady(|| thread_count(pid)));
     let command = format!(
         "for i in 1 2 3 4 5; do curl -sS http://allowed.test:{a}/; done; curl -sS http://refused.test:{a}/; \
          (sleep 30 </dev/null >/dev/null 2>&1 &); exec 3<>/dev/tcp/127.0.0.1/3128",
@@ -928,4 +933,99 @@ fn explain_shows_the_list_and_a_bad_entry_is_an_error_at_its_place() {
         "{}",
         out.stdout
     );
+}
+
+fn on_path(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn npm_reads_a_local_registry_through_the_proxy() {
+    if !on_path("npm") {
+        eprintln!("skipped: npm is not installed");
+        return;
+    }
+    let registry = StaticServer::start(|dir| {
+        let packument = r#"{"name":"tinypkg","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"tinypkg","version":"1.0.0","description":"served through the proxy","dist":{"tarball":"http://npm.test/tinypkg-1.0.0.tgz","shasum":"0000000000000000000000000000000000000000"}}}}"#;
+        std::fs::write(dir.join("tinypkg"), packument).expect("packument");
+    });
+    let t = Net::new("network = [\"npm.test\"]\nnetwork_allow_local = true");
+    let script = format!(
+        "export npm_config_cache=\"$TMPDIR/npm\" npm_config_update_notifier=false; \
+         npm view tinypkg description --registry http://npm.test:{}/",
+        registry.port
+    );
+    let (code, v) = t.run(&[], &script);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(s(&v, "output"), "served through the proxy\n", "{v}");
+}
+
+#[test]
+fn cargo_fetches_from_a_local_sparse_registry_through_the_proxy() {
+    // The toolchain's own cargo and rustc (not rustup's proxies, which would write
+    // their home outside the sandbox).
+    let cargo = PathBuf::from(env!("CARGO"));
+    let rustc = cargo.with_file_name("rustc");
+    let registry = StaticServer::start(|dir| {
+        let src = dir.join("tinycrate-0.1.0");
+        std::fs::create_dir_all(src.join("src")).expect("crate dir");
+        std::fs::write(
+            src.join("Cargo.toml"),
+            "[package]\nname = \"tinycrate\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .expect("manifest");
+        std::fs::write(src.join("src/lib.rs"), "pub fn hello() {}\n").expect("lib");
+        std::fs::create_dir_all(dir.join("dl")).expect("dl");
+        let packed = std::process::Command::new("tar")
+            .args(["czf", "dl/tinycrate-0.1.0.crate", "tinycrate-0.1.0"])
+            .current_dir(dir)
+            .status()
+            .expect("tar");
+        assert!(packed.success());
+        let bytes = std::fs::read(dir.join("dl/tinycrate-0.1.0.crate")).expect("crate");
+        let sum: String = {
+            use sha2::Digest;
+            sha2::Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
+        std::fs::create_dir_all(dir.join("index/ti/ny")).expect("index");
+        std::fs::write(
+            dir.join("index/ti/ny/tinycrate"),
+            format!(
+                "{{\"name\":\"tinycrate\",\"vers\":\"0.1.0\",\"deps\":[],\"cksum\":\"{sum}\",\"features\":{{}},\"yanked\":false}}\n"
+            ),
+        )
+        .expect("entry");
+    });
+    std::fs::write(
+        registry.dir.path().join("index/config.json"),
+        format!(
+            "{{\"dl\":\"http://crates.test:{}/dl/{{crate}}-{{version}}.crate\",\"api\":null}}",
+            registry.port
+        ),
+    )
+    .expect("config.json");
+    let t = Net::new("network = [\"crates.test\"]\nnetwork_allow_local = true");
+    t.env.write(
+        "Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntinycrate = { version = \"0.1\", registry = \"local\" }\n",
+    );
+    t.env.write("src/main.rs", "fn main() {}\n");
+    let script = format!(
+        "export CARGO_HOME=\"$TMPDIR/cargo\" RUSTC={rustc}; mkdir -p \"$CARGO_HOME\"; \
+         printf '[registries.local]\\nindex = \"sparse+http://crates.test:{port}/index/\"\\n' > \"$CARGO_HOME/config.toml\"; \
+         {cargo} fetch -q && ls \"$CARGO_HOME\"/registry/cache/*/",
+        rustc = rustc.display(),
+        cargo = cargo.display(),
+        port = registry.port
+    );
+    let (code, v) = t.run(&[], &script);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(s(&v, "output"), "tinycrate-0.1.0.crate\n", "{v}");
 }
