@@ -48,6 +48,11 @@
 //! - with `network = false` the command is in an empty network namespace: loopback is
 //!   down, so even `127.0.0.1` is unreachable (`ENETUNREACH`), TCP and UDP alike, and
 //!   abstract unix sockets of the host are out of reach;
+//! - with `network = [list]` ([`Network::Allow`]) the namespace's loopback is up and
+//!   holds one listening socket, `127.0.0.1:3128`, opened by init and served by
+//!   agentbash's proxy from the host's namespace (`loopback`, and `crate::netproxy`):
+//!   every other address is unreachable, names do not resolve inside, and Landlock
+//!   allows TCP connect to that port only; the proxy admits the listed destinations;
 //! - Landlock on top: a Landlock-restricted process cannot `mount`, `umount` or
 //!   `pivot_root`, and Landlock rules follow inodes, so a directory fd from outside the
 //!   namespace does not reopen a way around the mounts.
@@ -55,7 +60,9 @@
 //! It does not: hide paths that do not exist at prepare time, stop connections to
 //! *pathname* unix sockets outside `deny_read` (a read-only mount does not stop
 //! `connect(2)` to a socket file: put `/var/run/docker.sock` and the like in `deny_read`),
-//! protect a repository the command creates itself, or limit CPU, memory or processes.
+//! protect a repository the command creates itself, limit what a listed host does
+//! with what it is sent (a listed host that relays elsewhere is a way out), or limit
+//! CPU, memory or processes.
 //!
 //! **landlock** alone (no namespaces: works in containers that forbid `unshare`):
 //! - writes, creation, removal, rename, linking, truncation and device ioctls are allowed
@@ -67,7 +74,9 @@
 //!   created in those ancestors after prepare are not readable;
 //! - signals reach only the run's own processes (ABI 6);
 //! - `network = false` denies TCP `bind`/`connect` (ABI 4) and abstract unix sockets
-//!   outside the sandbox (ABI 6).
+//!   outside the sandbox (ABI 6). A network allowlist cannot be enforced without a
+//!   network namespace (Landlock filters TCP by port, not by address): the command
+//!   then gets no network at all, and a note says so.
 //!
 //! It does not: stop `chmod`, `chown` or `utime` (`touch -d`) anywhere readable, because
 //! Landlock does not handle attribute changes; protect `.git/hooks` or `.git/config`
