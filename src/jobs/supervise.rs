@@ -146,7 +146,7 @@ struct Supervisor<'d> {
     refused: Vec<crate::sandbox::Refusal>,
     deadline: Option<Instant>,
     grace: Duration,
-    _launch: crate::pipeline::JobLaunch,
+    launch: crate::pipeline::JobLaunch,
 }
 
 /// The longest partial line kept for `--ready` matching.
@@ -254,7 +254,7 @@ impl<'d> Supervisor<'d> {
             refused: Vec::new(),
             deadline: record.ttl.map(|t| Instant::now() + Duration::from_secs(t)),
             grace: Duration::from_millis(profile.profile.timeout.kill_grace_ms),
-            _launch: launch,
+            launch,
         })
     }
 
@@ -364,7 +364,7 @@ impl<'d> Supervisor<'d> {
     /// A notice in the job's output for each destination its network proxy refused
     /// for the first time (the count goes on in the proxy's log, not in the output).
     fn report_refusals(&mut self, log: &mut LogWriter) {
-        let Some(denied) = self._launch.network_denied() else {
+        let Some(denied) = self.launch.network_denied() else {
             return;
         };
         let new: Vec<crate::sandbox::Refusal> = denied
@@ -377,7 +377,7 @@ impl<'d> Supervisor<'d> {
             })
             .cloned()
             .collect();
-        for notice in self._launch.network_notices(&new) {
+        for notice in self.launch.network_notices(&new) {
             let line = if self.at_line_start {
                 format!("{notice}\n")
             } else {

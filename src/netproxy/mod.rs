@@ -40,6 +40,8 @@
 mod http;
 mod serve;
 mod socks;
+#[cfg(test)]
+mod tests;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;

@@ -1267,7 +1267,7 @@ pub struct JobLaunch {
     pub marker: String,
     pub cwd: PathBuf,
     _state: crate::shell::state::Prepared,
-    _sandbox: sandbox::RunSandbox,
+    sandbox: sandbox::RunSandbox,
     _script_file: Option<tempfile::NamedTempFile>,
 }
 
@@ -1275,12 +1275,12 @@ impl JobLaunch {
     /// What the job's network proxy has refused so far (`None` without a network
     /// allowlist): its supervisor reports each new destination in the job's output.
     pub fn network_denied(&self) -> Option<Vec<crate::sandbox::Refusal>> {
-        self._sandbox.network_log().map(|log| log.snapshot())
+        self.sandbox.network_log().map(|log| log.snapshot())
     }
 
     /// The notices for `denied` (see [`sandbox::RunSandbox::network_notices`]).
     pub fn network_notices(&self, denied: &[crate::sandbox::Refusal]) -> Vec<String> {
-        self._sandbox.network_notices(denied)
+        self.sandbox.network_notices(denied)
     }
 }
 
@@ -1316,7 +1316,7 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
         marker: launch.marker,
         cwd,
         _state: state,
-        _sandbox: sandbox,
+        sandbox,
         _script_file: launch._script_file,
     })
 }
