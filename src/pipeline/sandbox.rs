@@ -76,6 +76,8 @@ pub fn mode_name(mode: Mode) -> &'static str {
 pub struct RunSandbox {
     confinement: Option<Arc<Confinement>>,
     info: Option<SandboxInfo>,
+    /// With the sandbox off, what it would have confined that the profile asked for.
+    off_warning: Option<String>,
     writable: Vec<PathBuf>,
     deny_read: Vec<PathBuf>,
 }
@@ -93,7 +95,14 @@ pub fn prepare(
 ) -> Result<RunSandbox, String> {
     let mut policy = plan.sandbox.clone();
     if policy.mode == Mode::Off {
-        return Ok(RunSandbox::default());
+        // A network list is a restriction the user asked for: never dropped silently.
+        let off_warning = policy.network.allowlist().map(|_| {
+            "sandbox: [sandbox] network lists destinations, but the sandbox is off (mode = \"off\"), so the command has the host's network; set [sandbox] mode = \"read-only\" or \"workspace-write\" to enforce the list".to_string()
+        });
+        return Ok(RunSandbox {
+            off_warning,
+            ..RunSandbox::default()
+        });
     }
     let shown_writable = policy.writable.len();
     policy.own_writable.extend(also_writable.iter().cloned());
@@ -118,6 +127,7 @@ pub fn prepare(
             tmpdir: Some(tmpdir),
         })),
         info: Some(info),
+        off_warning: None,
         writable,
         deny_read,
     })
@@ -333,6 +343,9 @@ impl RunSandbox {
 
     /// A warning when the sandbox asked for is not enforced at all.
     pub fn warning(&self) -> Option<String> {
+        if let Some(w) = &self.off_warning {
+            return Some(w.clone());
+        }
         let info = self.info.as_ref()?;
         (info.engine == "none").then(|| {
             format!(

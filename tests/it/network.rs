@@ -1029,3 +1029,42 @@ fn cargo_fetches_from_a_local_sparse_registry_through_the_proxy() {
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(s(&v, "output"), "tinycrate-0.1.0.crate\n", "{v}");
 }
+
+#[test]
+fn without_a_network_namespace_a_list_means_no_network_at_all() {
+    let a = server("from-a");
+    let t = Net::new(&format!(
+        "engine = \"landlock\"\nnetwork = [\"allowed.test:{a}\", \"localhost:{a}\"]\nnetwork_allow_local = true",
+        a = a.port
+    ));
+    let (_, v) = t.run(
+        &[],
+        &format!(
+            "curl -sS -m 5 http://allowed.test:{a}/; curl -sS -m 5 --noproxy '*' http://127.0.0.1:{a}/; true",
+            a = a.port
+        ),
+    );
+    assert_eq!(v["sandbox"]["engine"], "landlock", "{v}");
+    assert_eq!(a.hits(), 0, "{v}");
+    assert_eq!(v["sandbox"]["network"], false, "{v}");
+    assert!(
+        v["sandbox"]["notes"].as_array().is_some_and(|n| n
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains("network allowlist")))),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_list_with_the_sandbox_off_is_not_dropped_silently() {
+    let t = Net::with_mode("off", "network = [\"pypi.org\"]");
+    let (code, v) = t.run(&[], "true");
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["sandbox"], Value::Null, "{v}");
+    assert!(
+        v["warnings"].as_array().is_some_and(|w| w.iter().any(|w| w
+            .as_str()
+            .is_some_and(|w| w.contains("network lists destinations, but the sandbox is off")))),
+        "{v}"
+    );
+}
