@@ -97,6 +97,20 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok((above_two(r)?, above_two(w)?))
 }
 
+/// The unix socket pair init hands the network allowlist's listening socket over:
+/// (ours, init's), close-on-exec and above 2 like [`pipe`]'s.
+fn handoff_channel() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1; 2];
+    let flags = libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC;
+    // SAFETY: socketpair fills the two-element array.
+    if unsafe { libc::socketpair(libc::AF_UNIX, flags, 0, fds.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both just created, owned by nobody else.
+    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((above_two(ours)?, above_two(theirs)?))
+}
+
 fn above_two(fd: OwnedFd) -> std::io::Result<OwnedFd> {
     if fd.as_raw_fd() > 2 {
         return Ok(fd);
@@ -119,7 +133,7 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
     let (report_r, report_w) = pipe()?;
     let (status_r, status_w) = pipe()?;
     let handoff = match prepared.proxy() {
-        Some(_) => Some(crate::sandbox::handoff_channel()?),
+        Some(_) => Some(handoff_channel()?),
         None => None,
     };
     let ptrs = |v: &[std::ffi::CString]| -> Vec<*const libc::c_char> {

@@ -4,10 +4,10 @@
 //! descriptor goes afterwards. So the namespace's init (a fork of agentbash, inside the
 //! new user and network namespaces and holding every capability there) brings the
 //! namespace's loopback up, listens on `127.0.0.1:PORT` and hands the listening
-//! socket to agentbash over a unix socket pair (`SCM_RIGHTS`), before it forks the
-//! command. agentbash, in the host's namespace, accepts the command's connections on
-//! that descriptor and makes its own outward ones: the namespace has no other
-//! interface and no route, so the proxy is its only way out. (Joining the namespace
+//! socket to agentbash over a unix socket pair the spawner made (`SCM_RIGHTS`), before
+//! it forks the command. agentbash, in the host's namespace, accepts the command's
+//! connections on that descriptor and makes its own outward ones: the namespace has no
+//! other interface and no route, so the proxy is its only way out. (Joining the namespace
 //! from agentbash with `setns` would need `CAP_SYS_ADMIN` over the namespace's owner,
 //! which only root has.)
 //!
@@ -127,40 +127,6 @@ unsafe fn listen_and_send(
         }
         Ok(())
     }
-}
-
-/// The channel init sends the listening socket over: (ours, init's), both
-/// close-on-exec and above 2.
-pub fn handoff_channel() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1; 2];
-    // SAFETY: socketpair fills the two-element array.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both just created, owned by nobody else.
-    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    Ok((above_two(ours)?, above_two(theirs)?))
-}
-
-fn above_two(fd: OwnedFd) -> std::io::Result<OwnedFd> {
-    if fd.as_raw_fd() > 2 {
-        return Ok(fd);
-    }
-    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor we then own.
-    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
-    if new < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: just created, owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
 /// The listening socket init sent (without waiting: init sends it before it forks the

@@ -106,7 +106,7 @@ use std::sync::Arc;
 
 pub use check::{BwrapInfo, Report, check};
 pub use child::{ChildError, ChildStep};
-pub use loopback::{handoff_channel, receive_listener};
+pub use loopback::receive_listener;
 pub use net::{
     Allowlist, Destination, Network, NetworkLog, Refusal, RefusalReason, Verdict, is_local,
 };

@@ -86,6 +86,14 @@ impl Net {
         Net::with_mode("workspace-write", section)
     }
 
+    /// `network = ["allowed.test:PORT"]`, local addresses allowed (the test servers
+    /// are on loopback).
+    fn allowing(port: u16) -> Net {
+        Net::new(&format!(
+            "network = [\"allowed.test:{port}\"]\nnetwork_allow_local = true"
+        ))
+    }
+
     fn with_mode(mode: &str, section: &str) -> Net {
         let env = TestEnv::new();
         let profile = env.root().join("net.toml");
@@ -213,10 +221,7 @@ fn a_socket_that_bypasses_the_proxy_and_dns_inside_fail_fast() {
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
     udp.set_nonblocking(true).expect("nonblocking");
     let udp_port = udp.local_addr().expect("addr").port();
-    let t = Net::new(&format!(
-        "network = [\"allowed.test:{}\"]\nnetwork_allow_local = true",
-        a.port
-    ));
+    let t = Net::allowing(a.port);
     let started = Instant::now();
     let script = format!(
         "(echo hi > /dev/tcp/127.0.0.1/{a}) 2>/dev/null && echo TCP-OK; \
@@ -285,10 +290,7 @@ fn local_addresses_are_refused_unless_allowed_whatever_form_they_take() {
 #[test]
 fn socks5_with_names_and_python_through_the_environment() {
     let (a, b) = (server("from-a"), server("from-b"));
-    let t = Net::new(&format!(
-        "network = [\"allowed.test:{}\"]\nnetwork_allow_local = true",
-        a.port
-    ));
+    let t = Net::allowing(a.port);
     let script = format!(
         "curl -sS -x socks5h://127.0.0.1:3128 http://allowed.test:{a}/; echo; \
          curl -sS -x \"$ALL_PROXY\" http://refused.test:{b}/; echo socks=$?; \
@@ -489,10 +491,7 @@ fn git_clones_over_http_through_the_proxy() {
 #[test]
 fn a_slow_client_stalls_neither_other_connections_nor_other_runs() {
     let a = server("from-a");
-    let t = Net::new(&format!(
-        "network = [\"allowed.test:{}\"]\nnetwork_allow_local = true",
-        a.port
-    ));
+    let t = Net::allowing(a.port);
     // Twenty clients that start a request and never finish it, held open while
     // another request goes through.
     let hold = format!(
@@ -569,9 +568,7 @@ fn the_proxy_holds_a_hundred_connections_at_once() {
             });
         }
     });
-    let t = Net::new(&format!(
-        "network = [\"allowed.test:{port}\"]\nnetwork_allow_local = true"
-    ));
+    let t = Net::allowing(port);
     let script = format!(
         "{py} -c '
 import socket
@@ -647,10 +644,7 @@ fn settles(want: usize, probe: impl Fn() -> usize) -> usize {
 fn the_proxy_ends_with_the_run_leaving_no_thread_and_no_descriptor() {
     let a = server("from-a");
     // `--noprofile -c`: not a live shell, so every request is a run of its own.
-    let t = Net::new(&format!(
-        "network = [\"allowed.test:{}\"]\nnetwork_allow_local = true",
-        a.port
-    ));
+    let t = Net::allowing(a.port);
     let profile = std::fs::read_to_string(&t.profile)
         .expect("profile")
         .replace(
@@ -713,10 +707,7 @@ fn the_proxy_ends_with_the_run_leaving_no_thread_and_no_descriptor() {
 #[test]
 fn pty_mode_goes_through_the_proxy_too() {
     let a = server("from-a");
-    let t = Net::new(&format!(
-        "network = [\"allowed.test:{}\"]\nnetwork_allow_local = true",
-        a.port
-    ));
+    let t = Net::allowing(a.port);
     let (code, v) = t.run(
         &["--pty"],
         &format!(
@@ -736,10 +727,7 @@ fn pty_mode_goes_through_the_proxy_too() {
 #[test]
 fn each_run_of_a_session_reports_its_own_refusals() {
     let a = server("from-a");
-    let t = Net::new(&format!(
-        "network = [\"allowed.test:{}\"]\nnetwork_allow_local = true",
-        a.port
-    ));
+    let t = Net::allowing(a.port);
     let (_, v) = t.run(
         &["--session", "s1"],
         &format!(
@@ -759,10 +747,7 @@ fn each_run_of_a_session_reports_its_own_refusals() {
 #[test]
 fn a_live_rpc_shell_keeps_its_proxy_and_each_request_reports_only_its_own() {
     let a = server("from-a");
-    let t = Net::new(&format!(
-        "network = [\"allowed.test:{}\"]\nnetwork_allow_local = true",
-        a.port
-    ));
+    let t = Net::allowing(a.port);
     let mut rpc = LiveServer::start_cmd(t.cmd(&["rpc", "-p", &t.profile]));
     let ask = |rpc: &mut LiveServer, id: u64, command: String| {
         let r = rpc.ask(json!({"id": id, "type": "bash", "command": command}));
@@ -849,10 +834,7 @@ fn an_mcp_shell_goes_through_the_proxy() {
 #[test]
 fn a_jobs_proxy_lives_in_its_supervisor_as_long_as_the_job() {
     let a = server("from-a");
-    let t = Net::new(&format!(
-        "network = [\"allowed.test:{}\"]\nnetwork_allow_local = true",
-        a.port
-    ));
+    let t = Net::allowing(a.port);
     // The job reaches out only after the command that started it has exited.
     let command = format!(
         "sleep 1; curl -sS http://allowed.test:{a}/; echo; curl -sS http://refused.test:{a}/ >/dev/null; echo done",
