@@ -1050,3 +1050,65 @@ fn a_list_with_the_sandbox_off_is_not_dropped_silently() {
         "{v}"
     );
 }
+
+#[test]
+fn a_user_other_than_root_gets_the_proxy_too() {
+    // SAFETY: geteuid cannot fail.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    if !is_root || !on_path("setpriv") {
+        eprintln!("skipped: needs root (to become nobody) and setpriv");
+        return;
+    }
+    let a = server("from-a");
+    let root = tempfile::tempdir().expect("temp");
+    for d in ["ws", "home", "state"] {
+        std::fs::create_dir_all(root.path().join(d)).expect("dir");
+    }
+    let profile = root.path().join("net.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "extends = \"default\"\n[shell]\nsnapshot = false\n[sandbox]\nmode = \"workspace-write\"\nnetwork = [\"allowed.test:{}\"]\nnetwork_allow_local = true\n",
+            a.port
+        ),
+    )
+    .expect("profile");
+    let chown = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(root.path())
+        .status()
+        .expect("chown");
+    assert!(chown.success());
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(crate::support::bin())
+        .args(["run", "--json", "-p"])
+        .arg(&profile)
+        .args(["--", &format!(
+            "id -u; curl -sS http://allowed.test:{a}/; echo; curl -sS http://refused.test:{a}/ >/dev/null",
+            a = a.port
+        )])
+        .current_dir(root.path().join("ws"))
+        .env("HOME", root.path().join("home"))
+        .env("AGENTBASH_STATE_DIR", root.path().join("state"))
+        .env("AGENTBASH_TEST_PROXY_HOSTS", HOSTS)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .expect("agentbash as nobody");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(v["sandbox"]["engine"], "namespaces", "{v}");
+    assert_eq!(s(&v, "output"), "65534\nfrom-a\n", "{v}");
+    assert_eq!(
+        denied(&v),
+        vec![refusal("refused.test", a.port, 1, "not-listed")]
+    );
+}
