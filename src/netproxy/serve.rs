@@ -33,7 +33,7 @@ const MAX_ADDRESSES: usize = 8;
 const RELAY_BUFFER: usize = 32 * 1024;
 /// The capacity asked for each relay pipe, and so the most one `splice(2)` moves:
 /// on a loopback download it carried 80 % of the direct rate where the default
-/// 64 KiB carried 65 % (benches/network_measure.py). It is kernel memory, filled only
+/// 64 KiB carried 65 % in the same rounds (benches/network_measure.py). It is kernel memory, filled only
 /// while a reader lags; past the user's pipe allowance the kernel keeps the default.
 const PIPE_CAPACITY: usize = 256 * 1024;
 
@@ -86,8 +86,10 @@ pub(super) async fn run(listener: std::net::TcpListener, stop: OwnedFd, rules: A
 enum Refused {
     /// The sandbox refused it (recorded in the log).
     Policy(String),
-    /// It could not be resolved or reached.
-    Unreachable(String),
+    /// The name does not resolve.
+    Unresolved(String),
+    /// No address of it took the connection; `refused`: one answered with a reset.
+    Unreachable { why: String, refused: bool },
 }
 
 async fn serve(mut client: TcpStream, rules: &Rules) -> std::io::Result<()> {
@@ -111,11 +113,12 @@ async fn serve_socks(mut client: TcpStream, rules: &Rules) -> std::io::Result<()
     let upstream = match open(&target, rules).await {
         Ok(upstream) => upstream,
         Err(Refused::Policy(_)) => return socks::reply(&mut client, socks::NOT_ALLOWED).await,
-        Err(Refused::Unreachable(why)) => {
-            let code = if why.contains("refused") {
+        Err(Refused::Unresolved(_)) => {
+            return socks::reply(&mut client, socks::HOST_UNREACHABLE).await;
+        }
+        Err(Refused::Unreachable { refused, .. }) => {
+            let code = if refused {
                 socks::CONNECTION_REFUSED
-            } else if why.contains("resolve") {
-                socks::HOST_UNREACHABLE
             } else {
                 socks::GENERAL_FAILURE
             };
@@ -176,7 +179,7 @@ async fn serve_http(mut client: TcpStream, first: u8, rules: &Rules) -> std::io:
         Err(Refused::Policy(why)) => {
             return client.write_all(&http::reply("403 Forbidden", &why)).await;
         }
-        Err(Refused::Unreachable(why)) => {
+        Err(Refused::Unresolved(why) | Refused::Unreachable { why, .. }) => {
             let body = format!("agentbash sandbox proxy: {why}");
             return client
                 .write_all(&http::reply("502 Bad Gateway", &body))
@@ -211,7 +214,7 @@ async fn open(target: &Target, rules: &Rules) -> Result<TcpStream, Refused> {
     }
     let addresses = resolve(&target.destination, target.port, rules)
         .await
-        .map_err(|e| Refused::Unreachable(format!("cannot resolve {}: {e}", target.host)))?;
+        .map_err(|e| Refused::Unresolved(format!("cannot resolve {}: {e}", target.host)))?;
     let usable: Vec<SocketAddr> = addresses
         .into_iter()
         .filter(|a| rules.allow_local || !is_local(a.ip()))
@@ -220,23 +223,27 @@ async fn open(target: &Target, rules: &Rules) -> Result<TcpStream, Refused> {
     if usable.is_empty() {
         return Err(refuse(RefusalReason::LocalAddress));
     }
-    let mut last = None;
+    let (mut last, mut refused) = (String::new(), false);
     for address in usable {
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
             Ok(Ok(stream)) => {
                 let _ = stream.set_nodelay(true);
                 return Ok(stream);
             }
-            Ok(Err(e)) => last = Some(e.to_string()),
-            Err(_) => last = Some("connection timed out".into()),
+            Ok(Err(e)) => {
+                refused = e.kind() == std::io::ErrorKind::ConnectionRefused;
+                last = e.to_string();
+            }
+            Err(_) => last = "connection timed out".into(),
         }
     }
-    Err(Refused::Unreachable(format!(
-        "connecting to {}:{} failed: {}",
-        target.host,
-        target.port,
-        last.unwrap_or_default()
-    )))
+    Err(Refused::Unreachable {
+        why: format!(
+            "connecting to {}:{} failed: {last}",
+            target.host, target.port
+        ),
+        refused,
+    })
 }
 
 /// The addresses of a destination: itself for an address, else the system resolver's

@@ -167,3 +167,25 @@ fn a_proxy_that_never_had_a_connection_stops_at_once() {
     drop(proxy);
     assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
 }
+
+#[test]
+fn an_allowed_destination_that_refuses_is_a_502_or_a_socks_refusal_not_a_sandbox_one() {
+    // A port nobody listens on (bound, then closed).
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let (_proxy, port, log) = proxy(&[&format!("localhost:{closed}")]);
+    let mut s = connect(port);
+    write!(s, "CONNECT localhost:{closed} HTTP/1.1\r\n\r\n").expect("write");
+    assert!(head(&mut s).starts_with("HTTP/1.1 502"));
+    let mut s = connect(port);
+    let mut req = vec![5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1];
+    req.extend_from_slice(&closed.to_be_bytes());
+    s.write_all(&req).expect("write");
+    let mut answer = [0u8; 12];
+    s.read_exact(&mut answer).expect("answer");
+    assert_eq!(answer[3], 5, "connection refused");
+    assert!(log.snapshot().is_empty(), "not the sandbox's refusal");
+}
