@@ -115,6 +115,7 @@ fn readme_layout_names_only_paths_that_exist() {
 const LAYERS: &[&[&str]] = &[
     &["ids", "display", "exit", "fsguard", "paths", "children"],
     &["sandbox"],
+    &["netproxy"],
     &["process"],
     &["config"],
     &["shell"],
