@@ -156,6 +156,11 @@ impl LoadedProfile {
 
     /// Pack paths are relative to the file that named them.
     fn rules_base(&self, section: &str) -> Option<&Path> {
+        // The built-in default (its layers not parsed yet) has no file, so no base:
+        // no need to parse its text to learn that on every run.
+        if self.layers.get().is_none() && matches!(self.top, Origin::Builtin(_)) {
+            return None;
+        }
         self.origin_of(section, "rules").and_then(Origin::base_dir)
     }
 
