@@ -340,9 +340,10 @@ pub fn run(
     drop(pipes);
     let mut background_killed = Vec::new();
     // Descendants left behind are reparented to us (we are their subreaper), so
-    // with no children left there is nothing to look for and no /proc scan to pay.
-    let in_group = teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
-    if in_group || spawn::has_children() {
+    // with no child at all (one `waitid`) there is nothing to look for: no cgroup
+    // read, no /proc scan.
+    let in_group = || teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
+    if spawn::any_child() && (in_group() || spawn::has_children()) {
         if req.watch.background == Background::Kill && !teardown.others().is_empty() {
             background_killed = teardown.terminate(req.watch.kill_grace, false);
         }

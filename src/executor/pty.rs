@@ -1655,9 +1655,10 @@ pub fn run(
         .filter(|k| k.pid != outcome.leader_pid)
         .collect();
     // As in print mode: with no children and an empty group there is nothing to find.
-    let in_group = teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
+    let in_group = || teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
     if req.watch.background == crate::config::profile::Background::Kill
-        && (in_group || spawn::has_children())
+        && spawn::any_child()
+        && (in_group() || spawn::has_children())
     {
         background_killed.extend(teardown.terminate(req.watch.kill_grace, true));
     }

@@ -14,6 +14,33 @@ use std::sync::atomic::{AtomicI32, Ordering};
 /// group (setsid, double fork) but kept the environment.
 pub const RUN_MARKER: &str = "AGENTBASH_RUN_ID";
 
+/// Read a small file the kernel generates (`/proc`, cgroupfs) whole, with reads as
+/// large as such a file usually is: `std::fs::read_to_string` sizes its buffer from
+/// the file's length, which these files report as 0, and so starts with 32 bytes and
+/// doubles, a system call each time (and a `statx` first). Errors as `read_to_string`
+/// (invalid UTF-8 included).
+pub fn read_kernel_file(path: impl AsRef<std::path::Path>) -> std::io::Result<String> {
+    use std::io::Read;
+    /// Most of these files fit: a `stat` line, `cgroup.procs` of a run, `cpu.stat`.
+    const FIRST_READ: usize = 4096;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; FIRST_READ];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// The command value: what to run, with exactly which environment, where.
 #[derive(Debug, Clone, Default)]
 pub struct SpawnSpec {

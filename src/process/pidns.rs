@@ -669,7 +669,7 @@ fn command_main(a: &InitArgs<'_>) -> ! {
 /// The `/proc/<pid>/status` line `NSpid:` of `pid`: its pid in each namespace, the
 /// host's first.
 fn ns_pids(pid: i32) -> Option<Vec<i32>> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status = super::read_kernel_file(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
     Some(
         line["NSpid:".len()..]
@@ -683,7 +683,7 @@ fn ns_pids(pid: i32) -> Option<Vec<i32>> {
 /// children (a shell reports `$BASHPID` in its own numbering): found among the
 /// children of `parent` (host pid).
 pub fn host_pid_of_child(parent: i32, inner: i32) -> Option<i32> {
-    let kids = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).ok()?;
+    let kids = super::read_kernel_file(format!("/proc/{parent}/task/{parent}/children")).ok()?;
     kids.split_ascii_whitespace()
         .filter_map(|p| p.parse::<i32>().ok())
         .find(|&p| ns_pids(p).and_then(|v| v.last().copied()) == Some(inner))

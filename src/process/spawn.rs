@@ -22,7 +22,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, Once, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
@@ -86,7 +86,7 @@ fn remember<T: PartialEq>(q: &mut VecDeque<T>, item: T) {
 /// Field 22 of /proc/<pid>/stat: when the process started (also readable for zombies).
 /// With the pid it names one process for good: a pid reused later starts later.
 pub fn start_time(pid: i32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let s = super::read_kernel_file(format!("/proc/{pid}/stat")).ok()?;
     let rest = &s[s.rfind(')')? + 2..];
     rest.split_ascii_whitespace().nth(19)?.parse().ok()
 }
@@ -549,6 +549,13 @@ struct ChildArgs {
 
 const CHILD_STACK: usize = 64 * 1024;
 
+/// Memory for a child's stack, `CHILD_STACK` bytes at its pointer: not zeroed (a
+/// stack is written before it is read), so only the few pages the child uses are
+/// ever touched, instead of sixteen page faults for zeros on every spawn.
+fn child_stack() -> Vec<u8> {
+    Vec::with_capacity(CHILD_STACK)
+}
+
 fn start(l: &Launch) -> std::io::Result<Child> {
     if let Some(sandbox) = l.sandbox.as_deref()
         && sandbox.prepared.namespaces().is_some()
@@ -659,9 +666,10 @@ pub fn is_bad_cwd(e: &std::io::Error) -> bool {
 
 #[cfg(target_os = "linux")]
 fn clone_child(args: &ChildArgs, namespaces: libc::c_int) -> libc::pid_t {
-    let mut stack = vec![0u8; CHILD_STACK];
-    // SAFETY: the stack outlives the child's use of it (CLONE_VFORK suspends us
-    // until the child execs or exits); the top is 16-byte aligned as the ABI wants.
+    let mut stack = child_stack();
+    // SAFETY: the stack (its capacity) outlives the child's use of it (CLONE_VFORK
+    // suspends us until the child execs or exits); the top is 16-byte aligned as the
+    // ABI wants.
     unsafe {
         let top = stack.as_mut_ptr().add(CHILD_STACK);
         let top = top.sub(top as usize % 16);
@@ -699,7 +707,7 @@ fn clone_into_cgroup(
         cgroup: u64,
     }
     const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
-    let mut stack = vec![0u8; CHILD_STACK];
+    let mut stack = child_stack();
     let base = stack.as_mut_ptr() as usize;
     // The kernel starts the child at stack + stack_size: keep that 16-byte aligned.
     let top = (base + CHILD_STACK) & !15;
@@ -834,32 +842,88 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     }
 }
 
-/// Back to the default for every caught signal (handlers are the parent's code;
-/// ignored ones stay ignored), the ones a command expects live, and nothing blocked.
-/// Runs between clone and exec.
+/// The bit of signal `sig` in a mask of signals (bit 0: signal 1).
+const fn signal_bit(sig: libc::c_int) -> u64 {
+    1 << (sig - 1)
+}
+
+/// Put back to their default in every command, whatever agentbash inherited: the
+/// signals a command expects to stop it, and SIGPIPE (which Rust's runtime ignores
+/// in agentbash, and a pipeline needs).
+const DEFAULT_IN_COMMAND: u64 = signal_bit(libc::SIGINT)
+    | signal_bit(libc::SIGTERM)
+    | signal_bit(libc::SIGHUP)
+    | signal_bit(libc::SIGQUIT)
+    | signal_bit(libc::SIGPIPE);
+
+/// The signals this process handles with code of its own, which a child must not run
+/// between clone and exec: those noted by [`note_handler`], and from the start the
+/// SIGSEGV and SIGBUS handlers of Rust's runtime (its stack overflow report).
+static HANDLED: AtomicU64 = AtomicU64::new(signal_bit(libc::SIGSEGV) | signal_bit(libc::SIGBUS));
+
+/// Set once the program says every handler it installs is noted (the agentbash
+/// binary); until then a child looks at every signal, as a program that links this
+/// library may have handlers of its own.
+static HANDLERS_NOTED: AtomicBool = AtomicBool::new(false);
+
+/// Note that this process now handles `sig` with code of its own (a handler that
+/// [`on_stop_signals`] or tokio installs): the children it spawns reset it.
+pub fn note_handler(sig: libc::c_int) {
+    if (1..=64).contains(&sig) {
+        HANDLED.fetch_or(signal_bit(sig), Ordering::SeqCst);
+    }
+}
+
+/// Declare that every signal handler this process installs goes through
+/// [`note_handler`] (or [`on_stop_signals`]): its children then reset only those,
+/// instead of asking the kernel about each of the 64 signals. For the agentbash
+/// binary, which knows its handlers; a program linking the library need not call it.
+pub fn every_handler_is_noted() {
+    HANDLERS_NOTED.store(true, Ordering::SeqCst);
+}
+
+/// Back to the default for every signal agentbash handles (handlers are the
+/// parent's code) and the ones a command expects live ([`DEFAULT_IN_COMMAND`]);
+/// ignored ones agentbash inherited stay ignored; nothing blocked. Runs between clone
+/// and exec.
 ///
 /// # Safety
 /// Only in a freshly cloned child, before exec.
 pub(super) unsafe fn reset_signals() {
+    let noted = HANDLERS_NOTED.load(Ordering::SeqCst);
+    let handled = HANDLED.load(Ordering::SeqCst);
+    // SAFETY: as `reset_signals_with`'s.
+    unsafe { reset_signals_with(noted.then_some(handled)) }
+}
+
+/// [`reset_signals`] with the handled signals given (`None`: unknown, every one of
+/// the 64 is asked for its disposition).
+///
+/// # Safety
+/// Only in a freshly cloned child, before exec.
+unsafe fn reset_signals_with(handled: Option<u64>) {
     // SAFETY: sigaction/signal/sigprocmask on valid stack data.
     unsafe {
-        let mut act: libc::sigaction = std::mem::zeroed();
-        for sig in 1..libc::SIGRTMAX() {
-            if libc::sigaction(sig, std::ptr::null(), &mut act) == 0
-                && act.sa_sigaction != libc::SIG_DFL
-                && act.sa_sigaction != libc::SIG_IGN
-            {
+        let reset = match handled {
+            Some(handled) => handled | DEFAULT_IN_COMMAND,
+            None => {
+                let mut caught = DEFAULT_IN_COMMAND;
+                let mut act: libc::sigaction = std::mem::zeroed();
+                for sig in 1..=64 {
+                    if libc::sigaction(sig, std::ptr::null(), &mut act) == 0
+                        && act.sa_sigaction != libc::SIG_DFL
+                        && act.sa_sigaction != libc::SIG_IGN
+                    {
+                        caught |= signal_bit(sig);
+                    }
+                }
+                caught
+            }
+        };
+        for sig in 1..=64 {
+            if reset & signal_bit(sig) != 0 {
                 libc::signal(sig, libc::SIG_DFL);
             }
-        }
-        for sig in [
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-            libc::SIGPIPE,
-        ] {
-            libc::signal(sig, libc::SIG_DFL);
         }
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
@@ -932,12 +996,15 @@ pub(super) fn apply_limits(l: &Limits) -> std::io::Result<()> {
 /// True when this process has any live or zombie child (any thread's) other than
 /// the watchdog.
 pub fn has_children() -> bool {
+    if !any_child() {
+        return false;
+    }
     let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
         return true;
     };
     let watchdog = watchdog_pid();
     for t in rd.flatten() {
-        match std::fs::read_to_string(t.path().join("children")) {
+        match super::read_kernel_file(t.path().join("children")) {
             Ok(c) => {
                 let other = c
                     .split_ascii_whitespace()
@@ -950,6 +1017,30 @@ pub fn has_children() -> bool {
         }
     }
     false
+}
+
+/// True when this process has any child at all, live or zombie, of any thread (the
+/// watchdog and agentbash's helpers included): one `waitid` that reaps nothing. With
+/// none, nothing of a run can be left (what a run leaves running is reparented to us,
+/// the subreaper), and the /proc and cgroup reads that would look for it are skipped.
+pub fn any_child() -> bool {
+    // SAFETY: waitid into a zeroed siginfo on the stack; WNOWAIT leaves a child that
+    // ended to whoever waits for it, WNOHANG never blocks.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED
+                | libc::WSTOPPED
+                | libc::WCONTINUED
+                | libc::WNOHANG
+                | libc::WNOWAIT
+                | libc::__WALL,
+        );
+        !(r < 0 && *libc::__errno_location() == libc::ECHILD)
+    }
 }
 
 /// How long one freeze may take (see [`Teardown::freeze`]).
@@ -990,7 +1081,7 @@ fn is_stopped(pid: i32) -> bool {
         return true;
     };
     tasks.flatten().all(|t| {
-        let Ok(s) = std::fs::read_to_string(t.path().join("stat")) else {
+        let Ok(s) = super::read_kernel_file(t.path().join("stat")) else {
             return true;
         };
         let state = s
@@ -1011,7 +1102,7 @@ struct Proc {
 }
 
 fn read_stat(pid: i32) -> Option<Proc> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let s = super::read_kernel_file(format!("/proc/{pid}/stat")).ok()?;
     // "pid (comm) state ppid pgrp session ..." — comm may contain spaces and ')'.
     let rest = &s[s.rfind(')')? + 2..];
     let mut f = rest.split_ascii_whitespace();
@@ -1230,7 +1321,7 @@ impl<'g> Teardown<'g> {
             if owned.contains(&(pid, p.started)) {
                 continue;
             }
-            let in_a_group = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+            let in_a_group = super::read_kernel_file(format!("/proc/{pid}/cgroup"))
                 .is_ok_and(|c| c.lines().any(|l| l.starts_with("0::") && l.contains(&ours)));
             if in_a_group {
                 continue;
@@ -1241,7 +1332,7 @@ impl<'g> Teardown<'g> {
         }
         let mut out = Vec::new();
         while let Some(p) = roots.pop() {
-            let kids = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", p.pid))
+            let kids = super::read_kernel_file(format!("/proc/{0}/task/{0}/children", p.pid))
                 .unwrap_or_default();
             roots.extend(
                 kids.split_ascii_whitespace()
@@ -1520,6 +1611,9 @@ impl<'g> Teardown<'g> {
     }
 
     pub fn reap_orphans(&self) {
+        if !any_child() {
+            return;
+        }
         if !exclusive_process() {
             // Record what is still alive, so it can be reaped once it has died.
             let _ = self.members();
@@ -1544,7 +1638,7 @@ fn reap_dead_orphans(leader: i32) {
         if pid == leader {
             continue;
         }
-        let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Ok(s) = super::read_kernel_file(format!("/proc/{pid}/stat")) else {
             continue;
         };
         let Some(close) = s.rfind(')') else { continue };
@@ -1579,7 +1673,7 @@ fn child_pids() -> Vec<i32> {
         return all_pids();
     };
     for t in tasks.flatten() {
-        match std::fs::read_to_string(t.path().join("children")) {
+        match super::read_kernel_file(t.path().join("children")) {
             Ok(c) => out.extend(
                 c.split_ascii_whitespace()
                     .filter_map(|p| p.parse::<i32>().ok()),
@@ -1671,7 +1765,7 @@ fn signal_group(pgid: i32, sig: i32) {
 pub fn command_line(pid: i32) -> String {
     let mut s = arguments(pid);
     if s.is_empty() {
-        s = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        s = super::read_kernel_file(format!("/proc/{pid}/comm"))
             .map(|c| format!("[{}]", c.trim()))
             .unwrap_or_default();
     }
@@ -1715,6 +1809,7 @@ fn command_line_past_exec(pid: i32, deadline: Instant) -> String {
 /// (an atomic store is). The one place agentbash installs its stop signals.
 pub fn on_stop_signals(handler: extern "C" fn(libc::c_int)) {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        note_handler(sig);
         // SAFETY: a zeroed sigaction with a valid handler and an empty mask.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
@@ -1886,5 +1981,74 @@ mod spawn_tests {
             Some(Some(libc::SIGKILL))
         );
         c.kill().expect("no-op once reaped");
+    }
+
+    extern "C" fn a_handler(_: libc::c_int) {}
+
+    /// What a child's dispositions are after `reset_signals_with(handled)`, when
+    /// before it SIGUSR2 had a handler of ours, SIGWINCH was ignored (as inherited)
+    /// and SIGPIPE ignored (as Rust's runtime does), and every signal was blocked:
+    /// (SIGUSR2 default, SIGWINCH still ignored, SIGPIPE default, nothing blocked).
+    fn dispositions_after_reset(handled: Option<u64>) -> (bool, bool, bool, bool) {
+        // SAFETY: the forked child makes only async-signal-safe calls and _exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: as above; every struct is zeroed on this stack.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = a_handler as *const () as usize;
+                libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
+                libc::signal(libc::SIGWINCH, libc::SIG_IGN);
+                libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+                let mut all: libc::sigset_t = std::mem::zeroed();
+                libc::sigfillset(&mut all);
+                libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
+                reset_signals_with(handled);
+                let is = |sig, want| {
+                    let mut now: libc::sigaction = std::mem::zeroed();
+                    libc::sigaction(sig, std::ptr::null(), &mut now);
+                    now.sa_sigaction == want
+                };
+                let mut blocked: libc::sigset_t = std::mem::zeroed();
+                libc::sigprocmask(libc::SIG_SETMASK, std::ptr::null(), &mut blocked);
+                let none_blocked = (1..32).all(|sig| libc::sigismember(&blocked, sig) == 0);
+                let code = i32::from(is(libc::SIGUSR2, libc::SIG_DFL))
+                    | i32::from(is(libc::SIGWINCH, libc::SIG_IGN)) << 1
+                    | i32::from(is(libc::SIGPIPE, libc::SIG_DFL)) << 2
+                    | i32::from(none_blocked) << 3;
+                libc::_exit(code);
+            }
+        }
+        assert!(pid > 0, "fork");
+        let mut status = 0;
+        // SAFETY: waiting for the child just forked.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFEXITED(status), "{status:#x}");
+        let code = libc::WEXITSTATUS(status);
+        (code & 1 != 0, code & 2 != 0, code & 4 != 0, code & 8 != 0)
+    }
+
+    /// A child resets the handlers of its parent (their code is the parent's) and
+    /// the signals a command expects live, keeps what agentbash inherited ignored,
+    /// and blocks nothing. Told which signals the parent handles, it resets those
+    /// alone, without asking about all 64; not told (a program linking the library,
+    /// with handlers of its own), it asks about every one.
+    #[test]
+    fn a_child_resets_the_parents_handlers_and_keeps_inherited_ignores() {
+        let usr2 = signal_bit(libc::SIGUSR2);
+        assert_eq!(dispositions_after_reset(None), (true, true, true, true));
+        assert_eq!(
+            dispositions_after_reset(Some(usr2)),
+            (true, true, true, true)
+        );
+        // Only what is noted: a handler nobody noted is left (exec resets it, but a
+        // signal between clone and exec would run it).
+        assert_eq!(dispositions_after_reset(Some(0)), (false, true, true, true));
+        // Noted from the start: the runtime's handlers; then whatever is noted.
+        note_handler(libc::SIGUSR2);
+        let handled = HANDLED.load(Ordering::SeqCst);
+        for sig in [libc::SIGSEGV, libc::SIGBUS, libc::SIGUSR2] {
+            assert_ne!(handled & signal_bit(sig), 0, "signal {sig} not noted");
+        }
     }
 }
