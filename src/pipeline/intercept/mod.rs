@@ -164,7 +164,7 @@ impl Interception {
 }
 
 /// The walk the interceptor reads: no environment (routing does not depend on it).
-fn walk_of(cmd: &str) -> Walk {
+pub(crate) fn walk_of(cmd: &str) -> Walk {
     let env = BTreeMap::new();
     parse::walk(
         cmd,

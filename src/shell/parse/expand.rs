@@ -93,7 +93,8 @@ impl<'a, 'e> Expander<'a, 'e> {
         let mut overflow = false;
         brace(atoms, &mut alternatives, &mut overflow, 0);
         for alt in alternatives {
-            let parts = from_atoms(&alt);
+            // Tilde expansion comes after brace expansion: `{~,x}` gives `~` its home.
+            let parts = tilde_first(from_atoms(&alt));
             self.parts(&parts, &mut b);
             b.end();
             if b.out.len() > MAX_FIELDS {
@@ -879,6 +880,45 @@ fn from_atoms(atoms: &[Atom]) -> Vec<Part> {
             quoted: false,
         });
     }
+    parts
+}
+
+/// A word made by brace expansion that starts with an unquoted `~name/`: the tilde
+/// prefix becomes a [`Part::Tilde`].
+fn tilde_first(mut parts: Vec<Part>) -> Vec<Part> {
+    let Some(Part::Lit {
+        text,
+        quoted: false,
+    }) = parts.first()
+    else {
+        return parts;
+    };
+    let Some(rest) = text.strip_prefix('~') else {
+        return parts;
+    };
+    let end = rest.find('/').unwrap_or(rest.len());
+    let prefix = &rest[..end];
+    let ends_word = end < rest.len() || parts.len() == 1;
+    if !ends_word
+        || !prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-+.".contains(c))
+    {
+        return parts;
+    }
+    let tilde = Part::Tilde(prefix.to_string());
+    let tail = rest[end..].to_string();
+    parts.remove(0);
+    if !tail.is_empty() {
+        parts.insert(
+            0,
+            Part::Lit {
+                text: tail,
+                quoted: false,
+            },
+        );
+    }
+    parts.insert(0, tilde);
     parts
 }
 

@@ -1066,6 +1066,10 @@ impl Walker {
         let words: Vec<&str> = argv[1..].iter().map(|f| f.text.as_str()).collect();
         let s = scan(&words, &SHELL, |i| !argv[i + 1].known());
         let c_flag = s.opts.iter().any(|o| o.name == "-c");
+        // `-n`: read the script, run nothing.
+        if s.has('n', "") {
+            return;
+        }
         let operands: Vec<&Field> = argv[1 + s.end..].iter().collect();
         let routed_text = self.routed_text(p.route_at, cmd, at);
         let nested = At {
