@@ -79,6 +79,8 @@ pub enum SkipReason {
     PipedStdin,
     /// It runs in the background, and the same command waits for or kills it.
     Reaped,
+    /// It reads a file an earlier command of the line wrote (`make > log; tail log`).
+    OwnOutput,
 }
 
 impl fmt::Display for SkipReason {
@@ -88,6 +90,7 @@ impl fmt::Display for SkipReason {
             SkipReason::Reaped => {
                 f.write_str("runs in the background, and the command waits for or kills it")
             }
+            SkipReason::OwnOutput => f.write_str("reads what an earlier command of the line wrote"),
         }
     }
 }
@@ -444,6 +447,33 @@ fn candidates_of(commands: &[SimpleCommand]) -> Vec<Candidate> {
     // checking must stay linear.
     let mut seen: HashSet<(String, Option<SkipReason>)> = HashSet::new();
     let mut out = Vec::with_capacity(order.len());
+    // Files the line writes, by the index of the first command that writes each.
+    let mut written: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, s) in simples.iter().enumerate() {
+        for r in &s.redirects {
+            if r.op.writes()
+                && let Some(t) = r.target.as_ref().filter(|t| t.known())
+            {
+                written.entry(t.text.as_str()).or_insert(i);
+            }
+        }
+    }
+    let own_output = |i: usize| {
+        let s = simples[i];
+        matches!(
+            s.name(),
+            Some("cat" | "head" | "tail" | "less" | "more" | "bat" | "nl" | "grep" | "rg")
+        ) && {
+            let files: Vec<&str> = s.argv[1..]
+                .iter()
+                .map(|f| f.text.as_str())
+                .filter(|t| !t.starts_with('-') && !t.chars().all(|c| c.is_ascii_digit()))
+                .collect();
+            files
+                .last()
+                .is_some_and(|f| written.get(f).is_some_and(|&w| w < i))
+        }
+    };
     for i in order {
         let s = simples[i];
         let mut text = s.text.clone();
@@ -466,6 +496,8 @@ fn candidates_of(commands: &[SimpleCommand]) -> Vec<Candidate> {
             Some(SkipReason::Reaped)
         } else if s.piped_stdin && !s.background {
             Some(SkipReason::PipedStdin)
+        } else if own_output(i) {
+            Some(SkipReason::OwnOutput)
         } else {
             None
         };
@@ -523,7 +555,12 @@ fn rewrite_pair(a: &SimpleCommand, b: Option<&SimpleCommand>) -> Option<String> 
     let [from, to] = operands.as_slice() else {
         return None;
     };
-    let reads_target = a.argv[1..].iter().any(|f| f.text == *to);
+    let reads_target = a.argv[1..].iter().any(|f| f.text == *to)
+        || a.redirects.iter().any(|r| {
+            r.fd() == 0
+                && r.op == parse::ast::RedirOp::In
+                && r.target.as_ref().is_some_and(|t| t.text == *to)
+        });
     (*from == tmp.text && reads_target && from != to).then(|| format!("{} && {}", a.text, b.text))
 }
 

@@ -53,10 +53,10 @@ pub enum Unwrap {
 }
 
 /// Whether the interceptor shows this wrapper in a candidate: it changes how long or
-/// where the command lives (`nohup`, `setsid`, `watch`, `systemd-run`), which is what
+/// the command lives (`nohup`, `setsid`, `watch`), which is what
 /// the job rules are about. Every other wrapper is looked through.
 pub fn routed(name: &str) -> bool {
-    matches!(name, "nohup" | "setsid" | "watch" | "systemd-run")
+    matches!(name, "nohup" | "setsid" | "watch")
 }
 
 use Arg::{No as N, Optional as O, Required as R};
