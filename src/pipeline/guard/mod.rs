@@ -102,13 +102,10 @@ pub fn check(command: &str, ctx: &Context<'_>) -> Verdict {
 
 /// Judges a walk already made (see [`walk`]).
 pub fn check_walk(walk: &Walk, ctx: &Context<'_>) -> Verdict {
-    let home = ctx
-        .env
-        .get("HOME")
-        .filter(|h| !h.is_empty())
-        .map(String::as_str);
     let mut judge = Judge {
-        protected: targets::protected_paths(ctx.protected, home),
+        ctx_protected: ctx.protected,
+        home: ctx.env.get("HOME").filter(|h| !h.is_empty()).cloned(),
+        protected: std::cell::OnceCell::new(),
         verdict: Verdict::default(),
     };
     for name in &walk.fork_bombs {
@@ -171,8 +168,12 @@ fn destructive_word(text: &str) -> Option<String> {
         })
 }
 
-struct Judge {
-    protected: Vec<Protected>,
+struct Judge<'a> {
+    ctx_protected: &'a [String],
+    home: Option<String>,
+    /// `guard.protected` resolved, on first need (most commands destroy nothing, and
+    /// resolving costs a `realpath` per entry).
+    protected: std::cell::OnceCell<Vec<Protected>>,
     verdict: Verdict,
 }
 
@@ -180,7 +181,12 @@ fn shown_argv(argv: &[Field]) -> String {
     argv.iter().map(Field::shown).collect::<Vec<_>>().join(" ")
 }
 
-impl Judge {
+impl Judge<'_> {
+    fn protected(&self) -> &[Protected] {
+        self.protected
+            .get_or_init(|| targets::protected_paths(self.ctx_protected, self.home.as_deref()))
+    }
+
     fn command(&mut self, cmd: &SimpleCommand) {
         programs::redirections(self, cmd);
         let Some(name) = cmd.name() else { return };
@@ -195,7 +201,7 @@ impl Judge {
         reach: Reach,
     ) -> (Target, Option<targets::Hit>) {
         let resolved = targets::resolve(field, cmd);
-        let hit = targets::hit(&resolved, reach, &self.protected);
+        let hit = targets::hit(&resolved, reach, self.protected());
         let target = Target {
             word: field.shown(),
             resolved: match &resolved {
@@ -251,6 +257,11 @@ impl Judge {
     }
 }
 
+/// What the guard is given for its `deny` packs: `None` when no rule of theirs could
+/// match the command's canonical lines (so they were not compiled), else the packs or
+/// why they could not be loaded.
+pub type PackLoad = Option<Result<std::sync::Arc<crate::config::rules::RuleSet>, String>>;
+
 /// The guard stage of a run: the structural verdict plus the `deny` rules of
 /// `guard.rules`, decided before anything runs.
 #[derive(Debug, Clone, Serialize)]
@@ -282,16 +293,17 @@ impl GuardPlan {
     /// rules against each command's canonical line. `rules` is asked for the packs
     /// with the text the rules would see (every canonical line): it answers `None`
     /// when no rule of theirs could match it, so they need not be compiled.
-    pub fn decide(
-        command: &str,
+    pub fn decide(command: &str, ctx: &Context<'_>, rules: impl FnOnce(&str) -> PackLoad) -> Self {
+        Self::decide_walk(&walk(command, ctx), ctx, rules)
+    }
+
+    /// [`GuardPlan::decide`] on a walk already made (see [`walk`]).
+    pub fn decide_walk(
+        walk: &Walk,
         ctx: &Context<'_>,
-        rules: impl FnOnce(
-            &str,
-        )
-            -> Option<Result<std::sync::Arc<crate::config::rules::RuleSet>, String>>,
+        rules: impl FnOnce(&str) -> PackLoad,
     ) -> Self {
-        let walk = walk(command, ctx);
-        let verdict = check_walk(&walk, ctx);
+        let verdict = check_walk(walk, ctx);
         let mut plan = GuardPlan {
             enabled: true,
             refused: verdict.refused,
@@ -299,7 +311,7 @@ impl GuardPlan {
             pack: None,
             error: None,
         };
-        let lines = crate::pipeline::intercept::deny_lines(&walk);
+        let lines = crate::pipeline::intercept::deny_lines(walk);
         match rules(&lines.join("\n")) {
             None => {}
             Some(Err(e)) => plan.error = Some(e),

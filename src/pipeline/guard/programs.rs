@@ -187,10 +187,13 @@ fn path_of(f: &Field, cmd: &SimpleCommand) -> Option<String> {
     }
 }
 
+/// `/proc/sysrq-trigger`, however it is spelled (`/proc/./sysrq-trigger`, a symlink
+/// under `/proc`).
 fn is_sysrq(path: &str) -> bool {
     path == "/proc/sysrq-trigger"
-        || std::fs::canonicalize(path)
-            .is_ok_and(|p| p == std::path::Path::new("/proc/sysrq-trigger"))
+        || ((path.starts_with("/proc/") || path.ends_with("sysrq-trigger"))
+            && std::fs::canonicalize(path)
+                .is_ok_and(|p| p == std::path::Path::new("/proc/sysrq-trigger")))
 }
 
 /// Redirections that write a disk or the sysrq trigger.
@@ -594,7 +597,7 @@ fn judge_permission(
         && hit.as_ref().is_some_and(|h| h.protected.credentials)
     {
         let others: Vec<targets::Protected> = j
-            .protected
+            .protected()
             .iter()
             .filter(|p| !p.credentials)
             .cloned()

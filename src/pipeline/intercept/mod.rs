@@ -125,7 +125,9 @@ pub struct RuleMatch {
 pub struct CandidateTrace {
     /// The command as written (what `block`/`warn` rules match).
     pub text: String,
-    /// Its canonical line (what `deny` rules match).
+    /// Its canonical line (what `deny` rules match); empty when no `deny` rule is in
+    /// the packs, which then never need it.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub parsed: String,
     pub kind: CandidateKind,
     pub skipped: Option<SkipReason>,
@@ -186,13 +188,17 @@ pub(crate) fn walk_of(cmd: &str) -> Walk {
 /// decides: `block` blocks (the first such candidate is reported), `warn` adds a
 /// notice, `deny` refuses whatever the tools.
 pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
-    let mut out = Interception::default();
     if cmd.trim().is_empty() {
-        return out;
+        return Interception::default();
     }
-    let walk = walk_of(cmd);
+    intercept_walk(&walk_of(cmd), rules, tools)
+}
+
+/// [`intercept`] on a walk already made.
+pub fn intercept_walk(walk: &Walk, rules: &RuleSet, tools: &[String]) -> Interception {
+    let mut out = Interception::default();
     let has_deny = rules.rules().iter().any(|r| r.action == Action::Deny);
-    let mut candidates = candidates_of(&walk.commands);
+    let mut candidates = candidates_of(&walk.commands, has_deny);
     for part in &walk.unparsed {
         if part.depth == 0 && part.origin == Origin::Line {
             out.opaque.get_or_insert(OpaqueReason::of(&part.error.kind));
@@ -209,7 +215,11 @@ pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
             });
         }
     }
-    let listed: HashSet<String> = candidates.iter().map(|c| c.parsed.clone()).collect();
+    let listed: HashSet<String> = if has_deny {
+        candidates.iter().map(|c| c.parsed.clone()).collect()
+    } else {
+        HashSet::new()
+    };
     for candidate in candidates {
         let trace = check_candidate(candidate, rules, tools, has_deny, &mut out);
         out.candidates.push(trace);
@@ -416,7 +426,7 @@ fn routable(c: &SimpleCommand) -> bool {
 /// `find … | xargs sed -i …` the stage that acts decides, not the one that lists.
 /// A command that writes a temporary file which the next one moves over an input of
 /// the first (`sed … f > f.tmp && mv f.tmp f`) is also checked as the pair.
-fn candidates_of(commands: &[SimpleCommand]) -> Vec<Candidate> {
+fn candidates_of(commands: &[SimpleCommand], parsed: bool) -> Vec<Candidate> {
     let simples: Vec<&SimpleCommand> = commands.iter().filter(|c| routable(c)).collect();
     // `srv & pid=$!; …; kill $pid` and `a & b & wait` clean up after themselves.
     let reaped = simples.iter().any(|s| match s.name() {
@@ -501,7 +511,7 @@ fn candidates_of(commands: &[SimpleCommand]) -> Vec<Candidate> {
         } else {
             None
         };
-        let parsed = s.rendered();
+        let parsed = if parsed { s.rendered() } else { String::new() };
         if seen.insert((text.clone(), skipped)) {
             out.push(Candidate {
                 text,

@@ -117,7 +117,7 @@ impl<'a, 'e> Expander<'a, 'e> {
     /// A word where bash makes one string of it (an assignment's value, a
     /// here-string, a `case` subject): no brace expansion, no splitting, no glob.
     pub fn string(&mut self, word: &Word) -> Field {
-        let mut b = Builder::new(String::new());
+        let mut b = Builder::new(std::borrow::Cow::Borrowed(""));
         b.join = true;
         self.parts(&word.parts, &mut b);
         let mut f = b.cur;
@@ -141,7 +141,7 @@ impl<'a, 'e> Expander<'a, 'e> {
                 Part::Tilde(prefix) => out.push_str(&glob::escape(&self.tilde(prefix)?)),
                 Part::ExtGlob(_) => out.push('*'),
                 _ => {
-                    let mut b = Builder::new(String::new());
+                    let mut b = Builder::new(std::borrow::Cow::Borrowed(""));
                     b.join = true;
                     self.parts(std::slice::from_ref(part), &mut b);
                     if b.cur.dynamic {
@@ -165,11 +165,10 @@ impl<'a, 'e> Expander<'a, 'e> {
         Some(out)
     }
 
-    fn ifs(&self) -> String {
-        match self.scope.get("IFS") {
-            Var::Str(s) => s,
-            Var::Unset => DEFAULT_IFS.to_string(),
-            _ => DEFAULT_IFS.to_string(),
+    fn ifs(&self) -> std::borrow::Cow<'static, str> {
+        match self.scope.get_set("IFS") {
+            Some(Var::Str(s)) => std::borrow::Cow::Owned(s),
+            _ => std::borrow::Cow::Borrowed(DEFAULT_IFS),
         }
     }
 
@@ -215,12 +214,7 @@ impl<'a, 'e> Expander<'a, 'e> {
                         b.cur.dynamic = true;
                     }
                 },
-                Part::ExtGlob(text) => {
-                    b.started = true;
-                    b.cur.text.push_str(text);
-                    b.pattern.push('*');
-                    b.globbing = true;
-                }
+                Part::ExtGlob(text) => b.ext_glob(text),
             }
         }
     }
@@ -722,13 +716,13 @@ struct Builder {
     /// parameters took it away.
     empty_quote: bool,
     suppress_empty: bool,
-    ifs: String,
+    ifs: std::borrow::Cow<'static, str>,
     /// One string (`string()`): never split into fields.
     join: bool,
 }
 
 impl Builder {
-    fn new(ifs: String) -> Self {
+    fn new(ifs: std::borrow::Cow<'static, str>) -> Self {
         Builder {
             out: Vec::new(),
             cur: Field::default(),
@@ -750,15 +744,31 @@ impl Builder {
             return;
         }
         self.started = true;
+        // The pattern is built only once an unquoted glob character shows up: until
+        // then every character of the field is literal, so the text escaped is it.
+        if !self.globbing && !quoted && glob::has_meta(s) {
+            self.pattern = glob::escape(&self.cur.text);
+            self.globbing = true;
+        }
         self.cur.text.push_str(s);
-        if quoted {
-            self.pattern.push_str(&glob::escape(s));
-        } else {
-            self.pattern.push_str(s);
-            if glob::has_meta(s) {
-                self.globbing = true;
+        if self.globbing {
+            if quoted {
+                self.pattern.push_str(&glob::escape(s));
+            } else {
+                self.pattern.push_str(s);
             }
         }
+    }
+
+    /// An extended glob: matched as `*` (anything), which only widens what it reaches.
+    fn ext_glob(&mut self, text: &str) {
+        if !self.globbing {
+            self.pattern = glob::escape(&self.cur.text);
+            self.globbing = true;
+        }
+        self.started = true;
+        self.cur.text.push_str(text);
+        self.pattern.push('*');
     }
 
     /// An unquoted expansion's value: split on `IFS`.

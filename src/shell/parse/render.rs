@@ -28,6 +28,9 @@ pub fn quote_word(s: &str) -> String {
 /// One field: a glob is written as its pattern, an unknown part as `…`.
 pub fn field(f: &Field) -> String {
     if !f.known() {
+        if f.text.is_empty() {
+            return "…".to_string();
+        }
         return quote_word(&f.text) + "…";
     }
     match &f.glob {

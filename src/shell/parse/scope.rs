@@ -101,6 +101,12 @@ impl<'e> Scope<'e> {
         }
     }
 
+    /// A variable the line itself set or unset (not the environment's, not the
+    /// shell's specials).
+    pub fn get_set(&self, name: &str) -> Option<Var> {
+        self.vars.get(name).cloned()
+    }
+
     /// A variable's value as one string (`None`: unset; unknown and arrays give
     /// their first element or `None`).
     pub fn get_str(&self, name: &str) -> Option<String> {
@@ -217,12 +223,14 @@ impl<'e> Scope<'e> {
             Some(_) => Var::Unknown,
         };
         child.set("HOME", home.clone());
+        child.export("HOME");
         child.home_fallback = match home {
             Var::Str(h) => Some(h),
             _ => None,
         };
         for u in ["USER", "LOGNAME"] {
             child.set(u, Var::Str(user.unwrap_or("root").to_string()));
+            child.export(u);
         }
         child
     }

@@ -691,11 +691,98 @@ fn walked(src: &str) -> Vec<String> {
     out
 }
 
+/// The walk on the forms bash resolves without running anything: each command as its
+/// canonical line, `@dir` when it runs elsewhere than the start directory, then the
+/// fork bombs and what did not parse.
 #[test]
-fn walk_probe() {
-    for src in std::env::var("PROBE").unwrap_or_default().split(" ;; ") {
-        if !src.is_empty() {
-            println!("{src:?} => {:?}", walked(src));
+fn walks_like_bash() {
+    let cases: &[(&str, &[&str])] = &[
+        ("rm -rf /{etc,usr}", &["rm -rf /etc /usr"]),
+        ("rm${IFS}-rf${IFS}/", &["rm -rf /"]),
+        ("rm${IFS}-rf${IFS}~", &["rm -rf '~'"]),
+        ("rm -rf {~,x}", &["rm -rf /home/agent x"]),
+        ("P=/X; rm -rf ${P%X}", &["rm -rf /"]),
+        (
+            "rm -rf ${HOME:0:1} ${PATH:+/} ${EMPTY:-/}",
+            &["rm -rf / / /"],
+        ),
+        (
+            "rm -rf \"${EMPTY:=/x}\"; echo $EMPTY",
+            &["rm -rf /x", "echo /x"],
+        ),
+        ("rm -rf $'\\x2f' $\"/etc\"", &["rm -rf / /etc"]),
+        (
+            "arr=(/ /usr); rm -rf \"${arr[@]}\" ${#arr[@]}",
+            &["rm -rf / /usr 2"],
+        ),
+        (
+            "set -- a /; shift; rm -rf \"$1\"",
+            &["set -- a /", "shift", "rm -rf /"],
+        ),
+        (
+            "for d in a /; do rm -rf \"$d\"; done",
+            &["rm -rf a", "rm -rf /"],
+        ),
+        (
+            "f() { rm -rf \"$1\"; }; f /etc",
+            &["rm -rf …", "rm -rf /etc", "f /etc"],
+        ),
+        (
+            "trap 'rm -rf /' EXIT; echo hi",
+            &["trap 'rm -rf /' EXIT", "echo hi", "rm -rf /"],
+        ),
+        ("coproc rm -rf /", &["rm -rf /"]),
+        ("exec -c rm -rf /", &["rm -rf /"]),
+        ("bash <<< 'rm -rf /'", &["rm -rf /"]),
+        ("echo 'rm -rf /' | bash", &["echo 'rm -rf /'", "rm -rf /"]),
+        ("echo / | xargs rm -rf", &["echo /", "rm -rf /"]),
+        (
+            "printf '%s\\n' a b | xargs -I{} rm -rf /tmp/{}",
+            &["printf '%s\\n' a b", "rm -rf /tmp/a", "rm -rf /tmp/b"],
+        ),
+        (
+            "cd /tmp && rm -rf ~+/../etc ~-",
+            &["cd /tmp", "rm -rf /tmp/../etc /work/proj @/tmp"],
+        ),
+        ("env --chdir=/ rm -rf etc", &["rm -rf etc @/"]),
+        ("sudo -iu root rm -rf x", &["rm -rf x @/root"]),
+        ("sudo bash -c 'rm -rf $HOME/x'", &["rm -rf /root/x"]),
+        ("X=/ bash -c 'rm -rf $X'", &["rm -rf /"]),
+        ("D=/; bash -c 'rm -rf $D'", &["rm -rf"]),
+        (
+            "export D=/; bash -c 'rm -rf $D'",
+            &["export D=/", "rm -rf /"],
+        ),
+        ("bash -c 'rm -rf \"$1\"' _ /etc", &["rm -rf /etc"]),
+        ("bash -n -c 'rm -rf /'", &["bash -n -c 'rm -rf /'"]),
+        ("chroot /mnt rm -rf /etc", &["rm -rf /etc @/"]),
+        ("watch -n1 'ls; df'", &["ls", "df"]),
+        ("flock /tmp/l -c 'make'", &["make"]),
+        (
+            "find / -exec sh -c 'rm -rf \"$1\"' _ {} \\;",
+            &["rm -rf …", "find / -exec sh -c 'rm -rf \"$1\"' _ '{}' ';'"],
+        ),
+        ("x=reboot; $x", &["reboot"]),
+        ("r\\eboot; \"shut\"down now", &["reboot", "shutdown now"]),
+        ("busybox reboot", &["reboot"]),
+        (
+            "echo b > /proc/sysrq-trigger",
+            &["echo b > /proc/sysrq-trigger"],
+        ),
+        ("{ echo a; } > out.txt", &["echo a > out.txt"]),
+        ("echo $(rm -rf /)", &["rm -rf /", "echo …"]),
+        (":(){ :|:& };:", &[":", ":", ":", ":", ":", "BOMB :"]),
+        ("f(){ \"f\"|f& }; f", &["f", "f", "f", "f", "f", "BOMB f"]),
+        ("fib(){ fib $1; }", &["fib …"]),
+        ("rm -rf / 'oops", &["UNPARSED \"rm -rf / 'oops\""]),
+        ("ls\nrm -rf / 'oops", &["ls", "UNPARSED \"rm -rf / 'oops\""]),
+    ];
+    let mut failures = Vec::new();
+    for (src, want) in cases {
+        let got = walked(src);
+        if got != *want {
+            failures.push(format!("{src:?}\n   want {want:?}\n    got {got:?}"));
         }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

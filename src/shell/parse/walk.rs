@@ -22,7 +22,7 @@ use serde::Serialize;
 use super::ast::{self, Command, Compound, Part, RedirOp, Target, Word};
 use super::expand::{Expander, Field, decode_escapes};
 use super::options::{Arg, Spec, scan};
-use super::parser::{ParseError, parse_lines};
+use super::parser::{ParseError, Parsed, parse_lines};
 use super::scope::{Scope, Var, normalize};
 use super::wrappers::{self, Effect, Unwrap};
 
@@ -196,8 +196,20 @@ pub fn program_name(word: &str) -> &str {
 
 /// The simple commands of `src`, resolved in `ctx`.
 pub fn walk(src: &str, ctx: &Context) -> Walk {
+    walk_with(src, ctx, parse_lines)
+}
+
+/// [`walk`] with another parser for the line and every string run as a script (how
+/// docs/parser.md compares parsers on the same walk).
+pub fn walk_with(src: &str, ctx: &Context, parse: fn(&str) -> Parsed) -> Walk {
     let mut scope = Scope::new(ctx.env, ctx.cwd.map(Path::to_path_buf));
-    let mut w = Walker::default();
+    let mut w = Walker {
+        parse,
+        out: Walk::default(),
+        next_pipeline: 0,
+        frames: Vec::new(),
+        exit_traps: Vec::new(),
+    };
     let at = At::top(Arc::from(""));
     w.script_text(src, &mut scope, &at);
     w.out
@@ -273,8 +285,8 @@ struct Frame {
     concurrent: bool,
 }
 
-#[derive(Default)]
 struct Walker {
+    parse: fn(&str) -> Parsed,
     out: Walk,
     next_pipeline: usize,
     frames: Vec<Frame>,
@@ -296,7 +308,7 @@ impl Walker {
             self.out.truncated = true;
             return;
         }
-        let parsed = parse_lines(text);
+        let parsed = (self.parse)(text);
         let at = At {
             src: parsed.script.src.clone(),
             ..at.clone()
@@ -768,8 +780,8 @@ impl Walker {
             if !f.known() {
                 break;
             }
-            let name = program_name(&f.text).to_string();
-            match wrappers::unwrap(&name, &argv[i..]) {
+            let name = program_name(&f.text);
+            match wrappers::unwrap(name, &argv[i..]) {
                 Unwrap::No => break,
                 Unwrap::Nothing => {
                     if !cmd.redirects.is_empty() {
@@ -790,7 +802,7 @@ impl Walker {
                     return None;
                 }
                 Unwrap::Command { skip, effects } => {
-                    if wrappers::routed(&name) && route_at.is_none() {
+                    if wrappers::routed(name) && route_at.is_none() {
                         route_at = Some(i);
                     }
                     apply(
@@ -801,11 +813,11 @@ impl Walker {
                         &mut bounded,
                         &mut xargs,
                     );
-                    wrappers.push(name);
+                    wrappers.push(name.to_string());
                     i += skip;
                 }
                 Unwrap::Script { text, effects } => {
-                    if wrappers::routed(&name) && route_at.is_none() {
+                    if wrappers::routed(name) && route_at.is_none() {
                         route_at = Some(i);
                     }
                     apply(
@@ -834,7 +846,8 @@ impl Walker {
             .iter()
             .all(|w| matches!(w.as_str(), "command" | "builtin" | "exec" | "time"));
         let bypass_functions = wrappers.iter().any(|w| w == "command" || w == "builtin");
-        let tail = argv[i..].to_vec();
+        let mut tail = argv;
+        tail.drain(..i);
         let runs: Vec<Vec<Field>> = match (&xargs, &cmd.stdin) {
             (Some((replace, delimiter)), Some(input)) => {
                 xargs_runs(&tail, input, replace.as_deref(), *delimiter)
@@ -854,8 +867,8 @@ impl Walker {
                 via_xargs: xargs.is_some(),
             };
             output = match child.as_mut() {
-                Some(c) => self.program(&p, cmd, c, at),
-                None => self.program(&p, cmd, scope, at),
+                Some(c) => self.program(p, cmd, c, at),
+                None => self.program(p, cmd, scope, at),
             };
         }
         output
@@ -871,9 +884,8 @@ impl Walker {
 
     /// Runs a program (wrappers already removed): functions, shells and the builtins
     /// that change the shell are followed; every program is recorded.
-    fn program(&mut self, p: &Program, cmd: &Cmd, scope: &mut Scope, at: &At) -> Option<String> {
-        let argv = &p.argv;
-        let Some(first) = argv.first() else {
+    fn program(&mut self, p: Program, cmd: &Cmd, scope: &mut Scope, at: &At) -> Option<String> {
+        let Some(first) = p.argv.first() else {
             return None;
         };
         let name = if first.known() {
@@ -886,80 +898,79 @@ impl Walker {
             piped_stdin: at.piped_stdin && !p.via_xargs,
             ..at.clone()
         };
+        let argv = p.argv.as_slice();
+        let mut output = None;
+        // Where it runs, before a `cd` of its own moves the shell.
+        let place = (scope.cwd.clone(), scope.root.clone());
         // A function defined in this line.
         if p.in_shell
             && !p.bypass_functions
             && let Some(f) = scope.function(&name)
         {
-            self.emit_cmd(
-                argv.clone(),
-                p.start,
-                p.wrappers,
-                p.route_at,
-                cmd,
-                scope,
-                None,
-                at,
-                p.bounded,
-                p.via_xargs,
-            );
             self.call(&f, argv, cmd, scope, at);
-            return None;
-        }
-        match name.as_str() {
-            "bash" | "sh" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "yash" | "rbash" => {
-                let before = self.out.commands.len();
-                self.shell(argv, cmd, scope, at, p);
-                if self.out.commands.len() == before {
-                    self.emit_cmd(
-                        argv.clone(),
-                        p.start,
-                        p.wrappers,
-                        p.route_at,
-                        cmd,
-                        scope,
-                        None,
-                        at,
-                        p.bounded,
-                        p.via_xargs,
-                    );
-                }
-                return None;
-            }
-            "eval" if p.in_shell => {
-                let text: Vec<&str> = argv[1..].iter().map(|f| f.text.as_str()).collect();
-                let nested = At {
-                    routed_text: self.routed_text(p.route_at, cmd, at),
-                    ..at.nested(Origin::Script)
-                };
-                let mut env_scope;
-                let target = if cmd.env.is_empty() {
-                    &mut *scope
-                } else {
-                    env_scope = scope.clone();
-                    for (k, v) in cmd.env {
-                        env_scope.set(k, v.clone());
+        } else {
+            match name.as_str() {
+                "bash" | "sh" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "yash" | "rbash" => {
+                    let before = self.out.commands.len();
+                    self.shell(argv, cmd, scope, at, &p);
+                    if self.out.commands.len() != before {
+                        return None;
                     }
-                    &mut env_scope
-                };
-                self.script_text(&text.join(" "), target, &nested);
-                return None;
-            }
-            "source" | "." if p.in_shell => {
-                if argv
-                    .get(1)
-                    .is_some_and(|f| matches!(f.text.as_str(), "/dev/stdin" | "-"))
-                    && let Some(input) = cmd.stdin.clone()
-                {
-                    let nested = at.nested(Origin::Script);
-                    self.script_text(&input, scope, &nested);
                 }
+                "eval" if p.in_shell => {
+                    let text: Vec<&str> = argv[1..].iter().map(|f| f.text.as_str()).collect();
+                    let nested = At {
+                        routed_text: self.routed_text(p.route_at, cmd, at),
+                        ..at.nested(Origin::Script)
+                    };
+                    let mut env_scope;
+                    let target = if cmd.env.is_empty() {
+                        &mut *scope
+                    } else {
+                        env_scope = scope.clone();
+                        for (k, v) in cmd.env {
+                            env_scope.set(k, v.clone());
+                        }
+                        &mut env_scope
+                    };
+                    self.script_text(&text.join(" "), target, &nested);
+                    return None;
+                }
+                "source" | "." if p.in_shell => {
+                    if argv
+                        .get(1)
+                        .is_some_and(|f| matches!(f.text.as_str(), "/dev/stdin" | "-"))
+                        && let Some(input) = cmd.stdin.clone()
+                    {
+                        let nested = at.nested(Origin::Script);
+                        self.script_text(&input, scope, &nested);
+                    }
+                }
+                "trap" if p.in_shell => self.trap(argv, scope, at),
+                _ => {}
             }
-            "trap" if p.in_shell => self.trap(argv, scope, at),
-            _ => {}
+            if p.in_shell {
+                builtin(&name, argv, scope, cmd.stdin.as_deref());
+            }
+            if name == "find" {
+                self.find_exec(argv, cmd, scope, at);
+            }
+            let stdout_redirected = cmd
+                .redirects
+                .iter()
+                .any(|r| r.fd() == 1 && r.op != RedirOp::In);
+            // What it prints matters only to the next stage of its pipeline.
+            if at.piped_stdout && !stdout_redirected {
+                output = output_of(&name, argv, cmd.stdin.as_deref());
+            }
         }
+        let (cwd, root) = place;
+        let before = (
+            std::mem::replace(&mut scope.cwd, cwd),
+            std::mem::replace(&mut scope.root, root),
+        );
         self.emit_cmd(
-            argv.clone(),
+            p.argv,
             p.start,
             p.wrappers,
             p.route_at,
@@ -970,20 +981,8 @@ impl Walker {
             p.bounded,
             p.via_xargs,
         );
-        if p.in_shell {
-            builtin(&name, argv, scope, cmd.stdin.as_deref());
-        }
-        if name == "find" {
-            self.find_exec(argv, cmd, scope, at);
-        }
-        let stdout_redirected = cmd
-            .redirects
-            .iter()
-            .any(|r| r.fd() == 1 && r.op != RedirOp::In);
-        if stdout_redirected {
-            return None;
-        }
-        output_of(&name, argv, cmd.stdin.as_deref())
+        (scope.cwd, scope.root) = before;
+        output
     }
 
     fn call(
