@@ -675,13 +675,18 @@ pub fn decode_escapes(s: &str) -> String {
                 }
                 out.push(char::from_u32(v & 0xff).unwrap_or('\u{fffd}'));
             }
-            Some('x') => {
-                let mut v = 0;
+            Some(k @ ('x' | 'u' | 'U')) => {
+                let max = match k {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let mut v: u32 = 0;
                 let mut n = 0;
-                while n < 2 {
+                while n < max {
                     match chars.peek().and_then(|c| c.to_digit(16)) {
                         Some(x) => {
-                            v = v * 16 + x;
+                            v = v.wrapping_mul(16).wrapping_add(x);
                             chars.next();
                             n += 1;
                         }
@@ -689,7 +694,8 @@ pub fn decode_escapes(s: &str) -> String {
                     }
                 }
                 if n == 0 {
-                    out.push_str("\\x");
+                    out.push('\\');
+                    out.push(k);
                 } else {
                     out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
                 }

@@ -566,6 +566,16 @@ impl Walker {
     fn substitutions(&mut self, word: &Word, scope: &Scope, at: &At) {
         for part in &word.parts {
             match part {
+                Part::CmdSub {
+                    script,
+                    backtick: true,
+                    ..
+                } => {
+                    // Its own text, parsed as bash will when it runs it: what does
+                    // not parse is reported like the line's.
+                    let mut sub = scope.clone();
+                    self.script_text(&script.src, &mut sub, &at.nested(Origin::Substitution));
+                }
                 Part::CmdSub { script, .. } | Part::ProcSub { script, .. } => {
                     let mut sub = scope.clone();
                     let inner = At {
