@@ -324,7 +324,7 @@ impl<'a, 'e> Expander<'a, 'e> {
                 Value::Unset => Some(false),
                 Value::Str(s) => Some(!(colon && s.is_empty())),
                 Value::List(l, _) => {
-                    Some(!l.is_empty() && !(colon && l.iter().all(String::is_empty)))
+                    Some(!(l.is_empty() || colon && l.iter().all(String::is_empty)))
                 }
                 Value::Unknown => None,
             }
@@ -574,7 +574,7 @@ fn replace(s: String, pattern: &str, rep: &str, all: bool, anchor: Anchor) -> Op
             let mut out = String::new();
             let mut i = 0;
             let mut done = false;
-            while i < bounds.len() - 1 || (i == bounds.len() - 1 && false) {
+            while i + 1 < bounds.len() {
                 let start = bounds[i];
                 let mut matched = None;
                 if !done {

@@ -784,9 +784,7 @@ impl Walker {
         let mut bounded = at.bounded;
         let mut xargs: Option<(Option<String>, Option<char>)> = None;
         loop {
-            let Some(f) = argv.get(i) else {
-                return None;
-            };
+            let f = argv.get(i)?;
             if !f.known() {
                 break;
             }
@@ -895,9 +893,7 @@ impl Walker {
     /// Runs a program (wrappers already removed): functions, shells and the builtins
     /// that change the shell are followed; every program is recorded.
     fn program(&mut self, p: Program, cmd: &Cmd, scope: &mut Scope, at: &At) -> Option<String> {
-        let Some(first) = p.argv.first() else {
-            return None;
-        };
+        let first = p.argv.first()?;
         let name = if first.known() {
             program_name(&first.text).to_string()
         } else {
@@ -1025,7 +1021,7 @@ impl Walker {
             scope.set(k, v.clone());
         }
         let saved_positional = std::mem::replace(&mut scope.positional, args);
-        let saved_name = std::mem::replace(&mut scope.funcname, Some(f.name.clone()));
+        let saved_name = scope.funcname.replace(f.name.clone());
         let body_at = At {
             origin: if at.origin == Origin::Line {
                 Origin::Call
@@ -1104,21 +1100,20 @@ impl Walker {
                 .map(|f| f.known().then(|| f.text.clone()))
                 .collect();
             self.script_text(&script.text, &mut inner, &nested);
-        } else if operands.is_empty()
+        } else if (operands.is_empty()
             || s.has('s', "")
             || operands
                 .first()
-                .is_some_and(|f| f.text == "-" || f.text == "/dev/stdin")
+                .is_some_and(|f| f.text == "-" || f.text == "/dev/stdin"))
+            && let Some(input) = cmd.stdin.clone()
         {
-            if let Some(input) = cmd.stdin.clone() {
-                if s.has('s', "") {
-                    inner.positional = operands
-                        .iter()
-                        .map(|f| f.known().then(|| f.text.clone()))
-                        .collect();
-                }
-                self.script_text(&input, &mut inner, &nested);
+            if s.has('s', "") {
+                inner.positional = operands
+                    .iter()
+                    .map(|f| f.known().then(|| f.text.clone()))
+                    .collect();
             }
+            self.script_text(&input, &mut inner, &nested);
         }
     }
 
@@ -1696,7 +1691,7 @@ fn builtin(name: &str, argv: &[Field], scope: &mut Scope, stdin: Option<&str>) {
                 }
             });
             let fields = line.map(|l| {
-                l.split(|c: char| matches!(c, ' ' | '\t' | '\n'))
+                l.split([' ', '\t', '\n'])
                     .filter(|s| !s.is_empty())
                     .map(str::to_string)
                     .collect::<Vec<_>>()
