@@ -495,6 +495,64 @@ fn run_refuses_a_protected_directory_whatever_the_caller_declared() {
     assert!(!scratch.exists());
 }
 
+/// The families an outside review used to delete a protected directory (issue 24),
+/// each run for real against a protected directory the test owns: every one is
+/// refused (exit 77, nothing run) and the directory is still there. A sibling that is
+/// not protected is deleted by the same forms, so the test fails if they stop parsing.
+#[test]
+fn run_refuses_every_bypass_family_on_a_protected_directory() {
+    let t = TestEnv::new();
+    let (precious, profile) = protecting(&t);
+    let p = profile.display().to_string();
+    let d = precious.display().to_string();
+    let parent = precious.parent().expect("parent").display().to_string();
+    let forms = [
+        format!("rm --recur {d}"),
+        format!("rm -rf {parent}/{{precious,nothing}}"),
+        format!("rm${{IFS}}-rf${{IFS}}{d}"),
+        format!("for x in {d}; do rm -rf \"$x\"; done"),
+        format!("function f {{ rm -rf {d}; }}; f"),
+        format!("trap 'rm -rf {d}' EXIT"),
+        format!("exec -c rm -rf {d}"),
+        format!("coproc rm -rf {d}"),
+        format!("bash <<< 'rm -rf {d}'"),
+        format!("set -- {d}; rm -rf \"$1\""),
+        format!("arr=({d}); rm -rf \"${{arr[@]}}\""),
+        format!("P={d}X; rm -rf ${{P%X}}"),
+        format!("rm -rf $'{d}'"),
+        format!("cd {parent}/.. && cd {parent} && cd - && cd - && rm -rf ~+/precious"),
+        format!("cd {parent} && cd {d}/inner && rm -rf ~-/precious"),
+        format!("env --chdir={parent} rm -rf precious"),
+        format!("flock {parent}/lock rm -rf {d}"),
+        format!("strace -o /dev/null rm -rf {d}"),
+        format!("script -qc 'rm -rf {d}' /dev/null"),
+        format!("busybox rm -rf {d}"),
+        format!("echo {d} | xargs rm -rf"),
+        format!("find {d} -name '*' -exec rm -rf {{}} +"),
+        format!("rm -rf {d} \"unterminated"),
+    ];
+    for cmd in &forms {
+        let out = t.run(&["run", "-p", &p, "--", cmd]);
+        assert_eq!(out.code(), Some(77), "{cmd}\n{}{}", out.stdout, out.stderr);
+        assert!(out.stdout.starts_with("Refused: "), "{cmd}\n{}", out.stdout);
+        assert!(precious.join("inner/data").exists(), "{cmd} deleted the directory");
+    }
+    // The same forms on a directory that is not protected do run.
+    let scratch = t.work().join("scratch");
+    for cmd in [
+        "rm --recur {s}",
+        "for x in {s}; do rm -rf \"$x\"; done",
+        "bash <<< 'rm -rf {s}'",
+        "set -- {s}; rm -rf \"$1\"",
+    ] {
+        std::fs::create_dir_all(scratch.join("inner")).expect("mkdir");
+        let cmd = cmd.replace("{s}", &scratch.display().to_string());
+        let out = t.run(&["run", "-p", &p, "--", &cmd]);
+        out.assert_code(0);
+        assert!(!scratch.exists(), "{cmd} did not run");
+    }
+}
+
 #[test]
 fn explain_shows_the_guard_verdict_and_targets() {
     let t = TestEnv::new();
