@@ -26,6 +26,11 @@ fn main() {
     if var("CARGO_CFG_TARGET_OS") != "linux" || !var("AGENTBASH_DYNAMIC_LINK").is_empty() {
         return;
     }
+    // musl targets already link a static PIE with musl's own start code (rcrt1.o),
+    // which `-no-pie` would break (it crashes before `main`).
+    if var("CARGO_CFG_TARGET_ENV") == "musl" {
+        return;
+    }
     println!("cargo:rustc-link-arg-bins=-no-pie");
     if var("CARGO_CFG_TARGET_ENV") != "gnu" || var("TARGET") != var("HOST") {
         return;

@@ -157,9 +157,6 @@ _agentbash() {
             agentbash__subcmd__help__subcmd__artifact,show)
                 cmd="agentbash__subcmd__help__subcmd__artifact__subcmd__show"
                 ;;
-            agentbash__subcmd__help__subcmd__job,__supervise)
-                cmd="agentbash__subcmd__help__subcmd__job__subcmd____supervise"
-                ;;
             agentbash__subcmd__help__subcmd__job,gc)
                 cmd="agentbash__subcmd__help__subcmd__job__subcmd__gc"
                 ;;
@@ -169,14 +166,23 @@ _agentbash() {
             agentbash__subcmd__help__subcmd__job,output)
                 cmd="agentbash__subcmd__help__subcmd__job__subcmd__output"
                 ;;
+            agentbash__subcmd__help__subcmd__job,rm)
+                cmd="agentbash__subcmd__help__subcmd__job__subcmd__rm"
+                ;;
             agentbash__subcmd__help__subcmd__job,send)
                 cmd="agentbash__subcmd__help__subcmd__job__subcmd__send"
                 ;;
             agentbash__subcmd__help__subcmd__job,start)
                 cmd="agentbash__subcmd__help__subcmd__job__subcmd__start"
                 ;;
+            agentbash__subcmd__help__subcmd__job,status)
+                cmd="agentbash__subcmd__help__subcmd__job__subcmd__status"
+                ;;
             agentbash__subcmd__help__subcmd__job,stop)
                 cmd="agentbash__subcmd__help__subcmd__job__subcmd__stop"
+                ;;
+            agentbash__subcmd__help__subcmd__job,wait)
+                cmd="agentbash__subcmd__help__subcmd__job__subcmd__wait"
                 ;;
             agentbash__subcmd__help__subcmd__profile,check)
                 cmd="agentbash__subcmd__help__subcmd__profile__subcmd__check"
@@ -217,9 +223,6 @@ _agentbash() {
             agentbash__subcmd__help__subcmd__snapshot,show)
                 cmd="agentbash__subcmd__help__subcmd__snapshot__subcmd__show"
                 ;;
-            agentbash__subcmd__job,__supervise)
-                cmd="agentbash__subcmd__job__subcmd____supervise"
-                ;;
             agentbash__subcmd__job,gc)
                 cmd="agentbash__subcmd__job__subcmd__gc"
                 ;;
@@ -232,17 +235,23 @@ _agentbash() {
             agentbash__subcmd__job,output)
                 cmd="agentbash__subcmd__job__subcmd__output"
                 ;;
+            agentbash__subcmd__job,rm)
+                cmd="agentbash__subcmd__job__subcmd__rm"
+                ;;
             agentbash__subcmd__job,send)
                 cmd="agentbash__subcmd__job__subcmd__send"
                 ;;
             agentbash__subcmd__job,start)
                 cmd="agentbash__subcmd__job__subcmd__start"
                 ;;
+            agentbash__subcmd__job,status)
+                cmd="agentbash__subcmd__job__subcmd__status"
+                ;;
             agentbash__subcmd__job,stop)
                 cmd="agentbash__subcmd__job__subcmd__stop"
                 ;;
-            agentbash__subcmd__job__subcmd__help,__supervise)
-                cmd="agentbash__subcmd__job__subcmd__help__subcmd____supervise"
+            agentbash__subcmd__job,wait)
+                cmd="agentbash__subcmd__job__subcmd__wait"
                 ;;
             agentbash__subcmd__job__subcmd__help,gc)
                 cmd="agentbash__subcmd__job__subcmd__help__subcmd__gc"
@@ -256,14 +265,23 @@ _agentbash() {
             agentbash__subcmd__job__subcmd__help,output)
                 cmd="agentbash__subcmd__job__subcmd__help__subcmd__output"
                 ;;
+            agentbash__subcmd__job__subcmd__help,rm)
+                cmd="agentbash__subcmd__job__subcmd__help__subcmd__rm"
+                ;;
             agentbash__subcmd__job__subcmd__help,send)
                 cmd="agentbash__subcmd__job__subcmd__help__subcmd__send"
                 ;;
             agentbash__subcmd__job__subcmd__help,start)
                 cmd="agentbash__subcmd__job__subcmd__help__subcmd__start"
                 ;;
+            agentbash__subcmd__job__subcmd__help,status)
+                cmd="agentbash__subcmd__job__subcmd__help__subcmd__status"
+                ;;
             agentbash__subcmd__job__subcmd__help,stop)
                 cmd="agentbash__subcmd__job__subcmd__help__subcmd__stop"
+                ;;
+            agentbash__subcmd__job__subcmd__help,wait)
+                cmd="agentbash__subcmd__job__subcmd__help__subcmd__wait"
                 ;;
             agentbash__subcmd__profile,check)
                 cmd="agentbash__subcmd__profile__subcmd__check"
@@ -594,7 +612,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__artifact__subcmd__show)
-            opts="-p -h --head --tail --profile --help"
+            opts="-p -h --head --tail --profile --target --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -613,6 +631,10 @@ _agentbash() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -638,7 +660,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__explain)
-            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --sandbox --env --session --stdin --expand --stream --stderr --quiet --help"
+            opts="-p -C -t -e -s -q -h --profile --target --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --sandbox --env --session --stdin --expand --stream --stderr --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -649,6 +671,10 @@ _agentbash() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -870,22 +896,8 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__help__subcmd__job)
-            opts="start output send stop list gc __supervise"
+            opts="start status wait output send stop list rm gc"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        agentbash__subcmd__help__subcmd__job__subcmd____supervise)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -939,6 +951,20 @@ _agentbash() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentbash__subcmd__help__subcmd__job__subcmd__rm)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentbash__subcmd__help__subcmd__job__subcmd__send)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -967,7 +993,35 @@ _agentbash() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentbash__subcmd__help__subcmd__job__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentbash__subcmd__help__subcmd__job__subcmd__stop)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__help__subcmd__job__subcmd__wait)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1304,7 +1358,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__job)
-            opts="-h --help start output send stop list gc __supervise help"
+            opts="-h --help start status wait output send stop list rm gc help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1317,27 +1371,21 @@ _agentbash() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agentbash__subcmd__job__subcmd____supervise)
-            opts="-h --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         agentbash__subcmd__job__subcmd__gc)
-            opts="-h --json --help"
+            opts="-p -h --profile --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1346,22 +1394,8 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__job__subcmd__help)
-            opts="start output send stop list gc __supervise help"
+            opts="start status wait output send stop list rm gc help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        agentbash__subcmd__job__subcmd__help__subcmd____supervise)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1429,6 +1463,20 @@ _agentbash() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentbash__subcmd__job__subcmd__help__subcmd__rm)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentbash__subcmd__job__subcmd__help__subcmd__send)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -1457,6 +1505,20 @@ _agentbash() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentbash__subcmd__job__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentbash__subcmd__job__subcmd__help__subcmd__stop)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -1471,8 +1533,22 @@ _agentbash() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentbash__subcmd__job__subcmd__help__subcmd__wait)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentbash__subcmd__job__subcmd__list)
-            opts="-h --json --help"
+            opts="-h --all --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1486,7 +1562,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__job__subcmd__output)
-            opts="-h --cursor --wait --tail --screen --max-bytes --json --help"
+            opts="-f -h --cursor --wait --tail --screen --follow --max-bytes --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1515,8 +1591,22 @@ _agentbash() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentbash__subcmd__job__subcmd__rm)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentbash__subcmd__job__subcmd__send)
-            opts="-h --text --keys --json --help"
+            opts="-h --text --keys --wait-ms --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1530,6 +1620,10 @@ _agentbash() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --wait-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1538,7 +1632,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__job__subcmd__start)
-            opts="-p -C -e -h --name --ready-port --ready --ready-timeout --pty --stdin --ttl --profile --cwd --sandbox --env --json --help"
+            opts="-t -p -C -e -h --name --ready-port --ready --ready-timeout --pty --stdin --timeout --ttl --profile --cwd --tools --no-intercept --sandbox --env --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1564,6 +1658,14 @@ _agentbash() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --profile)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1586,6 +1688,10 @@ _agentbash() {
                     fi
                     return 0
                     ;;
+                --tools)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --sandbox)
                     COMPREPLY=($(compgen -W "off read-only workspace-write" -- "${cur}"))
                     return 0
@@ -1605,6 +1711,20 @@ _agentbash() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentbash__subcmd__job__subcmd__status)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentbash__subcmd__job__subcmd__stop)
             opts="-h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1612,6 +1732,28 @@ _agentbash() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentbash__subcmd__job__subcmd__wait)
+            opts="-t -h --timeout --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1634,7 +1776,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__mcp)
-            opts="-p -h --profile --help"
+            opts="-p -h --profile --target --toolbox --no-toolbox --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1645,6 +1787,10 @@ _agentbash() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1782,7 +1928,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__rpc)
-            opts="-p -h --profile --help"
+            opts="-p -h --profile --target --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1793,6 +1939,10 @@ _agentbash() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1965,7 +2115,7 @@ _agentbash() {
             return 0
             ;;
         agentbash__subcmd__run)
-            opts="-p -C -t -e -s -q -h --profile --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --sandbox --env --session --stdin --expand --stream --stderr --quiet --help"
+            opts="-p -C -t -e -s -q -h --profile --target --cwd --timeout --head --tail --mode --pty --no-pty --format --json --color --tools --no-intercept --sandbox --env --session --stdin --expand --stream --stderr --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1976,6 +2126,10 @@ _agentbash() {
                     return 0
                     ;;
                 -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2472,11 +2626,11 @@ _agentbash_with_values() {
         fi
         case "$word" in
             --) dashdash=1; start=$((i + 1)) ;;
-            --color|--corpus|--cursor|--cwd|--env|--format|--head|--keys|--max-bytes|--mode|--name|--profile|--ready|--ready-port|--ready-timeout|--sandbox|--session|--stderr|--tail|--text|--timeout|--tools|--ttl|--wait|-C|-e|-p|-s|-t) i+=1 ;;
+            --color|--corpus|--cursor|--cwd|--env|--format|--head|--keys|--max-bytes|--mode|--name|--profile|--ready|--ready-port|--ready-timeout|--sandbox|--session|--stderr|--tail|--target|--text|--timeout|--tools|--ttl|--wait|--wait-ms|-C|-e|-p|-s|-t) i+=1 ;;
             -*) ;;
             *)
                 case "$path/$word" in
-                    /run|/explain|/rpc|/mcp|/profile|/profile/list|/profile/show|/profile/check|/rules|/rules/list|/rules/test|/rules/check|/artifact|/artifact/list|/artifact/show|/artifact/path|/artifact/rm|/artifact/gc|/session|/session/list|/session/show|/session/rm|/snapshot|/snapshot/show|/snapshot/refresh|/snapshot/report|/trust|/sandbox|/sandbox/check|/job|/job/start|/job/output|/job/send|/job/stop|/job/list|/job/gc|/job/__supervise|/completions|/man) path="$path/$word" ;;
+                    /run|/explain|/rpc|/mcp|/profile|/profile/list|/profile/show|/profile/check|/rules|/rules/list|/rules/test|/rules/check|/artifact|/artifact/list|/artifact/show|/artifact/path|/artifact/rm|/artifact/gc|/session|/session/list|/session/show|/session/rm|/snapshot|/snapshot/show|/snapshot/refresh|/snapshot/report|/trust|/sandbox|/sandbox/check|/job|/job/start|/job/status|/job/wait|/job/output|/job/send|/job/stop|/job/list|/job/rm|/job/gc|/completions|/man) path="$path/$word" ;;
                     *) given+=1; [[ -z "$start" ]] && start=$i ;;
                 esac ;;
         esac
@@ -2484,12 +2638,12 @@ _agentbash_with_values() {
     if (( ! dashdash )); then
         case "$prev" in
             --profile|-p) _agentbash_profiles "$cur"; return 0 ;;
-            --color|--corpus|--cursor|--cwd|--env|--format|--head|--keys|--max-bytes|--mode|--name|--profile|--ready|--ready-port|--ready-timeout|--sandbox|--session|--stderr|--tail|--text|--timeout|--tools|--ttl|--wait|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
+            --color|--corpus|--cursor|--cwd|--env|--format|--head|--keys|--max-bytes|--mode|--name|--profile|--ready|--ready-port|--ready-timeout|--sandbox|--session|--stderr|--tail|--target|--text|--timeout|--tools|--ttl|--wait|--wait-ms|-C|-e|-p|-s|-t) _agentbash "$@"; return ;;
         esac
     fi
     # After the first word of the shell command (or `--`) everything is the command's.
     case "$path" in
-        /run|/explain|/rules/test)
+        /run|/explain|/rules/test|/job/start)
             if (( dashdash || given > 0 )) || [[ "$cur" != -* ]]; then
                 _agentbash_command "${start:-$COMP_CWORD}" "$cur"
                 return 0

@@ -42,6 +42,7 @@ complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "completions" -d
 complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "man" -d 'Print the roff man page'
 complete -c agentbash -n "__fish_agentbash_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l target -d 'Run on the target of profile NAME (its [target] transport); --profile still guards here first' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s C -l cwd -d 'Working directory, relative to the invoking directory (or the session\'s cwd)' -r -f -a "(__fish_complete_directories)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s t -l timeout -d 'Requested timeout in seconds, clamped to the profile\'s allowed range' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l head -d 'Show only the first N lines; the command still runs to completion' -r
@@ -73,6 +74,7 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand run" -l stream -d 'T
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s q -l quiet -d 'Text format: output only, no header, footer or notices'
 complete -c agentbash -n "__fish_agentbash_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l target -d 'Run on the target of profile NAME (its [target] transport); --profile still guards here first' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s C -l cwd -d 'Working directory, relative to the invoking directory (or the session\'s cwd)' -r -f -a "(__fish_complete_directories)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s t -l timeout -d 'Requested timeout in seconds, clamped to the profile\'s allowed range' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l head -d 'Show only the first N lines; the command still runs to completion' -r
@@ -104,8 +106,12 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -l stream -
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s q -l quiet -d 'Text format: output only, no header, footer or notices'
 complete -c agentbash -n "__fish_agentbash_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -l target -d 'Serve through the target of profile NAME (its [target] transport); --profile still guards here first' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand rpc" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -l target -d 'Serve through the target of profile NAME (its [target] transport); --profile still guards here first' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -l toolbox -d 'Also serve the file tools read, grep, glob, edit and write, under the profile\'s sandbox, guard and redaction (default: the profile\'s mcp.toolbox)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -l no-toolbox -d 'Serve only bash, read_artifact and the job tools, whatever mcp.toolbox says'
 complete -c agentbash -n "__fish_agentbash_using_subcommand mcp" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and not __fish_seen_subcommand_from list show check help" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand profile; and not __fish_seen_subcommand_from list show check help" -f -a "list" -d 'List every profile that can be found, where it comes from, and what it shadows'
@@ -150,6 +156,7 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -l head -d 'Only the first N lines' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -l tail -d 'Only the last N lines (applied after --head)' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -l target -d 'Read the artifact of a run on the target of profile NAME' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from path" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand artifact; and __fish_seen_subcommand_from path" -s h -l help -d 'Print help'
@@ -201,55 +208,71 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand sandbox; and __fish_
 complete -c agentbash -n "__fish_agentbash_using_subcommand sandbox; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand sandbox; and __fish_seen_subcommand_from help" -f -a "check" -d 'Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine `auto` picks'
 complete -c agentbash -n "__fish_agentbash_using_subcommand sandbox; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start output send stop list gc __supervise help" -s h -l help -d 'Print help'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start output send stop list gc __supervise help" -f -a "start" -d 'Start a command as a job and wait until it is ready (or has ended)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start output send stop list gc __supervise help" -f -a "output" -d 'Show a job\'s output: from a cursor, the last lines, or a PTY job\'s screen'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start output send stop list gc __supervise help" -f -a "send" -d 'Type into a --pty job, or write to a --stdin job'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start output send stop list gc __supervise help" -f -a "stop" -d 'Stop a job and its whole process tree (TERM, grace, KILL)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start output send stop list gc __supervise help" -f -a "list" -d 'List jobs (a job whose supervisor is gone is marked lost and its processes killed)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start output send stop list gc __supervise help" -f -a "gc" -d 'Stop every running job and remove the records of finished ones'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start output send stop list gc __supervise help" -f -a "__supervise" -d 'A job\'s supervisor (started by `job start`; not for people)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start output send stop list gc __supervise help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start status wait output send stop list rm gc help" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start status wait output send stop list rm gc help" -f -a "start" -d 'Start a command as a job; answer once it is ready, has ended, or has run jobs.start_wait_ms'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start status wait output send stop list rm gc help" -f -a "status" -d 'A job\'s record: state, pid, exit code, times, log path and cursor'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start status wait output send stop list rm gc help" -f -a "wait" -d 'Wait until a job ends, then exit with its exit code (124 when -t runs out first)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start status wait output send stop list rm gc help" -f -a "output" -d 'Show a job\'s output: from a cursor, the last lines, a PTY job\'s screen, or as it comes (--follow)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start status wait output send stop list rm gc help" -f -a "send" -d 'Type into a --pty job, or write to a --stdin job; answer with what it printed next'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start status wait output send stop list rm gc help" -f -a "stop" -d 'Stop a job and its whole process tree (TERM, grace, KILL)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start status wait output send stop list rm gc help" -f -a "list" -d 'List running jobs (a job whose supervisor is gone is marked lost and its processes killed)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start status wait output send stop list rm gc help" -f -a "rm" -d 'Remove a job that is over: its record and its log'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start status wait output send stop list rm gc help" -f -a "gc" -d 'End what is left of lost jobs; remove jobs that ended more than jobs.keep_exited seconds ago'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and not __fish_seen_subcommand_from start status wait output send stop list rm gc help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -l name -d 'A name to refer to the job by (instead of job://N)' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -l ready-port -d 'Ready once this TCP port accepts and the job\'s own processes hold the listener' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -l ready -d 'Ready once a line of output matches this regular expression' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -l ready-timeout -d 'Stop waiting for readiness after this many seconds (the job keeps running)' -r
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -l ttl -d 'Stop it after this many seconds (default: the profile\'s jobs.ttl)' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -s t -l ttl -l timeout -d 'Stop it after this many seconds (default: the profile\'s jobs.ttl); a job\'s timeout' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -s p -l profile -d 'Profile name or path to a .toml file' -r -f -a "(__fish_agentbash_profiles)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -s C -l cwd -d 'Working directory, relative to the invoking directory' -r -f -a "(__fish_complete_directories)"
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -l tools -d 'Comma-separated tools the caller has (for the interceptor); overrides the profile' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -l sandbox -d 'Kernel sandbox for this job instead of the profile\'s [sandbox] mode' -r -f -a "off\t'No sandbox: the command runs with your rights'
 read-only\t'Nothing writable but a private TMPDIR; deny_read and network as in the profile'
 workspace-write\t'The working directory\'s tree (or [sandbox] workspace) and `writable` too'"
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -s e -l env -d 'Extra environment variable for the command (repeatable)' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -l pty -d 'Run it on a pseudo-terminal (a REPL, a full-screen program)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -l stdin -d 'Keep a pipe to its stdin open for `job send`'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -l no-intercept -d 'Skip the interceptor'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -l json -d 'The answer as JSON'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from start" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from output" -l cursor -d 'Read from this byte offset (the `next` of the previous read); default: from the start' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from status" -l json -d 'The record as JSON'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from wait" -s t -l timeout -d 'Wait at most this many seconds (default: until it ends)' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from wait" -l json -d 'The answer as JSON'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from wait" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from output" -l cursor -d 'Read from this byte offset (the `cursor` of the previous read); default: from the start' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from output" -l wait -d 'Wait up to this many seconds for output when there is none yet' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from output" -l tail -d 'Only the last N lines' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from output" -l max-bytes -d 'Return at most this many bytes' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from output" -l screen -d 'The screen of a --pty job, as text rows'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from output" -s f -l follow -d 'Stream the output as the job prints it, until the job ends'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from output" -l json -d 'The answer as JSON'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from output" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from send" -l text -d 'Text to send (before the keys)' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from send" -l keys -d 'Keys to send after the text: Enter, Tab, Esc, Space, Backspace, Up, Down, Left, Right, C-<letter>' -r
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from send" -l wait-ms -d 'Collect what the job prints for this many milliseconds after sending' -r
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from send" -l json -d 'The answer as JSON'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from send" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from stop" -l json -d 'The answer as JSON'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from stop" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from list" -l all -d 'Finished jobs too'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from list" -l json -d 'The list as JSON'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from rm" -l json -d 'The answer as JSON'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from gc" -s p -l profile -d 'Profile name or path to a .toml file (for jobs.keep_exited)' -r -f -a "(__fish_agentbash_profiles)"
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from gc" -l json -d 'The answer as JSON'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from gc" -s h -l help -d 'Print help'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from __supervise" -s h -l help -d 'Print help'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "start" -d 'Start a command as a job and wait until it is ready (or has ended)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "output" -d 'Show a job\'s output: from a cursor, the last lines, or a PTY job\'s screen'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "send" -d 'Type into a --pty job, or write to a --stdin job'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "start" -d 'Start a command as a job; answer once it is ready, has ended, or has run jobs.start_wait_ms'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "status" -d 'A job\'s record: state, pid, exit code, times, log path and cursor'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "wait" -d 'Wait until a job ends, then exit with its exit code (124 when -t runs out first)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "output" -d 'Show a job\'s output: from a cursor, the last lines, a PTY job\'s screen, or as it comes (--follow)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "send" -d 'Type into a --pty job, or write to a --stdin job; answer with what it printed next'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "stop" -d 'Stop a job and its whole process tree (TERM, grace, KILL)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "list" -d 'List jobs (a job whose supervisor is gone is marked lost and its processes killed)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "gc" -d 'Stop every running job and remove the records of finished ones'
-complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "__supervise" -d 'A job\'s supervisor (started by `job start`; not for people)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "list" -d 'List running jobs (a job whose supervisor is gone is marked lost and its processes killed)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "rm" -d 'Remove a job that is over: its record and its log'
+complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "gc" -d 'End what is left of lost jobs; remove jobs that ended more than jobs.keep_exited seconds ago'
 complete -c agentbash -n "__fish_agentbash_using_subcommand job; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agentbash -n "__fish_agentbash_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c agentbash -n "__fish_agentbash_using_subcommand man" -s h -l help -d 'Print help'
@@ -286,13 +309,15 @@ complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_see
 complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from snapshot" -f -a "refresh" -d 'Regenerate the snapshot now'
 complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from snapshot" -f -a "report" -d 'What was captured, what was dropped, and why'
 complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from sandbox" -f -a "check" -d 'Probe Landlock, namespaces, network isolation, seccomp and bubblewrap, and say which engine `auto` picks'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "start" -d 'Start a command as a job and wait until it is ready (or has ended)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "output" -d 'Show a job\'s output: from a cursor, the last lines, or a PTY job\'s screen'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "send" -d 'Type into a --pty job, or write to a --stdin job'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "start" -d 'Start a command as a job; answer once it is ready, has ended, or has run jobs.start_wait_ms'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "status" -d 'A job\'s record: state, pid, exit code, times, log path and cursor'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "wait" -d 'Wait until a job ends, then exit with its exit code (124 when -t runs out first)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "output" -d 'Show a job\'s output: from a cursor, the last lines, a PTY job\'s screen, or as it comes (--follow)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "send" -d 'Type into a --pty job, or write to a --stdin job; answer with what it printed next'
 complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "stop" -d 'Stop a job and its whole process tree (TERM, grace, KILL)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "list" -d 'List jobs (a job whose supervisor is gone is marked lost and its processes killed)'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "gc" -d 'Stop every running job and remove the records of finished ones'
-complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "__supervise" -d 'A job\'s supervisor (started by `job start`; not for people)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "list" -d 'List running jobs (a job whose supervisor is gone is marked lost and its processes killed)'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "rm" -d 'Remove a job that is over: its record and its log'
+complete -c agentbash -n "__fish_agentbash_using_subcommand help; and __fish_seen_subcommand_from job" -f -a "gc" -d 'End what is left of lost jobs; remove jobs that ended more than jobs.keep_exited seconds ago'
 
 # Added by agentbash (src/commands/generated.rs): values only known at completion time.
 function __fish_agentbash_profiles

@@ -45,6 +45,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;run' {
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Run on the target of profile NAME (its [target] transport); --profile still guards here first')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
             [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Requested timeout in seconds, clamped to the profile''s allowed range')
@@ -77,6 +78,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;explain' {
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Run on the target of profile NAME (its [target] transport); --profile still guards here first')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
             [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory (or the session''s cwd)')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Requested timeout in seconds, clamped to the profile''s allowed range')
@@ -109,6 +111,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;rpc' {
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Serve through the target of profile NAME (its [target] transport); --profile still guards here first')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -116,6 +119,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;mcp' {
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Serve through the target of profile NAME (its [target] transport); --profile still guards here first')
+            [CompletionResult]::new('--toolbox', '--toolbox', [CompletionResultType]::ParameterName, 'Also serve the file tools read, grep, glob, edit and write, under the profile''s sandbox, guard and redaction (default: the profile''s mcp.toolbox)')
+            [CompletionResult]::new('--no-toolbox', '--no-toolbox', [CompletionResultType]::ParameterName, 'Serve only bash, read_artifact and the job tools, whatever mcp.toolbox says')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -238,6 +244,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--tail', '--tail', [CompletionResultType]::ParameterName, 'Only the last N lines (applied after --head)')
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Read the artifact of a run on the target of profile NAME')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -417,13 +424,15 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;job' {
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start a command as a job and wait until it is ready (or has ended)')
-            [CompletionResult]::new('output', 'output', [CompletionResultType]::ParameterValue, 'Show a job''s output: from a cursor, the last lines, or a PTY job''s screen')
-            [CompletionResult]::new('send', 'send', [CompletionResultType]::ParameterValue, 'Type into a --pty job, or write to a --stdin job')
+            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start a command as a job; answer once it is ready, has ended, or has run jobs.start_wait_ms')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'A job''s record: state, pid, exit code, times, log path and cursor')
+            [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait until a job ends, then exit with its exit code (124 when -t runs out first)')
+            [CompletionResult]::new('output', 'output', [CompletionResultType]::ParameterValue, 'Show a job''s output: from a cursor, the last lines, a PTY job''s screen, or as it comes (--follow)')
+            [CompletionResult]::new('send', 'send', [CompletionResultType]::ParameterValue, 'Type into a --pty job, or write to a --stdin job; answer with what it printed next')
             [CompletionResult]::new('stop', 'stop', [CompletionResultType]::ParameterValue, 'Stop a job and its whole process tree (TERM, grace, KILL)')
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List jobs (a job whose supervisor is gone is marked lost and its processes killed)')
-            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Stop every running job and remove the records of finished ones')
-            [CompletionResult]::new('__supervise', '__supervise', [CompletionResultType]::ParameterValue, 'A job''s supervisor (started by `job start`; not for people)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List running jobs (a job whose supervisor is gone is marked lost and its processes killed)')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove a job that is over: its record and its log')
+            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'End what is left of lost jobs; remove jobs that ended more than jobs.keep_exited seconds ago')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -432,27 +441,47 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             [CompletionResult]::new('--ready-port', '--ready-port', [CompletionResultType]::ParameterName, 'Ready once this TCP port accepts and the job''s own processes hold the listener')
             [CompletionResult]::new('--ready', '--ready', [CompletionResultType]::ParameterName, 'Ready once a line of output matches this regular expression')
             [CompletionResult]::new('--ready-timeout', '--ready-timeout', [CompletionResultType]::ParameterName, 'Stop waiting for readiness after this many seconds (the job keeps running)')
-            [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'Stop it after this many seconds (default: the profile''s jobs.ttl)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Stop it after this many seconds (default: the profile''s jobs.ttl); a job''s timeout')
+            [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'Stop it after this many seconds (default: the profile''s jobs.ttl); a job''s timeout')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Stop it after this many seconds (default: the profile''s jobs.ttl); a job''s timeout')
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory')
             [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Working directory, relative to the invoking directory')
+            [CompletionResult]::new('--tools', '--tools', [CompletionResultType]::ParameterName, 'Comma-separated tools the caller has (for the interceptor); overrides the profile')
             [CompletionResult]::new('--sandbox', '--sandbox', [CompletionResultType]::ParameterName, 'Kernel sandbox for this job instead of the profile''s [sandbox] mode')
             [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Extra environment variable for the command (repeatable)')
             [CompletionResult]::new('--pty', '--pty', [CompletionResultType]::ParameterName, 'Run it on a pseudo-terminal (a REPL, a full-screen program)')
             [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'Keep a pipe to its stdin open for `job send`')
+            [CompletionResult]::new('--no-intercept', '--no-intercept', [CompletionResultType]::ParameterName, 'Skip the interceptor')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The answer as JSON')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'agentbash;job;status' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The record as JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'agentbash;job;wait' {
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Wait at most this many seconds (default: until it ends)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Wait at most this many seconds (default: until it ends)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The answer as JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'agentbash;job;output' {
-            [CompletionResult]::new('--cursor', '--cursor', [CompletionResultType]::ParameterName, 'Read from this byte offset (the `next` of the previous read); default: from the start')
+            [CompletionResult]::new('--cursor', '--cursor', [CompletionResultType]::ParameterName, 'Read from this byte offset (the `cursor` of the previous read); default: from the start')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to this many seconds for output when there is none yet')
             [CompletionResult]::new('--tail', '--tail', [CompletionResultType]::ParameterName, 'Only the last N lines')
             [CompletionResult]::new('--max-bytes', '--max-bytes', [CompletionResultType]::ParameterName, 'Return at most this many bytes')
             [CompletionResult]::new('--screen', '--screen', [CompletionResultType]::ParameterName, 'The screen of a --pty job, as text rows')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Stream the output as the job prints it, until the job ends')
+            [CompletionResult]::new('--follow', '--follow', [CompletionResultType]::ParameterName, 'Stream the output as the job prints it, until the job ends')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The answer as JSON')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
@@ -461,6 +490,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;job;send' {
             [CompletionResult]::new('--text', '--text', [CompletionResultType]::ParameterName, 'Text to send (before the keys)')
             [CompletionResult]::new('--keys', '--keys', [CompletionResultType]::ParameterName, 'Keys to send after the text: Enter, Tab, Esc, Space, Backspace, Up, Down, Left, Right, C-<letter>')
+            [CompletionResult]::new('--wait-ms', '--wait-ms', [CompletionResultType]::ParameterName, 'Collect what the job prints for this many milliseconds after sending')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The answer as JSON')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
@@ -473,34 +503,46 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             break
         }
         'agentbash;job;list' {
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Finished jobs too')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The list as JSON')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
-        'agentbash;job;gc' {
+        'agentbash;job;rm' {
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The answer as JSON')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
-        'agentbash;job;__supervise' {
+        'agentbash;job;gc' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file (for jobs.keep_exited)')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Profile name or path to a .toml file (for jobs.keep_exited)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'The answer as JSON')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
         'agentbash;job;help' {
-            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start a command as a job and wait until it is ready (or has ended)')
-            [CompletionResult]::new('output', 'output', [CompletionResultType]::ParameterValue, 'Show a job''s output: from a cursor, the last lines, or a PTY job''s screen')
-            [CompletionResult]::new('send', 'send', [CompletionResultType]::ParameterValue, 'Type into a --pty job, or write to a --stdin job')
+            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start a command as a job; answer once it is ready, has ended, or has run jobs.start_wait_ms')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'A job''s record: state, pid, exit code, times, log path and cursor')
+            [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait until a job ends, then exit with its exit code (124 when -t runs out first)')
+            [CompletionResult]::new('output', 'output', [CompletionResultType]::ParameterValue, 'Show a job''s output: from a cursor, the last lines, a PTY job''s screen, or as it comes (--follow)')
+            [CompletionResult]::new('send', 'send', [CompletionResultType]::ParameterValue, 'Type into a --pty job, or write to a --stdin job; answer with what it printed next')
             [CompletionResult]::new('stop', 'stop', [CompletionResultType]::ParameterValue, 'Stop a job and its whole process tree (TERM, grace, KILL)')
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List jobs (a job whose supervisor is gone is marked lost and its processes killed)')
-            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Stop every running job and remove the records of finished ones')
-            [CompletionResult]::new('__supervise', '__supervise', [CompletionResultType]::ParameterValue, 'A job''s supervisor (started by `job start`; not for people)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List running jobs (a job whose supervisor is gone is marked lost and its processes killed)')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove a job that is over: its record and its log')
+            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'End what is left of lost jobs; remove jobs that ended more than jobs.keep_exited seconds ago')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'agentbash;job;help;start' {
+            break
+        }
+        'agentbash;job;help;status' {
+            break
+        }
+        'agentbash;job;help;wait' {
             break
         }
         'agentbash;job;help;output' {
@@ -515,10 +557,10 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;job;help;list' {
             break
         }
-        'agentbash;job;help;gc' {
+        'agentbash;job;help;rm' {
             break
         }
-        'agentbash;job;help;__supervise' {
+        'agentbash;job;help;gc' {
             break
         }
         'agentbash;job;help;help' {
@@ -658,16 +700,24 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
             break
         }
         'agentbash;help;job' {
-            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start a command as a job and wait until it is ready (or has ended)')
-            [CompletionResult]::new('output', 'output', [CompletionResultType]::ParameterValue, 'Show a job''s output: from a cursor, the last lines, or a PTY job''s screen')
-            [CompletionResult]::new('send', 'send', [CompletionResultType]::ParameterValue, 'Type into a --pty job, or write to a --stdin job')
+            [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start a command as a job; answer once it is ready, has ended, or has run jobs.start_wait_ms')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'A job''s record: state, pid, exit code, times, log path and cursor')
+            [CompletionResult]::new('wait', 'wait', [CompletionResultType]::ParameterValue, 'Wait until a job ends, then exit with its exit code (124 when -t runs out first)')
+            [CompletionResult]::new('output', 'output', [CompletionResultType]::ParameterValue, 'Show a job''s output: from a cursor, the last lines, a PTY job''s screen, or as it comes (--follow)')
+            [CompletionResult]::new('send', 'send', [CompletionResultType]::ParameterValue, 'Type into a --pty job, or write to a --stdin job; answer with what it printed next')
             [CompletionResult]::new('stop', 'stop', [CompletionResultType]::ParameterValue, 'Stop a job and its whole process tree (TERM, grace, KILL)')
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List jobs (a job whose supervisor is gone is marked lost and its processes killed)')
-            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Stop every running job and remove the records of finished ones')
-            [CompletionResult]::new('__supervise', '__supervise', [CompletionResultType]::ParameterValue, 'A job''s supervisor (started by `job start`; not for people)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List running jobs (a job whose supervisor is gone is marked lost and its processes killed)')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Remove a job that is over: its record and its log')
+            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'End what is left of lost jobs; remove jobs that ended more than jobs.keep_exited seconds ago')
             break
         }
         'agentbash;help;job;start' {
+            break
+        }
+        'agentbash;help;job;status' {
+            break
+        }
+        'agentbash;help;job;wait' {
             break
         }
         'agentbash;help;job;output' {
@@ -682,10 +732,10 @@ Register-ArgumentCompleter -Native -CommandName 'agentbash' -ScriptBlock {
         'agentbash;help;job;list' {
             break
         }
-        'agentbash;help;job;gc' {
+        'agentbash;help;job;rm' {
             break
         }
-        'agentbash;help;job;__supervise' {
+        'agentbash;help;job;gc' {
             break
         }
         'agentbash;help;completions' {

@@ -32,6 +32,7 @@ _agentbash() {
 _arguments "${_arguments_options[@]}" : \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--target=[Run on the target of profile NAME (its \[target\] transport); --profile still guards here first]:NAME:_default' \
 '-C+[Working directory, relative to the invoking directory (or the session'\''s cwd)]:DIR:_files -/' \
 '--cwd=[Working directory, relative to the invoking directory (or the session'\''s cwd)]:DIR:_files -/' \
 '-t+[Requested timeout in seconds, clamped to the profile'\''s allowed range]:SECS:_default' \
@@ -62,13 +63,14 @@ separate\:"stderr on a pipe of its own\: to agentbash'\''s stderr as produced (t
 '--quiet[Text format\: output only, no header, footer or notices]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::command -- The command; words are joined with single spaces into one shell command text:_cmdambivalent' \
+'*::command -- The command. One word is a shell command text, run as written (`-- '\''ls | wc -l'\''`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '\''%s\n'\'' '\''a b'\''` prints `a b`), as `timeout`, `env` and `sudo` treat theirs:_cmdambivalent' \
 && ret=0
 ;;
 (explain)
 _arguments "${_arguments_options[@]}" : \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--target=[Run on the target of profile NAME (its \[target\] transport); --profile still guards here first]:NAME:_default' \
 '-C+[Working directory, relative to the invoking directory (or the session'\''s cwd)]:DIR:_files -/' \
 '--cwd=[Working directory, relative to the invoking directory (or the session'\''s cwd)]:DIR:_files -/' \
 '-t+[Requested timeout in seconds, clamped to the profile'\''s allowed range]:SECS:_default' \
@@ -99,13 +101,14 @@ separate\:"stderr on a pipe of its own\: to agentbash'\''s stderr as produced (t
 '--quiet[Text format\: output only, no header, footer or notices]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::command -- The command; words are joined with single spaces into one shell command text:_cmdambivalent' \
+'*::command -- The command. One word is a shell command text, run as written (`-- '\''ls | wc -l'\''`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '\''%s\n'\'' '\''a b'\''` prints `a b`), as `timeout`, `env` and `sudo` treat theirs:_cmdambivalent' \
 && ret=0
 ;;
 (rpc)
 _arguments "${_arguments_options[@]}" : \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--target=[Serve through the target of profile NAME (its \[target\] transport); --profile still guards here first]:NAME:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -114,6 +117,9 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--target=[Serve through the target of profile NAME (its \[target\] transport); --profile still guards here first]:NAME:_default' \
+'--toolbox[Also serve the file tools read, grep, glob, edit and write, under the profile'\''s sandbox, guard and redaction (default\: the profile'\''s mcp.toolbox)]' \
+'--no-toolbox[Serve only bash, read_artifact and the job tools, whatever mcp.toolbox says]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -219,7 +225,7 @@ _arguments "${_arguments_options[@]}" : \
 '*--tools=[Comma-separated tools the caller has; overrides the profile]:LIST:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
-'*::command -- The command to test:_cmdambivalent' \
+'*::command -- The command to test. One word is a shell command text, run as written (`-- '\''ls | wc -l'\''`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '\''%s\n'\'' '\''a b'\''` prints `a b`), as `timeout`, `env` and `sudo` treat theirs:_cmdambivalent' \
 && ret=0
 ;;
 (check)
@@ -295,6 +301,7 @@ _arguments "${_arguments_options[@]}" : \
 '--tail=[Only the last N lines (applied after --head)]:N:_default' \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
+'--target=[Read the artifact of a run on the target of profile NAME]:NAME:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 ':id -- Artifact id or artifact\://ID:_default' \
@@ -593,11 +600,14 @@ _arguments "${_arguments_options[@]}" : \
 '(--ready)--ready-port=[Ready once this TCP port accepts and the job'\''s own processes hold the listener]:PORT:_default' \
 '--ready=[Ready once a line of output matches this regular expression]:REGEX:_default' \
 '--ready-timeout=[Stop waiting for readiness after this many seconds (the job keeps running)]:SECS:_default' \
-'--ttl=[Stop it after this many seconds (default\: the profile'\''s jobs.ttl)]:SECS:_default' \
+'-t+[Stop it after this many seconds (default\: the profile'\''s jobs.ttl); a job'\''s timeout]:SECS:_default' \
+'--ttl=[Stop it after this many seconds (default\: the profile'\''s jobs.ttl); a job'\''s timeout]:SECS:_default' \
+'--timeout=[Stop it after this many seconds (default\: the profile'\''s jobs.ttl); a job'\''s timeout]:SECS:_default' \
 '-p+[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '--profile=[Profile name or path to a .toml file]:NAME|PATH:_agentbash_profiles' \
 '-C+[Working directory, relative to the invoking directory]:DIR:_files -/' \
 '--cwd=[Working directory, relative to the invoking directory]:DIR:_files -/' \
+'*--tools=[Comma-separated tools the caller has (for the interceptor); overrides the profile]:LIST:_default' \
 '--sandbox=[Kernel sandbox for this job instead of the profile'\''s \[sandbox\] mode]:MODE:((off\:"No sandbox\: the command runs with your rights"
 read-only\:"Nothing writable but a private TMPDIR; deny_read and network as in the profile"
 workspace-write\:"The working directory'\''s tree (or \[sandbox\] workspace) and \`writable\` too"))' \
@@ -605,19 +615,40 @@ workspace-write\:"The working directory'\''s tree (or \[sandbox\] workspace) and
 '*--env=[Extra environment variable for the command (repeatable)]:KEY=VALUE:_default' \
 '--pty[Run it on a pseudo-terminal (a REPL, a full-screen program)]' \
 '(--pty)--stdin[Keep a pipe to its stdin open for \`job send\`]' \
+'--no-intercept[Skip the interceptor]' \
 '--json[The answer as JSON]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
-'*::command -- The command (after --):_default' \
+'*::command -- The command (after --). One word is a shell command text, run as written (`-- '\''ls | wc -l'\''`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '\''%s\n'\'' '\''a b'\''` prints `a b`), as `timeout`, `env` and `sudo` treat theirs:_cmdambivalent' \
+&& ret=0
+;;
+(status)
+_arguments "${_arguments_options[@]}" : \
+'--json[The record as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':name -- The job\: job\://N, N or its name:_default' \
+&& ret=0
+;;
+(wait)
+_arguments "${_arguments_options[@]}" : \
+'-t+[Wait at most this many seconds (default\: until it ends)]:SECS:_default' \
+'--timeout=[Wait at most this many seconds (default\: until it ends)]:SECS:_default' \
+'--json[The answer as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':name -- The job\: job\://N, N or its name:_default' \
 && ret=0
 ;;
 (output)
 _arguments "${_arguments_options[@]}" : \
-'(--tail --screen)--cursor=[Read from this byte offset (the \`next\` of the previous read); default\: from the start]:C:_default' \
+'(--tail --screen)--cursor=[Read from this byte offset (the \`cursor\` of the previous read); default\: from the start]:C:_default' \
 '--wait=[Wait up to this many seconds for output when there is none yet]:SECS:_default' \
 '(--screen)--tail=[Only the last N lines]:N:_default' \
 '--max-bytes=[Return at most this many bytes]:BYTES:_default' \
 '--screen[The screen of a --pty job, as text rows]' \
+'(--tail --screen --json)-f[Stream the output as the job prints it, until the job ends]' \
+'(--tail --screen --json)--follow[Stream the output as the job prints it, until the job ends]' \
 '--json[The answer as JSON]' \
 '-h[Print help]' \
 '--help[Print help]' \
@@ -628,6 +659,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 '--text=[Text to send (before the keys)]:TEXT:_default' \
 '*--keys=[Keys to send after the text\: Enter, Tab, Esc, Space, Backspace, Up, Down, Left, Right, C-<letter>]:KEY:_default' \
+'--wait-ms=[Collect what the job prints for this many milliseconds after sending]:N:_default' \
 '--json[The answer as JSON]' \
 '-h[Print help]' \
 '--help[Print help]' \
@@ -644,23 +676,27 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (list)
 _arguments "${_arguments_options[@]}" : \
+'--all[Finished jobs too]' \
 '--json[The list as JSON]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
 ;;
-(gc)
+(rm)
 _arguments "${_arguments_options[@]}" : \
 '--json[The answer as JSON]' \
 '-h[Print help]' \
 '--help[Print help]' \
+':name -- The job\: job\://N, N or its name:_default' \
 && ret=0
 ;;
-(__supervise)
+(gc)
 _arguments "${_arguments_options[@]}" : \
+'-p+[Profile name or path to a .toml file (for jobs.keep_exited)]:NAME|PATH:_agentbash_profiles' \
+'--profile=[Profile name or path to a .toml file (for jobs.keep_exited)]:NAME|PATH:_agentbash_profiles' \
+'--json[The answer as JSON]' \
 '-h[Print help]' \
 '--help[Print help]' \
-':dir -- The job'\''s directory:_files' \
 && ret=0
 ;;
 (help)
@@ -679,6 +715,14 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(status)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(wait)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (output)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -695,11 +739,11 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
-(gc)
+(rm)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
-(__supervise)
+(gc)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -944,6 +988,14 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(status)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(wait)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (output)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -960,11 +1012,11 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
-(gc)
+(rm)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
-(__supervise)
+(gc)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -1178,20 +1230,17 @@ _agentbash__subcmd__help__subcmd__help_commands() {
 (( $+functions[_agentbash__subcmd__help__subcmd__job_commands] )) ||
 _agentbash__subcmd__help__subcmd__job_commands() {
     local commands; commands=(
-'start:Start a command as a job and wait until it is ready (or has ended)' \
-'output:Show a job'\''s output\: from a cursor, the last lines, or a PTY job'\''s screen' \
-'send:Type into a --pty job, or write to a --stdin job' \
+'start:Start a command as a job; answer once it is ready, has ended, or has run jobs.start_wait_ms' \
+'status:A job'\''s record\: state, pid, exit code, times, log path and cursor' \
+'wait:Wait until a job ends, then exit with its exit code (124 when -t runs out first)' \
+'output:Show a job'\''s output\: from a cursor, the last lines, a PTY job'\''s screen, or as it comes (--follow)' \
+'send:Type into a --pty job, or write to a --stdin job; answer with what it printed next' \
 'stop:Stop a job and its whole process tree (TERM, grace, KILL)' \
-'list:List jobs (a job whose supervisor is gone is marked lost and its processes killed)' \
-'gc:Stop every running job and remove the records of finished ones' \
-'__supervise:A job'\''s supervisor (started by \`job start\`; not for people)' \
+'list:List running jobs (a job whose supervisor is gone is marked lost and its processes killed)' \
+'rm:Remove a job that is over\: its record and its log' \
+'gc:End what is left of lost jobs; remove jobs that ended more than jobs.keep_exited seconds ago' \
     )
     _describe -t commands 'agentbash help job commands' commands "$@"
-}
-(( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd____supervise_commands] )) ||
-_agentbash__subcmd__help__subcmd__job__subcmd____supervise_commands() {
-    local commands; commands=()
-    _describe -t commands 'agentbash help job __supervise commands' commands "$@"
 }
 (( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__gc_commands] )) ||
 _agentbash__subcmd__help__subcmd__job__subcmd__gc_commands() {
@@ -1208,6 +1257,11 @@ _agentbash__subcmd__help__subcmd__job__subcmd__output_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash help job output commands' commands "$@"
 }
+(( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__rm_commands] )) ||
+_agentbash__subcmd__help__subcmd__job__subcmd__rm_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help job rm commands' commands "$@"
+}
 (( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__send_commands] )) ||
 _agentbash__subcmd__help__subcmd__job__subcmd__send_commands() {
     local commands; commands=()
@@ -1218,10 +1272,20 @@ _agentbash__subcmd__help__subcmd__job__subcmd__start_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash help job start commands' commands "$@"
 }
+(( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__status_commands] )) ||
+_agentbash__subcmd__help__subcmd__job__subcmd__status_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help job status commands' commands "$@"
+}
 (( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__stop_commands] )) ||
 _agentbash__subcmd__help__subcmd__job__subcmd__stop_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash help job stop commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__help__subcmd__job__subcmd__wait_commands] )) ||
+_agentbash__subcmd__help__subcmd__job__subcmd__wait_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash help job wait commands' commands "$@"
 }
 (( $+functions[_agentbash__subcmd__help__subcmd__man_commands] )) ||
 _agentbash__subcmd__help__subcmd__man_commands() {
@@ -1359,21 +1423,18 @@ _agentbash__subcmd__help__subcmd__trust_commands() {
 (( $+functions[_agentbash__subcmd__job_commands] )) ||
 _agentbash__subcmd__job_commands() {
     local commands; commands=(
-'start:Start a command as a job and wait until it is ready (or has ended)' \
-'output:Show a job'\''s output\: from a cursor, the last lines, or a PTY job'\''s screen' \
-'send:Type into a --pty job, or write to a --stdin job' \
+'start:Start a command as a job; answer once it is ready, has ended, or has run jobs.start_wait_ms' \
+'status:A job'\''s record\: state, pid, exit code, times, log path and cursor' \
+'wait:Wait until a job ends, then exit with its exit code (124 when -t runs out first)' \
+'output:Show a job'\''s output\: from a cursor, the last lines, a PTY job'\''s screen, or as it comes (--follow)' \
+'send:Type into a --pty job, or write to a --stdin job; answer with what it printed next' \
 'stop:Stop a job and its whole process tree (TERM, grace, KILL)' \
-'list:List jobs (a job whose supervisor is gone is marked lost and its processes killed)' \
-'gc:Stop every running job and remove the records of finished ones' \
-'__supervise:A job'\''s supervisor (started by \`job start\`; not for people)' \
+'list:List running jobs (a job whose supervisor is gone is marked lost and its processes killed)' \
+'rm:Remove a job that is over\: its record and its log' \
+'gc:End what is left of lost jobs; remove jobs that ended more than jobs.keep_exited seconds ago' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'agentbash job commands' commands "$@"
-}
-(( $+functions[_agentbash__subcmd__job__subcmd____supervise_commands] )) ||
-_agentbash__subcmd__job__subcmd____supervise_commands() {
-    local commands; commands=()
-    _describe -t commands 'agentbash job __supervise commands' commands "$@"
 }
 (( $+functions[_agentbash__subcmd__job__subcmd__gc_commands] )) ||
 _agentbash__subcmd__job__subcmd__gc_commands() {
@@ -1383,21 +1444,18 @@ _agentbash__subcmd__job__subcmd__gc_commands() {
 (( $+functions[_agentbash__subcmd__job__subcmd__help_commands] )) ||
 _agentbash__subcmd__job__subcmd__help_commands() {
     local commands; commands=(
-'start:Start a command as a job and wait until it is ready (or has ended)' \
-'output:Show a job'\''s output\: from a cursor, the last lines, or a PTY job'\''s screen' \
-'send:Type into a --pty job, or write to a --stdin job' \
+'start:Start a command as a job; answer once it is ready, has ended, or has run jobs.start_wait_ms' \
+'status:A job'\''s record\: state, pid, exit code, times, log path and cursor' \
+'wait:Wait until a job ends, then exit with its exit code (124 when -t runs out first)' \
+'output:Show a job'\''s output\: from a cursor, the last lines, a PTY job'\''s screen, or as it comes (--follow)' \
+'send:Type into a --pty job, or write to a --stdin job; answer with what it printed next' \
 'stop:Stop a job and its whole process tree (TERM, grace, KILL)' \
-'list:List jobs (a job whose supervisor is gone is marked lost and its processes killed)' \
-'gc:Stop every running job and remove the records of finished ones' \
-'__supervise:A job'\''s supervisor (started by \`job start\`; not for people)' \
+'list:List running jobs (a job whose supervisor is gone is marked lost and its processes killed)' \
+'rm:Remove a job that is over\: its record and its log' \
+'gc:End what is left of lost jobs; remove jobs that ended more than jobs.keep_exited seconds ago' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'agentbash job help commands' commands "$@"
-}
-(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd____supervise_commands] )) ||
-_agentbash__subcmd__job__subcmd__help__subcmd____supervise_commands() {
-    local commands; commands=()
-    _describe -t commands 'agentbash job help __supervise commands' commands "$@"
 }
 (( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__gc_commands] )) ||
 _agentbash__subcmd__job__subcmd__help__subcmd__gc_commands() {
@@ -1419,6 +1477,11 @@ _agentbash__subcmd__job__subcmd__help__subcmd__output_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash job help output commands' commands "$@"
 }
+(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__rm_commands] )) ||
+_agentbash__subcmd__job__subcmd__help__subcmd__rm_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job help rm commands' commands "$@"
+}
 (( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__send_commands] )) ||
 _agentbash__subcmd__job__subcmd__help__subcmd__send_commands() {
     local commands; commands=()
@@ -1429,10 +1492,20 @@ _agentbash__subcmd__job__subcmd__help__subcmd__start_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash job help start commands' commands "$@"
 }
+(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__status_commands] )) ||
+_agentbash__subcmd__job__subcmd__help__subcmd__status_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job help status commands' commands "$@"
+}
 (( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__stop_commands] )) ||
 _agentbash__subcmd__job__subcmd__help__subcmd__stop_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash job help stop commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__help__subcmd__wait_commands] )) ||
+_agentbash__subcmd__job__subcmd__help__subcmd__wait_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job help wait commands' commands "$@"
 }
 (( $+functions[_agentbash__subcmd__job__subcmd__list_commands] )) ||
 _agentbash__subcmd__job__subcmd__list_commands() {
@@ -1444,6 +1517,11 @@ _agentbash__subcmd__job__subcmd__output_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash job output commands' commands "$@"
 }
+(( $+functions[_agentbash__subcmd__job__subcmd__rm_commands] )) ||
+_agentbash__subcmd__job__subcmd__rm_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job rm commands' commands "$@"
+}
 (( $+functions[_agentbash__subcmd__job__subcmd__send_commands] )) ||
 _agentbash__subcmd__job__subcmd__send_commands() {
     local commands; commands=()
@@ -1454,10 +1532,20 @@ _agentbash__subcmd__job__subcmd__start_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash job start commands' commands "$@"
 }
+(( $+functions[_agentbash__subcmd__job__subcmd__status_commands] )) ||
+_agentbash__subcmd__job__subcmd__status_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job status commands' commands "$@"
+}
 (( $+functions[_agentbash__subcmd__job__subcmd__stop_commands] )) ||
 _agentbash__subcmd__job__subcmd__stop_commands() {
     local commands; commands=()
     _describe -t commands 'agentbash job stop commands' commands "$@"
+}
+(( $+functions[_agentbash__subcmd__job__subcmd__wait_commands] )) ||
+_agentbash__subcmd__job__subcmd__wait_commands() {
+    local commands; commands=()
+    _describe -t commands 'agentbash job wait commands' commands "$@"
 }
 (( $+functions[_agentbash__subcmd__man_commands] )) ||
 _agentbash__subcmd__man_commands() {

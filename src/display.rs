@@ -68,6 +68,22 @@ pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// `s` as one bash word: as it is when bash would read it back unchanged (letters,
+/// digits and `_@%+=:,./-` only, not empty), else single-quoted.
+pub fn shell_word(s: &str) -> Cow<'_, str> {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b);
+    if !s.is_empty() && s.bytes().all(plain) {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(quote(s))
+    }
+}
+
+/// `word` as one shell word (see [`shell_word`]).
+pub fn quote_word(word: &str) -> String {
+    shell_word(word).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,10 @@ pub const TABLE: &[(&str, &str)] = &[
         "77",
         "blocked by an interceptor rule, or refused by the guard; nothing ran",
     ),
-    ("124", "timed out"),
+    (
+        "124",
+        "timed out, or stopped early: no output for jobs.idle_timeout, or waiting for a terminal it does not have",
+    ),
     (
         "125",
         "agentbash failed: bad profile/rules, bad cwd, spawn or PTY failure, missing exit status",

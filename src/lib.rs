@@ -22,6 +22,7 @@
 //! assert!(result.text.contains("Command exited with code 3"));
 //! ```
 
+pub mod children;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -31,16 +32,24 @@ pub mod exit;
 pub mod fsguard;
 pub mod ids;
 pub mod jobs;
+pub mod netproxy;
 pub mod output;
 pub mod paths;
 pub mod pipeline;
 pub mod process;
+pub mod remote;
 pub mod render;
 pub mod request;
 pub mod result;
 pub mod sandbox;
 pub mod server;
 pub mod shell;
+pub mod toolbox;
+
+// `skip!` and the slowness factor of the test suite, shared with tests/it.
+#[cfg(test)]
+#[path = "../tests/it/harness.rs"]
+mod harness;
 
 pub use config::profile::{LoadedProfile, Lookup, Profile};
 pub use pipeline::{Event, Plan, RequestError, RunRequest, execute, plan};

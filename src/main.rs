@@ -4,6 +4,9 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     agentbash::process::spawn::make_non_dumpable();
+    if let Some(dir) = agentbash::jobs::supervise::requested() {
+        return ExitCode::from(agentbash::jobs::supervise::main(&dir).clamp(0, 255) as u8);
+    }
     let cli = agentbash::cli::Cli::parse_args();
     let code = agentbash::commands::dispatch(cli);
     ExitCode::from(code.clamp(0, 255) as u8)

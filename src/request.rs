@@ -64,6 +64,23 @@ impl Preview {
     }
 }
 
+/// The command text of the words a caller typed after `--`: one word is a shell
+/// command string, run as written (`agentbash run -- 'ls | wc -l'`); several are an
+/// argv, each word shell-quoted before the words are joined, so the command runs
+/// exactly as typed (`agentbash run -- printf '%s\n' 'a b'` prints `a b`), as
+/// `timeout`, `env` and `sudo` treat their arguments. `run`, `explain`, `rules test`
+/// and `job start` all build their command with this.
+pub fn command_from_words(words: &[String]) -> String {
+    match words {
+        [one] => one.clone(),
+        many => many
+            .iter()
+            .map(|w| crate::display::shell_word(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
 impl RunRequest {
     pub fn new(command: impl Into<String>) -> Self {
         RunRequest {
@@ -136,7 +153,7 @@ pub enum RequestError {
 }
 
 /// How the command was run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Print,

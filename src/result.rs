@@ -6,19 +6,33 @@ use crate::output::redact::Secrets;
 use crate::output::sink::Truncation;
 use crate::process::KilledProcess;
 use crate::request::Mode;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+/// Why nothing ran: the same shape in the JSON of `run` and `explain`, the rpc `data`
+/// and the MCP structured content.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Blocked {
     /// The interceptor rule id, `guard:<check>`, or a `deny` rule's id.
     pub rule: String,
     /// The tool to use instead; `null` when the guard or a `deny` rule refused.
     pub tool: Option<String>,
     pub message: String,
+    pub kind: BlockKind,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Who refused: the guard (a structural check or a `deny` rule, whatever the caller's
+/// tools), or an interceptor rule routing the caller to a tool it has.
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BlockKind {
+    Guard,
+    Interceptor,
+}
+
+/// Read back (`Deserialize`) only from a remote target's answer, whose fields are
+/// these; the skipped ones are filled in from that answer by `crate::remote`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub command: String,
     pub normalized_command: String,
@@ -49,7 +63,7 @@ pub struct RunResult {
     pub artifact: Option<ArtifactRef>,
     /// `--stderr separate`: the command's stderr, kept apart from `output` (which then
     /// holds stdout only). Absent when stderr is merged.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub stderr: Option<StderrOutput>,
     pub background_killed: Vec<KilledProcess>,
     pub notices: Vec<String>,
@@ -60,7 +74,7 @@ pub struct RunResult {
     pub sandbox: Option<SandboxInfo>,
     /// rpc/mcp `jobs.background_after`: the command still ran when the wait ended and
     /// goes on as this job (absent otherwise).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub job: Option<ContinuedAs>,
     /// The command's shaped output alone: no annotation, no `(no output)` (what a
     /// pipe receives).
@@ -76,40 +90,68 @@ pub struct RunResult {
     pub annotation: Option<String>,
 }
 
-/// The job a long foreground run continues as: its id, and the cursor its output
-/// (read with `job_output`) goes on from.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+/// The job a long foreground run continues as (the job record's fields a caller
+/// needs): its number and `job://N`, and the cursor its output (read with
+/// `job_output`) goes on from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ContinuedAs {
-    pub id: String,
+    pub id: u64,
+    pub url: String,
+    pub name: Option<String>,
+    pub pid: Option<i32>,
+    /// `running` (it has no readiness check).
+    pub state: String,
+    pub ready: Option<bool>,
     pub cursor: u64,
 }
 
+fn engine_word<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    crate::output::sink::known_word(d, &["namespaces", "landlock", "none"])
+}
+
 /// The sandbox a command ran in, as enforced (which may be weaker than asked).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SandboxInfo {
     pub mode: crate::sandbox::Mode,
     /// The engine actually used: `namespaces`, `landlock` or `none` (nothing enforced).
-    pub engine: &'static str,
+    #[serde(deserialize_with = "engine_word")]
+    pub engine: crate::output::sink::Word,
     /// Landlock is enforced (alone, or on top of the namespaces).
     pub landlock: bool,
-    /// Whether the command could reach the network.
-    pub network: bool,
+    /// The command's network: `true` (the host's), `false` (none), or the allowlist
+    /// as configured, enforced by agentbash's proxy.
+    pub network: NetworkShown,
+    /// With an allowlist: local addresses may be reached (`network_allow_local`).
+    pub network_allow_local: bool,
+    /// What the allowlist's proxy refused during the run, per destination.
+    pub network_denied: Vec<crate::sandbox::Refusal>,
     /// The tree `workspace-write` opens for writing.
     pub workspace: Option<String>,
     pub writable: Vec<String>,
     pub deny_read: Vec<String>,
     /// The run's private TMPDIR (removed after the run).
     pub tmpdir: Option<String>,
+    /// The workspace's package cache the package managers' cache variables point at
+    /// (`workspace-write` with `env.sandbox_caches`; kept between runs).
+    pub package_cache: Option<String>,
     /// Why the sandbox is weaker than asked, when it is.
     pub weaker: Option<String>,
     /// Smaller degradations (a deny_read path that does not exist, a missing hooks dir).
     pub notes: Vec<String>,
 }
 
+/// `sandbox.network` as the result shows it: a bool, or the list of destinations.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum NetworkShown {
+    Open(bool),
+    List(Vec<String>),
+}
+
 /// The command's stderr under `--stderr separate`: retained like the output (its own
 /// `output.max_bytes` budget, head and column cap; line limits are the output's
 /// alone, as a real `| head` would see only stdout), with its own artifact when cut.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StderrOutput {
     pub output: String,
     pub truncated: bool,
@@ -215,6 +257,10 @@ impl RunResult {
             }
             for p in s.writable.iter_mut().chain(s.deny_read.iter_mut()) {
                 secrets.mask_in_place(p);
+            }
+            // A command can put anything in a host name it tries.
+            for r in &mut s.network_denied {
+                secrets.mask_in_place(&mut r.host);
             }
         }
         for s in notices.iter_mut().chain(warnings.iter_mut()) {

@@ -129,7 +129,7 @@ pub enum Command {
     /// NDJSON requests on stdin, responses on stdout.
     Rpc(Deferred<ServerArgs>),
     /// Model Context Protocol server on stdio.
-    Mcp(Deferred<ServerArgs>),
+    Mcp(Deferred<McpArgs>),
     /// List, show and check profiles.
     #[command(subcommand)]
     Profile(Deferred<ProfileCommand>),
@@ -278,13 +278,32 @@ pub enum SandboxCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum JobCommand {
-    /// Start a command as a job and wait until it is ready (or has ended).
+    /// Start a command as a job; answer once it is ready, has ended, or has run jobs.start_wait_ms.
     Start(JobStartArgs),
-    /// Show a job's output: from a cursor, the last lines, or a PTY job's screen.
+    /// A job's record: state, pid, exit code, times, log path and cursor.
+    Status {
+        /// The job: job://N, N or its name.
+        name: String,
+        /// The record as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Wait until a job ends, then exit with its exit code (124 when -t runs out first).
+    Wait {
+        /// The job: job://N, N or its name.
+        name: String,
+        /// Wait at most this many seconds (default: until it ends).
+        #[arg(short = 't', long, value_name = "SECS")]
+        timeout: Option<f64>,
+        /// The answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a job's output: from a cursor, the last lines, a PTY job's screen, or as it comes (--follow).
     Output {
         /// The job: job://N, N or its name.
         name: String,
-        /// Read from this byte offset (the `next` of the previous read); default: from the start.
+        /// Read from this byte offset (the `cursor` of the previous read); default: from the start.
         #[arg(long, value_name = "C", conflicts_with_all = ["tail", "screen"])]
         cursor: Option<u64>,
         /// Wait up to this many seconds for output when there is none yet.
@@ -296,6 +315,9 @@ pub enum JobCommand {
         /// The screen of a --pty job, as text rows.
         #[arg(long)]
         screen: bool,
+        /// Stream the output as the job prints it, until the job ends.
+        #[arg(short, long, conflicts_with_all = ["tail", "screen", "json"])]
+        follow: bool,
         /// Return at most this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = 65536)]
         max_bytes: usize,
@@ -303,7 +325,7 @@ pub enum JobCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Type into a --pty job, or write to a --stdin job.
+    /// Type into a --pty job, or write to a --stdin job; answer with what it printed next.
     Send {
         /// The job: job://N, N or its name.
         name: String,
@@ -313,6 +335,9 @@ pub enum JobCommand {
         /// Keys to send after the text: Enter, Tab, Esc, Space, Backspace, Up, Down, Left, Right, C-<letter>.
         #[arg(long, value_name = "KEY", num_args = 1..)]
         keys: Vec<String>,
+        /// Collect what the job prints for this many milliseconds after sending.
+        #[arg(long, value_name = "N", default_value_t = 500)]
+        wait_ms: u64,
         /// The answer as JSON.
         #[arg(long)]
         json: bool,
@@ -325,23 +350,31 @@ pub enum JobCommand {
         #[arg(long)]
         json: bool,
     },
-    /// List jobs (a job whose supervisor is gone is marked lost and its processes killed).
+    /// List running jobs (a job whose supervisor is gone is marked lost and its processes killed).
     List {
+        /// Finished jobs too.
+        #[arg(long)]
+        all: bool,
         /// The list as JSON.
         #[arg(long)]
         json: bool,
     },
-    /// Stop every running job and remove the records of finished ones.
-    Gc {
+    /// Remove a job that is over: its record and its log.
+    Rm {
+        /// The job: job://N, N or its name.
+        name: String,
         /// The answer as JSON.
         #[arg(long)]
         json: bool,
     },
-    /// A job's supervisor (started by `job start`; not for people).
-    #[command(name = "__supervise", hide = true)]
-    Supervise {
-        /// The job's directory.
-        dir: PathBuf,
+    /// End what is left of lost jobs; remove jobs that ended more than jobs.keep_exited seconds ago.
+    Gc {
+        /// Profile name or path to a .toml file (for jobs.keep_exited).
+        #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
+        profile: Option<String>,
+        /// The answer as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -365,8 +398,8 @@ pub struct JobStartArgs {
     /// Keep a pipe to its stdin open for `job send`.
     #[arg(long, conflicts_with = "pty")]
     pub stdin: bool,
-    /// Stop it after this many seconds (default: the profile's jobs.ttl).
-    #[arg(long, value_name = "SECS")]
+    /// Stop it after this many seconds (default: the profile's jobs.ttl); a job's timeout.
+    #[arg(short = 't', long, visible_alias = "timeout", value_name = "SECS")]
     pub ttl: Option<u64>,
     /// Profile name or path to a .toml file.
     #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
@@ -374,6 +407,12 @@ pub struct JobStartArgs {
     /// Working directory, relative to the invoking directory.
     #[arg(short = 'C', long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub cwd: Option<PathBuf>,
+    /// Comma-separated tools the caller has (for the interceptor); overrides the profile.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Skip the interceptor.
+    #[arg(long)]
+    pub no_intercept: bool,
     /// Kernel sandbox for this job instead of the profile's [sandbox] mode.
     #[arg(long, value_enum, value_name = "MODE")]
     pub sandbox: Option<SandboxArg>,
@@ -383,12 +422,12 @@ pub struct JobStartArgs {
     /// The answer as JSON.
     #[arg(long)]
     pub json: bool,
-    /// The command (after --).
+    /// The command (after --). One word is a shell command text, run as written (`-- 'ls | wc -l'`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '%s\n' 'a b'` prints `a b`), as `timeout`, `env` and `sudo` treat theirs.
     #[arg(
         required = true,
         trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMMAND"
+        value_name = "COMMAND",
+        value_hint = ValueHint::CommandWithArguments
     )]
     pub command: Vec<String>,
 }
@@ -418,6 +457,9 @@ pub struct RunArgs {
     /// Profile name or path to a .toml file.
     #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
     pub profile: Option<String>,
+    /// Run on the target of profile NAME (its [target] transport); --profile still guards here first.
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
     /// Working directory, relative to the invoking directory (or the session's cwd).
     #[arg(short = 'C', long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub cwd: Option<PathBuf>,
@@ -479,7 +521,7 @@ pub struct RunArgs {
     /// Text format: output only, no header, footer or notices.
     #[arg(short, long)]
     pub quiet: bool,
-    /// The command; words are joined with single spaces into one shell command text.
+    /// The command. One word is a shell command text, run as written (`-- 'ls | wc -l'`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '%s\n' 'a b'` prints `a b`), as `timeout`, `env` and `sudo` treat theirs.
     #[arg(
         required = true,
         trailing_var_arg = true,
@@ -506,6 +548,35 @@ pub struct ServerArgs {
     /// Profile name or path to a .toml file.
     #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
     pub profile: Option<String>,
+    /// Serve through the target of profile NAME (its [target] transport); --profile still guards here first.
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Also serve the file tools read, grep, glob, edit and write, under the profile's
+    /// sandbox, guard and redaction (default: the profile's mcp.toolbox).
+    #[arg(long, overrides_with = "no_toolbox")]
+    pub toolbox: bool,
+    /// Serve only bash, read_artifact and the job tools, whatever mcp.toolbox says.
+    #[arg(long, overrides_with = "toolbox")]
+    pub no_toolbox: bool,
+}
+
+impl McpArgs {
+    /// `--toolbox` / `--no-toolbox`, the last one given; `None`: the profile decides.
+    pub fn toolbox(&self) -> Option<bool> {
+        if self.toolbox {
+            Some(true)
+        } else if self.no_toolbox {
+            Some(false)
+        } else {
+            None
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -550,7 +621,7 @@ pub enum RulesCommand {
         /// Comma-separated tools the caller has; overrides the profile.
         #[arg(long, value_name = "LIST", value_delimiter = ',')]
         tools: Option<Vec<String>>,
-        /// The command to test.
+        /// The command to test. One word is a shell command text, run as written (`-- 'ls | wc -l'`); several words are an argv, each word shell-quoted before they are joined, so it runs exactly as typed (`-- printf '%s\n' 'a b'` prints `a b`), as `timeout`, `env` and `sudo` treat theirs.
         #[arg(
             required = true,
             trailing_var_arg = true,
@@ -597,6 +668,9 @@ pub enum ArtifactCommand {
         /// Profile name or path to a .toml file.
         #[arg(short, long, env = "AGENTBASH_PROFILE", value_name = "NAME|PATH")]
         profile: Option<String>,
+        /// Read the artifact of a run on the target of profile NAME.
+        #[arg(long, value_name = "NAME")]
+        target: Option<String>,
     },
     /// Print an artifact's file path.
     Path {

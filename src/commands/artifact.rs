@@ -99,8 +99,13 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
             head,
             tail,
             profile,
+            target,
         } => {
             let id = id_of(&id)?;
+            if let Some(name) = target {
+                let target = super::load_target(&name)?;
+                return Ok(crate::remote::artifact::show(&target, id, head, tail));
+            }
             let st = store(profile.as_deref())?;
             let path = existing(&st, id)?;
             let f = crate::fsguard::open(&path, u64::MAX, crate::fsguard::Links::Refuse).map_err(

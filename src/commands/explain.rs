@@ -23,6 +23,9 @@ pub struct Explanation<'a> {
     pub normalize: NormalizeShown<'a>,
     pub guard: &'a GuardPlan,
     pub intercept: InterceptShown<'a>,
+    /// What would refuse the command (`null`: it would run): the shape of a run's
+    /// `blocked`.
+    pub blocked: Option<crate::result::Blocked>,
     pub cwd: Checked,
     pub timeout: TimeoutShown<'a>,
     pub mode: &'a ModeDecision,
@@ -52,6 +55,8 @@ pub struct NormalizeShown<'a> {
     pub tail: Option<usize>,
     pub stop_after: Option<usize>,
     pub lift: Option<&'a Lift>,
+    /// The lifted pipe receives stdout only: the limits view stdout, stderr is shown.
+    pub stdout_only: bool,
 }
 
 #[derive(Serialize)]
@@ -87,7 +92,9 @@ pub struct SandboxShown<'a> {
     pub workspace: Option<String>,
     pub writable: Vec<String>,
     pub deny_read: Vec<String>,
-    pub network: bool,
+    /// `true`, `false`, or the allowlist as configured.
+    pub network: &'a crate::sandbox::Network,
+    pub network_allow_local: bool,
     pub required: bool,
     pub allow_override: bool,
     pub weaker: Option<String>,
@@ -126,7 +133,8 @@ impl<'a> SandboxShown<'a> {
             workspace,
             writable: shown(&policy.writable),
             deny_read: shown(&policy.deny_read),
-            network: policy.network,
+            network: &policy.network,
+            network_allow_local: policy.network_allow_local,
             required: policy.required,
             allow_override: policy.allow_override,
             weaker: info.as_ref().and_then(|i| i.weaker.clone()),
@@ -180,6 +188,7 @@ impl<'a> Explanation<'a> {
                 tail: plan.normalized.tail,
                 stop_after: plan.normalized.stop_after,
                 lift: plan.normalized.lift.as_ref(),
+                stdout_only: plan.normalized.stdout_only,
             },
             guard: &plan.guard,
             intercept: InterceptShown {
@@ -189,6 +198,7 @@ impl<'a> Explanation<'a> {
                 warnings: &plan.rule_warnings,
                 error: plan.rules_error.as_deref(),
             },
+            blocked: plan.blocked().map(|(b, _)| b),
             cwd: Checked::of(plan.cwd.as_ref()),
             timeout: TimeoutShown {
                 requested_s: plan.timeout.requested,
@@ -207,7 +217,10 @@ impl<'a> Explanation<'a> {
             }),
             sandbox: SandboxShown::of(plan),
             argv: plan.argv(profile),
-            artifact_dir: plan.artifact_dir.as_ref().map(|d| d.display().to_string()),
+            artifact_dir: plan
+                .artifact_dir
+                .as_ref()
+                .map(|d| d.path.display().to_string()),
             usage_error: plan.usage_error.as_deref(),
         }
     }
@@ -310,6 +323,13 @@ impl<'a> Explanation<'a> {
                 }
             }
             match i.result.and_then(|r| r.blocked.as_ref()) {
+                Some(b) if b.action == crate::config::rules::Action::Deny => line(
+                    "  verdict",
+                    format!(
+                        "REFUSE by deny rule {} (whatever the caller's tools)",
+                        show(&b.rule)
+                    ),
+                ),
                 Some(b) => line(
                     "  verdict",
                     format!("BLOCK by rule {} (tool {})", show(&b.rule), show(&b.tool)),
@@ -382,7 +402,12 @@ impl<'a> Explanation<'a> {
                     "{}, engine {engine} (asked: {}), network {}{}",
                     sb.mode,
                     json_word(&sb.engine_asked),
-                    if sb.network { "on" } else { "off" },
+                    match sb.network {
+                        crate::sandbox::Network::On => "on",
+                        crate::sandbox::Network::Off => "off",
+                        crate::sandbox::Network::Allow(_) =>
+                            "allowlist (through agentbash's proxy)",
+                    },
                     if sb.required { ", required" } else { "" },
                 ),
             );
@@ -402,6 +427,21 @@ impl<'a> Explanation<'a> {
                 format!("{} (and a private TMPDIR)", words(&sb.writable)),
             );
             line("  deny_read", words(&sb.deny_read));
+            if let Some(list) = sb.network.allowlist() {
+                let entries: Vec<String> = list.entries().into_iter().map(str::to_owned).collect();
+                line(
+                    "  network",
+                    format!(
+                        "{}; local addresses {}",
+                        words(&entries),
+                        if sb.network_allow_local {
+                            "allowed"
+                        } else {
+                            "refused"
+                        }
+                    ),
+                );
+            }
             for w in sb.weaker.iter().chain(sb.error.iter()) {
                 line("  warning", show(w));
             }
@@ -444,7 +484,15 @@ pub fn explanation(req: &RunRequest, profile: &LoadedProfile) -> serde_json::Val
     Explanation::of(&plan, profile).to_json(&plan.secrets)
 }
 
-pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> i32 {
+/// `explain`, and with `--target` where the command would go: the plan shown is this
+/// side's (its guard and interceptor judge the command first); the target's own
+/// profile decides the rest there, and nothing is sent to find out.
+pub fn explain(
+    req: &RunRequest,
+    profile: &LoadedProfile,
+    format: FormatArg,
+    target: Option<&crate::remote::Target>,
+) -> i32 {
     let plan = plan(req, profile);
     let explanation = Explanation::of(&plan, profile);
     // A rule pack that cannot be loaded would stop the run: so it fails here too.
@@ -457,9 +505,24 @@ pub fn explain(req: &RunRequest, profile: &LoadedProfile, format: FormatArg) -> 
         0
     };
     if format == FormatArg::Text {
-        out(&explanation.to_text(&plan.secrets));
+        let mut text = explanation.to_text(&plan.secrets);
+        if let Some(t) = target {
+            text.push_str(&format!(
+                "target      {}: the command runs there, through `{}`; its profile decides the cwd, timeout, sandbox and the rest (after this side's guard and interceptor)\n",
+                escape_controls(&t.name),
+                escape_controls(&t.shown_transport())
+            ));
+        }
+        out(&text);
     } else {
-        out(&format!("{}\n", explanation.to_json(&plan.secrets)));
+        let mut v = explanation.to_json(&plan.secrets);
+        if let (Some(t), Some(o)) = (target, v.as_object_mut()) {
+            o.insert(
+                "target".into(),
+                serde_json::json!({"name": t.name, "transport": t.transport}),
+            );
+        }
+        out(&format!("{v}\n"));
     }
     code
 }

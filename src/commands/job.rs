@@ -1,30 +1,51 @@
-//! `agentbash job …`: start, read, type into, stop, list and clean up jobs (see
-//! `crate::jobs`), each answer as text or `--json`.
+//! `agentbash job …`: start, inspect, read, type into, wait for, stop, list and clean
+//! up jobs (see `crate::jobs`). Each answer is the JSON object the rpc request of the
+//! same name answers with (`--json`, without its `text`), or text: what a job printed
+//! on stdout — exact into a pipe, sanitized on a terminal — and what agentbash says
+//! about it (cursors, markers for dropped bytes) on stderr.
 
 use crate::cli::{JobCommand, JobStartArgs};
-use crate::jobs::{self, JobError, Jobs, State};
+use crate::jobs::{self, JobError, Jobs, calls, log};
+use crate::process::CancelToken;
 use crate::render::{err, out};
+use serde_json::Value;
+use std::io::IsTerminal;
 use std::time::Duration;
 
 pub fn command(c: JobCommand) -> i32 {
-    if let JobCommand::Supervise { dir } = &c {
-        return jobs::supervise::main(dir);
-    }
     let json = match &c {
         JobCommand::Start(a) => a.json,
-        JobCommand::Output { json, .. }
+        JobCommand::Status { json, .. }
+        | JobCommand::Wait { json, .. }
+        | JobCommand::Output { json, .. }
         | JobCommand::Send { json, .. }
         | JobCommand::Stop { json, .. }
-        | JobCommand::List { json }
-        | JobCommand::Gc { json } => *json,
-        JobCommand::Supervise { .. } => false,
+        | JobCommand::List { json, .. }
+        | JobCommand::Rm { json, .. }
+        | JobCommand::Gc { json, .. } => *json,
     };
     match run(c) {
-        Ok((code, value, text)) => {
+        Ok(Answer {
+            code,
+            value,
+            text,
+            lead,
+            notes,
+        }) => {
             if json {
+                let mut value = value;
+                if let Some(o) = value.as_object_mut() {
+                    o.remove("text");
+                }
                 out(&format!("{value}\n"));
             } else {
+                for n in lead {
+                    err(&format!("{n}\n"));
+                }
                 out(&text);
+                for n in notes {
+                    err(&format!("{n}\n"));
+                }
             }
             code
         }
@@ -35,135 +56,259 @@ pub fn command(c: JobCommand) -> i32 {
                     serde_json::json!({ "error": e.to_string() })
                 ));
             } else {
-                err(&format!("agentbash: {e}\n"));
+                crate::render::report_error(&e);
             }
             e.exit_code()
         }
     }
 }
 
-type Answer = (i32, serde_json::Value, String);
+/// What a job command answers: its exit code, the JSON object, and the text for
+/// stdout with what agentbash says on stderr: `lead` before it (a marker for dropped
+/// bytes), `notes` after it (cursors, hints).
+struct Answer {
+    code: i32,
+    value: Value,
+    text: String,
+    lead: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl Answer {
+    fn ok(value: Value, text: String) -> Answer {
+        Answer {
+            code: 0,
+            value,
+            text,
+            lead: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// `marker` before the text, when the log dropped bytes before it.
+    fn skipped(mut self, skipped: u64) -> Answer {
+        if skipped > 0 {
+            self.lead.push(log::marker(skipped));
+        }
+        self
+    }
+
+    fn note(mut self, n: String) -> Answer {
+        self.notes.push(n);
+        self
+    }
+}
 
 fn secs(s: f64) -> Duration {
     Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
 }
 
+/// The job's bytes for stdout: exact into a pipe (cursor reads join up), sanitized on
+/// a terminal (never the job's escape sequences).
+fn for_stdout(bytes: &[u8]) -> String {
+    let t = jobs::JobText::of(bytes);
+    if std::io::stdout().is_terminal() {
+        t.text
+    } else {
+        t.exact
+    }
+}
+
+fn text_of(v: &Value) -> String {
+    v["text"].as_str().unwrap_or_default().to_string()
+}
+
+fn load_profile(spec: Option<&str>) -> Result<crate::LoadedProfile, JobError> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let p = crate::Lookup::new(cwd)
+        .load(spec.unwrap_or("default"))
+        .map_err(|e| JobError::Profile(e.to_string()))?;
+    super::warn_profile(&p);
+    Ok(p)
+}
+
 fn run(c: JobCommand) -> Result<Answer, JobError> {
     let jobs = Jobs::open()?;
+    // The CLI's waits end with the process (Ctrl-C); nothing else cancels them.
+    let never = CancelToken::new();
     match c {
         JobCommand::Start(a) => start(&jobs, a),
+        JobCommand::Status { name, .. } => {
+            let v = calls::status(&jobs, calls::JobArgs { job: name.into() })?;
+            Ok(Answer::ok(v.clone(), text_of(&v)))
+        }
+        JobCommand::Wait { name, timeout, .. } => {
+            let a = calls::WaitArgs {
+                job: name.into(),
+                timeout: Some(timeout.unwrap_or(f64::INFINITY)),
+            };
+            let (r, v) = calls::wait(&jobs, a, Duration::MAX, &never)?;
+            // Its own exit code once it ended; 124 when the wait ran out first.
+            let code = r.exit_status().unwrap_or(crate::exit::TIMEOUT);
+            Ok(Answer {
+                code,
+                text: text_of(&v),
+                value: v,
+                lead: Vec::new(),
+                notes: Vec::new(),
+            })
+        }
         JobCommand::Output {
             name,
             cursor,
             wait,
             tail,
             screen,
+            follow,
             max_bytes,
             ..
         } => {
+            if follow {
+                return follow_output(&jobs, &name, cursor);
+            }
+            if screen || tail.is_some() {
+                let a = calls::OutputArgs {
+                    job: name.into(),
+                    cursor: None,
+                    wait: None,
+                    tail,
+                    screen,
+                    max_bytes: None,
+                };
+                let v = calls::output(&jobs, a, &never)?;
+                let mut text = text_of(&v);
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                return Ok(Answer::ok(v, text));
+            }
             let r = jobs.find(&name)?;
-            if screen {
-                let rows = jobs.screen(&r)?;
-                let text = rows.join("\n") + "\n";
-                let v = serde_json::json!({ "job": record_json(&r), "screen": rows });
-                return Ok((0, v, text));
-            }
-            if let Some(n) = tail {
-                let text = jobs.tail_text(&r, n);
-                let v = serde_json::json!({ "job": record_json(&r), "output": text });
-                return Ok((0, v, text));
-            }
-            let (r, chunk) = jobs.output(&r, cursor, secs(wait), max_bytes);
-            let text = String::from_utf8_lossy(&chunk.bytes).into_owned();
-            let v = serde_json::json!({
-                "job": record_json(&r),
-                "output": text,
-                "cursor": cursor.unwrap_or(0),
-                "next": chunk.next,
-                "dropped": chunk.dropped,
-                "end": chunk.end,
-                "more": chunk.next < chunk.end,
-            });
-            // Exact bytes into a pipe (cursor reads join up); a terminal is shown them
-            // sanitized, never the job's escape sequences.
-            let mut shown = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-                crate::output::sanitize::sanitize(&chunk.bytes)
-            } else {
-                text
-            };
-            if chunk.dropped > 0 {
-                err(&format!(
-                    "agentbash: {} bytes before this were rotated out of the log (jobs.log_max_bytes)\n",
-                    chunk.dropped
-                ));
-            }
-            // The cursor for the next read, where a script can find it without JSON.
-            err(&format!(
-                "[next cursor: {}; {}]\n",
-                chunk.next,
-                r.state.word()
-            ));
+            let (r, chunk) = jobs.output(&r, cursor, secs(wait), max_bytes, &never);
+            // The JSON of the same read, so it and the text agree.
+            let v = calls::chunk_json(
+                &jobs,
+                &r,
+                &chunk,
+                jobs::JobText::of(&chunk.bytes),
+                String::new(),
+            );
+            let mut shown = for_stdout(&chunk.bytes);
             if !shown.is_empty() && !shown.ends_with('\n') && !r.state.running() {
                 shown.push('\n');
             }
-            Ok((0, v, shown))
+            // The cursor for the next read, where a script can find it without JSON.
+            let note = format!("[next cursor: {}; {}]", chunk.next, r.state.word());
+            Ok(Answer::ok(v, shown).skipped(chunk.skipped).note(note))
         }
         JobCommand::Send {
-            name, text, keys, ..
+            name,
+            text,
+            keys,
+            wait_ms,
+            ..
         } => {
-            let r = jobs.find(&name)?;
-            let mut bytes = text.unwrap_or_default().into_bytes();
-            for k in &keys {
-                bytes.extend(jobs::key_bytes(k).map_err(|e| JobError::NotRunning {
-                    job: r.id.clone(),
-                    what: format!("cannot be sent that: {e}"),
-                })?);
+            let a = calls::SendArgs {
+                job: name.into(),
+                text,
+                keys,
+                wait_ms: Some(wait_ms),
+            };
+            let v = calls::send(&jobs, a, &never)?;
+            let note = format!(
+                "[sent {} bytes to {}; next cursor: {}]",
+                v["sent"],
+                v["job"]["url"].as_str().unwrap_or_default(),
+                v["cursor"]
+            );
+            let skipped = v["skipped_bytes"].as_u64().unwrap_or(0);
+            let mut shown = for_stdout(v["output"].as_str().unwrap_or_default().as_bytes());
+            // On a terminal the note starts a line of its own (a prompt the job printed
+            // last has no newline); a pipe gets the exact bytes.
+            if std::io::stdout().is_terminal() && !shown.is_empty() && !shown.ends_with('\n') {
+                shown.push('\n');
             }
-            jobs.send(&r, &bytes)?;
-            let v = serde_json::json!({ "job": record_json(&r), "sent": bytes.len() });
-            Ok((0, v, format!("sent {} bytes to {}\n", bytes.len(), r.id)))
+            Ok(Answer::ok(v, shown).skipped(skipped).note(note))
         }
         JobCommand::Stop { name, .. } => {
-            let r = jobs.find(&name)?;
-            let after = jobs.stop(&r, "stopped")?;
-            let tail = jobs.tail_text(&after, 20);
-            let v = serde_json::json!({ "job": record_json(&after), "output": tail });
-            Ok((0, v, format!("{}\n{tail}", jobs::one_line(&after))))
+            let v = calls::stop(&jobs, calls::JobArgs { job: name.into() })?;
+            Ok(Answer::ok(v.clone(), text_of(&v)))
         }
-        JobCommand::List { .. } => {
-            let all = jobs.list();
-            let text: String = all.iter().map(|r| jobs::one_line(r) + "\n").collect();
-            let v = serde_json::json!({ "jobs": all.iter().map(record_json).collect::<Vec<_>>() });
-            Ok((0, v, text))
+        JobCommand::List { all, .. } => {
+            let v = calls::list(&jobs, calls::ListArgs { all });
+            let lines: String = jobs
+                .list()
+                .iter()
+                .filter(|r| all || r.state.running())
+                .map(|r| jobs::one_line(r) + "\n")
+                .collect();
+            let hidden = if all {
+                0
+            } else {
+                jobs.list().iter().filter(|r| !r.state.running()).count()
+            };
+            let mut answer = Answer::ok(v, lines);
+            if hidden > 0 {
+                answer = answer.note(format!(
+                    "[{} not shown: `agentbash job list --all`]",
+                    crate::output::notice::count(hidden as u64, "finished job")
+                ));
+            }
+            Ok(answer)
         }
-        JobCommand::Gc { .. } => {
-            let (stopped, removed) = jobs.gc();
-            let text = format!(
-                "stopped {} running, removed {} finished\n",
-                stopped.len(),
-                removed.len()
-            );
-            let v = serde_json::json!({
-                "stopped": stopped.iter().map(record_json).collect::<Vec<_>>(),
-                "removed": removed.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
-            });
-            Ok((0, v, text))
+        JobCommand::Rm { name, .. } => {
+            let v = calls::rm(&jobs, calls::JobArgs { job: name.into() })?;
+            Ok(Answer::ok(v.clone(), text_of(&v)))
         }
-        JobCommand::Supervise { .. } => unreachable!("handled in command()"),
+        JobCommand::Gc { profile, .. } => {
+            let p = load_profile(profile.as_deref())?;
+            let v = calls::gc(&jobs, Duration::from_secs(p.profile.jobs.keep_exited));
+            Ok(Answer::ok(v.clone(), text_of(&v)))
+        }
     }
 }
 
+/// `job output --follow`: what the job prints, as it prints it, until it has ended
+/// and everything is read.
+fn follow_output(jobs: &Jobs, name: &str, cursor: Option<u64>) -> Result<Answer, JobError> {
+    let never = CancelToken::new();
+    let mut r = jobs.find(name)?;
+    let mut at = cursor.unwrap_or(0);
+    loop {
+        let (now, c) = jobs.output(
+            &r,
+            Some(at),
+            Duration::from_secs(1),
+            jobs::DEFAULT_READ_BYTES,
+            &never,
+        );
+        r = now;
+        if c.skipped > 0 {
+            err(&format!("{}\n", log::marker(c.skipped)));
+        }
+        if !c.bytes.is_empty() {
+            out(&for_stdout(&c.bytes));
+        }
+        at = c.next;
+        if !r.state.running() && c.bytes.is_empty() && c.skipped == 0 && c.next >= c.end {
+            break;
+        }
+    }
+    err(&format!("[{}; next cursor: {at}]\n", jobs::one_line(&r)));
+    Ok(Answer::ok(Value::Null, String::new()))
+}
+
 fn start(jobs: &Jobs, a: JobStartArgs) -> Result<Answer, JobError> {
-    let profile = super::load_profile(a.profile.as_deref())
-        .map_err(|_| JobError::Io(std::io::Error::other("the profile could not be loaded")))?;
+    let profile = load_profile(a.profile.as_deref())?;
     let spec = jobs::JobSpec {
-        command: a.command.join(" "),
+        command: crate::request::command_from_words(&a.command),
         name: a.name,
         invoking_dir: std::env::current_dir().unwrap_or_else(|_| "/".into()),
         cwd: a.cwd,
         profile: a.profile.unwrap_or_else(|| "default".into()),
         env: a.env,
         sandbox: a.sandbox.map(crate::cli::SandboxArg::mode),
+        tools: a.tools,
+        no_intercept: a.no_intercept,
         ready: jobs::Readiness {
             port: a.ready_port,
             regex: a.ready,
@@ -172,18 +317,38 @@ fn start(jobs: &Jobs, a: JobStartArgs) -> Result<Answer, JobError> {
         stdin: a.stdin,
         ttl: a.ttl,
         stop_with_caller: false,
+        idle: None,
     };
-    let started = jobs.start(&spec, &profile, secs(a.ready_timeout))?;
-    let r = &started.record;
-    let code = match r.state {
-        State::Exited => r.exit_code.unwrap_or(crate::exit::FAILURE),
-        State::Killed | State::Lost => crate::exit::FAILURE,
-        _ => 0,
+    let wait = jobs::StartWait {
+        ready_timeout: secs(a.ready_timeout),
+        settle: Duration::from_millis(profile.profile.jobs.start_wait_ms),
     };
-    let v = serde_json::json!({ "job": record_json(r), "output": started.output });
-    let mut text = jobs::one_line(r) + "\n";
-    text.push_str(&started.output);
-    Ok((code, v, text))
+    let (r, v, _) = calls::start_spec(jobs, &spec, &profile, wait)?;
+    // Running: 0, so `job start … && next` goes on; ended: its own exit code.
+    let code = r.exit_status().unwrap_or(0);
+    let mut text = jobs::one_line(&r) + "\n";
+    let skipped = v["skipped_bytes"].as_u64().unwrap_or(0);
+    if skipped > 0 {
+        text.push_str(&format!("{}\n", log::marker(skipped)));
+    }
+    text.push_str(&crate::output::sanitize::sanitize(
+        v["output"].as_str().unwrap_or_default().as_bytes(),
+    ));
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let mut notes = r.notices.clone();
+    if r.state.running() {
+        notes.push(format!(
+            "[{} runs on: `agentbash job output {} --cursor {}` reads on, `agentbash job stop {}` stops it]",
+            r.id, r.id, v["job"]["cursor"], r.id
+        ));
+    }
+    Ok(Answer {
+        code,
+        value: v,
+        text,
+        lead: Vec::new(),
+        notes,
+    })
 }
-
-pub use crate::jobs::calls::record_json;

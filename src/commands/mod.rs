@@ -30,8 +30,8 @@ pub fn dispatch(cli: Cli) -> i32 {
             0
         }
         Command::Rules(c) => rules::command(c.0),
-        Command::Rpc(a) => server(a.0, false),
-        Command::Mcp(a) => server(a.0, true),
+        Command::Rpc(a) => server(a.0, None),
+        Command::Mcp(a) => server(a.0.server.clone(), Some(a.0.toolbox())),
         Command::Session(c) => session::command(c.0),
         Command::Snapshot(c) => snapshot::command(c.0),
         Command::Trust(a) => trust::command(a.0),
@@ -53,6 +53,16 @@ pub fn load_profile(spec: Option<&str>) -> Result<crate::LoadedProfile, i32> {
     Ok(p)
 }
 
+/// The target of profile `name` (`--target NAME`), printing the error on failure
+/// (exit 125).
+pub fn load_target(name: &str) -> Result<crate::remote::Target, i32> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    crate::remote::Target::load(name, &cwd).map_err(|e| {
+        crate::render::report_error(&e);
+        crate::exit::FAILURE
+    })
+}
+
 /// Say on stderr what the profile lookup left out (untrusted project profiles).
 pub fn warn_profile(p: &crate::LoadedProfile) {
     for w in &p.warnings {
@@ -60,18 +70,59 @@ pub fn warn_profile(p: &crate::LoadedProfile) {
     }
 }
 
-/// `agentbash rpc` / `agentbash mcp`.
-pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
+/// `agentbash rpc` (`mcp: None`) / `agentbash mcp` (`Some(toolbox)`: `--toolbox`,
+/// `--no-toolbox` or neither).
+pub fn server(args: crate::cli::ServerArgs, mcp: Option<Option<bool>>) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
     let profile = match load_profile(args.profile.as_deref()) {
         Ok(p) => p,
         Err(code) => return code,
     };
+    if let Some(name) = &args.target {
+        let target = match load_target(name) {
+            Ok(t) => t,
+            Err(code) => return code,
+        };
+        let conn = crate::remote::conn::Connection::new(target);
+        if mcp.is_none() {
+            return crate::remote::proxy::serve(conn, profile, cwd);
+        }
+        if let Err(e) = conn.connect() {
+            crate::render::report_error(e);
+            return crate::exit::FAILURE;
+        }
+        let backend = crate::remote::backend::RemoteBackend {
+            conn,
+            local: profile,
+            invoking_dir: cwd,
+        };
+        return serve_mcp(std::sync::Arc::new(backend), || {}, || {});
+    }
     let mut engine = crate::server::engine::Engine::new(profile, cwd);
     engine.profile_spec = args.profile.clone().unwrap_or_else(|| "default".into());
-    if !mcp {
+    let Some(toolbox) = mcp else {
         return crate::server::rpc::serve(engine);
-    }
+    };
+    engine.mcp_toolbox = toolbox.unwrap_or(engine.profile.profile.mcp.toolbox);
+    let engine = std::sync::Arc::new(engine);
+    let (closing, stop) = (
+        std::sync::Arc::clone(&engine),
+        std::sync::Arc::clone(&engine),
+    );
+    serve_mcp(
+        engine,
+        move || closing.close(),
+        move || stop.stop_owned_jobs(),
+    )
+}
+
+/// The MCP server on stdio over `backend`; `closing` runs once it stopped serving
+/// (before the runtime is shut down), `after` once the runtime is gone.
+fn serve_mcp<B: crate::server::backend::Backend>(
+    backend: std::sync::Arc<B>,
+    closing: impl FnOnce(),
+    after: impl FnOnce(),
+) -> i32 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -82,13 +133,11 @@ pub fn server(args: crate::cli::ServerArgs, mcp: bool) -> i32 {
             return crate::exit::FAILURE;
         }
     };
-    let engine = std::sync::Arc::new(engine);
-    let served = runtime.block_on(crate::server::mcp::serve_stdio(std::sync::Arc::clone(
-        &engine,
-    )));
+    let served = runtime.block_on(crate::server::mcp::serve_stdio(backend));
     // A run that ignores cancellation must not keep the process alive after EOF.
+    closing();
     runtime.shutdown_timeout(std::time::Duration::from_secs(3));
-    engine.stop_owned_jobs();
+    after();
     match served {
         Ok(()) => 0,
         Err(e) => {

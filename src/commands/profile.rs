@@ -80,7 +80,7 @@ pub fn command(c: ProfileCommand) -> i32 {
         }
         ProfileCommand::Check { names } => {
             let (report, ok) = check(&l, &names);
-            out(&report);
+            crate::render::out_escaped(&report);
             i32::from(!ok)
         }
     }

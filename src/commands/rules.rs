@@ -3,7 +3,7 @@
 use crate::cli::RulesCommand;
 use crate::config::rules;
 use crate::pipeline::intercept;
-use crate::render::out;
+use crate::render::{out, out_escaped, report_error};
 
 pub fn command(c: RulesCommand) -> i32 {
     match c {
@@ -14,11 +14,11 @@ pub fn command(c: RulesCommand) -> i32 {
             };
             match p.rule_set() {
                 Ok(set) => {
-                    out(&rules::format_list(&set));
+                    out_escaped(&rules::format_list(&set));
                     0
                 }
                 Err(e) => {
-                    crate::render::report_error(&e);
+                    report_error(&e);
                     crate::exit::FAILURE
                 }
             }
@@ -35,12 +35,12 @@ pub fn command(c: RulesCommand) -> i32 {
             let set = match p.rule_set() {
                 Ok(s) => s,
                 Err(e) => {
-                    crate::render::report_error(&e);
+                    report_error(&e);
                     return crate::exit::FAILURE;
                 }
             };
             let tools = tools.unwrap_or_else(|| p.profile.interceptor.tools.clone());
-            let cmd = command.join(" ");
+            let cmd = crate::request::command_from_words(&command);
             // The guard as a run here would see it (this directory, agentbash's env).
             let req = crate::pipeline::RunRequest::new(cmd.clone());
             let guard = crate::pipeline::plan(&req, &p).guard;
@@ -51,7 +51,8 @@ pub fn command(c: RulesCommand) -> i32 {
                 let line = crate::display::escape_controls(line);
                 report.push_str(&format!("{label}{line}\n"));
             }
-            out(&report);
+            // The command, its candidates and the tools are the caller's words.
+            out_escaped(&report);
             if guard.refused.is_some() || guard.error.is_some() || i.blocked.is_some() {
                 crate::exit::BLOCKED
             } else {
@@ -72,7 +73,7 @@ pub fn command(c: RulesCommand) -> i32 {
             let mut ok = true;
             for t in &targets {
                 let report = intercept::check::check_pack(t);
-                out(&format!("{report}\n"));
+                out_escaped(&format!("{report}\n"));
                 ok &= report.ok();
             }
             i32::from(!ok)
@@ -91,7 +92,7 @@ fn check_corpus(files: &[String], corpus: &std::path::Path, json: bool) -> i32 {
     for t in &specs {
         let report = intercept::check::check_pack(t);
         if !json {
-            out(&format!("{report}\n"));
+            out_escaped(&format!("{report}\n"));
         }
         ok &= report.ok();
     }
@@ -102,7 +103,7 @@ fn check_corpus(files: &[String], corpus: &std::path::Path, json: bool) -> i32 {
     ) {
         Ok(text) => text,
         Err(e) => {
-            eprintln!("agentbash: cannot read corpus {}: {e}", corpus.display());
+            report_error(format!("cannot read corpus {}: {e}", corpus.display()));
             return crate::exit::FAILURE;
         }
     };
@@ -110,14 +111,14 @@ fn check_corpus(files: &[String], corpus: &std::path::Path, json: bool) -> i32 {
     let parsed = match intercept::check::parse_corpus(&name, &text) {
         Ok(parsed) => parsed,
         Err(e) => {
-            eprintln!("agentbash: {e}");
+            report_error(&e);
             return crate::exit::FAILURE;
         }
     };
     let set = match rules::RuleSet::load(&specs, None) {
         Ok(set) => set,
         Err(e) => {
-            crate::render::report_error(&e);
+            report_error(&e);
             return crate::exit::FAILURE;
         }
     };
@@ -126,12 +127,12 @@ fn check_corpus(files: &[String], corpus: &std::path::Path, json: bool) -> i32 {
         match serde_json::to_string_pretty(&report) {
             Ok(text) => out(&format!("{text}\n")),
             Err(e) => {
-                eprintln!("agentbash: {e}");
+                report_error(&e);
                 return crate::exit::FAILURE;
             }
         }
     } else {
-        out(&format!("{report}\n"));
+        out_escaped(&format!("{report}\n"));
     }
     ok &= report.ok();
     i32::from(!ok)

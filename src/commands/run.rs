@@ -61,10 +61,16 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
     if !explain {
         super::warn_profile(&profile);
     }
+    // `--target NAME`: the command goes there (docs/REMOTE.md); this profile still
+    // judges it first.
+    let target = match args.target.as_deref().map(super::load_target).transpose() {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
     let stdout_tty = std::io::stdout().is_terminal();
     let separate = args.stderr == Some(StderrArg::Separate);
     let req = RunRequest {
-        command: args.command.join(" "),
+        command: crate::request::command_from_words(&args.command),
         invoking_dir: cwd.clone(),
         cwd: args.cwd.clone(),
         timeout: args.timeout,
@@ -97,7 +103,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         (None, _, Format::Text) => FormatArg::Text,
     };
     if explain {
-        return super::explain::explain(&req, &profile, format);
+        return super::explain::explain(&req, &profile, format, target.as_ref());
     }
     if args.stream && format == FormatArg::Json {
         err(
@@ -122,11 +128,14 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         && live != crate::config::profile::Live::Stream)
         .then_some(preview);
     // `artifact show` reads the default profile's store unless told otherwise.
-    let profile_flag = match args.profile.as_deref() {
-        None | Some("default") => String::new(),
-        Some(p) => format!(" -p {}", shell_word(p)),
+    let profile_flag = match (&target, args.profile.as_deref()) {
+        (Some(t), _) => format!(" --target {}", shell_word(&t.name)),
+        (None, None | Some("default")) => String::new(),
+        (None, Some(p)) => format!(" -p {}", shell_word(p)),
     };
-    crate::process::spawn::set_exclusive_process();
+    if target.is_none() {
+        crate::process::spawn::set_exclusive_process();
+    }
     let token = CancelToken::new();
     install_signal_handlers(&token);
     let p = &profile.profile;
@@ -148,7 +157,10 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
             github,
         )),
     };
-    let result = execute(&req, &profile, &token, &mut |e| renderer.event(e));
+    let result = match &target {
+        Some(t) => crate::remote::run::run(t, &req, &profile, &token, renderer.as_mut()),
+        None => execute(&req, &profile, &token, &mut |e| renderer.event(e)),
+    };
     renderer.finish(&result);
     let _ = out;
     result.agentbash_exit

@@ -102,6 +102,13 @@ fn show(store: &SessionStore, name: &str) -> Result<(), SessionError> {
         ago(s.updated),
         s.generation
     ));
+    t.push_str(&format!(
+        "sandbox    {}\n",
+        s.sandbox.as_ref().map_or_else(
+            || "- (not recorded)".into(),
+            |p| escape_controls(&p.to_string()).into_owned()
+        )
+    ));
     t.push_str(&format!("exported   {}\n", names(&mut s.env_set.keys())));
     t.push_str(&format!("unset      {}\n", names(&mut s.env_unset.iter())));
     t.push_str(&format!("variables  {}\n", names(&mut s.variables.iter())));

@@ -20,7 +20,7 @@ pub fn command(a: TrustArgs) -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
-            err(&format!("agentbash: {e}\n"));
+            crate::render::report_error(&e);
             match e {
                 TrustError::NoProject(_) | TrustError::NotTrusted(_) => 1,
                 _ => crate::exit::FAILURE,

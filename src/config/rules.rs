@@ -241,6 +241,14 @@ pub struct RuleSet {
     packs: Vec<String>,
 }
 
+/// Whether packs hold `deny` rules: those apply even for a caller with no tools, so
+/// the packs must then be compiled and checked on every run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Denies {
+    None,
+    Some,
+}
+
 impl RuleSet {
     /// Loads the packs named by `specs`, in order. A spec is a built-in pack name
     /// (`default`) or a path, relative to `base_dir` (the directory of the profile that
@@ -267,17 +275,32 @@ impl RuleSet {
     /// every error [`RuleSet::load`] gives for a missing file, bad TOML, an unknown
     /// key, an empty field or a duplicate id, at the cost of reading and parsing
     /// the files (a fraction of a millisecond, against milliseconds to compile).
-    /// Built-in packs are checked by name only; the test suite loads them.
-    pub fn check_loadable(specs: &[String], base_dir: Option<&Path>) -> Result<(), RulesError> {
+    /// Built-in packs are checked by name only; the test suite loads them. Says
+    /// whether any rule is a `deny` rule.
+    pub fn check_loadable(specs: &[String], base_dir: Option<&Path>) -> Result<Denies, RulesError> {
+        let mut denies = Denies::None;
         for spec in specs {
             if !is_path_spec(spec) && BUILTIN_PACKS.contains(&spec.as_str()) {
+                // The built-in `guard` pack is all `deny` rules; `default` has none.
+                if spec == "guard" {
+                    denies = Denies::Some;
+                }
                 continue;
             }
             let (name, text) = read_pack(spec, base_dir)?;
             let raw = parse_raw(&name, &text)?;
             check_fields(&name, &text, &raw)?;
+            if raw.rule.iter().any(|r| r.action == Action::Deny) {
+                denies = Denies::Some;
+            }
         }
-        Ok(())
+        Ok(denies)
+    }
+
+    /// Whether any rule of the set is a `deny` rule (which applies whatever the
+    /// caller's tools).
+    pub fn has_deny_rules(&self) -> bool {
+        self.rules.iter().any(|r| r.action == Action::Deny)
     }
 
     /// Builds a set from one pack's TOML text; `pack` names it in messages.

@@ -24,8 +24,10 @@ pub struct Profile {
     pub limits: LimitsCfg,
     pub render: RenderCfg,
     pub server: ServerCfg,
+    pub mcp: McpCfg,
     pub sandbox: crate::sandbox::Policy,
     pub jobs: JobsCfg,
+    pub target: TargetCfg,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -95,6 +97,9 @@ pub struct EnvCfg {
     pub exclude: Vec<String>,
     pub harden: bool,
     pub set: BTreeMap<String, String>,
+    /// In a `workspace-write` sandbox, point package managers' cache variables at
+    /// agentbash's per-workspace package cache.
+    pub sandbox_caches: bool,
 }
 
 impl Default for EnvCfg {
@@ -104,6 +109,7 @@ impl Default for EnvCfg {
             exclude: vec![],
             harden: true,
             set: BTreeMap::new(),
+            sandbox_caches: true,
         }
     }
 }
@@ -335,22 +341,39 @@ impl Default for ServerCfg {
     }
 }
 
+/// `agentbash mcp`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpCfg {
+    /// Serve the file tools (read, grep, glob, edit, write) next to `bash`, under this
+    /// profile's sandbox, guard and redaction; the interceptor then routes to them.
+    pub toolbox: bool,
+}
+
 /// Background jobs (`agentbash job`, rpc `job_start`, mcp `bash` with `background`)
 /// and the foreground policies that lean on them.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct JobsCfg {
-    /// Bytes of a job's output kept on disk; older output is rotated out.
+    /// Bytes of a job's output kept on disk: the first third and the last bytes; the
+    /// middle is dropped.
     pub log_max_bytes: u64,
     /// Jobs running at once; the next start is refused.
     pub max_running: usize,
     /// Seconds a job may run before it is stopped (0: until stopped).
     pub ttl: u64,
-    /// A foreground run that prints nothing for this many seconds is stopped (0: off).
+    /// A foreground run called without a timeout that neither prints nor uses CPU for
+    /// this many seconds is stopped (0: off).
     pub idle_timeout: u64,
     /// rpc/mcp: a foreground run still going after this many seconds goes on as a
     /// job, answered with its id and the output so far (0: off).
     pub background_after: u64,
+    /// Milliseconds `job start` waits for a job without a readiness check, so one
+    /// that fails at once is answered as failed.
+    pub start_wait_ms: u64,
+    /// Seconds the record and log of a job that ended are kept (`job gc` and the
+    /// next `job start` remove older ones).
+    pub keep_exited: u64,
 }
 
 impl Default for JobsCfg {
@@ -361,9 +384,36 @@ impl Default for JobsCfg {
             ttl: 0,
             idle_timeout: 0,
             background_after: 0,
+            start_wait_ms: 300,
+            keep_exited: 3600,
         }
     }
 }
+
+/// `[target]`: where `--target NAME` sends commands (docs/REMOTE.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TargetCfg {
+    /// The argv of a program whose stdin and stdout speak `agentbash rpc` (ssh,
+    /// `docker exec -i`, `kubectl exec -i`, …); empty: this profile names no target.
+    pub transport: Vec<String>,
+    /// Seconds the transport has to start and answer the handshake.
+    pub connect_timeout: u64,
+}
+
+impl Default for TargetCfg {
+    fn default() -> Self {
+        TargetCfg {
+            transport: Vec::new(),
+            connect_timeout: 30,
+        }
+    }
+}
+
+/// Highest `target.connect_timeout`.
+pub const MAX_CONNECT_TIMEOUT: u64 = 600;
+/// Highest `jobs.start_wait_ms`: `job start` answers within a minute.
+pub const MAX_START_WAIT_MS: u64 = 60_000;
 
 /// Highest `jobs.max_running`.
 pub const MAX_RUNNING_LIMIT: usize = 256;
@@ -378,12 +428,15 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "description" => STRING,
         "extends" => "a string (the name or path of the profile to layer on)",
         "shell" | "env" | "timeout" | "output" | "artifacts" | "interceptor" | "guard" | "pty"
-        | "process" | "limits" | "render" | "server" | "sandbox" | "jobs" => "a table of settings",
+        | "process" | "limits" | "render" | "server" | "mcp" | "sandbox" | "jobs" | "target" => {
+            "a table of settings"
+        }
         "shell.path" => "a string (\"auto\" or the shell's path)",
         "shell.args" => STRINGS,
         "shell.prefix" => STRING,
         "shell.snapshot"
         | "env.harden"
+        | "env.sandbox_caches"
         | "output.strip_head_tail"
         | "artifacts.enabled"
         | "interceptor.enabled"
@@ -417,15 +470,23 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "render.live" => "\"tail\", \"stream\" or \"off\"",
         "render.ci_annotations" => "\"auto\", \"always\" or \"never\"",
         "server.max_concurrent" => "a whole number of runs",
+        "mcp.toolbox" => BOOL,
         "jobs.log_max_bytes" => "a whole number of bytes (at least 8192)",
         "jobs.max_running" => "a whole number of jobs (1-256)",
         "jobs.ttl" => "a whole number of seconds (0: until stopped)",
         "jobs.idle_timeout" | "jobs.background_after" => "a whole number of seconds (0: off)",
+        "jobs.start_wait_ms" => "a whole number of milliseconds (0-60000)",
+        "jobs.keep_exited" => "a whole number of seconds",
         "sandbox.mode" => "\"off\", \"read-only\" or \"workspace-write\"",
         "sandbox.engine" => "\"auto\", \"namespaces\", \"landlock\", \"bwrap\" or \"none\"",
         "sandbox.workspace" => "a string (a directory path; the start dir when unset)",
         "sandbox.writable" | "sandbox.deny_read" => "an array of strings (paths, ~/ allowed)",
-        "sandbox.network" | "sandbox.required" | "sandbox.allow_override" => BOOL,
+        "sandbox.network" => {
+            "true, false or an array of destinations (\"host\", \"*.suffix\", \"host:port\", \"!host\")"
+        }
+        "sandbox.network_allow_local" | "sandbox.required" | "sandbox.allow_override" => BOOL,
+        "target.transport" => "an array of strings (the transport's argv, program first)",
+        "target.connect_timeout" => "a whole number of seconds (1-600)",
         _ => return None,
     })
 }
@@ -548,6 +609,16 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
             ),
         );
     }
+    if p.jobs.start_wait_ms > MAX_START_WAIT_MS {
+        bad(
+            "jobs",
+            "start_wait_ms",
+            format!(
+                "{} is out of range: must be 0-{MAX_START_WAIT_MS} milliseconds",
+                p.jobs.start_wait_ms
+            ),
+        );
+    }
     if !(1..=MAX_CONCURRENT_LIMIT).contains(&p.server.max_concurrent) {
         bad(
             "server",
@@ -557,6 +628,51 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
                 p.server.max_concurrent
             ),
         );
+    }
+    if let Some(program) = p.target.transport.first()
+        && program.trim().is_empty()
+    {
+        bad(
+            "target",
+            "transport",
+            "the first element is the program to start and must not be empty (e.g. \"ssh\")".into(),
+        );
+    }
+    if p.target.transport.iter().any(|w| w.contains('\0')) {
+        bad(
+            "target",
+            "transport",
+            "an element contains a NUL byte, which no program can receive".into(),
+        );
+    }
+    if !(1..=MAX_CONNECT_TIMEOUT).contains(&p.target.connect_timeout) {
+        bad(
+            "target",
+            "connect_timeout",
+            format!(
+                "{} is out of range: must be 1-{MAX_CONNECT_TIMEOUT} seconds",
+                p.target.connect_timeout
+            ),
+        );
+    }
+    if let Some(list) = p.sandbox.network.allowlist()
+        && !p.sandbox.network_allow_local
+    {
+        let local = list.local_entries();
+        if !local.is_empty() {
+            bad(
+                "sandbox",
+                "network",
+                format!(
+                    "{} names a local address, which the proxy refuses unless sandbox.network_allow_local = true: set it, or remove the entry",
+                    local
+                        .iter()
+                        .map(|e| format!("{e:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
     }
     for k in p.env.set.keys() {
         if !valid_env_name(k) {

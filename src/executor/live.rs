@@ -110,6 +110,9 @@ pub struct LiveOutcome {
     /// The private TMPDIR of the sandbox the shell was started in: the one the command
     /// used, which for a reused shell is not the one its own run prepared.
     pub tmpdir: Option<std::path::PathBuf>,
+    /// What the shell's network proxy refused during this run (its proxy serves every
+    /// run of the shell); `None` without a network allowlist.
+    pub network_denied: Option<Vec<crate::sandbox::Refusal>>,
 }
 
 /// Live shells, reusable across threads. Runs on one session are serialized by the
@@ -246,6 +249,7 @@ impl ShellPool {
             }
             None => self.start(job)?,
         };
+        let mut network_mark = shell.network_mark();
         let mut ended = shell.run(job, sink, on_output, &self.pids);
         if let Err(RunError::Dead) = ended {
             // It died after the health check, before taking the command.
@@ -255,6 +259,7 @@ impl ShellPool {
             notices.push(replaced_notice(&job.key, &how));
             self.stop(shell);
             shell = self.start(job)?;
+            network_mark = shell.network_mark();
             ended = shell.run(job, sink, on_output, &self.pids);
         }
         let pid = shell.pid;
@@ -275,6 +280,10 @@ impl ShellPool {
             notices.push(ended_notice(&job.key, &how));
         }
         let unchanged = shell.unchanged && healthy;
+        let network_denied = shell
+            .network_log()
+            .zip(network_mark)
+            .map(|(log, mark)| log.since(&mark));
         let tmpdir = shell
             .sandbox
             .as_ref()
@@ -297,6 +306,7 @@ impl ShellPool {
             shell_pid: pid,
             session_unchanged: unchanged,
             tmpdir,
+            network_denied,
         })
     }
 }
@@ -392,7 +402,7 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
         t.push_str("    ");
         t.push_str(&crate::shell::dump::unshadow(None));
         t.push_str(
-            "    builtin [ $__agentbash_k = u ] || __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
+            "    builtin [ $__agentbash_k = u ] || __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin [ ${#BASH_ALIASES[@]} = 0 ] || builtin shopt -q expand_aliases || { builtin shopt -s expand_aliases; __agentbash_opts=\"$__agentbash_opts\"$'\\n'\"builtin shopt -s expand_aliases\"; __agentbash_optsig=\"$-:$SHELLOPTS:$BASHOPTS\"; }; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
              \x20 exec 1>&\"$__agentbash_out\" 2>&1\n\
              \x20 builtin printf '\\036%s%s%s %s\\n' \"$__agentbash_t\" \"$__agentbash_k\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\
              done\n",
@@ -560,6 +570,20 @@ fn own_children() -> Option<Vec<i32>> {
 }
 
 impl LiveShell {
+    /// The log of the network proxy this shell's namespace goes out through, when its
+    /// sandbox has a network allowlist.
+    fn network_log(&self) -> Option<Arc<crate::sandbox::NetworkLog>> {
+        self.sandbox
+            .as_ref()
+            .and_then(|c| c.prepared.proxy())
+            .map(|plan| plan.log.clone())
+    }
+
+    /// What the proxy refused so far, to tell a run's refusals from earlier ones.
+    fn network_mark(&self) -> Option<Vec<crate::sandbox::Refusal>> {
+        self.network_log().map(|log| log.snapshot())
+    }
+
     fn spawn(job: &LiveJob<'_>) -> Result<LiveShell, ExecError> {
         let (out_r, out_w) = pipe()?;
         let out_w2 = out_w.try_clone()?;
@@ -586,6 +610,7 @@ impl LiveShell {
             limits: job.limits,
             sandbox: job.sandbox.clone(),
             detached: false,
+            keep_background: false,
         };
         let group = RunGroup::create().map(Arc::new);
         if group.is_some() {
@@ -605,7 +630,7 @@ impl LiveShell {
         let pid = child.id() as i32;
         Ok(LiveShell {
             key: job.key.clone(),
-            pidfd: spawn::pidfd_open(pid),
+            pidfd: child.exit_watch(),
             child,
             pid,
             marker,
@@ -726,7 +751,7 @@ impl LiveShell {
                 ppid.parse::<i32>().unwrap_or(0),
                 sid.parse::<i32>().unwrap_or(0),
             );
-            let orphan = ppid == me && sid == self.pid;
+            let orphan = (ppid == me || Some(ppid) == self.child.init_pid()) && sid == self.pid;
             let marked = || {
                 std::fs::read(format!("/proc/{pid}/environ"))
                     .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_slice()))
@@ -822,7 +847,9 @@ impl LiveShell {
         let mut exit_status = None;
         self.ended = None;
         let mut found_at = None;
+        let mut idle = job.watch.idle.map(super::idle::IdleClock::new);
         let mut last_output = start;
+        let mut terminal_wait = super::terminal_wait::TerminalWait::new();
         loop {
             emit(sink, &mut last_emit, false);
             let now = Instant::now();
@@ -847,12 +874,18 @@ impl LiveShell {
                 _ if scan.found.is_some() => None,
                 Some(sig) => Some(End::Cancelled(sig)),
                 None if now >= deadline => Some(End::TimedOut),
-                None => match job.watch.idle {
-                    Some(idle) if now.duration_since(last_output) >= idle => {
-                        Some(End::Idle(idle.as_secs()))
-                    }
-                    _ => None,
-                },
+                None => idle
+                    .as_mut()
+                    .and_then(|clock| {
+                        clock
+                            .expired(|| super::idle::cpu_time(&teardown, group.as_deref()))
+                            .then(|| End::Idle(clock.limit().as_secs()))
+                    })
+                    .or_else(|| {
+                        terminal_wait
+                            .check(now, last_output, || teardown.members())
+                            .map(End::NeedsTerminal)
+                    }),
             };
             if let Some(end) = reason {
                 stopped = Some(end);
@@ -888,6 +921,9 @@ impl LiveShell {
             });
             if got {
                 last_output = Instant::now();
+            }
+            if got && let Some(clock) = idle.as_mut() {
+                clock.printed();
             }
         }
         if let Some(s) = exit_status {
@@ -928,11 +964,17 @@ impl LiveShell {
             teardown.reap_orphans();
             return Ok((end, killed, false));
         }
-        let found = scan.found.unwrap_or(Marker {
+        let mut found = scan.found.unwrap_or(Marker {
             kind: b's',
             status: None,
             pid: None,
         });
+        if self.child.init_pid().is_some() {
+            // In the sandbox's PID namespace the shell numbers its subshell its own way.
+            found.pid = found
+                .pid
+                .and_then(|inner| spawn::host_pid_of_child(self.pid, inner));
+        }
         // Anything the command left running? (A cheap look first: the full scan only
         // when something may be there — background jobs, or orphans handed to us.)
         let mut background_killed = Vec::new();
@@ -942,7 +984,12 @@ impl LiveShell {
         if let Some(g) = self.joined_group() {
             // Membership answers it: the shell's group holds the shell, maybe the
             // exiting subshell, and whatever the command left, however it got there.
-            let left = g.pids().iter().any(|p| !spare.contains(&Some(*p)));
+            // (Members include processes of the command that left the group.)
+            let left = !Teardown::new(self.pid, &command_marker)
+                .in_group(Some(g))
+                .sparing(spare.into_iter().flatten())
+                .members()
+                .is_empty();
             if left && job.watch.background == Background::Kill {
                 background_killed = Teardown::new(self.pid, &command_marker)
                     .in_group(Some(g))

@@ -4,9 +4,11 @@
 //! its processes through the one spawner in `process`, watches the timeout and the
 //! cancel token, and ends with an [`ExecOutcome`].
 
+pub mod idle;
 pub mod live;
 pub mod print;
 pub mod pty;
+pub mod terminal_wait;
 
 use crate::config::profile::Background;
 use crate::process::{CancelToken, KilledProcess};
@@ -53,6 +55,9 @@ pub enum End {
     TimedOut,
     /// Nothing printed for this many seconds (`jobs.idle_timeout`).
     Idle(u64),
+    /// This program waits for a terminal the run does not have (print mode); see
+    /// [`terminal_wait`].
+    NeedsTerminal(terminal_wait::ProgramName),
     Cancelled(i32),
     /// PTY kill key pressed.
     Killed,

@@ -4,6 +4,7 @@
 //! the shell exits, output is drained until EOF, or 250 ms without output, or 2 s in
 //! all, so a background job holding a pipe open never makes the run hang.
 
+use super::idle::{self, IdleClock};
 use super::{
     DRAIN_IDLE, DRAIN_TOTAL, EVENT_INTERVAL, End, ExecError, ExecOutcome, Read, Watch, pipe,
     poll_fds, read_some,
@@ -23,14 +24,26 @@ pub struct PrintRequest<'a> {
     pub stdin_inherit: bool,
     pub marker: &'a str,
     pub watch: Watch<'a>,
+    /// A stdout-only lift: stderr gets a pipe of its own, read into the same sink as
+    /// stderr ([`OutputSink::push_stderr`]), so the lifted limit views stdout alone.
+    pub split_stderr: bool,
 }
 
-/// Read what is available (up to a budget, so the loop keeps checking the clock).
-/// Returns (bytes read, eof).
-fn read_available(fd: BorrowedFd<'_>, buf: &mut [u8], sink: &mut OutputSink) -> (usize, bool) {
+/// Read what is available (up to a budget, so the loop keeps checking the clock)
+/// into `sink`, as stdout or (`stderr`) as stderr. Returns (bytes read, eof).
+fn read_available(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    sink: &mut OutputSink,
+    stderr: bool,
+) -> (usize, bool) {
     let mut total = 0;
-    while total < 8 * READ_BUF && !sink.pending_full() && sink.wants_more() {
+    while total < 8 * READ_BUF && !sink.pending_full() && (stderr || sink.wants_more()) {
         match read_some(fd, buf) {
+            Read::Bytes(n) if stderr => {
+                sink.push_stderr(&buf[..n]);
+                total += n;
+            }
             Read::Bytes(n) => {
                 sink.push(&buf[..n]);
                 total += n;
@@ -40,6 +53,28 @@ fn read_available(fd: BorrowedFd<'_>, buf: &mut [u8], sink: &mut OutputSink) -> 
         }
     }
     (total, false)
+}
+
+/// A stdout-only lift's stderr pipe: read into the output's own sink.
+struct SplitStderr {
+    fd: Option<OwnedFd>,
+    eof: bool,
+}
+
+impl SplitStderr {
+    fn open_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.fd.as_ref().filter(|_| !self.eof).map(|f| f.as_fd())
+    }
+
+    /// Read what is available into `out` (the output's pipe and sink).
+    fn read(&mut self, buf: &mut [u8], out: &mut Pipe<'_>) -> usize {
+        let Some(fd) = self.fd.as_ref().filter(|_| !self.eof) else {
+            return 0;
+        };
+        let (n, eof) = read_available(fd.as_fd(), buf, out.sink, true);
+        self.eof = eof;
+        n
+    }
 }
 
 /// `--stderr separate`: the command's stderr, read from a pipe of its own into
@@ -95,8 +130,12 @@ impl<'a> Pipe<'a> {
         let Some(fd) = self.fd.as_ref().filter(|_| !self.eof) else {
             return 0;
         };
-        let (n, eof) = read_available(fd.as_fd(), buf, self.sink);
+        let (n, eof) = read_available(fd.as_fd(), buf, self.sink, false);
         self.eof = eof;
+        if eof {
+            // A lifted `| tail` prints once its input ends.
+            self.sink.stdout_ended();
+        }
         n
     }
 }
@@ -111,7 +150,9 @@ pub fn run(
     stderr: Option<Stderr<'_>>,
 ) -> Result<ExecOutcome, ExecError> {
     let (r, w) = pipe()?;
-    let err_pipe = stderr.as_ref().map(|_| pipe()).transpose()?;
+    let err_pipe = (stderr.is_some() || req.split_stderr)
+        .then(pipe)
+        .transpose()?;
     let (err_r, err_w) = match err_pipe {
         Some((er, ew)) => (Some(er), ew),
         None => (None, w.try_clone()?),
@@ -135,23 +176,34 @@ pub fn run(
         err,
     })?;
     let leader = child.id() as i32;
-    let pidfd = spawn::pidfd_open(leader);
+    let pidfd = child.exit_watch();
     let teardown = Teardown::new(leader, req.marker).in_group(group.as_ref());
     let start = Instant::now();
     let deadline = start + req.watch.timeout;
     let mut buf = vec![0u8; READ_BUF];
     // pipes[0] is the output; pipes[1], when there is one, stderr.
     let mut pipes = vec![Pipe::new(r, sink, on_output)];
-    if let (Some(fd), Some(e)) = (err_r, stderr) {
-        pipes.push(Pipe::new(fd, e.sink, e.on_output));
+    let mut split = None;
+    match (err_r, stderr) {
+        (Some(fd), Some(e)) => pipes.push(Pipe::new(fd, e.sink, e.on_output)),
+        (Some(fd), None) => {
+            split = Some(SplitStderr {
+                fd: Some(fd),
+                eof: false,
+            })
+        }
+        (None, _) => {}
     }
     let mut closed_early = false;
     let mut status: Option<std::process::ExitStatus> = None;
     let mut exited_at: Option<Instant> = None;
     let mut last_output = Instant::now();
+    let mut idle = req.watch.idle.map(IdleClock::new);
     let mut stopped: Option<End> = None;
     let mut killed = Vec::new();
     let mut watchdog_due = teardown.grouped();
+    // With agentbash's own stdin the command may well be read from a person.
+    let mut terminal_wait = (!req.stdin_inherit).then(super::terminal_wait::TerminalWait::new);
 
     loop {
         let now = Instant::now();
@@ -180,18 +232,26 @@ pub fn run(
                 Some(End::Cancelled(sig))
             } else if now >= deadline {
                 Some(End::TimedOut)
-            } else if let Some(idle) = req.watch.idle
-                && now.duration_since(last_output) >= idle
+            } else if let Some(clock) = idle.as_mut()
+                && clock.expired(|| idle::cpu_time(&teardown, group.as_ref()))
             {
-                Some(End::Idle(idle.as_secs()))
+                Some(End::Idle(clock.limit().as_secs()))
             } else {
-                None
+                terminal_wait
+                    .as_mut()
+                    .and_then(|w| w.check(now, last_output, || teardown.members()))
+                    .map(End::NeedsTerminal)
             };
             if let Some(end) = reason {
                 stopped = Some(end);
                 // Keep reading while the tree winds down so nothing is lost or blocked.
-                killed =
-                    terminate_while_draining(&teardown, req.watch.kill_grace, &mut pipes, &mut buf);
+                killed = terminate_while_draining(
+                    &teardown,
+                    req.watch.kill_grace,
+                    &mut pipes,
+                    split.as_mut(),
+                    &mut buf,
+                );
                 status = child.wait().ok();
                 exited_at = Some(Instant::now());
                 for p in pipes.iter_mut() {
@@ -201,7 +261,8 @@ pub fn run(
         }
         if let Some(at) = exited_at {
             let idle = now.duration_since(last_output);
-            let eof = pipes.iter().all(|p| p.open_fd().is_none());
+            let eof = pipes.iter().all(|p| p.open_fd().is_none())
+                && split.as_ref().is_none_or(|e| e.open_fd().is_none());
             if eof || idle >= DRAIN_IDLE || now.duration_since(at) >= DRAIN_TOTAL {
                 break;
             }
@@ -209,6 +270,7 @@ pub fn run(
         let open: Vec<Option<BorrowedFd<'_>>> = pipes
             .iter()
             .map(Pipe::open_fd)
+            .chain(split.iter().map(SplitStderr::open_fd))
             .filter(Option::is_some)
             .collect();
         if !open.is_empty() {
@@ -234,11 +296,19 @@ pub fn run(
             fds.push(pid_watch);
             poll_fds(&fds, wait);
             let mut n = 0;
+            // Stderr first: what it wrote before stdout ended is shown before a
+            // lifted tail's lines, as bash's terminal would show it.
+            if let Some(e) = split.as_mut() {
+                n += e.read(&mut buf, &mut pipes[0]);
+            }
             for p in pipes.iter_mut() {
                 n += p.read(&mut buf);
             }
             if n > 0 {
                 last_output = Instant::now();
+                if let Some(clock) = idle.as_mut() {
+                    clock.printed();
+                }
             }
             let out = &mut pipes[0];
             if out.open_fd().is_some() && !out.sink.wants_more() {
@@ -260,6 +330,7 @@ pub fn run(
             );
         }
     }
+    drop(split);
     for p in pipes.iter_mut() {
         p.fd = None;
         // What the sanitizer and redactors held back is output too: stream it now.
@@ -301,13 +372,21 @@ fn terminate_while_draining(
     teardown: &Teardown<'_>,
     grace: Duration,
     pipes: &mut [Pipe<'_>],
+    mut split: Option<&mut SplitStderr>,
     buf: &mut [u8],
 ) -> Vec<crate::process::KilledProcess> {
     std::thread::scope(|s| {
         let h = s.spawn(|| teardown.terminate_run(grace));
         while !h.is_finished() {
-            let fds: Vec<Option<BorrowedFd<'_>>> = pipes.iter().map(Pipe::open_fd).collect();
+            let fds: Vec<Option<BorrowedFd<'_>>> = pipes
+                .iter()
+                .map(Pipe::open_fd)
+                .chain(split.iter().map(|e| e.open_fd()))
+                .collect();
             poll_fds(&fds, Duration::from_millis(10));
+            if let Some(e) = split.as_mut() {
+                e.read(buf, &mut pipes[0]);
+            }
             for p in pipes.iter_mut() {
                 p.read(buf);
             }

@@ -199,18 +199,19 @@ pub fn run_pty(
         last_fed: None,
         bytes_out: 0,
         last_output: Instant::now(),
+        idle: req
+            .idle
+            .filter(|_| !req.interactive)
+            .map(super::idle::IdleClock::new),
         output_done: false,
         started: Instant::now(),
         watchdog_due: req.group.is_some_and(RunGroup::joined),
         pty,
         console,
     };
-    if !req.interactive && !req.feed_stdin {
-        // Headless with nothing to feed: the terminal's input is at its end, as the
-        // null device is in print mode, so a command that reads never waits.
-        run.send_eof();
-        run.flush_to_child();
-    }
+    // Headless with nothing to feed: nothing is typed into the terminal. A program
+    // that reads it waits, as at a terminal nobody types into, until the timeout
+    // or `jobs.idle_timeout` ends it; it never gets an end of input it did not ask for.
     run.execute()
 }
 
@@ -247,6 +248,8 @@ struct Run<'r, 'o> {
     /// Total output bytes, so the drain can tell whether anything arrived.
     bytes_out: u64,
     last_output: Instant,
+    /// Headless `jobs.idle_timeout`: quiet means neither printing nor using CPU.
+    idle: Option<super::idle::IdleClock>,
     started: Instant,
     /// The cgroup watchdog is yet to be started (see `cgroup::ensure_watchdog`).
     watchdog_due: bool,
@@ -299,10 +302,14 @@ impl Run<'_, '_> {
             if now >= self.req.deadline {
                 return Ok(Stop::TimedOut);
             }
-            if let Some(idle) = self.req.idle.filter(|_| !self.req.interactive)
-                && now.duration_since(self.last_output) >= idle
+            let (leader, group, spec) = (self.pty.leader, self.req.group, self.req.spawn);
+            if let Some(clock) = self.idle.as_mut()
+                && clock.expired(|| {
+                    let teardown = spawn::Teardown::new(leader, &run_marker(spec)).in_group(group);
+                    super::idle::cpu_time(&teardown, group)
+                })
             {
-                return Ok(Stop::Idle(idle.as_secs()));
+                return Ok(Stop::Idle(clock.limit().as_secs()));
             }
             if self.watchdog_due
                 && now.duration_since(self.started) >= crate::process::cgroup::WATCHDOG_AFTER
@@ -425,6 +432,9 @@ impl Run<'_, '_> {
     fn handle_output(&mut self, chunk: &[u8]) {
         self.bytes_out += chunk.len() as u64;
         self.last_output = Instant::now();
+        if let Some(clock) = self.idle.as_mut() {
+            clock.printed();
+        }
         if !(self.on_output)(chunk) {
             self.output_done = true;
         }

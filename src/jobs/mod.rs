@@ -21,6 +21,7 @@ mod ready;
 pub mod supervise;
 
 use crate::fsguard::{self, Links};
+use crate::process::CancelToken;
 use crate::shell::store::FileLock;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -42,6 +43,15 @@ pub struct Readiness {
     pub regex: Option<String>,
 }
 
+/// `jobs.idle_timeout` for a job that is still a foreground run (rpc/mcp
+/// `jobs.background_after`): the supervisor stops it when it has neither printed
+/// nor used CPU for `secs`, until `until_ms` (when the run is handed off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdleWhile {
+    pub secs: u64,
+    pub until_ms: u64,
+}
+
 /// What to start: everything the supervisor needs, written to `spec.json`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct JobSpec {
@@ -54,6 +64,12 @@ pub struct JobSpec {
     pub profile: String,
     pub env: Vec<(String, String)>,
     pub sandbox: Option<crate::sandbox::Mode>,
+    /// The tools the caller has, for the interceptor (`None`: the profile's).
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// Skip the interceptor (`--no-intercept`).
+    #[serde(default)]
+    pub no_intercept: bool,
     pub ready: Readiness,
     /// A pseudo-terminal (a REPL, a full-screen program) instead of a pipe.
     pub pty: bool,
@@ -66,29 +82,41 @@ pub struct JobSpec {
     /// holds, so its end of file says the caller went.
     #[serde(default)]
     pub stop_with_caller: bool,
+    #[serde(default)]
+    pub idle: Option<IdleWhile>,
 }
 
+/// Where a job stands. `running` and `ready` are running (`ready`: its readiness
+/// check passed); the others are over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum State {
-    Starting,
+    /// Running: no readiness check, or one not met yet (`ready: false`).
+    #[serde(alias = "starting")]
+    Running,
     Ready,
+    /// It ended by itself (`exit_code` or `signal`).
     Exited,
+    /// agentbash stopped it: `job stop`, its server's exit, `jobs.idle_timeout`.
     Killed,
+    /// Its ttl ran out and it was stopped.
+    TimedOut,
+    /// Its supervisor died; what was left of it was killed.
     Lost,
 }
 
 impl State {
     pub fn running(self) -> bool {
-        matches!(self, State::Starting | State::Ready)
+        matches!(self, State::Running | State::Ready)
     }
 
     pub fn word(self) -> &'static str {
         match self {
-            State::Starting => "starting",
+            State::Running => "running",
             State::Ready => "ready",
             State::Exited => "exited",
             State::Killed => "killed",
+            State::TimedOut => "timed_out",
             State::Lost => "lost",
         }
     }
@@ -134,8 +162,8 @@ pub struct JobRecord {
     pub pid: Option<i32>,
     pub exit_code: Option<i32>,
     pub signal: Option<String>,
-    /// Why it ended when agentbash ended it: "stopped", "ttl", "gc", "server exit",
-    /// "supervisor gone"; or why it never started.
+    /// Why it ended when agentbash ended it: "stopped", "ttl (N s)", "server exit",
+    /// "idle (N s)", "supervisor gone"; or why it never started.
     pub reason: Option<String>,
     pub pty: bool,
     pub stdin: bool,
@@ -147,6 +175,45 @@ pub struct JobRecord {
     pub supervisor: Option<ProcId>,
     pub leader: Option<ProcId>,
     pub marker: Option<String>,
+    /// The sandbox the supervisor confined the job with (the result's `sandbox`).
+    #[serde(default)]
+    pub sandbox: Option<serde_json::Value>,
+    /// What the supervisor has to say about the job: a sandbox that is not
+    /// enforced, a write the sandbox refused.
+    #[serde(default)]
+    pub notices: Vec<String>,
+}
+
+impl JobRecord {
+    /// The exit code a caller of `job wait` (and a `job start` that saw the job end)
+    /// exits with: the job's own, 128+N for death by signal N, 124 when its ttl ran
+    /// out, 125 when its supervisor was lost; `None` while it runs.
+    pub fn exit_status(&self) -> Option<i32> {
+        if self.state.running() {
+            return None;
+        }
+        let by_signal = self
+            .signal
+            .as_deref()
+            .and_then(signal_number)
+            .map(|s| 128 + s);
+        Some(match self.state {
+            State::TimedOut => crate::exit::TIMEOUT,
+            State::Lost => crate::exit::FAILURE,
+            _ => self.exit_code.or(by_signal).unwrap_or(crate::exit::FAILURE),
+        })
+    }
+
+    /// `jobs.idle_timeout` ended it (as a foreground run): after how many seconds.
+    pub fn idle_secs(&self) -> Option<u64> {
+        let r = self.reason.as_deref()?.strip_prefix("idle (")?;
+        r.strip_suffix(" s)")?.parse().ok()
+    }
+}
+
+/// The signal number of a name `exit::signal_name` gives.
+pub fn signal_number(name: &str) -> Option<i32> {
+    (1..=64).find(|&s| crate::exit::signal_name(s) == name)
 }
 
 pub fn now_ms() -> u64 {
@@ -158,7 +225,7 @@ pub fn now_ms() -> u64 {
 
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
-    #[error("no job {0}; `agentbash job list` shows the jobs")]
+    #[error("no job {0}; `agentbash job list --all` shows the jobs")]
     NotFound(String),
     #[error(
         "{count} jobs are running, the most `jobs.max_running` allows; stop one with `agentbash job stop NAME`:\n{list}",
@@ -172,10 +239,21 @@ pub enum JobError {
         "--name {0:?}: use 1-64 letters, digits, '.', '_' or '-', not only digits (digits name job://N)"
     )]
     BadName(String),
+    #[error("the readiness regex {0:?} (--ready, or `ready` over rpc and mcp) is invalid: {1}")]
+    BadReady(String, String),
     #[error("{0}")]
     Refused(crate::pipeline::JobRefusal),
+    /// The profile could not be loaded; the loader's message names the file and key.
+    #[error("{0}")]
+    Profile(String),
+    /// A field of the request that cannot be honoured (a sandbox the profile does
+    /// not let callers choose).
+    #[error("{0}")]
+    BadRequest(String),
     #[error("{} {what}", .job)]
     NotRunning { job: String, what: String },
+    #[error("{0} is still running; stop it first (`agentbash job stop {0}`)")]
+    StillRunning(String),
     #[error("jobs directory: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -185,7 +263,9 @@ impl JobError {
     pub fn exit_code(&self) -> i32 {
         match self {
             JobError::Refused(r) => r.exit,
-            JobError::BadName(_) => crate::exit::USAGE,
+            JobError::BadName(_) | JobError::BadReady(..) | JobError::BadRequest(_) => {
+                crate::exit::USAGE
+            }
             _ => crate::exit::FAILURE,
         }
     }
@@ -204,7 +284,7 @@ pub fn one_line(r: &JobRecord) -> String {
     } else if let Some(s) = &r.signal {
         state.push_str(&format!(" {s}"));
     }
-    if r.state == State::Starting && r.ready == Some(false) {
+    if r.state == State::Running && r.ready == Some(false) {
         state.push_str(" (not ready)");
     }
     let pid = r.pid.map(|p| format!("  pid {p}")).unwrap_or_default();
@@ -222,6 +302,25 @@ fn valid_name(n: &str) -> bool {
         && !n.chars().all(|c| c.is_ascii_digit())
 }
 
+/// A job's output as callers get it. This is the one place where what a job logged
+/// becomes strings (so the one place to mask secrets in it): `exact` is the bytes as
+/// UTF-8 (lossy), for the JSON `output` and a pipe, where cursor reads must join up;
+/// `text` is sanitized, for a terminal and a model.
+#[derive(Debug, Clone, Default)]
+pub struct JobText {
+    pub exact: String,
+    pub text: String,
+}
+
+impl JobText {
+    pub fn of(bytes: &[u8]) -> JobText {
+        JobText {
+            exact: String::from_utf8_lossy(bytes).into_owned(),
+            text: crate::output::sanitize::sanitize(bytes),
+        }
+    }
+}
+
 /// The jobs directory and everything done to it.
 pub struct Jobs {
     root: PathBuf,
@@ -234,12 +333,24 @@ pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub struct Started {
     pub record: JobRecord,
-    /// The last output, when the job already ended.
-    pub output: String,
+    /// The output so far (its last [`DEFAULT_READ_BYTES`] when there is more).
+    pub output: log::Chunk,
     /// For a `stop_with_caller` job: the only writer of the supervisor's stdin.
     /// Dropping it (or the caller dying) stops the job.
     pub owner: Option<std::os::fd::OwnedFd>,
 }
+
+/// How long `start` waits: for readiness when the job has a check (at most
+/// `ready_timeout`), else `settle`, so a command that fails at once (a port in use)
+/// is answered as ended; both end early when the job ends.
+#[derive(Debug, Clone, Copy)]
+pub struct StartWait {
+    pub ready_timeout: Duration,
+    pub settle: Duration,
+}
+
+/// How often a waiting caller looks at a job's record again, at most.
+const POLL_MAX: Duration = Duration::from_millis(20);
 
 impl Jobs {
     pub fn open() -> Result<Jobs, JobError> {
@@ -345,25 +456,35 @@ impl Jobs {
             .ok_or_else(|| JobError::NotFound(name.to_string()))
     }
 
-    /// Start `spec` under `profile` and wait (at most `ready_timeout`) until it is
-    /// ready or has ended. The guard's refusal comes back at once, nothing started.
+    /// Start `spec` under `profile` and wait as `wait` says. The interceptor's and
+    /// the guard's refusals come back at once, nothing started.
     pub fn start(
         &self,
         spec: &JobSpec,
         profile: &crate::LoadedProfile,
-        ready_timeout: Duration,
+        wait: StartWait,
     ) -> Result<Started, JobError> {
         if let Some(n) = &spec.name
             && !valid_name(n)
         {
             return Err(JobError::BadName(n.clone()));
         }
-        let req = run_request(spec);
+        // Checked before anything starts: the supervisor would only fail on it.
+        if let Some(re) = &spec.ready.regex
+            && let Err(e) = regex::Regex::new(re)
+        {
+            let reason = e.to_string();
+            let reason = reason.lines().last().unwrap_or(&reason).trim();
+            let reason = reason.strip_prefix("error: ").unwrap_or(reason);
+            return Err(JobError::BadReady(re.clone(), reason.to_string()));
+        }
+        let req = run_request(spec, profile);
         let plan = crate::pipeline::plan_run(&req, profile);
-        crate::pipeline::job_refusal(&req, &plan).map_err(JobError::Refused)?;
+        crate::pipeline::job_refusal(&plan).map_err(JobError::Refused)?;
         let jobs = &profile.profile.jobs;
         let (number, dir) = {
             let _lock = self.lock()?;
+            self.expire(Duration::from_secs(jobs.keep_exited));
             let running: Vec<JobRecord> = self
                 .numbers()
                 .into_iter()
@@ -381,12 +502,15 @@ impl Jobs {
             let number = self.numbers().last().map_or(1, |n| n + 1);
             let dir = self.dir(number);
             crate::paths::private_dir(&dir).map_err(std::io::Error::from)?;
+            // What is written here is read by every `job list` and `job status`: with
+            // the secrets (`output.redact`) masked, as a run's result has them.
+            let shown = |t: &str| plan.secrets.mask(t).into_owned();
             let record = JobRecord {
                 id: format!("job://{number}"),
                 number,
-                name: spec.name.clone(),
-                command: spec.command.clone(),
-                state: State::Starting,
+                name: spec.name.as_deref().map(shown),
+                command: shown(&spec.command),
+                state: State::Running,
                 ready: None,
                 pid: None,
                 exit_code: None,
@@ -397,11 +521,13 @@ impl Jobs {
                 ttl: spec.ttl.or(Some(jobs.ttl)).filter(|&t| t > 0),
                 started_at_ms: now_ms(),
                 ended_at_ms: None,
-                cwd: spec.invoking_dir.display().to_string(),
+                cwd: shown(&spec.invoking_dir.display().to_string()),
                 log_max_bytes: jobs.log_max_bytes,
                 supervisor: None,
                 leader: None,
                 marker: None,
+                sandbox: None,
+                notices: Vec::new(),
             };
             let json = serde_json::to_vec(spec).map_err(std::io::Error::other)?;
             fsguard::write_private(&dir.join("spec.json"), &json)?;
@@ -418,12 +544,19 @@ impl Jobs {
             (None, None)
         };
         let supervisor = supervise::spawn(&dir, &spec.invoking_dir, caller_end)?;
-        let deadline = Instant::now() + ready_timeout;
+        let checks = spec.ready.port.is_some() || spec.ready.regex.is_some();
+        let ready_by = after(wait.ready_timeout);
+        // Without a check, `settle` counts from the job's own start.
+        let mut settled_by = None;
         let mut pause = Duration::from_micros(500);
         loop {
             let r = self.read(number);
+            if !checks && settled_by.is_none() && r.as_ref().is_some_and(|r| r.pid.is_some()) {
+                settled_by = Some(after(wait.settle));
+            }
+            let settled = settled_by.is_some_and(|by| by.is_none_or(|by| Instant::now() >= by));
             if let Some(r) = &r
-                && (r.state != State::Starting || (r.ready.is_none() && r.pid.is_some()))
+                && (!r.state.running() || r.ready == Some(true) || settled)
             {
                 return Ok(self.started(r.clone(), owner));
             }
@@ -435,7 +568,7 @@ impl Jobs {
                 let r = if r.state.running() { self.check(r) } else { r };
                 return Ok(self.started(r, owner));
             }
-            if Instant::now() >= deadline {
+            if checks && ready_by.is_some_and(|by| Instant::now() >= by) {
                 let mut r = r.ok_or_else(|| JobError::NotFound(format!("job://{number}")))?;
                 r.ready = Some(false);
                 return Ok(self.started(r, owner));
@@ -446,11 +579,7 @@ impl Jobs {
     }
 
     fn started(&self, record: JobRecord, owner: Option<std::os::fd::OwnedFd>) -> Started {
-        let output = if record.state.running() {
-            String::new()
-        } else {
-            self.tail_text(&record, 20)
-        };
+        let output = self.tail(&record, usize::MAX);
         let owner = owner.filter(|_| record.state.running());
         Started {
             record,
@@ -459,32 +588,47 @@ impl Jobs {
         }
     }
 
-    /// The last `lines` lines of a job's output, as text.
-    pub fn tail_text(&self, r: &JobRecord, lines: usize) -> String {
-        let c = log::tail(
+    /// The last `lines` lines of a job's output (at most [`DEFAULT_READ_BYTES`]).
+    pub fn tail(&self, r: &JobRecord, lines: usize) -> log::Chunk {
+        log::tail(
             &self.dir(r.number),
             r.log_max_bytes,
             lines,
             DEFAULT_READ_BYTES,
-        );
-        crate::output::sanitize::sanitize(&c.bytes)
+        )
+    }
+
+    /// Where the next byte the job prints will be: a cursor that reads only what
+    /// comes from now on.
+    pub fn cursor(&self, r: &JobRecord) -> u64 {
+        log::end(&self.dir(r.number), r.log_max_bytes)
+    }
+
+    /// The job's log directory (`log_path`).
+    pub fn log_path(&self, r: &JobRecord) -> PathBuf {
+        self.dir(r.number).join(log::DIR)
     }
 
     /// Output from `cursor` (`None`: from the start of what is kept), waiting up to
-    /// `wait` for some when there is none yet and the job runs.
+    /// `wait` for some when there is none yet and the job runs (`stop` ends the wait).
     pub fn output(
         &self,
         r: &JobRecord,
         cursor: Option<u64>,
         wait: Duration,
         max: usize,
+        stop: &CancelToken,
     ) -> (JobRecord, log::Chunk) {
         let dir = self.dir(r.number);
-        let deadline = Instant::now() + wait;
+        let deadline = after(wait);
         let mut r = r.clone();
         loop {
             let c = log::read(&dir, r.log_max_bytes, cursor.unwrap_or(0), max);
-            if !c.bytes.is_empty() || !r.state.running() || Instant::now() >= deadline {
+            if !c.bytes.is_empty()
+                || !r.state.running()
+                || deadline.is_some_and(|d| Instant::now() >= d)
+                || stop.reason().is_some()
+            {
                 return (r, c);
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -492,6 +636,27 @@ impl Jobs {
                 r = self.check(now);
             }
         }
+    }
+
+    /// Wait up to `limit` for the job to end (`stop` ends the wait early). The
+    /// record as it then stands; it still runs when the wait ran out.
+    pub fn wait(&self, r: &JobRecord, limit: Duration, stop: &CancelToken) -> JobRecord {
+        let deadline = after(limit);
+        let mut r = r.clone();
+        let mut pause = Duration::from_millis(1);
+        let left = || {
+            deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(Instant::now())
+            })
+        };
+        while r.state.running() && !left().is_zero() && stop.reason().is_none() {
+            std::thread::sleep(pause.min(left()));
+            pause = (pause * 2).min(POLL_MAX);
+            if let Some(now) = self.read(r.number) {
+                r = self.check(now);
+            }
+        }
+        r
     }
 
     /// Write `bytes` to a job's terminal or stdin.
@@ -508,6 +673,27 @@ impl Jobs {
                 what: e,
             })
         })
+    }
+
+    /// [`Jobs::send`], then what the job printed in the next `window` (at most
+    /// [`DEFAULT_READ_BYTES`]; the wait ends early when the job does).
+    pub fn send_and_read(
+        &self,
+        r: &JobRecord,
+        bytes: &[u8],
+        window: Duration,
+        stop: &CancelToken,
+    ) -> Result<(JobRecord, log::Chunk), JobError> {
+        let from = self.cursor(r);
+        self.send(r, bytes)?;
+        let r = self.wait(r, window, stop);
+        let c = log::read(
+            &self.dir(r.number),
+            r.log_max_bytes,
+            from,
+            DEFAULT_READ_BYTES,
+        );
+        Ok((r, c))
     }
 
     /// The screen of a PTY job, one string per row.
@@ -546,23 +732,50 @@ impl Jobs {
         }
     }
 
-    /// Stop every running job (or those `only` names) and remove the directories of
-    /// the jobs that are over. Returns what was stopped and what was removed.
-    pub fn gc(&self) -> (Vec<JobRecord>, Vec<JobRecord>) {
-        let mut stopped = Vec::new();
-        let mut removed = Vec::new();
-        for r in self.list() {
-            if r.state.running() {
-                if let Ok(s) = self.stop(&r, "gc") {
-                    stopped.push(s);
-                }
-                continue;
+    /// Remove a job that is over: its record and its log.
+    pub fn remove(&self, r: &JobRecord) -> Result<(), JobError> {
+        if r.state.running() {
+            return Err(JobError::StillRunning(r.id.clone()));
+        }
+        let _lock = self.lock()?;
+        std::fs::remove_dir_all(self.dir(r.number))?;
+        Ok(())
+    }
+
+    /// `job gc`: end what is left of lost jobs' processes, and remove the records
+    /// and logs of the jobs that ended more than `keep` ago. A running job is never
+    /// touched. Returns the lost jobs seen and the jobs removed.
+    pub fn gc(&self, keep: Duration) -> (Vec<JobRecord>, Vec<JobRecord>) {
+        let all = self.list();
+        let lost: Vec<JobRecord> = all
+            .iter()
+            .filter(|r| r.state == State::Lost)
+            .cloned()
+            .collect();
+        for r in &lost {
+            if let Some(marker) = &r.marker {
+                crate::process::spawn::kill_orphans(marker, r.leader.map(|l| (l.pid, l.started)));
             }
-            if std::fs::remove_dir_all(self.dir(r.number)).is_ok() {
+        }
+        let removed = match self.lock() {
+            Ok(_lock) => self.expire(keep),
+            Err(_) => Vec::new(),
+        };
+        (lost, removed)
+    }
+
+    /// Remove the jobs that ended more than `keep` ago (the caller holds the lock).
+    fn expire(&self, keep: Duration) -> Vec<JobRecord> {
+        let now = now_ms();
+        let keep = keep.as_millis() as u64;
+        let mut removed = Vec::new();
+        for r in self.numbers().into_iter().filter_map(|n| self.read(n)) {
+            let over = !r.state.running() && r.ended_at_ms.is_some_and(|e| now >= e + keep);
+            if over && std::fs::remove_dir_all(self.dir(r.number)).is_ok() {
                 removed.push(r);
             }
         }
-        (stopped, removed)
+        removed
     }
 
     fn ask(&self, r: &JobRecord, req: &supervise::Request) -> Result<supervise::Reply, JobError> {
@@ -579,14 +792,27 @@ impl Jobs {
     }
 }
 
+/// `d` from now, or `None` for a wait longer than the clock can count (forever).
+fn after(d: Duration) -> Option<Instant> {
+    Instant::now().checked_add(d)
+}
+
 fn write_record(dir: &Path, r: &JobRecord) -> std::io::Result<()> {
     let json = serde_json::to_vec_pretty(r).map_err(std::io::Error::other)?;
     fsguard::write_private(&dir.join("state.json"), &json)
 }
 
-/// The run request a job's command is planned with: no interception (starting it
-/// as a job is what the background rules ask for), the guard and sandbox as a run.
-pub fn run_request(spec: &JobSpec) -> crate::RunRequest {
+/// The run request a job's command is planned with: the guard, the sandbox and the
+/// interceptor as for a run, except the interceptor's rules that route to the `job`
+/// tool (starting it as a job is what they ask for).
+pub fn run_request(spec: &JobSpec, profile: &crate::LoadedProfile) -> crate::RunRequest {
+    let tools = spec
+        .tools
+        .clone()
+        .unwrap_or_else(|| profile.profile.interceptor.tools.clone())
+        .into_iter()
+        .filter(|t| t != "job")
+        .collect();
     crate::RunRequest {
         command: spec.command.clone(),
         invoking_dir: spec.invoking_dir.clone(),
@@ -596,8 +822,8 @@ pub fn run_request(spec: &JobSpec) -> crate::RunRequest {
         } else {
             crate::request::ModeChoice::Print
         },
-        tools: None,
-        no_intercept: true,
+        tools: Some(tools),
+        no_intercept: spec.no_intercept,
         env: spec.env.clone(),
         stdin: spec.stdin,
         sandbox: spec.sandbox,

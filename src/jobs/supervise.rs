@@ -56,6 +56,21 @@ impl TakeBounded for UnixStream {
     }
 }
 
+/// The word after `job` that starts a supervisor: `agentbash job __supervise DIR`.
+const SUPERVISE: &str = "__supervise";
+
+/// The job directory when this process was started as a supervisor (see [`spawn`]).
+/// `main` asks before the command line is parsed, so the word is no subcommand of
+/// clap's: `--help`, the man page and the completions never offer it.
+pub fn requested() -> Option<std::path::PathBuf> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != "job" || args.next()? != SUPERVISE {
+        return None;
+    }
+    let dir = args.next()?;
+    args.next().is_none().then(|| dir.into())
+}
+
 /// Start the supervisor of the job in `dir` (detached: it outlives the caller).
 /// `caller_end`, when given, becomes its stdin: the read end of a pipe the caller
 /// holds the other end of (see [`JobSpec::stop_with_caller`]).
@@ -63,11 +78,7 @@ pub fn spawn(dir: &Path, cwd: &Path, caller_end: Option<OwnedFd>) -> std::io::Re
     let exe = std::env::current_exe()?;
     let spec = crate::process::SpawnSpec {
         program: exe,
-        args: vec![
-            "job".into(),
-            "__supervise".into(),
-            dir.display().to_string(),
-        ],
+        args: vec!["job".into(), SUPERVISE.into(), dir.display().to_string()],
         // `vars()` would panic on a variable that is not UTF-8; such a one is left out.
         env: std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -105,12 +116,16 @@ pub fn main(dir: &Path) -> i32 {
     ) else {
         return crate::exit::FAILURE;
     };
+    // The command and its environment (values of `--env` included) were for us
+    // alone: nothing else reads them back.
+    let _ = std::fs::remove_file(dir.join("spec.json"));
     record.supervisor = ProcId::of(std::process::id() as i32);
     let Ok(mut log) = LogWriter::create(dir, record.log_max_bytes) else {
         return crate::exit::FAILURE;
     };
     match Supervisor::start(dir, &spec, &mut record, &mut log) {
         Ok(s) => s.run(&mut record, &mut log),
+        // Masked already: the refusal may quote the command.
         Err((code, message)) => {
             let _ = log.append(format!("agentbash: {message}\n").as_bytes());
             record.state = State::Exited;
@@ -140,9 +155,22 @@ struct Supervisor<'d> {
     ready_port: Option<u16>,
     ready_regex: Option<regex::Regex>,
     line: Vec<u8>,
+    /// The last byte logged ended a line (a notice starts on a line of its own).
+    at_line_start: bool,
+    /// Network destinations the job's proxy refused that its output already names.
+    refused: Vec<crate::sandbox::Refusal>,
     deadline: Option<Instant>,
+    /// `jobs.idle_timeout` while the job is still a foreground run, until then.
+    idle: Option<(crate::executor::idle::IdleClock, u64)>,
     grace: Duration,
-    _launch: crate::pipeline::JobLaunch,
+    /// Masks the secrets (`output.redact`) in what is logged and shown, so that no
+    /// reader of the job — `job output`, its screen, `job start`'s answer, the log on
+    /// disk — sees them.
+    redactor: Option<crate::output::redact::Redactor>,
+    secrets: crate::output::redact::Secrets,
+    /// Masked output, reused between reads.
+    masked: Vec<u8>,
+    launch: crate::pipeline::JobLaunch,
 }
 
 /// The longest partial line kept for `--ready` matching.
@@ -166,7 +194,7 @@ impl<'d> Supervisor<'d> {
             .map(regex::Regex::new)
             .transpose()
             .map_err(|e| (crate::exit::USAGE, format!("--ready: {e}")))?;
-        let req = super::run_request(spec);
+        let req = super::run_request(spec, &profile);
         let launch =
             crate::pipeline::job_launch(&req, &profile).map_err(|r| (r.exit, r.message))?;
         let _ = std::fs::remove_file(dir.join("ctl.sock"));
@@ -219,9 +247,14 @@ impl<'d> Supervisor<'d> {
         record.pid = Some(pid);
         record.leader = ProcId::of(pid);
         record.marker = Some(launch.marker.clone());
+        launch.secrets.mask_in_place(&mut record.command);
+        launch.secrets.mask_in_place(&mut record.cwd);
         let waits = spec.ready.port.is_some() || ready_regex.is_some();
         record.ready = waits.then_some(false);
-        record.state = if waits { State::Starting } else { State::Ready };
+        record.state = State::Running;
+        let sandbox = launch.sandbox();
+        record.sandbox = sandbox.info().and_then(|i| serde_json::to_value(i).ok());
+        record.notices.extend(sandbox.warnings());
         let _ = write_record(dir, record);
         let _ = log.written();
         let caller = if spec.stop_with_caller {
@@ -235,7 +268,7 @@ impl<'d> Supervisor<'d> {
         Ok(Supervisor {
             dir,
             caller,
-            pidfd: spawn::pidfd_open(pid),
+            pidfd: child.exit_watch(),
             child,
             group,
             marker: launch.marker.clone(),
@@ -246,14 +279,41 @@ impl<'d> Supervisor<'d> {
             ready_port: spec.ready.port,
             ready_regex,
             line: Vec::new(),
+            at_line_start: true,
+            refused: Vec::new(),
             deadline: record.ttl.map(|t| Instant::now() + Duration::from_secs(t)),
+            idle: spec.idle.map(|i| {
+                (
+                    crate::executor::idle::IdleClock::new(Duration::from_secs(i.secs)),
+                    i.until_ms,
+                )
+            }),
             grace: Duration::from_millis(profile.profile.timeout.kill_grace_ms),
-            _launch: launch,
+            redactor: launch.secrets.redactor(crate::output::redact::Form::Raw),
+            secrets: launch.secrets.clone(),
+            masked: Vec::new(),
+            launch,
         })
     }
 
     fn waiting(&self, record: &JobRecord) -> bool {
-        record.state == State::Starting
+        record.state == State::Running && record.ready == Some(false)
+    }
+
+    /// `jobs.idle_timeout` ran out while the job was still a foreground run.
+    fn idle_expired(&mut self) -> Option<u64> {
+        let (clock, until) = self.idle.as_mut()?;
+        if now_ms() >= *until {
+            self.idle = None;
+            return None;
+        }
+        let (leader, marker, group) = (self.child.id() as i32, &self.marker, self.group.as_ref());
+        clock
+            .expired(|| {
+                let teardown = Teardown::new(leader, marker).in_group(group);
+                crate::executor::idle::cpu_time(&teardown, group)
+            })
+            .then(|| clock.limit().as_secs())
     }
 
     fn run(mut self, record: &mut JobRecord, log: &mut LogWriter) {
@@ -268,6 +328,13 @@ impl<'d> Supervisor<'d> {
             let tick = self.deadline.map_or(tick, |d| {
                 tick.min(d.saturating_duration_since(Instant::now()))
             });
+            // Held back by the redactor: shown soon, once the output pauses.
+            let holding = self.redactor.as_ref().is_some_and(|r| r.holds());
+            let tick = if holding {
+                tick.min(Duration::from_millis(20))
+            } else {
+                tick
+            };
             poll_fds(
                 &[
                     self.output.as_ref().map(|f| f.as_fd()),
@@ -277,7 +344,10 @@ impl<'d> Supervisor<'d> {
                 ],
                 tick,
             );
-            self.read_output(&mut buf, record, log);
+            if !self.read_output(&mut buf, record, log) && holding {
+                self.flush_redactor(log, false);
+            }
+            self.report_refusals(log);
             if let Some(fd) = &self.caller
                 && matches!(read_some(fd.as_fd(), &mut buf), Read::End)
             {
@@ -316,10 +386,15 @@ impl<'d> Supervisor<'d> {
                 self.end(
                     record,
                     log,
-                    State::Killed,
+                    State::TimedOut,
                     Some(format!("ttl ({ttl} s)")),
                     None,
                 );
+                return;
+            }
+            if let Some(secs) = self.idle_expired() {
+                let why = Some(format!("idle ({secs} s)"));
+                self.end(record, log, State::Killed, why, None);
                 return;
             }
             let sig = STOP_SIGNAL.load(Ordering::SeqCst);
@@ -337,29 +412,104 @@ impl<'d> Supervisor<'d> {
         let _ = write_record(self.dir, record);
     }
 
-    fn read_output(&mut self, buf: &mut [u8], record: &mut JobRecord, log: &mut LogWriter) {
+    /// Read what the job printed (bounded per turn); whether anything came.
+    fn read_output(&mut self, buf: &mut [u8], record: &mut JobRecord, log: &mut LogWriter) -> bool {
+        let mut got = false;
         // Bounded per turn, so requests and the ttl are served under a flood.
         for _ in 0..64 {
             let Some(fd) = self.output.as_ref() else {
-                return;
+                break;
             };
             match read_some(fd.as_fd(), buf) {
-                Read::Bytes(n) => self.took(&buf[..n], record, log),
-                Read::Empty => return,
+                Read::Bytes(n) => {
+                    got = true;
+                    self.took(&buf[..n], record, log);
+                }
+                Read::Empty => break,
                 Read::End => {
                     self.output = None;
-                    return;
+                    self.flush_redactor(log, true);
+                    break;
                 }
             }
+        }
+        got
+    }
+
+    /// A notice in the job's output for each destination its network proxy refused
+    /// for the first time (the count goes on in the proxy's log, not in the output).
+    fn report_refusals(&mut self, log: &mut LogWriter) {
+        let Some(denied) = self.launch.network_denied() else {
+            return;
+        };
+        let new: Vec<crate::sandbox::Refusal> = denied
+            .iter()
+            .filter(|r| {
+                !self
+                    .refused
+                    .iter()
+                    .any(|o| o.host == r.host && o.port == r.port && o.reason == r.reason)
+            })
+            .cloned()
+            .collect();
+        for notice in self.launch.network_notices(&new) {
+            let line = if self.at_line_start {
+                format!("{notice}\n")
+            } else {
+                format!("\n{notice}\n")
+            };
+            let _ = log.append(line.as_bytes());
+            self.at_line_start = true;
+        }
+        self.refused = denied;
+    }
+
+    /// Log (and show on the screen) what the redactor held back: all of it at the
+    /// end, or at a pause all but what may still start a secret.
+    fn flush_redactor(&mut self, log: &mut LogWriter, end: bool) {
+        let Some(r) = self.redactor.as_mut() else {
+            return;
+        };
+        let mut out = std::mem::take(&mut self.masked);
+        out.clear();
+        if end {
+            r.finish(&mut out);
+        } else {
+            r.flush_idle(&mut out);
+        }
+        self.logged(&out, log);
+        self.masked = out;
+    }
+
+    /// Masked output into the log and the screen.
+    fn logged(&mut self, bytes: &[u8], log: &mut LogWriter) {
+        if bytes.is_empty() {
+            return;
+        }
+        if log.append(bytes).is_err() {
+            // A full disk: the job runs on; its output is lost, not its life.
+        }
+        if let Some(last) = bytes.last() {
+            self.at_line_start = *last == b'\n';
+        }
+        if let Some(p) = self.screen.as_mut() {
+            p.process(bytes);
         }
     }
 
     fn took(&mut self, bytes: &[u8], record: &mut JobRecord, log: &mut LogWriter) {
-        if log.append(bytes).is_err() {
-            // A full disk: the job runs on; its output is lost, not its life.
+        if let Some((clock, _)) = self.idle.as_mut() {
+            clock.printed();
         }
-        if let Some(p) = self.screen.as_mut() {
-            p.process(bytes);
+        match self.redactor.as_mut() {
+            Some(r) => {
+                let mut out = std::mem::take(&mut self.masked);
+                out.clear();
+                r.push(bytes, &mut out);
+                self.logged(&out, log);
+                self.masked = out;
+            }
+            None => self.logged(bytes, log),
         }
         if self.waiting(record)
             && let Some(re) = &self.ready_regex
@@ -395,9 +545,7 @@ impl<'d> Supervisor<'d> {
                 &[self.output.as_ref().map(|f| f.as_fd())],
                 Duration::from_millis(20),
             );
-            let before = log.written();
-            self.read_output(buf, record, log);
-            if log.written() != before {
+            if self.read_output(buf, record, log) {
                 last = Instant::now();
             }
         }
@@ -470,7 +618,7 @@ impl<'d> Supervisor<'d> {
     ) {
         let group = self.group.take();
         let teardown = Teardown::new(self.child.id() as i32, &self.marker).in_group(group.as_ref());
-        let killing = state == State::Killed;
+        let killing = matches!(state, State::Killed | State::TimedOut);
         teardown.terminate(self.grace, killing);
         if killing {
             let mut buf = vec![0u8; 64 * 1024];
@@ -484,9 +632,32 @@ impl<'d> Supervisor<'d> {
             self.drain(&mut buf, record, log);
         }
         teardown.reap_orphans();
+        self.flush_redactor(log, true);
+        self.report_refusals(log);
         record.state = state;
-        record.reason = reason;
+        record.reason = reason.map(|r| self.secrets.mask(&r).into_owned());
         record.ended_at_ms = Some(now_ms());
+        // A write the sandbox refused, as the job's last output shows it.
+        let tail = super::log::tail(
+            self.dir,
+            record.log_max_bytes,
+            usize::MAX,
+            super::DEFAULT_READ_BYTES,
+        );
+        let said = crate::output::sanitize::sanitize(&tail.bytes);
+        let end = match (record.exit_code, record.signal.as_deref()) {
+            (Some(c), _) => crate::executor::End::Exited(c),
+            (None, Some(s)) => super::signal_number(s).map_or(
+                crate::executor::End::MissingStatus,
+                crate::executor::End::Signaled,
+            ),
+            (None, None) => crate::executor::End::MissingStatus,
+        };
+        let cwd = std::path::PathBuf::from(&record.cwd);
+        record
+            .notices
+            .extend(self.launch.sandbox().denial_notice(&end, &said, &cwd));
+        record.notices.extend(self.launch.sandbox().audit());
         let _ = write_record(self.dir, record);
         let _ = std::fs::remove_file(self.dir.join("ctl.sock"));
         if let Some(conn) = answer {

@@ -18,9 +18,13 @@ pub fn count(n: u64, unit: &str) -> String {
 /// Background processes shown in a notice; the rest are counted.
 const SHOWN_PROCESSES: usize = 5;
 
-/// The notice naming the background processes a run stopped: after the command
-/// ended (`stopped_run` false: they outlived it, and `process.background = "keep"`
-/// would have left them), or with a timed-out or cancelled command.
+/// What a caller does instead of leaving a process behind, said wherever one was
+/// stopped: the CLI, rpc and MCP callers each have their way to start a job.
+pub const KEEP_RUNNING_HINT: &str = "To keep a process running, start it as a job: `agentbash job start …` (MCP: `bash` with `background: true`; rpc: `job_start`)";
+
+/// The notice naming the background processes a run stopped, and how to keep one
+/// running next time: after the command ended (`stopped_run` false: they outlived
+/// it), or with a timed-out or cancelled command.
 pub fn background_killed(killed: &[KilledProcess], stopped_run: bool) -> Option<String> {
     if killed.is_empty() {
         return None;
@@ -28,22 +32,17 @@ pub fn background_killed(killed: &[KilledProcess], stopped_run: bool) -> Option<
     let mut list: Vec<String> = killed
         .iter()
         .take(SHOWN_PROCESSES)
-        .map(|k| format!("{} {}", k.pid, short_command(&k.command)))
+        .map(|k| format!("{} (pid {})", short_command(&k.command), k.pid))
         .collect();
     if killed.len() > SHOWN_PROCESSES {
         list.push(format!("and {} more", killed.len() - SHOWN_PROCESSES));
     }
     let what = count(killed.len() as u64, "background process");
+    let list = list.join("; ");
     Some(if stopped_run {
-        format!(
-            "Also stopped {what} the command had left running: {}",
-            list.join("; ")
-        )
+        format!("[Also stopped {what} the command had left running: {list}. {KEEP_RUNNING_HINT}]")
     } else {
-        format!(
-            "Stopped {what} that outlived the command: {} (set process.background = \"keep\" to leave them running)",
-            list.join("; ")
-        )
+        format!("[Stopped {what} the command left running: {list}. {KEEP_RUNNING_HINT}]")
     })
 }
 
@@ -120,24 +119,26 @@ mod tests {
             command: command.into(),
         };
         assert_eq!(background_killed(&[], false), None);
+        let hint = KEEP_RUNNING_HINT;
         assert_eq!(
-            background_killed(&[k(12345, "/usr/bin/python3 -m http.server 8765")], false)
-                .as_deref(),
-            Some(
-                "Stopped 1 background process that outlived the command: 12345 python3 -m http.server 8765 (set process.background = \"keep\" to leave them running)"
-            )
+            background_killed(&[k(12345, "/usr/bin/python3 -m http.server 8765")], false),
+            Some(format!(
+                "[Stopped 1 background process the command left running: python3 -m http.server 8765 (pid 12345). {hint}]"
+            ))
         );
         let many: Vec<_> = (1..=7).map(|p| k(p, "sleep 9")).collect();
         assert_eq!(
-            background_killed(&many, true).as_deref(),
-            Some(
-                "Also stopped 7 background processes the command had left running: 1 sleep 9; 2 sleep 9; 3 sleep 9; 4 sleep 9; 5 sleep 9; and 2 more"
-            )
+            background_killed(&many, true),
+            Some(format!(
+                "[Also stopped 7 background processes the command had left running: sleep 9 (pid 1); sleep 9 (pid 2); sleep 9 (pid 3); sleep 9 (pid 4); sleep 9 (pid 5); and 2 more. {hint}]"
+            ))
         );
         let odd = k(9, "bash -c 'a\nb'");
         assert_eq!(
-            background_killed(&[odd], true).as_deref(),
-            Some("Also stopped 1 background process the command had left running: 9 bash -c 'a b'")
+            background_killed(&[odd], true),
+            Some(format!(
+                "[Also stopped 1 background process the command had left running: bash -c 'a b' (pid 9). {hint}]"
+            ))
         );
     }
 }

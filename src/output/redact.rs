@@ -58,6 +58,8 @@ struct Compiled {
 /// take a single pass whatever the number of values.
 #[derive(Debug)]
 struct Needles {
+    /// Every value looked for (for [`Redactor::flush_idle`]).
+    values: Vec<Box<[u8]>>,
     long: Option<LongFinder>,
     short: Option<AhoCorasick>,
     /// The index in `replacements` of each value `short` finds.
@@ -100,6 +102,10 @@ impl Needles {
             })
             .flatten();
         Needles {
+            values: list
+                .iter()
+                .map(|(n, _)| n.clone().into_boxed_slice())
+                .collect(),
             long: (!long.is_empty()).then(|| LongFinder::new(long)),
             short,
             short_ids,
@@ -662,6 +668,33 @@ impl Redactor {
         self.hold = buf;
     }
 
+    /// Whether bytes are held back, waiting for the next chunk.
+    pub fn holds(&self) -> bool {
+        !self.hold.is_empty()
+    }
+
+    /// The stream paused (nothing more arrived for a while): emit what is held back,
+    /// except a tail that could still be the start of a secret. A stream read by
+    /// someone while it is still being written (a job's log) shows a prompt without
+    /// `longest - 1` bytes of delay, and still never a secret cut in two by the pause.
+    pub fn flush_idle(&mut self, out: &mut Vec<u8>) {
+        let buf = std::mem::take(&mut self.hold);
+        let needles = self.needles();
+        let starts_a_value = |tail: &[u8]| {
+            needles
+                .values
+                .iter()
+                .any(|v| v.len() > tail.len() && v.starts_with(tail))
+        };
+        let keep = (0..buf.len())
+            .find(|&k| starts_a_value(&buf[k..]))
+            .unwrap_or(buf.len());
+        let cursor = needles.mask(&buf, keep, out);
+        let keep_from = cursor.max(keep);
+        out.extend_from_slice(&buf[cursor..keep_from]);
+        self.hold = buf[keep_from..].to_vec();
+    }
+
     /// Emit what is held back.
     pub fn finish(&mut self, out: &mut Vec<u8>) {
         let buf = std::mem::take(&mut self.hold);
@@ -689,6 +722,26 @@ mod tests {
         }
         r.finish(&mut out);
         String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn an_idle_flush_keeps_only_what_may_start_a_secret() {
+        let s = Secrets::new(&pairs(&[("API_TOKEN", "s3cr3t-value-1234")]));
+        let mut r = s.redactor(Form::Raw).expect("secrets");
+        let mut out = Vec::new();
+        r.push(b">>> ", &mut out);
+        assert!(r.holds());
+        r.flush_idle(&mut out);
+        assert_eq!(out, b">>> ", "a prompt is shown at once");
+        r.push(b"x s3cr3t-v", &mut out);
+        r.flush_idle(&mut out);
+        assert_eq!(out, b">>> x ", "the start of the secret stays held");
+        r.push(b"alue-1234 y", &mut out);
+        r.finish(&mut out);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            ">>> x [REDACTED:API_TOKEN] y"
+        );
     }
 
     #[test]

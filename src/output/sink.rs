@@ -14,7 +14,7 @@
 //! stream's first line edit; before it the resolved text is the text as written.
 
 use super::artifact::{Allocated, ArtifactRef, ArtifactStore};
-use super::notice::{format_size, full_ref};
+use super::notice::{count, format_size, full_ref};
 use super::redact::{Form, Redactor, Secrets};
 use super::sanitize::{Decoder, LineEditor};
 use std::fs::File;
@@ -34,6 +34,10 @@ pub struct SinkConfig {
     pub stop_after_lines: Option<usize>,
     /// Secrets to mask as `[REDACTED:NAME]`, in the shown text and in the artifact.
     pub redact: Secrets,
+    /// The line limits are a lifted `| head`/`| tail` that received stdout alone: they
+    /// view what [`OutputSink::push`] gets (stdout), while what
+    /// [`OutputSink::push_stderr`] gets passes in full, where bash would show it.
+    pub stdout_only: bool,
 }
 
 /// Live text buffered past this is sent at once (bounding memory) instead of
@@ -52,13 +56,40 @@ pub const HEAD_OVERREAD: u64 = 16 << 20;
 pub const HEAD_OVERREAD_TIME: Duration = Duration::from_secs(1);
 
 /// How the shown text was cut (the result's `truncation`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Truncation {
     /// Which part is shown: "tail", "head", or "middle" (head and tail shown, middle elided).
-    pub direction: &'static str,
+    #[serde(deserialize_with = "direction")]
+    pub direction: Word,
     /// "bytes" (retention budget or column cap) or "lines" (a head/tail limit).
-    pub truncated_by: &'static str,
+    #[serde(deserialize_with = "truncated_by")]
+    pub truncated_by: Word,
     pub shown_range: [u64; 2],
+}
+
+/// A word from a fixed set. (Spelled through this alias so that serde's derive does
+/// not take the field for text borrowed from the input, which would tie a
+/// deserialized result to `'static` input.)
+pub type Word = &'static str;
+
+/// One of the `known` words, read back from a result (a remote target's): the
+/// fields that hold them are `&'static str`.
+pub fn known_word<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    known: &[&'static str],
+) -> Result<&'static str, D::Error> {
+    let s = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+    known.iter().find(|k| **k == s).copied().ok_or_else(|| {
+        serde::de::Error::custom(format!("unknown value {s:?}: expected one of {known:?}"))
+    })
+}
+
+fn direction<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    known_word(d, &["tail", "head", "middle"])
+}
+
+fn truncated_by<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    known_word(d, &["bytes", "lines"])
 }
 
 /// The sink's final word: shown text and every count.
@@ -82,6 +113,8 @@ pub struct Retained {
 struct Spill {
     file: Option<BufWriter<File>>,
     artifact: Option<ArtifactRef>,
+    /// The directory the artifact was made in (to remove it from there again).
+    dir: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
     /// Where the artifact is claimed once the output first needs one: a run that
     /// keeps nothing creates no file and no directory.
     store: Option<ArtifactStore>,
@@ -159,6 +192,7 @@ impl Spill {
                 });
                 self.file = Some(BufWriter::with_capacity(64 * 1024, a.file));
                 self.file_cap = a.max_bytes;
+                self.dir = Some(a.dir);
                 true
             }
             Err(e) => {
@@ -194,7 +228,12 @@ impl Spill {
         if needed && !self.lost {
             Some(art)
         } else {
-            let _ = std::fs::remove_file(&art.path);
+            match &self.dir {
+                Some(dir) => Allocated::remove_from(dir, art.id),
+                None => {
+                    let _ = std::fs::remove_file(&art.path);
+                }
+            }
             None
         }
     }
@@ -238,11 +277,61 @@ pub struct OutputSink {
     raw_newlines: u64,
     /// The reader stopped before the end of the stream ([`HEAD_OVERREAD`]).
     stopped_reading: bool,
+    /// A stdout-only lift's view of stdout ([`SinkConfig::stdout_only`]).
+    view: Option<StdoutView>,
+    /// Raw bytes pushed as stderr (all of them are also in `raw_bytes`).
+    stderr_bytes: u64,
+}
+
+/// A `| head -n N` / `| tail -n N` lifted off a pipe that received stdout alone,
+/// applied to stdout as bash's `head`/`tail` would: head's lines reach the text as
+/// they come, in order with stderr; tail's are held (bounded) and reach the text when
+/// stdout ends, after all of stderr up to then, as `tail` prints at its end of input.
+struct StdoutView {
+    head: bool,
+    limit: u64,
+    /// Newlines stdout has had, and whether its last line is still open.
+    newlines: u64,
+    line_open: bool,
+    /// Tail: the latest stdout bytes, at most about twice `cap` (cut to `cap` when over).
+    held: Vec<u8>,
+    cap: usize,
+    /// Stdout bytes so far: past `cap`, only the last `cap` are shown.
+    bytes: u64,
+    /// Tail: the held lines were sent on (stdout ended).
+    released: bool,
+    /// Stdout lines that reached the text.
+    shown: u64,
+}
+
+impl StdoutView {
+    /// Stdout's lines so far, an open last line counted.
+    fn lines(&self) -> u64 {
+        self.newlines + u64::from(self.line_open)
+    }
 }
 
 impl OutputSink {
-    pub fn new(cfg: SinkConfig, artifact: Option<Allocated>, collect_events: bool) -> Self {
-        let (file, art, file_cap) = match artifact {
+    pub fn new(mut cfg: SinkConfig, artifact: Option<Allocated>, collect_events: bool) -> Self {
+        // A stdout-only lift's limits are the view's: retention keeps what is shown.
+        let view = match (cfg.stdout_only, cfg.head_lines, cfg.tail_lines) {
+            (true, Some(n), _) | (true, None, Some(n)) => Some(StdoutView {
+                head: cfg.head_lines.is_some(),
+                limit: n as u64,
+                newlines: 0,
+                line_open: false,
+                held: Vec::new(),
+                cap: cfg.max_bytes.max(1),
+                bytes: 0,
+                released: false,
+                shown: 0,
+            }),
+            _ => None,
+        };
+        if view.is_some() {
+            (cfg.head_lines, cfg.tail_lines) = (None, None);
+        }
+        let (file, art, file_cap, dir) = match artifact {
             Some(a) => (
                 Some(BufWriter::with_capacity(64 * 1024, a.file)),
                 Some(ArtifactRef {
@@ -251,8 +340,9 @@ impl OutputSink {
                     path: a.path,
                 }),
                 a.max_bytes,
+                Some(a.dir),
             ),
-            None => (None, None, u64::MAX),
+            None => (None, None, u64::MAX, None),
         };
         let tail_cap = if cfg.head_lines.is_some() {
             0
@@ -289,6 +379,7 @@ impl OutputSink {
             spill: Spill {
                 file,
                 artifact: art,
+                dir,
                 store: None,
                 mem: Vec::new(),
                 mem_cap: cfg.max_bytes,
@@ -302,6 +393,8 @@ impl OutputSink {
             head_full_at: None,
             raw_newlines: 0,
             stopped_reading: false,
+            view,
+            stderr_bytes: 0,
             collect_events,
             pending: String::new(),
             cfg,
@@ -324,12 +417,16 @@ impl OutputSink {
         self.spill.artifact.as_ref()
     }
 
-    /// Feed raw bytes from the command.
+    /// Feed raw bytes from the command (its stdout, under a stdout-only lift).
     pub fn push(&mut self, raw: &[u8]) {
         if let Some(n) = self.cfg.stop_after_lines
             && self.head_full_at.is_none()
         {
             self.find_stop_line(raw, n as u64);
+        }
+        if self.view.is_some() {
+            self.push_viewed(raw);
+            return;
         }
         self.raw_bytes += raw.len() as u64;
         // Same secrets and same held bytes in both redactors: if the sanitizer leaves
@@ -368,13 +465,117 @@ impl OutputSink {
         self.clean = clean;
     }
 
+    /// Feed the command's stderr, under a stdout-only lift (see
+    /// [`SinkConfig::stdout_only`]): kept whole, shown in the order it comes.
+    /// Without one, the same as [`push`](Self::push).
+    pub fn push_stderr(&mut self, raw: &[u8]) {
+        if self.view.is_none() {
+            self.push(raw);
+            return;
+        }
+        self.raw_bytes += raw.len() as u64;
+        self.stderr_bytes += raw.len() as u64;
+        self.keep_raw(raw);
+        self.show_raw(raw);
+    }
+
+    /// Stdout under a stdout-only lift: all of it to the artifact; to the text, a
+    /// head's first lines now, a tail's last lines when stdout ends.
+    fn push_viewed(&mut self, raw: &[u8]) {
+        self.raw_bytes += raw.len() as u64;
+        self.keep_raw(raw);
+        let Some(v) = self.view.as_mut() else { return };
+        let before = v.newlines;
+        v.newlines += memchr::memchr_iter(b'\n', raw).count() as u64;
+        v.bytes += raw.len() as u64;
+        if !raw.is_empty() {
+            v.line_open = raw.last() != Some(&b'\n');
+        }
+        if v.head {
+            if before >= v.limit {
+                return;
+            }
+            let want = (v.limit - before) as usize;
+            let cut = memchr::memchr_iter(b'\n', raw)
+                .nth(want - 1)
+                .map_or(raw.len(), |p| p + 1);
+            self.show_raw(&raw[..cut]);
+            return;
+        }
+        if v.released {
+            // Stdout again after it ended: there is nothing more to it.
+            return;
+        }
+        v.held.extend_from_slice(raw);
+        if v.held.len() > v.cap.saturating_mul(2) {
+            let cut = v.held.len() - v.cap;
+            v.held.drain(..cut);
+        }
+    }
+
+    /// Stdout ended (its pipe reached end of file): a lifted tail's lines now reach
+    /// the text, after the stderr read so far, as `tail` prints them. Harmless to
+    /// call again.
+    pub fn stdout_ended(&mut self) {
+        let Some(v) = self.view.as_mut().filter(|v| !v.head && !v.released) else {
+            return;
+        };
+        v.released = true;
+        let mut held = std::mem::take(&mut v.held);
+        // The last `cap` bytes: the same window however the reads fell.
+        let cut = v.bytes > v.cap as u64;
+        if held.len() > v.cap {
+            held.drain(..held.len() - v.cap);
+        }
+        let from = nth_line_start_from_end_bytes(&held, v.limit as usize);
+        if from == 0 && cut {
+            // A cut first line: keep whole lines only, when there is one.
+            if let Some(p) = memchr::memchr(b'\n', &held).filter(|p| p + 1 < held.len()) {
+                held.drain(..=p);
+            }
+        } else {
+            held.drain(..from);
+        }
+        v.shown = memchr::memchr_iter(b'\n', &held).count() as u64
+            + u64::from(held.last().is_some_and(|&b| b != b'\n'));
+        self.show_raw(&held);
+    }
+
+    /// Raw bytes to the artifact (masked when there are secrets).
+    fn keep_raw(&mut self, raw: &[u8]) {
+        if let Some(r) = self.raw_redactor.as_mut() {
+            let mut out = std::mem::take(&mut self.redacted);
+            out.clear();
+            r.push(raw, &mut out);
+            self.spill.push(&out);
+            self.redacted = out;
+        } else {
+            self.spill.push(raw);
+        }
+    }
+
+    /// Raw bytes to the shown text: decoded, masked, line edits resolved, retained.
+    fn show_raw(&mut self, raw: &[u8]) {
+        let mut clean = std::mem::take(&mut self.clean);
+        clean.clear();
+        self.decoder.push(raw, &mut clean);
+        self.text(&clean);
+        self.clean = clean;
+    }
+
+    /// Bytes of the stream the line limits count: stdout under a stdout-only lift,
+    /// else everything.
+    fn counted_bytes(&self) -> u64 {
+        self.raw_bytes - self.stderr_bytes
+    }
+
     /// Where line `n` of the raw stream ends, if it does in `raw` (which follows the
-    /// `raw_bytes` already read). Raw newlines, as `head` counts them.
+    /// bytes already read). Raw newlines, as `head` counts them.
     fn find_stop_line(&mut self, raw: &[u8], n: u64) {
         for pos in memchr::memchr_iter(b'\n', raw) {
             self.raw_newlines += 1;
             if self.raw_newlines >= n {
-                self.head_full_at = Some((self.raw_bytes + pos as u64 + 1, Instant::now()));
+                self.head_full_at = Some((self.counted_bytes() + pos as u64 + 1, Instant::now()));
                 return;
             }
         }
@@ -385,7 +586,11 @@ impl OutputSink {
     /// its end of the pipe, as `| head` would.
     pub fn wants_more(&self) -> bool {
         self.head_full_at.is_none_or(|(at, when)| {
-            self.raw_bytes - at < HEAD_OVERREAD && when.elapsed() < HEAD_OVERREAD_TIME
+            // Under a stdout-only lift the producer's stderr is shown: reading on
+            // would let it print what `head` would have stopped it before printing.
+            self.view.is_none()
+                && self.counted_bytes() - at < HEAD_OVERREAD
+                && when.elapsed() < HEAD_OVERREAD_TIME
         })
     }
 
@@ -608,7 +813,11 @@ impl OutputSink {
         self.end_input();
         self.trim_tail();
         let mut total_lines = self.newlines + u64::from(self.line_open);
-        if let Some(n) = self.cfg.stop_after_lines.filter(|_| self.stopped_reading) {
+        if let Some(n) = self
+            .cfg
+            .stop_after_lines
+            .filter(|_| self.stopped_reading && self.view.is_none())
+        {
             total_lines = total_lines.min(n as u64);
         }
         let view = if self.cfg.head_lines.is_some() {
@@ -628,6 +837,7 @@ impl OutputSink {
     /// ends rather than only the final result. [`finish`](Self::finish) calls it too;
     /// calling it again is harmless, and so is more input after it (still redacted).
     pub fn end_input(&mut self) {
+        self.stdout_ended();
         let mut rest = String::new();
         self.decoder.finish(&mut rest);
         if let Some(r) = self.text_redactor.as_mut() {
@@ -756,8 +966,25 @@ impl OutputSink {
         v
     }
 
+    /// A stdout-only lift's view, once stdout ended: (head?, stdout lines, shown).
+    fn stdout_view(&self) -> Option<(bool, u64, u64)> {
+        let v = self.view.as_ref()?;
+        let shown = if v.head {
+            v.lines().min(v.limit)
+        } else {
+            v.shown
+        };
+        Some((v.head, v.lines(), shown))
+    }
+
     fn conclude(mut self, v: View, total_lines: u64, preview: Option<usize>) -> Retained {
-        let cut = v.by_bytes || v.by_lines || self.capped_any;
+        // Stdout lines a stdout-only lift kept out of the text (the artifact has them).
+        let stdout_view = self.stdout_view();
+        // A head that stopped the command says so, even when it stopped it before
+        // the command printed a line past it.
+        let view_hid =
+            stdout_view.is_some_and(|(_, all, shown)| all > shown || self.stopped_reading);
+        let cut = v.by_bytes || v.by_lines || self.capped_any || view_hid;
         // Counted as a terminal shows the text: without its trailing line breaks.
         let hidden = preview.is_some_and(|n| count_lines(v.text.trim_end_matches('\n')) > n as u64);
         let artifact = self.spill.finish(cut || hidden);
@@ -776,18 +1003,24 @@ impl OutputSink {
         let output_lines = count_lines(&v.text);
         let last = (v.first + output_lines).saturating_sub(1);
         let (mut notice, mut truncation) = (None, None);
+        let full = full_ref(artifact.as_ref().map(|a| a.url.as_str()));
+        let limit = if v.by_bytes {
+            format!(" ({} limit)", format_size(self.cfg.max_bytes as u64))
+        } else {
+            String::new()
+        };
+        let cols = if self.capped_any {
+            format!("; lines over {} columns cut", self.cfg.max_columns)
+        } else {
+            String::new()
+        };
+        let stopped_after = |what: &str| match self.cfg.stop_after_lines {
+            Some(n) if self.stopped_reading => {
+                format!("; agentbash stopped the command after {what} {n}, as `| head` would")
+            }
+            _ => String::new(),
+        };
         if cut {
-            let full = full_ref(artifact.as_ref().map(|a| a.url.as_str()));
-            let limit = if v.by_bytes {
-                format!(" ({} limit)", format_size(self.cfg.max_bytes as u64))
-            } else {
-                String::new()
-            };
-            let cols = if self.capped_any {
-                format!("; lines over {} columns cut", self.cfg.max_columns)
-            } else {
-                String::new()
-            };
             let lines = match &v.middle {
                 Some(m) if m.head_partial && m.tail_partial && m.head_last == m.tail_first => {
                     format!("the start and end of line {}", m.head_last)
@@ -810,12 +1043,7 @@ impl OutputSink {
                 }
                 None => format!("lines {}-{last}", v.first),
             };
-            let stopped = match self.cfg.stop_after_lines {
-                Some(n) if self.stopped_reading => {
-                    format!("; agentbash stopped the command after line {n}, as `| head` would")
-                }
-                _ => String::new(),
-            };
+            let stopped = stopped_after("line");
             notice = Some(format!(
                 "[Showing {lines} of {total_lines}{limit}{cols}{stopped}{full}]"
             ));
@@ -833,6 +1061,48 @@ impl OutputSink {
                 },
             });
         }
+        // A stdout-only lift: the notice says what the view kept of stdout, and the
+        // counts are the command's (or, when its head stopped it, the pipeline's).
+        let mut total_lines = total_lines;
+        if let Some((head, all, shown)) = stdout_view {
+            let text_total = total_lines;
+            if !self.stopped_reading {
+                total_lines += all - shown;
+            }
+            if cut {
+                let kept = match (head, self.stopped_reading) {
+                    (true, true) => format!("the first {}", count(shown, "stdout line")),
+                    (true, false) => format!("the first {shown} of {}", count(all, "stdout line")),
+                    (false, _) => format!("the last {shown} of {}", count(all, "stdout line")),
+                };
+                let of_that = if v.by_bytes || self.capped_any {
+                    format!(
+                        "; of that, lines {}-{last} of {text_total}{limit}{cols}",
+                        v.first
+                    )
+                } else {
+                    String::new()
+                };
+                let stopped = stopped_after("stdout line");
+                let stderr = if self.stderr_bytes > 0 {
+                    " and all of stderr"
+                } else {
+                    ""
+                };
+                notice = Some(format!("[Showing {kept}{stderr}{of_that}{stopped}{full}]"));
+                if !v.by_bytes {
+                    truncation = Some(Truncation {
+                        direction: if head { "head" } else { "tail" },
+                        truncated_by: "lines",
+                        shown_range: if head {
+                            [1, shown]
+                        } else {
+                            [all - shown + 1, all]
+                        },
+                    });
+                }
+            }
+        }
         Retained {
             output_bytes: v.text.len() as u64,
             output_lines,
@@ -841,7 +1111,7 @@ impl OutputSink {
             truncation,
             notice,
             total_bytes: match self.head_full_at {
-                Some((at, _)) if self.stopped_reading => at,
+                Some((at, _)) if self.stopped_reading => at + self.stderr_bytes,
                 _ => self.raw_bytes,
             },
             total_lines,
@@ -885,6 +1155,14 @@ fn nth_line_start_from_end(s: &str, n: usize) -> usize {
         .map_or(0, |p| p + 1)
 }
 
+/// [`nth_line_start_from_end`] for raw bytes.
+fn nth_line_start_from_end_bytes(s: &[u8], n: usize) -> usize {
+    let body = s.strip_suffix(b"\n").unwrap_or(s);
+    memchr::memrchr_iter(b'\n', body)
+        .nth(n.saturating_sub(1))
+        .map_or(0, |p| p + 1)
+}
+
 /// After a byte cut, the first retained line is usually a fragment: drop it when a
 /// whole line follows. Returns true when the text now starts at a line start.
 fn drop_partial_first_line(s: &mut String) -> bool {
@@ -923,6 +1201,7 @@ mod tests {
             path: path.clone(),
             file,
             max_bytes: u64::MAX,
+            dir: std::sync::Arc::new(File::open(dir.path()).expect("dir").into()),
         };
         let mut sink = OutputSink::new(cfg, Some(artifact), true);
         let mut live = String::new();
@@ -935,6 +1214,74 @@ mod tests {
         let retained = sink.finish();
         assert!(retained.artifact.is_some(), "the output was cut");
         (live, std::fs::read(&path).expect("artifact"))
+    }
+
+    /// A stdout-only lift: a head's lines reach the text in order with stderr, a
+    /// tail's after the stderr read before stdout ended; stderr is kept whole, the
+    /// counts are the command's; however stdout is chunked.
+    #[test]
+    fn a_stdout_view_keeps_stderr_whole_and_in_place() {
+        let stdout: Vec<u8> = (1..=30)
+            .map(|i| format!("o{i}\n"))
+            .collect::<String>()
+            .into_bytes();
+        let first3 = "o1\no2\no3\n";
+        for head in [true, false] {
+            for cut in 0..=stdout.len() {
+                let cfg = SinkConfig {
+                    max_bytes: 1 << 16,
+                    head_lines: head.then_some(3),
+                    tail_lines: (!head).then_some(3),
+                    stdout_only: true,
+                    ..Default::default()
+                };
+                let mut sink = OutputSink::new(cfg, None, true);
+                sink.push_stderr(b"e1\n");
+                sink.push(&stdout[..cut]);
+                sink.push_stderr(b"e2\n");
+                sink.push(&stdout[cut..]);
+                sink.stdout_ended();
+                sink.push_stderr(b"e3\n");
+                let r = sink.finish();
+                let want = if head {
+                    let at = cut.min(first3.len());
+                    format!("e1\n{}e2\n{}e3\n", &first3[..at], &first3[at..])
+                } else {
+                    "e1\ne2\no28\no29\no30\ne3\n".to_string()
+                };
+                assert_eq!(r.text, want, "head {head}, cut {cut}");
+                assert_eq!(r.total_lines, 33, "head {head}, cut {cut}");
+                assert!(r.truncated, "27 stdout lines hidden");
+            }
+        }
+    }
+
+    /// A tail view holds at most about twice the retention budget, whatever stdout
+    /// prints, and still shows its last lines.
+    #[test]
+    fn a_stdout_tail_view_is_bounded() {
+        let cfg = SinkConfig {
+            max_bytes: 1024,
+            tail_lines: Some(3),
+            stdout_only: true,
+            ..Default::default()
+        };
+        let mut sink = OutputSink::new(cfg, None, false);
+        let line = [b'x'; 99];
+        for _ in 0..100_000 {
+            sink.push(&line);
+            sink.push(b"\n");
+            let held = sink.view.as_ref().map_or(0, |v| v.held.len());
+            assert!(held <= 2048 + 100, "{held}");
+        }
+        sink.push(b"last\n");
+        let r = sink.finish();
+        assert!(
+            r.text.ends_with("x\nlast\n") && r.text.lines().count() == 3,
+            "{:?}",
+            r.text
+        );
+        assert_eq!(r.total_lines, 100_001);
     }
 
     /// A secret written whole and then partly overwritten is masked before the

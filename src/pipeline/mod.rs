@@ -1,5 +1,5 @@
 //! The run pipeline (docs/ARCHITECTURE.md), top to bottom. [`plan`] decides:
-//! validate → normalize → intercept → timeout → mode → env → shell → state → cwd →
+//! validate → mode → normalize → intercept → timeout → env → shell → state → cwd →
 //! guard → artifact dir and secrets; [`execute`] refuses what the plan refused, then
 //! prepares the state, spawns through an executor, tears down and shapes the result.
 //!
@@ -11,6 +11,7 @@ pub mod intercept;
 pub mod normalize;
 pub mod sandbox;
 pub mod stages;
+pub mod terminal;
 
 use crate::config::profile::LoadedProfile;
 use crate::executor::{self, End, ExecOutcome, Watch};
@@ -24,7 +25,7 @@ use crate::paths::{CwdError, resolve_cwd};
 use crate::process::CancelToken;
 use crate::process::SpawnSpec;
 use crate::request::Mode;
-use crate::result::{Blocked, RunResult};
+use crate::result::{BlockKind, Blocked, RunResult};
 use crate::shell::env::BuiltEnv;
 use crate::shell::resolve::ShellError;
 use intercept::Interception;
@@ -73,7 +74,7 @@ pub struct Plan {
     pub state: crate::shell::state::StatePlan,
     pub script: String,
     pub env: BuiltEnv,
-    pub artifact_dir: Option<PathBuf>,
+    pub artifact_dir: Option<artifact::ArtifactDir>,
     /// The `[sandbox]` policy this run asks for (the profile's, or `--sandbox`).
     pub sandbox: crate::sandbox::Policy,
     pub profile_name: String,
@@ -108,9 +109,31 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     let p = &profile.profile;
     // A library caller may skip the validation (session names become paths).
     let usage_error = req.validate().err().map(|e| e.to_string());
+    // Mode (decided before the env, which differs for a PTY, and before the lift,
+    // which a terminal limits: it has one stream where stdout and stderr meet).
+    // A program that needs a terminal gets agentbash's, when there is one (`git
+    // commit` would not: the hardened editor is `true` in a terminal too).
+    let needs_terminal = (req.stdin_tty && req.stdout_tty)
+        .then(|| terminal::interactive_program(&req.command))
+        .flatten()
+        .filter(|i| *i != terminal::Interactive::GitCommit);
+    let mode = stages::decide_mode(
+        req.mode,
+        p.pty.mode,
+        std::env::var("AGENTBASH_NO_PTY").as_deref() == Ok("1"),
+        req.stdin_tty,
+        req.stdout_tty,
+        needs_terminal.as_ref().map(terminal::Interactive::program),
+    );
     // Normalize: the `| head`/`| tail` lift.
-    let normalized =
+    let mut normalized =
         normalize::normalize(&req.command, p.output.strip_head_tail, req.head, req.tail);
+    if mode.mode == Mode::Pty {
+        normalized = normalized.keep_stdout_pipe(
+            &req.command,
+            "the pipe receives stdout only, and in a terminal (PTY mode) stdout and stderr are one stream, so a view of stdout alone cannot be kept: it runs as written",
+        );
+    }
     // Intercept: the rule packs, for the caller's tools.
     let tools = req
         .tools
@@ -119,9 +142,20 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     // A pack that cannot be loaded stops the run (exit 125) even when no rule could
     // apply: without tools the packs are only read and parsed, not compiled.
     let mut rules_error = None;
-    let (interception, rule_warnings) = if !p.interceptor.enabled || req.no_intercept {
-        (None, vec![])
-    } else if trace_all || !tools.is_empty() {
+    // A caller without tools needs only the packs' `deny` rules, which apply whatever
+    // the tools: without any, the packs are only read and parsed, not compiled.
+    let enabled = p.interceptor.enabled && !req.no_intercept;
+    let check = enabled
+        && (trace_all
+            || !tools.is_empty()
+            || match profile.check_rule_packs() {
+                Ok(denies) => denies == crate::config::rules::Denies::Some,
+                Err(e) => {
+                    rules_error = Some(e);
+                    false
+                }
+            });
+    let (interception, rule_warnings) = if check {
         match profile.rule_set() {
             Ok(set) => (
                 Some(intercept::intercept(&normalized.command, &set, &tools)),
@@ -133,19 +167,10 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
             }
         }
     } else {
-        rules_error = profile.check_rule_packs().err();
         (None, vec![])
     };
     // Timeout.
     let timeout = stages::clamp_timeout(req.timeout, &p.timeout);
-    // Mode (decided before the env, which differs for a PTY)
-    let mode = stages::decide_mode(
-        req.mode,
-        p.pty.mode,
-        std::env::var("AGENTBASH_NO_PTY").as_deref() == Ok("1"),
-        req.stdin_tty,
-        req.stdout_tty,
-    );
     let usage_error = usage_error.or_else(|| {
         (req.stderr_separate && mode.mode == Mode::Pty).then(|| {
             "--stderr separate needs print mode: a terminal has one output stream (use --mode print)"
@@ -218,6 +243,47 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         sandbox: sandbox::plan(&p.sandbox, req.sandbox, &req.invoking_dir),
         profile_name: profile.name.clone(),
         usage_error,
+    }
+}
+
+impl Plan {
+    /// What refuses this command, and the text the caller is shown: the guard first
+    /// (a structural check or a `deny` rule of `guard.rules`), then the interceptor (a
+    /// `deny` rule there is the guard's kind too: it refuses whatever the tools).
+    pub fn blocked(&self) -> Option<(Blocked, String)> {
+        if let Some(refusal) = &self.guard.refused {
+            let text = guard::refused_message(&refusal.reason, &self.shown_command);
+            let blocked = Blocked {
+                rule: refusal.rule.clone(),
+                tool: None,
+                message: refusal.reason.clone(),
+                kind: BlockKind::Guard,
+            };
+            return Some((blocked, text));
+        }
+        let hit = self.interception.as_ref()?.blocked.as_ref()?;
+        if hit.action == crate::config::rules::Action::Deny {
+            let blocked = Blocked {
+                rule: hit.rule.clone(),
+                tool: None,
+                message: hit.message.clone(),
+                kind: BlockKind::Guard,
+            };
+            return Some((
+                blocked,
+                guard::refused_message(&hit.message, &self.shown_command),
+            ));
+        }
+        let blocked = Blocked {
+            rule: hit.rule.clone(),
+            tool: Some(hit.tool.clone()).filter(|t| !t.is_empty()),
+            message: hit.message.clone(),
+            kind: BlockKind::Interceptor,
+        };
+        Some((
+            blocked,
+            intercept::blocked_message(hit, &self.shown_command),
+        ))
     }
 }
 
@@ -316,6 +382,9 @@ struct Ran {
     session_unchanged: bool,
     /// The TMPDIR a live shell gave the command (its own, from when it started).
     tmpdir: Option<PathBuf>,
+    /// What a live shell's network proxy refused during this run (a new process's
+    /// proxy is the run's own: read from its sandbox).
+    network_denied: Option<Vec<crate::sandbox::Refusal>>,
 }
 
 /// The output sinks: the command's output, and its stderr when kept apart.
@@ -341,14 +410,14 @@ fn carry_out(
         ..Default::default()
     };
     let stages = (|| -> Result<_, Stop> {
-        let shell = refusal(req, &plan, &mut g)?;
+        let shell = refusal(&plan, &mut g)?;
         let limit = Duration::from_secs(plan.timeout.effective);
         let mut state = session_state(req, &plan, &shell, cancel, limit, &mut g)?;
         let cwd = working_dir(req, &plan, &state, &mut g)?;
         let mut sinks = sinks(p, &plan, req);
         announce_start(&plan, &mut g, on_event);
         let live = pool.filter(|_| live_eligible(req, p, &plan, &shell));
-        let sandbox = confinement(&plan, &cwd, &state, &mut g)?;
+        let sandbox = confinement(p, &plan, &cwd, &mut state, &mut g)?;
         let launch = launch(
             req,
             p,
@@ -367,7 +436,7 @@ fn carry_out(
             kill_grace: Duration::from_millis(p.timeout.kill_grace_ms),
             background: p.process.background,
             cancel,
-            idle: Some(Duration::from_secs(p.jobs.idle_timeout)).filter(|d| !d.is_zero()),
+            idle: idle_limit(req, p),
         };
         let ran = execute_command(
             req, p, &plan, &state, &sandbox, &launch, live, watch, &mut sinks, on_event,
@@ -438,32 +507,15 @@ fn stopped(
 /// The decisions of [`plan`] that stop a run before anything starts: a usage error,
 /// a rule pack that cannot load, the guard, the interceptor, a missing working
 /// directory, no shell. Else the shell to run.
-fn refusal(req: &RunRequest, plan: &Plan, g: &mut Gathered) -> Result<PathBuf, Stop> {
+fn refusal(plan: &Plan, g: &mut Gathered) -> Result<PathBuf, Stop> {
     if let Some(e) = &plan.usage_error {
         return Err(Stop::Fail(exit::USAGE, e.clone()));
     }
     if let Some(e) = plan.rules_error.as_ref().or(plan.guard.error.as_ref()) {
         return Err(Stop::Fail(exit::FAILURE, e.clone()));
     }
-    if let Some(refusal) = &plan.guard.refused {
-        let text = guard::refused_message(&refusal.reason, &plan.shown_command);
-        let blocked = Blocked {
-            rule: refusal.rule.clone(),
-            tool: None,
-            message: refusal.reason.clone(),
-        };
+    if let Some((blocked, text)) = plan.blocked() {
         return Err(Stop::Refused(blocked, text));
-    }
-    if let Some(hit) = plan.interception.as_ref().and_then(|i| i.blocked.as_ref()) {
-        let blocked = Blocked {
-            rule: hit.rule.clone(),
-            tool: Some(hit.tool.clone()).filter(|t| !t.is_empty()),
-            message: hit.message.clone(),
-        };
-        return Err(Stop::Refused(
-            blocked,
-            intercept::blocked_message(hit, &req.command),
-        ));
     }
     if let Some(i) = &plan.interception {
         g.notices
@@ -552,6 +604,8 @@ fn sinks(p: &crate::config::profile::Profile, plan: &Plan, req: &RunRequest) -> 
         tail_lines: plan.normalized.tail.filter(|_| lines),
         stop_after_lines: plan.normalized.stop_after.filter(|_| lines),
         redact: plan.secrets.clone(),
+        // With `--stderr separate` the output's sink sees stdout alone anyway.
+        stdout_only: plan.normalized.stdout_only && !req.stderr_separate,
     };
     let mut out = OutputSink::new(config(true), None, req.live_output);
     // Retained like the output, with a budget and an artifact of its own; line
@@ -577,7 +631,8 @@ fn announce_start(plan: &Plan, g: &mut Gathered, on_event: &mut dyn FnMut(Event<
 
 /// Whether a warm shell from the pool may run this command. A live shell's output
 /// pipe outlives the command, so it cannot be closed to stop a producer the way a
-/// lifted `| head` must: such a run gets a shell of its own.
+/// lifted `| head` must, and it carries stdout and stderr as one stream, which a
+/// stdout-only lift must keep apart: such runs get a shell of their own.
 fn live_eligible(
     req: &RunRequest,
     p: &crate::config::profile::Profile,
@@ -590,20 +645,29 @@ fn live_eligible(
         plan.mode.mode == Mode::Print,
         req.stdin,
     ) && plan.normalized.stop_after.is_none()
+        && !plan.normalized.stdout_only
         && !req.stderr_separate
 }
 
 /// The kernel sandbox the run asks for, prepared for the spawner (and its private
 /// TMPDIR made); off, it confines nothing.
+///
+/// A session made under another sandbox policy is refused here, before its state is
+/// sourced: state made inside a sandbox must not carry code into a run confined less
+/// (or differently).
 fn confinement(
+    p: &crate::config::profile::Profile,
     plan: &Plan,
     cwd: &Path,
-    state: &crate::shell::state::Prepared,
+    state: &mut crate::shell::state::Prepared,
     g: &mut Gathered,
 ) -> Result<sandbox::RunSandbox, Stop> {
-    let sandbox = sandbox::prepare(plan, cwd, state.sandbox_writable())
+    let sandbox = sandbox::prepare(plan, cwd, state.session_exchange(), p.env.sandbox_caches)
         .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
-    g.warnings.extend(sandbox.warning());
+    state
+        .adopt_policy(sandbox.fingerprint())
+        .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
+    g.warnings.extend(sandbox.warnings());
     Ok(sandbox)
 }
 
@@ -623,8 +687,11 @@ fn launch(
 ) -> Result<Launch, Stop> {
     use crate::shell::state::PreludeError;
     let mut env = plan.env.vars.clone();
+    // Under the session's exports, which win (as the profile's and the flags' do).
+    let explicit = |k: &str| p.env.set.contains_key(k) || req.env.iter().any(|(f, _)| f == k);
+    sandbox.apply_cache_env(&mut env, &explicit);
     state.apply_env(&mut env, &req.env);
-    sandbox.apply_env(&mut env);
+    sandbox.apply_tmpdir(&mut env);
     let start_env = live.then(|| env.clone());
     if !live {
         match state.install_prelude(&mut env, &plan.script, cwd) {
@@ -669,6 +736,7 @@ fn launch(
         },
         sandbox: sandbox.confinement(),
         detached: false,
+        keep_background: p.process.background == crate::config::schema::Background::Keep,
     };
     Ok(Launch {
         spec,
@@ -699,6 +767,7 @@ fn execute_command(
     let mut on_stderr = |t: &str| (on_event.borrow_mut())(Event::Stderr(t));
     let spec = &launch.spec;
     let (mut notices, mut session_unchanged, mut tmpdir) = (Vec::new(), false, None);
+    let mut network_denied = None;
     let outcome = match plan.mode.mode {
         Mode::Print if let Some(pool) = live => {
             let job = crate::executor::live::LiveJob {
@@ -736,6 +805,7 @@ fn execute_command(
                 notices = o.notices;
                 session_unchanged = o.session_unchanged;
                 tmpdir = o.tmpdir;
+                network_denied = o.network_denied;
                 o.outcome
             })
         }
@@ -745,6 +815,7 @@ fn execute_command(
                 stdin_inherit: req.stdin,
                 marker: &launch.marker,
                 watch,
+                split_stderr: plan.normalized.stdout_only,
             },
             &mut sinks.out,
             &mut on_output,
@@ -777,6 +848,7 @@ fn execute_command(
         notices,
         session_unchanged,
         tmpdir,
+        network_denied,
     }
 }
 
@@ -798,6 +870,9 @@ fn finish(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunResult {
     let ran_tmpdir = ran.tmpdir;
+    let network_denied = ran
+        .network_denied
+        .unwrap_or_else(|| sandbox.network_denied());
     g.announced.extend(ran.notices.iter().cloned());
     g.notices.extend(ran.notices);
     let outcome = match ran.outcome {
@@ -831,7 +906,17 @@ fn finish(
         said.push_str(&e.text);
     }
     g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
-    g.notices.extend(sandbox.denial_notice(&outcome.end, &said));
+    if plan.mode.mode == Mode::Print && !req.stdin {
+        g.notices
+            .extend(terminal::hint(&plan.command, &outcome.end, &said));
+    }
+    let denial = sandbox.denial_notice(&outcome.end, &said, &cwd);
+    let hidden = sandbox
+        .deny_read_notice(&plan.command, &said)
+        .filter(|_| denial.as_ref().is_none_or(|d| !d.contains("deny_read")));
+    g.notices.extend(denial.into_iter().chain(hidden));
+    g.notices.extend(sandbox.audit());
+    g.notices.extend(sandbox.network_notices(&network_denied));
     let committed = matches!(
         outcome.end,
         End::Exited(_) | End::Signaled(_) | End::MissingStatus
@@ -847,6 +932,7 @@ fn finish(
         if let Some(used) = &ran_tmpdir {
             info.tmpdir = Some(used.display().to_string());
         }
+        info.network_denied = network_denied;
         info
     });
     r.stderr = stderr.map(|e| crate::result::StderrOutput {
@@ -884,7 +970,7 @@ fn announce_the_rest(
 /// it ended.
 fn remember_artifact(
     p: &crate::config::profile::Profile,
-    dir: PathBuf,
+    dir: artifact::ArtifactDir,
     id: u64,
     command: String,
     r: &RunResult,
@@ -947,6 +1033,15 @@ fn shape(
                 )),
             )
         }
+        // Ended as a timeout would have ended it, only sooner.
+        End::NeedsTerminal(program) => {
+            r.timed_out = true;
+            r.exit_code = Some(exit::TIMEOUT);
+            (
+                exit::TIMEOUT,
+                Some(needs_terminal(program.as_str(), &plan.shown_command)),
+            )
+        }
         End::Cancelled(sig) => {
             r.cancelled = true;
             r.exit_code = Some(exit::for_signal(sig));
@@ -981,6 +1076,15 @@ fn shape(
         r.timed_out || r.cancelled,
     ));
     if code != 0 && !r.timed_out && !r.cancelled {
+        // The point of the lift: the producer's status, where the pipeline's would
+        // have been its `tail`'s (or `head`'s) 0.
+        if let (Some(stripped), Some(producer)) =
+            (&plan.normalized.stripped, &plan.normalized.producer)
+        {
+            notices.push(format!(
+                "Exit code is {producer}'s; the stripped `{stripped}` would have returned 0"
+            ));
+        }
         notices.push(format!("Command exited with code {code}"));
     }
     // `output` is the command's text exactly as sanitized (its final newline, blank
@@ -1022,6 +1126,14 @@ fn shape(
     r.annotation = annotation;
     let _ = plan;
     r
+}
+
+/// Why a program that waited for a terminal was stopped, and how to give it one.
+fn needs_terminal(program: &str, command: &str) -> String {
+    let command = crate::display::shell_word(command);
+    format!(
+        "[{program} is waiting for a terminal, and print mode has none (stdin is the null device): stopped. Give it one: `agentbash run --pty -- {command}`, or start it as a job and type into it: `agentbash job start --pty -- {command}` and `agentbash job send` (MCP: `bash` with `background: true, pty: true`)]"
+    )
 }
 
 /// A failed command whose output reports a failed allocation or fork, with the
@@ -1125,6 +1237,61 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
         agentbash_exit: 0,
         annotation: None,
     }
+}
+
+/// For a caller that carries the run out elsewhere (a remote target, see
+/// `crate::remote`): what this profile refuses before anything runs — a usage error
+/// (exit 2), a rule pack or guard rule that cannot be loaded (125), a guard refusal
+/// or an interceptor block (77) — as the result a run would give; `None` when the
+/// command may go. The cwd, the shell and the session are the other side's, so they
+/// are neither checked nor read here.
+pub fn refused_before_running(req: &RunRequest, profile: &LoadedProfile) -> Option<RunResult> {
+    let usage = req.validate().err();
+    let mut here = req.clone();
+    here.session = None;
+    let plan = plan_with(&here, profile, false);
+    let r = base_result(req, &plan);
+    let stop = if let Some(e) = usage {
+        Stop::Fail(exit::USAGE, e.to_string())
+    } else {
+        let mut g = Gathered::default();
+        match refusal(&plan, &mut g) {
+            Err(stop @ (Stop::Fail(..) | Stop::Refused(..))) => stop,
+            _ => return None,
+        }
+    };
+    // A cwd or a shell this side lacks is no refusal: the other side decides.
+    if let Stop::Fail(code, _) = &stop
+        && *code == exit::FAILURE
+        && plan.rules_error.is_none()
+        && plan.guard.error.is_none()
+    {
+        return None;
+    }
+    let secrets = plan.secrets.clone();
+    let mut r = stopped(
+        r,
+        req,
+        plan,
+        stop,
+        Gathered::default(),
+        Instant::now(),
+        &mut |_| {},
+    );
+    r.mask_secrets(&secrets);
+    Some(r)
+}
+
+/// The result of a run agentbash could not carry out: exit `code`, `message` as its
+/// error and text (a remote target that could not be reached, say).
+pub fn failed(req: &RunRequest, profile: &LoadedProfile, code: i32, message: String) -> RunResult {
+    let mut here = req.clone();
+    here.session = None;
+    let plan = plan_with(&here, profile, false);
+    let secrets = plan.secrets.clone();
+    let mut r = fail(base_result(req, &plan), code, message);
+    r.mask_secrets(&secrets);
+    r
 }
 
 /// The result of a request cancelled by `sig` before it started (a server's queued
@@ -1255,9 +1422,30 @@ pub struct JobLaunch {
     /// The run marker set in the command's environment.
     pub marker: String,
     pub cwd: PathBuf,
+    /// The secrets (`output.redact`) masked in all the job shows: its log, its
+    /// screen, its record.
+    pub secrets: Secrets,
     _state: crate::shell::state::Prepared,
-    _sandbox: sandbox::RunSandbox,
+    sandbox: sandbox::RunSandbox,
     _script_file: Option<tempfile::NamedTempFile>,
+}
+
+impl JobLaunch {
+    /// The sandbox the job is confined by (its `sandbox` object, its notices).
+    pub fn sandbox(&self) -> &sandbox::RunSandbox {
+        &self.sandbox
+    }
+
+    /// What the job's network proxy has refused so far (`None` without a network
+    /// allowlist): its supervisor reports each new destination in the job's output.
+    pub fn network_denied(&self) -> Option<Vec<crate::sandbox::Refusal>> {
+        self.sandbox.network_log().map(|log| log.snapshot())
+    }
+
+    /// The notices for `denied` (see [`sandbox::RunSandbox::network_notices`]).
+    pub fn network_notices(&self, denied: &[crate::sandbox::Refusal]) -> Vec<String> {
+        self.sandbox.network_notices(denied)
+    }
 }
 
 /// Why a job's command did not get ready: the exit code a run would have had
@@ -1273,16 +1461,16 @@ pub struct JobRefusal {
 /// guard, a usage error, a bad cwd and the sandbox refuse exactly as for a run.
 pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch, JobRefusal> {
     let plan = plan_with(req, profile, false);
-    job_refusal(req, &plan)?;
+    job_refusal(&plan)?;
     let p = &profile.profile;
     let mut g = Gathered::default();
     let cancel = CancelToken::new();
-    let refused = JobRefusal::from;
-    let shell = refusal(req, &plan, &mut g).map_err(refused)?;
+    let refused = |stop: Stop| JobRefusal::from(stop).masked(&plan.secrets);
+    let shell = refusal(&plan, &mut g).map_err(refused)?;
     let limit = Duration::from_secs(plan.timeout.effective);
     let mut state = session_state(req, &plan, &shell, &cancel, limit, &mut g).map_err(refused)?;
     let cwd = working_dir(req, &plan, &state, &mut g).map_err(refused)?;
-    let sandbox = confinement(&plan, &cwd, &state, &mut g).map_err(refused)?;
+    let sandbox = confinement(p, &plan, &cwd, &mut state, &mut g).map_err(refused)?;
     let launch = launch(
         req, p, &plan, &mut state, &sandbox, &shell, &cwd, false, &mut g,
     )
@@ -1291,8 +1479,9 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
         spec: launch.spec,
         marker: launch.marker,
         cwd,
+        secrets: plan.secrets.clone(),
         _state: state,
-        _sandbox: sandbox,
+        sandbox,
         _script_file: launch._script_file,
     })
 }
@@ -1300,11 +1489,19 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
 /// The refusals of [`job_launch`] that need nothing prepared (usage, rule packs, the
 /// guard): what a caller checks before it starts a job's supervisor, so a refused
 /// command is answered at once.
-pub fn job_refusal(req: &RunRequest, plan: &Plan) -> Result<(), JobRefusal> {
+pub fn job_refusal(plan: &Plan) -> Result<(), JobRefusal> {
     let mut g = Gathered::default();
-    refusal(req, plan, &mut g)
+    refusal(plan, &mut g)
         .map(drop)
-        .map_err(JobRefusal::from)
+        .map_err(|stop| JobRefusal::from(stop).masked(&plan.secrets))
+}
+
+impl JobRefusal {
+    /// The message with the run's secrets masked (it may quote the command).
+    fn masked(mut self, secrets: &Secrets) -> Self {
+        secrets.mask_in_place(&mut self.message);
+        self
+    }
 }
 
 impl From<Stop> for JobRefusal {
@@ -1321,6 +1518,12 @@ impl From<Stop> for JobRefusal {
             },
         }
     }
+}
+
+/// `jobs.idle_timeout` for a foreground run: only when the caller set no timeout (a
+/// caller who gave one expects quiet work to take that long).
+pub fn idle_limit(req: &RunRequest, p: &crate::config::profile::Profile) -> Option<Duration> {
+    Some(Duration::from_secs(p.jobs.idle_timeout)).filter(|d| !d.is_zero() && req.timeout.is_none())
 }
 
 /// [`plan`] as a run makes it (no interception trace for rules that cannot apply).
@@ -1348,10 +1551,12 @@ impl JobRun {
         let ok = req.session.is_none()
             && !req.stdin
             && !req.stderr_separate
+            // A job's log is one stream; a stdout-only lift needs stdout apart.
+            && !plan.normalized.stdout_only
             && plan.mode.mode == Mode::Print
             && Duration::from_secs(plan.timeout.effective) > after
             && plan.cwd.is_ok()
-            && refusal(req, &plan, &mut g).is_ok();
+            && refusal(&plan, &mut g).is_ok();
         if !ok {
             return None;
         }
@@ -1377,13 +1582,34 @@ impl JobRun {
         }
     }
 
-    /// The job ended (or was stopped) within the wait: the run's result.
-    pub fn finish(self, end: End, profile: &LoadedProfile) -> RunResult {
+    /// The job ended (or was stopped) within the wait: the run's result. `tmpdir` is
+    /// the private TMPDIR the job's supervisor made for it, when sandboxed.
+    pub fn finish(self, end: End, profile: &LoadedProfile, tmpdir: Option<PathBuf>) -> RunResult {
+        self.shaped(end, end, profile, tmpdir)
+    }
+
+    /// The result shaped for `end`, with the notices the job's sandbox gives for how
+    /// it ended (`ended`) and what it printed.
+    fn shaped(
+        self,
+        end: End,
+        ended: End,
+        profile: &LoadedProfile,
+        tmpdir: Option<PathBuf>,
+    ) -> RunResult {
         let secrets = self.plan.secrets.clone();
         let artifact_dir = self.plan.artifact_dir.clone();
         let cwd = PathBuf::from(&self.base.cwd);
         let retained = self.sink.finish();
-        let warnings = self.plan.rule_warnings.clone();
+        let mut warnings = self.plan.rule_warnings.clone();
+        let mut notices = self.notices;
+        // The job's sandbox, as its supervisor prepared it (the same policy, paths
+        // and TMPDIR): the same `sandbox` object and notices as the run's.
+        let confined = sandbox::described(&self.plan, &cwd, tmpdir.as_deref());
+        if let Ok(sandbox) = &confined {
+            warnings.extend(sandbox.warnings());
+            notices.extend(sandbox.denial_notice(&ended, &retained.text, &cwd));
+        }
         let outcome = ExecOutcome {
             end,
             background_killed: vec![],
@@ -1393,11 +1619,12 @@ impl JobRun {
             self.plan,
             outcome,
             retained,
-            self.notices,
+            notices,
             warnings,
             self.started,
             cwd,
         );
+        r.sandbox = confined.ok().and_then(|s| s.info());
         r.mask_secrets(&secrets);
         if let Some(dir) = artifact_dir
             && let Some(a) = &r.artifact
@@ -1413,14 +1640,17 @@ impl JobRun {
         after: Duration,
         job: crate::result::ContinuedAs,
         profile: &LoadedProfile,
+        tmpdir: Option<PathBuf>,
     ) -> RunResult {
         let line = format!(
             "[Still running after {}; continues as {} — read it with job_output (cursor {}), stop it with job_stop]",
             count(after.as_secs(), "second"),
-            job.id,
+            job.url,
             job.cursor
         );
-        let mut r = self.finish(End::Exited(0), profile);
+        // It has not ended: a write its sandbox refused is said as for a run that has
+        // not succeeded (yet), not hidden as for one that did.
+        let mut r = self.shaped(End::Exited(0), End::MissingStatus, profile, tmpdir);
         r.exit_code = None;
         r.agentbash_exit = 0;
         let rest = match r.text.strip_prefix("(no output)") {

@@ -4,14 +4,15 @@
 //! throws the rest of the output away for good; lifted into a limit, the caller still
 //! sees the same lines while the full stream lands in an artifact.
 //!
-//! The lift is only made when it cannot change what is shown: when the pipe receives
-//! *all* of the output. agentbash reads stdout and stderr as one stream, so every line
-//! would count against the lifted limit, while bash's `head`/`tail` only counts what
-//! reaches its stdin. The command must therefore be one pipeline whose every stage
-//! sends its stderr into the pipe too (`2>&1`, `|&`, or away to a file), optionally
-//! after commands that print nothing (`cd DIR &&`, `export NAME=value`, `NAME=value`).
-//! Anything else runs as written, through the shell's own `head`/`tail`, and
-//! [`Normalized::lift`] says why.
+//! The lift is only made when it cannot change what is shown. The command must be one
+//! pipeline, optionally after commands that print nothing (`cd DIR &&`, `export
+//! NAME=value`, `NAME=value`). When every stage sends its stderr into the pipe too
+//! (`2>&1`, `|&`, or away to a file), the pipe receives *all* of the output and the
+//! limit views it all. When stderr goes around the pipe (`pytest | tail -n 20`), the
+//! pipe receives stdout only: the limit then views stdout alone and stderr is shown in
+//! full, where bash shows it ([`Normalized::stdout_only`]; the executor keeps the two
+//! streams apart). Anything else runs as written, through the shell's own
+//! `head`/`tail`, and [`Normalized::lift`] says why.
 
 use crate::shell::parse::ast::{
     self, Command, Compound, Connector, Part, RedirOp, Script, Sep, Target, Word,
@@ -32,6 +33,31 @@ pub struct Normalized {
     pub stop_after: Option<usize>,
     /// What became of a trailing `| head`/`| tail` (none when the command has none).
     pub lift: Option<Lift>,
+    /// The lifted pipe received stdout only (stderr went around it): the limits view
+    /// stdout, and stderr is shown in full.
+    pub stdout_only: bool,
+    /// The program whose exit status the lifted command reports (the last stage of
+    /// what is left of the pipeline), for the notice when it differs from what the
+    /// stripped `| tail` would have returned.
+    pub producer: Option<String>,
+}
+
+impl Normalized {
+    /// Undo a stdout-only lift: the command runs as written (`original`), and `why`
+    /// says so. For runs that cannot keep stdout and stderr apart (a terminal).
+    pub fn keep_stdout_pipe(self, original: &str, why: &str) -> Normalized {
+        if !self.stdout_only {
+            return self;
+        }
+        Normalized {
+            command: original.trim().to_string(),
+            lift: Some(Lift {
+                lifted: false,
+                reason: why.to_string(),
+            }),
+            ..Default::default()
+        }
+    }
 }
 
 /// Whether a trailing `| head`/`| tail` was lifted into a limit, and why.
@@ -87,11 +113,6 @@ fn trailing(s: &str) -> Option<(&str, &str, bool, &str)> {
 /// trailing pipe is not lifted: the explicit limits then view what the command as
 /// written prints (a lifted `| tail -n 5` under `--tail 7` would show 7 lines where
 /// the command shows 5).
-/// Trim outer whitespace and, with `strip`, lift one trailing head/tail into a limit
-/// when the pipe receives all of the output. With an explicit `--head`/`--tail` the
-/// trailing pipe is not lifted: the explicit limits then view what the command as
-/// written prints (a lifted `| tail -n 5` under `--tail 7` would show 7 lines where
-/// the command shows 5).
 pub fn normalize(
     command: &str,
     strip: bool,
@@ -130,11 +151,11 @@ pub fn normalize(
         match digits.parse::<usize>() {
             Ok(0) => Err(format!("`{suffix}` prints nothing; it is not a line limit")),
             Err(_) => Err(format!("the count in `{suffix}` is too large")),
-            Ok(n) => receives_all(&script, &line).map(|()| n),
+            Ok(n) => receives(&script, &line).map(|r| (n, r)),
         }
     };
-    let n = match verdict {
-        Ok(n) => n,
+    let (n, receives) = match verdict {
+        Ok(v) => v,
         Err(reason) => {
             out.lift = Some(Lift {
                 lifted: false,
@@ -145,15 +166,26 @@ pub fn normalize(
     };
     out.command = rest.to_string();
     out.stripped = Some(suffix.to_string());
+    out.stdout_only = receives.stdout_only;
+    out.producer = receives.producer;
+    let (receives, limit, line) = if receives.stdout_only {
+        (
+            "stdout only",
+            "a line limit on stdout, stderr shown in full",
+            "stdout line",
+        )
+    } else {
+        ("all of the output", "a line limit", "line")
+    };
     let reason = if is_head {
         out.head = Some(n);
         out.stop_after = Some(n);
         format!(
-            "`{suffix}` receives all of the output: it becomes a line limit, and the command is stopped after line {n} as head would stop it"
+            "`{suffix}` receives {receives}: it becomes {limit}, and the command is stopped after {line} {n} as head would stop it"
         )
     } else {
         out.tail = Some(n);
-        format!("`{suffix}` receives all of the output: it becomes a line limit")
+        format!("`{suffix}` receives {receives}: it becomes {limit}")
     };
     out.lift = Some(Lift {
         lifted: true,
@@ -348,9 +380,18 @@ fn compound_name(c: &Compound) -> &'static str {
     }
 }
 
+/// What the last pipe of a command receives, when it can be lifted.
+struct Receives {
+    /// Stdout only: some stage's stderr goes around the pipe.
+    stdout_only: bool,
+    /// The program of the pipeline's last stage before the pipe.
+    producer: Option<String>,
+}
+
 /// Ok when the last pipe of the line (a command ending in `| head`/`| tail`) receives
-/// everything the command prints; otherwise why not.
-fn receives_all(script: &Script, line: &Line) -> Result<(), String> {
+/// everything the command prints, or all of its stdout while its stderr goes around
+/// the pipe; otherwise why not.
+fn receives(script: &Script, line: &Line) -> Result<Receives, String> {
     if let Some(reason) = opaque(&script.body) {
         return Err(format!(
             "the command uses {reason}, which agentbash does not look inside"
@@ -385,10 +426,23 @@ fn receives_all(script: &Script, line: &Line) -> Result<(), String> {
         }
         _ => {}
     }
+    let mut stdout_only = false;
     for stage in stages {
-        stderr_into_pipe(&stage.command, stage.pipe_all, src)?;
+        stdout_only |= !stderr_into_pipe(&stage.command, stage.pipe_all, src)?;
     }
-    Ok(())
+    let producer = stages.last().and_then(|stage| match &stage.command {
+        Command::Simple(s) => s.words.first().map(|w| {
+            w.literal().unwrap_or_else(|| {
+                let text = src.get(w.span.clone()).unwrap_or("");
+                text.trim_matches(['\'', '"']).to_string()
+            })
+        }),
+        _ => None,
+    });
+    Ok(Receives {
+        stdout_only,
+        producer,
+    })
 }
 
 /// Ok when `command`, run before the pipeline, cannot print: `cd DIR`, `export
@@ -451,9 +505,10 @@ enum Dest {
     Elsewhere,
 }
 
-/// Ok when nothing `stage` prints reaches agentbash except through the pipe: its
-/// redirections, in order, leave neither stdout nor stderr on the shell's stderr.
-fn stderr_into_pipe(stage: &Command, pipe_all: bool, src: &str) -> Result<(), String> {
+/// Where `stage`'s stderr ends up: `Ok(true)` through the pipe (or nowhere shown),
+/// `Ok(false)` around it, on agentbash's stream; an error when its stdout goes around
+/// the pipe or a redirection cannot be followed.
+fn stderr_into_pipe(stage: &Command, pipe_all: bool, src: &str) -> Result<bool, String> {
     let Command::Simple(s) = stage else {
         let what = match stage {
             Command::Compound(c, _) => compound_name(c),
@@ -527,15 +582,10 @@ fn stderr_into_pipe(stage: &Command, pipe_all: bool, src: &str) -> Result<(), St
     if pipe_all {
         err = out;
     }
-    if err == Dest::Terminal {
-        return Err(format!(
-            "stderr of \"{text}\" does not go through the pipe (add 2>&1, or pipe with |&, to lift it)"
-        ));
-    }
     if out == Dest::Terminal {
         return Err(format!("the output of \"{text}\" goes around the pipe"));
     }
-    Ok(())
+    Ok(err != Dest::Terminal)
 }
 
 #[cfg(test)]
@@ -714,14 +764,11 @@ mod tests {
             ("echo a \\| tail -n 2", ""),
             ("seq 10 2>&1 | tail -n 0", "prints nothing"),
             ("seq 10 2>&1 | tail -n 99999999999999999999999", "too large"),
-            // stderr would be counted by agentbash but not by bash's tail
+            // stdout goes around the pipe
             (
-                "seq 1 100 | tail -n 5",
-                "stderr of \"seq 1 100\" does not go through the pipe",
+                "make >&2 2>&1 | tail -n 5",
+                "output of \"make >&2 2>&1\" goes around the pipe",
             ),
-            ("make 2>&1 | grep x | tail -n 5", "stderr of \"grep x\""),
-            ("make >&2 2>&1 | tail -n 5", "stderr of"),
-            ("make 2>/dev/stderr | tail -n 5", "stderr of"),
             (
                 "make 2>&1 >/dev/tty | tail -n 5",
                 "output of \"make 2>&1 >/dev/tty\" goes around the pipe",
@@ -755,7 +802,7 @@ mod tests {
                 "perl -e 'print 1' && touch done 2>&1 | head -n 5",
                 "before the pipeline may also print",
             ),
-            // syntax the splitter does not look into
+            // constructs normalize does not look inside
             ("(echo warn >&2; seq 5) | head -n 1", "subshell"),
             ("{ make; } 2>&1 | tail -n 1", "command group"),
             ("echo $(date) 2>&1 | tail -n 1", "command substitution"),
@@ -767,11 +814,6 @@ mod tests {
             (
                 "for i in 1 2; do make; done; seq 3 2>&1 | tail -n 1",
                 "a `for` loop before the pipeline may also print",
-            ),
-            // A line that ends in `|` continues on the next.
-            (
-                "seq 3 |\n  tail -n 1",
-                "stderr of \"seq 3\" does not go through the pipe",
             ),
             // a stage lifted out of its pipe would run in the shell itself
             (
@@ -803,6 +845,82 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Lifted, the pipe receiving stdout only: the limit views stdout, stderr passes
+    /// in full; the producer is the program whose status is reported. (input, command
+    /// that runs, head, tail, producer)
+    #[test]
+    fn lifted_stdout_only() {
+        type Case<'a> = (&'a str, &'a str, Option<usize>, Option<usize>, &'a str);
+        let cases: &[Case] = &[
+            ("seq 1 100 | tail -n 5", "seq 1 100", None, Some(5), "seq"),
+            // A line that ends in `|` continues on the next.
+            ("seq 3 |\n  tail -n 1", "seq 3", None, Some(1), "seq"),
+            (
+                "pytest -x | tail -n 20",
+                "pytest -x",
+                None,
+                Some(20),
+                "pytest",
+            ),
+            ("cargo build | head", "cargo build | head", None, None, ""),
+            (
+                "cargo build | head -n 9",
+                "cargo build",
+                Some(9),
+                None,
+                "cargo",
+            ),
+            (
+                "make 2>&1 | grep x | tail -n 5",
+                "make 2>&1 | grep x",
+                None,
+                Some(5),
+                "grep",
+            ),
+            (
+                "make 2>/dev/stderr | tail -n 5",
+                "make 2>/dev/stderr",
+                None,
+                Some(5),
+                "make",
+            ),
+            (
+                "cd src && CI=1 npm test | tail -n 3",
+                "cd src && CI=1 npm test",
+                None,
+                Some(3),
+                "npm",
+            ),
+        ];
+        for (input, cmd, head, tail, producer) in cases {
+            let n = normalize(input, true, None, None);
+            assert_eq!(n.command, *cmd, "{input}");
+            assert_eq!((n.head, n.tail), (*head, *tail), "{input}");
+            if producer.is_empty() {
+                assert!(n.lift.is_none() && !n.stdout_only, "{input}: {n:?}");
+                continue;
+            }
+            assert!(n.stdout_only, "{input}");
+            assert_eq!(n.producer.as_deref(), Some(*producer), "{input}");
+            let lift = n.lift.as_ref().expect("a decision");
+            assert!(
+                lift.lifted && lift.reason.contains("receives stdout only"),
+                "{input}: {lift}"
+            );
+        }
+        // All of the output, as before: not stdout-only.
+        let n = normalize("seq 9 2>&1 | tail -n 2", true, None, None);
+        assert!(!n.stdout_only && n.producer.as_deref() == Some("seq"));
+        // A terminal keeps the pipe: the command runs as written.
+        let n = normalize(" seq 9 | tail -n 2 ", true, None, None)
+            .keep_stdout_pipe(" seq 9 | tail -n 2 ", "why");
+        assert_eq!(
+            (n.command.as_str(), n.tail, n.stripped, n.stdout_only),
+            ("seq 9 | tail -n 2", None, None, false)
+        );
+        assert!(n.lift.is_some_and(|l| !l.lifted && l.reason == "why"));
     }
 
     /// Explicit limits are views of what the command as written prints: with one,

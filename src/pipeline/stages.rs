@@ -35,12 +35,16 @@ pub struct ModeDecision {
     pub notice: Option<String>,
 }
 
+/// `needs_terminal`: the program the command starts when it is one that needs a
+/// terminal (an editor, a pager, a REPL): with agentbash itself on a terminal, `auto`
+/// gives it one whatever the profile's `pty.mode`.
 pub fn decide_mode(
     choice: ModeChoice,
     profile_mode: PtyMode,
     no_pty_env: bool,
     stdin_tty: bool,
     stdout_tty: bool,
+    needs_terminal: Option<&str>,
 ) -> ModeDecision {
     let mut reasons = Vec::new();
     let (mode, notice) = match choice {
@@ -62,11 +66,16 @@ pub fn decide_mode(
             (Mode::Pty, None)
         }
         ModeChoice::Auto => {
+            let wanted = match (profile_mode, needs_terminal) {
+                (PtyMode::On, _) => "profile pty.mode = \"on\"".to_string(),
+                (_, Some(p)) => format!("`{p}` needs a terminal (whatever pty.mode)"),
+                _ => "profile pty.mode = \"off\"".to_string(),
+            };
             let checks = [
                 (
-                    profile_mode == PtyMode::On,
-                    "profile pty.mode = \"on\"",
-                    "profile pty.mode = \"off\"",
+                    profile_mode == PtyMode::On || needs_terminal.is_some(),
+                    wanted.as_str(),
+                    wanted.as_str(),
                 ),
                 (
                     !no_pty_env,
@@ -117,7 +126,7 @@ mod tests {
     #[test]
     fn modes() {
         use ModeChoice::*;
-        let d = |c, p, n, i, o| decide_mode(c, p, n, i, o).mode;
+        let d = |c, p, n, i, o| decide_mode(c, p, n, i, o, None).mode;
         assert_eq!(d(Auto, PtyMode::On, false, true, true), Mode::Pty);
         assert_eq!(d(Auto, PtyMode::On, false, true, false), Mode::Print);
         assert_eq!(d(Auto, PtyMode::Off, false, true, true), Mode::Print);

@@ -237,6 +237,19 @@ impl RunGroup {
             .unwrap_or_default()
     }
 
+    /// The CPU time the group's processes have used (`cpu.stat` `usage_usec`, which
+    /// cgroup v2 keeps whether or not the cpu controller is enabled).
+    pub fn cpu_time(&self) -> Option<Duration> {
+        let stat = std::fs::read_to_string(self.dir.join("cpu.stat")).ok()?;
+        let usec = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("usage_usec "))?
+            .trim()
+            .parse()
+            .ok()?;
+        Some(Duration::from_micros(usec))
+    }
+
     /// Freeze (or thaw) the group; a freeze waits, bounded, until it is frozen.
     pub fn freeze(&self, frozen: bool) {
         let want = if frozen { "1" } else { "0" };

@@ -3,6 +3,7 @@
 //! if agentbash dies (`cgroup`), and tree teardown.
 
 pub mod cgroup;
+mod pidns;
 pub mod spawn;
 
 use std::path::PathBuf;
@@ -28,6 +29,9 @@ pub struct SpawnSpec {
     /// Outlive agentbash: no parent-death signal (a job's supervisor, which must
     /// survive the CLI that started it). Everything else is spawned bound to us.
     pub detached: bool,
+    /// What the command leaves running may outlive agentbash (`process.background =
+    /// "keep"`): in the sandbox's PID namespace, its init then outlives us too.
+    pub keep_background: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,7 +43,7 @@ pub struct Limits {
 }
 
 /// A process agentbash had to kill.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KilledProcess {
     pub pid: i32,
     pub command: String,

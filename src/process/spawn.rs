@@ -13,6 +13,7 @@
 //! finds.
 
 use super::cgroup::{RunGroup, watchdog_pid};
+pub use super::pidns::host_pid_of_child;
 use super::{KilledProcess, Limits, SpawnSpec};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::CString;
@@ -44,6 +45,9 @@ struct Attribution {
 }
 
 const MAX_REMEMBERED: usize = 4096;
+
+use crate::children::{helpers as inits, register_init};
+pub use crate::children::{reap_later, register_helper};
 
 static ATTRIBUTION: Mutex<Attribution> = Mutex::new(Attribution {
     owned: Vec::new(),
@@ -131,12 +135,17 @@ pub enum ChildIo {
 /// A spawned command: its pid, and its exit status once reaped. (Not
 /// `std::process::Child`: std forks a copy of agentbash, we start the child with
 /// `CLONE_VM | CLONE_VFORK`, which costs no page-table copy.)
+///
+/// In the sandbox's namespaces the command is the child of an init process of its own
+/// (see `pidns`): `id` is then the command's pid as agentbash sees it, and its exit
+/// status comes from init.
 #[derive(Debug)]
 pub struct Child {
-    pid: i32,
-    status: Option<ExitStatus>,
+    pub(super) pid: i32,
+    pub(super) status: Option<ExitStatus>,
     /// It wrote itself into its run's cgroup before it exec'd.
-    joined: bool,
+    pub(super) joined: bool,
+    pub(super) init: Option<super::pidns::Init>,
 }
 
 impl Child {
@@ -144,8 +153,30 @@ impl Child {
         self.pid as u32
     }
 
-    /// SIGKILL the child (unless it has already been reaped).
+    /// The init process of the command's PID namespace, when it has one: part of the
+    /// run, but never stopped or listed by teardown (it leaves once its children are
+    /// gone).
+    pub fn init_pid(&self) -> Option<i32> {
+        self.init.as_ref().map(|i| i.pid)
+    }
+
+    /// A descriptor that becomes readable when the command exits, for a poll loop:
+    /// its pidfd, or in a PID namespace the pipe its init reports the exit on (the
+    /// command's pidfd would wake the loop before its status can be read).
+    pub fn exit_watch(&self) -> Option<OwnedFd> {
+        match &self.init {
+            Some(init) => init.status_watch(),
+            None => pidfd_open(self.pid),
+        }
+    }
+
+    /// SIGKILL the child (unless it has already been reaped); in a PID namespace,
+    /// its init, which takes every process of the namespace with it.
     pub fn kill(&mut self) -> std::io::Result<()> {
+        if let Some(init) = &self.init {
+            init.kill();
+            return Ok(());
+        }
         if self.status.is_some() {
             return Ok(());
         }
@@ -158,11 +189,29 @@ impl Child {
 
     /// The exit status if the child has exited (reaping it), else `None`.
     pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        if let Some(init) = &mut self.init {
+            if self.status.is_none() {
+                self.status = init.command_status(false)?;
+            }
+            init.reap(false);
+            return Ok(self.status);
+        }
         self.wait_with(libc::WNOHANG)
     }
 
     /// Wait for the child to exit.
     pub fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        if let Some(init) = &mut self.init {
+            let status = match self.status {
+                Some(s) => s,
+                None => init.command_status(true)?.ok_or_else(|| {
+                    std::io::Error::other("the sandbox's init gave no exit status")
+                })?,
+            };
+            self.status = Some(status);
+            init.reap(false);
+            return Ok(status);
+        }
         loop {
             if let Some(s) = self.wait_with(0)? {
                 return Ok(s);
@@ -196,24 +245,26 @@ impl Child {
 
 /// Everything the child needs, prepared (allocated) before it exists: between
 /// clone and exec the child shares our memory and may not allocate or lock.
-struct Launch {
-    program: CString,
-    argv: Vec<CString>,
-    envp: Vec<CString>,
-    cwd: CString,
+pub(super) struct Launch {
+    pub(super) program: CString,
+    pub(super) argv: Vec<CString>,
+    pub(super) envp: Vec<CString>,
+    pub(super) cwd: CString,
     /// Descriptors for 0, 1 and 2 (`None`: inherit).
-    fds: [Option<OwnedFd>; 3],
-    limits: Limits,
+    pub(super) fds: [Option<OwnedFd>; 3],
+    pub(super) limits: Limits,
     /// The run group's `cgroup.procs`, which the child joins before it execs.
-    cgroup_procs: Option<CString>,
+    pub(super) cgroup_procs: Option<CString>,
     /// The run group's directory, for `clone3(CLONE_INTO_CGROUP)`.
-    cgroup_fd: Option<libc::c_int>,
+    pub(super) cgroup_fd: Option<libc::c_int>,
     /// Make descriptor 0 (a terminal) the new session's controlling terminal.
-    controlling_tty: bool,
+    pub(super) controlling_tty: bool,
     /// Entered last, right before exec; kept alive (its fds open) until then.
-    sandbox: Option<std::sync::Arc<crate::sandbox::Confinement>>,
+    pub(super) sandbox: Option<std::sync::Arc<crate::sandbox::Confinement>>,
     /// No parent-death signal (see [`SpawnSpec::detached`]).
-    detached: bool,
+    pub(super) detached: bool,
+    /// Processes the command leaves may outlive agentbash (`background = "keep"`).
+    pub(super) keep_background: bool,
 }
 
 /// Spawn `spec` with the given stdio as a new session leader.
@@ -339,6 +390,7 @@ fn spawn_with(
         controlling_tty,
         sandbox: spec.sandbox.clone().filter(|s| s.prepared.is_active()),
         detached: spec.detached,
+        keep_background: spec.keep_background,
     };
     let child = on_spawner_thread(launch)?;
     if let (Some(g), true) = (group, child.joined) {
@@ -463,6 +515,10 @@ fn launch_and_register(launch: Launch) -> std::io::Result<Child> {
     let mut a = attribution();
     let child = start(&launch)?;
     a.register_leader(child.pid);
+    if let Some(init) = child.init_pid() {
+        a.owned.push((init, start_time(init).unwrap_or(0)));
+        register_init(init, child.pid);
+    }
     Ok(child)
     // `launch` drops here: our copies of the child's descriptors are closed.
 }
@@ -494,6 +550,11 @@ struct ChildArgs {
 const CHILD_STACK: usize = 64 * 1024;
 
 fn start(l: &Launch) -> std::io::Result<Child> {
+    if let Some(sandbox) = l.sandbox.as_deref()
+        && sandbox.prepared.namespaces().is_some()
+    {
+        return super::pidns::start(l, &sandbox.prepared);
+    }
     let ptrs = |v: &[CString]| -> Vec<*const libc::c_char> {
         v.iter()
             .map(|c| c.as_ptr())
@@ -526,9 +587,7 @@ fn start(l: &Launch) -> std::io::Result<Child> {
         sandbox_failed: std::cell::Cell::new(None),
         detached: l.detached,
     };
-    // Namespaces are created by the clone itself: `unshare(CLONE_NEWUSER)` refuses a
-    // process that shares its memory, and this child shares ours until it execs.
-    let namespaces = l.sandbox.as_deref().map_or(0, |s| s.prepared.clone_flags());
+    let namespaces = 0;
     // No signal handler may run in the child while it shares our memory: block
     // everything around the clone; the child resets dispositions, then unblocks.
     // SAFETY: sigset operations on local, initialised sets.
@@ -561,6 +620,7 @@ fn start(l: &Launch) -> std::io::Result<Child> {
         pid,
         status: None,
         joined: in_group || args.joined.load(Ordering::Acquire) != 0,
+        init: None,
     };
     // With CLONE_VFORK we resume once the child has exec'd or exited: `err` is final.
     let err = args.err.load(Ordering::Acquire);
@@ -582,7 +642,7 @@ fn start(l: &Launch) -> std::io::Result<Child> {
 /// The child could not enter its working directory: the inner error of what
 /// [`spawn`] returns then, which reads (and has the kind of) the OS error.
 #[derive(Debug)]
-struct BadCwd(std::io::Error);
+pub(super) struct BadCwd(pub(super) std::io::Error);
 
 impl std::fmt::Display for BadCwd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -724,42 +784,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     };
     // SAFETY: plain syscalls on values prepared by the parent.
     unsafe {
-        // Handlers are the parent's code: back to the default for every caught
-        // signal (ignored ones stay ignored), and the ones a command expects live.
-        let mut act: libc::sigaction = std::mem::zeroed();
-        for sig in 1..libc::SIGRTMAX() {
-            if libc::sigaction(sig, std::ptr::null(), &mut act) == 0
-                && act.sa_sigaction != libc::SIG_DFL
-                && act.sa_sigaction != libc::SIG_IGN
-            {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-        }
-        for sig in [
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-            libc::SIGPIPE,
-        ] {
-            libc::signal(sig, libc::SIG_DFL);
-        }
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        for (target, &fd) in a.fds.iter().enumerate() {
-            let target = target as libc::c_int;
-            if fd < 0 {
-                continue;
-            }
-            if fd == target {
-                let flags = libc::fcntl(fd, libc::F_GETFD);
-                if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
-                    fail(a);
-                }
-            } else if libc::dup2(fd, target) < 0 {
-                fail(a);
-            }
+        reset_signals();
+        if !install_stdio(&a.fds) {
+            fail(a);
         }
         if libc::chdir(a.cwd) != 0 {
             a.cwd_failed.store(1, Ordering::Release);
@@ -794,10 +821,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         if apply_limits(&a.limits).is_err() {
             fail(a);
         }
-        // Last: the sandbox forbids what the steps above may need (mounts, the
-        // cgroup file), and with namespaces it enters `cwd` again itself.
+        // Last: the sandbox forbids what the steps above may need (the cgroup file).
         if let Some(sandbox) = a.sandbox.as_ref()
-            && let Err(e) = sandbox.apply_in_cloned_child()
+            && let Err(e) = sandbox.apply_in_child()
         {
             a.sandbox_failed.set(Some(e));
             *libc::__errno_location() = e.errno;
@@ -808,8 +834,77 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     }
 }
 
+/// Back to the default for every caught signal (handlers are the parent's code;
+/// ignored ones stay ignored), the ones a command expects live, and nothing blocked.
+/// Runs between clone and exec.
+///
+/// # Safety
+/// Only in a freshly cloned child, before exec.
+pub(super) unsafe fn reset_signals() {
+    // SAFETY: sigaction/signal/sigprocmask on valid stack data.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        for sig in 1..libc::SIGRTMAX() {
+            if libc::sigaction(sig, std::ptr::null(), &mut act) == 0
+                && act.sa_sigaction != libc::SIG_DFL
+                && act.sa_sigaction != libc::SIG_IGN
+            {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    }
+}
+
+/// Make `fds` the child's 0, 1 and 2 (-1: keep agentbash's), then mark every other
+/// descriptor close-on-exec: only 0–2 reach the command, whatever agentbash itself
+/// inherited from its caller (a descriptor left open there would let the command
+/// around the sandbox, or hold the caller's pipe open). Runs between clone and exec.
+///
+/// # Safety
+/// Only in a freshly cloned child, before exec.
+pub(super) unsafe fn install_stdio(fds: &[libc::c_int; 3]) -> bool {
+    // SAFETY: fcntl/dup2/close_range on descriptor numbers.
+    unsafe {
+        for (target, &fd) in fds.iter().enumerate() {
+            let target = target as libc::c_int;
+            if fd < 0 {
+                continue;
+            }
+            if fd == target {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    return false;
+                }
+            } else if libc::dup2(fd, target) < 0 {
+                return false;
+            }
+        }
+        // Kernels before 5.11 lack the flag: every descriptor agentbash opens itself
+        // is close-on-exec already, so only inherited ones would pass there.
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+        true
+    }
+}
+
 /// setrlimit in the child; runs between clone and exec (no allocation).
-fn apply_limits(l: &Limits) -> std::io::Result<()> {
+pub(super) fn apply_limits(l: &Limits) -> std::io::Result<()> {
     let set = |res, v: u64| -> std::io::Result<()> {
         if v == 0 {
             return Ok(());
@@ -1040,14 +1135,26 @@ impl<'g> Teardown<'g> {
     }
 
     fn member_procs(&self) -> Vec<Proc> {
-        let spared = |pid: i32| pid == watchdog_pid() || self.spare.contains(&pid);
+        let inits: Vec<(i32, i32)> = inits().clone();
+        let is_init = |pid: i32| inits.iter().any(|&(i, _)| i == pid);
+        // The init of this run's own PID namespace: whatever it holds is the run's.
+        let own_init = inits
+            .iter()
+            .find(|&&(_, command)| command == self.leader)
+            .map(|&(i, _)| i);
+        let spared = |pid: i32| pid == watchdog_pid() || self.spare.contains(&pid) || is_init(pid);
         if let Some(g) = self.group {
-            let out: Vec<Proc> = g
+            let mut out: Vec<Proc> = g
                 .pids()
                 .into_iter()
                 .filter(|&p| !spared(p))
                 .filter_map(read_stat)
                 .collect();
+            for p in self.escapees(&spared) {
+                if !out.iter().any(|o| o.pid == p.pid) {
+                    out.push(p);
+                }
+            }
             let mut a = attribution();
             for p in &out {
                 a.saw_member(p.pid, p.started);
@@ -1067,6 +1174,10 @@ impl<'g> Teardown<'g> {
         while let Some((pid, parent_member)) = stack.pop() {
             for c in children.get(&pid).map(Vec::as_slice).unwrap_or(&[]) {
                 if !seen.insert(c.pid) {
+                    continue;
+                }
+                if is_init(c.pid) {
+                    stack.push((c.pid, own_init == Some(c.pid)));
                     continue;
                 }
                 // In the one-run CLI every orphan handed to us (subreaper) is the
@@ -1098,6 +1209,49 @@ impl<'g> Teardown<'g> {
             a.saw_member(p.pid, p.started);
         }
         out.into_iter().cloned().collect()
+    }
+
+    /// Processes of this run that left its group (a root command can write its pid
+    /// into another cgroup's `cgroup.procs`), with their descendants: once their
+    /// parent in the group is gone they are handed to agentbash, the subreaper, so
+    /// they are found among its children that are in none of its run groups — this
+    /// run's by marker, or any such child in the one-run CLI. Cheap: agentbash's
+    /// children only, usually none.
+    fn escapees(&self, spared: &dyn Fn(i32) -> bool) -> Vec<Proc> {
+        let ours = format!("/agentbash-{}/", std::process::id());
+        let exclusive = exclusive_process();
+        let owned: Vec<(i32, u64)> = attribution().owned.clone();
+        let mut roots = Vec::new();
+        for pid in child_pids() {
+            if spared(pid) || pid == self.leader {
+                continue;
+            }
+            let Some(p) = read_stat(pid) else { continue };
+            if owned.contains(&(pid, p.started)) {
+                continue;
+            }
+            let in_a_group = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                .is_ok_and(|c| c.lines().any(|l| l.starts_with("0::") && l.contains(&ours)));
+            if in_a_group {
+                continue;
+            }
+            if exclusive || has_marker(pid, &self.marker) {
+                roots.push(p);
+            }
+        }
+        let mut out = Vec::new();
+        while let Some(p) = roots.pop() {
+            let kids = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", p.pid))
+                .unwrap_or_default();
+            roots.extend(
+                kids.split_ascii_whitespace()
+                    .filter_map(|k| k.parse::<i32>().ok())
+                    .filter(|&k| !spared(k))
+                    .filter_map(read_stat),
+            );
+            out.push(p);
+        }
+        out
     }
 
     /// Everything except the leader (whose exit status the caller collects).
@@ -1302,6 +1456,10 @@ impl<'g> Teardown<'g> {
                 g.freeze(false);
             } else {
                 g.kill();
+                // Members that left the group are not reached by cgroup.kill.
+                for p in pick() {
+                    signal(p.pid, libc::SIGKILL);
+                }
             }
             std::thread::sleep(Duration::from_millis(2));
             self.reap_orphans();

@@ -1,6 +1,6 @@
 //! `--format json` (one object) and `--format ndjson` (a stream of tagged events).
 
-use super::{Renderer, out};
+use super::{Renderer, Start, out};
 use crate::pipeline::Event;
 use crate::result::RunResult;
 use serde_json::json;
@@ -19,19 +19,26 @@ impl Renderer for JsonRenderer {
             return;
         }
         match event {
-            Event::Start(plan) => line(&json!({
-                "type": "start",
-                "command": plan.shown_command,
-                "normalized_command": plan.shown_normalized,
-                "profile": plan.profile_name,
-                "cwd": plan.shown_cwd,
-                "mode": plan.mode.mode,
-                "timeout_s": plan.timeout.effective,
-            })),
+            Event::Start(plan) => self.start(&Start::of(plan)),
             Event::Output(data) => line(&json!({"type": "output", "data": data})),
             Event::Stderr(data) => line(&json!({"type": "stderr", "data": data})),
             Event::Notice(message) => line(&json!({"type": "notice", "message": message})),
         }
+    }
+
+    fn start(&mut self, s: &Start) {
+        if !self.ndjson {
+            return;
+        }
+        line(&json!({
+            "type": "start",
+            "command": s.command,
+            "normalized_command": s.normalized_command,
+            "profile": s.profile,
+            "cwd": s.cwd,
+            "mode": s.mode,
+            "timeout_s": s.timeout_s,
+        }));
     }
 
     fn finish(&mut self, result: &RunResult) {

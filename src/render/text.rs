@@ -377,51 +377,7 @@ impl TextRenderer {
 impl Renderer for TextRenderer {
     fn event(&mut self, event: Event<'_>) {
         match event {
-            Event::Start(plan) => {
-                self.started = Some(Instant::now());
-                self.viewport = self.tty
-                    && plan.mode.mode == crate::request::Mode::Pty
-                    && std::io::IsTerminal::is_terminal(&std::io::stdin());
-                if !self.tty {
-                    // Streamed output goes inside the group as it arrives. A blocked
-                    // or failed plan never streams, so it gets no group.
-                    if self.github
-                        && self.live == Live::Stream
-                        && plan.usage_error.is_none()
-                        && plan.guard.refused.is_none()
-                        && plan
-                            .interception
-                            .as_ref()
-                            .is_none_or(|i| i.blocked.is_none())
-                        && plan.cwd.is_ok()
-                    {
-                        out(&github_group(&plan.shown_normalized));
-                        self.group_open = true;
-                    }
-                    return;
-                }
-                if !self.quiet {
-                    let mut h = format!("$ {}", escape_controls(&plan.shown_normalized));
-                    if let (Ok(c), Some(shown)) = (&plan.cwd, &plan.shown_cwd)
-                        && c.display().to_string() != self.invoking_dir
-                    {
-                        h.push_str(&format!("  (in {})", escape_controls(shown)));
-                    }
-                    out(&format!(
-                        "{}\n",
-                        self.paint(&h, owo_colors::Style::new().bold())
-                    ));
-                }
-                // Streaming on a terminal prints the output itself, as `cat` would.
-                if self.live == Live::Tail && plan.mode.mode == crate::request::Mode::Print {
-                    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
-                    let style = ProgressStyle::with_template("{spinner} {elapsed} running…\n{msg}")
-                        .unwrap_or_else(|_| ProgressStyle::default_spinner());
-                    bar.set_style(style);
-                    bar.enable_steady_tick(Duration::from_millis(100));
-                    self.bar = Some(bar);
-                }
-            }
+            Event::Start(plan) => self.start(&super::Start::of(plan)),
             Event::Output(data) => {
                 if self.live == Live::Stream && !self.viewport {
                     if self.tty {
@@ -444,6 +400,43 @@ impl Renderer for TextRenderer {
             }
             Event::Stderr(data) => self.stderr(data),
             Event::Notice(_) => {}
+        }
+    }
+
+    fn start(&mut self, start: &super::Start) {
+        self.started = Some(Instant::now());
+        self.viewport = self.tty
+            && start.mode == crate::request::Mode::Pty
+            && std::io::IsTerminal::is_terminal(&std::io::stdin());
+        if !self.tty {
+            // Streamed output goes inside the group as it arrives. A blocked or
+            // failed plan never streams, so it gets no group.
+            if self.github && self.live == Live::Stream && start.runs() {
+                out(&github_group(&start.normalized_command));
+                self.group_open = true;
+            }
+            return;
+        }
+        if !self.quiet {
+            let mut h = format!("$ {}", escape_controls(&start.normalized_command));
+            if let (Some(c), Some(shown)) = (start.cwd_path(), &start.cwd)
+                && c != self.invoking_dir
+            {
+                h.push_str(&format!("  (in {})", escape_controls(shown)));
+            }
+            out(&format!(
+                "{}\n",
+                self.paint(&h, owo_colors::Style::new().bold())
+            ));
+        }
+        // Streaming on a terminal prints the output itself, as `cat` would.
+        if self.live == Live::Tail && start.mode == crate::request::Mode::Print {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
+            let style = ProgressStyle::with_template("{spinner} {elapsed} running…\n{msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            bar.set_style(style);
+            bar.enable_steady_tick(Duration::from_millis(100));
+            self.bar = Some(bar);
         }
     }
 

@@ -19,6 +19,10 @@ pub struct Report {
     pub mount_namespaces: bool,
     pub network_isolation: bool,
     pub seccomp: bool,
+    /// The calls the sandbox's syscall filter refuses (empty when it cannot be built).
+    pub seccomp_filter: Vec<String>,
+    /// Sandboxed commands get a PID namespace (and their own `/proc`).
+    pub pid_namespace: bool,
     pub bwrap: Option<BwrapInfo>,
     pub root: bool,
     /// How long the probes took.
@@ -42,6 +46,14 @@ impl fmt::Display for Report {
         writeln!(f, "mount namespaces:  {}", yes(self.mount_namespaces))?;
         writeln!(f, "network isolation: {}", yes(self.network_isolation))?;
         writeln!(f, "seccomp:           {}", yes(self.seccomp))?;
+        writeln!(f, "pid namespace:     {}", yes(self.pid_namespace))?;
+        if self.seccomp && !self.seccomp_filter.is_empty() {
+            writeln!(
+                f,
+                "syscall filter:    refuses (EPERM) {}",
+                self.seccomp_filter.join(", ")
+            )?;
+        }
         match &self.bwrap {
             Some(b) => writeln!(
                 f,
@@ -76,6 +88,12 @@ pub fn check() -> Report {
         mount_namespaces: support.mount,
         network_isolation: support.network,
         seccomp: seccomp_available(),
+        seccomp_filter: if super::seccomp::program().is_some() {
+            super::seccomp::described()
+        } else {
+            Vec::new()
+        },
+        pid_namespace: support.mount,
         bwrap: find_bwrap(),
         root: is_root(),
         micros: started.elapsed().as_micros(),
@@ -131,44 +149,60 @@ pub(super) struct NamespaceSupport {
     pub network: bool,
 }
 
-/// Whether a command can get a private mount namespace (and, when `network`, an
-/// empty network namespace with it), probed once per process and only when an engine
-/// needs it: the probe forks, which costs more than the rest of preparing a sandbox.
-/// The answer does not change while we run.
-pub(super) fn mount_namespaces(network: bool) -> NamespacesHere {
-    static MOUNT: OnceLock<bool> = OnceLock::new();
-    static MOUNT_AND_NETWORK: OnceLock<bool> = OnceLock::new();
-    let user_flag = if is_root() { 0 } else { libc::CLONE_NEWUSER };
-    let mount = || try_in_child(user_flag | libc::CLONE_NEWNS, !is_root(), true);
-    if network {
-        // One child tries both, as the command will get both; only a failure needs the
-        // second probe that tells which one is missing.
-        let both = *MOUNT_AND_NETWORK.get_or_init(|| {
-            try_in_child(
-                user_flag | libc::CLONE_NEWNS | libc::CLONE_NEWNET,
-                !is_root(),
-                true,
-            )
-        });
-        if both {
+/// The namespaces every sandboxed command gets from the namespaces engine (plus a
+/// user namespace, and a network namespace for `network = false`).
+const BASE: libc::c_int =
+    libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC;
+
+/// Whether a command can get its private namespaces (and, when `network`, an empty
+/// network namespace with them), and whether a user namespace is among them (always,
+/// for a user other than root; root gets one where the kernel allows it). Probed once
+/// per process and only when an engine needs it: the probe forks, which costs more
+/// than the rest of preparing a sandbox. The answer does not change while we run.
+pub(super) fn namespaces_here(network: bool) -> NamespacesHere {
+    static WITHOUT: OnceLock<NamespacesHere> = OnceLock::new();
+    static WITH: OnceLock<NamespacesHere> = OnceLock::new();
+    let probe = |net: libc::c_int| -> NamespacesHere {
+        let root = is_root();
+        if try_in_child(libc::CLONE_NEWUSER | BASE | net, !root, true) {
             return NamespacesHere {
                 mount: true,
-                network: true,
+                network: net != 0,
+                user: true,
             };
         }
+        if root && try_in_child(BASE | net, false, true) {
+            return NamespacesHere {
+                mount: true,
+                network: net != 0,
+                user: false,
+            };
+        }
+        NamespacesHere::default()
+    };
+    if !network {
+        return *WITHOUT.get_or_init(|| probe(0));
     }
-    NamespacesHere {
-        mount: *MOUNT.get_or_init(mount),
-        network: false,
-    }
+    // The full set first, as the command gets it; only a failure needs the probe
+    // that tells whether the network namespace is what is missing.
+    *WITH.get_or_init(|| {
+        let both = probe(libc::CLONE_NEWNET);
+        if both.mount {
+            both
+        } else {
+            *WITHOUT.get_or_init(|| probe(0))
+        }
+    })
 }
 
-/// What [`mount_namespaces`] found.
-#[derive(Debug, Clone, Copy)]
+/// What [`namespaces_here`] found.
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct NamespacesHere {
     pub mount: bool,
     /// Meaningful only when the network namespace was asked for.
     pub network: bool,
+    /// The command's namespaces include a user namespace.
+    pub user: bool,
 }
 
 /// Every probe, for `sandbox check`.
@@ -176,8 +210,8 @@ fn probe() -> NamespaceSupport {
     let root = is_root();
     let user_flag = if root { 0 } else { libc::CLONE_NEWUSER };
     NamespaceSupport {
-        user: try_in_child(libc::CLONE_NEWUSER, true, false),
-        mount: try_in_child(user_flag | libc::CLONE_NEWNS, !root, true),
+        user: try_in_child(libc::CLONE_NEWUSER, !root, false),
+        mount: namespaces_here(false).mount,
         network: try_in_child(user_flag | libc::CLONE_NEWNET, false, false),
     }
 }
@@ -194,6 +228,11 @@ fn try_in_child(flags: libc::c_int, maps: bool, mount: bool) -> bool {
     ) else {
         return false;
     };
+    let Ok((answer, report)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
+        return false;
+    };
+    use std::os::fd::AsRawFd;
+    let report_fd = report.as_raw_fd();
     // SAFETY: the child only calls async-signal-safe functions on data built above,
     // then _exits.
     unsafe {
@@ -202,6 +241,9 @@ fn try_in_child(flags: libc::c_int, maps: bool, mount: bool) -> bool {
             return false;
         }
         if pid == 0 {
+            // agentbash is not dumpable, nor this fork of it; its /proc files would
+            // then belong to root, and a user's id maps could not be written.
+            libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
             if libc::unshare(flags) != 0 {
                 libc::_exit(1);
             }
@@ -224,15 +266,23 @@ fn try_in_child(flags: libc::c_int, maps: bool, mount: bool) -> bool {
             {
                 libc::_exit(3);
             }
+            libc::write(report_fd, b"y".as_ptr().cast(), 1);
             libc::_exit(0);
         }
-        let mut status = 0;
-        while libc::waitpid(pid, &mut status, 0) < 0 {
-            if *libc::__errno_location() != libc::EINTR {
-                return false;
+        crate::children::register_helper(pid);
+        drop(report);
+        // The answer comes before the child's exit, which waits for the kernel to take
+        // its namespaces apart: that wait is not ours.
+        let mut byte = [0u8; 1];
+        let ok = loop {
+            match nix::unistd::read(&answer, &mut byte) {
+                Ok(1) => break byte[0] == b'y',
+                Err(nix::errno::Errno::EINTR) => continue,
+                _ => break false,
             }
-        }
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        };
+        crate::children::reap_later(pid);
+        ok
     }
 }
 

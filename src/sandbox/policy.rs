@@ -15,9 +15,10 @@ use serde::{Deserialize, Serialize};
 ///   discarded or ignored; reads of `/dev/zero` and the random devices work);
 /// - `/dev/tty`, `/dev/pts/*` and `/dev/ptmx`, so a command can talk to its terminal and
 ///   open a pseudo-terminal of its own;
-/// - terminal `ioctl`s on those devices.
-///
-/// `/dev/shm` is *not* in the set: it is shared with every process on the host.
+/// - terminal `ioctl`s on those devices;
+/// - with the namespaces engine, `/dev/shm`, which is then private to the run (alone,
+///   Landlock leaves the host's `/dev/shm` unwritable: it is shared with every process
+///   on the host).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
@@ -63,12 +64,30 @@ pub struct Policy {
     pub writable: Vec<PathBuf>,
     /// Paths the command may not read (nor list, nor copy).
     pub deny_read: Vec<PathBuf>,
-    /// Whether the command may use the network. Defaults to `true`.
-    pub network: bool,
+    /// The command's network: the host's (`true`, the default), none (`false`), or
+    /// only the listed destinations, through agentbash's proxy.
+    pub network: super::Network,
+    /// With a list: let the proxy connect to loopback, link-local and private
+    /// addresses (a listed name that resolves there, `localhost`, `10.1.2.3`).
+    pub network_allow_local: bool,
     /// Fail the run instead of running unconfined when no engine can enforce the mode.
     pub required: bool,
     /// Whether a per-run flag may lower this policy (for the CLI; not used here).
     pub allow_override: bool,
+    /// Set by the run, not the profile: the workspace was filled in from where
+    /// agentbash started, not named by the profile (so `/` or `$HOME` is refused).
+    #[serde(skip)]
+    pub workspace_by_default: bool,
+    /// Set by the run: agentbash's own directories (state, cache, config, sessions,
+    /// jobs, artifacts). Read-only inside the sandbox even where a writable tree
+    /// covers them.
+    #[serde(skip)]
+    pub own_dirs: Vec<PathBuf>,
+    /// Set by the run: agentbash-owned paths the command's shell must write (a
+    /// session's pending state, the per-workspace package cache). Writable even inside
+    /// [`Policy::own_dirs`].
+    #[serde(skip)]
+    pub own_writable: Vec<PathBuf>,
 }
 
 impl Default for Policy {
@@ -86,9 +105,13 @@ impl Policy {
             workspace: None,
             writable: Vec::new(),
             deny_read: Vec::new(),
-            network: true,
+            network: super::Network::On,
+            network_allow_local: false,
             required: false,
             allow_override: false,
+            workspace_by_default: false,
+            own_dirs: Vec::new(),
+            own_writable: Vec::new(),
         }
     }
 }
@@ -105,11 +128,12 @@ mod tests {
         .expect("valid section");
         assert_eq!(policy.mode, Mode::WorkspaceWrite);
         assert_eq!(policy.engine, Engine::Landlock);
-        assert!(policy.network, "network defaults to allowed");
+        assert!(policy.network.is_on(), "network defaults to allowed");
         assert!(!policy.required);
         let empty: Policy = toml::from_str("").expect("empty section");
         assert_eq!(empty.mode, Mode::Off);
-        assert!(empty.network);
+        assert!(empty.network.is_on());
+        assert!(!empty.network_allow_local);
         assert!(toml::from_str::<Policy>("mode = \"rw\"").is_err());
     }
 }

@@ -6,12 +6,16 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    ABI, Access, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
-use super::check::{NamespacesHere, is_root, landlock_abi, mount_namespaces};
-use super::{Engine, IdMaps, Mode, MountStep, Policy, Prepared, Resolved, SandboxError};
+use super::caps::Keep;
+use super::check::{NamespacesHere, is_root, landlock_abi, namespaces_here};
+use super::{
+    Engine, IdMaps, Mode, MountStep, Namespaces, Network, Policy, Prepared, ProxyPlan, Resolved,
+    SandboxError, dev, seccomp,
+};
 
 /// The newest file-system rights we handle: read, write, create, remove, rename
 /// (refer), truncate and device ioctls. Pinned rather than "latest" so a newer kernel
@@ -30,7 +34,7 @@ const DEVICES: &[&str] = &[
     "/dev/pts",
 ];
 
-/// Resolve the engine for `policy` and build what [`Prepared::apply_in_child`] needs.
+/// Resolve the engine for `policy` and build what the child needs.
 ///
 /// `cwd` is the run's working directory (the workspace when the policy names none) and
 /// `private_tmpdir` the run's own TMPDIR, writable in every mode. Call it before fork;
@@ -47,14 +51,16 @@ pub fn prepare(
     let root = is_root();
     // Only the engines that may use namespaces pay for probing them.
     let namespaces = match policy.engine {
-        Engine::Namespaces | Engine::Auto => mount_namespaces(!policy.network),
-        _ => NamespacesHere {
-            mount: false,
-            network: false,
-        },
+        Engine::Namespaces | Engine::Auto => namespaces_here(!policy.network.is_on()),
+        _ => NamespacesHere::default(),
     };
     let (use_namespaces, use_landlock) = match policy.engine {
-        Engine::None => return Ok(Prepared::none(Some("[sandbox] engine = \"none\"".into()))),
+        Engine::None => {
+            return unavailable(
+                policy,
+                "[sandbox] engine = \"none\" enforces nothing".into(),
+            );
+        }
         Engine::Bwrap => return Err(SandboxError::BwrapUnsupported),
         Engine::Namespaces if !namespaces.mount => {
             return unavailable(policy, "mount namespaces cannot be created here".into());
@@ -79,14 +85,30 @@ pub fn prepare(
 
     let mut notes = Vec::new();
     let tmpdir = existing(private_tmpdir, "private TMPDIR", "writable")?;
-    let mut writable = vec![tmpdir];
+    let mut roots = Vec::new();
     if policy.mode == Mode::WorkspaceWrite {
-        let workspace = policy.workspace.as_deref().unwrap_or(cwd);
-        writable.push(existing(&expand_home(workspace), "workspace", "workspace")?);
+        let workspace = existing(
+            &expand_home(policy.workspace.as_deref().unwrap_or(cwd)),
+            "workspace",
+            "workspace",
+        )?;
+        if policy.workspace_by_default && is_too_wide(&workspace) {
+            return Err(SandboxError::WideWorkspace { path: workspace });
+        }
+        roots.push(workspace);
     }
     for path in &policy.writable {
-        writable.push(existing(&expand_home(path), "writable path", "writable")?);
+        roots.push(existing(&expand_home(path), "writable path", "writable")?);
     }
+    let mut own_writable = Vec::new();
+    for path in &policy.own_writable {
+        if let Ok(path) = std::fs::canonicalize(path) {
+            own_writable.push(path);
+        }
+    }
+    let mut writable = vec![tmpdir.clone()];
+    writable.extend(roots.iter().cloned());
+    writable.extend(own_writable.iter().cloned());
     writable.sort_by_key(|p| p.as_os_str().len());
     writable.dedup();
     let mut denied = Vec::new();
@@ -100,35 +122,124 @@ pub fn prepare(
         }
     }
 
-    let network_namespace = use_namespaces && !policy.network && namespaces.network;
-    if use_namespaces && !policy.network && !namespaces.network {
+    let confined_network = !policy.network.is_on();
+    let network_namespace = use_namespaces && confined_network && namespaces.network;
+    if use_namespaces && confined_network && !namespaces.network {
         notes.push("network namespaces are unavailable; only Landlock limits TCP".into());
     }
+    // An allowlist needs a namespace whose only way out is the proxy; without one the
+    // command gets no network at all rather than more than the list.
+    let proxy = match &policy.network {
+        Network::Allow(allowlist) if network_namespace => Some(ProxyPlan {
+            port: super::PROXY_PORT,
+            allowlist: allowlist.clone(),
+            allow_local: policy.network_allow_local,
+            log: Default::default(),
+        }),
+        Network::Allow(_) => {
+            notes.push(
+                "network allowlist: the proxy needs a network namespace, which this engine or machine does not give; the command gets no network at all".into(),
+            );
+            None
+        }
+        _ => None,
+    };
+    let net_rule = match (&proxy, confined_network) {
+        (Some(plan), _) => NetRule::ProxyOnly(plan.port),
+        (None, true) => NetRule::Closed,
+        (None, false) => NetRule::Open,
+    };
     let mut prepared = Prepared::none(None);
     prepared.notes = notes;
+    prepared.proxy = proxy;
+    prepared.seccomp = seccomp::program();
+    if prepared.seccomp.is_none() {
+        prepared
+            .notes
+            .push("no syscall filter: seccomp is not available for this architecture".into());
+    }
     if use_namespaces {
         prepared.resolved = Resolved::Namespaces {
             landlock: use_landlock,
             network_namespace,
         };
-        prepared.unshare_flags = libc::CLONE_NEWNS
-            | if root { 0 } else { libc::CLONE_NEWUSER }
-            | if network_namespace {
-                libc::CLONE_NEWNET
-            } else {
-                0
-            };
-        if !root {
-            prepared.id_maps = Some(id_maps());
+        // As root, a user namespace of its own still, where the kernel allows one:
+        // capabilities there are worth nothing over the host.
+        let userns = !root || namespaces.user;
+        prepared.keep = if root && userns {
+            Keep::NamespaceRoot
+        } else {
+            Keep::Nothing
+        };
+        let mut flags =
+            libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC;
+        if userns {
+            flags |= libc::CLONE_NEWUSER;
         }
-        prepared.mounts = mount_plan(&writable, &denied, &mut prepared.notes)?;
-        prepared.chdir = Some(c_path(cwd)?);
+        if network_namespace {
+            flags |= libc::CLONE_NEWNET;
+        }
+        if root && !userns {
+            prepared.notes.push(
+                "user namespaces are unavailable: the command runs as root without capabilities, so files of other users are not writable".into(),
+            );
+        }
+        let git = git_plan(&roots, &writable, &mut prepared.notes);
+        prepared.git_watch = git.watch.clone();
+        let mut protected = git.read_only;
+        for dir in workspace_agentbash(policy, &roots) {
+            protected.push(dir);
+        }
+        for dir in &policy.own_dirs {
+            let dir = expand_home(dir);
+            // One that does not exist yet is made now (0700), so the command cannot
+            // make it instead: a profile planted in the user's config directory would
+            // be trusted by every later run.
+            if std::fs::symlink_metadata(&dir).is_err() && roots.iter().any(|r| dir.starts_with(r))
+            {
+                use std::os::unix::fs::DirBuilderExt;
+                let _ = std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&dir);
+            }
+            if let Ok(dir) = std::fs::canonicalize(&dir)
+                && roots.iter().any(|r| dir.starts_with(r))
+            {
+                protected.push(dir);
+            }
+        }
+        protected.sort_by_key(|p| p.as_os_str().len());
+        protected.dedup();
+        // The run's TMPDIR lives in agentbash's state directory.
+        let reopen: Vec<PathBuf> = own_writable
+            .iter()
+            .chain(std::iter::once(&tmpdir))
+            .filter(|p| protected.iter().any(|d| p.starts_with(d)))
+            .cloned()
+            .collect();
+        let mut binds = writable.clone();
+        binds.extend(git.mount_points);
+        binds.sort_by_key(|p| p.as_os_str().len());
+        binds.dedup();
+        let dev = dev::DevPlan::new(&writable, &mut prepared.notes)?;
+        prepared.namespaces = Some(Namespaces {
+            flags,
+            id_maps: userns.then(|| id_maps(root)),
+            mounts: mount_plan(&binds, &denied, &protected, &reopen)?,
+            dev: Some(dev),
+            chdir: c_path(cwd)?,
+            devnull: c"/dev/null".to_owned(),
+            hide_options: c"size=4k,mode=0".to_owned(),
+        });
+        prepared.landlock_dev = use_landlock;
         if !use_landlock {
             prepared.reason =
-                Some("no Landlock: root inside the sandbox could undo the mounts".into());
+                Some("no Landlock: the kernel's second layer over the mounts is missing".into());
         }
     } else {
         prepared.resolved = Resolved::Landlock;
+        prepared.keep = Keep::Nothing;
         if policy.engine == Engine::Auto {
             prepared.reason = Some(
                 "mount namespaces are unavailable: chmod/chown/utime and .git/hooks are not protected"
@@ -137,14 +248,170 @@ pub fn prepare(
         }
     }
     if use_landlock {
-        // In the namespaces engine the tmpfs already hides denied paths, so reads can be
-        // granted on the whole tree.
-        let read_denied: &[PathBuf] = if use_namespaces { &[] } else { &denied };
-        let (ruleset, ruleset_notes) = ruleset(&writable, read_denied, policy.network)?;
+        // In the namespaces engine the tmpfs already hides denied paths (and /dev is
+        // private), so reads can be granted on the whole tree. Alone, Landlock must
+        // withhold the host's /dev, whose disk nodes root owns.
+        let read_denied: Vec<PathBuf> = if use_namespaces {
+            Vec::new()
+        } else {
+            let mut d = denied.clone();
+            d.push(PathBuf::from("/dev"));
+            d
+        };
+        let (ruleset, ruleset_notes) = ruleset(&writable, &read_denied, net_rule, !use_namespaces)?;
         prepared.ruleset = Some(ruleset);
         prepared.notes.extend(ruleset_notes);
     }
     Ok(prepared)
+}
+
+/// `/` and the home directory itself are no workspace: `workspace-write` there is no
+/// sandbox at all. Refused unless the profile names such a workspace on purpose.
+fn is_too_wide(workspace: &Path) -> bool {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|h| std::fs::canonicalize(h).ok());
+    workspace == Path::new("/") || home.as_deref() == Some(workspace)
+}
+
+/// The workspace's `.agentbash/` (profiles, rule packs, artifacts): a command must not
+/// rewrite the profiles it runs under.
+fn workspace_agentbash(policy: &Policy, roots: &[PathBuf]) -> Vec<PathBuf> {
+    if policy.mode != Mode::WorkspaceWrite {
+        return Vec::new();
+    }
+    roots
+        .first()
+        .map(|w| w.join(".agentbash"))
+        .filter(|d| d.symlink_metadata().is_ok_and(|m| m.is_dir()))
+        .into_iter()
+        .collect()
+}
+
+/// What the mounts do to the git repositories of the writable trees.
+#[derive(Debug, Default)]
+struct GitPlan {
+    /// `.git` directories made mount points (so they cannot be renamed or replaced),
+    /// writable like their tree.
+    mount_points: Vec<PathBuf>,
+    /// Bound read-only: hooks, config, info, commondir, `.git` files and what they
+    /// point to.
+    read_only: Vec<PathBuf>,
+    /// Files git would honour if a command created them.
+    watch: Vec<PathBuf>,
+}
+
+/// The repositories the sandbox protects: each writable tree's own `.git` and that of
+/// every directory directly inside it (found now; one a command creates later is its
+/// own, and nothing outside trusts it).
+fn git_plan(roots: &[PathBuf], writable: &[PathBuf], notes: &mut Vec<String>) -> GitPlan {
+    let mut plan = GitPlan::default();
+    let within = |p: &Path| writable.iter().any(|w| p.starts_with(w));
+    for root in roots {
+        let mut candidates = vec![root.clone()];
+        if let Ok(entries) = std::fs::read_dir(root) {
+            for entry in entries.flatten().take(10_000) {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    candidates.push(entry.path());
+                }
+            }
+        }
+        for repo in candidates {
+            let git = repo.join(".git");
+            let Ok(meta) = git.symlink_metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                plan.mount_points.push(git.clone());
+                protect_gitdir(&git, &within, &mut plan, true);
+            } else if meta.is_file() {
+                // A worktree or submodule: the pointer itself, and the gitdir it names
+                // where the command could otherwise write it.
+                plan.read_only.push(git.clone());
+                if let Some(gitdir) = read_gitdir(&git, &repo)
+                    && within(&gitdir)
+                {
+                    protect_gitdir(&gitdir, &within, &mut plan, false);
+                }
+            } else {
+                notes.push(format!(
+                    "{} is neither a directory nor a file; it is not protected",
+                    git.display()
+                ));
+            }
+        }
+    }
+    plan
+}
+
+fn protect_gitdir(gitdir: &Path, within: &dyn Fn(&Path) -> bool, plan: &mut GitPlan, watch: bool) {
+    for name in ["hooks", "config", "info", "commondir"] {
+        let path = gitdir.join(name);
+        if path.symlink_metadata().is_ok() {
+            plan.read_only.push(path);
+        } else if watch {
+            plan.watch.push(path);
+        }
+    }
+    // The gitdirs of its linked worktrees and submodules hold config, hooks and
+    // pointers that git follows when it runs in those checkouts (a few levels of
+    // nested submodules at most).
+    nested_gitdirs(gitdir, plan, 3);
+    // A linked worktree's common directory holds the config and hooks git runs.
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        let common = gitdir.join(common.trim());
+        if let Ok(common) = std::fs::canonicalize(common)
+            && within(&common)
+        {
+            for name in ["hooks", "config", "info"] {
+                let path = common.join(name);
+                if path.symlink_metadata().is_ok() {
+                    plan.read_only.push(path);
+                }
+            }
+        }
+    }
+}
+
+/// `gitdir/worktrees/*` and `gitdir/modules/*` (recursively, to `depth`): their
+/// `hooks`, `config`, `config.worktree`, `info`, `commondir` and `gitdir` bound
+/// read-only.
+fn nested_gitdirs(gitdir: &Path, plan: &mut GitPlan, depth: u32) {
+    if depth == 0 {
+        return;
+    }
+    for kind in ["worktrees", "modules"] {
+        let Ok(entries) = std::fs::read_dir(gitdir.join(kind)) else {
+            continue;
+        };
+        for entry in entries.flatten().take(256) {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let inner = entry.path();
+            for name in [
+                "hooks",
+                "config",
+                "config.worktree",
+                "info",
+                "commondir",
+                "gitdir",
+            ] {
+                let path = inner.join(name);
+                if path.symlink_metadata().is_ok() {
+                    plan.read_only.push(path);
+                }
+            }
+            nested_gitdirs(&inner, plan, depth - 1);
+        }
+    }
+}
+
+/// The directory a `.git` file (`gitdir: <path>`) points to, resolved.
+fn read_gitdir(git_file: &Path, repo: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(git_file).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    std::fs::canonicalize(repo.join(target)).ok()
 }
 
 impl Prepared {
@@ -153,13 +420,13 @@ impl Prepared {
             resolved: Resolved::None,
             reason,
             notes: Vec::new(),
-            unshare_flags: 0,
-            id_maps: None,
-            mounts: Vec::new(),
-            chdir: None,
+            namespaces: None,
             ruleset: None,
-            devnull: c"/dev/null".to_owned(),
-            hide_options: c"size=4k,mode=0".to_owned(),
+            landlock_dev: false,
+            keep: Keep::Nothing,
+            seccomp: None,
+            git_watch: Vec::new(),
+            proxy: None,
         }
     }
 }
@@ -188,39 +455,51 @@ fn existing(path: &Path, what: &'static str, key: &'static str) -> Result<PathBu
     })
 }
 
-fn c_path(path: &Path) -> Result<CString, SandboxError> {
+pub(super) fn c_path(path: &Path) -> Result<CString, SandboxError> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| SandboxError::Nul {
         path: path.to_path_buf(),
     })
 }
 
-fn id_maps() -> IdMaps {
+/// As root, the whole id range maps to itself (written by the parent, which holds
+/// `CAP_SETUID` over the host's ids); otherwise only the user's own ids, which the
+/// kernel lets a user map without privilege once `setgroups` is denied.
+fn id_maps(root: bool) -> IdMaps {
+    if root {
+        return IdMaps {
+            deny_setgroups: false,
+            uid_map: "0 0 4294967295\n".into(),
+            gid_map: "0 0 4294967295\n".into(),
+        };
+    }
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     IdMaps {
-        setgroups_path: c"/proc/self/setgroups".to_owned(),
-        uid_map_path: c"/proc/self/uid_map".to_owned(),
-        gid_map_path: c"/proc/self/gid_map".to_owned(),
+        deny_setgroups: true,
         uid_map: format!("{uid} {uid} 1\n"),
         gid_map: format!("{gid} {gid} 1\n"),
     }
 }
 
-/// The mount steps, in order: private propagation, writable binds, everything
-/// read-only, writable binds read-write again, denied paths covered, git metadata of
-/// each writable tree read-only again. `writable` is sorted parents first, so a nested
-/// bind lands on top of its parent's.
+/// The mount steps, in order: private propagation, writable binds (and `.git`
+/// directories, so they are mount points), everything read-only, writable binds
+/// read-write again (nodev, nosuid), denied paths covered, then the protected pieces
+/// inside writable trees read-only again (git metadata, `.agentbash`, agentbash's own
+/// directories), and last the agentbash-owned paths inside those that must stay
+/// writable. Each list is sorted parents first, so a nested bind lands on top of its
+/// parent's.
 fn mount_plan(
-    writable: &[PathBuf],
+    binds: &[PathBuf],
     denied: &[PathBuf],
-    notes: &mut Vec<String>,
+    protected: &[PathBuf],
+    reopen: &[PathBuf],
 ) -> Result<Vec<MountStep>, SandboxError> {
     let mut plan = vec![MountStep::Propagation];
-    for path in writable {
+    for path in binds {
         plan.push(MountStep::BindSelf(c_path(path)?));
     }
     plan.push(MountStep::ReadOnlyTree(c"/".to_owned()));
-    for path in writable {
+    for path in binds {
         plan.push(MountStep::WritableTree(c_path(path)?));
     }
     for path in denied {
@@ -231,22 +510,11 @@ fn mount_plan(
         };
         plan.push(step);
     }
-    for tree in writable {
-        let git = tree.join(".git");
-        if !git.is_dir() {
-            continue;
-        }
-        for name in ["hooks", "config"] {
-            let path = git.join(name);
-            if path.exists() {
-                plan.push(MountStep::ReadOnlyBind(c_path(&path)?));
-            } else {
-                notes.push(format!(
-                    "{} does not exist, so the command may create it",
-                    path.display()
-                ));
-            }
-        }
+    for path in protected {
+        plan.push(MountStep::ReadOnlyBind(c_path(path)?));
+    }
+    for path in reopen {
+        plan.push(MountStep::Reopen(c_path(path)?));
     }
     Ok(plan)
 }
@@ -272,16 +540,32 @@ fn add(
 /// Build the Landlock ruleset and return its fd (the path fds are closed once their
 /// rules are in the kernel). Reads are granted on `/` unless paths are denied, in which
 /// case on everything but them (see [`read_roots`]).
+/// What Landlock lets the command do with TCP.
+#[derive(Debug, Clone, Copy)]
+enum NetRule {
+    /// Nothing handled: the host's network.
+    Open,
+    /// No TCP bind or connect at all.
+    Closed,
+    /// Connect to this port only (the proxy's, on the namespace's loopback).
+    ProxyOnly(u16),
+}
+
 fn ruleset(
     writable: &[PathBuf],
     denied: &[PathBuf],
-    network: bool,
+    network: NetRule,
+    host_dev: bool,
 ) -> Result<(std::os::fd::OwnedFd, Vec<String>), SandboxError> {
     let root = Path::new("/");
+    // Signals reach only the run's own processes (ABI 6; ignored before): `pkill -f
+    // agentbash` inside cannot stop the server that runs the command.
     let mut attr = Ruleset::default()
         .handle_access(AccessFs::from_all(FS_ABI))
+        .map_err(|e| landlock_error(root, e))?
+        .scope(Scope::Signal)
         .map_err(|e| landlock_error(root, e))?;
-    if !network {
+    if !matches!(network, NetRule::Open) {
         attr = attr
             .handle_access(AccessNet::from_all(ABI::V4))
             .map_err(|e| landlock_error(root, e))?
@@ -289,8 +573,14 @@ fn ruleset(
             .map_err(|e| landlock_error(root, e))?;
     }
     let mut ruleset = attr.create().map_err(|e| landlock_error(root, e))?;
+    if let NetRule::ProxyOnly(port) = network {
+        ruleset = ruleset
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(|e| landlock_error(root, e))?;
+    }
     let read = AccessFs::from_read(FS_ABI);
-    let write = AccessFs::from_write(FS_ABI);
+    // No device nodes in a writable tree, whoever asks.
+    let write = AccessFs::from_write(FS_ABI) & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     let mut notes = Vec::new();
     if denied.is_empty() {
         ruleset = add(ruleset, root, read)?;
@@ -314,11 +604,18 @@ fn ruleset(
     for path in writable {
         ruleset = add(ruleset, path, write)?;
     }
-    for device in DEVICES {
+    // With namespaces the command's /dev is private and granted in the child; alone,
+    // Landlock grants the host's harmless devices one by one.
+    for device in DEVICES.iter().filter(|_| host_dev) {
         let path = Path::new(device);
         if path.exists() {
             let access =
                 AccessFs::WriteFile | AccessFs::ReadFile | AccessFs::Truncate | AccessFs::IoctlDev;
+            let access = if path.is_dir() {
+                access | AccessFs::ReadDir
+            } else {
+                access
+            };
             ruleset = add(ruleset, path, access)?;
         }
     }

@@ -1,7 +1,9 @@
 //! Real confinement of real `/bin/sh` commands, on temp dirs each test creates.
 //!
-//! Tests with the landlock engine run the child in a private mount namespace of its own
-//! first, so an escape that wrongly succeeded in mounting could never touch the host.
+//! Commands under the namespaces engine start through the real spawner (an init process
+//! in their own namespaces: see `process::pidns`). Tests with the landlock engine run
+//! the child in a private mount namespace of its own first, so an escape that wrongly
+//! succeeded in mounting could never touch the host.
 
 use std::io::Write;
 use std::net::{TcpListener, UdpSocket};
@@ -13,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::harness::{Missing, skip, skipped};
 
 struct Fixture {
     _root: tempfile::TempDir,
@@ -57,25 +60,23 @@ impl Fixture {
         }
     }
 
-    fn prepare(&self, policy: &Policy) -> Arc<Prepared> {
+    fn prepare(&self, policy: &Policy) -> Arc<Confinement> {
         let prepared = prepare(policy, &self.workspace, &self.tmpdir).expect("prepare");
         assert!(prepared.is_active(), "{:?}", prepared.reason());
-        Arc::new(prepared)
+        confined(prepared)
     }
 
     /// Run `script` under `prepared` with `sh -c`, in the workspace.
-    fn run(&self, prepared: &Arc<Prepared>, script: &str) -> Output {
+    fn run(&self, prepared: &Arc<Confinement>, script: &str) -> Output {
         self.run_with(prepared, "/bin/sh", script)
     }
 
-    fn run_with(&self, prepared: &Arc<Prepared>, shell: &str, script: &str) -> Output {
-        let child_prepared = Arc::clone(prepared);
-        let private_mounts = prepared.resolved()
-            != Resolved::Namespaces {
-                landlock: true,
-                network_namespace: false,
-            }
-            && !matches!(prepared.resolved(), Resolved::Namespaces { .. });
+    fn run_with(&self, sandbox: &Arc<Confinement>, shell: &str, script: &str) -> Output {
+        if sandbox.prepared.namespaces().is_some() {
+            return self.spawn_with(sandbox, shell, script);
+        }
+        let child_prepared = Arc::clone(sandbox);
+        let private_mounts = sandbox.prepared.is_active();
         let mut command = Command::new(shell);
         command
             .arg("-c")
@@ -92,11 +93,56 @@ impl Fixture {
                     isolate_mounts()?;
                 }
                 child_prepared
+                    .prepared
                     .apply_in_child()
                     .map_err(std::io::Error::from)
             });
         }
         command.output().expect("spawn sh")
+    }
+
+    /// [`Fixture::run_with`] through agentbash's own spawner.
+    fn spawn_with(&self, sandbox: &Arc<Confinement>, shell: &str, script: &str) -> Output {
+        use crate::process::spawn::{ChildIo, spawn};
+        use std::io::Read;
+        let shown = |p: &std::path::Path| p.display().to_string();
+        let spec = crate::process::SpawnSpec {
+            program: shell.into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![
+                ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+                ("TMPDIR".into(), shown(&self.tmpdir)),
+                ("OUT".into(), shown(&self.outside)),
+                ("W".into(), shown(&self.workspace)),
+                ("H".into(), shown(&self.home)),
+            ],
+            cwd: self.workspace.clone(),
+            sandbox: Some(Arc::clone(sandbox)),
+            ..Default::default()
+        };
+        let (mut out_r, out_w) = std::io::pipe().expect("pipe");
+        let (mut err_r, err_w) = std::io::pipe().expect("pipe");
+        let mut child = spawn(
+            &spec,
+            ChildIo::Null,
+            ChildIo::Fd(out_w.into()),
+            ChildIo::Fd(err_w.into()),
+        )
+        .expect("spawn");
+        let err = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = err_r.read_to_end(&mut v);
+            v
+        });
+        let mut stdout = Vec::new();
+        let _ = out_r.read_to_end(&mut stdout);
+        let stderr = err.join().unwrap_or_default();
+        let status = child.wait().expect("wait");
+        Output {
+            status,
+            stdout,
+            stderr,
+        }
     }
 
     fn outside_untouched(&self) {
@@ -108,6 +154,13 @@ impl Fixture {
         let content = std::fs::read_to_string(self.outside.join("file")).expect("read");
         assert_eq!(content, "original\n");
     }
+}
+
+fn confined(prepared: Prepared) -> Arc<Confinement> {
+    Arc::new(Confinement {
+        prepared,
+        tmpdir: None,
+    })
 }
 
 /// A private mount namespace for the landlock-engine tests (see the module doc).
@@ -129,14 +182,37 @@ fn isolate_mounts() -> std::io::Result<()> {
     Ok(())
 }
 
+/// What a test of the namespaces engine needs when the machine lacks it.
+fn no_namespaces() -> Missing {
+    Missing::new(
+        "mount namespaces are unavailable (`agentbash sandbox check` says why)",
+        "run as root, or where unprivileged user namespaces are allowed, as .ci/run does",
+    )
+}
+
+/// What a test of the landlock engine needs when the kernel lacks it.
+fn no_landlock() -> Missing {
+    Missing::new(
+        "the kernel has no Landlock",
+        "a Linux kernel of 5.13 or later with landlock in its lsm= list",
+    )
+}
+
+/// The engines this machine has; each one missing is a skipped part of the test.
 fn engines() -> Vec<Engine> {
     let report = check();
     let mut engines = Vec::new();
     if report.mount_namespaces {
         engines.push(Engine::Namespaces);
+    } else {
+        let m = no_namespaces();
+        skipped(&format!("the namespaces engine: {}", m.what), &m.how);
     }
     if report.landlock_abi.is_some() {
         engines.push(Engine::Landlock);
+    } else {
+        let m = no_landlock();
+        skipped(&format!("the landlock engine: {}", m.what), &m.how);
     }
     assert!(!engines.is_empty(), "no engine on this machine:\n{report}");
     engines
@@ -224,7 +300,7 @@ fn without_the_sandbox_every_denied_action_succeeds() {
             &fx.tmpdir,
         )
         .expect("none");
-        assert_ok(&fx.run(&Arc::new(unconfined), script));
+        assert_ok(&fx.run(&confined(unconfined), script));
     }
 }
 
@@ -249,7 +325,7 @@ fn workspace_write_allows_the_workspace_and_nothing_outside() {
 fn namespaces_also_stop_metadata_changes_outside() {
     let fx = Fixture::new();
     if !check().mount_namespaces {
-        return;
+        skip!(no_namespaces());
     }
     let prepared = fx.prepare(&fx.policy(Mode::WorkspaceWrite, Engine::Namespaces));
     let before = std::fs::metadata(fx.outside.join("file")).expect("stat");
@@ -269,7 +345,7 @@ fn landlock_alone_does_not_stop_metadata_changes() {
     // attribute changes this fails, and the module doc should be updated.
     let fx = Fixture::new();
     if check().landlock_abi.is_none() {
-        return;
+        skip!(no_landlock());
     }
     let prepared = fx.prepare(&fx.policy(Mode::WorkspaceWrite, Engine::Landlock));
     assert_ok(&fx.run(&prepared, "chmod 600 \"$OUT/file\""));
@@ -278,7 +354,7 @@ fn landlock_alone_does_not_stop_metadata_changes() {
 #[test]
 fn git_hooks_and_config_stay_read_only_in_a_writable_workspace() {
     if !check().mount_namespaces {
-        return;
+        skip!(no_namespaces());
     }
     let fx = Fixture::new();
     let prepared = fx.prepare(&fx.policy(Mode::WorkspaceWrite, Engine::Namespaces));
@@ -360,12 +436,15 @@ fn network_false_refuses_loopback_fast() {
         assert!(listener.accept().is_ok(), "the open run connected");
 
         let mut policy = fx.policy(Mode::WorkspaceWrite, engine);
-        policy.network = false;
+        policy.network = Network::Off;
         let closed = fx.prepare(&policy);
         let started = Instant::now();
         let output = fx.run_with(&closed, "/bin/bash", &tcp);
         assert_fails(&output);
-        assert!(started.elapsed() < Duration::from_secs(2), "fails fast");
+        assert!(
+            started.elapsed() < crate::harness::scaled(Duration::from_secs(2)),
+            "fails fast"
+        );
         assert!(listener.accept().is_err(), "{engine:?}: nothing connected");
         let send = format!("echo hi > /dev/udp/127.0.0.1/{udp_port}");
         let mut buf = [0u8; 16];
@@ -375,11 +454,15 @@ fn network_false_refuses_loopback_fast() {
             // The network namespace alone, without the Landlock layer: loopback is down.
             let mut netns_only = prepare(&policy, &fx.workspace, &fx.tmpdir).expect("prep");
             netns_only.ruleset = None;
-            let netns_only = Arc::new(netns_only);
+            netns_only.landlock_dev = false;
+            let netns_only = confined(netns_only);
             let started = Instant::now();
             let output = fx.run_with(&netns_only, "/bin/bash", &tcp);
             assert_fails(&output);
-            assert!(started.elapsed() < Duration::from_secs(2), "fails fast");
+            assert!(
+                started.elapsed() < crate::harness::scaled(Duration::from_secs(2)),
+                "fails fast"
+            );
             let stderr = String::from_utf8_lossy(&output.stderr);
             assert!(stderr.contains("unreachable"), "{stderr}");
             assert!(listener.accept().is_err(), "nothing connected");
@@ -438,76 +521,6 @@ fn check_reports_and_renders() {
     assert!(report.micros < 5_000_000, "{} µs", report.micros);
 }
 
-/// The path a non-root user takes (a user namespace with the own ids mapped), run as
-/// `nobody` by dropping root in the child first. Everything in the fixture belongs to
-/// `nobody`, so only the sandbox stands between the command and the outside directory.
-#[test]
-fn unprivileged_users_get_the_same_confinement_through_a_user_namespace() {
-    const NOBODY: u32 = 65534;
-    if !check::is_root() || !check().user_namespaces {
-        return;
-    }
-    let fx = Fixture::new();
-    let status = Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(fx._root.path())
-        .status()
-        .expect("chown");
-    assert!(status.success());
-    std::fs::set_permissions(
-        fx._root.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod");
-    let mut prepared = prepare(
-        &fx.policy(Mode::WorkspaceWrite, Engine::Namespaces),
-        &fx.workspace,
-        &fx.tmpdir,
-    )
-    .expect("prepare");
-    prepared.unshare_flags |= libc::CLONE_NEWUSER;
-    prepared.id_maps = Some(IdMaps {
-        setgroups_path: c"/proc/self/setgroups".to_owned(),
-        uid_map_path: c"/proc/self/uid_map".to_owned(),
-        gid_map_path: c"/proc/self/gid_map".to_owned(),
-        uid_map: format!("{NOBODY} {NOBODY} 1\n"),
-        gid_map: format!("{NOBODY} {NOBODY} 1\n"),
-    });
-    let prepared = Arc::new(prepared);
-    let run = |script: &str| {
-        let child = Arc::clone(&prepared);
-        let mut command = Command::new("/bin/sh");
-        command
-            .arg("-c")
-            .arg(script)
-            .current_dir(&fx.workspace)
-            .env("OUT", &fx.outside)
-            .env("W", &fx.workspace);
-        // SAFETY: raw syscalls only, on data built before fork.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setresgid(NOBODY, NOBODY, NOBODY) != 0
-                    || libc::setresuid(NOBODY, NOBODY, NOBODY) != 0
-                    // Changing uid made the process undumpable, which hands its
-                    // /proc/self files to root and so forbids writing its id maps.
-                    || libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                child.apply_in_child().map_err(std::io::Error::from)
-            });
-        }
-        command.output().expect("spawn")
-    };
-    assert_ok(&run("id -u | grep -qx 65534 && echo hi > a && rm a"));
-    for script in OUTSIDE_WRITES.iter().chain(METADATA).chain(GIT_WRITES) {
-        assert_fails(&run(script));
-        fx.outside_untouched();
-    }
-    assert_fails(&run("mount -t tmpfs tmpfs \"$OUT\""));
-}
-
 /// `cargo test --release --lib sandbox::tests::timings -- --ignored --nocapture`
 ///
 /// Cases are interleaved round by round and medians reported, so a busy machine's drift
@@ -531,19 +544,22 @@ fn timings() {
     for _ in 0..rounds {
         for (index, (_, case)) in cases.iter().enumerate() {
             let started = Instant::now();
-            let mut command = Command::new("/bin/true");
+            let mut spec = crate::process::SpawnSpec {
+                program: "/bin/true".into(),
+                cwd: fx.workspace.clone(),
+                ..Default::default()
+            };
             if let Some((engine, network)) = case {
                 let mut policy = fx.policy(Mode::WorkspaceWrite, *engine);
-                policy.network = *network;
-                let prepared = Arc::new(prepare(&policy, &fx.workspace, &fx.tmpdir).expect("prep"));
+                policy.network = (*network).into();
+                let prepared = prepare(&policy, &fx.workspace, &fx.tmpdir).expect("prep");
                 prepare_times[index].push(started.elapsed());
-                // SAFETY: see Fixture::run_with.
-                unsafe {
-                    command
-                        .pre_exec(move || prepared.apply_in_child().map_err(std::io::Error::from));
-                }
+                spec.sandbox = Some(confined(prepared));
             }
-            assert!(command.status().expect("spawn").success());
+            use crate::process::spawn::{ChildIo, spawn};
+            let mut child =
+                spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null).expect("spawn");
+            assert!(child.wait().expect("wait").success());
             totals[index].push(started.elapsed());
         }
     }

@@ -30,7 +30,10 @@ pub struct BashCall {
     /// Sandbox mode for this call; refused unless `[sandbox] allow_override = true`.
     pub sandbox: Option<String>,
     /// Tools the server itself offers (the MCP server's `job`, through `bash` with
-    /// `background`), declared to the interceptor on top of the caller's.
+    /// `background`, and the file tools when it serves them). When there are any (the
+    /// MCP server), the interceptor routes to these plus the call's `tools`, and the
+    /// profile's `interceptor.tools` does not apply: it describes a caller this server
+    /// cannot see, and a route to a tool nobody has leaves the model stuck.
     pub server_tools: Vec<String>,
 }
 
@@ -84,7 +87,8 @@ pub trait Backend: Send + Sync + 'static {
 
     /// A few lines telling the model what this profile does (limits, interception,
     /// artifacts) — used in the `bash` tool description.
-    /// A job request (`job_start`, `job_output`, `job_send`, `job_stop`, `job_list`)
+    /// A job request (`job_start`, `job_status`, `job_wait`, `job_output`, `job_send`,
+    /// `job_stop`, `job_list`)
     /// with its JSON arguments; blocking. The answer carries a `text` for the model.
     fn job(&self, kind: &str, args: serde_json::Value) -> Result<serde_json::Value, String> {
         let _ = args;
@@ -92,4 +96,29 @@ pub trait Backend: Send + Sync + 'static {
     }
 
     fn describe(&self) -> String;
+
+    /// Whether the server serves the file tools (`read`, `grep`, `glob`, `edit`,
+    /// `write`; see `crate::toolbox`).
+    fn toolbox(&self) -> bool {
+        false
+    }
+
+    /// What the file tools may read and write under this profile, a sentence each
+    /// (empty: nothing to say), for their descriptions.
+    fn describe_toolbox(&self) -> (String, String) {
+        (String::new(), String::new())
+    }
+
+    /// One file tool call with its JSON arguments; blocking. `Err` is the message of
+    /// a refusal or a bad argument, for the model.
+    fn file_tool(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+    ) -> Result<crate::toolbox::Answer, String> {
+        let _ = args;
+        Err(format!("`{name}`: this server has no file tools"))
+    }
+    /// The server stops taking requests: job requests that wait end their wait.
+    fn close(&self) {}
 }

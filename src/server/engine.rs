@@ -27,18 +27,34 @@ pub struct Engine {
     /// supervisor's stdin: stopped when the server exits, and by their supervisors
     /// when it dies without a word (the pipe closes with the process).
     owned_jobs: std::sync::Mutex<Vec<(u64, std::os::fd::OwnedFd)>>,
+    /// The file tools, under the profile (rpc always serves them).
+    pub toolbox: crate::toolbox::Toolbox,
+    /// Whether `agentbash mcp` declares the file tools (`--toolbox`, `mcp.toolbox`).
+    pub mcp_toolbox: bool,
+    /// Set when the server stops taking requests: job requests that wait (`job_wait`,
+    /// `job_output` with `wait`, `job_send`'s window) end their wait.
+    closing: CancelToken,
 }
 
 impl Engine {
     pub fn new(profile: LoadedProfile, invoking_dir: PathBuf) -> Self {
         crate::process::spawn::set_shared_process();
+        let toolbox = crate::toolbox::Toolbox::new(&profile.profile, &invoking_dir);
         Engine {
+            toolbox,
+            mcp_toolbox: false,
             profile,
             invoking_dir,
             pool: ShellPool::new(),
             profile_spec: "default".into(),
             owned_jobs: Default::default(),
+            closing: CancelToken::new(),
         }
+    }
+
+    /// The server is closing: end the waits of job requests now.
+    pub fn close(&self) {
+        self.closing.cancel(libc::SIGTERM);
     }
 
     /// Answer a job request (see [`Backend::job`]).
@@ -74,10 +90,15 @@ impl Engine {
                 }
                 Ok(v)
             }
-            "job_output" => calls::output(&jobs, parse(kind, args)?),
-            "job_send" => calls::send(&jobs, parse(kind, args)?),
+            "job_status" => calls::status(&jobs, parse(kind, args)?),
+            "job_wait" => {
+                let max = Duration::from_secs(self.profile.profile.timeout.max);
+                calls::wait(&jobs, parse(kind, args)?, max, &self.closing).map(|(_, v)| v)
+            }
+            "job_output" => calls::output(&jobs, parse(kind, args)?, &self.closing),
+            "job_send" => calls::send(&jobs, parse(kind, args)?, &self.closing),
             "job_stop" => calls::stop(&jobs, parse(kind, args)?),
-            "job_list" => Ok(calls::list(&jobs)),
+            "job_list" => Ok(calls::list(&jobs, parse(kind, args)?)),
             other => return Err(format!("unknown job request {other:?}")),
         };
         answer.map_err(|e| e.to_string())
@@ -103,20 +124,35 @@ impl Engine {
         cancel: &CancelToken,
         on_output: &mut dyn FnMut(&str),
     ) -> Result<RunResult, String> {
+        self.run_events(call, cancel, &mut |e| {
+            if let Event::Output(t) = e {
+                on_output(t);
+            }
+        })
+    }
+
+    /// [`Engine::run`], handing over every event of the run (start, notices, output).
+    pub fn run_events(
+        &self,
+        call: &BashCall,
+        cancel: &CancelToken,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<RunResult, String> {
         let mut req =
             super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)?;
         if !call.server_tools.is_empty() {
-            let mut tools = req
-                .tools
-                .take()
-                .unwrap_or_else(|| self.profile.profile.interceptor.tools.clone());
+            // The MCP server: its own tools plus the call's, never the profile's list
+            // (see `BashCall::server_tools`).
+            let mut tools = req.tools.take().unwrap_or_default();
             tools.extend(call.server_tools.iter().cloned());
             req.tools = Some(tools);
         }
         let after = Duration::from_secs(self.profile.profile.jobs.background_after);
         if !after.is_zero()
             && let Some(job_run) = JobRun::eligible(&req, &self.profile, after)
-            && let Some(r) = self.run_as_job(&req, job_run, after, cancel, on_output)
+            && let Some(r) = self.run_as_job(&req, job_run, after, cancel, &mut |t| {
+                on_event(Event::Output(t))
+            })
         {
             return Ok(r);
         }
@@ -125,19 +161,17 @@ impl Engine {
             &self.profile,
             cancel,
             Some(&self.pool),
-            &mut |e| {
-                if let Event::Output(t) = e {
-                    on_output(t);
-                }
-            },
+            on_event,
         ))
     }
 
     /// `jobs.background_after`: carry `req` out as a job (started as `job_start`
-    /// starts one, so the guard and the sandbox apply), wait up to `after` for it to
-    /// end, and answer as the run would; a job still running then is handed off, the
-    /// answer carrying its id and the output so far. `None` when no job could be
-    /// started (too many running, say): the caller runs it in the foreground.
+    /// starts one, so the guard, the interceptor and the sandbox apply), wait up to
+    /// `after` for it to end, and answer as the run would; a job still running then
+    /// is handed off, the answer carrying its id and the output so far. A job that
+    /// ended within the wait leaves nothing behind (its record and log are removed).
+    /// `None` when no job could be started (too many running, say): the caller runs
+    /// it in the foreground.
     fn run_as_job(
         &self,
         req: &crate::RunRequest,
@@ -146,8 +180,14 @@ impl Engine {
         cancel: &CancelToken,
         on_output: &mut dyn FnMut(&str),
     ) -> Option<RunResult> {
-        use crate::jobs::{JobSpec, Jobs, log};
+        use crate::jobs::{IdleWhile, JobSpec, Jobs, StartWait, log, now_ms};
         let jobs = Jobs::open().ok()?;
+        // Until it is handed off it is a foreground run: `jobs.idle_timeout` ends it
+        // (its supervisor watches the output and the CPU), cancellation too (below).
+        let idle = crate::pipeline::idle_limit(req, &self.profile.profile).map(|d| IdleWhile {
+            secs: d.as_secs(),
+            until_ms: now_ms() + after.as_millis() as u64,
+        });
         let spec = JobSpec {
             command: req.command.clone(),
             name: None,
@@ -156,27 +196,32 @@ impl Engine {
             profile: self.profile_spec.clone(),
             env: req.env.clone(),
             sandbox: req.sandbox,
+            tools: req.tools.clone(),
+            no_intercept: req.no_intercept,
             ready: Default::default(),
             pty: false,
             stdin: false,
             ttl: None,
             stop_with_caller: true,
+            idle,
         };
-        let started = jobs
-            .start(&spec, &self.profile, crate::jobs::DEFAULT_READY_TIMEOUT)
-            .ok()?;
+        let wait = StartWait {
+            ready_timeout: crate::jobs::DEFAULT_READY_TIMEOUT,
+            settle: Duration::ZERO,
+        };
+        let started = jobs.start(&spec, &self.profile, wait).ok()?;
         // Refused or failed inside its supervisor: the run says why, as a run.
-        started.record.pid?;
+        if started.record.pid.is_none() {
+            let _ = jobs.remove(&started.record);
+            return None;
+        }
         let (mut record, owner) = (started.record, started.owner);
         let dir = jobs.dir(record.number);
         let deadline = Instant::now() + after;
         let mut cursor = 0;
-        // Until it is handed off it is a foreground run: cancellation and
-        // `jobs.idle_timeout` end it as they would end the run.
-        let idle = Some(Duration::from_secs(self.profile.profile.jobs.idle_timeout))
-            .filter(|d| !d.is_zero());
-        let mut last_output = Instant::now();
         let mut stopped = None;
+        let mut terminal_wait = crate::executor::terminal_wait::TerminalWait::new();
+        let mut last_output = Instant::now();
         loop {
             let c = log::read(
                 &dir,
@@ -193,17 +238,28 @@ impl Engine {
             if !record.state.running() {
                 break;
             }
-            let stop = match (cancel.reason(), idle) {
-                (Some(sig), _) => Some(End::Cancelled(sig)),
-                (None, Some(idle)) if last_output.elapsed() >= idle => {
-                    Some(End::Idle(idle.as_secs()))
-                }
-                _ => None,
-            };
+            // A program that waits for a terminal nobody will give it (vim in print
+            // mode) is stopped with the fix, as a run is.
             if stopped.is_none()
-                && let Some(end) = stop
+                && let Some(pid) = record.pid
             {
-                stopped = Some(end);
+                let marker = record.marker.clone().unwrap_or_default();
+                let members = || crate::process::spawn::Teardown::new(pid, &marker).members();
+                if let Some(end) = terminal_wait
+                    .check(Instant::now(), last_output, members)
+                    .map(End::NeedsTerminal)
+                {
+                    stopped = Some(end);
+                    if let Ok(r) = jobs.stop(&record, "stopped") {
+                        record = r;
+                    }
+                    continue;
+                }
+            }
+            if stopped.is_none()
+                && let Some(sig) = cancel.reason()
+            {
+                stopped = Some(End::Cancelled(sig));
                 if let Ok(r) = jobs.stop(&record, "stopped") {
                     record = r;
                 }
@@ -217,25 +273,41 @@ impl Engine {
                         .push((record.number, owner));
                 }
                 let job = crate::result::ContinuedAs {
-                    id: record.id.clone(),
+                    id: record.number,
+                    url: record.id.clone(),
+                    name: record.name.clone(),
+                    pid: record.pid,
+                    state: record.state.word().to_string(),
+                    ready: record.ready,
                     cursor,
                 };
-                return Some(job_run.handed_off(after, job, &self.profile));
+                let tmpdir = job_tmpdir(&record);
+                return Some(job_run.handed_off(after, job, &self.profile, tmpdir));
             }
             std::thread::sleep(Duration::from_millis(10));
             if let Ok(r) = jobs.find(&record.id) {
                 record = r;
             }
         }
-        let end = match (stopped, record.exit_code, &record.signal) {
-            (Some(end), _, _) => end,
-            (None, Some(code), _) => End::Exited(code),
-            (None, None, Some(name)) => (1..=64)
-                .find(|&s| crate::exit::signal_name(s) == *name)
-                .map_or(End::MissingStatus, End::Signaled),
-            (None, None, None) => End::MissingStatus,
+        let end = match (
+            stopped,
+            record.idle_secs(),
+            record.exit_code,
+            &record.signal,
+        ) {
+            (Some(end), ..) => end,
+            (None, Some(secs), ..) => End::Idle(secs),
+            (None, None, Some(code), _) => End::Exited(code),
+            (None, None, None, Some(name)) => {
+                crate::jobs::signal_number(name).map_or(End::MissingStatus, End::Signaled)
+            }
+            (None, None, None, None) => End::MissingStatus,
         };
-        Some(job_run.finish(end, &self.profile))
+        let tmpdir = job_tmpdir(&record);
+        drop(owner);
+        // Answered as a run: no job is left to list.
+        let _ = jobs.remove(&record);
+        Some(job_run.finish(end, &self.profile, tmpdir))
     }
 
     /// The answer to a call cancelled while it waited for one of the `max_concurrent`
@@ -352,10 +424,16 @@ impl Engine {
                 p.jobs.background_after
             ));
         }
-        if p.interceptor.enabled && !p.interceptor.tools.is_empty() {
+        if p.jobs.idle_timeout > 0 {
             d.push_str(&format!(
-                "\nCommands that should use one of your tools ({}) instead are blocked with a message naming the tool.",
-                p.interceptor.tools.join(", ")
+                "\nA command called without `timeout` that neither prints nor uses CPU for {n}s is stopped (exit 124, `[No output for {n} seconds; stopped]`): an editor or a prompt waiting for input. Give quiet work that waits (a sleep, a slow download) a `timeout`; then only the timeout applies.",
+                n = p.jobs.idle_timeout
+            ));
+        }
+        if p.interceptor.enabled && self.mcp_toolbox {
+            d.push_str(&format!(
+                "\nCommands that should use one of this server's file tools ({}) instead are blocked with a message naming the tool; so are those for a tool you declare in `tools`.",
+                crate::toolbox::TOOLS.join(", ")
             ));
         }
         d
@@ -400,6 +478,33 @@ impl Backend for Engine {
     fn describe(&self) -> String {
         self.description()
     }
+
+    fn toolbox(&self) -> bool {
+        self.mcp_toolbox
+    }
+
+    fn describe_toolbox(&self) -> (String, String) {
+        (
+            self.toolbox.describe_reads(),
+            self.toolbox.describe_writes(),
+        )
+    }
+
+    fn file_tool(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+    ) -> Result<crate::toolbox::Answer, String> {
+        self.toolbox.call(name, args).map_err(|e| e.to_string())
+    }
+    fn close(&self) {
+        Engine::close(self);
+    }
+}
+
+/// The private TMPDIR a job's supervisor made for its sandbox.
+fn job_tmpdir(r: &crate::jobs::JobRecord) -> Option<PathBuf> {
+    r.sandbox.as_ref()?["tmpdir"].as_str().map(PathBuf::from)
 }
 
 /// A result as the MCP server answers it: agentbash's own failure is an error

@@ -1,33 +1,14 @@
 //! Whole-number request fields given as JSON numbers or as decimal strings: some stock
 //! MCP clients (the MCP inspector's CLI among them) send every argument as a string,
 //! and the RPC server takes `timeout`, `head` and `tail` the same way, so one request
-//! means the same on either. Anything else is an error naming the field.
+//! means the same on either. Anything else is an error naming the field. The file
+//! tools' arguments read their numbers the same way (`toolbox::args`).
 
 use serde::{Deserialize, Deserializer, de::Error};
 use serde_json::Value;
 
-fn count<'de, D: Deserializer<'de>>(d: D, name: &str, unit: &str) -> Result<Option<u64>, D::Error> {
-    let bad = |shown: &str| {
-        D::Error::custom(format!(
-            "`{name}` must be a whole number{unit} such as 5 or \"5\", not {shown}"
-        ))
-    };
-    match Option::<Value>::deserialize(d)? {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| bad(&n.to_string())),
-        Some(Value::String(text)) => text
-            .trim()
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|_| bad(&Value::String(text.clone()).to_string())),
-        Some(other) => Err(bad(&other.to_string())),
-    }
-}
-
 fn lines<'de, D: Deserializer<'de>>(d: D, name: &str) -> Result<Option<usize>, D::Error> {
-    count(d, name, " of lines")?
-        .map(|n| usize::try_from(n).map_err(|_| D::Error::custom(format!("`{name}` is too large"))))
-        .transpose()
+    crate::toolbox::args::count(d, name, " of lines")
 }
 
 /// Seconds, signed like the CLI's `--timeout`: a negative value is clamped (with a

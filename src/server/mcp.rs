@@ -4,7 +4,12 @@
 //! the result's `text` and whose structured content is the whole result (with
 //! `background: true`, it starts a job instead), `read_artifact`, which pages through
 //! the full output of a run that was cut, and the job tools `job_output`, `job_send`,
-//! `job_stop` and `job_list`.
+//! `job_stop` and `job_list`; with the toolbox (`--toolbox`, `mcp.toolbox`), the file
+//! tools `read`, `grep`, `glob`, `edit` and `write` (`crate::toolbox`), under the
+//! same sandbox, guard and redaction as `bash`. The interceptor routes a `bash`
+//! command only to a tool that exists: this server's own, or one the call declares.
+//! the full output of a run that was cut, and the job tools `job_status`, `job_wait`,
+//! `job_output`, `job_send`, `job_stop` and `job_list`.
 //! This module speaks the protocol (through the official SDK, `rmcp`) and nothing
 //! else: running commands is the [`Backend`]'s job, on a blocking thread.
 //!
@@ -43,10 +48,19 @@ use super::{lenient, mcp_stdio};
 const BASH_TOOL: &str = "bash";
 const READ_ARTIFACT_TOOL: &str = "read_artifact";
 /// The job tools, each answered by [`Backend::job`] with the request of the same name.
-const JOB_TOOLS: [&str; 4] = ["job_output", "job_send", "job_stop", "job_list"];
+const JOB_TOOLS: [&str; 6] = [
+    "job_status",
+    "job_wait",
+    "job_output",
+    "job_send",
+    "job_stop",
+    "job_list",
+];
 /// What this server offers for background launches, declared to the interceptor so
 /// its background rules point at `bash` with `background: true`.
 const OWN_TOOL_FOR_BACKGROUND: &str = "job";
+/// The file tools, served with the toolbox.
+const FILE_TOOLS: [&str; 5] = crate::toolbox::TOOLS;
 
 /// A progress message carries at most this much of the newest output: progress is for
 /// watching a run, the result carries the output, and a client that reads slowly must
@@ -143,7 +157,7 @@ struct BashArgs {
     /// Name of a persistent shell session: the working directory, exported variables, functions and aliases carry over between calls that use the same name (so `cd` and `source venv/bin/activate` stick). Calls on one session run one at a time. Omit for a fresh shell.
     #[schemars(pattern(r"^[A-Za-z0-9._-]{1,64}$"))]
     session: Option<String>,
-    /// Tools the caller has (e.g. `["read", "grep"]`); interceptor rules that point at one of these block the command and say which tool to use. Overrides the profile's list.
+    /// Tools you have besides this server's own (e.g. `["Read", "WebFetch"]`); interceptor rules that point at one of them, or at one of this server's tools, block the command and say which tool to use.
     tools: Option<Vec<String>>,
     /// Sandbox mode for this command: "off", "read-only" or "workspace-write". Refused unless the server's profile allows overrides; omit it to use the profile's.
     sandbox: Option<String>,
@@ -186,6 +200,8 @@ impl BashArgs {
         put("ttl", serde_json::json!(self.ttl));
         put("cwd", serde_json::json!(self.cwd));
         put("env", serde_json::json!(self.env));
+        put("tools", serde_json::json!(self.tools));
+        put("sandbox", serde_json::json!(self.sandbox));
         put("detached", serde_json::json!(self.detached));
         v
     }
@@ -199,6 +215,28 @@ impl BashArgs {
 enum JobRefArg {
     Number(u64),
     Text(String),
+}
+
+/// The `job_status` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct JobStatusArgs {
+    /// The job: job://N, N or its name.
+    job: JobRefArg,
+}
+
+/// The `job_wait` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct JobWaitArgs {
+    /// The job: job://N, N or its name.
+    job: JobRefArg,
+    /// Seconds to wait for it to end (default 60, at most the profile's timeout.max); the answer says `timed_out` when it still runs.
+    timeout: Option<f64>,
 }
 
 /// The `job_output` tool's arguments.
@@ -233,6 +271,8 @@ struct JobSendArgs {
     text: Option<String>,
     /// Keys to send after the text: Enter, Tab, Esc, Space, Backspace, Up, Down, Left, Right, C-<letter> (C-c interrupts).
     keys: Option<Vec<String>>,
+    /// Milliseconds of output to collect after sending, returned as `output` (default 500, at most 60000).
+    wait_ms: Option<u64>,
 }
 
 /// The `job_stop` tool's arguments.
@@ -245,11 +285,15 @@ struct JobStopArgs {
     job: JobRefArg,
 }
 
-/// The `job_list` tool takes no arguments.
+/// The `job_list` tool's arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
 #[serde(deny_unknown_fields)]
-struct JobListArgs {}
+#[allow(dead_code)]
+struct JobListArgs {
+    /// Finished jobs too (by default only the running ones).
+    all: Option<bool>,
+}
 
 impl From<BashArgs> for BashCall {
     fn from(args: BashArgs) -> Self {
@@ -347,7 +391,10 @@ pub struct McpServer<B: Backend> {
 
 impl<B: Backend> McpServer<B> {
     fn new(backend: Arc<B>, closed: watch::Sender<bool>) -> anyhow::Result<Self> {
-        let tools = tool_definitions(&backend.describe())?;
+        let mut tools = tool_definitions(&backend.describe())?;
+        if backend.toolbox() {
+            tools.extend(file_tool_definitions(&backend.describe_toolbox())?);
+        }
         let slots = Arc::new(Semaphore::new(backend.max_concurrent().max(1)));
         Ok(Self {
             backend,
@@ -371,6 +418,10 @@ impl<B: Backend> McpServer<B> {
         }
         let mut call: BashCall = args.into();
         call.server_tools = vec![OWN_TOOL_FOR_BACKGROUND.to_string()];
+        if self.backend.toolbox() {
+            call.server_tools
+                .extend(FILE_TOOLS.iter().map(|t| t.to_string()));
+        }
         // A bad request is answered now, not once a run slot frees.
         if let Err(message) = self.backend.check(&call) {
             return tool_error(message);
@@ -462,11 +513,21 @@ impl<B: Backend> McpServer<B> {
     /// A job request on a blocking thread; the answer's `text` is the content.
     async fn call_job(&self, kind: &'static str, args: serde_json::Value) -> CallToolResult {
         let backend = Arc::clone(&self.backend);
-        let joined = tokio::task::spawn_blocking(move || backend.job(kind, args)).await;
+        let mut call = tokio::task::spawn_blocking(move || backend.job(kind, args));
+        // The client went away: a call that waits (job_wait, job_output's wait)
+        // ends its wait and answers.
+        let mut closed = self.closed.subscribe();
+        let joined = tokio::select! {
+            joined = &mut call => joined,
+            () = async { drop(closed.wait_for(|closed| *closed).await) } => {
+                self.backend.close();
+                call.await
+            }
+        };
         match joined {
             Ok(Ok(v)) => {
                 let text = v["text"].as_str().unwrap_or_default().to_string();
-                let failed = v["job"]["state"] == "lost"
+                let failed = matches!(v["job"]["state"].as_str(), Some("lost" | "timed_out"))
                     || (v["job"]["state"] == "exited" && v["job"]["exit_code"] != 0);
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.structured_content = Some(v);
@@ -475,6 +536,33 @@ impl<B: Backend> McpServer<B> {
             }
             Ok(Err(message)) => tool_error(message),
             Err(error) => tool_error(format!("agentbash failed: {kind} did not finish ({error})")),
+        }
+    }
+
+    /// A file tool on a blocking thread: bounded by the tool itself (a page, a
+    /// result cap, a time budget), so it needs no run slot.
+    async fn call_file_tool(
+        &self,
+        name: &'static str,
+        arguments: Option<JsonObject>,
+    ) -> CallToolResult {
+        let backend = Arc::clone(&self.backend);
+        let args = serde_json::Value::Object(arguments.unwrap_or_default());
+        match tokio::task::spawn_blocking(move || backend.file_tool(name, args)).await {
+            Ok(Ok(answer)) => {
+                let mut content = vec![ContentBlock::text(answer.text)];
+                if let Some(image) = answer.image {
+                    content.push(ContentBlock::image(image.data, image.mime_type));
+                }
+                let mut result = CallToolResult::success(content);
+                result.structured_content = Some(answer.data);
+                result.is_error = Some(false);
+                result
+            }
+            Ok(Err(message)) => tool_error(message),
+            Err(error) => tool_error(format!(
+                "agentbash failed: `{name}` did not finish ({error})"
+            )),
         }
     }
 
@@ -507,15 +595,23 @@ impl<B: Backend> McpServer<B> {
 
 impl<B: Backend> ServerHandler for McpServer<B> {
     fn get_info(&self) -> ServerConfig {
+        let mut instructions = String::from(
+            "Run shell commands with the `bash` tool. Long output is cut to fit; the \
+             notice at the end of a cut output names an artifact (artifact://N) whose \
+             full text the `read_artifact` tool returns, a range of lines at a time.",
+        );
+        if self.backend.toolbox() {
+            instructions.push_str(
+                " Read, search and change files with `read`, `grep`, `glob`, `edit` and \
+                 `write`: they obey the same sandbox as `bash`, and `bash` commands that \
+                 should use them are blocked with a message naming the tool.",
+            );
+        }
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(
                 Implementation::new("agentbash", env!("CARGO_PKG_VERSION")).with_title("agentbash"),
             )
-            .with_instructions(
-                "Run shell commands with the `bash` tool. Long output is cut to fit; the \
-                 notice at the end of a cut output names an artifact (artifact://N) whose \
-                 full text the `read_artifact` tool returns, a range of lines at a time.",
-            )
+            .with_instructions(instructions)
     }
 
     async fn list_tools(
@@ -538,6 +634,13 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         let result = match request.name.as_ref() {
             BASH_TOOL => self.call_bash(request.arguments, context).await,
             READ_ARTIFACT_TOOL => self.call_read_artifact(request.arguments).await,
+            name if self.backend.toolbox() && FILE_TOOLS.contains(&name) => {
+                let tool = FILE_TOOLS
+                    .into_iter()
+                    .find(|t| *t == name)
+                    .unwrap_or("read");
+                self.call_file_tool(tool, request.arguments).await
+            }
             name if JOB_TOOLS.contains(&name) => {
                 let kind = JOB_TOOLS
                     .into_iter()
@@ -547,9 +650,17 @@ impl<B: Backend> ServerHandler for McpServer<B> {
                 self.call_job(kind, args).await
             }
             other => {
+                let names: Vec<String> =
+                    self.tools.iter().map(|t| format!("`{}`", t.name)).collect();
+                let hint = if FILE_TOOLS.contains(&other) {
+                    " (the file tools are served with `agentbash mcp --toolbox` or mcp.toolbox = true)"
+                } else {
+                    ""
+                };
                 return Err(ErrorData::invalid_params(
                     format!(
-                        "unknown tool `{other}`; this server has `{BASH_TOOL}`, `{READ_ARTIFACT_TOOL}`, `job_output`, `job_send`, `job_stop` and `job_list`"
+                        "unknown tool `{other}`; this server has {}{hint}",
+                        names.join(", ")
                     ),
                     None,
                 ));
@@ -604,6 +715,20 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
     let str_err = |e: &dyn std::fmt::Display| e.to_string();
     let jobs = [
         job_tool(
+            "job_status",
+            "A background job's state",
+            "The record of a background job started with `bash` and `background: true`: state (running, ready, exited, killed, timed_out, lost), exit_code, pid, cursor (where new output will start), log_path, and its sandbox.",
+            schema_for_input::<JobStatusArgs>().map_err(|e| str_err(&e)),
+            true,
+        )?,
+        job_tool(
+            "job_wait",
+            "Wait for a background job to end",
+            "Wait until a background job ends (at most `timeout` seconds, default 60) and answer with its exit_code and last lines; `timed_out: true` when it still runs.",
+            schema_for_input::<JobWaitArgs>().map_err(|e| str_err(&e)),
+            true,
+        )?,
+        job_tool(
             "job_output",
             "Read a background job's output",
             "Read the output of a background job started with `bash` and `background: true`: from `cursor` (the `next` of the previous answer; exact, nothing lost or repeated), waiting up to `wait` seconds for new output; or its last `tail` lines; or, for a `pty` job, its `screen` as text rows.",
@@ -613,7 +738,7 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
         job_tool(
             "job_send",
             "Type into a background job",
-            "Send `text` and then `keys` (Enter, Tab, Esc, Up, Down, C-c, ...) to a background job started with `pty: true` (a REPL, a full-screen program) or `stdin: true`.",
+            "Send `text` and then `keys` (Enter, Tab, Esc, Up, Down, C-c, ...) to a background job started with `pty: true` (a REPL, a full-screen program) or `stdin: true`; answers with what it printed in the next `wait_ms` (default 500).",
             schema_for_input::<JobSendArgs>().map_err(|e| str_err(&e)),
             false,
         )?,
@@ -627,7 +752,7 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
         job_tool(
             "job_list",
             "List background jobs",
-            "List background jobs: id, name, state (starting, ready, exited, killed, lost), pid and command.",
+            "List the running background jobs (with `all: true`, finished ones too): id, name, state (running, ready, exited, killed, timed_out, lost), pid and command.",
             schema_for_input::<JobListArgs>().map_err(|e| str_err(&e)),
             true,
         )?,
@@ -663,6 +788,116 @@ fn tool_definitions(profile_description: &str) -> anyhow::Result<Vec<Tool>> {
     ];
     tools.extend(jobs);
     Ok(tools)
+}
+
+/// The file tools' definitions; `reads` and `writes` say what this profile's sandbox
+/// lets them read and write.
+fn file_tool_definitions((reads, writes): &(String, String)) -> anyhow::Result<Vec<Tool>> {
+    use crate::toolbox::args::{
+        EditArgs, GLOB_DEFAULT_RESULTS, GREP_DEFAULT_RESULTS, GlobArgs, GrepArgs, READ_PAGE_LINES,
+        ReadArgs, WriteArgs,
+    };
+    let policy = |writing: bool| {
+        let mut lines: Vec<&str> = vec![reads.trim()];
+        if writing {
+            lines.push(writes.trim());
+        }
+        lines.retain(|l| !l.is_empty());
+        lines.join(" ")
+    };
+    let with_policy = |text: String, writing: bool| {
+        let policy = policy(writing);
+        if policy.is_empty() {
+            text
+        } else {
+            format!("{text}\n{policy}")
+        }
+    };
+    let schema = |name: &str, s: Result<Arc<JsonObject>, String>| {
+        s.map_err(|error| anyhow::anyhow!("{name} tool schema: {error}"))
+    };
+    let str_err = |e: &dyn std::fmt::Display| e.to_string();
+    let annotations = |read_only: bool, idempotent: bool| {
+        ToolAnnotations::new()
+            .read_only(read_only)
+            .destructive(!read_only)
+            .idempotent(idempotent)
+            .open_world(false)
+    };
+    let defaults = |schema: Arc<JsonObject>, values: &[(&str, serde_json::Value)]| {
+        with_defaults(&schema, values)
+    };
+    use serde_json::json;
+    let page = READ_PAGE_LINES;
+    let budget = crate::toolbox::TIME_BUDGET.as_secs();
+    Ok(vec![
+        Tool::new(
+            "read",
+            with_policy(format!(
+                "Read a text file as numbered lines (as `cat -n` numbers them), at most {page} lines per call: `offset` is the 0-based first line, and while lines are left the answer gives `next_offset`. Long lines are cut with a marker. Images (PNG, JPEG, GIF, WebP) come back as images; other binary files are described (type, size), never dumped. Paths are absolute or relative to the server's directory."
+            ), false),
+            defaults(
+                schema("read", schema_for_input::<ReadArgs>().map_err(|e| str_err(&e)))?,
+                &[("offset", json!(0)), ("limit", json!(READ_PAGE_LINES))],
+            ),
+        )
+        .with_title("Read a file")
+        .with_annotations(annotations(true, true)),
+        Tool::new(
+            "grep",
+            with_policy(format!(
+                "Search file contents for a regular expression (ripgrep's engine, in-process) in a file or a directory tree. Skips what ripgrep skips: files ignored by .gitignore (inside a git work tree) or .ignore, `.git`, binary files. `output_mode`: `files` (default, the matching files), `lines` (`path:line:text`, with `context` lines around) or `count` (matching lines per file). At most `limit` results (default 500) and {budget} s of searching: the answer says when it stopped early."
+            ), false),
+            defaults(
+                schema("grep", schema_for_input::<GrepArgs>().map_err(|e| str_err(&e)))?,
+                &[
+                    ("case_insensitive", json!(false)),
+                    ("context", json!(0)),
+                    ("output_mode", json!("files")),
+                    ("limit", json!(GREP_DEFAULT_RESULTS)),
+                ],
+            ),
+        )
+        .with_title("Search file contents")
+        .with_annotations(annotations(true, true)),
+        Tool::new(
+            "glob",
+            with_policy(format!(
+                "Find files by path pattern under a directory, newest first: `**/*.rs` (any depth), `src/*.ts` (one level), `*.{{json,toml}}`. Ignore-aware like `grep`. At most `limit` paths (default 500, the newest) and {budget} s of walking: the answer says when more matched."
+            ), false),
+            defaults(
+                schema("glob", schema_for_input::<GlobArgs>().map_err(|e| str_err(&e)))?,
+                &[("limit", json!(GLOB_DEFAULT_RESULTS))],
+            ),
+        )
+        .with_title("Find files by name")
+        .with_annotations(annotations(true, true)),
+        Tool::new(
+            "edit",
+            with_policy(
+                "Replace an exact piece of a file: `old_string` must occur exactly once (or set `replace_all`); a missing or ambiguous match is refused with the count, and nothing changes. Line endings (CRLF), a byte-order mark and bytes that are not UTF-8 are kept. `read` the file first: old_string is the text without the line numbers."
+                    .to_string(),
+                true,
+            ),
+            defaults(
+                schema("edit", schema_for_input::<EditArgs>().map_err(|e| str_err(&e)))?,
+                &[("replace_all", json!(false))],
+            ),
+        )
+        .with_title("Edit a file")
+        .with_annotations(annotations(false, false)),
+        Tool::new(
+            "write",
+            with_policy(
+                "Create a file, or replace one whole, with `content`; missing parent directories are created. A replaced file keeps its mode and is swapped in atomically."
+                    .to_string(),
+                true,
+            ),
+            (*schema("write", schema_for_input::<WriteArgs>().map_err(|e| str_err(&e)))?).clone(),
+        )
+        .with_title("Write a file")
+        .with_annotations(annotations(false, true)),
+    ])
 }
 
 /// `schema` with each named property's `default` set (schemars writes `null` for an

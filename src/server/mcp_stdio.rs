@@ -22,13 +22,19 @@ pub const MAX_LINE: usize = 16 << 20;
 const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC: not a valid request (here: longer than [`MAX_LINE`]).
 const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC: the method's parameters are invalid (here: a `tools/call` whose
+/// `arguments` is not an object, which `rmcp` would answer as an unknown method).
+const INVALID_PARAMS: i64 = -32602;
 
 /// A JSON-RPC error line with `id: null` (no id can be read from a broken line).
 fn error_line(code: i64, message: String) -> Vec<u8> {
-    let mut line =
-        json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})
-            .to_string()
-            .into_bytes();
+    error_line_for(&serde_json::Value::Null, code, message)
+}
+
+fn error_line_for(id: &serde_json::Value, code: i64, message: String) -> Vec<u8> {
+    let mut line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        .to_string()
+        .into_bytes();
     line.push(b'\n');
     line
 }
@@ -36,9 +42,88 @@ fn error_line(code: i64, message: String) -> Vec<u8> {
 /// What a client line is.
 fn verdict(line: &[u8]) -> Result<(), Vec<u8>> {
     let text = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
-    match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(error_line(PARSE_ERROR, format!("Parse error: {e}"))),
+    // Most lines are requests: one pass reads what the filter needs and checks the
+    // JSON; anything else (a batch, a broken line) is checked on its own.
+    let Ok(probe) = serde_json::from_slice::<Probe>(text) else {
+        return match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(error_line(PARSE_ERROR, format!("Parse error: {e}"))),
+        };
+    };
+    match probe.params.and_then(|p| p.arguments) {
+        Some(Shape::Other(what)) if probe.method.as_deref() == Some("tools/call") => {
+            Err(error_line_for(
+                &probe.id.unwrap_or_default(),
+                INVALID_PARAMS,
+                format!("Invalid params: `arguments` of tools/call must be an object, not {what}"),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The parts of a request the filter looks at; the rest is skipped, not kept.
+#[derive(serde::Deserialize)]
+struct Probe {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<ProbeParams>,
+}
+
+#[derive(serde::Deserialize)]
+struct ProbeParams {
+    #[serde(default)]
+    arguments: Option<Shape>,
+}
+
+/// What kind of JSON value `arguments` is (an object, or what else), read without
+/// keeping it.
+enum Shape {
+    /// An object, or null (no arguments).
+    Object,
+    Other(&'static str),
+}
+
+impl<'de> serde::Deserialize<'de> for Shape {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Kind;
+        impl<'de> serde::de::Visitor<'de> for Kind {
+            type Value = Shape;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Shape, A::Error> {
+                use serde::de::IgnoredAny;
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Shape::Object)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<Shape, A::Error> {
+                while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Shape::Other("an array"))
+            }
+            fn visit_unit<E>(self) -> Result<Shape, E> {
+                Ok(Shape::Object)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+                Ok(Shape::Other("a string"))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+                Ok(Shape::Other("a boolean"))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+                Ok(Shape::Other("a number"))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+                Ok(Shape::Other("a number"))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+                Ok(Shape::Other("a number"))
+            }
+        }
+        d.deserialize_any(Kind)
     }
 }
 

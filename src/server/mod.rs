@@ -2,14 +2,44 @@
 //! a caller's request into a [`RunRequest`] the same way ([`build_request`]) and run
 //! it through the same engine ([`engine::Engine`]).
 
+mod artifact_calls;
 pub mod backend;
 pub mod engine;
 mod lenient;
+pub mod lines;
 pub mod mcp;
 mod mcp_stdio;
 pub mod rpc;
 
 use crate::pipeline::RunRequest;
+
+/// The rpc protocol's version, answered to `hello` (docs/PROTOCOL.md). A remote
+/// target's client refuses a server speaking another one. Raise it when a request,
+/// an answer or an event changes in a way an older peer would misread.
+pub const PROTOCOL: u32 = 1;
+
+/// What this server offers, answered to `hello`: the request types beyond `bash`
+/// and `abort_bash`, and the `events` field.
+pub const CAPABILITIES: &[&str] = &[
+    "bash",
+    "abort_bash",
+    "events",
+    "jobs",
+    "read_artifact",
+    "artifact_read",
+];
+
+/// The `data` of the answer to `hello`: the protocol, this agentbash's version and
+/// capabilities, and the profile with the sentence a model is told about it.
+pub fn hello(engine: &engine::Engine) -> serde_json::Value {
+    serde_json::json!({
+        "protocol": PROTOCOL,
+        "version": env!("CARGO_PKG_VERSION"),
+        "capabilities": CAPABILITIES,
+        "profile": engine.profile.name,
+        "description": engine.description(),
+    })
+}
 use backend::BashCall;
 use std::path::Path;
 

@@ -2,10 +2,13 @@
 //! stdout, one per line. Up to `server.max_concurrent` requests run at once, each on a
 //! worker thread; the rest wait in a queue as parsed requests (no thread, no process),
 //! and a worker that finishes takes the next. A session's runs are serialized by the
-//! session lock. Malformed input is answered, never fatal. EOF on stdin (or
-//! SIGTERM/SIGINT/SIGHUP) aborts what runs, answers what is queued as cancelled, waits
-//! for the aborted runs to answer, and exits 0. Nothing but protocol messages goes to
-//! stdout.
+//! session lock. Malformed input is answered, never fatal. EOF on stdin means "no
+//! more requests": every accepted request still runs (each within its own timeout)
+//! and is answered, then the server exits 0, so a file of requests piped in is a
+//! batch. SIGTERM/SIGINT/SIGHUP abort what runs, answer what is queued as cancelled,
+//! wait for the aborted runs to answer, and exit 0. Nothing but protocol messages goes
+//! to stdout. The file requests (`read`, `grep`, `glob`, `edit`, `write`) are answered
+//! by the toolbox (`crate::toolbox`), each on a thread of its own outside the queue.
 
 use super::backend::BashCall;
 use super::engine::Engine;
@@ -13,13 +16,13 @@ use crate::process::CancelToken;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-/// Longest request line accepted; longer lines are answered with an error and skipped.
-pub const MAX_LINE: usize = 16 << 20;
+use super::lines::Input;
+pub use super::lines::MAX_LINE;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,6 +44,9 @@ struct BashRequest {
     session: Option<String>,
     tools: Option<Vec<String>>,
     stream: Option<bool>,
+    /// Also `start` and `notice` events, and the response's `exit` and `annotation`:
+    /// what a remote target's client needs to render the run as a local one.
+    events: Option<bool>,
     sandbox: Option<String>,
 }
 
@@ -119,75 +125,13 @@ extern "C" fn on_stop(sig: libc::c_int) {
     STOP_SIGNAL.store(sig, Ordering::SeqCst);
 }
 
-enum Input {
-    Line(Vec<u8>),
-    TooLong(usize),
-    Eof,
-}
-
-/// Read lines on a thread so the main loop can also watch for signals.
-fn reader() -> mpsc::Receiver<Input> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        let mut r = stdin.lock();
-        loop {
-            let mut line = Vec::new();
-            let mut too_long = 0usize;
-            loop {
-                let buf = match r.fill_buf() {
-                    Ok(b) => b,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => &[],
-                };
-                if buf.is_empty() {
-                    let _ = tx.send(if line.is_empty() && too_long == 0 {
-                        Input::Eof
-                    } else if too_long > 0 {
-                        Input::TooLong(too_long)
-                    } else {
-                        Input::Line(std::mem::take(&mut line))
-                    });
-                    if !line.is_empty() || too_long > 0 {
-                        let _ = tx.send(Input::Eof);
-                    }
-                    return;
-                }
-                let (chunk, done) = match memchr::memchr(b'\n', buf) {
-                    Some(p) => (&buf[..p], Some(p + 1)),
-                    None => (buf, None),
-                };
-                if too_long > 0 || line.len() + chunk.len() > MAX_LINE {
-                    too_long = too_long.max(line.len()) + chunk.len();
-                    line = Vec::new();
-                } else {
-                    line.extend_from_slice(chunk);
-                }
-                let consumed = done.unwrap_or(buf.len());
-                r.consume(consumed);
-                if done.is_some() {
-                    break;
-                }
-            }
-            let msg = if too_long > 0 {
-                Input::TooLong(too_long)
-            } else {
-                Input::Line(line)
-            };
-            if tx.send(msg).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
-
 /// One accepted `bash` request: what a queued request costs is this, nothing more.
 struct Job {
     id: Value,
     key: String,
     call: BashCall,
     stream: bool,
+    events: bool,
     token: CancelToken,
 }
 
@@ -287,7 +231,7 @@ pub fn serve(engine: Engine) -> i32 {
     let engine = Arc::new(engine);
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
     let mut threads = Vec::new();
-    let rx = reader();
+    let rx = super::lines::spawn_reader(std::io::stdin(), MAX_LINE);
     loop {
         if STOP_SIGNAL.load(Ordering::SeqCst) != 0 {
             break;
@@ -299,7 +243,7 @@ pub fn serve(engine: Engine) -> i32 {
         };
         let line = match input {
             Input::Eof => break,
-            Input::TooLong(n) => {
+            Input::TooLong(n, _) => {
                 out.error(
                     &Value::Null,
                     format!("request line too long ({n} bytes; at most {MAX_LINE} bytes)"),
@@ -330,6 +274,10 @@ pub fn serve(engine: Engine) -> i32 {
             continue;
         }
         let kind = obj.get("type").and_then(Value::as_str);
+        if kind == Some("hello") {
+            out.send(&json!({"id": id, "type": "response", "command": "hello", "success": true, "data": super::hello(&engine)}));
+            continue;
+        }
         // Any answer carrying a pending id could be taken for that request's answer:
         // reject the newcomer under `id: null`, naming the id, before anything else.
         if kind != Some("abort_bash") && sched.pending().contains_key(&id_key(&id)) {
@@ -345,7 +293,8 @@ pub fn serve(engine: Engine) -> i32 {
                         continue;
                     }
                 };
-                let stream = req.stream.unwrap_or(false);
+                let events = req.events.unwrap_or(false);
+                let stream = req.stream.unwrap_or(false) || events;
                 let call = bash_call(req);
                 // Answered now, not when a concurrency slot frees.
                 if let Err(e) = super::build_request(
@@ -363,6 +312,7 @@ pub fn serve(engine: Engine) -> i32 {
                     id,
                     key,
                     stream,
+                    events,
                     call,
                     token,
                 };
@@ -410,14 +360,18 @@ pub fn serve(engine: Engine) -> i32 {
                     answer_unstarted(&engine, &out, &sched, job);
                 }
             }
-            Some(kind @ ("job_start" | "job_output" | "job_send" | "job_stop" | "job_list")) => {
+            Some(
+                kind @ ("job_start" | "job_status" | "job_wait" | "job_output" | "job_send"
+                | "job_stop" | "job_list" | "read_artifact" | "artifact_read"),
+            ) => {
                 let mut args = obj.clone();
                 args.remove("id");
                 args.remove("type");
                 let (engine, out, kind) = (Arc::clone(&engine), out.clone(), kind.to_string());
-                // Off the reader: a start waits for readiness, an output read for output.
+                // Off the reader: a start waits for readiness, an output read for
+                // output, an artifact read for the disk.
                 threads.push(std::thread::spawn(move || {
-                    let answer = match engine.job_call(&kind, Value::Object(args)) {
+                    let answer = match side_call(&engine, &kind, Value::Object(args)) {
                         Ok(data) => {
                             json!({"id": id, "type": "response", "command": kind, "success": true, "data": data})
                         }
@@ -429,26 +383,67 @@ pub fn serve(engine: Engine) -> i32 {
                 }));
                 threads.retain(|t| !t.is_finished());
             }
+            Some(kind) if crate::toolbox::TOOLS.contains(&kind) => {
+                let mut args = obj.clone();
+                args.remove("id");
+                args.remove("type");
+                let (engine, out, kind) = (Arc::clone(&engine), out.clone(), kind.to_string());
+                // Off the reader: a grep may search for seconds.
+                threads.push(std::thread::spawn(move || {
+                    out.send(&file_tool_answer(&engine, &id, &kind, Value::Object(args)));
+                }));
+                threads.retain(|t| !t.is_finished());
+            }
             Some(other) => out.error(
                 &id,
-                format!("unknown request type {other:?}: use \"bash\", \"abort_bash\" or a job request (job_start, job_output, job_send, job_stop, job_list)"),
+                format!("unknown request type {other:?}: use \"hello\", \"bash\", \"abort_bash\", a file request (read, grep, glob, edit, write), a job request (job_start, job_status, job_wait, job_output, job_send, job_stop, job_list) or an artifact request (read_artifact, artifact_read)"),
             ),
             None => out.error(&id, "missing `type`: use \"bash\" or \"abort_bash\""),
         }
     }
-    // EOF or a stop signal: abort what runs and let each answer; what waits is
-    // answered as cancelled without running.
-    for t in sched.pending().values() {
-        t.cancel(libc::SIGINT);
-    }
-    for job in sched.unqueue_all() {
-        answer_unstarted(&engine, &out, &sched, job);
-    }
-    for t in threads {
-        let _ = t.join();
+    // EOF: no more requests, but every accepted one runs and is answered (a job
+    // request's wait within its own bound). A stop signal, then or during that wait:
+    // abort what runs and let each answer; what waits is answered as cancelled
+    // without running, and a job request that waits is answered now.
+    let mut aborted = false;
+    loop {
+        if !aborted && STOP_SIGNAL.load(Ordering::SeqCst) != 0 {
+            aborted = true;
+            for t in sched.pending().values() {
+                t.cancel(libc::SIGINT);
+            }
+            for job in sched.unqueue_all() {
+                answer_unstarted(&engine, &out, &sched, job);
+            }
+            engine.close();
+        }
+        threads.retain(|t| !t.is_finished());
+        // Workers take queued requests themselves; a queue with no worker left
+        // cannot happen, but would leave requests unanswered: check both.
+        if threads.is_empty() && sched.queue().waiting.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
     engine.stop_owned_jobs();
     0
+}
+
+/// A request answered off the reader thread: jobs and artifacts.
+fn side_call(engine: &Engine, kind: &str, args: Value) -> Result<Value, String> {
+    match kind {
+        "read_artifact" | "artifact_read" => super::artifact_calls::call(engine, kind, args),
+        _ => engine.job_call(kind, args),
+    }
+}
+
+/// A `bash` request's fields, read as this server reads them (its errors are the
+/// ones this server answers with): for a remote target's proxy, which judges a
+/// request before it forwards it.
+pub fn parse_bash(v: &Value) -> Result<BashCall, String> {
+    let req: BashRequest =
+        serde_json::from_value(v.clone()).map_err(|e| format!("invalid bash request: {e}"))?;
+    Ok(bash_call(req))
 }
 
 fn bash_call(req: BashRequest) -> BashCall {
@@ -466,25 +461,57 @@ fn bash_call(req: BashRequest) -> BashCall {
     }
 }
 
+/// The response to a file request: `data` is the tool's structured result (the MCP
+/// `structuredContent`), `image` the image `read` found; a refusal or a bad argument
+/// is `success: false` with the message in `error`.
+fn file_tool_answer(engine: &Engine, id: &Value, kind: &str, args: Value) -> Value {
+    match engine.toolbox.call(kind, args) {
+        Ok(answer) => {
+            let mut v = json!({"id": id, "type": "response", "command": kind, "success": true, "data": answer.data, "text": answer.text});
+            if let Some(image) = answer.image {
+                v["image"] = json!({"mime_type": image.mime_type, "data": image.data});
+            }
+            v
+        }
+        Err(e) => {
+            json!({"id": id, "type": "response", "command": kind, "success": false, "error": e.to_string()})
+        }
+    }
+}
+
 /// Run a job, streaming its output; returns its response (not sent yet).
 fn run_bash(engine: &Engine, out: &Out, job: &Job) -> Value {
     let (id, token, stream) = (&job.id, &job.token, job.stream);
-    let mut on_output = |t: &str| {
-        if stream {
+    let events = job.events;
+    let mut on_event = |e: crate::pipeline::Event<'_>| match e {
+        crate::pipeline::Event::Output(t) if stream => {
             out.send(&json!({"id": id, "type": "output", "data": t}));
         }
+        crate::pipeline::Event::Start(plan) if events => {
+            let start = crate::render::Start::of(plan);
+            out.send(&json!({"id": id, "type": "start", "data": start}));
+        }
+        crate::pipeline::Event::Notice(n) if events => {
+            out.send(&json!({"id": id, "type": "notice", "message": n}));
+        }
+        _ => {}
     };
-    match engine.run(&job.call, token, &mut on_output) {
+    match engine.run_events(&job.call, token, &mut on_event) {
         Ok(r) => {
             let data = serde_json::to_value(&r).unwrap_or(Value::Null);
-            match &r.error {
+            let mut answer = match &r.error {
                 Some(e) => {
                     json!({"id": id, "type": "response", "command": "bash", "success": false, "error": e, "data": data})
                 }
                 None => {
                     json!({"id": id, "type": "response", "command": "bash", "success": true, "data": data})
                 }
+            };
+            if events {
+                answer["exit"] = json!(r.agentbash_exit);
+                answer["annotation"] = json!(r.annotation);
             }
+            answer
         }
         Err(e) => json!({"id": id, "type": "response", "success": false, "error": e}),
     }

@@ -58,8 +58,11 @@ pub fn unshadow(record: Option<&str>) -> String {
 /// The bash function `name FILE STATUS [DEFINITIONS]` that writes the dump.
 pub fn function(name: &str, delim: &str, what: Sections) -> String {
     let mut body = String::new();
+    // Only into a file agentbash made for this dump (0600, and removed once read): a
+    // shell that exits after its last command was committed (its EXIT trap) writes
+    // nothing, rather than leave a file of its umask's mode behind.
     body.push_str(&format!(
-        "{name}() {{\n  {}  local __agentbash_f=\"$1\" __agentbash_s=\"$2\" __agentbash_n __agentbash_a __agentbash_o\n",
+        "{name}() {{\n  {}  local __agentbash_f=\"$1\" __agentbash_s=\"$2\" __agentbash_n __agentbash_a __agentbash_o\n  builtin [ -f \"$__agentbash_f\" ] || builtin return 0\n",
         unshadow(None)
     ));
     if what.options {

@@ -11,15 +11,16 @@
 //! `state.sh` (0600): a JSON header line, then bash that restores the state. A run holds
 //! an exclusive `flock` on `lock` from before it reads the state until after it commits,
 //! so runs on one session are serialized, across processes too. The shell writes its
-//! state from an EXIT trap into `pending`; agentbash commits it (atomic rename) only when
-//! the run ended on its own — a run that timed out or was cancelled leaves the session
-//! exactly as it was.
+//! state from an EXIT trap into `pending` (0600, in a directory of the session's own that
+//! a sandbox keeps writable, see [`exchange_dir`]); agentbash commits it (atomic rename)
+//! only when the run ended on its own — a run that timed out or was cancelled leaves the
+//! session exactly as it was — and removes the pending file once it is read.
 
 use super::dump;
 use super::snapshot::Snapshot;
 use super::store::{FileLock, LockWait};
 use crate::display::quote;
-use crate::fsguard::{create_private, write_private};
+use crate::fsguard::write_private;
 use crate::ids::nonce;
 use crate::process::CancelToken;
 use serde::{Deserialize, Serialize};
@@ -134,6 +135,18 @@ pub enum SessionError {
         "session {0} was not saved: the shell ended without running its exit trap (an `exec`, a kill -9, or an EXIT trap set by the command); it keeps its previous state"
     )]
     NotSaved(String),
+    #[error(
+        "session {name} was made under the sandbox policy `{made}`, and this run's is `{now}`: a session's state (functions, aliases, variables, working directory) is used only under the policy it was made under, so that nothing made inside a sandbox runs outside it. Run it under the same policy (the profile it was made with, without --sandbox), use another session name, or remove it with `agentbash session rm {name}`"
+    )]
+    OtherPolicy {
+        name: String,
+        made: SandboxPolicy,
+        now: SandboxPolicy,
+    },
+    #[error(
+        "session {name} was saved by an older agentbash, which did not record the sandbox policy it was made under, so it may hold state made inside a sandbox; this run is not confined (sandbox off) and does not use it. Remove it with `agentbash session rm {name}`, use another session name, or run it sandboxed"
+    )]
+    UnknownPolicy { name: String },
 }
 
 /// Bash builtins and keywords: as a command word, each may change the shell's state
@@ -283,6 +296,42 @@ pub struct SessionState {
     /// Unix seconds.
     pub created: u64,
     pub updated: u64,
+    /// The sandbox policy the session was made under (`off`, or the policy's one-line
+    /// fingerprint); a run under another policy may not use it. `None`: saved by an
+    /// agentbash that did not record it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxPolicy>,
+}
+
+/// A sandbox policy as a session records it: compared by `fingerprint` (a hash of
+/// every setting that decides what a command can do), shown by `summary`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPolicy {
+    pub fingerprint: String,
+    pub summary: String,
+}
+
+impl SandboxPolicy {
+    /// No sandbox.
+    pub fn off() -> Self {
+        SandboxPolicy {
+            fingerprint: "off".into(),
+            summary: "off".into(),
+        }
+    }
+
+    pub fn is_off(&self) -> bool {
+        self.fingerprint == "off"
+    }
+}
+
+impl std::fmt::Display for SandboxPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_off() {
+            return write!(f, "off");
+        }
+        write!(f, "{} [{}]", self.summary, self.fingerprint)
+    }
 }
 
 /// One line of `session list`.
@@ -409,31 +458,31 @@ impl SessionStore {
                 break lock;
             }
         };
-        let state = self.load(name)?.unwrap_or_else(|| SessionState {
-            version: STATE_VERSION,
-            id: nonce(),
-            created: now_secs(),
-            ..Default::default()
-        });
-        // The shell writes its state line by line: on a memory filesystem when there is
-        // a private one (a disk-backed file costs a slow syscall per line).
-        let pending = match super::store::runtime_dir() {
-            Some(rt) => rt.join(format!(
-                "session-{:016x}.pending",
-                crate::ids::fnv64(dir.as_os_str().as_encoded_bytes())
-            )),
-            None => dir.join("pending"),
-        };
-        create_private(&pending).map_err(Self::io(name, "write", &pending))?;
+        let state = self.load(name)?;
+        let exchange = exchange_dir(&dir);
+        crate::paths::private_dir(&exchange).map_err(|err| SessionError::Dir {
+            name: name.to_string(),
+            err,
+        })?;
+        let pending = exchange.join("pending");
+        fresh_pending(&pending).map_err(Self::io(name, "write", &pending))?;
         Ok(ActiveSession {
             name: name.to_string(),
             dir,
             _lock: lock,
-            cwd: state.cwd.clone(),
-            state,
+            saved: state.is_some(),
+            cwd: state.as_ref().and_then(|s| s.cwd.clone()),
+            state: state.unwrap_or_else(|| SessionState {
+                version: STATE_VERSION,
+                id: nonce(),
+                created: now_secs(),
+                ..Default::default()
+            }),
             e0: BTreeMap::new(),
             delim: format!("__AGENTBASH_{}", nonce()),
+            exchange,
             pending,
+            policy: None,
         })
     }
 
@@ -481,8 +530,49 @@ impl SessionStore {
             Ok(None) => return Err(SessionError::InUse(name.to_string())),
             Err(e) => return Err(Self::io(name, "lock", &lock_path)(e)),
         };
+        let exchange = exchange_dir(&dir);
+        if !exchange.starts_with(&dir) {
+            let _ = std::fs::remove_dir_all(&exchange);
+        }
         std::fs::remove_dir_all(&dir).map_err(Self::io(name, "remove", &dir))
     }
+}
+
+/// The directory a session's shell writes its pending state into: its own, so that a
+/// sandbox can bind it writable as a whole. A single bound file would not do: the
+/// pending file is removed after each commit and made afresh before the next run, and
+/// a live shell's mount namespace would keep the first (deleted) one. On a memory
+/// filesystem when there is a private one (the shell writes line by line, and a
+/// disk-backed file costs a slow syscall per line), else `exchange/` in the session's
+/// directory.
+fn exchange_dir(session_dir: &Path) -> PathBuf {
+    match super::store::runtime_dir() {
+        Some(rt) => rt.join(format!(
+            "session-{:016x}",
+            crate::ids::fnv64(session_dir.as_os_str().as_encoded_bytes())
+        )),
+        None => session_dir.join("exchange"),
+    }
+}
+
+/// An empty pending file (0600) at `path`, made anew: whatever a sandboxed command left
+/// at that name in its writable exchange directory (a link, a FIFO, a file of other
+/// permissions) is removed first, never followed.
+fn fresh_pending(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // A directory planted at the name: the run cannot save its state.
+        Err(e) => return Err(e),
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(path)
+        .map(drop)
 }
 
 /// A session locked for one run.
@@ -491,13 +581,28 @@ pub struct ActiveSession {
     name: String,
     dir: PathBuf,
     _lock: FileLock,
+    /// `state.sh` was read with a valid header (a damaged one is never sourced).
+    saved: bool,
     state: SessionState,
     /// The working directory: saved before the run, updated by a commit.
     cwd: Option<PathBuf>,
     /// The exported environment the command started with (the delta base).
     e0: BTreeMap<String, String>,
     delim: String,
+    /// The session's exchange directory (see [`exchange_dir`]) and the pending
+    /// state file in it.
+    exchange: PathBuf,
     pending: PathBuf,
+    /// The sandbox policy of this run, recorded by the next commit.
+    policy: Option<SandboxPolicy>,
+}
+
+impl Drop for ActiveSession {
+    /// A run that stopped before its commit (a refused sandbox, a missing cwd) leaves
+    /// no pending file behind.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.pending);
+    }
 }
 
 impl ActiveSession {
@@ -541,12 +646,36 @@ impl ActiveSession {
         self.e0 = env.clone();
     }
 
-    /// Bash that restores the session (after the snapshot) and defines
-    /// The file the session's shell writes its state to (a sandbox must let it).
-    pub fn pending_path(&self) -> &Path {
-        &self.pending
+    /// This run's sandbox policy (see [`SessionState::sandbox`]): refused when the
+    /// session was made under another, else recorded by the next commit. A session
+    /// saved before policies were recorded is used only by a sandboxed run (which
+    /// then records its policy): it may hold state made inside a sandbox.
+    pub fn adopt_policy(&mut self, policy: SandboxPolicy) -> Result<(), SessionError> {
+        match &self.state.sandbox {
+            Some(made) if self.saved && made.fingerprint != policy.fingerprint => {
+                Err(SessionError::OtherPolicy {
+                    name: self.name.clone(),
+                    made: made.clone(),
+                    now: policy,
+                })
+            }
+            None if self.saved && policy.is_off() => Err(SessionError::UnknownPolicy {
+                name: self.name.clone(),
+            }),
+            _ => {
+                self.policy = Some(policy);
+                Ok(())
+            }
+        }
     }
 
+    /// The directory the session's shell writes its state into: a sandbox must keep
+    /// it writable (it holds nothing else agentbash reads).
+    pub fn exchange_dir(&self) -> &Path {
+        &self.exchange
+    }
+
+    /// Bash that restores the session (after the snapshot) and defines
     /// `__agentbash_session_save STATUS`, which writes the pending state.
     ///
     /// `state.sh` is checked here, right before bash is told to source it: a regular
@@ -564,6 +693,8 @@ impl ActiveSession {
             crate::fsguard::SESSION_STATE_CAP,
             crate::fsguard::Links::Refuse,
         ) {
+            // A file whose header could not be read is not the session's state.
+            Ok(()) if !self.saved => {}
             Ok(()) => t.push_str(&format!(". {}\n", quote(&state.display().to_string()))),
             Err(e) if e.is_not_found() => {}
             Err(err) => {
@@ -666,7 +797,12 @@ impl ActiveSession {
         // Exported variables: apply what this run changed to the saved delta.
         let keys: BTreeSet<&String> = self.e0.keys().chain(d.exported.keys()).collect();
         for k in keys {
-            if ENV_NOT_CARRIED.contains(&k.as_str()) || k.starts_with(dump::OWN_PREFIX) {
+            // A sandboxed run's TMPDIR is its own, made for it and removed after it.
+            let run_tmpdir = k == "TMPDIR" && self.policy.as_ref().is_some_and(|p| !p.is_off());
+            if ENV_NOT_CARRIED.contains(&k.as_str())
+                || k.starts_with(dump::OWN_PREFIX)
+                || run_tmpdir
+            {
                 continue;
             }
             match (self.e0.get(k), d.exported.get(k)) {
@@ -779,6 +915,9 @@ impl ActiveSession {
 
     fn write_state(&mut self, mut next: SessionState, body: String) -> Result<(), SessionError> {
         next.generation += 1;
+        if let Some(p) = &self.policy {
+            next.sandbox = Some(p.clone());
+        }
         next.updated = now_secs();
         if next.created == 0 {
             next.created = next.updated;

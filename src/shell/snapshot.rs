@@ -192,10 +192,17 @@ fn mtime_ns(m: &std::fs::Metadata) -> i128 {
 /// re-parse on every command. A one-shot CLI run reads everything once either way.
 static MEMO: Mutex<Option<Memo>> = Mutex::new(None);
 
+/// The most entries a memo map keeps (it starts over when full).
+const MEMO_CAP: usize = 4096;
+
 #[derive(Default)]
 struct Memo {
     rc: HashMap<PathBuf, (u64, i128, u64)>,
-    meta: HashMap<PathBuf, (u64, i128, Arc<Meta>)>,
+    meta: HashMap<PathBuf, (Identity, Arc<Meta>, String)>,
+    /// SHA-256 of files about to be sourced, by identity (see [`file_sha`]).
+    hashed: HashMap<PathBuf, (Identity, String)>,
+    /// The SHA-256 a cut part must have, by the snapshot's hash and the names in it.
+    parts: HashMap<(String, Vec<String>), String>,
 }
 
 fn with_memo<T>(f: impl FnOnce(&mut Memo) -> T) -> Option<T> {
@@ -288,6 +295,8 @@ pub struct Meta {
 pub struct Snapshot {
     pub path: PathBuf,
     pub content_hash: u64,
+    /// The SHA-256 agentbash sealed it with (see [`Seal`]).
+    pub sha256: String,
     pub meta: Arc<Meta>,
 }
 
@@ -303,16 +312,20 @@ pub struct Ensured {
 }
 
 fn read_meta(src: &Source) -> Option<Arc<Meta>> {
+    read_meta_sealed(src).map(|(m, _)| m)
+}
+
+/// The metadata and the SHA-256 of the bytes it was parsed from.
+fn read_meta_sealed(src: &Source) -> Option<(Arc<Meta>, String)> {
     let path = src.meta_path();
-    let st = std::fs::metadata(&path).ok()?;
-    let (len, mtime) = (st.len(), mtime_ns(&st));
-    if let Some(Some(m)) = with_memo(|memo| {
+    let id = Identity::of(&std::fs::symlink_metadata(&path).ok()?);
+    if let Some(Some(hit)) = with_memo(|memo| {
         memo.meta
             .get(&path)
-            .filter(|(l, t, _)| *l == len && *t == mtime)
-            .map(|(_, _, m)| m.clone())
+            .filter(|(known, _, _)| *known == id)
+            .map(|(_, m, sha)| (m.clone(), sha.clone()))
     }) {
-        return Some(m);
+        return Some(hit);
     }
     let text = crate::fsguard::read_file(
         &path,
@@ -322,8 +335,122 @@ fn read_meta(src: &Source) -> Option<Arc<Meta>> {
     .ok()?;
     let m: Meta = serde_json::from_slice(&text).ok()?;
     let m = Arc::new(m);
-    with_memo(|memo| memo.meta.insert(path, (len, mtime, m.clone())));
-    (m.version == META_VERSION).then_some(m)
+    let sha = sha256_hex(&text);
+    with_memo(|memo| memo.meta.insert(path, (id, m.clone(), sha.clone())));
+    (m.version == META_VERSION).then_some((m, sha))
+}
+
+/// What identifies a file's content without reading it: its inode, size and times.
+/// The change time cannot be set back by anyone but the kernel's clock (touch -d sets
+/// the modification time only), so a file written since has another identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Identity {
+    fn of(m: &std::fs::Metadata) -> Identity {
+        use std::os::unix::fs::MetadataExt;
+        Identity {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime_ns: mtime_ns(m),
+            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+        }
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The SHA-256 of a file agentbash may source (a regular file of ours, not a link,
+/// within the cap), read again only when its [`Identity`] changed since it was last
+/// hashed in this process.
+fn file_sha(path: &Path) -> Option<String> {
+    let id = Identity::of(&std::fs::symlink_metadata(path).ok()?);
+    if let Some(Some(sha)) = with_memo(|m| {
+        m.hashed
+            .get(path)
+            .filter(|(known, _)| *known == id)
+            .map(|(_, sha)| sha.clone())
+    }) {
+        return Some(sha);
+    }
+    let bytes = crate::fsguard::read_file(
+        path,
+        crate::fsguard::SNAPSHOT_CAP,
+        crate::fsguard::Links::Refuse,
+    )
+    .ok()?;
+    let sha = sha256_hex(&bytes);
+    with_memo(|m| {
+        // A server that runs many different commands cuts many parts: bounded.
+        if m.hashed.len() >= MEMO_CAP {
+            m.hashed.clear();
+        }
+        m.hashed.insert(path.to_path_buf(), (id, sha.clone()))
+    });
+    Some(sha)
+}
+
+/// What agentbash wrote into the cache for one snapshot: the SHA-256 of the snapshot
+/// and of its metadata. Kept in the state directory, apart from the cache, so that a
+/// command allowed to write `~/.cache` cannot make what it plants there pass for
+/// agentbash's: a snapshot is sourced only when both files still hash to their seal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Seal {
+    snapshot: Option<String>,
+    meta: String,
+}
+
+fn seal_dir() -> PathBuf {
+    crate::paths::state_dir().join("snapshot-seals")
+}
+
+fn seal_path(src: &Source) -> PathBuf {
+    seal_dir().join(format!("{}.json", src.id))
+}
+
+fn read_seal(src: &Source) -> Option<Seal> {
+    let text = crate::fsguard::read_file(&seal_path(src), 64 * 1024, crate::fsguard::Links::Refuse)
+        .ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+fn write_seal(src: &Source, seal: &Seal) -> Result<(), String> {
+    let path = seal_path(src);
+    crate::paths::private_dir(&seal_dir()).map_err(|e| format!("cannot seal the snapshot: {e}"))?;
+    let json = serde_json::to_vec(seal).map_err(|e| e.to_string())?;
+    write_private(&path, &json).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Whether `m` (parsed from bytes hashing to `meta_sha`) and the snapshot it names are
+/// what agentbash wrote for `src`: the snapshot at its own path, sourceable, and both
+/// files matching their seal. Anything else is generated again.
+fn sealed(src: &Source, m: &Meta, meta_sha: &str) -> bool {
+    let Some(seal) = read_seal(src) else {
+        return false;
+    };
+    if seal.meta != meta_sha {
+        return false;
+    }
+    match (&m.snapshot, &seal.snapshot) {
+        (Some(p), Some(sha)) => {
+            *p == src.snapshot_path() && sourceable(p) && file_sha(p).as_ref() == Some(sha)
+        }
+        (None, None) => m.outcome == Outcome::Failed,
+        _ => false,
+    }
 }
 
 /// A snapshot file bash may source: a regular file of ours (not a link) within the cap.
@@ -337,7 +464,7 @@ fn sourceable(p: &Path) -> bool {
     .is_ok()
 }
 
-fn from_meta(meta: Arc<Meta>, generated: bool) -> Ensured {
+fn from_meta(meta: Arc<Meta>, generated: bool, seal: Option<String>) -> Ensured {
     let mut warnings = Vec::new();
     if generated {
         warnings.extend(meta.warnings.iter().cloned());
@@ -347,9 +474,11 @@ fn from_meta(meta: Arc<Meta>, generated: bool) -> Ensured {
         .snapshot
         .as_ref()
         .filter(|p| sourceable(p))
-        .map(|p| Snapshot {
+        .zip(seal)
+        .map(|(p, sha)| Snapshot {
             path: p.clone(),
             content_hash: meta.content_hash,
+            sha256: sha,
             meta: meta.clone(),
         });
     Ensured {
@@ -401,12 +530,10 @@ pub fn ensure(
     if let Err(e) = crate::paths::private_dir(&src.dir) {
         return unavailable(e.to_string());
     }
-    if !force
-        && let Some(m) = read_meta(src)
-        && m.key == key
-        && (m.outcome == Outcome::Failed || m.snapshot.as_deref().is_some_and(sourceable))
-    {
-        return from_meta(m, false);
+    // A snapshot is sourced only as agentbash wrote it (see [`Seal`]); one changed
+    // since (by whoever could write the cache) is generated again.
+    if !force && let Some(found) = current(src, &key) {
+        return found;
     }
     // One generator at a time; the others wait and reuse its work.
     let _lock = match FileLock::acquire(
@@ -420,17 +547,23 @@ pub fn ensure(
         }
         Err(_) => return unavailable("another agentbash is still generating it".into()),
     };
-    if !force
-        && let Some(m) = read_meta(src)
-        && m.key == key
-        && (m.outcome == Outcome::Failed || m.snapshot.as_deref().is_some_and(sourceable))
-    {
-        return from_meta(m, false);
+    if !force && let Some(found) = current(src, &key) {
+        return found;
     }
     match generate(src, key, env, sandbox) {
-        Ok(meta) => from_meta(Arc::new(meta), true),
+        Ok((meta, sha)) => from_meta(Arc::new(meta), true, sha),
         Err(e) => unavailable(e),
     }
+}
+
+/// The cached snapshot, when it is current for `key` and still sealed.
+fn current(src: &Source, key: &Key) -> Option<Ensured> {
+    let (m, meta_sha) = read_meta_sealed(src)?;
+    if m.key != *key || !sealed(src, &m, &meta_sha) {
+        return None;
+    }
+    let sha = read_seal(src).and_then(|s| s.snapshot);
+    Some(from_meta(m, false, sha))
 }
 
 /// Source the rc in a separate shell and write the snapshot and its metadata.
@@ -439,7 +572,7 @@ fn generate(
     key: Key,
     env: &BuiltEnv,
     sandbox: &crate::sandbox::Policy,
-) -> Result<Meta, String> {
+) -> Result<(Meta, Option<String>), String> {
     let started = Instant::now();
     let delim = format!("__AGENTBASH_{}", nonce());
     let dump_path = src.dir.join(format!("{}.dump-{}", src.id, nonce()));
@@ -479,6 +612,7 @@ fn generate(
         limits: Limits::default(),
         sandbox: confinement,
         detached: false,
+        keep_background: false,
     };
     let spawned = crate::process::spawn::spawn(&spec, ChildIo::Null, ChildIo::Null, ChildIo::Null);
     let mut child = match spawned {
@@ -527,19 +661,28 @@ fn generate(
             }
         }
     }
+    // The old seal goes first: until the new one is written, nothing here is sourced.
+    let _ = std::fs::remove_file(seal_path(src));
+    let mut snapshot_sha = None;
     if let Some(text) = snapshot_text {
         let path = src.snapshot_path();
         write_private(&path, text.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         meta.content_hash = fnv64(text.as_bytes());
         meta.snapshot = Some(path);
+        snapshot_sha = Some(sha256_hex(text.as_bytes()));
     } else {
         let _ = std::fs::remove_file(src.snapshot_path());
     }
     let json = serde_json::to_vec_pretty(&meta).map_err(|e| e.to_string())?;
     write_private(&src.meta_path(), &json)
         .map_err(|e| format!("cannot write {}: {e}", src.meta_path().display()))?;
-    Ok(meta)
+    let seal = Seal {
+        snapshot: snapshot_sha.clone(),
+        meta: sha256_hex(&json),
+    };
+    write_seal(src, &seal)?;
+    Ok((meta, snapshot_sha))
 }
 
 /// The confinement the generator runs in when the run's policy sandboxes it:
@@ -1057,12 +1200,19 @@ impl Snapshot {
                 path: Some(p),
                 names,
             },
+            // Changed since it was sealed: nothing of it is sourced.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Part {
+                path: None,
+                names: Some(BTreeSet::new()),
+            },
             Err(_) => all,
         }
     }
 
     /// A file with the options and the `wanted` definitions (cached next to the
-    /// snapshot, named after its content).
+    /// snapshot, named after its content). A cached part is sourced only when it holds
+    /// exactly what agentbash would write (as the snapshot, it may have been changed
+    /// by whoever could write the cache); else it is written again.
     fn cut(&self, wanted: &BTreeSet<&str>) -> std::io::Result<PathBuf> {
         let m = &self.meta;
         let (Some(dir), Some(stem)) = (
@@ -1074,14 +1224,46 @@ impl Snapshot {
         let names: Vec<&str> = wanted.iter().copied().collect();
         let tag = fnv64(format!("{}\0{}", m.content_hash, names.join("\0")).as_bytes());
         let part = dir.join(format!("{stem}.{tag:016x}.sh"));
-        if sourceable(&part) {
+        let memo_key = (
+            self.sha256.clone(),
+            names.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+        );
+        let expected = with_memo(|memo| memo.parts.get(&memo_key).cloned()).flatten();
+        if let Some(sha) = &expected
+            && file_sha(&part).as_ref() == Some(sha)
+        {
             return Ok(part);
         }
+        let text = self.part_text(wanted)?;
+        let sha = sha256_hex(text.as_bytes());
+        with_memo(|memo| {
+            if memo.parts.len() >= MEMO_CAP {
+                memo.parts.clear();
+            }
+            memo.parts.insert(memo_key, sha.clone())
+        });
+        if file_sha(&part) != Some(sha) {
+            write_private(&part, text.as_bytes())?;
+        }
+        Ok(part)
+    }
+
+    /// What the part with the `wanted` definitions holds, cut from the snapshot as
+    /// sealed (a snapshot changed since is an error: the caller sources it whole,
+    /// and the next run generates it again).
+    fn part_text(&self, wanted: &BTreeSet<&str>) -> std::io::Result<String> {
+        let m = &self.meta;
         let full = crate::fsguard::read_text(
             &self.path,
             crate::fsguard::SNAPSHOT_CAP,
             crate::fsguard::Links::Refuse,
         )?;
+        if sha256_hex(full.as_bytes()) != self.sha256 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the snapshot changed since it was sealed",
+            ));
+        }
         let mut out = String::from("unset BASH_ENV\n");
         out.extend(m.options.iter().map(|o| format!("{o}\n")));
         let mut keep = false;
@@ -1099,8 +1281,7 @@ impl Snapshot {
                 out.push('\n');
             }
         }
-        write_private(&part, out.as_bytes())?;
-        Ok(part)
+        Ok(out)
     }
 }
 

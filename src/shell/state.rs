@@ -347,16 +347,26 @@ impl Prepared {
         s.cwd().map(Path::to_path_buf)
     }
 
-    /// The snapshot's identity for the live-shell key (path and content hash).
-    /// What a sandboxed command must still be able to write: its session's pending
-    /// state file (and nothing of any other session).
-    pub fn sandbox_writable(&self) -> Vec<PathBuf> {
-        self.session
-            .iter()
-            .map(|s| s.pending_path().to_path_buf())
-            .collect()
+    /// Refuse a session made under another sandbox policy than `policy` (this run's
+    /// fingerprint), before anything of it is sourced; else remember the policy for
+    /// the commit.
+    pub fn adopt_policy(&mut self, policy: super::session::SandboxPolicy) -> Result<(), String> {
+        match &mut self.session {
+            Some(s) => s.adopt_policy(policy).map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
     }
 
+    /// What a sandboxed command must still be able to write: its session's exchange
+    /// directory, where the shell leaves its pending state (and nothing of any other
+    /// session).
+    pub fn session_exchange(&self) -> Option<PathBuf> {
+        self.session
+            .as_ref()
+            .map(|s| s.exchange_dir().to_path_buf())
+    }
+
+    /// The snapshot's identity for the live-shell key (path and content hash).
     pub fn snapshot_id(&self) -> Option<(PathBuf, u64)> {
         self.snapshot
             .as_ref()

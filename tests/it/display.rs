@@ -220,3 +220,45 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
         assert!(!out.stdout.contains('\x1b'), "{}", out.stdout);
     }
 }
+
+/// `rules test` echoed the command raw in its verdict and in the block message (an
+/// OSC sequence in a command reached the terminal); `rules check`, `profile check`,
+/// `trust` and the job commands' errors echoed paths and names raw (issue 22,
+/// item 13). Every one shows the controls escaped.
+#[test]
+fn rules_test_checks_and_errors_escape_what_they_echo() {
+    let env = TestEnv::new();
+    let evil = "\x1b]0;pwned\x07";
+    let shown = r"\e]0;pwned\x07";
+    let (tools, cmd) = (format!("read,r{evil}"), format!("cat x{evil}"));
+    let (echo, pack, profile) = (
+        format!("echo {evil}"),
+        format!("./pack{evil}.toml"),
+        format!("./p{evil}.toml"),
+    );
+    let (dir, job) = (format!("d{evil}"), format!("j{evil}"));
+    // (arguments, exit code; `None`: any failure)
+    let cases: [(&[&str], Option<i32>); 6] = [
+        (&["rules", "test", "--tools", &tools, "--", &cmd], Some(77)),
+        (&["rules", "test", "--", &echo], Some(0)),
+        (&["rules", "check", &pack], Some(1)),
+        (&["profile", "check", &profile], Some(1)),
+        (&["trust", &dir], Some(1)),
+        (&["job", "stop", &job], None),
+    ];
+    for (args, code) in cases {
+        let out = env.run(args);
+        match code {
+            Some(code) => {
+                out.assert_code(code);
+            }
+            None => assert_ne!(out.code(), Some(0), "{args:?}"),
+        }
+        let both = format!("{}{}", out.stdout, out.stderr);
+        assert!(
+            !both.contains('\x1b') && !both.contains('\x07'),
+            "{args:?}: {both:?}"
+        );
+        assert!(both.contains(shown), "{args:?}: {both}");
+    }
+}

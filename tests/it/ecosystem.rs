@@ -7,7 +7,7 @@
 //! ecosystem::generated`; accept changed snapshots with `cargo insta review` (or
 //! `INSTA_UPDATE=always cargo test --test it ecosystem`).
 
-use crate::support::{TestEnv, bin, re, s, sh_output};
+use crate::support::{TestEnv, bin, has_program, needs_program, re, s, sh_output, skip};
 use agentbash::cli::CompletionShell;
 use agentbash::cli::generated::{SHELLS, completion_file};
 use agentbash::config::profile::{Format, Live, Origin};
@@ -18,13 +18,6 @@ use std::time::{Duration, SystemTime};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn has(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// `PATH` with the agentbash under test first, so completion scripts find it.
@@ -246,6 +239,100 @@ fn readme_points_at_the_configuration_reference() {
     );
 }
 
+/// The README is for users first (issue 22, item 20): it starts with the two commands
+/// a newcomer needs (install and run; the test suite), its Quick start has an MCP
+/// configuration a client accepts — using the profile meant for models — and it lists
+/// every tool that configuration's server offers, no more; the Rust version it names is
+/// the crate's `rust-version`.
+#[test]
+fn readme_quick_start_matches_the_server() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let first_block: Vec<&str> = readme
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the README opens with a sh block")
+        .lines()
+        .collect();
+    assert!(
+        first_block[0].starts_with("cargo install --locked --path . && agentbash run -- "),
+        "{first_block:?}"
+    );
+    assert!(first_block[1].starts_with("cargo test "), "{first_block:?}");
+    let quick = readme
+        .split("\n## Quick start\n")
+        .nth(1)
+        .and_then(|q| q.split("\n## ").next())
+        .expect("a Quick start section");
+    // The client configuration parses and starts the server with the agent profile.
+    let json = quick
+        .split("```json\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("an MCP configuration");
+    let config: serde_json::Value = serde_json::from_str(json).expect("the configuration is JSON");
+    let server = &config["mcpServers"]["agentbash"];
+    assert_eq!(server["command"], "agentbash", "{config}");
+    let args: Vec<&str> = server["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert_eq!(args[0], "mcp");
+    // The tools the README lists are those that server offers.
+    let listed: std::collections::BTreeSet<String> = quick
+        .split("The MCP server's tools:")
+        .nth(1)
+        .expect("the tool table")
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once('`').map(|(name, _)| name.to_string()))
+        .collect();
+    let env = TestEnv::new();
+    let mut mcp = crate::support::LiveServer::start(&env, &args);
+    mcp.send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "readme", "version": "0"}}}),
+    );
+    assert_eq!(mcp.next(Duration::from_secs(20))["id"], 1);
+    mcp.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    mcp.send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let tools = mcp.next(Duration::from_secs(20));
+    let offered: std::collections::BTreeSet<String> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        listed, offered,
+        "the README's MCP tool table against `agentbash {args:?}`"
+    );
+    // The Rust version.
+    let cargo = std::fs::read_to_string(repo().join("Cargo.toml")).expect("Cargo.toml");
+    let version = cargo
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .map(|v| v.trim_matches('"'))
+        .expect("Cargo.toml sets rust-version");
+    assert!(
+        quick.contains(&format!("**Rust {version} or newer**")),
+        "Quick start names Rust {version}"
+    );
+    for must in [
+        "`.agentbash/` in `.gitignore`",
+        "`CI=true`",
+        "-p agent",
+        "`strict`",
+    ] {
+        assert!(quick.contains(must), "the Quick start does not say {must}");
+    }
+}
+
 #[test]
 fn man_page_documents_exit_codes_and_environment() {
     let env = TestEnv::new();
@@ -272,21 +359,20 @@ fn man_page_documents_exit_codes_and_environment() {
         !man.contains("agentbash\\-run(1)"),
         "man page points at agentbash-run(1)"
     );
-    if has("groff") {
-        let page = env.write("agentbash.1", man);
-        let o = Command::new("groff")
-            .args(["-man", "-Tutf8", "-ww", "-z"])
-            .arg(&page)
-            .output()
-            .expect("run groff");
-        let warnings = String::from_utf8_lossy(&o.stderr);
-        assert!(
-            o.status.success() && warnings.trim().is_empty(),
-            "groff: {warnings}"
-        );
-    } else {
-        eprintln!("groff not installed: man page not rendered");
+    if !has_program("groff") {
+        skip!(needs_program("groff", "groff-base"));
     }
+    let page = env.write("agentbash.1", man);
+    let o = Command::new("groff")
+        .args(["-man", "-Tutf8", "-ww", "-z"])
+        .arg(&page)
+        .output()
+        .expect("run groff");
+    let warnings = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && warnings.trim().is_empty(),
+        "groff: {warnings}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -414,9 +500,8 @@ fn bash_completion_offers_subcommands_and_profile_names() {
 
 #[test]
 fn fish_completion_offers_profile_names() {
-    if !has("fish") {
-        eprintln!("fish not installed: fish completion not exercised");
-        return;
+    if !has_program("fish") {
+        skip!(needs_program("fish", "fish"));
     }
     let env = completion_env();
     let script = repo().join(completion_file(CompletionShell::Fish));
@@ -453,9 +538,8 @@ fn fish_completion_offers_profile_names() {
 
 #[test]
 fn zsh_completion_offers_profile_names() {
-    if !has("zsh") {
-        eprintln!("zsh not installed: zsh completion not exercised");
-        return;
+    if !has_program("zsh") {
+        skip!(needs_program("zsh", "zsh"));
     }
     // zsh completes only in an interactive line editor: drive one through zpty and
     // read the listing it prints.
@@ -1119,30 +1203,27 @@ fn github_actions_groups_output_and_annotates_failures() {
 #[test]
 fn github_actions_stream_opens_the_group_before_the_output() {
     let env = TestEnv::new();
+    // The first line is streamed while the command is held at a gate.
+    let gate = crate::support::Gate::new(&env, "second");
+    let cmd = format!("echo first; {}; echo second; exit 1", gate.wait());
     let mut run = env
-        .cmd(&[
-            "run",
-            "-p",
-            "ci",
-            "--",
-            "echo first; sleep 1; echo second; exit 1",
-        ])
+        .cmd(&["run", "-p", "ci", "--", &cmd])
         .env("GITHUB_ACTIONS", "true")
         .spawn();
     let (_, group) = run.next_line(Duration::from_secs(10)).expect("group line");
-    assert_eq!(
-        group,
-        "::group::$ echo first; sleep 1; echo second; exit 1\n"
-    );
-    let (at, first) = run.next_line(Duration::from_secs(10)).expect("first line");
+    assert_eq!(group, format!("::group::$ {cmd}\n"));
+    let (_, first) = run.next_line(crate::support::HANG_CAP).expect("first line");
     assert_eq!(first, "first\n");
+    gate.open();
     let out = run.wait();
     out.assert_code(1);
     assert!(
-        at < out.elapsed - Duration::from_millis(500),
-        "output was not streamed"
+        out.stdout.ends_with(&format!(
+            "second\n::endgroup::\n::error title=agentbash::Command `{cmd}` exited with code 1\n"
+        )),
+        "{}",
+        out.stdout
     );
-    assert!(out.stdout.ends_with("second\n::endgroup::\n::error title=agentbash::Command `echo first; sleep 1; echo second; exit 1` exited with code 1\n"), "{}", out.stdout);
 }
 
 #[test]
@@ -1271,7 +1352,7 @@ fn screen(raw: &[u8], rows: u16, cols: u16) -> String {
 /// the final screen with durations filtered, and the exit code.
 fn on_a_terminal(env: &TestEnv, args: &[&str]) -> (String, Option<i32>) {
     assert!(
-        has("script"),
+        has_program("script"),
         "`script` (util-linux) is needed to give agentbash a terminal"
     );
     let quote = |a: &str| format!("'{}'", a.replace('\'', "'\\''"));

@@ -388,25 +388,98 @@ fn refusal_names_the_resolved_target() {
     assert_eq!(v.checked[0].targets[0].resolved.as_deref(), Some("/"));
 }
 
+/// Hostile shapes get a verdict, the right one, and each in bounded time: 20,000
+/// commands are all checked and a refusal at the end is still seen; 500 nested
+/// subshells or groups and `bash -c` nested to the documented depth (8) are seen into;
+/// huge globs and 50,000 `f()` definitions are judged for what they are (nothing
+/// protected). The time cap only catches a blow-up (a hang), it is no benchmark.
 #[test]
 fn guard_never_panics_and_stays_linear() {
-    // Hostile shapes: deep nesting, huge globs, unterminated everything.
-    let deep = "bash -c '".repeat(50) + "rm -rf /";
-    let _ = verdict(&deep);
-    let glob = format!("rm -rf /{}", "*a".repeat(20_000));
-    let started = std::time::Instant::now();
-    let _ = verdict(&glob);
-    let many = "rm -rf x; ".repeat(20_000);
-    let _ = verdict(&many);
-    let defs = "f() ".repeat(50_000);
-    let _ = verdict(&defs);
-    let stars = format!("rm -rf /{}b", "*a".repeat(100));
-    let _ = verdict(&stars);
-    assert!(
-        started.elapsed() < HANG_CAP,
-        "guard took {:?}",
-        started.elapsed()
-    );
+    let cap = scaled(std::time::Duration::from_secs(5));
+    let timed = |cmd: &str| {
+        let started = std::time::Instant::now();
+        let v = verdict(cmd);
+        let took = started.elapsed();
+        assert!(
+            took < cap,
+            "guard took {took:?} on {}…",
+            cmd.chars().take(60).collect::<String>()
+        );
+        v
+    };
+    // The rule and the refused path: the first word of the first target ("/usr,
+    // which holds …"); "" when the command passes.
+    let refused = |v: &agentbash::pipeline::guard::Verdict| {
+        v.refused
+            .as_ref()
+            .map_or((String::new(), String::new()), |r| {
+                let target = r
+                    .targets
+                    .first()
+                    .map_or("", |t| t.split([',', ' ']).next().unwrap_or_default());
+                (r.rule.clone(), target.to_string())
+            })
+    };
+    let quote = |c: &str| format!("'{}'", c.replace('\'', "'\\''"));
+    let mut nested = "rm -rf /".to_string();
+    for _ in 0..8 {
+        nested = quote(&nested);
+        nested = format!("bash -c {nested}");
+    }
+    let shapes = [
+        (
+            "rm -rf x; ".repeat(20_000) + "rm -rf /",
+            "guard:delete",
+            "/",
+        ),
+        // Deeper than the parser goes: refused as unreadable, naming the program.
+        (
+            "( ".repeat(500) + "rm -rf /" + &")".repeat(500),
+            "guard:unparsed",
+            "rm",
+        ),
+        (
+            "{ ".repeat(500) + "rm -rf ~; " + &"}; ".repeat(500),
+            "guard:unparsed",
+            "rm",
+        ),
+        // `((…))` is bash's arithmetic command: it fails to evaluate, nothing runs.
+        ("(".repeat(500) + "rm -rf /" + &")".repeat(500), "", ""),
+        (nested, "guard:delete", "/"),
+        (
+            "echo $(".repeat(8) + "rm -rf /usr" + &")".repeat(8),
+            "guard:delete",
+            "/usr",
+        ),
+    ];
+    for (cmd, rule, target) in &shapes {
+        let v = timed(cmd);
+        assert_eq!(
+            refused(&v),
+            (rule.to_string(), target.to_string()),
+            "{}…: {:?}",
+            cmd.chars().take(60).collect::<String>(),
+            v.refused
+        );
+    }
+    // Every one of 20,000 commands is checked, not the first few.
+    let v = timed(&"rm -rf x; ".repeat(20_000));
+    assert_eq!((v.refused.is_none(), v.checked.len()), (true, 20_000));
+    // Globs that can match no protected entry, however long.
+    for glob in [
+        format!("rm -rf /{}", "*a".repeat(20_000)),
+        format!("rm -rf /{}b", "*a".repeat(100)),
+    ] {
+        let v = timed(&glob);
+        assert!(v.refused.is_none(), "{:?}", v.refused);
+        assert_eq!(v.checked.len(), 1);
+    }
+    // Balanced quotes make this `bash -c "bash -c … -c rm" -rf /`: no deletion.
+    let v = timed(&("bash -c '".repeat(50) + "rm -rf /"));
+    assert!(v.refused.is_none(), "{:?}", v.refused);
+    let v = timed(&"f() ".repeat(50_000));
+    assert!(v.refused.is_none(), "{:?}", v.refused);
+    // Unterminated fragments: a verdict, no panic, nothing refused.
     for s in [
         "$(",
         "`",
@@ -419,7 +492,7 @@ fn guard_never_panics_and_stays_linear() {
         "kill",
         "find / -exec",
     ] {
-        let _ = verdict(s);
+        assert!(timed(s).refused.is_none(), "{s}");
     }
 }
 
@@ -535,7 +608,10 @@ fn run_refuses_every_bypass_family_on_a_protected_directory() {
         let out = t.run(&["run", "-p", &p, "--", cmd]);
         assert_eq!(out.code(), Some(77), "{cmd}\n{}{}", out.stdout, out.stderr);
         assert!(out.stdout.starts_with("Refused: "), "{cmd}\n{}", out.stdout);
-        assert!(precious.join("inner/data").exists(), "{cmd} deleted the directory");
+        assert!(
+            precious.join("inner/data").exists(),
+            "{cmd} deleted the directory"
+        );
     }
     // The same forms on a directory that is not protected do run.
     let scratch = t.work().join("scratch");
@@ -592,12 +668,54 @@ fn rules_test_reports_the_guard() {
     assert!(out.stdout.contains("guard:   passes"), "{}", out.stdout);
 }
 
+/// `rules check guard` runs every example of the shipped pack (counted from the file
+/// itself), and a copy with one example made wrong fails, naming it.
 #[test]
 fn guard_pack_examples_pass_rules_check() {
+    let pack =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("rules/guard.toml"))
+            .expect("read rules/guard.toml");
+    let parsed: toml::Table = toml::from_str(&pack).expect("rules/guard.toml is TOML");
+    let rules = parsed["rule"].as_array().expect("[[rule]]");
+    let examples: usize = rules
+        .iter()
+        .map(|r| {
+            ["match", "not_match"]
+                .iter()
+                .filter_map(|k| r.get("examples")?.get(*k)?.as_array().map(Vec::len))
+                .sum::<usize>()
+        })
+        .sum();
+    assert!(examples > 0, "the guard pack has no examples");
     let t = TestEnv::new();
     let out = t.run(&["rules", "check", "guard"]);
     out.assert_code(0);
-    assert!(out.stdout.contains("guard"), "{}", out.stdout);
+    assert_eq!(
+        out.stdout.trim(),
+        format!("guard: {} rule(s), {examples} example(s): ok", rules.len()),
+        "{}",
+        out.stdout
+    );
+    // The control: `sudo reboot now` is one the `power` rule must match.
+    assert!(pack.contains("examples.not_match = [\n  \"echo reboot\","));
+    let broken = t.write(
+        "broken-guard.toml",
+        pack.replacen(
+            "examples.not_match = [\n  \"echo reboot\",",
+            "examples.not_match = [\n  \"sudo reboot now\",",
+            1,
+        ),
+    );
+    let out = t.run(&["rules", "check", &broken.display().to_string()]);
+    out.assert_code(1);
+    assert!(
+        out.stdout.contains("1 failure(s)")
+            && out
+                .stdout
+                .contains("rule `power`: examples.not_match \"sudo reboot now\""),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -679,26 +797,47 @@ examples.match = ["psql -h prod.db"]
     assert!(!out.stdout.contains("should-not-run"));
 }
 
+/// `guard.enabled = false` in a profile is the one switch: with it the very command
+/// the guard refused runs and deletes the (temp) directory; without it, no flag gets
+/// it through.
 #[test]
 fn guard_can_be_switched_off_only_by_a_profile() {
     let t = TestEnv::new();
-    let (precious, _) = protecting(&t);
-    let profile = t.write(
+    let (precious, on) = protecting(&t);
+    let off = t.write(
         "off.toml",
         format!(
             "[guard]\nenabled = false\nprotected = [{:?}]\n",
             precious.display().to_string()
         ),
     );
-    let out = t.run(&[
-        "explain",
-        "-p",
-        &profile.display().to_string(),
-        "--",
-        &format!("rm -rf {}", precious.display()),
-    ]);
+    let (on, off) = (on.display().to_string(), off.display().to_string());
+    let cmd = format!("rm -rf {}", precious.display());
+    let out = t.run(&["explain", "-p", &off, "--", &cmd]);
     assert!(out.stdout.contains("guard       off"), "{}", out.stdout);
-    assert!(precious.exists());
+    let out = t.run(&["explain", "-p", &on, "--", &cmd]);
+    assert!(out.stdout.contains("REFUSED"), "{}", out.stdout);
+    // On, the flags a caller has do not switch it off.
+    let out = t.run(&[
+        "run",
+        "-p",
+        &on,
+        "--no-intercept",
+        "--tools",
+        "",
+        "--",
+        &cmd,
+    ]);
+    out.assert_code(77);
+    assert!(precious.join("inner/data").exists(), "the guard let it run");
+    // Off, the same command runs: it deletes the directory.
+    let out = t.run(&["run", "-p", &off, "--", &cmd]);
+    out.assert_code(0);
+    assert!(!out.stdout.contains("Refused"), "{}", out.stdout);
+    assert!(
+        !precious.exists(),
+        "with the guard off the command ran: {out:?}"
+    );
 }
 
 #[test]
@@ -718,4 +857,117 @@ fn rpc_requests_are_guarded_whatever_tools_they_declare() {
     assert_eq!(v["data"]["blocked"]["rule"], "guard:delete", "{v}");
     assert!(s(&v["data"], "text").starts_with("Refused: "), "{v}");
     assert!(precious.join("inner/data").exists());
+}
+
+/// One refusal shape everywhere (issue 22, item 10): the JSON of `run`, of `explain`
+/// and the rpc `data` carry `blocked: {rule, tool, message, kind}`, `kind` saying who
+/// refused — the guard (structural check or `deny` rule) or the interceptor.
+#[test]
+fn every_refusal_says_who_refused_in_one_shape() {
+    let t = TestEnv::new();
+    let (precious, profile) = protecting(&t);
+    let p = profile.display().to_string();
+    let guarded = format!("rm -rf {}", precious.display());
+    let want_guard = serde_json::json!({
+        "rule": "guard:delete", "tool": null, "kind": "guard",
+        "message": format!("`rm` would recursively delete {}", precious.display()),
+    });
+    let read_message = "Use the `read` tool instead of cat/head/tail/less/bat/nl. It provides better context and handles binary files.";
+    let want_interceptor = serde_json::json!({
+        "rule": "read", "tool": "read", "kind": "interceptor", "message": read_message,
+    });
+    for (tools, cmd, want) in [
+        ("", guarded.as_str(), &want_guard),
+        ("read", "cat notes.txt", &want_interceptor),
+    ] {
+        let tools = format!("--tools={tools}");
+        let run = t.run(&["run", "--json", "-p", &p, &tools, "--", cmd]);
+        run.assert_code(77);
+        assert_eq!(run.json()["blocked"], *want, "run {cmd}");
+        let explain = t.run(&["explain", "--json", "-p", &p, &tools, "--", cmd]);
+        explain.assert_code(0);
+        assert_eq!(explain.json()["blocked"], *want, "explain {cmd}");
+    }
+    let v = t
+        .run(&["explain", "--json", "-p", &p, "--", "echo fine"])
+        .json();
+    assert!(v["blocked"].is_null(), "{v:#}");
+    let requests = [
+        serde_json::json!({"id": "g", "type": "bash", "command": guarded}),
+        serde_json::json!({"id": "i", "type": "bash", "command": "cat notes.txt", "tools": ["read"]}),
+    ];
+    let lines: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let out = t.cmd(&["rpc", "-p", &p]).stdin(lines).run();
+    for line in out.stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("json");
+        let want = if v["id"] == "g" {
+            &want_guard
+        } else {
+            &want_interceptor
+        };
+        assert_eq!(v["data"]["blocked"], *want, "{v}");
+    }
+    assert_eq!(out.stdout.lines().count(), 2, "{}", out.stdout);
+    assert!(precious.join("inner/data").exists());
+}
+
+/// A `deny` rule refuses whatever the caller's tools (issue 22, item 11), also when
+/// it sits in an `[interceptor]` pack and the caller declared no tools: it was
+/// silently skipped then, as no routing rule could apply. It is the guard's kind.
+#[test]
+fn a_deny_rule_in_an_interceptor_pack_applies_without_tools() {
+    let t = TestEnv::new();
+    t.write(
+        "pack.toml",
+        r#"[[rule]]
+id = "no-deploy"
+action = "deny"
+pattern = '^deploy-prod\b'
+message = "Deploying to production is for people"
+examples.match = ["deploy-prod now"]
+examples.not_match = ["echo deploy-prod"]
+"#,
+    );
+    let p = t
+        .write(
+            "p.toml",
+            "[interceptor]\nrules = [\"default\", \"./pack.toml\"]\ntools = []\n",
+        )
+        .display()
+        .to_string();
+    // The command would leave a mark if it ran.
+    let cmd = "deploy-prod now; touch ran";
+    for tools in [None, Some("--tools="), Some("--tools=read")] {
+        let mut args = vec!["run", "--json", "-p", &p];
+        args.extend(tools);
+        args.extend(["--", cmd]);
+        let out = t.run(&args);
+        out.assert_code(77);
+        let v = out.json();
+        assert_eq!(
+            v["blocked"],
+            serde_json::json!({"rule": "no-deploy", "tool": null, "kind": "guard",
+                "message": "Deploying to production is for people"}),
+            "{tools:?}: {v:#}"
+        );
+        assert!(s(&v, "text").starts_with("Refused: Deploying to production is for people."));
+        assert!(!t.work().join("ran").exists(), "{tools:?}: the command ran");
+    }
+    // Over rpc too, with the profile's (empty) tools.
+    let req = serde_json::json!({"id": "1", "type": "bash", "command": cmd});
+    let out = t.cmd(&["rpc", "-p", &p]).stdin(format!("{req}\n")).run();
+    let v: serde_json::Value =
+        serde_json::from_str(out.stdout.lines().next().expect("a response")).expect("json");
+    assert_eq!(v["data"]["blocked"]["kind"], "guard", "{v}");
+    assert!(!t.work().join("ran").exists(), "rpc: the command ran");
+    // Explain and rules test say it refuses whatever the tools.
+    let out = t.run(&["explain", "-p", &p, "--", cmd]);
+    assert!(
+        out.stdout
+            .contains("REFUSE by deny rule no-deploy (whatever the caller's tools)"),
+        "{}",
+        out.stdout
+    );
+    // A command it does not match runs.
+    t.run(&["run", "-p", &p, "--", "true"]).assert_code(0);
 }

@@ -113,8 +113,9 @@ fn readme_layout_names_only_paths_that_exist() {
 /// (the graph must still have no cycle) and any layer below it, never one above:
 /// the order docs/ARCHITECTURE.md explains.
 const LAYERS: &[&[&str]] = &[
-    &["ids", "display", "exit", "fsguard", "paths"],
+    &["ids", "display", "exit", "fsguard", "paths", "children"],
     &["sandbox"],
+    &["netproxy"],
     &["process"],
     &["config"],
     &["shell"],
@@ -124,8 +125,10 @@ const LAYERS: &[&[&str]] = &[
     &["executor"],
     &["pipeline"],
     &["jobs"],
+    &["toolbox"],
     &["render"],
     &["server"],
+    &["remote"],
     &["cli"],
     &["commands"],
 ];
@@ -133,7 +136,8 @@ const LAYERS: &[&[&str]] = &[
 /// The part of the engine below the command line: none of it may use `cli` or
 /// `commands` (they are its callers).
 const BELOW_THE_CLI: &[&str] = &[
-    "pipeline", "shell", "process", "executor", "output", "config", "render", "server",
+    "pipeline", "shell", "process", "executor", "output", "config", "render", "server", "toolbox",
+    "remote",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

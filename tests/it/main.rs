@@ -1,23 +1,29 @@
 //! The integration test binary: every module runs the real `agentbash` binary.
 
 mod bad_input;
+mod containment;
 mod display;
 mod ecosystem;
 mod env;
 mod guard;
+mod harness;
 mod intercept;
 mod jobs;
 mod layout;
 mod lift;
 mod mcp;
+mod needs_terminal;
+mod network;
 mod output;
 mod profiles;
 mod pty;
 mod redact;
 mod reliability;
+mod remote;
 mod rpc;
 mod run_basic;
 mod sandbox;
+mod sandbox_state;
 mod scripts;
 mod session;
 mod snapshot;
@@ -25,5 +31,6 @@ mod support;
 mod teardown;
 mod terminal;
 mod tmux;
+mod toolbox;
 mod trust;
 mod trusted_files;

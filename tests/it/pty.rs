@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::{TAG_VAR, TestEnv, bin, nonce, processes, s, u};
+use crate::support::{TAG_VAR, TestEnv, bin, nonce, processes, s, scaled, u};
 use crate::tmux::TmuxTerminal;
 
 /// Longest wait for anything to appear on the screen.
@@ -64,7 +64,13 @@ fn terminal(env: &TestEnv, line: &str, cols: u16, rows: u16) -> TmuxTerminal {
 
 /// `agentbash run <options> -- <command>` in a `cols`×`rows` terminal, followed
 /// by the exit status and the terminal report.
-fn interactive(env: &TestEnv, options: &str, command: &str, cols: u16, rows: u16) -> TmuxTerminal {
+pub(crate) fn interactive(
+    env: &TestEnv,
+    options: &str,
+    command: &str,
+    cols: u16,
+    rows: u16,
+) -> TmuxTerminal {
     let line = format!(
         "before=$(stty -g); {} run {options} -- {}; echo ab-exit=$?; {TTY_REPORT}; echo {LINE_DONE}",
         sh_quote(&bin().to_string_lossy()),
@@ -74,7 +80,7 @@ fn interactive(env: &TestEnv, options: &str, command: &str, cols: u16, rows: u16
 }
 
 /// Waits for the whole `bash -c` line to end; returns history + screen.
-fn finished(term: &TmuxTerminal) -> String {
+pub(crate) fn finished(term: &TmuxTerminal) -> String {
     term.wait_for_in_history(LINE_DONE, WAIT)
         .expect("the shell line ends")
 }
@@ -109,7 +115,7 @@ fn assert_annotated(all: &str, annotation: &str) {
     );
 }
 
-fn exit_code(all: &str) -> Option<i32> {
+pub(crate) fn exit_code(all: &str) -> Option<i32> {
     all.lines()
         .find_map(|line| line.trim().strip_prefix("ab-exit="))
         .and_then(|code| code.trim().parse().ok())
@@ -148,7 +154,7 @@ fn alive(pid: i32) -> bool {
 
 /// Whether `pid` is gone within a few seconds.
 fn dies(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + scaled(Duration::from_secs(5));
     while alive(pid) {
         if Instant::now() >= deadline {
             return false;
@@ -161,7 +167,7 @@ fn dies(pid: i32) -> bool {
 /// Processes whose command line is exactly `cmdline`, once dying ones had a few
 /// seconds to go (an exact match: tmux and bash carry the text in longer lines).
 fn survivors(cmdline: &str) -> Vec<crate::support::Proc> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + scaled(Duration::from_secs(5));
     loop {
         let found: Vec<_> = processes()
             .into_iter()
@@ -768,7 +774,11 @@ fn lifted_head_stops_the_producer_in_pty_mode() {
             .is_some_and(|n| n.contains("as `| head` would")),
         "{v:#}"
     );
-    assert!(out.elapsed < Duration::from_secs(30), "{:?}", out.elapsed);
+    assert!(
+        out.elapsed < scaled(Duration::from_secs(30)),
+        "{:?}",
+        out.elapsed
+    );
     assert!(env.leftovers(Duration::from_millis(200)).is_empty());
 }
 

@@ -6,7 +6,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::support::{descendants, thread_count};
+use crate::support::{
+    Gate, HANG_CAP, descendants, nonce, scaled, thread_count, wait_for_cmdline, wait_for_path,
+};
 
 struct Rpc {
     child: Child,
@@ -78,8 +80,8 @@ impl Rpc {
 
     fn next(&self) -> Value {
         self.lines
-            .recv_timeout(Duration::from_secs(20))
-            .expect("a message within 20 s")
+            .recv_timeout(HANG_CAP)
+            .expect("a message within the hang cap")
     }
 
     /// Messages until the response for `id` (inclusive).
@@ -108,7 +110,7 @@ impl Rpc {
                 return (status, rest);
             }
             assert!(
-                start.elapsed() < Duration::from_secs(15),
+                start.elapsed() < scaled(Duration::from_secs(15)),
                 "rpc did not exit after EOF"
             );
             std::thread::sleep(Duration::from_millis(20));
@@ -145,8 +147,20 @@ fn bash_request_answers_with_the_result() {
 #[test]
 fn streamed_output_comes_in_order_before_the_response() {
     let mut rpc = Rpc::start();
-    rpc.send(json!({"id": 7, "type": "bash", "command": "echo one; sleep 0.3; echo two", "stream": true}));
-    let msgs = rpc.until_response(&json!(7));
+    // `two` waits at a gate the test opens once `one` has arrived on its own.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let gate = Gate::in_dir(dir.path(), "two");
+    let command = format!("echo one; {}; echo two", gate.wait());
+    rpc.send(json!({"id": 7, "type": "bash", "command": command, "stream": true}));
+    let first = rpc.next();
+    assert_eq!(
+        (&first["type"], &first["data"]),
+        (&json!("output"), &json!("one\n")),
+        "{first}"
+    );
+    gate.open();
+    let mut msgs = vec![first];
+    msgs.extend(rpc.until_response(&json!(7)));
     let data: String = msgs
         .iter()
         .filter(|m| m["type"] == "output")
@@ -160,32 +174,46 @@ fn streamed_output_comes_in_order_before_the_response() {
     assert!(msgs.iter().all(|m| m["id"] == 7));
 }
 
+/// Four requests are all running at once: each says it started and then waits at a
+/// gate the test opens only when all four have said so (one at a time, the first
+/// would wait for ever and the others never start).
 #[test]
 fn requests_run_concurrently() {
     let mut rpc = Rpc::start();
-    let start = Instant::now();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let gate = Gate::in_dir(dir.path(), "go");
     for i in 0..4 {
-        rpc.send(json!({"id": i, "type": "bash", "command": "sleep 1"}));
+        let started = dir.path().join(format!("started-{i}"));
+        let command = format!("touch '{}'; {}", started.display(), gate.wait());
+        rpc.send(json!({"id": i, "type": "bash", "command": command}));
     }
+    for i in 0..4 {
+        let started = dir.path().join(format!("started-{i}"));
+        assert!(
+            wait_for_path(&started, HANG_CAP),
+            "request {i} never started while the others ran"
+        );
+    }
+    gate.open();
     let mut done = 0;
     while done < 4 {
-        if rpc.next()["type"] == "response" {
+        let m = rpc.next();
+        if m["type"] == "response" {
+            assert_eq!(m["data"]["exit_code"], 0, "{m}");
             done += 1;
         }
     }
-    assert!(
-        start.elapsed() < Duration::from_millis(3500),
-        "took {:?}",
-        start.elapsed()
-    );
 }
 
 #[test]
 fn abort_with_and_without_target() {
     let mut rpc = Rpc::start();
-    rpc.send(json!({"id": "a", "type": "bash", "command": "sleep 30"}));
-    rpc.send(json!({"id": "b", "type": "bash", "command": "sleep 30"}));
-    std::thread::sleep(Duration::from_millis(300));
+    let [a, b] = ["a", "b"].map(|_| format!("sleep 30.{}", nonce()));
+    rpc.send(json!({"id": "a", "type": "bash", "command": a}));
+    rpc.send(json!({"id": "b", "type": "bash", "command": b}));
+    for sleep in [&a, &b] {
+        assert!(wait_for_cmdline(sleep, HANG_CAP), "{sleep} never started");
+    }
     rpc.send(json!({"id": "x", "type": "abort_bash", "target": "a"}));
     let msgs = rpc.until_response(&json!("a"));
     let ack = msgs
@@ -210,9 +238,11 @@ fn abort_with_and_without_target() {
 #[test]
 fn abort_lists_no_live_shell_as_background() {
     let mut rpc = Rpc::start();
-    for (id, command) in [("s", "sleep 30; true"), ("p", "sleep 30")] {
+    for (id, rest) in [("s", "; true"), ("p", "")] {
+        let sleep = format!("sleep 30.{}", nonce());
+        let command = format!("{sleep}{rest}");
         rpc.send(json!({"id": id, "type": "bash", "command": command}));
-        std::thread::sleep(Duration::from_millis(500));
+        assert!(wait_for_cmdline(&sleep, HANG_CAP), "{sleep} never started");
         rpc.send(json!({"id": "x", "type": "abort_bash", "target": id}));
         let msgs = rpc.until_response(&json!(id));
         let data = &msgs.last().expect("response")["data"];
@@ -288,15 +318,65 @@ fn malformed_input_is_answered_and_the_server_keeps_serving() {
     assert_eq!(r.last().expect("ok")["data"]["output"], "still here\n");
 }
 
+/// EOF means "no more requests": what was accepted still runs and is answered.
 #[test]
-fn eof_aborts_running_commands_and_exits_zero() {
+fn eof_lets_every_accepted_request_finish_and_answer_then_exits_zero() {
     let mut rpc = Rpc::start();
-    rpc.send(json!({"id": "long", "type": "bash", "command": "sleep 30"}));
-    std::thread::sleep(Duration::from_millis(300));
+    rpc.send(json!({"id": "slow", "type": "bash", "command": "sleep 0.5; echo done"}));
+    rpc.send(json!({"id": "fast", "type": "bash", "command": "echo quick"}));
+    let (status, rest) = rpc.close();
+    assert!(status.success(), "{status}");
+    let answer = |id: &str| {
+        rest.iter()
+            .find(|m| m["id"] == id && m["type"] == "response")
+            .unwrap_or_else(|| panic!("{id} was not answered: {rest:?}"))
+            .clone()
+    };
+    let slow = answer("slow");
+    assert_eq!(slow["data"]["cancelled"], false, "{slow}");
+    assert_eq!(slow["data"]["exit_code"], 0, "{slow}");
+    assert_eq!(slow["data"]["output"], "done\n");
+    assert_eq!(answer("fast")["data"]["output"], "quick\n");
+}
+
+/// `printf '%s\n' "$req" | agentbash rpc` works as a batch.
+#[test]
+fn requests_piped_in_are_a_batch() {
+    let env = crate::support::TestEnv::new();
+    let lines: String = (0..3)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"id": i, "type": "bash", "command": format!("sleep 0.2; echo {i}")})
+            )
+        })
+        .collect();
+    let out = env.cmd(&["rpc"]).stdin(lines).run();
+    out.assert_code(0);
+    let mut outputs: Vec<String> = out
+        .ndjson()
+        .iter()
+        .filter(|m| m["type"] == "response")
+        .map(|m| crate::support::s(&m["data"], "output").to_string())
+        .collect();
+    outputs.sort();
+    assert_eq!(outputs, ["0\n", "1\n", "2\n"]);
+}
+
+/// A stop signal still aborts what runs after EOF (the batch is being finished).
+#[test]
+fn a_stop_signal_after_eof_aborts_what_still_runs() {
+    let mut rpc = Rpc::start();
+    let sleep = format!("sleep 30.{}", nonce());
+    rpc.send(json!({"id": "long", "type": "bash", "command": sleep}));
+    assert!(wait_for_cmdline(&sleep, HANG_CAP), "{sleep} never started");
+    drop(rpc.stdin.take());
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(rpc.child.id() as i32, libc::SIGTERM) };
     let start = Instant::now();
     let (status, rest) = rpc.close();
     assert!(status.success(), "{status}");
-    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(start.elapsed() < scaled(Duration::from_secs(5)));
     let r = rest
         .iter()
         .find(|m| m["id"] == "long")
@@ -304,11 +384,52 @@ fn eof_aborts_running_commands_and_exits_zero() {
     assert_eq!(r["data"]["cancelled"], true);
 }
 
+/// The handshake a remote target's client starts with (docs/PROTOCOL.md).
+#[test]
+fn hello_answers_the_protocol_version_and_capabilities() {
+    let mut rpc = Rpc::start();
+    rpc.send(json!({"id": "h", "type": "hello"}));
+    let m = rpc.until_response(&json!("h")).pop().expect("answer");
+    assert_eq!(m["success"], true, "{m}");
+    assert_eq!(m["command"], "hello");
+    assert_eq!(m["data"]["protocol"], agentbash::server::PROTOCOL);
+    assert_eq!(m["data"]["version"], env!("CARGO_PKG_VERSION"));
+    let caps = m["data"]["capabilities"].as_array().expect("capabilities");
+    assert!(caps.iter().any(|c| c == "events"), "{m}");
+}
+
+/// `events`: the start and notice events and the exit code `agentbash run` would
+/// exit with, so a remote run renders as a local one.
+#[test]
+fn events_add_start_notices_and_the_exit_code() {
+    let mut rpc = Rpc::start();
+    rpc.send(
+        json!({"id": "e", "type": "bash", "command": "echo hi", "timeout": 99999, "events": true}),
+    );
+    let msgs = rpc.until_response(&json!("e"));
+    let kinds: Vec<&str> = msgs
+        .iter()
+        .map(|m| m["type"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(kinds.first(), Some(&"start"), "{msgs:?}");
+    assert!(kinds.contains(&"notice"), "the clamp notice: {msgs:?}");
+    assert!(kinds.contains(&"output"), "{msgs:?}");
+    let r = msgs.last().expect("response");
+    assert_eq!(r["exit"], 0, "{r}");
+    assert_eq!(msgs[0]["data"]["command"], "echo hi");
+    // Without `events` none of it is sent.
+    rpc.send(json!({"id": "p", "type": "bash", "command": "echo hi"}));
+    let plain = rpc.until_response(&json!("p"));
+    assert_eq!(plain.len(), 1, "{plain:?}");
+    assert!(plain[0].get("exit").is_none(), "{plain:?}");
+}
+
 #[test]
 fn sigterm_aborts_and_exits_zero() {
     let mut rpc = Rpc::start();
-    rpc.send(json!({"id": "long", "type": "bash", "command": "sleep 30"}));
-    std::thread::sleep(Duration::from_millis(300));
+    let sleep = format!("sleep 30.{}", nonce());
+    rpc.send(json!({"id": "long", "type": "bash", "command": sleep}));
+    assert!(wait_for_cmdline(&sleep, HANG_CAP), "{sleep} never started");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(rpc.child.id() as i32, libc::SIGTERM) };
     let r = rpc.until_response(&json!("long"));
@@ -459,7 +580,7 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
             "{r}"
         );
         assert!(
-            started.elapsed() < Duration::from_secs(15),
+            started.elapsed() < scaled(Duration::from_secs(15)),
             "{:?}",
             started.elapsed()
         );
@@ -493,8 +614,17 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
 #[test]
 fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
     let mut rpc = Rpc::start_with_profile("[server]\nmax_concurrent = 1\n");
-    rpc.send(json!({"id": "long", "type": "bash", "command": "sleep 3"}));
-    std::thread::sleep(Duration::from_millis(300));
+    // The one slot is held until the test opens the gate: every answer below comes
+    // while it is taken.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let gate = Gate::in_dir(dir.path(), "long");
+    let started = dir.path().join("started");
+    let long = format!("touch '{}'; {}", started.display(), gate.wait());
+    rpc.send(json!({"id": "long", "type": "bash", "command": long}));
+    assert!(
+        wait_for_path(&started, HANG_CAP),
+        "the long run never started"
+    );
     let cases = [
         (json!({"command": " "}), "empty command"),
         (json!({"command": "a\u{0}b"}), "NUL"),
@@ -518,21 +648,17 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
     for (i, (mut request, want)) in cases.into_iter().enumerate() {
         request["id"] = json!(i);
         request["type"] = json!("bash");
-        let asked = Instant::now();
         rpc.send(request.clone());
         let m = rpc.next();
-        let took = asked.elapsed();
         assert_eq!(m["id"], i, "{request}: answered {m} first");
-        assert!(
-            took < Duration::from_millis(800),
-            "{request}: after {took:?}"
-        );
         assert_eq!(m["success"], false, "{m}");
         assert!(
             m["error"].as_str().unwrap_or("").contains(want),
             "{request}: {m}"
         );
     }
+    assert!(!gate.is_open());
+    gate.open();
     let r = rpc.until_response(&json!("long"));
     assert_eq!(r.last().expect("long")["data"]["exit_code"], 0);
 }
@@ -644,4 +770,37 @@ fn a_command_killing_its_live_shell_reports_the_shells_end() {
             assert_eq!(d["notices"], json!([]), "after {what}: {d:#}");
         }
     }
+}
+
+/// rpc `job_start` with a `ready` regex that does not compile is refused before
+/// anything starts (issue 22, item 14): no supervisor, no record, no command run —
+/// it used to start a job that failed with exit 2.
+#[test]
+fn job_start_with_an_invalid_ready_regex_starts_nothing() {
+    let env = crate::support::TestEnv::new();
+    let req = json!({"id": "1", "type": "job_start", "command": "touch started; sleep 30",
+        "ready": "(unclosed", "detached": true});
+    let out = env.cmd(&["rpc"]).stdin(format!("{req}\n")).run();
+    out.assert_code(0);
+    let v: Value =
+        serde_json::from_str(out.stdout.lines().next().expect("an answer")).expect("json");
+    assert_eq!(v["success"], false, "{v}");
+    assert_eq!(
+        v["error"],
+        "the readiness regex \"(unclosed\" (--ready, or `ready` over rpc and mcp) is invalid: unclosed group",
+        "{v}"
+    );
+    let list = env.run(&["job", "list", "--json"]);
+    let jobs = list.json();
+    assert_eq!(jobs["jobs"], json!([]), "{jobs}");
+    assert!(!env.work().join("started").exists(), "the command ran");
+    // The CLI refuses it the same way, as a usage error.
+    let out = env.run(&["job", "start", "--ready", "(", "--", "touch started"]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("the readiness regex \"(\""),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.work().join("started").exists(), "the command ran");
 }

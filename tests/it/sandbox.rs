@@ -1,7 +1,7 @@
 //! The kernel sandbox through the real binary: every write, read and connection is
 //! tried for real, on directories each test creates under its own temp root.
 
-use crate::support::{TestEnv, s};
+use crate::support::{TestEnv, is_root, needs_program, needs_root, s, scaled, skip};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::MetadataExt;
@@ -131,20 +131,51 @@ fn symlinks_and_proc_root_do_not_widen_what_is_writable() {
     }
 }
 
+/// Each escape leaves its own sign (a word printed, a file outside). The control runs
+/// the very script without agentbash, as root in a private mount namespace the test
+/// makes (so its mounts never reach the host): every sign appears there, so their
+/// absence under the sandbox is the sandbox's doing. The remounts are bind remounts:
+/// they change one mount's flags, never the file system's.
 #[test]
 fn escapes_by_mount_unshare_and_chroot_fail() {
     let t = Sandboxed::new("mode = \"workspace-write\"");
     std::fs::create_dir_all(t.env.work().join("m")).expect("dir");
-    let f = t.o("f");
+    let (f1, f2, f3) = (t.o("f1"), t.o("f2"), t.o("f3"));
     let script = format!(
-        "mount -t tmpfs none m && echo MOUNTED; mount -o remount,rw / && echo REMOUNTED; \
-         unshare -r sh -c 'touch {f}'; unshare -m sh -c 'mount -o remount,rw / ; touch {f}'; \
-         chroot / touch {f}; true"
+        "mount -t tmpfs none m && echo MOUNTED; mount -o remount,bind,rw / && echo REMOUNTED; \
+         unshare -r sh -c 'touch {f1}'; unshare -m sh -c 'mount -o remount,bind,rw / ; touch {f2}'; \
+         chroot / touch {f3}; true"
     );
+    let signs = ["f1", "f2", "f3"];
+    if is_root() {
+        let control = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .current_dir(t.env.work())
+            .output()
+            .expect("run unshare");
+        let said = String::from_utf8_lossy(&control.stdout);
+        assert!(
+            said.contains("MOUNTED\n") && said.contains("REMOUNTED\n"),
+            "control: {said} {}",
+            String::from_utf8_lossy(&control.stderr)
+        );
+        for f in signs {
+            assert!(
+                t.outside.join(f).exists(),
+                "control: no {f}: {}",
+                String::from_utf8_lossy(&control.stderr)
+            );
+            std::fs::remove_file(t.outside.join(f)).expect("remove");
+        }
+    } else {
+        needs_root("the unconfined control (mount, unshare and chroot)").skip_part();
+    }
     let (_, v) = t.run(&[], &script);
     assert!(!output(&v).contains("MOUNTED"), "{v}");
     assert!(!output(&v).contains("REMOUNTED"), "{v}");
-    assert!(!t.outside.join("f").exists(), "{v}");
+    for f in signs {
+        assert!(!t.outside.join(f).exists(), "{f}: {v}");
+    }
 }
 
 #[test]
@@ -161,14 +192,40 @@ fn another_sessions_files_cannot_be_written() {
         output(&v).contains("/work/sub\n2"),
         "state carried over: {v}"
     );
-    let (_, v) = t.run(
-        &["-s", "mine"],
-        &format!(
-            "for f in $(find {} -path '*other*' -type f); do echo evil >> $f && echo WROTE; done; true",
-            sessions.display()
-        ),
+    // The other session's files, as they are before the attempt.
+    let theirs: Vec<PathBuf> = walk(&sessions.join("other"));
+    assert!(!theirs.is_empty(), "session `other` saved no file: {v}");
+    let read = |files: &[PathBuf]| -> Vec<Vec<u8>> {
+        files
+            .iter()
+            .map(|f| std::fs::read(f).expect("read"))
+            .collect()
+    };
+    let before = read(&theirs);
+    let attempt = format!(
+        "for f in $(find {} -path '*other*' -type f); do echo \"TRY $f\"; echo evil >> $f && echo WROTE; done; true",
+        sessions.display()
     );
+    let (_, v) = t.run(&["-s", "mine"], &attempt);
+    // It saw every file (reading is allowed) and changed none.
+    for f in &theirs {
+        assert!(
+            output(&v).contains(&format!("TRY {}\n", f.display())),
+            "{}: {v}",
+            f.display()
+        );
+    }
     assert!(!output(&v).contains("WROTE"), "{v}");
+    assert_eq!(read(&theirs), before, "{v}");
+    // The control: unconfined (and in no session: `mine` keeps its sandbox policy), the
+    // same attempt writes every one of them.
+    let (_, v) = t.run(&["--sandbox", "off"], &attempt);
+    assert_eq!(
+        output(&v).matches("WROTE").count(),
+        theirs.len(),
+        "the control: {v}"
+    );
+    assert_ne!(read(&theirs), before, "the control: {v}");
 }
 
 #[test]
@@ -198,7 +255,12 @@ fn read_only_refuses_writes_but_reading_tools_work() {
     let (code, v) = t.run(&[], "touch a");
     assert_eq!(code, Some(1), "{v}");
     assert!(!t.env.work().join("a").exists());
-    assert!(s(&v, "text").contains("[sandbox: a write was refused: the read-only sandbox"));
+    // The relative path in `touch: cannot touch 'a'` is named as the real one.
+    let refused = format!(
+        "[sandbox: writing {} was refused: the read-only sandbox",
+        t.env.work().join("a").display()
+    );
+    assert!(s(&v, "text").contains(&refused), "{v}");
     let (code, v) = t.run(&[], "ls && cat notes.txt");
     assert_eq!(code, Some(0), "{v}");
     assert!(output(&v).contains("notes.txt\nhello"), "{v}");
@@ -206,6 +268,8 @@ fn read_only_refuses_writes_but_reading_tools_work() {
         let (code, v) = t.run(&[], "git status --short");
         assert_eq!(code, Some(0), "{v}");
         assert!(output(&v).contains("notes.txt"), "{v}");
+    } else {
+        needs_program("git", "git").skip_part();
     }
 }
 
@@ -261,7 +325,7 @@ fn network_off_refuses_loopback_tcp_udp_and_dns_fast() {
     );
     let (_, v) = t.run(&[], &script);
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < scaled(Duration::from_secs(5)),
         "fails fast: {v}"
     );
     for ok in ["TCP-OK", "CURL-OK", "UDP-OK", "DNS-OK"] {
@@ -563,8 +627,7 @@ fn a_setuid_helper_gains_nothing_even_with_ld_preload() {
     std::fs::copy("/usr/bin/id", &helper).expect("copy id");
     // Owned by nobody and set-uid: run by anyone else, it would run as nobody.
     if std::os::unix::fs::chown(&helper, Some(65534), None).is_err() {
-        eprintln!("skipped: cannot chown (not root)");
-        return;
+        skip!(needs_root("chown to nobody"));
     }
     std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o4755)).expect("chmod");
     let outside = Command::new(&helper)
@@ -573,8 +636,10 @@ fn a_setuid_helper_gains_nothing_even_with_ld_preload() {
         .expect("run helper");
     let outside = String::from_utf8_lossy(&outside.stdout).trim().to_string();
     if outside != "65534" {
-        eprintln!("skipped: this file system ignores set-uid bits ({outside})");
-        return;
+        skip!(
+            format!("the temp file system ignores set-uid bits (the helper ran as {outside})"),
+            "a TMPDIR on a file system mounted without nosuid"
+        );
     }
     let (code, v) = t.run(
         &[],
@@ -672,5 +737,181 @@ fn a_reused_live_shell_reports_the_tmpdir_it_gives_the_command() {
             Path::new(&used).is_dir(),
             "the live shell's TMPDIR lives with it: {v}"
         );
+    }
+}
+
+/// `sandbox check` judges each built-in profile's mode on this machine and exits 1
+/// when one would not hold (issue 22, item 12). Here every engine works; under a
+/// seccomp filter that refuses `unshare` and Landlock — what a container's default
+/// filter does — `agent` and `strict` cannot be confined, and it says so.
+#[test]
+fn sandbox_check_judges_every_built_in_profile() {
+    let env = TestEnv::new();
+    let out = env.run(&["sandbox", "check"]);
+    out.assert_code(0);
+    for line in [
+        "  default   off              runs here (no confinement asked)",
+        "  ci        off              runs here (no confinement asked)",
+        "  agent     workspace-write  enforced here: namespaces + landlock",
+        "  strict    read-only        enforced here: namespaces + landlock",
+    ] {
+        assert!(
+            out.stdout.lines().any(|l| l == line),
+            "{line:?} in\n{}",
+            out.stdout
+        );
+    }
+    let mut cmd = env.cmd(&["sandbox", "check", "--json"]).into_command();
+    // SAFETY: between fork and exec the hook only builds a filter on its own stack
+    // and calls prctl, which is async-signal-safe.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(deny_unshare_and_landlock);
+    }
+    let out = cmd.output().expect("run agentbash");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(out.status.code(), Some(1), "{v:#}");
+    assert_eq!(
+        (v["landlock_abi"].is_null(), v["mount_namespaces"].as_bool()),
+        (true, Some(false)),
+        "{v:#}"
+    );
+    let verdict = |name: &str| {
+        v["profiles"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {v:#}"))
+    };
+    assert_eq!(verdict("default")["enforced"], true);
+    // `agent` would run unconfined (required = false); `strict` would refuse to run.
+    let agent = verdict("agent");
+    assert_eq!(
+        (&agent["enforced"], &agent["engine"]),
+        (&json!(false), &json!("none")),
+        "{agent}"
+    );
+    let strict = verdict("strict");
+    assert_eq!(strict["enforced"], false, "{strict}");
+    assert!(
+        strict["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("required = true but no engine can enforce it here")),
+        "{strict}"
+    );
+}
+
+/// A seccomp filter for this process and its children: `unshare` fails with EPERM and
+/// `landlock_create_ruleset` with ENOSYS, as in a container whose filter predates
+/// Landlock and forbids new namespaces.
+fn deny_unshare_and_landlock() -> std::io::Result<()> {
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const RET_K: u16 = 0x06;
+    const RET_ERRNO: u32 = 0x0005_0000;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    let stmt = |code: u16, k: u32| libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq_next_else_skip = |k: u32| libc::sock_filter {
+        code: JEQ_K,
+        jt: 0,
+        jf: 1,
+        k,
+    };
+    let mut filter = [
+        stmt(LD_W_ABS, 0), // the syscall number
+        jeq_next_else_skip(libc::SYS_unshare as u32),
+        stmt(RET_K, RET_ERRNO | libc::EPERM as u32),
+        jeq_next_else_skip(libc::SYS_landlock_create_ruleset as u32),
+        stmt(RET_K, RET_ERRNO | libc::ENOSYS as u32),
+        stmt(RET_K, RET_ALLOW),
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_mut_ptr(),
+    };
+    // SAFETY: prctl reads the program through a valid pointer for the call's length.
+    let ok = unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+            && libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// A read-only sandbox that refused a write says so (issue 22, item 12), whichever
+/// engine refused it: under the namespaces the OS says "Read-only file system", under
+/// Landlock alone "Permission denied", on a relative path that names nothing outside.
+/// A session's state file, which its shell may write, is never named (item 18).
+#[test]
+fn a_read_only_refusal_is_named_whatever_the_engine() {
+    for engine in ["namespaces", "landlock"] {
+        let t = Sandboxed::new(&format!("mode = \"read-only\"\nengine = \"{engine}\""));
+        for (extra, script) in [
+            (&[][..], "mkdir made"),
+            (&[][..], "touch made"),
+            (&["-s", "ro"][..], "touch made"),
+        ] {
+            let (code, v) = t.run(extra, script);
+            assert_eq!(code, Some(1), "{engine} {script}: {v}");
+            assert!(!t.env.work().join("made").exists(), "{v}");
+            let text = s(&v, "text");
+            // The relative path is resolved against the run's directory and named.
+            let named = format!(
+                "[sandbox: writing {}/made was refused: the read-only sandbox lets the command write only its private TMPDIR.",
+                t.env.work().display()
+            );
+            assert!(
+                text.contains(&named)
+                    || text.contains("[sandbox: a write was refused: the read-only sandbox lets the command write only its private TMPDIR."),
+                "{engine} {script} {extra:?}: {text}"
+            );
+            assert!(
+                !text.contains(".pending") && !text.contains("/dev/shm"),
+                "{text}"
+            );
+        }
+    }
+}
+
+/// A read refused by `deny_read` is named (issue 22, item 18): hidden under an empty
+/// mount, `cat ~/.ssh/id_rsa` said only "No such file or directory"; under Landlock
+/// "Permission denied". A command that names a hidden path is told so even when its
+/// output says nothing (`ls` of an empty mount).
+#[test]
+fn a_read_hidden_by_deny_read_is_named() {
+    for engine in ["namespaces", "landlock"] {
+        let t = Sandboxed::new(&format!(
+            "mode = \"workspace-write\"\nengine = \"{engine}\"\ndeny_read = [\"~/secret\"]"
+        ));
+        let hidden = t.env.home().join("secret");
+        std::fs::create_dir_all(&hidden).expect("mkdir");
+        std::fs::write(hidden.join("key"), "original\n").expect("write");
+        for script in ["cat ~/secret/key", "ls ~/secret", "cd ~/secret && cat key"] {
+            let (_, v) = t.run(&[], script);
+            assert!(
+                !output(&v).contains("original"),
+                "{engine}: the secret was read: {v}"
+            );
+            let notice = v["notices"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|n| n.as_str())
+                .find(|n| n.contains("is hidden by [sandbox] deny_read"))
+                .unwrap_or_else(|| panic!("{engine} {script}: no notice in {v:#}"));
+            assert!(notice.contains("secret"), "{notice}");
+        }
+        // A run that touches nothing hidden gets no such notice.
+        let (code, v) = t.run(&[], "echo fine");
+        assert_eq!(code, Some(0));
+        assert!(!s(&v, "text").contains("deny_read"), "{v}");
     }
 }

@@ -3,44 +3,56 @@
 
 use std::time::Duration;
 
-use crate::support::{TestEnv, s};
+use std::path::PathBuf;
+
+use crate::support::{Gate, HANG_CAP, TestEnv, s, wait_for_path};
 
 fn sh_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// Prints a line, sleeps 2 s, prints another.
-const SLOW: &str = "echo first; sleep 2; echo second";
+/// Prints a line, says so with a file, waits at a gate the test opens, prints another.
+fn slow(env: &TestEnv) -> (String, Gate, PathBuf) {
+    let gate = Gate::new(env, "second");
+    let reached = env.root().join("first-printed");
+    let cmd = format!(
+        "echo first; touch '{}'; {}; echo second",
+        reached.display(),
+        gate.wait()
+    );
+    (cmd, gate, reached)
+}
 
+/// The first line comes through the pipe while the command is still held at the gate.
 #[test]
 fn stream_sends_output_into_a_pipe_as_it_is_produced() {
     let env = TestEnv::new();
-    let mut run = env.cmd(&["run", "--stream", "--", SLOW]).spawn();
-    let (at, line) = run
-        .next_line(Duration::from_secs(10))
-        .expect("a first line");
+    let (cmd, gate, _) = slow(&env);
+    let mut run = env.cmd(&["run", "--stream", "--", &cmd]).spawn();
+    let (_, line) = run.next_line(HANG_CAP).expect("a first line");
     assert_eq!(line, "first\n");
+    assert!(!gate.is_open());
+    gate.open();
     let out = run.wait();
     out.assert_code(0);
     assert_eq!(out.stdout, "first\nsecond\n");
-    assert!(
-        at + Duration::from_millis(1000) < out.elapsed,
-        "the first line came at {at:?}, the run ended at {:?}: not streamed",
-        out.elapsed
-    );
 }
 
 #[test]
 fn without_stream_the_default_profile_prints_into_a_pipe_at_the_end() {
     // The control for the test above: the same wait would be meaningless if the
-    // default already streamed.
+    // default already streamed. Once the command has printed its first line, nothing
+    // comes through for half a second while it is held; all of it comes at the end.
     let env = TestEnv::new();
-    let mut run = env.cmd(&["run", "--", SLOW]).spawn();
-    let (at, _) = run
-        .next_line(Duration::from_secs(10))
-        .expect("a first line");
+    let (cmd, gate, reached) = slow(&env);
+    let mut run = env.cmd(&["run", "--", &cmd]).spawn();
+    assert!(wait_for_path(&reached, HANG_CAP), "the command never ran");
+    let early = run.next_line(Duration::from_millis(500));
+    assert!(early.is_none(), "printed while the command ran: {early:?}");
+    gate.open();
     let out = run.wait();
-    assert!(at + Duration::from_millis(1000) > out.elapsed, "{at:?}");
+    out.assert_code(0);
+    assert_eq!(out.stdout, "first\nsecond\n");
 }
 
 #[test]
@@ -106,31 +118,22 @@ fn stderr_separate_keeps_stdout_parseable_for_scripts() {
 fn stderr_separate_passes_stderr_through_as_it_is_produced() {
     use std::io::BufRead;
     let env = TestEnv::new();
+    // The first stderr line is read while the command is held at a gate.
+    let gate = Gate::new(&env, "late");
+    let command = format!("echo early >&2; {}; echo late >&2; echo out", gate.wait());
     let mut cmd = env
-        .cmd(&[
-            "run",
-            "--stderr",
-            "separate",
-            "--",
-            "echo early >&2; sleep 2; echo late >&2; echo out",
-        ])
+        .cmd(&["run", "--stderr", "separate", "--", &command])
         .into_command();
     cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let started = std::time::Instant::now();
     let mut child = cmd.spawn().expect("agentbash starts");
     let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
     let mut first = String::new();
     stderr.read_line(&mut first).expect("a stderr line");
-    let at = started.elapsed();
-    let status = child.wait().expect("agentbash ends");
-    let ended = started.elapsed();
     assert_eq!(first, "early\n");
+    gate.open();
+    let status = child.wait().expect("agentbash ends");
     assert!(status.success());
-    assert!(
-        at + Duration::from_millis(1000) < ended,
-        "stderr's first line came at {at:?}, the run ended at {ended:?}"
-    );
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).expect("rest of stderr");
     assert_eq!(rest, "late\n");

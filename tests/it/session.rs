@@ -3,7 +3,10 @@
 //! of concurrent runs, the session commands, and — through the library — live shells
 //! reused by long-lived callers.
 
-use crate::support::{TestEnv, procs_with_cmdline, s};
+use crate::support::{
+    Gate, HANG_CAP, TestEnv, has_program, needs_program, procs_with_cmdline, s, scaled, skip,
+    wait_for_path,
+};
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
@@ -189,8 +192,10 @@ fn venv_activation_and_deactivation_carry_over() {
         .map(|o| !o.status.success())
         .unwrap_or(true)
     {
-        eprintln!("skipped: python3 with venv is not available");
-        return;
+        skip!(
+            "python3 cannot import venv",
+            "apt-get install python3-venv, as .ci/run does"
+        );
     }
     let work = env.work().display().to_string();
     let v = run_json(
@@ -328,17 +333,17 @@ fn concurrent_runs_on_one_session_are_serialized() {
 #[test]
 fn a_run_waiting_for_a_busy_session_times_out_without_running() {
     let env = TestEnv::new();
-    let holder = env
-        .cmd(&[
-            "run",
-            "-q",
-            "-s",
-            "busy",
-            "--",
-            "sleep 4; export HOLDER=done",
-        ])
-        .spawn();
-    std::thread::sleep(Duration::from_millis(500));
+    // The holder has the session from the moment its command runs (it says so with a
+    // file) until the test opens its gate.
+    let gate = Gate::new(&env, "holder");
+    let held = env.root().join("held");
+    let hold = format!(
+        "touch '{}'; {}; export HOLDER=done",
+        held.display(),
+        gate.wait()
+    );
+    let holder = env.cmd(&["run", "-q", "-s", "busy", "--", &hold]).spawn();
+    assert!(wait_for_path(&held, HANG_CAP), "the holder never ran");
     let started = Instant::now();
     // The same wait seen by a person (text on a pipe) and by a program (JSON).
     let text_run = env
@@ -346,7 +351,7 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
         .spawn();
     let v = run_json(&env, &["-s", "busy", "-t", "2", "--", "touch ran-anyway"]);
     assert!(
-        started.elapsed() < Duration::from_millis(3500),
+        started.elapsed() < scaled(Duration::from_millis(3500)),
         "{:?}",
         started.elapsed()
     );
@@ -367,6 +372,7 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
         text.stderr
     );
     assert!(!env.work().join("ran-anyway").exists());
+    gate.open();
     holder.wait().assert_code(0);
     assert_eq!(in_session(&env, "busy", "echo $HOLDER"), "done");
 }
@@ -503,12 +509,11 @@ fn list_show_and_rm() {
 #[test]
 fn sessions_need_bash() {
     let env = TestEnv::new();
-    if !std::path::Path::new("/bin/sh").exists()
-        || std::fs::canonicalize("/bin/sh").is_ok_and(|p| p.ends_with("bash"))
-    {
-        return;
+    // A shell that is certainly not bash (/bin/sh may be bash).
+    if !has_program("dash") {
+        skip!(needs_program("dash", "dash"));
     }
-    env.write("sh.toml", "[shell]\npath = \"/bin/sh\"\n");
+    env.write("sh.toml", "[shell]\npath = \"dash\"\n");
     let out = env.run(&["run", "-p", "./sh.toml", "-s", "x", "--", "true"]);
     out.assert_code(125);
     assert!(
@@ -569,6 +574,17 @@ mod pool {
 
     fn alive(pid: i32) -> bool {
         std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    }
+
+    /// SIGKILL a pool's shell and wait until it is dead (gone or a zombie).
+    fn kill_shell(pid: i32) {
+        // SAFETY: plain syscall on the pool's shell.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let deadline = Instant::now() + crate::support::HANG_CAP;
+        while alive(pid) {
+            assert!(Instant::now() < deadline, "shell {pid} survived SIGKILL");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     #[test]
@@ -697,9 +713,7 @@ mod pool {
         let pool = ShellPool::new();
         let base = req(&env.work(), "");
         let pid = pid_of(&pool, &p, &base);
-        // SAFETY: plain syscall on the pool's shell.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-        std::thread::sleep(Duration::from_millis(100));
+        kill_shell(pid);
         let r = run(&pool, &p, &req(&env.work(), "echo $$"));
         assert_eq!(r.exit_code, Some(0), "{r:?}");
         let new_pid: i32 = r.output.trim_end().parse().expect("pid");
@@ -740,7 +754,7 @@ mod pool {
         assert!(r.timed_out, "{r:?}");
         assert_eq!(r.exit_code, Some(124));
         assert!(r.text.starts_with("[Command timed out after 1 second]"));
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(started.elapsed() < scaled(Duration::from_secs(5)));
         assert!(!alive(pid_a), "the timed-out shell is gone");
         assert!(alive(pid_b), "another key's shell is untouched");
         assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(2)).is_empty());
@@ -770,8 +784,13 @@ mod pool {
         assert!(procs_with_cmdline(&format!("sleep 48.{n}"), Duration::from_secs(2)).is_empty());
         let token = CancelToken::new();
         let t = token.clone();
+        let running = format!("sleep 49.{n}");
         let h = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
+            // Cancelled once the command runs, not after a guessed time.
+            assert!(
+                crate::support::wait_for_cmdline(&running, crate::support::HANG_CAP),
+                "{running} never started"
+            );
             t.cancel(libc::SIGINT);
         });
         let started = Instant::now();
@@ -785,7 +804,7 @@ mod pool {
         h.join().expect("thread");
         assert!(r.cancelled);
         assert_eq!(r.exit_code, Some(130));
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(started.elapsed() < scaled(Duration::from_secs(5)));
         assert_eq!(
             run(&pool, &p, &req(&env.work(), "echo fine")).output,
             "fine\n"
@@ -927,9 +946,7 @@ mod pool {
         assert!(r.notices.is_empty(), "{:?}", r.notices);
         // A shell killed between runs is replaced, restoring the session.
         let pid: i32 = go("echo $$").output.trim_end().parse().expect("pid");
-        // SAFETY: plain syscall on the pool's shell.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-        std::thread::sleep(Duration::from_millis(100));
+        kill_shell(pid);
         let r = go("echo $X $y");
         assert_eq!(r.output, "4 2\n");
         assert!(

@@ -222,19 +222,39 @@ fn a_run_sources_only_what_its_command_can_reach() {
 #[test]
 fn a_slow_rc_is_stopped_and_the_run_goes_on_with_a_warning() {
     let n = crate::support::nonce();
-    let env = with_rc(&format!("f() {{ echo f; }}\nsleep 37.{n}\n"));
+    // Each time the rc is read it adds a line to `reads`.
+    let env = TestEnv::new();
+    let reads = env.root().join("rc-reads");
+    std::fs::write(
+        env.home().join(".bashrc"),
+        format!(
+            "echo read >> '{}'\nf() {{ echo f; }}\nsleep 37.{n}\n",
+            reads.display()
+        ),
+    )
+    .expect("write .bashrc");
     let v = run_json(&env, &["--", "echo ran; type -t f || echo no-f"]);
     assert_eq!(v["exit_code"], 0);
     assert_eq!(s(&v, "output"), "ran\nno-f\n");
     assert!(warnings(&v).contains("longer than 2s"), "{v:#}");
-    assert!(v["duration_ms"].as_u64().unwrap_or(0) < 6000, "{v:#}");
+    assert!(
+        v["duration_ms"].as_u64().unwrap_or(u64::MAX)
+            < crate::support::scaled(Duration::from_secs(6)).as_millis() as u64,
+        "{v:#}"
+    );
     assert!(
         procs_with_cmdline(&format!("sleep 37.{n}"), Duration::from_secs(2)).is_empty(),
         "the rc's sleep was left running"
     );
-    // The failure is cached: the next run does not wait again, but still says why.
+    let read_once = std::fs::read_to_string(&reads).expect("the rc was read");
+    // The failure is cached: the next run does not read (and wait for) the rc again,
+    // but still says why.
     let v = run_json(&env, &["--", "true"]);
-    assert!(v["duration_ms"].as_u64().unwrap_or(0) < 1500, "{v:#}");
+    assert_eq!(
+        std::fs::read_to_string(&reads).expect("read"),
+        read_once,
+        "the rc was read again: {v:#}"
+    );
     assert!(warnings(&v).contains("longer than 2s"), "{v:#}");
 }
 

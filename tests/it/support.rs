@@ -3,7 +3,11 @@
 //! tests need.
 //!
 //! Every wait is capped ([`HANG_CAP`]) so a hang fails the test instead of stalling
-//! the suite; the cap is never a timing assertion.
+//! the suite; the cap is never a timing assertion. Tests wait for readiness (a line,
+//! a process in /proc, a file, a [`Gate`]), never for time; the settle times of the
+//! process-table probes are stretched by `AGENTBASH_TEST_SLOWNESS` ([`scaled`]), as is
+//! every time limit a test asserts. `skip!` (tests/it/harness.rs) is how a test that
+//! cannot run here says so.
 
 #![allow(dead_code)]
 
@@ -16,8 +20,13 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Longest any single agentbash invocation may take before the test calls it a hang.
-pub const HANG_CAP: Duration = Duration::from_secs(20);
+pub(crate) use crate::harness::{Missing, scaled, skip};
+
+/// Longest any single agentbash invocation may take before the test calls it a hang
+/// (stretched by `AGENTBASH_TEST_SLOWNESS` where a test waits for agentbash). The
+/// heaviest runs of the suite (2.5 million lines through a PTY) take about 40 s in a
+/// debug build on 2 cores loaded eight times over; idle, a few seconds.
+pub const HANG_CAP: Duration = Duration::from_secs(60);
 
 /// Variables that change agentbash's behaviour and must not leak in from the
 /// developer's shell or the CI runner.
@@ -136,6 +145,13 @@ impl TestEnv {
         p
     }
 
+    /// Write `toml` as the user profile `name` (found by `-p NAME`, no trust needed).
+    pub fn user_profile(&self, name: &str, toml: &str) {
+        let dir = self.config_dir().join("profiles");
+        std::fs::create_dir_all(&dir).expect("create the profiles dir");
+        std::fs::write(dir.join(format!("{name}.toml")), toml).expect("write the profile");
+    }
+
     /// A command line for the binary, hermetic and invoked from [`TestEnv::work`].
     pub fn cmd(&self, args: &[&str]) -> Cmd {
         self.program(bin(), args)
@@ -177,10 +193,10 @@ impl TestEnv {
     }
 
     /// Live processes carrying this env's tag (the test's own agentbash excluded
-    /// once it has exited). Waits up to `settle` for dying processes to go away.
+    /// once it has exited). Waits up to `settle` (scaled) for dying processes to go.
     pub fn leftovers(&self, settle: Duration) -> Vec<Proc> {
         let needle = format!("{TAG_VAR}={}", self.tag);
-        let deadline = Instant::now() + settle;
+        let deadline = Instant::now() + scaled(settle);
         loop {
             let found: Vec<Proc> = processes()
                 .into_iter()
@@ -365,8 +381,13 @@ impl Running {
     }
 
     /// Wait for exit (capped at [`HANG_CAP`]) and collect everything.
-    pub fn wait(mut self) -> Output {
-        let deadline = self.started + HANG_CAP;
+    pub fn wait(self) -> Output {
+        self.wait_within(scaled(HANG_CAP))
+    }
+
+    /// [`Running::wait`] with a longer hang cap, for the heavy (`#[ignore]`d) runs.
+    pub fn wait_within(mut self, cap: Duration) -> Output {
+        let deadline = self.started + cap;
         let status: ExitStatus = loop {
             match self.child.try_wait().expect("try_wait") {
                 Some(s) => break s,
@@ -374,7 +395,7 @@ impl Running {
                     let _ = self.child.kill();
                     let _ = self.child.wait();
                     panic!(
-                        "agentbash did not exit within {HANG_CAP:?} (hang); stdout so far: {:?}",
+                        "agentbash did not exit within {cap:?} (hang); stdout so far: {:?}",
                         self.seen
                     );
                 }
@@ -525,10 +546,10 @@ pub fn processes() -> Vec<Proc> {
         .collect()
 }
 
-/// Live processes whose command line contains `needle`, waiting up to `settle` for
-/// dying ones to disappear.
+/// Live processes whose command line contains `needle`, waiting up to `settle`
+/// (scaled, see [`scaled`]) for dying ones to disappear.
 pub fn procs_with_cmdline(needle: &str, settle: Duration) -> Vec<Proc> {
-    let deadline = Instant::now() + settle;
+    let deadline = Instant::now() + scaled(settle);
     loop {
         let found: Vec<Proc> = processes()
             .into_iter()
@@ -566,6 +587,40 @@ pub fn sh_text(script: &str) -> String {
     String::from_utf8(sh_output(script)).expect("UTF-8 output")
 }
 
+/// Whether the tests run as root (mounts, chown to `nobody`, cgroups, setpriv).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// What a test that needs root says when it is not (see [`skip!`]).
+pub fn needs_root(why: &str) -> Missing {
+    Missing::new(
+        format!("{why} needs root"),
+        "run the suite as root, as .ci/run does",
+    )
+}
+
+/// Whether `program` is on `PATH`.
+pub fn has_program(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(dir.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// What a test that needs `program` says when it is missing: the Debian package that
+/// has it (the one .ci/run installs).
+pub fn needs_program(program: &str, package: &str) -> Missing {
+    Missing::new(
+        format!("{program} is not installed"),
+        format!("apt-get install {package}, as .ci/run does"),
+    )
+}
+
 /// Compile a test regex.
 pub fn re(pattern: &str) -> regex::Regex {
     regex::Regex::new(pattern).expect("test regex")
@@ -574,7 +629,7 @@ pub fn re(pattern: &str) -> regex::Regex {
 /// Wait (up to `within`) until a process whose command line is exactly `cmdline`
 /// (arguments joined with spaces) runs.
 pub fn wait_for_cmdline(cmdline: &str, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
+    let deadline = Instant::now() + scaled(within);
     while Instant::now() < deadline {
         if processes().iter().any(|p| p.cmdline == cmdline) {
             return true;
@@ -582,6 +637,56 @@ pub fn wait_for_cmdline(cmdline: &str, within: Duration) -> bool {
         thread::sleep(Duration::from_millis(20));
     }
     false
+}
+
+/// Wait (up to `within`) until `path` exists: the readiness signal of a command that
+/// touches a file when it has reached a point.
+pub fn wait_for_path(path: &Path, within: Duration) -> bool {
+    let deadline = Instant::now() + scaled(within);
+    while Instant::now() < deadline {
+        if path.exists() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    path.exists()
+}
+
+/// A gate a command waits at until the test opens it, so a test knows what the
+/// command has and has not done yet without guessing from time: [`Gate::wait`] is
+/// shell text that polls for a file, [`Gate::open`] creates it.
+pub struct Gate {
+    path: PathBuf,
+}
+
+impl Gate {
+    /// A closed gate, named `name`, in the env's temp root.
+    pub fn new(env: &TestEnv, name: &str) -> Gate {
+        Gate::in_dir(env.root(), name)
+    }
+
+    /// A closed gate, named `name`, in `dir` (a temp dir of the test's own).
+    pub fn in_dir(dir: &Path, name: &str) -> Gate {
+        Gate {
+            path: dir.join(format!("gate-{name}")),
+        }
+    }
+
+    /// Shell text that returns once the gate is open.
+    pub fn wait(&self) -> String {
+        format!(
+            "until [ -e '{}' ]; do sleep 0.01; done",
+            self.path.display()
+        )
+    }
+
+    pub fn open(&self) {
+        std::fs::write(&self.path, "").expect("open the gate");
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.path.exists()
+    }
 }
 
 /// The parent of `pid`, from `/proc/PID/stat` (the field after the parenthesised
@@ -618,6 +723,30 @@ pub fn descendants(ancestor: i32) -> Vec<i32> {
         .collect()
 }
 
+/// Wait until agentbash `pid` has forked its cgroup watchdog (a child that names
+/// itself `agentbash-watch`): from then on a SIGKILL of agentbash leaves nothing of its
+/// runs. A run starts it once it has lasted 20 ms; a test that kills agentbash waits
+/// for it instead of sleeping past that.
+#[track_caller]
+pub fn wait_for_watchdog(pid: i32) {
+    let deadline = Instant::now() + HANG_CAP;
+    loop {
+        let started = descendants(pid).into_iter().any(|c| {
+            parent_of(c) == Some(pid)
+                && std::fs::read_to_string(format!("/proc/{c}/comm"))
+                    .is_ok_and(|n| n.trim_end() == "agentbash-watch")
+        });
+        if started {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "agentbash {pid} never started its cgroup watchdog (no run cgroup?)"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The number of threads of `pid` (`Threads:` in `/proc/PID/status`).
 pub fn thread_count(pid: i32) -> usize {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -633,14 +762,19 @@ pub fn thread_count(pid: i32) -> usize {
 /// `agentbash rpc` (or `mcp`) with the test's hermetic environment, stdin kept open.
 pub struct LiveServer {
     child: std::process::Child,
-    stdin: std::process::ChildStdin,
+    stdin: Option<std::process::ChildStdin>,
     lines: std::sync::mpsc::Receiver<Value>,
 }
 
 impl LiveServer {
     pub fn start(env: &TestEnv, args: &[&str]) -> LiveServer {
+        Self::start_cmd(env.cmd(args))
+    }
+
+    /// A server started from a command line of the test's own (extra variables).
+    pub fn start_cmd(cmd: Cmd) -> LiveServer {
         use std::io::BufRead;
-        let mut c = env.cmd(args).into_command();
+        let mut c = cmd.into_command();
         c.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
@@ -661,15 +795,22 @@ impl LiveServer {
         });
         LiveServer {
             child,
-            stdin,
+            stdin: Some(stdin),
             lines,
         }
     }
 
+    /// The next message (an event or a response), within `within`; `None` when none
+    /// came.
+    pub fn try_next(&self, within: Duration) -> Option<Value> {
+        self.lines.recv_timeout(within).ok()
+    }
+
     pub fn send(&mut self, v: Value) {
         use std::io::Write;
-        writeln!(self.stdin, "{v}").expect("write");
-        self.stdin.flush().expect("flush");
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{v}").expect("write");
+        stdin.flush().expect("flush");
     }
 
     /// The rpc response to each of `ids`, whatever order they come in.
@@ -678,8 +819,8 @@ impl LiveServer {
         while got.iter().any(Option::is_none) {
             let m = self
                 .lines
-                .recv_timeout(Duration::from_secs(20))
-                .expect("a message within 20 s");
+                .recv_timeout(HANG_CAP)
+                .expect("a message within the hang cap");
             if m["type"] != "response" {
                 continue;
             }
@@ -690,20 +831,106 @@ impl LiveServer {
         got.into_iter().flatten().collect()
     }
 
+    /// The next message the server writes (any kind), within `within`.
+    #[track_caller]
+    pub fn next(&self, within: Duration) -> Value {
+        self.lines
+            .recv_timeout(within)
+            .expect("a message from the server in time")
+    }
+
     /// Send one request and wait for its response.
     #[track_caller]
     pub fn ask(&mut self, req: Value) -> Value {
         use std::io::Write;
-        writeln!(self.stdin, "{req}").expect("write");
-        self.stdin.flush().expect("flush");
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{req}").expect("write");
+        stdin.flush().expect("flush");
+        loop {
+            let m = self
+                .lines
+                .recv_timeout(HANG_CAP)
+                .expect("a response within the hang cap");
+            if m["type"] == "response" && m["id"] == req["id"] {
+                return m;
+            }
+        }
+    }
+
+    /// `agentbash mcp ARGS`, with the MCP handshake done.
+    pub fn mcp(env: &TestEnv, args: &[&str]) -> LiveServer {
+        let mut args = args.to_vec();
+        args.insert(0, "mcp");
+        let mut server = LiveServer::start(env, &args);
+        server.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "it", "version": "0"}}}),
+        );
+        let reply = server.message_with_id(&Value::from("init"));
+        assert_eq!(
+            reply["result"]["serverInfo"]["name"], "agentbash",
+            "{reply}"
+        );
+        server.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    /// An MCP request (`tools/list`, `tools/call`, …); its JSON-RPC answer.
+    #[track_caller]
+    pub fn mcp_request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        self.message_with_id(&Value::from(id))
+    }
+
+    /// An MCP `tools/call`; the call's `result`.
+    #[track_caller]
+    pub fn call_tool(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        let reply = self.mcp_request(
+            id,
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": arguments}),
+        );
+        assert!(reply["error"].is_null(), "{tool}: {reply}");
+        reply["result"].clone()
+    }
+
+    /// The next message carrying `id`, skipping the others (progress, logs).
+    #[track_caller]
+    fn message_with_id(&self, id: &Value) -> Value {
         loop {
             let m = self
                 .lines
                 .recv_timeout(Duration::from_secs(30))
-                .expect("a response within 30 s");
-            if m["type"] == "response" && m["id"] == req["id"] {
+                .expect("an answer within 30 s");
+            if &m["id"] == id {
                 return m;
             }
+        }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Close the server's stdin (end of input) and wait for it to exit, capped at
+    /// [`HANG_CAP`].
+    #[track_caller]
+    pub fn close(mut self) -> ExitStatus {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + HANG_CAP;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not exit after end of input"
+            );
+            thread::sleep(Duration::from_millis(10));
         }
     }
 

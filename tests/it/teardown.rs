@@ -2,7 +2,10 @@
 //! sent to agentbash, commands killed by signals, and no process left behind
 //! (issue 2, item 7); what a teardown lists and says (issue 12, part 4).
 
-use crate::support::{LiveServer, TestEnv, bin, nonce, procs_with_cmdline, s, wait_for_cmdline};
+use crate::support::{
+    Gate, LiveServer, Missing, TestEnv, bin, is_root, needs_root, nonce, procs_with_cmdline, s,
+    scaled, skip, wait_for_cmdline, wait_for_watchdog,
+};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -12,7 +15,7 @@ fn timeout_exits_124_in_about_a_second() {
     let out = env.run(&["run", "-t", "1", "--", "sleep 30"]);
     out.assert_code(124);
     assert!(
-        out.elapsed < Duration::from_secs(3),
+        out.elapsed < scaled(Duration::from_secs(3)),
         "took {:?}",
         out.elapsed
     );
@@ -56,7 +59,7 @@ fn timeout_tears_down_the_whole_tree() {
     let out = env.run(&["run", "--json", "-t", "1", "--", &cmd]);
     out.assert_code(124);
     assert!(
-        out.elapsed < Duration::from_secs(4),
+        out.elapsed < scaled(Duration::from_secs(4)),
         "took {:?}",
         out.elapsed
     );
@@ -81,7 +84,7 @@ fn timeout_escalates_to_kill_when_term_is_ignored() {
     out.assert_code(124);
     // 1 s timeout + 1 s kill_grace_ms, with room for a loaded machine.
     assert!(
-        out.elapsed < Duration::from_secs(5),
+        out.elapsed < scaled(Duration::from_secs(5)),
         "took {:?}",
         out.elapsed
     );
@@ -126,7 +129,7 @@ fn zero_and_negative_timeouts_clamp_to_one_second() {
     let out = env.run(&["run", "--json", "--timeout=-1", "--", "sleep 30"]);
     out.assert_code(124);
     assert!(
-        out.elapsed < Duration::from_secs(3),
+        out.elapsed < scaled(Duration::from_secs(3)),
         "took {:?}",
         out.elapsed
     );
@@ -183,7 +186,7 @@ fn cancel_with(sig: i32, want_code: i32) {
     let after = sent.elapsed();
     out.assert_code(want_code);
     assert!(
-        after < Duration::from_secs(4),
+        after < scaled(Duration::from_secs(4)),
         "exit took {after:?} after the signal"
     );
     let events = out.ndjson();
@@ -379,8 +382,9 @@ fn timeout_lists_only_what_outlived_its_parent() {
     assert_eq!(killed.len(), 1, "{v:#}");
     assert_eq!(killed[0]["command"], orphan.as_str(), "{v:#}");
     let want = format!(
-        "Also stopped 1 background process the command had left running: {} {orphan}",
-        killed[0]["pid"]
+        "[Also stopped 1 background process the command had left running: {orphan} (pid {}). {}]",
+        killed[0]["pid"],
+        agentbash::output::notice::KEEP_RUNNING_HINT
     );
     assert!(
         v["notices"]
@@ -445,7 +449,7 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     out.assert_code(0);
     assert_eq!(out.stdout, "started\n");
     assert!(
-        out.stderr.contains("that outlived the command: "),
+        out.stderr.contains("the command left running: "),
         "{}",
         out.stderr
     );
@@ -468,7 +472,7 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     ]);
     out.assert_code(124);
     assert!(
-        out.elapsed < Duration::from_secs(4),
+        out.elapsed < scaled(Duration::from_secs(4)),
         "took {:?}",
         out.elapsed
     );
@@ -563,15 +567,10 @@ fn ndjson_sends_every_notice_before_the_result() {
 // where a cgroup can be made each run has one, and a watchdog empties them when
 // agentbash dies; membership also attributes what cleared its environment.
 
-/// Whether the tests that need a run cgroup can expect one. As root they must run
-/// (cgroup v2 is writable); elsewhere they are skipped, saying why.
-fn run_groups_expected(test: &str) -> bool {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("{test}: skipped: not root, so no cgroup v2 group can be expected");
-    }
-    root
+/// Why the tests that need a run cgroup skip when not root: as root they must run
+/// (cgroup v2 is writable); elsewhere no group can be expected.
+fn no_run_groups() -> Missing {
+    needs_root("a run cgroup (a writable cgroup v2 tree)")
 }
 
 /// Processes whose command line contains `needle` still there after `within`.
@@ -599,8 +598,8 @@ fn wait_started(tag: &str) {
 
 #[test]
 fn sigkill_of_agentbash_run_leaves_nothing_of_the_run() {
-    if !run_groups_expected("sigkill_of_agentbash_run_leaves_nothing_of_the_run") {
-        return;
+    if !is_root() {
+        skip!(no_run_groups());
     }
     let env = TestEnv::new();
     let tag = nonce();
@@ -609,7 +608,7 @@ fn sigkill_of_agentbash_run_leaves_nothing_of_the_run() {
     wait_started(&tag);
     // The watchdog starts once a run has lasted 20 ms (a shorter run never pays for
     // it); a SIGKILL before that is the documented gap.
-    std::thread::sleep(Duration::from_millis(100));
+    wait_for_watchdog(run.pid());
     run.signal(libc::SIGKILL);
     let _ = run.wait();
     let left = left_after(&tag, Duration::from_secs(2));
@@ -619,8 +618,8 @@ fn sigkill_of_agentbash_run_leaves_nothing_of_the_run() {
 /// The same for a `--pty` run: its leader is started in the run's group too.
 #[test]
 fn sigkill_of_agentbash_pty_run_leaves_nothing_of_the_run() {
-    if !run_groups_expected("sigkill_of_agentbash_pty_run_leaves_nothing_of_the_run") {
-        return;
+    if !is_root() {
+        skip!(no_run_groups());
     }
     let env = TestEnv::new();
     let tag = nonce();
@@ -632,7 +631,7 @@ fn sigkill_of_agentbash_pty_run_leaves_nothing_of_the_run() {
         &format!("sleep 303.{tag}"),
         Duration::from_secs(10)
     ));
-    std::thread::sleep(Duration::from_millis(100));
+    wait_for_watchdog(run.pid());
     run.signal(libc::SIGKILL);
     let _ = run.wait();
     let left = left_after(&tag, Duration::from_secs(2));
@@ -662,8 +661,8 @@ fn a_pty_command_dies_with_a_sigkilled_agentbash_without_a_group() {
 
 #[test]
 fn sigkill_of_agentbash_rpc_ends_every_run_in_flight() {
-    if !run_groups_expected("sigkill_of_agentbash_rpc_ends_every_run_in_flight") {
-        return;
+    if !is_root() {
+        skip!(no_run_groups());
     }
     let env = TestEnv::new();
     let mut rpc = LiveServer::start(&env, &["rpc"]);
@@ -675,6 +674,7 @@ fn sigkill_of_agentbash_rpc_ends_every_run_in_flight() {
     for tag in &tags {
         wait_started(tag);
     }
+    wait_for_watchdog(rpc.pid());
     rpc.sigkill();
     for tag in &tags {
         let left = left_after(tag, Duration::from_secs(2));
@@ -684,8 +684,8 @@ fn sigkill_of_agentbash_rpc_ends_every_run_in_flight() {
 
 #[test]
 fn sigkill_of_agentbash_mcp_ends_the_run_in_flight() {
-    if !run_groups_expected("sigkill_of_agentbash_mcp_ends_the_run_in_flight") {
-        return;
+    if !is_root() {
+        skip!(no_run_groups());
     }
     let env = TestEnv::new();
     // The MCP server declares the tool `job` for its own `bash`, so the default pack
@@ -709,6 +709,7 @@ fn sigkill_of_agentbash_mcp_ends_the_run_in_flight() {
     mcp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "bash", "arguments": {"command": cmd}}}));
     wait_started(&tag);
+    wait_for_watchdog(mcp.pid());
     mcp.sigkill();
     let left = left_after(&tag, Duration::from_secs(2));
     assert!(left.is_empty(), "outlived a SIGKILLed mcp: {left:?}");
@@ -726,18 +727,27 @@ fn killed(data: &Value) -> Vec<String> {
 
 #[test]
 fn rpc_attributes_a_setsid_env_cleared_job_to_its_own_run_only() {
-    if !run_groups_expected("rpc_attributes_a_setsid_env_cleared_job_to_its_own_run_only") {
-        return;
+    if !is_root() {
+        skip!(no_run_groups());
     }
     let env = TestEnv::new();
     let mut rpc = LiveServer::start(&env, &["rpc"]);
     let (a, b) = (format!("{}1", nonce()), format!("{}2", nonce()));
+    let gate = Gate::new(&env, "both");
     for (id, tag) in [("a", &a), ("b", &b)] {
-        // Both running at once, each with a job that left the session and the
-        // environment (so no run marker) behind.
-        let cmd = format!("setsid env -i sleep 300.{tag} & sleep 1; echo {id}");
+        // Both running at once (held at the gate until both jobs run), each with a job
+        // that left the session and the environment (so no run marker) behind.
+        let cmd = format!("setsid env -i sleep 300.{tag} & {}; echo {id}", gate.wait());
         rpc.send(json!({"id": id, "type": "bash", "command": cmd}));
     }
+    for tag in [&a, &b] {
+        let job = format!("sleep 300.{tag}");
+        assert!(
+            wait_for_cmdline(&job, Duration::from_secs(10)),
+            "{job} never started"
+        );
+    }
+    gate.open();
     let got = rpc.responses(&["a", "b"]);
     for (data, (mine, theirs)) in got.iter().zip([(&a, &b), (&b, &a)]) {
         let k = killed(data);
@@ -779,8 +789,8 @@ fn never_seen_for_a_second(needle: &str) -> Vec<String> {
 
 #[test]
 fn a_re_forking_process_is_caught_in_run_and_in_rpc() {
-    if !run_groups_expected("a_re_forking_process_is_caught_in_run_and_in_rpc") {
-        return;
+    if !is_root() {
+        skip!(no_run_groups());
     }
     let env = TestEnv::new();
     let tag = nonce();

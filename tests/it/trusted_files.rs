@@ -170,8 +170,7 @@ fn a_hostile_session_state_is_never_sourced() {
 fn a_session_state_of_another_user_or_linked_to_one_is_never_sourced() {
     let env = TestEnv::new();
     if !is_root() {
-        eprintln!("SKIP: chown to nobody needs root");
-        return;
+        skip!(needs_root("chown to nobody"));
     }
     let marker = env.root().join("sourced");
     let state = session(&env, "foreign");
@@ -281,8 +280,7 @@ fn a_group_writable_or_linked_artifacts_dir_means_no_artifacts() {
 #[test]
 fn a_foreign_owned_artifacts_dir_means_no_artifacts() {
     if !is_root() {
-        eprintln!("SKIP: chown to nobody needs root");
-        return;
+        skip!(needs_root("chown to nobody"));
     }
     let env = TestEnv::new();
     let dir = env.state_dir().join("artifacts");
@@ -325,6 +323,8 @@ fn a_hostile_session_dir_is_exit_125() {
         let out = env.run(&["run", "-s", "open", "--", "echo ran"]);
         out.assert_code(125);
         assert!(out.stderr.contains("uid 65534"), "{}", out.stderr);
+    } else {
+        needs_root("the session dir owned by nobody").skip_part();
     }
     // A linked session dir is not followed either.
     let real = env.root().join("real-session");
@@ -339,8 +339,7 @@ fn a_hostile_session_dir_is_exit_125() {
 #[test]
 fn a_snapshot_file_of_another_user_is_never_sourced() {
     if !is_root() {
-        eprintln!("SKIP: chown to nobody needs root");
-        return;
+        skip!(needs_root("chown to nobody"));
     }
     let env = TestEnv::new();
     std::fs::write(env.home().join(".bashrc"), "greet() { echo hi; }\n").unwrap();
@@ -380,11 +379,6 @@ fn a_group_writable_snapshot_cache_means_no_snapshot() {
     );
     assert_ne!(v["exit_code"], 0, "greet came from a refused snapshot");
     assert_eq!(mode(&cache), 0o777);
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// agentbash is non-dumpable: a command of the same (unprivileged) user cannot read

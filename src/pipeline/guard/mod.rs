@@ -20,7 +20,7 @@ mod targets;
 
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::shell::parse::{self, Field, SimpleCommand, Walk};
 use targets::{Protected, Reach};
@@ -255,6 +255,18 @@ impl Judge<'_> {
             });
         }
     }
+}
+
+/// `guard.protected` as paths, each paired with its entry as written: `~` expanded
+/// with `home` (an entry under `~` is dropped when there is no home), `.`, `..` and
+/// `//` folded, and an entry's real path listed too when a symbolic link leads to it
+/// (a protected /home/me that is a link to /data/me is protected under both names).
+/// Shared by the guard and the file tools (docs/guard.md).
+pub fn protected_paths(entries: &[String], home: Option<&str>) -> Vec<(String, PathBuf)> {
+    targets::protected_paths(entries, home)
+        .into_iter()
+        .map(|p| (p.entry, p.path))
+        .collect()
 }
 
 /// What the guard is given for its `deny` packs: `None` when no rule of theirs could
