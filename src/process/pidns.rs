@@ -212,6 +212,7 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
     // SAFETY: restoring the mask saved above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     if pid < 0 {
+        crate::sandbox::forget_probe();
         return Err(std::io::Error::new(
             clone_err.kind(),
             format!(
@@ -237,6 +238,7 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
         ));
     }
     if let Err(e) = prepared.write_id_maps(pid) {
+        crate::sandbox::forget_probe();
         init.kill();
         init.reap(true);
         return Err(std::io::Error::other(format!(
@@ -258,6 +260,7 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
                 failure = Some(std::io::Error::new(e.kind(), BadCwd(e)));
             }
             SANDBOX_FAILED => {
+                crate::sandbox::forget_probe();
                 let error = ChildError {
                     step: step_from(record.step),
                     index: record.index,

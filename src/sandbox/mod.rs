@@ -105,6 +105,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use check::{BwrapInfo, Report, check};
+
+/// The namespaces could not be made after all: the next run probes again instead of
+/// trusting what an earlier probe of this boot found.
+pub fn forget_probe() {
+    check::ProbeCache::forget();
+}
 pub use child::{ChildError, ChildStep};
 pub use loopback::receive_listener;
 pub use net::{
