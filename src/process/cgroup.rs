@@ -16,10 +16,12 @@
 //! forked child per agentbash process, not per run — holds the read end of a pipe
 //! whose write end only agentbash holds: when agentbash dies by any means (SIGKILL
 //! included) the pipe reads end-of-file, and the watchdog writes `cgroup.kill` of each
-//! leaf of its agentbash (never another process's) and removes them. Where no group
-//! can be made, teardown falls back to the /proc scan by run marker (see
-//! `process::Teardown`), and nothing outlives a SIGKILL of agentbash but its direct
-//! child's parent-death signal.
+//! leaf of its agentbash (never another process's) and removes them. A leaf left
+//! behind all the same (agentbash killed before its watchdog started; the one-run CLI
+//! not waiting for its sandbox's init to leave) is removed by the next agentbash
+//! process when it makes its first leaf. Where no group can be made, teardown falls
+//! back to the /proc scan by run marker (see `process::Teardown`), and nothing
+//! outlives a SIGKILL of agentbash but its direct child's parent-death signal.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -142,12 +144,83 @@ fn make_parent() -> Option<Parent> {
     // The token only tells this process's leaves apart from those of an earlier
     // process that had the same pid.
     let token = crate::ids::nonce();
+    let prefix = format!("{}-{}-", std::process::id(), &token[..16]);
+    remove_stale_leaves(&dir, &prefix);
     Some(Parent {
         dir,
         home_procs: home.join("cgroup.procs"),
-        prefix: format!("{}-{}-", std::process::id(), &token[..16]),
+        prefix,
         next: AtomicU64::new(0),
     })
+}
+
+/// How old the leaf of an agentbash process that is gone must be before another one
+/// removes it: a process of the same name in another PID namespace (a sandboxed
+/// agentbash sharing the hierarchy) may look gone from here, and its leaf is empty
+/// only for the moment between its making and the first process joining it.
+const STALE_AFTER: Duration = Duration::from_secs(2);
+
+/// Remove the leaves in `parent` of agentbash processes that are gone, once they are
+/// empty (a run's leaf the one-run CLI did not wait for, see `RunGroup`'s drop; the
+/// leaves of one killed before its watchdog started). Done when a process makes its
+/// first leaf, so leaves left behind never pile up; one read of the parent's entries
+/// (its interface files and few leaves), nothing more unless a leaf is another's.
+fn remove_stale_leaves(parent: &Path, mine: &str) {
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in rd.flatten() {
+        // The type comes with the entry: no `stat` for the interface files.
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let name = e.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let owner = name.split('-').next().unwrap_or_default();
+        if name.starts_with(mine) || !pid_gone(owner) {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age >= STALE_AFTER));
+        if old {
+            remove_tree(&e.path(), 0);
+        }
+    }
+}
+
+/// Whether `pid` (decimal) names no process of this PID namespace.
+fn pid_gone(pid: &str) -> bool {
+    pid.parse::<u32>()
+        .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+}
+
+/// How deep [`remove_tree`] goes: a run's leaf holds the parent group of an
+/// agentbash run inside it, which holds that one's leaves; deeper nesting is rare.
+const TREE_DEPTH: usize = 8;
+
+/// Remove group `dir` and the groups under it, deepest first, each only once it is
+/// empty (the kernel refuses a populated group, and one with groups under it).
+/// Returns whether `dir` is gone.
+fn remove_tree(dir: &Path, depth: usize) -> bool {
+    if std::fs::remove_dir(dir).is_ok() {
+        return true;
+    }
+    if depth >= TREE_DEPTH {
+        return false;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    for e in rd.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_tree(&e.path(), depth + 1);
+        }
+    }
+    std::fs::remove_dir(dir).is_ok()
 }
 
 /// Whether `dir` is a parent group for this user's runs, made here when it is not
@@ -213,27 +286,10 @@ pub fn ensure_watchdog() {
 /// How long a run lasts before the watchdog is started (see [`ensure_watchdog`]).
 pub const WATCHDOG_AFTER: Duration = Duration::from_millis(20);
 
-/// Remove the empty groups of agentbash processes that are gone (their watchdog was
-/// killed before it could, or never started): leaves in the user's parent, and the
-/// per-process parents (`agentbash-<pid>`) of agentbash versions before the shared
-/// one. Never touches a populated group: the kernel refuses to remove one.
+/// Remove the empty per-process parents (`agentbash-<pid>`) that agentbash versions
+/// before the shared per-user parent left beside agentbash's own group, with the run
+/// groups in them. Never touches a populated group: the kernel refuses to remove one.
 fn remove_stale(parent: &Parent) {
-    let gone = |pid: &str| {
-        pid.parse::<i32>()
-            .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
-    };
-    if let Ok(rd) = std::fs::read_dir(&parent.dir) {
-        for e in rd.flatten() {
-            let name = e.file_name();
-            let Some(name) = name.to_str() else {
-                continue;
-            };
-            let owner = name.split('-').next().unwrap_or_default();
-            if !name.starts_with(&parent.prefix) && gone(owner) {
-                let _ = std::fs::remove_dir(e.path());
-            }
-        }
-    }
     let Some(home) = parent.home_procs.parent() else {
         return;
     };
@@ -245,15 +301,9 @@ fn remove_stale(parent: &Parent) {
         let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("agentbash-")) else {
             continue;
         };
-        if !gone(pid) {
-            continue;
+        if pid_gone(pid) {
+            remove_tree(&e.path(), 0);
         }
-        if let Ok(runs) = std::fs::read_dir(e.path()) {
-            for r in runs.flatten().filter(|r| r.path().is_dir()) {
-                let _ = std::fs::remove_dir(r.path());
-            }
-        }
-        let _ = std::fs::remove_dir(e.path());
     }
 }
 
@@ -356,14 +406,13 @@ impl RunGroup {
 
     /// Move the processes in the group, except `spare`, back to agentbash's own
     /// group: they are no longer this run's (a kept background job).
+    /// agentbash's own helpers (a sandbox's init on its way out, see
+    /// `crate::children`) are not moved: no job to keep, and moving a process between
+    /// groups waits for the kernel's cgroup lock, which its exit holds a while.
     pub fn release(&self, spare: &[i32]) {
         let deadline = Instant::now() + RMDIR_LIMIT;
         loop {
-            let left: Vec<i32> = self
-                .pids()
-                .into_iter()
-                .filter(|p| !spare.contains(p))
-                .collect();
+            let left = self.members_but(spare);
             if left.is_empty() || Instant::now() >= deadline {
                 return;
             }
@@ -375,6 +424,20 @@ impl RunGroup {
     }
 }
 
+impl RunGroup {
+    /// The processes in the group but `spare` and agentbash's helpers.
+    fn members_but(&self, spare: &[i32]) -> Vec<i32> {
+        let pids = self.pids();
+        if pids.is_empty() {
+            return pids;
+        }
+        let helpers: Vec<i32> = crate::children::helpers().iter().map(|&(p, _)| p).collect();
+        pids.into_iter()
+            .filter(|p| !spare.contains(p) && !helpers.contains(p))
+            .collect()
+    }
+}
+
 impl Drop for RunGroup {
     fn drop(&mut self) {
         // Usually empty by now, and removed at once; the parent stays for the next run.
@@ -382,12 +445,19 @@ impl Drop for RunGroup {
             return;
         }
         self.release(&[]);
+        let one_run = crate::children::one_run();
         let deadline = Instant::now() + RMDIR_LIMIT;
-        // An exiting process leaves the group a moment after it is gone from procs.
-        while std::fs::remove_dir(&self.dir).is_err()
-            && self.dir.exists()
-            && Instant::now() < deadline
-        {
+        // An exiting process leaves the group a moment after it is gone from procs;
+        // a group of a nested agentbash (a run of agentbash inside this run) goes
+        // first.
+        while !remove_tree(&self.dir, 0) && self.dir.exists() && Instant::now() < deadline {
+            // The one-run CLI does not wait for its own helpers to leave (a sandbox's
+            // init exits only once the kernel has taken its namespaces apart): it
+            // exits, and the next agentbash removes the leaf (`remove_stale_leaves`).
+            // Nothing of the run is in it: the helpers are agentbash's.
+            if one_run && !self.pids().is_empty() && self.members_but(&[]).is_empty() {
+                return;
+            }
             std::thread::sleep(Duration::from_millis(2));
         }
     }

@@ -799,11 +799,30 @@ fn a_sigkilled_agentbash_ends_its_own_runs_and_no_one_elses() {
     assert!(left.is_empty(), "outlived its run: {left:?}");
 }
 
-/// A leaf left by an agentbash that died before its watchdog started is removed by
-/// the next watchdog once empty; the leaf of a live agentbash, and one that still
-/// holds a process, are left alone.
+/// The parent group of this user's runs, on disk (from where a run finds itself).
+fn runs_parent(env: &TestEnv, mount: &Path) -> PathBuf {
+    let out = env.run(&["run", "--", "cat /proc/self/cgroup"]);
+    let group = out.stdout.lines().find_map(|l| l.strip_prefix("0::"));
+    let group = PathBuf::from(group.unwrap_or_else(|| panic!("{}", out.stdout)));
+    let parent = group.parent().expect("parent");
+    mount.join(parent.strip_prefix("/").expect("absolute"))
+}
+
+/// Make `dir`'s modification time an hour old: a leaf left long ago.
+fn age(dir: &Path) {
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::open(dir)
+        .and_then(|f| f.set_modified(an_hour_ago))
+        .unwrap_or_else(|e| panic!("{dir:?}: {e}"));
+}
+
+/// A leaf left by an agentbash that is gone is removed by the next agentbash process
+/// when it makes its first leaf (no watchdog needed: a run of `true`), with the groups
+/// a nested agentbash made in it; the leaf of a live agentbash, one that still holds
+/// a process, and one just made (its owner may live in another PID namespace) are
+/// left alone.
 #[test]
-fn a_watchdog_removes_the_empty_groups_of_dead_agentbash_processes_only() {
+fn the_next_agentbash_removes_the_empty_leaves_of_gone_ones_only() {
     if !is_root() {
         skip!(no_run_groups());
     }
@@ -811,16 +830,7 @@ fn a_watchdog_removes_the_empty_groups_of_dead_agentbash_processes_only() {
         skip!(no_run_groups());
     };
     let env = TestEnv::new();
-    let out = env.run(&["run", "--", "cat /proc/self/cgroup"]);
-    let group = out.stdout.lines().find_map(|l| l.strip_prefix("0::"));
-    let group = PathBuf::from(group.unwrap_or_else(|| panic!("{}", out.stdout)));
-    let parent = mount.join(
-        group
-            .parent()
-            .expect("parent")
-            .strip_prefix("/")
-            .expect("abs"),
-    );
+    let parent = runs_parent(&env, &mount);
     // No process has a pid above pid_max.
     let gone: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
         .expect("pid_max")
@@ -829,11 +839,22 @@ fn a_watchdog_removes_the_empty_groups_of_dead_agentbash_processes_only() {
         .expect("a number")
         + 1;
     let token = format!("{:0>16}", nonce());
-    let dead = parent.join(format!("{gone}-{token}-0"));
-    let held = parent.join(format!("{gone}-{token}-1"));
-    let alive = parent.join(format!("{}-{token}-0", std::process::id()));
-    for leaf in [&dead, &held, &alive] {
-        std::fs::create_dir(leaf).expect("a leaf");
+    let leaf = |owner: &dyn std::fmt::Display, n: u32| parent.join(format!("{owner}-{token}-{n}"));
+    let (dead, nested, held, fresh) = (
+        leaf(&gone, 0),
+        leaf(&gone, 1),
+        leaf(&gone, 2),
+        leaf(&gone, 3),
+    );
+    let alive = leaf(&std::process::id(), 0);
+    let inner = nested
+        .join("agentbash-user-0")
+        .join(format!("{gone}-{token}-0"));
+    for dir in [&dead, &nested, &held, &fresh, &alive, &inner] {
+        std::fs::create_dir_all(dir).expect("a leaf");
+    }
+    for dir in [&dead, &nested, &held, &alive] {
+        age(dir);
     }
     let tag = nonce();
     let mut sleeper = std::process::Command::new("sleep")
@@ -841,20 +862,105 @@ fn a_watchdog_removes_the_empty_groups_of_dead_agentbash_processes_only() {
         .spawn()
         .expect("sleep");
     std::fs::write(held.join("cgroup.procs"), sleeper.id().to_string()).expect("join");
-    // A run long enough to start its watchdog, which clears stale groups first.
-    let run = env.cmd(&["run", "--", "sleep 30"]).spawn();
-    wait_for_watchdog(run.pid());
-    run.signal(libc::SIGTERM);
-    let _ = run.wait();
-    let (dead_left, held_left, alive_left) = (dead.exists(), held.exists(), alive.exists());
+    env.run(&["run", "--", "true"]).assert_code(0);
+    let left = |d: &PathBuf| d.exists();
+    let (dead_left, nested_left, held_left, fresh_left, alive_left) = (
+        left(&dead),
+        left(&nested),
+        left(&held),
+        left(&fresh),
+        left(&alive),
+    );
     let _ = sleeper.kill();
     let _ = sleeper.wait();
-    for leaf in [&held, &alive] {
-        let _ = std::fs::remove_dir(leaf);
+    for dir in [
+        &inner,
+        &inner.parent().expect("inner parent").to_path_buf(),
+        &nested,
+        &held,
+        &fresh,
+        &alive,
+    ] {
+        let _ = std::fs::remove_dir(dir);
     }
-    assert!(!dead_left, "the empty group of a dead agentbash stayed");
-    assert!(held_left, "a group with a process in it was removed");
-    assert!(alive_left, "the group of a live agentbash was removed");
+    assert!(!dead_left, "the empty leaf of a gone agentbash stayed");
+    assert!(
+        !nested_left,
+        "a leaf with a nested agentbash's groups in it stayed"
+    );
+    assert!(held_left, "a leaf with a process in it was removed");
+    assert!(fresh_left, "a leaf just made was removed");
+    assert!(alive_left, "the leaf of a live agentbash was removed");
+}
+
+/// The one-run CLI with a sandbox in its own PID namespace does not wait for the
+/// sandbox's init to leave the run's leaf (it leaves once the kernel has taken the
+/// namespaces apart), yet nothing of the run outlives agentbash: its processes are
+/// gone when it has exited, the init leaves the leaf by itself, and the next
+/// agentbash removes the leaf.
+#[test]
+fn a_sandboxed_one_run_leaves_nothing_of_its_run_behind() {
+    if !is_root() {
+        skip!(no_run_groups());
+    }
+    let Some(mount) = cgroup2_mount() else {
+        skip!(no_run_groups());
+    };
+    let env = TestEnv::new();
+    let parent = runs_parent(&env, &mount);
+    let profile = env.write(
+        "ns.toml",
+        "extends = \"default\"\n[shell]\nsnapshot = false\n[sandbox]\nmode = \"workspace-write\"\nengine = \"namespaces\"\n",
+    );
+    let tag = nonce();
+    let cmd = format!("{} echo started", escapees(&tag));
+    let run = env
+        .cmd(&[
+            "run",
+            "--json",
+            "-p",
+            profile.to_str().expect("utf-8"),
+            "--",
+            &cmd,
+        ])
+        .spawn();
+    let pid = run.pid();
+    let out = run.wait();
+    let v = out.json();
+    if v["sandbox"]["engine"] != "namespaces" {
+        skip!(Missing::new(
+            "user and PID namespaces for the sandbox",
+            "run the suite where unprivileged namespaces are allowed, or as root"
+        ));
+    }
+    assert!(s(&v, "output").contains("started"), "{v}");
+    // At once: what the run started is gone with agentbash.
+    let left = left_after(&tag, Duration::ZERO);
+    assert!(left.is_empty(), "outlived its run: {left:?}");
+    // Its leaves, if still there, empty by themselves (the init exits).
+    let mine = format!("{pid}-");
+    let leaves: Vec<PathBuf> = std::fs::read_dir(&parent)
+        .expect("parent")
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(&mine)))
+        .map(|e| e.path())
+        .collect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    for leaf in &leaves {
+        while std::fs::read_to_string(leaf.join("cgroup.events"))
+            .is_ok_and(|e| e.lines().any(|l| l == "populated 1"))
+        {
+            assert!(Instant::now() < deadline, "{leaf:?} still holds a process");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if leaf.exists() {
+            age(leaf);
+        }
+    }
+    env.run(&["run", "--", "true"]).assert_code(0);
+    for leaf in &leaves {
+        assert!(!leaf.exists(), "{leaf:?} was left for good");
+    }
 }
 
 /// What a command inherits of signal dispositions: ignored ones agentbash inherited
