@@ -33,7 +33,6 @@ use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::Signal;
 use nix::sys::termios::{
@@ -305,7 +304,9 @@ impl Run<'_, '_> {
             let (leader, group, spec) = (self.pty.leader, self.req.group, self.req.spawn);
             if let Some(clock) = self.idle.as_mut()
                 && clock.expired(|| {
-                    let teardown = spawn::Teardown::new(leader, &run_marker(spec)).in_group(group);
+                    let teardown =
+                        crate::process::teardown::Teardown::new(leader, &run_marker(spec))
+                            .in_group(group);
                     super::idle::cpu_time(&teardown, group)
                 })
             {
@@ -637,18 +638,12 @@ impl Run<'_, '_> {
 fn end_label(end: PtyEnd) -> String {
     match end {
         PtyEnd::Exited(code) => format!("exit {code}"),
-        PtyEnd::Signaled(signal) => format!("killed by {}", signal_name(signal)),
+        PtyEnd::Signaled(signal) => format!("killed by {}", crate::exit::signal_name(signal)),
         PtyEnd::TimedOut => "timed out".to_string(),
         PtyEnd::Idle(_) => "stopped (no output)".to_string(),
         PtyEnd::Cancelled(_) | PtyEnd::KillKey => "killed".to_string(),
         PtyEnd::OutputDone => "stopped (head limit)".to_string(),
     }
-}
-
-fn signal_name(signal: i32) -> String {
-    Signal::try_from(signal)
-        .map(|s| s.as_str().to_string())
-        .unwrap_or_else(|_| format!("signal {signal}"))
 }
 
 /// Rounds up so that a 0.3 ms wait does not become a busy 0 ms poll loop.
@@ -683,9 +678,10 @@ impl Pty {
             .map_err(|e| PtyError::Open(format!("cannot set its size: {e}")))?;
         // Non-blocking so that one loop can read, write and watch the clock;
         // no one else uses this open file description.
-        let flags = fcntl(&master, FcntlArg::F_GETFL).map_err(io_error("fcntl(F_GETFL)"))?;
-        let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
-        fcntl(&master, FcntlArg::F_SETFL(flags)).map_err(io_error("fcntl(F_SETFL)"))?;
+        crate::process::set_nonblocking(&master).map_err(|e| PtyError::Io {
+            what: "fcntl(O_NONBLOCK)",
+            source: e,
+        })?;
         // The slave is moved into the spawn and closed here once the child has it,
         // or the master would never report EOF.
         let child = spawn::spawn_on_tty(spec, group, slave).map_err(|e| {
@@ -1581,7 +1577,7 @@ fn terminate_tree(
     group: Option<&RunGroup>,
     grace: Duration,
 ) -> Vec<KilledProcess> {
-    spawn::Teardown::new(leader, marker)
+    crate::process::teardown::Teardown::new(leader, marker)
         .in_group(group)
         .terminate_run(grace)
 }
@@ -1648,7 +1644,8 @@ pub fn run(
         on_output(&t);
     }
     let teardown =
-        spawn::Teardown::new(outcome.leader_pid, &run_marker(req.spawn)).in_group(group.as_ref());
+        crate::process::teardown::Teardown::new(outcome.leader_pid, &run_marker(req.spawn))
+            .in_group(group.as_ref());
     let mut background_killed: Vec<KilledProcess> = outcome
         .killed
         .into_iter()
@@ -1657,8 +1654,8 @@ pub fn run(
     // As in print mode: with no children and an empty group there is nothing to find.
     let in_group = || teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
     if req.watch.background == crate::config::profile::Background::Kill
-        && spawn::any_child()
-        && (in_group() || spawn::has_children())
+        && crate::process::procfs::any_child()
+        && (in_group() || crate::process::procfs::has_children())
     {
         background_killed.extend(teardown.terminate(req.watch.kill_grace, true));
     }

@@ -23,6 +23,7 @@
 //! back to the /proc scan by run marker (see `process::Teardown`), and nothing
 //! outlives a SIGKILL of agentbash but its direct child's parent-death signal.
 
+use super::teardown::FREEZE_LIMIT;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -30,8 +31,6 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// How long a freeze may take before teardown goes on without it.
-const FREEZE_LIMIT: Duration = Duration::from_millis(500);
 /// How long an emptied group's removal is retried.
 const RMDIR_LIMIT: Duration = Duration::from_millis(500);
 /// How many leaf names a run tries (a name taken is someone else's: the next one).

@@ -1,10 +1,14 @@
 //! Processes: the one spawner every process agentbash starts goes through (`spawn`),
 //! the run groups that bind a run's processes to it and the watchdog that ends them
-//! if agentbash dies (`cgroup`), and tree teardown.
+//! if agentbash dies (`cgroup`), tree teardown (`teardown`), what is read of /proc
+//! (`procfs`), and the signal dispositions commands inherit (`signals`).
 
 pub mod cgroup;
 mod pidns;
+pub mod procfs;
+pub mod signals;
 pub mod spawn;
+pub mod teardown;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,6 +43,19 @@ pub fn read_kernel_file(path: impl AsRef<std::path::Path>) -> std::io::Result<St
     }
     buf.truncate(len);
     String::from_utf8(buf).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// Make reads and writes on `fd` non-blocking (`O_NONBLOCK` added to its open file
+/// description's flags, the others kept), so one loop can serve several descriptors
+/// and watch the clock. Only for a description no one else uses: the flag is shared.
+pub fn set_nonblocking(fd: impl std::os::fd::AsFd) -> std::io::Result<()> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let flags = fcntl(&fd, FcntlArg::F_GETFL)?;
+    fcntl(
+        &fd,
+        FcntlArg::F_SETFL(OFlag::from_bits_retain(flags) | OFlag::O_NONBLOCK),
+    )?;
+    Ok(())
 }
 
 /// The command value: what to run, with exactly which environment, where.

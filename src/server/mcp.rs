@@ -117,7 +117,7 @@ fn stop_signals() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
     // tokio's handlers are this process's code: the commands it spawns reset them.
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        crate::process::spawn::note_handler(sig);
+        crate::process::signals::note_handler(sig);
     }
     let mut term = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
