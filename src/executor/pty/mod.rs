@@ -1,0 +1,42 @@
+//! PTY mode: run one command inside a pseudo-terminal.
+//!
+//! Some programs only behave when they see a terminal (`sudo`, `ssh`, REPLs,
+//! progress UIs, test runners that check `isatty`). This module runs the
+//! command in a PTY, started by the one spawner (`process::spawn_on_tty`) as in
+//! print mode (its own session and cgroup, `[limits]`, parent-death signal), the
+//! PTY its controlling terminal, and has two faces that share one single-threaded
+//! `poll(2)` loop:
+//!
+//! * **headless** — the PTY has the profile's size, the raw output goes to the
+//!   caller (who sanitizes it), and agentbash's stdin is optionally fed in;
+//! * **interactive** — the outer terminal goes raw, the command's screen (kept
+//!   by a `vt100` parser) is drawn in a bordered viewport below the cursor and
+//!   keys are forwarded; the kill key ends the run.
+//!
+//! Either way the loop answers the terminal queries programs block on (cursor
+//! position, device attributes, status), enforces the deadline and the
+//! cancellation token, tears the whole PTY session down when it has to, and
+//! never waits for a background job that keeps the PTY open.
+//!
+//! The loop wakes at least every 20 ms, so cancellation from signal handlers
+//! and the outer terminal's size are polled rather than delivered: this module
+//! installs no signal handlers (the caller owns signals). It does install a
+//! panic hook, once per process, that restores the outer terminal.
+//!
+//! The rooms: `adapter` (what the executor layer calls: the pipeline's request and
+//! sink wired to the engine), `engine` (the `poll(2)` loop, the pseudo-terminal and
+//! its process, teardown and drain), `console` (the interactive viewport drawn on the
+//! outer terminal), `keys` (keyboard input and the kill key) and `queries` (the
+//! terminal queries found in the output and the headless cursor model that answers
+//! them).
+
+mod adapter;
+mod console;
+mod engine;
+mod keys;
+mod queries;
+
+pub use adapter::{PtyRun, run};
+pub use engine::{PtyEnd, PtyError, PtyOutcome, PtyRequest, run_pty};
+
+const ESC: u8 = 0x1b;
