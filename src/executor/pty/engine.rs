@@ -16,14 +16,18 @@ use nix::sys::signal::Signal;
 use nix::sys::termios::{LocalFlags, SpecialCharacterIndices, tcgetattr};
 use nix::unistd::Pid;
 
+use super::PtyRun;
 use super::console::{Console, install_panic_hook};
 use super::keys::KeyInput;
 use super::queries::{CursorEstimate, Query, QueryScanner};
 use crate::config::kill_key::KillKey;
-use crate::executor::{DRAIN_IDLE, DRAIN_TOTAL};
-use crate::process::cgroup::RunGroup;
-use crate::process::spawn::{self, Child};
-use crate::process::{CancelToken, KilledProcess, SpawnSpec};
+use crate::config::profile::Background;
+use crate::executor::idle::{self, IdleClock};
+use crate::executor::{DRAIN_IDLE, DRAIN_TOTAL, EVENT_INTERVAL, End, ExecOutcome, Watch};
+use crate::output::sink::OutputSink;
+use crate::process::cgroup::{self, RunGroup};
+use crate::process::spawn::{self, Child, Teardown};
+use crate::process::{KilledProcess, SpawnSpec};
 
 /// Largest single read from the master; big reads keep syscalls per byte low.
 const READ_CHUNK: usize = 64 * 1024;
@@ -35,59 +39,6 @@ const TICK: Duration = Duration::from_millis(20);
 const MAX_PENDING_INPUT: usize = 64 * 1024;
 /// How long teardown waits to reap the killed leader before a thread takes over.
 const REAP_WAIT: Duration = Duration::from_millis(500);
-
-/// One PTY run.
-pub struct PtyRequest<'a> {
-    pub spawn: &'a SpawnSpec,
-    /// Headless PTY size (`pty.cols`/`pty.rows`); interactive runs size the
-    /// PTY from the outer terminal instead.
-    pub cols: u16,
-    pub rows: u16,
-    /// Draw the viewport and forward keys; stdin and stdout must be terminals.
-    pub interactive: bool,
-    /// Shown in the viewport header: `Console <title> [running]`.
-    pub title: &'a str,
-    pub kill_key: KillKey,
-    /// Headless only: copy agentbash's stdin into the PTY, then send EOF.
-    pub feed_stdin: bool,
-    pub deadline: Instant,
-    /// Headless only (`jobs.idle_timeout`): stop a command that has printed nothing
-    /// for this long. An interactive run has a person at the keys; it is theirs to end.
-    pub idle: Option<Duration>,
-    pub kill_grace: Duration,
-    pub cancel: &'a CancelToken,
-    /// The run's cgroup: the command is started in it, and teardown ends it.
-    pub group: Option<&'a RunGroup>,
-}
-
-/// How a PTY run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PtyEnd {
-    Exited(i32),
-    /// The command died of this signal.
-    Signaled(i32),
-    TimedOut,
-    /// Nothing printed for this many seconds (headless, `jobs.idle_timeout`).
-    Idle(u64),
-    /// The cancellation token was set with this signal.
-    Cancelled(i32),
-    /// The interactive kill key was pressed.
-    KillKey,
-    /// `on_output` wanted no more (a lifted `| head -n N` was filled): the command
-    /// was stopped as `| head` would stop it.
-    OutputDone,
-}
-
-/// The result of a PTY run.
-#[derive(Debug)]
-pub struct PtyOutcome {
-    pub end: PtyEnd,
-    /// Processes teardown had to signal (timeout, cancel, kill key).
-    pub killed: Vec<KilledProcess>,
-    /// The command's pid, which is also its session and process-group id: a
-    /// background job that outlived a normal exit can be found by it.
-    pub leader_pid: i32,
-}
 
 /// A PTY failure; `Display` is the text after `PTY error: ` (exit 125).
 #[derive(thiserror::Error, Debug)]
@@ -120,16 +71,21 @@ fn io_error(what: &'static str) -> impl FnOnce(Errno) -> PtyError {
     }
 }
 
-/// Runs `req.spawn` in a PTY until it exits, times out, is cancelled or is
-/// killed with the kill key. `on_output` receives the raw bytes the program
-/// writes, in order, in large chunks, and returns false once it wants no more.
-pub fn run_pty(
-    req: PtyRequest<'_>,
-    on_output: &mut dyn FnMut(&[u8]) -> bool,
-) -> Result<PtyOutcome, PtyError> {
+/// Runs `req.spawn` in a PTY, in `group` when there is one, until it exits, times
+/// out, goes quiet, is cancelled or is killed with the kill key. What the program
+/// writes goes to `sink` in order and in large chunks, its live text to `on_output`
+/// (coalesced), and what the run leaves running meets `req.watch.background`.
+pub(super) fn run(
+    req: &PtyRun<'_>,
+    kill_key: KillKey,
+    group: Option<&RunGroup>,
+    sink: &mut OutputSink,
+    on_output: &mut dyn FnMut(&str),
+) -> Result<ExecOutcome, PtyError> {
+    let deadline = Instant::now() + req.watch.timeout;
     let mut console = if req.interactive {
         install_panic_hook();
-        Some(Console::enter(req.title, req.kill_key)?)
+        Some(Console::enter(req.title, kill_key)?)
     } else {
         None
     };
@@ -137,7 +93,7 @@ pub fn run_pty(
         Some(console) => console.inner_size(),
         None => (req.rows.max(1), req.cols.max(1)),
     };
-    let pty = match Pty::spawn(req.spawn, req.group, rows, cols) {
+    let pty = match Pty::spawn(req.spawn, group, rows, cols) {
         Ok(pty) => pty,
         Err(error) => {
             // The viewport is already up: leave it saying so, not "running".
@@ -147,10 +103,15 @@ pub fn run_pty(
             return Err(error);
         }
     };
-    let mut run = Run {
-        req: &req,
+    let run = Run {
+        req,
+        group,
+        deadline,
+        marker: run_marker(req.spawn),
+        sink,
         on_output,
-        keys: KeyInput::new(req.kill_key),
+        last_emit: Instant::now(),
+        keys: KeyInput::new(kill_key),
         queries: QueryScanner::default(),
         hits: Vec::new(),
         estimate: CursorEstimate::new(rows, cols),
@@ -161,14 +122,14 @@ pub fn run_pty(
         stdin_open: req.interactive || req.feed_stdin,
         last_fed: None,
         bytes_out: 0,
-        last_output: Instant::now(),
         idle: req
+            .watch
             .idle
             .filter(|_| !req.interactive)
-            .map(crate::executor::idle::IdleClock::new),
+            .map(IdleClock::new),
         output_done: false,
         started: Instant::now(),
-        watchdog_due: req.group.is_some_and(RunGroup::joined),
+        watchdog_due: group.is_some_and(RunGroup::joined),
         pty,
         console,
     };
@@ -179,19 +140,28 @@ pub fn run_pty(
 }
 
 /// Why the main phase of the loop stopped.
+#[derive(Clone, Copy)]
 enum Stop {
-    Exited(PtyEnd),
-    TimedOut,
-    Idle(u64),
-    Cancelled(i32),
-    KillKey,
-    OutputDone,
+    /// The command ended by itself (an exit, a signal): nothing to stop.
+    Ended(End),
+    /// The run is stopped (timeout, quiet, cancel, kill key): its whole tree is
+    /// torn down, and the run ended so.
+    Stopped(End),
+    /// The sink wanted no more (a lifted `| head -n N` was filled): the command is
+    /// stopped as `| head` would stop it.
+    ReaderDone,
 }
 
 struct Run<'r, 'o> {
-    req: &'r PtyRequest<'r>,
-    on_output: &'o mut dyn FnMut(&[u8]) -> bool,
-    /// `on_output` returned false.
+    req: &'r PtyRun<'r>,
+    group: Option<&'r RunGroup>,
+    deadline: Instant,
+    /// The run's marker value, so teardown also finds descendants that left the session.
+    marker: String,
+    sink: &'o mut OutputSink,
+    on_output: &'o mut dyn FnMut(&str),
+    last_emit: Instant,
+    /// The sink wants no more of the output.
     output_done: bool,
     pty: Pty,
     console: Option<Console>,
@@ -210,16 +180,17 @@ struct Run<'r, 'o> {
     last_fed: Option<u8>,
     /// Total output bytes, so the drain can tell whether anything arrived.
     bytes_out: u64,
-    last_output: Instant,
     /// Headless `jobs.idle_timeout`: quiet means neither printing nor using CPU.
-    idle: Option<crate::executor::idle::IdleClock>,
+    idle: Option<IdleClock>,
     started: Instant,
     /// The cgroup watchdog is yet to be started (see `cgroup::ensure_watchdog`).
     watchdog_due: bool,
 }
 
 impl Run<'_, '_> {
-    fn execute(&mut self) -> Result<PtyOutcome, PtyError> {
+    /// The loop, the stop, the drain and the final frame; then the transcript is
+    /// finished and the background policy applied.
+    fn execute(mut self) -> Result<ExecOutcome, PtyError> {
         let stop = match self.pump() {
             Ok(stop) => stop,
             Err(error) => {
@@ -230,27 +201,31 @@ impl Run<'_, '_> {
                 return Err(error);
             }
         };
-        let cancelled_before_drain = self.req.cancel.reason().is_some();
+        let cancelled_before_drain = self.req.watch.cancel.reason().is_some();
         let (end, killed) = match stop {
-            Stop::Exited(end) => (end, Vec::new()),
-            Stop::TimedOut => (PtyEnd::TimedOut, self.teardown()),
-            Stop::Idle(secs) => (PtyEnd::Idle(secs), self.teardown()),
-            Stop::Cancelled(signal) => (PtyEnd::Cancelled(signal), self.teardown()),
-            Stop::KillKey => (PtyEnd::KillKey, self.teardown()),
-            // What the stop kills is the pipeline itself, not something left behind.
-            Stop::OutputDone => {
+            Stop::Ended(end) => (end, Vec::new()),
+            Stop::Stopped(end) => (end, self.teardown()),
+            // What the stop kills is the pipeline itself, not something left behind;
+            // like `| head`, the pipeline ended because its reader had enough.
+            Stop::ReaderDone => {
                 self.teardown();
-                (PtyEnd::OutputDone, Vec::new())
+                (End::Exited(0), Vec::new())
             }
         };
         self.drain(cancelled_before_drain);
         if let Some(console) = &mut self.console {
-            console.finish(&end_label(end));
+            console.finish(&end_label(stop));
         }
-        Ok(PtyOutcome {
+        self.finish_transcript(matches!(stop, Stop::ReaderDone));
+        let leader = self.pty.leader;
+        // The terminal goes away (the master closes) before what the command left
+        // running is looked for.
+        drop(self.pty);
+        let background_killed =
+            settle_background(leader, &self.marker, self.group, &self.req.watch, killed);
+        Ok(ExecOutcome {
             end,
-            killed,
-            leader_pid: self.pty.leader,
+            background_killed,
         })
     }
 
@@ -258,32 +233,29 @@ impl Run<'_, '_> {
     fn pump(&mut self) -> Result<Stop, PtyError> {
         let mut next_size_check = Instant::now();
         loop {
-            if let Some(signal) = self.req.cancel.reason() {
-                return Ok(Stop::Cancelled(signal));
+            if let Some(signal) = self.req.watch.cancel.reason() {
+                return Ok(Stop::Stopped(End::Cancelled(signal)));
             }
             let now = Instant::now();
-            if now >= self.req.deadline {
-                return Ok(Stop::TimedOut);
+            if now >= self.deadline {
+                return Ok(Stop::Stopped(End::TimedOut));
             }
-            let (leader, group, spec) = (self.pty.leader, self.req.group, self.req.spawn);
+            let (leader, group, marker) = (self.pty.leader, self.group, self.marker.as_str());
             if let Some(clock) = self.idle.as_mut()
                 && clock.expired(|| {
-                    let teardown = spawn::Teardown::new(leader, &run_marker(spec)).in_group(group);
-                    crate::executor::idle::cpu_time(&teardown, group)
+                    idle::cpu_time(&Teardown::new(leader, marker).in_group(group), group)
                 })
             {
-                return Ok(Stop::Idle(clock.limit().as_secs()));
+                return Ok(Stop::Stopped(End::Idle(clock.limit().as_secs())));
             }
-            if self.watchdog_due
-                && now.duration_since(self.started) >= crate::process::cgroup::WATCHDOG_AFTER
-            {
-                crate::process::cgroup::ensure_watchdog();
+            if self.watchdog_due && now.duration_since(self.started) >= cgroup::WATCHDOG_AFTER {
+                cgroup::ensure_watchdog();
                 self.watchdog_due = false;
             }
             if let Some(end) = self.try_reap()? {
-                return Ok(Stop::Exited(end));
+                return Ok(Stop::Ended(end));
             }
-            let mut wait = TICK.min(self.req.deadline - now);
+            let mut wait = TICK.min(self.deadline - now);
             if let Some(console) = &mut self.console {
                 if now >= next_size_check {
                     if let Some((rows, cols)) = console.follow_resize() {
@@ -293,7 +265,7 @@ impl Run<'_, '_> {
                 }
                 let app_cursor = console.parser.screen().application_cursor();
                 if self.keys.expire(now, app_cursor, &mut self.to_child) {
-                    return Ok(Stop::KillKey);
+                    return Ok(Stop::Stopped(End::Killed));
                 }
                 console.draw_if_due(now);
                 for due in [console.next_frame(), self.keys.deadline()]
@@ -304,10 +276,10 @@ impl Run<'_, '_> {
                 }
             }
             if self.poll_once(wait, true)? {
-                return Ok(Stop::KillKey);
+                return Ok(Stop::Stopped(End::Killed));
             }
             if self.output_done {
-                return Ok(Stop::OutputDone);
+                return Ok(Stop::ReaderDone);
             }
         }
     }
@@ -394,13 +366,10 @@ impl Run<'_, '_> {
 
     fn handle_output(&mut self, chunk: &[u8]) {
         self.bytes_out += chunk.len() as u64;
-        self.last_output = Instant::now();
         if let Some(clock) = self.idle.as_mut() {
             clock.printed();
         }
-        if !(self.on_output)(chunk) {
-            self.output_done = true;
-        }
+        self.record(chunk);
         self.hits.clear();
         self.queries.scan(chunk, &mut self.hits);
         let mut start = 0;
@@ -412,6 +381,33 @@ impl Run<'_, '_> {
             start = end;
         }
         self.track(&chunk[start..]);
+    }
+
+    /// The chunk into the sink, its live text out when due (at most one event per
+    /// [`EVENT_INTERVAL`] unless much is waiting); notes when the sink wants no more.
+    fn record(&mut self, chunk: &[u8]) {
+        self.sink.push(chunk);
+        if (self.sink.pending_full() || self.last_emit.elapsed() >= EVENT_INTERVAL)
+            && let Some(text) = self.sink.take_pending()
+        {
+            (self.on_output)(&text);
+            self.last_emit = Instant::now();
+        }
+        if !self.sink.wants_more() {
+            self.output_done = true;
+        }
+    }
+
+    /// After the last read: a reader that stopped early is recorded as such, and
+    /// what the sanitizer and redactors held back goes into the live stream.
+    fn finish_transcript(&mut self, reader_done: bool) {
+        if reader_done {
+            self.sink.stopped_reading();
+        }
+        self.sink.end_input();
+        if let Some(text) = self.sink.take_pending() {
+            (self.on_output)(&text);
+        }
     }
 
     fn track(&mut self, bytes: &[u8]) {
@@ -511,7 +507,7 @@ impl Run<'_, '_> {
     }
 
     /// Non-blocking check for the command's exit.
-    fn try_reap(&mut self) -> Result<Option<PtyEnd>, PtyError> {
+    fn try_reap(&mut self) -> Result<Option<End>, PtyError> {
         let Some(child) = &mut self.pty.child else {
             return Ok(None);
         };
@@ -520,8 +516,8 @@ impl Run<'_, '_> {
             source,
         })?;
         let end = match status.map(|s| (s.code(), s.signal())) {
-            Some((Some(code), _)) => PtyEnd::Exited(code),
-            Some((None, Some(signal))) => PtyEnd::Signaled(signal),
+            Some((Some(code), _)) => End::Exited(code),
+            Some((None, Some(signal))) => End::Signaled(signal),
             _ => return Ok(None),
         };
         self.pty.child = None;
@@ -532,10 +528,10 @@ impl Run<'_, '_> {
     /// TERM handlers that print do not block on a full PTY), then reaps.
     fn teardown(&mut self) -> Vec<KilledProcess> {
         let leader = self.pty.leader;
-        let grace = self.req.kill_grace;
-        let marker = run_marker(self.req.spawn);
+        let grace = self.req.watch.kill_grace;
+        let marker = self.marker.clone();
         let marker = marker.as_str();
-        let group = self.req.group;
+        let group = self.group;
         let killed = std::thread::scope(|scope| {
             let worker = std::thread::Builder::new()
                 .name("pty-teardown".into())
@@ -579,7 +575,7 @@ impl Run<'_, '_> {
                 break;
             }
             // A cancel that arrives now means "stop waiting", not "kill".
-            if !cancelled_before && self.req.cancel.reason().is_some() {
+            if !cancelled_before && self.req.watch.cancel.reason().is_some() {
                 break;
             }
             let wait = TICK.min(DRAIN_IDLE - (now - last_data));
@@ -597,21 +593,44 @@ impl Run<'_, '_> {
     }
 }
 
-fn end_label(end: PtyEnd) -> String {
+/// The viewport header's last word on the run.
+fn end_label(stop: Stop) -> String {
+    let end = match stop {
+        Stop::ReaderDone => return "stopped (head limit)".to_string(),
+        Stop::Ended(end) | Stop::Stopped(end) => end,
+    };
     match end {
-        PtyEnd::Exited(code) => format!("exit {code}"),
-        PtyEnd::Signaled(signal) => format!("killed by {}", signal_name(signal)),
-        PtyEnd::TimedOut => "timed out".to_string(),
-        PtyEnd::Idle(_) => "stopped (no output)".to_string(),
-        PtyEnd::Cancelled(_) | PtyEnd::KillKey => "killed".to_string(),
-        PtyEnd::OutputDone => "stopped (head limit)".to_string(),
+        End::Exited(code) => format!("exit {code}"),
+        End::Signaled(signal) => format!("killed by {}", crate::exit::signal_name(signal)),
+        End::TimedOut => "timed out".to_string(),
+        End::Idle(_) => "stopped (no output)".to_string(),
+        End::Cancelled(_) | End::Killed => "killed".to_string(),
+        // Print mode's ends, never the engine's.
+        End::NeedsTerminal(_) => "stopped (needs a terminal)".to_string(),
+        End::MissingStatus => "exit status unknown".to_string(),
     }
 }
 
-fn signal_name(signal: i32) -> String {
-    Signal::try_from(signal)
-        .map(|s| s.as_str().to_string())
-        .unwrap_or_else(|_| format!("signal {signal}"))
+/// The background policy, once the command has ended: with `kill`, what it left
+/// running in its session, its cgroup or under its marker is torn down. Returns
+/// every process the run had to kill besides the command itself.
+fn settle_background(
+    leader: i32,
+    marker: &str,
+    group: Option<&RunGroup>,
+    watch: &Watch<'_>,
+    killed: Vec<KilledProcess>,
+) -> Vec<KilledProcess> {
+    let teardown = Teardown::new(leader, marker).in_group(group);
+    let mut background_killed: Vec<KilledProcess> =
+        killed.into_iter().filter(|k| k.pid != leader).collect();
+    // As in print mode: with no children and an empty group there is nothing to find.
+    let in_group = teardown.grouped() && group.is_some_and(|g| !g.pids().is_empty());
+    if watch.background == Background::Kill && (in_group || spawn::has_children()) {
+        background_killed.extend(teardown.terminate(watch.kill_grace, true));
+    }
+    teardown.reap_orphans();
+    background_killed
 }
 
 /// Rounds up so that a 0.3 ms wait does not become a busy 0 ms poll loop.
@@ -701,7 +720,7 @@ impl Drop for Pty {
 }
 
 /// The run's marker value, so teardown also finds descendants that left the session.
-pub(super) fn run_marker(spec: &SpawnSpec) -> String {
+fn run_marker(spec: &SpawnSpec) -> String {
     spec.env
         .iter()
         .find(|(k, _)| k == crate::process::RUN_MARKER)
@@ -715,7 +734,7 @@ fn terminate_tree(
     group: Option<&RunGroup>,
     grace: Duration,
 ) -> Vec<KilledProcess> {
-    spawn::Teardown::new(leader, marker)
+    Teardown::new(leader, marker)
         .in_group(group)
         .terminate_run(grace)
 }
@@ -724,25 +743,34 @@ fn terminate_tree(
 mod tests {
     use super::*;
 
-    fn headless(spawn: &SpawnSpec) -> Result<PtyOutcome, PtyError> {
+    use crate::output::sink::SinkConfig;
+    use crate::process::CancelToken;
+
+    fn headless(spawn: &SpawnSpec) -> Result<ExecOutcome, PtyError> {
         let cancel = CancelToken::new();
-        run_pty(
-            PtyRequest {
-                spawn,
-                cols: 80,
-                rows: 24,
-                interactive: false,
-                title: "test",
-                kill_key: KillKey::Esc,
-                feed_stdin: false,
-                deadline: Instant::now() + Duration::from_secs(10),
-                idle: None,
+        let req = PtyRun {
+            spawn,
+            cols: 80,
+            rows: 24,
+            interactive: false,
+            title: "test",
+            kill_key: "esc",
+            feed_stdin: false,
+            watch: Watch {
+                timeout: Duration::from_secs(10),
                 kill_grace: Duration::from_millis(200),
+                // Nothing of this test process's other children is looked for.
+                background: Background::Keep,
                 cancel: &cancel,
-                group: None,
+                idle: None,
             },
-            &mut |_| true,
-        )
+        };
+        let config = SinkConfig {
+            max_bytes: 1 << 20,
+            ..Default::default()
+        };
+        let mut sink = OutputSink::new(config, None, false);
+        run(&req, KillKey::Esc, None, &mut sink, &mut |_| {})
     }
 
     #[test]
@@ -772,7 +800,7 @@ mod tests {
         );
         assert_eq!(
             headless(&spec("sh", "/")).expect("runs").end,
-            PtyEnd::Exited(0)
+            End::Exited(0)
         );
     }
 }

@@ -36,7 +36,31 @@ mod engine;
 mod keys;
 mod queries;
 
-pub use adapter::{PtyRun, run};
-pub use engine::{PtyEnd, PtyError, PtyOutcome, PtyRequest, run_pty};
+pub use adapter::run;
+pub use engine::PtyError;
+
+use crate::executor::Watch;
+use crate::process::SpawnSpec;
+
+/// What the pipeline asks of PTY mode.
+pub struct PtyRun<'a> {
+    pub spawn: &'a SpawnSpec,
+    /// Headless PTY size (`pty.cols`/`pty.rows`); interactive runs size the
+    /// PTY from the outer terminal instead.
+    pub cols: u16,
+    pub rows: u16,
+    /// Draw the viewport and forward keys; stdin and stdout must be terminals.
+    pub interactive: bool,
+    /// Shown in the viewport header: `Console <title> [running]`.
+    pub title: &'a str,
+    /// The profile's `pty.kill_key`, as written there.
+    pub kill_key: &'a str,
+    /// Headless only: copy agentbash's stdin into the PTY, then send EOF.
+    pub feed_stdin: bool,
+    /// The timeout, the kill grace, the background policy and the cancel token. Its
+    /// `idle` (`jobs.idle_timeout`) applies headless only: an interactive run has a
+    /// person at the keys; it is theirs to end.
+    pub watch: Watch<'a>,
+}
 
 const ESC: u8 = 0x1b;
