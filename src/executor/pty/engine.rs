@@ -10,7 +10,6 @@ use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::Signal;
 use nix::sys::termios::{LocalFlags, SpecialCharacterIndices, tcgetattr};
@@ -665,9 +664,8 @@ impl Pty {
             .map_err(|e| PtyError::Open(format!("cannot set its size: {e}")))?;
         // Non-blocking so that one loop can read, write and watch the clock;
         // no one else uses this open file description.
-        let flags = fcntl(&master, FcntlArg::F_GETFL).map_err(io_error("fcntl(F_GETFL)"))?;
-        let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
-        fcntl(&master, FcntlArg::F_SETFL(flags)).map_err(io_error("fcntl(F_SETFL)"))?;
+        crate::process::set_nonblocking(&master)
+            .map_err(io_error("making the pseudo-terminal non-blocking"))?;
         // The slave is moved into the spawn and closed here once the child has it,
         // or the master would never report EOF.
         let child = spawn::spawn_on_tty(spec, group, slave).map_err(|e| {
