@@ -1,8 +1,10 @@
 //! The PTY engine: one command in a pseudo-terminal, driven by a single-threaded
-//! `poll(2)` loop that reads the output, writes keys, fed stdin and query answers,
-//! watches the deadline, the cancel token and `jobs.idle_timeout`, tears the session
-//! down when it must and drains what is left without waiting on a background job.
-//! The viewport, the keys and the queries it serves live in their own rooms.
+//! `poll(2)` loop that reads the output into the run's sink, writes keys, fed stdin
+//! and query answers, watches the deadline, the cancel token and `jobs.idle_timeout`,
+//! tears the session down when it must, drains what is left without waiting on a
+//! background job and applies the background policy, ending, like every executor,
+//! with an `ExecOutcome`. The viewport, the keys and the queries it serves live in
+//! their own rooms.
 
 use std::io::{self, Write as _};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};

@@ -8,7 +8,7 @@
 //! `poll(2)` loop:
 //!
 //! * **headless** — the PTY has the profile's size, the raw output goes to the
-//!   caller (who sanitizes it), and agentbash's stdin is optionally fed in;
+//!   run's sink (which sanitizes it), and agentbash's stdin is optionally fed in;
 //! * **interactive** — the outer terminal goes raw, the command's screen (kept
 //!   by a `vt100` parser) is drawn in a bordered viewport below the cursor and
 //!   keys are forwarded; the kill key ends the run.
@@ -23,12 +23,13 @@
 //! installs no signal handlers (the caller owns signals). It does install a
 //! panic hook, once per process, that restores the outer terminal.
 //!
-//! The rooms: `adapter` (what the executor layer calls: the pipeline's request and
-//! sink wired to the engine), `engine` (the `poll(2)` loop, the pseudo-terminal and
-//! its process, teardown and drain), `console` (the interactive viewport drawn on the
-//! outer terminal), `keys` (keyboard input and the kill key) and `queries` (the
-//! terminal queries found in the output and the headless cursor model that answers
-//! them).
+//! The rooms: `adapter` (what the executor layer calls: [`run`] with a [`PtyRun`];
+//! the profile's kill key read, the run's cgroup made, failures worded), `engine`
+//! (the `poll(2)` loop, the pseudo-terminal and its process, teardown, the drain,
+//! the sink and the background policy, ending with the executors' shared
+//! `ExecOutcome`), `console` (the interactive viewport drawn on the outer terminal),
+//! `keys` (keyboard input and the kill key) and `queries` (the terminal queries found
+//! in the output and the headless cursor model that answers them).
 
 mod adapter;
 mod console;
@@ -37,7 +38,6 @@ mod keys;
 mod queries;
 
 pub use adapter::run;
-pub use engine::PtyError;
 
 use crate::executor::Watch;
 use crate::process::SpawnSpec;
