@@ -15,8 +15,8 @@ const PROTECTED: &[&str] = &[
     "/opt", "/proc", "/root", "/sbin", "/srv", "/sys", "/usr", "/var",
 ];
 
-fn verdict(cmd: &str) -> agentbash::pipeline::guard::Verdict {
-    let env: BTreeMap<String, String> = [
+fn table_env() -> BTreeMap<String, String> {
+    [
         ("HOME", "/home/agent"),
         ("PROJ", "/work/proj"),
         ("TMPDIR", "/tmp/abc"),
@@ -24,7 +24,11 @@ fn verdict(cmd: &str) -> agentbash::pipeline::guard::Verdict {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    .collect()
+}
+
+fn verdict(cmd: &str) -> agentbash::pipeline::guard::Verdict {
+    let env = table_env();
     let protected: Vec<String> = PROTECTED.iter().map(|s| s.to_string()).collect();
     check(
         cmd,
@@ -239,6 +243,110 @@ const ALLOWED: &[&str] = &[
     "ls /",
 ];
 
+/// The guard's whole verdict on `cmd` (structural check and the built-in `guard`
+/// pack's deny rules), in the table's context.
+fn plan(cmd: &str) -> agentbash::pipeline::guard::GuardPlan {
+    use agentbash::config::rules::RuleSet;
+    use std::sync::{Arc, OnceLock};
+    static GUARD_PACK: OnceLock<Arc<RuleSet>> = OnceLock::new();
+    let pack = GUARD_PACK
+        .get_or_init(|| match RuleSet::load(&["guard".to_string()], None) {
+            Ok(set) => Arc::new(set),
+            Err(e) => panic!("guard pack: {e}"),
+        })
+        .clone();
+    let env = table_env();
+    let protected: Vec<String> = PROTECTED.iter().map(|s| s.to_string()).collect();
+    agentbash::pipeline::guard::GuardPlan::decide(
+        cmd,
+        &Context {
+            env: &env,
+            cwd: Path::new("/work/proj"),
+            protected: &protected,
+        },
+        |_| Some(Ok(pack)),
+    )
+}
+
+/// tests/corpus/guard.tsv: (line, family, refuse?, command).
+fn guard_table() -> Vec<(usize, String, bool, String)> {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/guard.tsv");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut family = String::new();
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if let Some(name) = line
+            .strip_prefix("# == ")
+            .and_then(|l| l.strip_suffix(" =="))
+        {
+            family = name.to_string();
+            continue;
+        }
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let (kind, cmd) = line
+            .split_once('\t')
+            .unwrap_or_else(|| panic!("guard.tsv line {}: no tab", n + 1));
+        let refuse = match kind {
+            "refuse" => true,
+            "allow" => false,
+            other => panic!(
+                "guard.tsv line {}: `{other}` is neither refuse nor allow",
+                n + 1
+            ),
+        };
+        rows.push((n + 1, family.clone(), refuse, cmd.replace('\u{2424}', "\n")));
+    }
+    rows
+}
+
+#[test]
+fn guard_table_refuses_every_form_and_passes_every_look_alike() {
+    let rows = guard_table();
+    let refused = rows.iter().filter(|r| r.2).count();
+    let allowed = rows.len() - refused;
+    assert!(
+        refused >= 400 && allowed >= 200,
+        "{refused} refused, {allowed} allowed rows"
+    );
+    let mut families: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    let mut wrong = Vec::new();
+    for (line, family, refuse, cmd) in &rows {
+        if *refuse {
+            *families.entry(family).or_default() += 1;
+        }
+        let p = plan(cmd);
+        match (&p.refused, refuse) {
+            (None, true) => wrong.push(format!(
+                "line {line} [{family}] passes: {cmd:?}\n    {}",
+                p.describe().join("\n    ")
+            )),
+            (Some(r), false) => wrong.push(format!(
+                "line {line} [{family}] refused ({}): {cmd:?}: {}",
+                r.rule, r.reason
+            )),
+            _ => {}
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    // Every family of the table has refused forms.
+    let empty: Vec<&String> = rows
+        .iter()
+        .map(|r| &r.1)
+        .filter(|f| !families.contains_key(f.as_str()))
+        .collect();
+    assert!(
+        empty.is_empty(),
+        "families without a refused form: {empty:?}"
+    );
+}
+
 #[test]
 fn table_refuses_every_catastrophic_form() {
     assert!(REFUSED.len() >= 70, "{} refused cases", REFUSED.len());
@@ -299,15 +407,18 @@ fn guard_never_panics_and_stays_linear() {
         );
         v
     };
-    // The refused path: the first word of the first target ("/usr, which holds …").
+    // The rule and the refused path: the first word of the first target ("/usr,
+    // which holds …"); "" when the command passes.
     let refused = |v: &agentbash::pipeline::guard::Verdict| {
         v.refused
             .as_ref()
-            .filter(|r| r.rule == "guard:delete")
-            .and_then(|r| r.targets.first())
-            .and_then(|t| t.split([',', ' ']).next())
-            .unwrap_or_default()
-            .to_string()
+            .map_or((String::new(), String::new()), |r| {
+                let target = r
+                    .targets
+                    .first()
+                    .map_or("", |t| t.split([',', ' ']).next().unwrap_or_default());
+                (r.rule.clone(), target.to_string())
+            })
     };
     let quote = |c: &str| format!("'{}'", c.replace('\'', "'\\''"));
     let mut nested = "rm -rf /".to_string();
@@ -316,20 +427,36 @@ fn guard_never_panics_and_stays_linear() {
         nested = format!("bash -c {nested}");
     }
     let shapes = [
-        ("rm -rf x; ".repeat(20_000) + "rm -rf /", "/"),
-        ("(".repeat(500) + "rm -rf /" + &")".repeat(500), "/"),
+        (
+            "rm -rf x; ".repeat(20_000) + "rm -rf /",
+            "guard:delete",
+            "/",
+        ),
+        // Deeper than the parser goes: refused as unreadable, naming the program.
+        (
+            "( ".repeat(500) + "rm -rf /" + &")".repeat(500),
+            "guard:unparsed",
+            "rm",
+        ),
         (
             "{ ".repeat(500) + "rm -rf ~; " + &"}; ".repeat(500),
-            "/home/agent",
+            "guard:unparsed",
+            "rm",
         ),
-        (nested, "/"),
-        ("echo $(".repeat(8) + "rm -rf /usr" + &")".repeat(8), "/usr"),
+        // `((…))` is bash's arithmetic command: it fails to evaluate, nothing runs.
+        ("(".repeat(500) + "rm -rf /" + &")".repeat(500), "", ""),
+        (nested, "guard:delete", "/"),
+        (
+            "echo $(".repeat(8) + "rm -rf /usr" + &")".repeat(8),
+            "guard:delete",
+            "/usr",
+        ),
     ];
-    for (cmd, want) in &shapes {
+    for (cmd, rule, target) in &shapes {
         let v = timed(cmd);
         assert_eq!(
             refused(&v),
-            *want,
+            (rule.to_string(), target.to_string()),
             "{}…: {:?}",
             cmd.chars().take(60).collect::<String>(),
             v.refused
@@ -439,6 +566,67 @@ fn run_refuses_a_protected_directory_whatever_the_caller_declared() {
     ]);
     out.assert_code(0);
     assert!(!scratch.exists());
+}
+
+/// The families an outside review used to delete a protected directory (issue 24),
+/// each run for real against a protected directory the test owns: every one is
+/// refused (exit 77, nothing run) and the directory is still there. A sibling that is
+/// not protected is deleted by the same forms, so the test fails if they stop parsing.
+#[test]
+fn run_refuses_every_bypass_family_on_a_protected_directory() {
+    let t = TestEnv::new();
+    let (precious, profile) = protecting(&t);
+    let p = profile.display().to_string();
+    let d = precious.display().to_string();
+    let parent = precious.parent().expect("parent").display().to_string();
+    let forms = [
+        format!("rm --recur {d}"),
+        format!("rm -rf {parent}/{{precious,nothing}}"),
+        format!("rm${{IFS}}-rf${{IFS}}{d}"),
+        format!("for x in {d}; do rm -rf \"$x\"; done"),
+        format!("function f {{ rm -rf {d}; }}; f"),
+        format!("trap 'rm -rf {d}' EXIT"),
+        format!("exec -c rm -rf {d}"),
+        format!("coproc rm -rf {d}"),
+        format!("bash <<< 'rm -rf {d}'"),
+        format!("set -- {d}; rm -rf \"$1\""),
+        format!("arr=({d}); rm -rf \"${{arr[@]}}\""),
+        format!("P={d}X; rm -rf ${{P%X}}"),
+        format!("rm -rf $'{d}'"),
+        format!("cd {parent}/.. && cd {parent} && cd - && cd - && rm -rf ~+/precious"),
+        format!("cd {parent} && cd {d}/inner && rm -rf ~-/precious"),
+        format!("env --chdir={parent} rm -rf precious"),
+        format!("flock {parent}/lock rm -rf {d}"),
+        format!("strace -o /dev/null rm -rf {d}"),
+        format!("script -qc 'rm -rf {d}' /dev/null"),
+        format!("busybox rm -rf {d}"),
+        format!("echo {d} | xargs rm -rf"),
+        format!("find {d} -name '*' -exec rm -rf {{}} +"),
+        format!("rm -rf {d} \"unterminated"),
+    ];
+    for cmd in &forms {
+        let out = t.run(&["run", "-p", &p, "--", cmd]);
+        assert_eq!(out.code(), Some(77), "{cmd}\n{}{}", out.stdout, out.stderr);
+        assert!(out.stdout.starts_with("Refused: "), "{cmd}\n{}", out.stdout);
+        assert!(
+            precious.join("inner/data").exists(),
+            "{cmd} deleted the directory"
+        );
+    }
+    // The same forms on a directory that is not protected do run.
+    let scratch = t.work().join("scratch");
+    for cmd in [
+        "rm --recur {s}",
+        "for x in {s}; do rm -rf \"$x\"; done",
+        "bash <<< 'rm -rf {s}'",
+        "set -- {s}; rm -rf \"$1\"",
+    ] {
+        std::fs::create_dir_all(scratch.join("inner")).expect("mkdir");
+        let cmd = cmd.replace("{s}", &scratch.display().to_string());
+        let out = t.run(&["run", "-p", &p, "--", &cmd]);
+        out.assert_code(0);
+        assert!(!scratch.exists(), "{cmd} did not run");
+    }
 }
 
 #[test]
