@@ -127,7 +127,7 @@ fn non_zero(value: u16) -> NonZeroU16 {
 /// The outer terminal while a viewport is up: raw mode, the command's screen
 /// and what is currently drawn. Dropping it restores the terminal.
 pub(super) struct Console {
-    pub(super) parser: vt100::Parser,
+    parser: vt100::Parser,
     outer: (u16, u16),
     layout: Layout,
     title: String,
@@ -215,6 +215,16 @@ impl Console {
         self.cursor_row = 0;
         self.force_full = true;
         self.dirty = true;
+    }
+
+    /// Where the program has its cursor: zero-based (row, col) of its screen.
+    pub(super) fn cursor(&self) -> (u16, u16) {
+        self.parser.screen().cursor_position()
+    }
+
+    /// The program asked for application cursor keys (DECCKM).
+    pub(super) fn application_cursor(&self) -> bool {
+        self.parser.screen().application_cursor()
     }
 
     pub(super) fn process(&mut self, bytes: &[u8]) {

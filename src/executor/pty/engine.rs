@@ -6,7 +6,7 @@
 //! with an `ExecOutcome`. The viewport, the keys and the queries it serves live in
 //! their own rooms.
 
-use std::io::{self, Write as _};
+use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
@@ -264,7 +264,7 @@ impl Run<'_, '_> {
                     }
                     next_size_check = now + TICK;
                 }
-                let app_cursor = console.parser.screen().application_cursor();
+                let app_cursor = console.application_cursor();
                 if self.keys.expire(now, app_cursor, &mut self.to_child) {
                     return Ok(Stop::Stopped(End::Killed));
                 }
@@ -422,18 +422,11 @@ impl Run<'_, '_> {
     }
 
     fn answer(&mut self, query: Query) {
-        // Writing into a Vec cannot fail.
-        let _ = match query {
-            Query::CursorPosition => {
-                let (row, col) = match &self.console {
-                    Some(console) => console.parser.screen().cursor_position(),
-                    None => self.estimate.position(),
-                };
-                write!(self.to_child, "\x1b[{};{}R", row + 1, col + 1)
-            }
-            Query::DeviceAttributes => self.to_child.write_all(b"\x1b[?1;2c"),
-            Query::DeviceStatus => self.to_child.write_all(b"\x1b[0n"),
+        let cursor = match &self.console {
+            Some(console) => console.cursor(),
+            None => self.estimate.position(),
         };
+        query.answer(cursor, &mut self.to_child);
     }
 
     /// Writes pending input without blocking; the rest waits for POLLOUT.
@@ -471,7 +464,7 @@ impl Run<'_, '_> {
                 self.stdin_open = false;
                 return false;
             }
-            let app_cursor = console.parser.screen().application_cursor();
+            let app_cursor = console.application_cursor();
             let kill = self
                 .keys
                 .feed(&chunk[..n], Instant::now(), app_cursor, &mut self.to_child);

@@ -3,6 +3,8 @@
 //! the output stream (across read boundaries) and keeps the cheap cursor model that
 //! answers the position query when no viewport holds the screen (headless runs).
 
+use std::io::Write as _;
+
 use super::ESC;
 
 /// A query a program sends to its terminal and waits for an answer to.
@@ -14,6 +16,19 @@ pub(super) enum Query {
     DeviceAttributes,
     /// `ESC[5n` → `ESC[0n` (terminal OK)
     DeviceStatus,
+}
+
+impl Query {
+    /// Appends the answer to `out`; `cursor` is the zero-based (row, col) the
+    /// screen has at the query.
+    pub(super) fn answer(self, cursor: (u16, u16), out: &mut Vec<u8>) {
+        // Writing into a Vec cannot fail.
+        let _ = match self {
+            Query::CursorPosition => write!(out, "\x1b[{};{}R", cursor.0 + 1, cursor.1 + 1),
+            Query::DeviceAttributes => out.write_all(b"\x1b[?1;2c"),
+            Query::DeviceStatus => out.write_all(b"\x1b[0n"),
+        };
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -221,6 +236,19 @@ mod tests {
         scanner.scan(&input[split..], &mut second);
         hits.extend(second.into_iter().map(|(end, q)| (end + split, q)));
         hits
+    }
+
+    #[test]
+    fn queries_are_answered_as_a_vt100_would() {
+        let answer = |query: Query, cursor| {
+            let mut out = Vec::new();
+            query.answer(cursor, &mut out);
+            String::from_utf8(out).expect("ASCII")
+        };
+        assert_eq!(answer(Query::CursorPosition, (0, 0)), "\x1b[1;1R");
+        assert_eq!(answer(Query::CursorPosition, (23, 79)), "\x1b[24;80R");
+        assert_eq!(answer(Query::DeviceAttributes, (5, 5)), "\x1b[?1;2c");
+        assert_eq!(answer(Query::DeviceStatus, (5, 5)), "\x1b[0n");
     }
 
     #[test]
