@@ -1,7 +1,10 @@
-//! Interceptor cost per command (issues 3 and 16): 1,000 varied commands checked against
-//! no rules (the splitter alone), the default pack, and generated 200- and 500-rule packs.
-//! Targets: under 20 µs per command for the default pack, under 50 µs for 500 rules,
-//! and a cold load of the default pack under 5 ms.
+//! Interceptor cost per command (issues 3, 16 and 24): 1,000 varied commands checked
+//! against no rules (the parser and walk alone), the default pack, and generated 200-
+//! and 500-rule packs; then the commands of the labelled corpora (tests/corpus), each
+//! through the interceptor and the guard together, as a run plans them (median and 90th
+//! percentile per command), and the parser on its own. Targets: under 20 µs per command
+//! for interception and guard on the corpus, under 50 µs for 500 rules, and a cold load
+//! of the default pack under 5 ms.
 //!
 //! A literal prefilter (one Aho-Corasick pass per candidate) picks the few rules that
 //! can match and only their regexes run, so the generated figures should stay within a
@@ -12,7 +15,12 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
 use agentbash::config::rules::RuleSet;
+use agentbash::pipeline::guard::{Context, GuardPlan};
 use agentbash::pipeline::intercept::intercept;
 
 const COMMANDS: usize = 1_000;
@@ -99,7 +107,7 @@ fn commands() -> Vec<String> {
                 .replace("{n}", &n);
             cmd.push_str(&filled);
         }
-        // A few shapes the splitter declines, and a few long commands.
+        // Heredocs, substitutions, subshells in the background, and a few long commands.
         match i % 25 {
             0 => cmd = format!("cat <<EOF > notes.md\n{cmd}\nEOF"),
             1 => cmd = format!("echo $(date) && {cmd}"),
@@ -178,6 +186,93 @@ fn time_cold(label: &str, load: impl Fn() -> RuleSet, commands: &[String], tools
     );
 }
 
+/// The commands of tests/corpus/intercept.tsv and tests/corpus/guard.tsv.
+fn corpus_commands() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut out = Vec::new();
+    for file in ["intercept.tsv", "guard.tsv"] {
+        let text = match std::fs::read_to_string(root.join(file)) {
+            Ok(t) => t,
+            Err(e) => panic!("{file}: {e}"),
+        };
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            if let Some((_, cmd)) = line.split_once('\t') {
+                out.push(cmd.replace('\u{2424}', "\n"));
+            }
+        }
+    }
+    out
+}
+
+/// Median and 90th percentile of per-command times (each the best of `rounds`).
+fn percentiles(label: &str, commands: &[String], rounds: usize, mut f: impl FnMut(&str)) {
+    let mut best = vec![Duration::MAX; commands.len()];
+    for _ in 0..rounds {
+        for (i, cmd) in commands.iter().enumerate() {
+            let start = Instant::now();
+            f(black_box(cmd));
+            best[i] = best[i].min(start.elapsed());
+        }
+    }
+    best.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "{label:<34} median {:>6.2} µs  p90 {:>6.2} µs  max {:>8.1} µs  ({} commands)",
+        us(best[best.len() / 2]),
+        us(best[best.len() * 9 / 10]),
+        us(best[best.len() - 1]),
+        commands.len()
+    );
+}
+
+/// The corpus through the interceptor (default pack, every tool) and the guard (the
+/// built-in list, the `guard` pack), in the environment of this process.
+fn time_corpus(default: &RuleSet, tools: &[String]) {
+    let corpus = corpus_commands();
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let protected: Vec<String> = [
+        "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc", "/root",
+        "/sbin", "/srv", "/sys", "/usr", "/var", "~", "~/.ssh", "~/.gnupg",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let ctx = Context {
+        env: &env,
+        cwd: &cwd,
+        protected: &protected,
+    };
+    let pack = match RuleSet::load(&["guard".to_string()], None) {
+        Ok(set) => Arc::new(set),
+        Err(e) => panic!("guard pack: {e}"),
+    };
+    // The first command of a process pays for compiling what it reaches.
+    let start = Instant::now();
+    black_box(intercept(&corpus[0], default, tools));
+    black_box(GuardPlan::decide(&corpus[0], &ctx, |_| {
+        Some(Ok(pack.clone()))
+    }));
+    println!(
+        "{:<34} {:>8.1} µs (first command of the process)",
+        "corpus: interception + guard, cold",
+        start.elapsed().as_secs_f64() * 1e6
+    );
+    percentiles("corpus: interception + guard", &corpus, 5, |cmd| {
+        black_box(intercept(cmd, default, tools));
+        black_box(GuardPlan::decide(cmd, &ctx, |_| Some(Ok(pack.clone()))));
+    });
+    percentiles("corpus: interception", &corpus, 5, |cmd| {
+        black_box(intercept(cmd, default, tools));
+    });
+    percentiles("corpus: guard", &corpus, 5, |cmd| {
+        black_box(GuardPlan::decide(cmd, &ctx, |_| Some(Ok(pack.clone()))));
+    });
+    percentiles("corpus: parse only", &corpus, 5, |cmd| {
+        black_box(agentbash::shell::parse::parse(cmd).ok());
+    });
+}
+
 fn main() {
     let commands = commands();
     let mut tools: Vec<String> = ["read", "grep", "glob", "edit", "write", "job"]
@@ -215,11 +310,12 @@ fn main() {
     println!("{} commands, average {avg_len} bytes", commands.len());
 
     time_per_command(
-        "no rules (splitter only)",
+        "no rules (parser and walk)",
         &RuleSet::default(),
         &commands,
         &tools,
     );
+    time_corpus(&default, &tools);
     time_per_command("default pack", &default, &commands, &tools);
     time_per_command("generated pack", &generated, &commands, &tools);
     time_per_command("default + generated", &both, &commands, &tools);

@@ -5,7 +5,7 @@
 #   fuzz/run.sh sink 300        one target for 300 s
 #   FUZZ_JOBS=2 fuzz/run.sh     libFuzzer workers per target
 #
-# Targets: normalizer (the | head/tail lift), splitter (the interceptor's), sink (sanitizer, redaction,
+# Targets: normalizer (the | head/tail lift), parser (the shell parser, its walk and the interceptor), sink (sanitizer, redaction,
 # retention; arbitrary chunkings must equal one chunk), profile (the loader), guard
 # (the guard judges any text without panicking).
 #
@@ -26,7 +26,7 @@ jobs="${FUZZ_JOBS:-1}"
 if [[ $# -ge 1 && "$1" != all ]]; then
     targets=("$1")
 else
-    targets=(normalizer splitter sink profile guard)
+    targets=(normalizer parser sink profile guard)
 fi
 
 if ! command -v cargo-fuzz >/dev/null; then

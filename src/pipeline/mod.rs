@@ -197,9 +197,11 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
                 cwd: cwd.as_deref().unwrap_or(&base),
                 protected: &p.guard.protected,
             },
-            profile
-                .guard_rules_might_match(&req.command)
-                .then(|| profile.guard_rule_set()),
+            |lines| {
+                profile
+                    .guard_rules_might_match(lines)
+                    .then(|| profile.guard_rule_set())
+            },
         )
     } else {
         crate::pipeline::guard::GuardPlan::off()

@@ -14,7 +14,9 @@
 //! streams apart). Anything else runs as written, through the shell's own
 //! `head`/`tail`, and [`Normalized::lift`] says why.
 
-use crate::pipeline::intercept::{Segment, Separator, Split};
+use crate::shell::parse::ast::{
+    self, Command, Compound, Connector, Part, RedirOp, Script, Sep, Target, Word,
+};
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
@@ -127,14 +129,17 @@ pub fn normalize(
     let Some((rest, suffix, is_head, digits)) = trailing(trimmed) else {
         return out;
     };
-    // `a || tail -n 5` is an or-list, not a pipe, and an escaped `\|` is not an
-    // operator at all.
-    if rest.is_empty() || rest.ends_with('|') || rest.ends_with('\\') {
+    if rest.is_empty() {
         return out;
     }
-    if !quotes_balanced(rest) {
+    // The suffix must be what the parser reads as the last stage of the last pipeline
+    // (`a || tail -n 5`, `echo 'a | tail -n 5'`, `echo a \| tail -n 2` are not).
+    let Ok(script) = crate::shell::parse::parse(trimmed) else {
         return out;
-    }
+    };
+    let Some(line) = Line::of(&script, suffix) else {
+        return out;
+    };
     let verdict = if !strip {
         Err("output.strip_head_tail is off".to_string())
     } else if explicit_head.is_some() || explicit_tail.is_some() {
@@ -146,7 +151,7 @@ pub fn normalize(
         match digits.parse::<usize>() {
             Ok(0) => Err(format!("`{suffix}` prints nothing; it is not a line limit")),
             Err(_) => Err(format!("the count in `{suffix}` is too large")),
-            Ok(n) => receives(trimmed).map(|r| (n, r)),
+            Ok(n) => receives(&script, &line).map(|r| (n, r)),
         }
     };
     let (n, receives) = match verdict {
@@ -197,56 +202,244 @@ struct Receives {
     producer: Option<String>,
 }
 
-/// Ok when the last pipe of `cmd` (a command ending in `| head`/`| tail`) receives
+/// What follows a command of the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Joint {
+    And,
+    Or,
+    Pipe,
+    Semicolon,
+    Newline,
+    Background,
+}
+
+impl Joint {
+    fn as_str(self) -> &'static str {
+        match self {
+            Joint::And => "&&",
+            Joint::Or => "||",
+            Joint::Pipe => "|",
+            Joint::Semicolon => ";",
+            Joint::Newline => "\\n",
+            Joint::Background => "&",
+        }
+    }
+}
+
+/// The line around a trailing `| head`/`| tail`: the commands before its pipeline,
+/// each with what follows it, and the pipeline's stages before the head/tail.
+struct Line<'s> {
+    before: Vec<(&'s Command, Option<Joint>)>,
+    pipeline: &'s ast::Pipeline,
+}
+
+impl<'s> Line<'s> {
+    /// `None` when `suffix` is not the last stage of the last pipeline.
+    fn of(script: &'s Script, suffix: &str) -> Option<Self> {
+        let last_item = script.body.last()?;
+        if last_item.sep == Sep::Amp {
+            return None;
+        }
+        let pipeline = last_item
+            .and_or
+            .rest
+            .last()
+            .map_or(&last_item.and_or.first, |(_, p)| p);
+        let stages = &pipeline.stages;
+        if stages.len() < 2 {
+            return None;
+        }
+        let Command::Simple(last) = &stages.last()?.command else {
+            return None;
+        };
+        let after_bar = suffix.get(1..)?.trim_start_matches('&').trim();
+        if script.src.get(last.span.clone())? != after_bar || last.span.end != script.src.len() {
+            return None;
+        }
+        let mut before = Vec::new();
+        for item in &script.body {
+            let is_last = std::ptr::eq(item, last_item);
+            let mut pipelines: Vec<(&ast::Pipeline, Option<Joint>)> = Vec::new();
+            let mut joints = item.and_or.rest.iter().map(|(c, _)| match c {
+                Connector::And => Joint::And,
+                Connector::Or => Joint::Or,
+            });
+            pipelines.push((&item.and_or.first, joints.next()));
+            for (_, p) in &item.and_or.rest {
+                pipelines.push((p, joints.next()));
+            }
+            if let Some(last) = pipelines.last_mut()
+                && last.1.is_none()
+            {
+                last.1 = match item.sep {
+                    Sep::Semi => Some(Joint::Semicolon),
+                    Sep::Newline => Some(Joint::Newline),
+                    Sep::Amp => Some(Joint::Background),
+                    Sep::End => None,
+                };
+            }
+            if is_last {
+                pipelines.pop();
+            }
+            for (p, joint) in pipelines {
+                for (i, stage) in p.stages.iter().enumerate() {
+                    let j = if i + 1 < p.stages.len() {
+                        Some(Joint::Pipe)
+                    } else {
+                        joint
+                    };
+                    before.push((&stage.command, j));
+                }
+            }
+        }
+        Some(Line { before, pipeline })
+    }
+}
+
+/// The first construct normalize does not look inside, if any (in the order met).
+fn opaque(list: &ast::List) -> Option<&'static str> {
+    fn word(w: &Word) -> Option<&'static str> {
+        for p in &w.parts {
+            match p {
+                Part::CmdSub { backtick: true, .. } => {
+                    return Some("backtick command substitution");
+                }
+                Part::CmdSub { .. } | Part::Arith { .. } => {
+                    return Some("command substitution $(…)");
+                }
+                Part::ProcSub { .. } => return Some("process substitution <(…) / >(…)"),
+                Part::Param { param, .. } => {
+                    if let ast::ParamOp::Default { word: w, .. }
+                    | ast::ParamOp::Assign { word: w, .. }
+                    | ast::ParamOp::Alternative { word: w, .. } = &param.op
+                        && let Some(r) = word(w)
+                    {
+                        return Some(r);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+    fn command(c: &Command) -> Option<&'static str> {
+        match c {
+            Command::Simple(s) => {
+                for a in &s.assignments {
+                    if let ast::Value::Scalar(w) = &a.value
+                        && let Some(r) = word(w)
+                    {
+                        return Some(r);
+                    }
+                }
+                for w in &s.words {
+                    if let Some(r) = word(w) {
+                        return Some(r);
+                    }
+                }
+                for r in &s.redirects {
+                    match &r.target {
+                        Target::Heredoc(_) => return Some("heredoc <<"),
+                        Target::Word(w) => {
+                            if let Some(r) = word(w) {
+                                return Some(r);
+                            }
+                        }
+                    }
+                }
+                None
+            }
+            Command::Compound(c, _) => match c.as_ref() {
+                Compound::Subshell(_) => Some("subshell or parenthesis ( … )"),
+                Compound::Brace(_) => Some("command group { …; }"),
+                _ => None,
+            },
+            Command::Function(_) => Some("subshell or parenthesis ( … )"),
+            Command::Coproc(_) => None,
+        }
+    }
+    for item in list {
+        let pipelines =
+            std::iter::once(&item.and_or.first).chain(item.and_or.rest.iter().map(|(_, p)| p));
+        for p in pipelines {
+            for stage in &p.stages {
+                if let Some(r) = command(&stage.command) {
+                    return Some(r);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A compound command's kind, for messages.
+fn compound_name(c: &Compound) -> &'static str {
+    match c {
+        Compound::If { .. } => "an `if`",
+        Compound::While { until: false, .. } => "a `while` loop",
+        Compound::While { until: true, .. } => "an `until` loop",
+        Compound::For { select: true, .. } => "a `select`",
+        Compound::For { .. } | Compound::ArithFor { .. } => "a `for` loop",
+        Compound::Case { .. } => "a `case`",
+        Compound::Arith(_) => "an arithmetic command",
+        Compound::Cond(_) => "a `[[ … ]]` test",
+        Compound::Brace(_) => "a command group",
+        Compound::Subshell(_) => "a subshell",
+    }
+}
+
+/// Ok when the last pipe of the line (a command ending in `| head`/`| tail`) receives
 /// everything the command prints, or all of its stdout while its stderr goes around
 /// the pipe; otherwise why not.
-fn receives(cmd: &str) -> Result<Receives, String> {
-    let segments = match super::intercept::split(cmd) {
-        Split::Opaque(reason) => {
-            return Err(format!(
-                "the command uses {reason}, which agentbash does not look inside"
-            ));
-        }
-        Split::Segments(s) => s,
-    };
-    let nothing = || "nothing is piped into it".to_string();
-    let last = segments.len().checked_sub(1).ok_or_else(nothing)?;
-    let mut first = last;
-    while first > 0 && segments[first].piped_stdin {
-        first -= 1;
+fn receives(script: &Script, line: &Line) -> Result<Receives, String> {
+    if let Some(reason) = opaque(&script.body) {
+        return Err(format!(
+            "the command uses {reason}, which agentbash does not look inside"
+        ));
     }
-    if first == last || !segments[last].piped_stdin {
-        return Err(nothing());
+    let src: &str = &script.src;
+    for (command, joint) in &line.before {
+        silent_before(command, *joint, src)?;
     }
-    for segment in &segments[..first] {
-        silent_before(segment)?;
+    let pipeline = line.pipeline;
+    let stages = &pipeline.stages[..pipeline.stages.len() - 1];
+    if pipeline.time || pipeline.bang {
+        let w = if pipeline.time { "time" } else { "!" };
+        return Err(format!(
+            "`{w}` applies to the whole pipeline, head/tail included"
+        ));
     }
-    let stages = &segments[first..last];
-    let first_words = words(&stages[0].command);
-    match first_words.first().copied() {
-        Some(w @ ("time" | "!" | "coproc")) => {
-            return Err(format!(
-                "`{w}` applies to the whole pipeline, head/tail included"
-            ));
+    match &stages[0].command {
+        Command::Coproc(_) => {
+            return Err("`coproc` applies to the whole pipeline, head/tail included".to_string());
         }
         // One stage lifted out of its pipe would run in the shell itself instead of
         // a subshell, and a session would keep what it changed.
-        Some(w) if stages.len() == 1 && crate::shell::session::changes_shell(w) => {
-            return Err(format!(
-                "`{w}` would change the shell itself once out of the pipe (in a pipe it runs in a subshell)"
-            ));
+        Command::Simple(s) if stages.len() == 1 => {
+            if let Some(w) = s.words.first().and_then(|w| src.get(w.span.clone()))
+                && crate::shell::session::changes_shell(w)
+            {
+                return Err(format!(
+                    "`{w}` would change the shell itself once out of the pipe (in a pipe it runs in a subshell)"
+                ));
+            }
         }
         _ => {}
     }
     let mut stdout_only = false;
     for stage in stages {
-        stdout_only |= !stderr_into_pipe(stage)?;
+        stdout_only |= !stderr_into_pipe(&stage.command, stage.pipe_all, src)?;
     }
-    let producer = stages.last().and_then(|stage| {
-        words(&stage.command)
-            .into_iter()
-            .find(|w| !is_assignment(w))
-            .map(|w| w.trim_matches(['\'', '"']).to_string())
+    let producer = stages.last().and_then(|stage| match &stage.command {
+        Command::Simple(s) => s.words.first().map(|w| {
+            w.literal().unwrap_or_else(|| {
+                src.get(w.span.clone())
+                    .unwrap_or("")
+                    .trim_matches(['\'', '"'])
+                    .to_string()
+            })
+        }),
+        _ => None,
     });
     Ok(Receives {
         stdout_only,
@@ -254,46 +447,50 @@ fn receives(cmd: &str) -> Result<Receives, String> {
     })
 }
 
-/// `NAME=value` (a prefix assignment, not a program).
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=')
-        .is_some_and(|(name, _)| crate::config::schema::valid_env_name(name))
-}
-
-/// Ok when `segment`, run before the pipeline, cannot print: `cd DIR`, `export
+/// Ok when `command`, run before the pipeline, cannot print: `cd DIR`, `export
 /// NAME=value…` or plain assignments. A failing `cd` prints an error, so it must be
 /// joined with `&&` (the pipeline then does not run, and the error is all the output).
-fn silent_before(segment: &Segment) -> Result<(), String> {
-    let words = words(&segment.command);
-    let may_print = || format!("\"{}\" before the pipeline may also print", segment.text);
+fn silent_before(command: &Command, joint: Option<Joint>, src: &str) -> Result<(), String> {
+    let text = |span: &std::ops::Range<usize>| src.get(span.clone()).unwrap_or("").to_string();
+    let Command::Simple(s) = command else {
+        let what = match command {
+            Command::Compound(c, _) => compound_name(c),
+            _ => "a definition",
+        };
+        return Err(format!("{what} before the pipeline may also print"));
+    };
+    let segment = text(&s.span);
+    let may_print = || format!("\"{segment}\" before the pipeline may also print");
+    if joint == Some(Joint::Background) {
+        return Err(format!(
+            "\"{segment}\" runs in the background next to the pipeline"
+        ));
+    }
+    let words: Vec<String> = s.words.iter().map(|w| text(&w.span)).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let valid_export = |w: &&str| {
         let name = w.split_once('=').map_or(*w, |(n, _)| n);
         crate::config::schema::valid_env_name(name.strip_suffix('+').unwrap_or(name))
     };
-    if segment.followed_by == Some(Separator::Background) {
-        return Err(format!(
-            "\"{}\" runs in the background next to the pipeline",
-            segment.text
-        ));
+    if !s.redirects.is_empty() {
+        return Err(may_print());
     }
     let cannot_fail = match words.as_slice() {
         [] => true,
         ["export", rest @ ..] if !rest.is_empty() && rest.iter().all(valid_export) => true,
         ["cd"] => false,
-        ["cd", dir] if !dir.starts_with('-') && !has_unquoted(dir, b"<>") => false,
+        ["cd", dir] if !dir.starts_with('-') => false,
         _ => return Err(may_print()),
     };
-    match segment.followed_by {
-        Some(Separator::And) => Ok(()),
-        Some(Separator::Semicolon | Separator::Newline) if cannot_fail => Ok(()),
-        Some(Separator::Semicolon | Separator::Newline) => Err(format!(
-            "\"{}\" before the pipeline prints an error if it fails, and `;` runs the pipeline anyway (join them with && to lift)",
-            segment.text
+    match joint {
+        Some(Joint::And) => Ok(()),
+        Some(Joint::Semicolon | Joint::Newline) if cannot_fail => Ok(()),
+        Some(Joint::Semicolon | Joint::Newline) => Err(format!(
+            "\"{segment}\" before the pipeline prints an error if it fails, and `;` runs the pipeline anyway (join them with && to lift)"
         )),
-        Some(sep) => Err(format!(
-            "\"{}\" is joined to what follows by `{}`",
-            segment.text,
-            sep.as_str()
+        Some(j) => Err(format!(
+            "\"{segment}\" is joined to what follows by `{}`",
+            j.as_str()
         )),
         None => Err(may_print()),
     }
@@ -313,198 +510,84 @@ enum Dest {
 /// Where `stage`'s stderr ends up: `Ok(true)` through the pipe (or nowhere shown),
 /// `Ok(false)` around it, on agentbash's stream; an error when its stdout goes around
 /// the pipe or a redirection cannot be followed.
-fn stderr_into_pipe(stage: &Segment) -> Result<bool, String> {
-    let unknown = || {
-        format!(
-            "\"{}\" has a redirection agentbash does not follow",
-            stage.text
-        )
+fn stderr_into_pipe(stage: &Command, pipe_all: bool, src: &str) -> Result<bool, String> {
+    let Command::Simple(s) = stage else {
+        let what = match stage {
+            Command::Compound(c, _) => compound_name(c),
+            _ => "a definition",
+        };
+        return Err(format!(
+            "the command uses {what}, which agentbash does not look inside"
+        ));
     };
+    let text = src.get(s.span.clone()).unwrap_or("");
+    let unknown = || format!("\"{text}\" has a redirection agentbash does not follow");
     let (mut out, mut err) = (Dest::Pipe, Dest::Terminal);
-    let words = words(&stage.text);
-    let mut i = 0;
-    while i < words.len() {
-        let word = words[i];
-        i += 1;
-        let Some((fd, dup, mut operand)) = redirection(word) else {
-            if has_unquoted(word, b">") {
-                return Err(unknown());
-            }
-            continue;
+    for r in &s.redirects {
+        let fd = match &r.fd {
+            Some(ast::Fd::Number(n)) => Some(*n),
+            Some(ast::Fd::Var(_)) => return Err(unknown()),
+            None => None,
         };
-        if operand.is_empty() {
-            operand = words.get(i).copied().unwrap_or_default();
-            i += 1;
-        }
+        let operand = match &r.target {
+            Target::Word(w) => w.literal(),
+            Target::Heredoc(_) => Some(String::new()),
+        };
+        let dup = matches!(r.op, RedirOp::DupOut | RedirOp::DupIn);
         let target = |out: Dest, err: Dest| -> Option<Dest> {
-            match operand.trim_matches(['\'', '"']) {
-                "1" if dup => Some(out),
-                "2" if dup => Some(err),
-                "-" if dup => Some(Dest::Elsewhere),
-                n if dup && n.bytes().all(|b| b.is_ascii_digit()) => None,
-                "/dev/stdout" | "/dev/fd/1" => Some(out),
-                "/dev/stderr" | "/dev/fd/2" => Some(err),
-                "/dev/tty" => Some(Dest::Terminal),
-                "" => None,
-                _ => Some(Dest::Elsewhere),
+            match operand.as_deref() {
+                // A word that expands: a file, whatever its name.
+                None => (!dup).then_some(Dest::Elsewhere),
+                Some("1") if dup => Some(out),
+                Some("2") if dup => Some(err),
+                Some("-") if dup => Some(Dest::Elsewhere),
+                Some(n) if dup && n.bytes().all(|b| b.is_ascii_digit()) => None,
+                Some("/dev/stdout" | "/dev/fd/1") => Some(out),
+                Some("/dev/stderr" | "/dev/fd/2") => Some(err),
+                Some("/dev/tty") => Some(Dest::Terminal),
+                Some(_) => Some(Dest::Elsewhere),
             }
         };
-        if has_unquoted(operand, b"<>") {
-            return Err(unknown());
-        }
-        let to = target(out, err).ok_or_else(unknown)?;
-        let names_file = !operand.bytes().all(|b| b.is_ascii_digit() || b == b'-');
-        match fd {
-            // `&>file`, and `>&file` naming a file rather than a descriptor.
-            Fd::Both => (out, err) = (to, to),
-            Fd::Out(None) if dup && names_file => (out, err) = (to, to),
-            Fd::Out(Some(1)) if dup && names_file => return Err(unknown()),
-            Fd::Out(None | Some(1)) => out = to,
-            Fd::Out(Some(2)) => err = to,
-            Fd::Out(Some(_)) | Fd::Input(0) => {}
-            Fd::Input(_) => return Err(unknown()),
+        let names_file = operand
+            .as_deref()
+            .is_none_or(|o| !o.bytes().all(|b| b.is_ascii_digit() || b == b'-'));
+        match r.op {
+            RedirOp::In
+            | RedirOp::Heredoc
+            | RedirOp::HereString
+            | RedirOp::ReadWrite
+            | RedirOp::DupIn => {
+                if fd.unwrap_or(0) != 0 {
+                    return Err(unknown());
+                }
+            }
+            RedirOp::OutErr | RedirOp::AppendOutErr => {
+                let to = target(out, err).ok_or_else(unknown)?;
+                (out, err) = (to, to);
+            }
+            RedirOp::DupOut if names_file && fd.is_none() => {
+                let to = target(out, err).ok_or_else(unknown)?;
+                (out, err) = (to, to);
+            }
+            RedirOp::DupOut if names_file && fd == Some(1) => return Err(unknown()),
+            RedirOp::Out | RedirOp::Append | RedirOp::Clobber | RedirOp::DupOut => {
+                let to = target(out, err).ok_or_else(unknown)?;
+                match fd {
+                    None | Some(1) => out = to,
+                    Some(2) => err = to,
+                    Some(_) => {}
+                }
+            }
         }
     }
     // `|&` is `2>&1 |`, applied after the stage's own redirections.
-    if stage.followed_by == Some(Separator::PipeAll) {
+    if pipe_all {
         err = out;
     }
     if out == Dest::Terminal {
-        return Err(format!(
-            "the output of \"{}\" goes around the pipe",
-            stage.text
-        ));
+        return Err(format!("the output of \"{text}\" goes around the pipe"));
     }
     Ok(err != Dest::Terminal)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fd {
-    /// An output redirection of this descriptor (`None`: written without one, fd 1).
-    Out(Option<u32>),
-    /// `&>` / `&>>`
-    Both,
-    /// An input redirection (`<`, `<&`, `<>`, `<<<`) of this descriptor.
-    Input(u32),
-}
-
-/// A redirection word: (descriptor, whether it duplicates (`>&`), operand — empty
-/// when it is the next word).
-fn redirection(word: &str) -> Option<(Fd, bool, &str)> {
-    if let Some(rest) = word.strip_prefix("&>") {
-        return Some((Fd::Both, false, rest.strip_prefix('>').unwrap_or(rest)));
-    }
-    let digits = word.bytes().take_while(u8::is_ascii_digit).count();
-    let explicit = word[..digits].parse::<u32>().ok();
-    let rest = &word[digits..];
-    if let Some(r) = rest.strip_prefix('<') {
-        let r = r.trim_start_matches(['<', '&', '>']);
-        return Some((Fd::Input(explicit.unwrap_or(0)), false, r));
-    }
-    let r = rest.strip_prefix('>')?;
-    let fd = Fd::Out(explicit);
-    Some(match r.as_bytes().first() {
-        Some(b'&') => (fd, true, &r[1..]),
-        Some(b'>' | b'|') => (fd, false, &r[1..]),
-        _ => (fd, false, r),
-    })
-}
-
-/// The blank-separated words of a flat segment, quotes kept (`a "b c"` → `a`, `"b c"`).
-fn words(s: &str) -> Vec<&str> {
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        while matches!(b.get(i), Some(b' ' | b'\t' | b'\n')) {
-            i += 1;
-        }
-        let start = i;
-        while let Some(&c) = b.get(i) {
-            if matches!(c, b' ' | b'\t' | b'\n') {
-                break;
-            }
-            i = skip_quoted(b, i).unwrap_or(i + 1);
-        }
-        if i > start {
-            out.push(s.get(start..i.min(b.len())).unwrap_or_default());
-        }
-    }
-    out
-}
-
-/// True when `word` holds one of `bytes` outside quotes and escapes.
-fn has_unquoted(word: &str, bytes: &[u8]) -> bool {
-    let b = word.as_bytes();
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        if bytes.contains(&c) {
-            return true;
-        }
-        i = skip_quoted(b, i).unwrap_or(i + 1);
-    }
-    false
-}
-
-/// When a quote, an escape or `${…}` starts at `i`: the index just past it.
-fn skip_quoted(b: &[u8], i: usize) -> Option<usize> {
-    let close = |from: usize, q: u8, escapes: bool| {
-        let mut j = from;
-        while let Some(&c) = b.get(j) {
-            if escapes && c == b'\\' {
-                j += 2;
-            } else if c == q {
-                return j + 1;
-            } else {
-                j += 1;
-            }
-        }
-        b.len()
-    };
-    match (b[i], b.get(i + 1)) {
-        (b'\\', _) => Some(i + 2),
-        (b'\'', _) => Some(close(i + 1, b'\'', false)),
-        (b'"', _) => Some(close(i + 1, b'"', true)),
-        (b'$', Some(b'\'')) => Some(close(i + 2, b'\'', true)),
-        (b'$', Some(b'{')) => {
-            let mut depth = 0usize;
-            let mut j = i + 1;
-            while let Some(&c) = b.get(j) {
-                match c {
-                    b'\\' => j += 1,
-                    b'{' => depth += 1,
-                    b'}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            Some(b.len())
-        }
-        _ => None,
-    }
-}
-
-/// True when `s` ends outside any quote (so the `|` we found is a real operator).
-fn quotes_balanced(s: &str) -> bool {
-    let (mut single, mut double, mut escaped) = (false, false, false);
-    for ch in s.chars() {
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        match ch {
-            '\\' if !single => escaped = true,
-            '\'' if !double => single = !single,
-            '"' if !single => double = !double,
-            _ => {}
-        }
-    }
-    !single && !double && !escaped
 }
 
 #[cfg(test)]
@@ -565,6 +648,13 @@ mod tests {
                 "| tail -n 2",
                 None,
                 Some(2),
+            ),
+            (
+                "make>out 2>&1 | tail -n 5",
+                "make>out 2>&1",
+                "| tail -n 5",
+                None,
+                Some(5),
             ),
             (
                 "make &>log | tail -n 2",
@@ -690,10 +780,6 @@ mod tests {
                 "redirection agentbash does not follow",
             ),
             (
-                "make>out 2>&1 | tail -n 5",
-                "redirection agentbash does not follow",
-            ),
-            (
                 "make 2>&1 1<&2 | tail -n 5",
                 "redirection agentbash does not follow",
             ),
@@ -725,7 +811,11 @@ mod tests {
             ("cat <<EOF\nx\nEOF\nmake 2>&1 | tail -n 1", "heredoc"),
             (
                 "for i in 1 2; do echo $i; done 2>&1 | tail -n 1",
-                "may also print",
+                "a `for` loop, which agentbash does not look inside",
+            ),
+            (
+                "for i in 1 2; do make; done; seq 3 2>&1 | tail -n 1",
+                "a `for` loop before the pipeline may also print",
             ),
             // a stage lifted out of its pipe would run in the shell itself
             (
@@ -803,6 +893,8 @@ mod tests {
                 Some(3),
                 "npm",
             ),
+            // A line that ends in `|` continues on the next.
+            ("seq 3 |\n  tail -n 1", "seq 3", None, Some(1), "seq"),
         ];
         for (input, cmd, head, tail, producer) in cases {
             let n = normalize(input, true, None, None);

@@ -50,18 +50,41 @@ impl Interactive {
 /// The interactive program `command` starts, when it is one simple command (no pipe,
 /// list or redirection of stdin) that needs a terminal.
 pub fn interactive_program(command: &str) -> Option<Interactive> {
-    let crate::pipeline::intercept::Split::Segments(segments) =
-        crate::pipeline::intercept::split(command)
-    else {
+    use crate::shell::parse::ast::{Command, RedirOp};
+    let script = crate::shell::parse::parse(command).ok()?;
+    let [item] = script.body.as_slice() else {
         return None;
     };
-    let [segment] = segments.as_slice() else {
+    let [stage] = item.and_or.first.stages.as_slice() else {
         return None;
     };
-    let words: Vec<&str> = segment.command.split_ascii_whitespace().collect();
-    if words.iter().any(|w| w.starts_with('<') || w.contains("<<")) {
+    let Command::Simple(simple) = &stage.command else {
+        return None;
+    };
+    if !item.and_or.rest.is_empty()
+        || item.sep == crate::shell::parse::ast::Sep::Amp
+        || simple.redirects.iter().any(|r| {
+            matches!(
+                r.op,
+                RedirOp::In
+                    | RedirOp::ReadWrite
+                    | RedirOp::DupIn
+                    | RedirOp::Heredoc
+                    | RedirOp::HereString
+            )
+        })
+    {
         return None;
     }
+    let words: Vec<String> = simple
+        .words
+        .iter()
+        .map(|w| {
+            w.literal()
+                .unwrap_or_else(|| script.src.get(w.span.clone()).unwrap_or("").to_string())
+        })
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let (first, args) = words.split_first()?;
     let program = first.rsplit('/').next().unwrap_or(first);
     if FULL_SCREEN.contains(&program) {

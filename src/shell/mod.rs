@@ -4,6 +4,7 @@
 
 pub mod dump;
 pub mod env;
+pub mod parse;
 pub mod resolve;
 pub mod session;
 pub mod snapshot;

@@ -15,8 +15,8 @@ const PROTECTED: &[&str] = &[
     "/opt", "/proc", "/root", "/sbin", "/srv", "/sys", "/usr", "/var",
 ];
 
-fn verdict(cmd: &str) -> agentbash::pipeline::guard::Verdict {
-    let env: BTreeMap<String, String> = [
+fn table_env() -> BTreeMap<String, String> {
+    [
         ("HOME", "/home/agent"),
         ("PROJ", "/work/proj"),
         ("TMPDIR", "/tmp/abc"),
@@ -24,7 +24,11 @@ fn verdict(cmd: &str) -> agentbash::pipeline::guard::Verdict {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    .collect()
+}
+
+fn verdict(cmd: &str) -> agentbash::pipeline::guard::Verdict {
+    let env = table_env();
     let protected: Vec<String> = PROTECTED.iter().map(|s| s.to_string()).collect();
     check(
         cmd,
@@ -239,6 +243,110 @@ const ALLOWED: &[&str] = &[
     "ls /",
 ];
 
+/// The guard's whole verdict on `cmd` (structural check and the built-in `guard`
+/// pack's deny rules), in the table's context.
+fn plan(cmd: &str) -> agentbash::pipeline::guard::GuardPlan {
+    use agentbash::config::rules::RuleSet;
+    use std::sync::{Arc, OnceLock};
+    static GUARD_PACK: OnceLock<Arc<RuleSet>> = OnceLock::new();
+    let pack = GUARD_PACK
+        .get_or_init(|| match RuleSet::load(&["guard".to_string()], None) {
+            Ok(set) => Arc::new(set),
+            Err(e) => panic!("guard pack: {e}"),
+        })
+        .clone();
+    let env = table_env();
+    let protected: Vec<String> = PROTECTED.iter().map(|s| s.to_string()).collect();
+    agentbash::pipeline::guard::GuardPlan::decide(
+        cmd,
+        &Context {
+            env: &env,
+            cwd: Path::new("/work/proj"),
+            protected: &protected,
+        },
+        |_| Some(Ok(pack)),
+    )
+}
+
+/// tests/corpus/guard.tsv: (line, family, refuse?, command).
+fn guard_table() -> Vec<(usize, String, bool, String)> {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/guard.tsv");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut family = String::new();
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if let Some(name) = line
+            .strip_prefix("# == ")
+            .and_then(|l| l.strip_suffix(" =="))
+        {
+            family = name.to_string();
+            continue;
+        }
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let (kind, cmd) = line
+            .split_once('\t')
+            .unwrap_or_else(|| panic!("guard.tsv line {}: no tab", n + 1));
+        let refuse = match kind {
+            "refuse" => true,
+            "allow" => false,
+            other => panic!(
+                "guard.tsv line {}: `{other}` is neither refuse nor allow",
+                n + 1
+            ),
+        };
+        rows.push((n + 1, family.clone(), refuse, cmd.replace('\u{2424}', "\n")));
+    }
+    rows
+}
+
+#[test]
+fn guard_table_refuses_every_form_and_passes_every_look_alike() {
+    let rows = guard_table();
+    let refused = rows.iter().filter(|r| r.2).count();
+    let allowed = rows.len() - refused;
+    assert!(
+        refused >= 400 && allowed >= 200,
+        "{refused} refused, {allowed} allowed rows"
+    );
+    let mut families: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    let mut wrong = Vec::new();
+    for (line, family, refuse, cmd) in &rows {
+        if *refuse {
+            *families.entry(family).or_default() += 1;
+        }
+        let p = plan(cmd);
+        match (&p.refused, refuse) {
+            (None, true) => wrong.push(format!(
+                "line {line} [{family}] passes: {cmd:?}\n    {}",
+                p.describe().join("\n    ")
+            )),
+            (Some(r), false) => wrong.push(format!(
+                "line {line} [{family}] refused ({}): {cmd:?}: {}",
+                r.rule, r.reason
+            )),
+            _ => {}
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    // Every family of the table has refused forms.
+    let empty: Vec<&String> = rows
+        .iter()
+        .map(|r| &r.1)
+        .filter(|f| !families.contains_key(f.as_str()))
+        .collect();
+    assert!(
+        empty.is_empty(),
+        "families without a refused form: {empty:?}"
+    );
+}
+
 #[test]
 fn table_refuses_every_catastrophic_form() {
     assert!(REFUSED.len() >= 70, "{} refused cases", REFUSED.len());
@@ -281,8 +389,9 @@ fn refusal_names_the_resolved_target() {
 }
 
 /// Hostile shapes get a verdict, the right one, and each in bounded time: 20,000
-/// commands are all checked and a refusal at the end is still seen; 500 nested
-/// subshells or groups and `bash -c` nested to the documented depth (8) are seen into;
+/// commands are all checked and a refusal at the end is still seen; 60 nested
+/// subshells or groups and `bash -c` nested to the documented depth (8) are seen into,
+/// 500 are refused unread;
 /// huge globs and 50,000 `f()` definitions are judged for what they are (nothing
 /// protected). The time cap only catches a blow-up (a hang), it is no benchmark.
 #[test]
@@ -317,9 +426,11 @@ fn guard_never_panics_and_stays_linear() {
     }
     let shapes = [
         ("rm -rf x; ".repeat(20_000) + "rm -rf /", "/"),
-        ("(".repeat(500) + "rm -rf /" + &")".repeat(500), "/"),
+        // `((` with no space opens an arithmetic command, as in bash: real subshells
+        // are `( (`. Nested within the parser's depth (64), they are seen into.
+        ("( ".repeat(60) + "rm -rf /" + &" )".repeat(60), "/"),
         (
-            "{ ".repeat(500) + "rm -rf ~; " + &"}; ".repeat(500),
+            "{ ".repeat(60) + "rm -rf ~; " + &"}; ".repeat(60),
             "/home/agent",
         ),
         (nested, "/"),
@@ -332,6 +443,20 @@ fn guard_never_panics_and_stays_linear() {
             *want,
             "{}…: {:?}",
             cmd.chars().take(60).collect::<String>(),
+            v.refused
+        );
+    }
+    // Nested deeper than the parser follows (500 levels), a destructive program in
+    // it is refused unread.
+    for deep in [
+        "( ".repeat(500) + "rm -rf /" + &" )".repeat(500),
+        "{ ".repeat(500) + "rm -rf ~; " + &"}; ".repeat(500),
+    ] {
+        let v = timed(&deep);
+        assert_eq!(
+            v.refused.as_ref().map(|r| r.rule.as_str()),
+            Some("guard:unparsed"),
+            "{:?}",
             v.refused
         );
     }

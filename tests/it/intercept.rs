@@ -1,4 +1,4 @@
-//! Interceptor tests (docs/RULES.md): the segment splitter, the default rule pack and
+//! Interceptor tests (docs/RULES.md): the candidates the parser yields, the default rule pack and
 //! custom packs, all through the public API only.
 
 use std::path::PathBuf;
@@ -47,28 +47,28 @@ action = "{action}"
     ))
 }
 
-/// Renders a split as `["cmd", "^piped cmd"]`, or `opaque: <reason>`.
-fn render_split(cmd: &str) -> Result<Vec<String>, OpaqueReason> {
-    match split(cmd) {
-        Split::Segments(segments) => Ok(segments
-            .iter()
-            .map(|s| {
-                if s.piped_stdin {
-                    format!("^{}", s.command)
-                } else {
-                    s.command.clone()
-                }
-            })
-            .collect()),
-        Split::Opaque(reason) => Err(reason),
+/// The candidates of a command as the interceptor lists them, `^` before one whose
+/// stdin is a pipe; `Err` with the reason when part of it does not parse.
+fn candidates(cmd: &str) -> Result<Vec<String>, OpaqueReason> {
+    let result = intercept(cmd, &RuleSet::default(), &[]);
+    if let Some(reason) = result.opaque {
+        return Err(reason);
     }
+    Ok(result
+        .candidates
+        .iter()
+        .map(|c| match c.skipped {
+            Some(SkipReason::PipedStdin) => format!("^{}", c.text),
+            _ => c.text.clone(),
+        })
+        .collect())
 }
 
 // ---------------------------------------------------------------------------------------
-// Splitter
+// Candidates: the one parser's simple commands
 
 #[test]
-fn splitter_table() {
+fn candidates_table() {
     use OpaqueReason::*;
     let ok =
         |v: &[&str]| Ok::<Vec<String>, OpaqueReason>(v.iter().map(|s| s.to_string()).collect());
@@ -80,15 +80,25 @@ fn splitter_table() {
         ("a; b", ok(&["a", "b"])),
         ("a;b;c", ok(&["a", "b", "c"])),
         ("a && b || c", ok(&["a", "b", "c"])),
-        ("a | b", ok(&["a", "^b"])),
-        ("a |& b", ok(&["a", "^b"])),
-        ("printf 'x\\n' |& grep x", ok(&["printf 'x\\n'", "^grep x"])),
-        ("a & b", ok(&["a", "b"])),
-        ("sleep 1 &", ok(&["sleep 1"])),
+        ("a | b", ok(&["^b", "a | b"])),
+        ("a |& b", ok(&["^b", "a | b"])),
+        (
+            "printf 'x\\n' |& grep x",
+            ok(&["^grep x", "printf 'x\\n' | grep x"]),
+        ),
+        ("a & b", ok(&["a &", "b"])),
+        ("sleep 1 &", ok(&["sleep 1 &"])),
         ("a\nb\n\nc", ok(&["a", "b", "c"])),
-        ("a |\n  b", ok(&["a", "^b"])),
+        // A line that ends in `|`, `&&` or `||` continues on the next.
+        ("a |\n  b", ok(&["^b", "a | b"])),
+        (
+            "printf 'x\\n' |\ngrep x",
+            ok(&["^grep x", "printf 'x\\n' | grep x"]),
+        ),
         ("a &&\n b", ok(&["a", "b"])),
-        ("a | b && c | d", ok(&["a", "^b", "c", "^d"])),
+        ("a ||\n b", ok(&["a", "b"])),
+        ("a | b && c | d", ok(&["^b", "a | b", "^d", "c | d"])),
+        ("a | b | c", ok(&["^c", "^b | c", "a | b | c"])),
         ("echo \"a && cat b\"", ok(&["echo \"a && cat b\""])),
         ("echo 'a | b; c'", ok(&["echo 'a | b; c'"])),
         ("echo git\\ commit", ok(&["echo git\\ commit"])),
@@ -97,7 +107,7 @@ fn splitter_table() {
         ("cmd >| out", ok(&["cmd >| out"])),
         (
             "cmd > out 2>&1 | tee log",
-            ok(&["cmd > out 2>&1", "^tee log"]),
+            ok(&["^tee log", "cmd > out 2>&1 | tee log"]),
         ),
         ("cmd &> log; next", ok(&["cmd &> log", "next"])),
         ("cmd &>> log", ok(&["cmd &>> log"])),
@@ -116,11 +126,11 @@ fn splitter_table() {
             "GIT_AUTHOR_EMAIL=a@b git commit -m x",
             ok(&["git commit -m x"]),
         ),
-        ("FOO=1", ok(&[""])),
+        ("FOO=1", ok(&[])),
         ("x==y cmd", ok(&["cmd"])),
         ("1A=x cmd", ok(&["1A=x cmd"])),
         ("echo FOO=1", ok(&["echo FOO=1"])),
-        ("echo ${x:-a;b} | c", ok(&["echo ${x:-a;b}", "^c"])),
+        ("echo ${x:-a;b} | c", ok(&["^c", "echo ${x:-a;b} | c"])),
         ("echo $'a\\'b;c' ; d", ok(&["echo $'a\\'b;c'", "d"])),
         ("echo {a,b}.txt", ok(&["echo {a,b}.txt"])),
         ("echo é; ls ü", ok(&["echo é", "ls ü"])),
@@ -129,130 +139,59 @@ fn splitter_table() {
             ok(&["line one \\\nstill one", "two"]),
         ),
         ("echo \\", ok(&["echo \\"])),
-        ("a;;b", ok(&["a", "b"])),
-        ("x=$(date)", Err(CommandSubstitution)),
-        ("echo \"$(date)\"", Err(CommandSubstitution)),
-        ("echo $((1 + 2))", Err(CommandSubstitution)),
-        ("echo `date`", Err(Backticks)),
-        ("(cd x && ls)", Err(Subshell)),
-        ("f() { ls; }", Err(Subshell)),
-        ("{ ls; cat x; }", Err(Group)),
-        ("cat <<EOF\nx\nEOF", Err(Heredoc)),
-        ("cat <<-'EOF' > f\nx\nEOF", Err(Heredoc)),
+        ("x=$(date)", ok(&[])),
+        ("echo \"$(date)\"", ok(&["echo \"$(date)\""])),
+        ("echo $((1 + 2))", ok(&["echo $((1 + 2))"])),
+        ("echo `date`", ok(&["echo `date`"])),
+        ("(cd x && ls)", ok(&["cd x", "ls"])),
+        ("f() { ls; }", ok(&["ls"])),
+        ("{ ls; cat x; }", ok(&["ls", "cat x"])),
+        ("cat <<EOF\nx\nEOF", ok(&["cat <<EOF"])),
+        ("cat <<-'EOF' > f\nx\nEOF", ok(&["cat <<-'EOF' > f"])),
+        ("diff <(ls a) <(ls b)", ok(&["diff <(ls a) <(ls b)"])),
+        (
+            "{ echo a; echo b; } > out.txt",
+            ok(&["echo a > out.txt", "echo b > out.txt"]),
+        ),
+        (
+            "(make; make test) 2>&1 | tail -n 5",
+            ok(&["make 2>&1", "^tail -n 5", "make test 2>&1 | tail -n 5"]),
+        ),
         ("echo \"unterminated", Err(UnterminatedQuote)),
         ("echo 'unterminated", Err(UnterminatedQuote)),
-        ("diff <(ls a) <(ls b)", Err(ProcessSubstitution)),
-        ("tee >(wc -l)", Err(ProcessSubstitution)),
         ("echo ${x", Err(UnterminatedExpansion)),
-        ("echo ${x:-$(date)}", Err(CommandSubstitution)),
+        ("echo $(date", Err(UnterminatedExpansion)),
+        ("echo (", Err(Syntax)),
+        ("a;;b", Err(Syntax)),
     ];
     let mut failures = Vec::new();
     for (cmd, expected) in &cases {
-        let got = render_split(cmd);
+        let got = candidates(cmd);
         if got != *expected {
             failures.push(format!("{cmd:?}: expected {expected:?}, got {got:?}"));
         }
     }
     assert!(
         failures.is_empty(),
-        "{} splitter case(s) failed:\n{}",
+        "{} candidate case(s) failed:\n{}",
         failures.len(),
         failures.join("\n")
     );
 }
 
-#[test]
-fn segments_record_operators_and_ranges() {
-    let cmd = "FOO=1 a | b && c &";
-    let Split::Segments(segments) = split(cmd) else {
-        panic!("{cmd:?} should split");
-    };
-    let summary: Vec<(&str, Option<Separator>, Option<Separator>, bool)> = segments
-        .iter()
-        .map(|s| (s.text.as_str(), s.preceded_by, s.followed_by, s.piped_stdin))
-        .collect();
-    assert_eq!(
-        summary,
-        vec![
-            ("FOO=1 a", None, Some(Separator::Pipe), false),
-            ("b", Some(Separator::Pipe), Some(Separator::And), true),
-            (
-                "c",
-                Some(Separator::And),
-                Some(Separator::Background),
-                false
-            ),
-        ]
-    );
-    for segment in &segments {
-        assert_eq!(&cmd[segment.range.clone()], segment.text);
-    }
-    assert_eq!(segments[0].command, "a");
-}
-
-#[test]
-fn token_list_is_lossless_and_classified() {
-    let cmd = "  a 'x;y' ; b # note\n c |& d";
-    let lexed = lex(cmd);
-    let rebuilt: String = lexed.tokens.iter().map(|t| &cmd[t.range.clone()]).collect();
-    assert_eq!(rebuilt, cmd);
-    let kinds: Vec<TokenKind> = lexed.tokens.iter().map(|t| t.kind).collect();
-    assert_eq!(
-        kinds,
-        vec![
-            TokenKind::Space,
-            TokenKind::Text,
-            TokenKind::Space,
-            TokenKind::Separator(Separator::Semicolon),
-            TokenKind::Space,
-            TokenKind::Text,
-            TokenKind::Space,
-            TokenKind::Comment,
-            TokenKind::Separator(Separator::Newline),
-            TokenKind::Space,
-            TokenKind::Text,
-            TokenKind::Space,
-            TokenKind::Separator(Separator::PipeAll),
-            TokenKind::Space,
-            TokenKind::Text,
-        ]
-    );
-    assert_eq!(lexed.opaque, None);
-}
-
-fn check_splitter_invariants(cmd: &str) -> Result<(), TestCaseError> {
-    let lexed = lex(cmd);
-    let mut at = 0;
-    for token in &lexed.tokens {
-        prop_assert_eq!(token.range.start, at, "tokens must tile the input");
-        prop_assert!(token.range.end > token.range.start, "no empty tokens");
-        prop_assert!(
-            cmd.is_char_boundary(token.range.start) && cmd.is_char_boundary(token.range.end)
-        );
-        at = token.range.end;
-    }
-    prop_assert_eq!(at, cmd.len());
-    let rebuilt: String = lexed.tokens.iter().map(|t| &cmd[t.range.clone()]).collect();
-    prop_assert_eq!(rebuilt.as_str(), cmd);
-    match split(cmd) {
-        Split::Segments(segments) => {
-            prop_assert!(lexed.opaque.is_none());
-            let mut last_end = 0;
-            for segment in &segments {
-                prop_assert!(segment.range.start >= last_end);
-                prop_assert_eq!(&cmd[segment.range.clone()], segment.text.as_str());
-                prop_assert!(segment.text.ends_with(segment.command.as_str()));
-                prop_assert!(!segment.text.starts_with([' ', '\t']) && !segment.text.is_empty());
-                last_end = segment.range.end;
-            }
-        }
-        Split::Opaque(reason) => prop_assert_eq!(Some(reason), lexed.opaque),
-    }
+fn check_interceptor_invariants(cmd: &str) -> Result<(), TestCaseError> {
     let result = intercept(cmd, default_rules(), &tools(ALL_TOOLS));
+    for c in &result.candidates {
+        prop_assert!(!c.text.is_empty(), "empty candidate for {:?}", cmd);
+    }
     if let Some(hit) = &result.blocked {
         prop_assert!(blocked_message(hit, cmd).starts_with("Blocked: "));
     }
     let _ = format_test(cmd, &result, &tools(ALL_TOOLS));
+    // Lines before the first one that does not parse are kept, and are a prefix.
+    let parsed = agentbash::shell::parse::parse_lines(cmd);
+    prop_assert!(parsed.rest <= cmd.len());
+    prop_assert_eq!(parsed.error.is_none(), parsed.rest == cmd.len());
     Ok(())
 }
 
@@ -260,13 +199,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
-    fn splitter_is_lossless_on_shell_like_input(cmd in "[a-z =;&|<>()'\"\\\\#$`{}\n\t2é-]{0,40}") {
-        check_splitter_invariants(&cmd)?;
+    fn interceptor_reads_shell_like_input(cmd in "[a-z =;&|<>()'\"\\\\#$`{}\n\t2é-]{0,40}") {
+        check_interceptor_invariants(&cmd)?;
     }
 
     #[test]
-    fn splitter_is_lossless_on_any_input(cmd in any::<String>()) {
-        check_splitter_invariants(&cmd)?;
+    fn interceptor_reads_any_input(cmd in any::<String>()) {
+        check_interceptor_invariants(&cmd)?;
     }
 }
 
@@ -734,7 +673,7 @@ fn format_test_explains_tool_absent_and_block() {
     );
     assert!(text.contains("skipped: stdin is piped"), "{text}");
     assert!(text.contains("result:  would run"), "{text}");
-    assert!(text.contains("split:   2 candidate(s)"), "{text}");
+    assert!(text.contains("parse:   2 candidate(s)"), "{text}");
 
     let list = tools("read");
     let text = format_test(cmd, &intercept(cmd, default_rules(), &list), &list);
@@ -742,7 +681,10 @@ fn format_test_explains_tool_absent_and_block() {
     assert!(text.contains("Blocked: Use the `read` tool"), "{text}");
 
     let text = format_test("echo 'x", &intercept("echo 'x", default_rules(), &[]), &[]);
-    assert!(text.contains("not split (unterminated quote)"), "{text}");
+    assert!(
+        text.contains("does not parse (unterminated quote)"),
+        "{text}"
+    );
     assert!(text.contains("(none: no rule can block)"), "{text}");
 }
 

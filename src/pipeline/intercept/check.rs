@@ -184,7 +184,13 @@ pub fn check_pack(spec: &str) -> CheckReport {
         let at = Some(rule.location());
         for example in &rule.examples_match {
             report.examples += 1;
-            if !has_keyword(&rule.keywords, example) {
+            // A deny rule's keywords are looked for in the canonical lines it sees.
+            let seen = if rule.action == Action::Deny {
+                super::deny_lines(&super::walk_of(example)).join("\n")
+            } else {
+                example.clone()
+            };
+            if !has_keyword(&rule.keywords, &seen) {
                 report.fail(
                     Some(&rule.id),
                     at,

@@ -1,546 +1,69 @@
 //! The interceptor (docs/RULES.md): decides, before anything runs, whether a command should
 //! be refused because the caller has a better tool for the job.
 //!
-//! It has three parts. The *splitter* ([`split`], [`lex`]) is a small, lossless shell
-//! lexer that cuts a command into flat segments at unquoted `;` `&&` `||` `|` `|&` `&`
-//! and newlines, and reports as opaque the syntax it cannot flatten (substitutions,
-//! subshells, groups, heredocs, unterminated quotes). The *reader* ([`commands`]) reads
-//! that compound syntax instead and yields the simple commands with their wrappers
-//! removed and their pipe and background context; those are the candidates. The
+//! Its candidates are the simple commands of the line as the one shell parser reads
+//! them (`shell::parse::walk`): compound commands, functions and `bash -c` strings
+//! looked into, wrappers removed, each written as it appears in the line with what
+//! surrounds it (` | NEXT` when its output feeds a pipe, ` &` in the background). The
 //! *matcher* ([`intercept`]) checks each candidate against a [`RuleSet`], skipping
 //! commands fed by a pipe (`printf x | grep x` is fine) and rules whose tool the caller
-//! does not have.
+//! does not have. `deny` rules are matched against each command's canonical line
+//! instead (quotes removed, variables and wrappers resolved), and see every command,
+//! those in substitutions and traps included.
 //!
-//! Nothing here rejects input or panics: a command whose quoting does not terminate is
+//! Nothing here rejects input or panics: a part of the command that does not parse is
 //! checked whole, because a false block costs the caller a turn while a miss only lets
 //! a command run as it would have without agentbash.
 
 pub mod check;
-pub mod commands;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
-use std::ops::Range;
 
 use serde::Serialize;
 
 use crate::config::rules::{Action, RuleSet};
+use crate::shell::parse::{self, ErrorKind, Origin, SimpleCommand, Walk, walk::Joint};
 
-/// An unquoted control operator that ends a segment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Separator {
-    /// `;`
-    Semicolon,
-    /// `&&`
-    And,
-    /// `||`
-    Or,
-    /// `|`
-    Pipe,
-    /// `|&` (stdout and stderr into the pipe)
-    PipeAll,
-    /// a single `&` (run the left side in the background)
-    Background,
-    /// an unquoted, unescaped newline
-    Newline,
-}
-
-impl Separator {
-    /// The operator as written in shell text (a newline is shown as `\\n`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Separator::Semicolon => ";",
-            Separator::And => "&&",
-            Separator::Or => "||",
-            Separator::Pipe => "|",
-            Separator::PipeAll => "|&",
-            Separator::Background => "&",
-            Separator::Newline => "\\n",
-        }
-    }
-
-    /// Whether the segment after this operator reads the previous one's output.
-    pub fn feeds_stdin(self) -> bool {
-        matches!(self, Separator::Pipe | Separator::PipeAll)
-    }
-}
-
-/// Why the splitter declined to split a command; the command is then checked whole.
+/// Why part of a command could not be read; that part is checked whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OpaqueReason {
-    /// `$(…)` or `$((…))`
-    CommandSubstitution,
-    /// `` `…` ``
-    Backticks,
-    /// `<(…)` or `>(…)`
-    ProcessSubstitution,
-    /// `( … )`, and any other unquoted parenthesis (functions, arrays, `case` patterns)
-    Subshell,
-    /// `{ …; }`
-    Group,
-    /// `<<WORD` (the body lines are data, not commands)
-    Heredoc,
-    /// a `'` or `"` with no closing partner
+    /// a `'`, `"` or `$'` with no closing partner
     UnterminatedQuote,
-    /// a `${` with no closing `}`
+    /// a `$(`, `${`, `` ` ``, `$((` with no end
     UnterminatedExpansion,
+    /// a token bash would not accept there (`fi` without `if`, `echo (`)
+    Syntax,
+    /// constructs nested deeper than the parser follows
+    TooDeep,
+}
+
+impl OpaqueReason {
+    fn of(kind: &ErrorKind) -> Self {
+        match kind {
+            ErrorKind::Unterminated { opener, .. } if matches!(*opener, "'" | "\"" | "$'") => {
+                OpaqueReason::UnterminatedQuote
+            }
+            ErrorKind::Unterminated { .. } => OpaqueReason::UnterminatedExpansion,
+            ErrorKind::TooDeep => OpaqueReason::TooDeep,
+            _ => OpaqueReason::Syntax,
+        }
+    }
 }
 
 impl fmt::Display for OpaqueReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            OpaqueReason::CommandSubstitution => "command substitution $(…)",
-            OpaqueReason::Backticks => "backtick command substitution",
-            OpaqueReason::ProcessSubstitution => "process substitution <(…) / >(…)",
-            OpaqueReason::Subshell => "subshell or parenthesis ( … )",
-            OpaqueReason::Group => "command group { …; }",
-            OpaqueReason::Heredoc => "heredoc <<",
             OpaqueReason::UnterminatedQuote => "unterminated quote",
-            OpaqueReason::UnterminatedExpansion => "unterminated ${…}",
+            OpaqueReason::UnterminatedExpansion => "unterminated substitution or expansion",
+            OpaqueReason::Syntax => "syntax error",
+            OpaqueReason::TooDeep => "nesting too deep",
         })
     }
 }
 
-/// What a [`Token`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TokenKind {
-    /// Segment text: from its first to its last non-blank byte, quotes and inner blanks
-    /// included.
-    Text,
-    /// Spaces and tabs around segment text.
-    Space,
-    /// A `#` comment, up to (not including) the end of its line.
-    Comment,
-    /// A control operator.
-    Separator(Separator),
-}
-
-/// One piece of the lossless token list: the pieces' ranges tile the input exactly.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Token {
-    pub kind: TokenKind,
-    pub range: Range<usize>,
-}
-
-/// The splitter's full result: every byte of the input in [`Lexed::tokens`], plus the
-/// first construct that makes splitting unsafe, if any.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lexed {
-    pub tokens: Vec<Token>,
-    pub opaque: Option<OpaqueReason>,
-}
-
-/// One flat simple command (or pipeline stage) of a split command line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Segment {
-    /// The segment as written, trimmed of surrounding blanks.
-    pub text: String,
-    /// Where [`Segment::text`] sits in the original command (byte offsets).
-    pub range: Range<usize>,
-    /// The segment with its leading `NAME=value` assignments removed; empty when the
-    /// segment is only assignments.
-    pub command: String,
-    /// The first operator between the previous segment and this one (`None` for the
-    /// first segment). `a |` + newline + `b` counts as a pipe, as it does in the shell.
-    pub preceded_by: Option<Separator>,
-    /// The first operator after this segment, if any.
-    pub followed_by: Option<Separator>,
-    /// True when stdin comes from the previous segment through `|` or `|&`.
-    pub piped_stdin: bool,
-}
-
-/// The splitter's verdict: flat segments, or a reason to check only the whole command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Split {
-    Segments(Vec<Segment>),
-    Opaque(OpaqueReason),
-}
-
-/// Cuts `cmd` into a lossless token list; see [`split`] for the segment view.
-pub fn lex(cmd: &str) -> Lexed {
-    Lexer::new(cmd).run()
-}
-
-/// Splits `cmd` into flat segments, or reports why it cannot do so safely.
-pub fn split(cmd: &str) -> Split {
-    let lexed = lex(cmd);
-    if let Some(reason) = lexed.opaque {
-        return Split::Opaque(reason);
-    }
-    let mut segments: Vec<Segment> = Vec::new();
-    // The operator that joins the previous segment to the next one is the first one seen
-    // after it; later ones (newlines after a trailing `|`) are line continuation.
-    let mut joining: Option<Separator> = None;
-    for token in &lexed.tokens {
-        match token.kind {
-            TokenKind::Separator(sep) => {
-                if joining.is_none() {
-                    joining = Some(sep);
-                    if let Some(last) = segments.last_mut()
-                        && last.followed_by.is_none()
-                    {
-                        last.followed_by = Some(sep);
-                    }
-                }
-            }
-            TokenKind::Text => {
-                let text = cmd.get(token.range.clone()).unwrap_or_default();
-                let preceded_by = joining.take();
-                segments.push(Segment {
-                    text: text.to_string(),
-                    range: token.range.clone(),
-                    command: strip_assignments(text).to_string(),
-                    preceded_by,
-                    followed_by: None,
-                    piped_stdin: preceded_by.is_some_and(Separator::feeds_stdin),
-                });
-            }
-            TokenKind::Space | TokenKind::Comment => {}
-        }
-    }
-    Split::Segments(segments)
-}
-
-struct Lexer<'a> {
-    src: &'a str,
-    bytes: &'a [u8],
-    tokens: Vec<Token>,
-    /// Start of the bytes not yet covered by a token.
-    pending: usize,
-    /// First and one-past-last non-blank byte of the segment text being accumulated.
-    text: Option<(usize, usize)>,
-    opaque: Option<OpaqueReason>,
-}
-
-impl<'a> Lexer<'a> {
-    fn new(src: &'a str) -> Self {
-        Lexer {
-            src,
-            bytes: src.as_bytes(),
-            tokens: Vec::new(),
-            pending: 0,
-            text: None,
-            opaque: None,
-        }
-    }
-
-    fn byte(&self, i: usize) -> Option<u8> {
-        self.bytes.get(i).copied()
-    }
-
-    /// Only the first reason is kept: it is the one a reader meets first.
-    fn give_up(&mut self, reason: OpaqueReason) {
-        if self.opaque.is_none() {
-            self.opaque = Some(reason);
-        }
-    }
-
-    /// Records `start..end` as segment text (non-blank).
-    fn text(&mut self, start: usize, end: usize) {
-        self.text = Some(match self.text {
-            Some((first, _)) => (first, end),
-            None => (start, end),
-        });
-    }
-
-    /// `#` starts a comment, and `{` a group, only as the first character of a word.
-    fn at_word_start(&self, i: usize) -> bool {
-        self.text.is_none()
-            || matches!(
-                i.checked_sub(1).and_then(|p| self.byte(p)),
-                Some(b' ' | b'\t')
-            )
-    }
-
-    fn push(&mut self, kind: TokenKind, range: Range<usize>) {
-        if !range.is_empty() {
-            self.tokens.push(Token { kind, range });
-        }
-    }
-
-    /// Emits the pending blanks and text up to `at`, where an operator or comment begins.
-    fn flush(&mut self, at: usize) {
-        match self.text.take() {
-            Some((first, last)) => {
-                self.push(TokenKind::Space, self.pending..first);
-                self.push(TokenKind::Text, first..last);
-                self.push(TokenKind::Space, last..at);
-            }
-            None => self.push(TokenKind::Space, self.pending..at),
-        }
-        self.pending = at;
-    }
-
-    fn separator(&mut self, at: usize, len: usize, sep: Separator) -> usize {
-        self.flush(at);
-        self.push(TokenKind::Separator(sep), at..at + len);
-        self.pending = at + len;
-        at + len
-    }
-
-    fn run(mut self) -> Lexed {
-        let len = self.bytes.len();
-        let mut i = 0;
-        while i < len {
-            let start = i;
-            let Some(c) = self.byte(i) else { break };
-            i = match c {
-                b' ' | b'\t' => i + 1,
-                b'\n' => self.separator(i, 1, Separator::Newline),
-                b';' => self.separator(i, 1, Separator::Semicolon),
-                b'|' => match self.byte(i + 1) {
-                    Some(b'|') => self.separator(i, 2, Separator::Or),
-                    Some(b'&') => self.separator(i, 2, Separator::PipeAll),
-                    _ => self.separator(i, 1, Separator::Pipe),
-                },
-                b'&' => match self.byte(i + 1) {
-                    Some(b'&') => self.separator(i, 2, Separator::And),
-                    // `&>file` and `&>>file` redirect; they do not background anything.
-                    Some(b'>') => {
-                        let end = if self.byte(i + 2) == Some(b'>') {
-                            i + 3
-                        } else {
-                            i + 2
-                        };
-                        self.text(start, end);
-                        end
-                    }
-                    _ => self.separator(i, 1, Separator::Background),
-                },
-                b'#' if self.at_word_start(i) => {
-                    let end = self.bytes[i..]
-                        .iter()
-                        .position(|&b| b == b'\n')
-                        .map_or(len, |p| i + p);
-                    self.flush(i);
-                    self.push(TokenKind::Comment, i..end);
-                    self.pending = end;
-                    end
-                }
-                _ => {
-                    let end = self.word_piece(i);
-                    self.text(start, end);
-                    end
-                }
-            };
-        }
-        self.flush(len);
-        Lexed {
-            tokens: self.tokens,
-            opaque: self.opaque,
-        }
-    }
-
-    /// Consumes one piece of a word starting at `i` (which is not blank and not an
-    /// operator) and returns where it ends. Redirect operators are word pieces: `>|`,
-    /// `>&`, `<&`, `2>&1` never split.
-    fn word_piece(&mut self, i: usize) -> usize {
-        let len = self.bytes.len();
-        let Some(c) = self.byte(i) else { return len };
-        let next = self.byte(i + 1);
-        match c {
-            b'\\' => match next {
-                // Escaping a multi-byte character skips the whole character, so token
-                // boundaries always fall on character boundaries.
-                Some(_) => {
-                    i + 1
-                        + self
-                            .src
-                            .get(i + 1..)
-                            .and_then(|s| s.chars().next())
-                            .map_or(1, char::len_utf8)
-                }
-                None => len,
-            },
-            b'\'' => match self.bytes[i + 1..].iter().position(|&b| b == b'\'') {
-                Some(p) => i + 1 + p + 1,
-                None => {
-                    self.give_up(OpaqueReason::UnterminatedQuote);
-                    len
-                }
-            },
-            b'"' => self.double_quoted(i + 1),
-            b'`' => {
-                self.give_up(OpaqueReason::Backticks);
-                i + 1
-            }
-            b'$' => match next {
-                Some(b'(') => {
-                    self.give_up(OpaqueReason::CommandSubstitution);
-                    i + 2
-                }
-                Some(b'\'') => self.ansi_c_quoted(i + 2),
-                Some(b'{') => self.braced_expansion(i + 2),
-                _ => i + 1,
-            },
-            b'(' | b')' => {
-                self.give_up(OpaqueReason::Subshell);
-                i + 1
-            }
-            b'{' if self.at_word_start(i) && matches!(next, None | Some(b' ' | b'\t' | b'\n')) => {
-                self.give_up(OpaqueReason::Group);
-                i + 1
-            }
-            b'>' => match next {
-                Some(b'>' | b'|' | b'&') => i + 2,
-                Some(b'(') => {
-                    self.give_up(OpaqueReason::ProcessSubstitution);
-                    i + 2
-                }
-                _ => i + 1,
-            },
-            b'<' => match (next, self.byte(i + 2)) {
-                // `<<<` is a here-string: one word of data on the same line, harmless.
-                (Some(b'<'), Some(b'<')) => i + 3,
-                (Some(b'<'), _) => {
-                    self.give_up(OpaqueReason::Heredoc);
-                    i + 2
-                }
-                (Some(b'&' | b'>'), _) => i + 2,
-                (Some(b'('), _) => {
-                    self.give_up(OpaqueReason::ProcessSubstitution);
-                    i + 2
-                }
-                _ => i + 1,
-            },
-            _ => i + 1,
-        }
-    }
-
-    /// Scans a `"…"` body starting after the opening quote; returns the end of the
-    /// closing quote.
-    fn double_quoted(&mut self, mut j: usize) -> usize {
-        let len = self.bytes.len();
-        while let Some(b) = self.byte(j) {
-            match b {
-                b'\\' => j += 2,
-                b'"' => return j + 1,
-                b'`' => {
-                    self.give_up(OpaqueReason::Backticks);
-                    j += 1;
-                }
-                b'$' if self.byte(j + 1) == Some(b'(') => {
-                    self.give_up(OpaqueReason::CommandSubstitution);
-                    j += 2;
-                }
-                _ => j += 1,
-            }
-        }
-        self.give_up(OpaqueReason::UnterminatedQuote);
-        len
-    }
-
-    /// Scans a `$'…'` body (backslash escapes apply) starting after the opening quote.
-    fn ansi_c_quoted(&mut self, mut j: usize) -> usize {
-        let len = self.bytes.len();
-        while let Some(b) = self.byte(j) {
-            match b {
-                b'\\' => j += 2,
-                b'\'' => return j + 1,
-                _ => j += 1,
-            }
-        }
-        self.give_up(OpaqueReason::UnterminatedQuote);
-        len
-    }
-
-    /// Scans a `${…}` body starting after the `{`, honouring nested `${…}`; operators
-    /// inside (`${x:-a;b}`) belong to the expansion, not to the command line.
-    fn braced_expansion(&mut self, mut j: usize) -> usize {
-        let len = self.bytes.len();
-        let mut depth = 1usize;
-        while let Some(b) = self.byte(j) {
-            match b {
-                b'\\' => j += 2,
-                b'{' => {
-                    depth += 1;
-                    j += 1;
-                }
-                b'}' => {
-                    depth -= 1;
-                    j += 1;
-                    if depth == 0 {
-                        return j;
-                    }
-                }
-                b'`' => {
-                    self.give_up(OpaqueReason::Backticks);
-                    j += 1;
-                }
-                b'$' if self.byte(j + 1) == Some(b'(') => {
-                    self.give_up(OpaqueReason::CommandSubstitution);
-                    j += 2;
-                }
-                _ => j += 1,
-            }
-        }
-        self.give_up(OpaqueReason::UnterminatedExpansion);
-        len
-    }
-}
-
-/// Removes leading `NAME=value` words (`FOO=1 BAR="a b" cmd` → `cmd`), which the shell
-/// treats as environment for the command rather than as the command.
-fn strip_assignments(segment: &str) -> &str {
-    let bytes = segment.as_bytes();
-    let len = bytes.len();
-    let mut i = 0;
-    loop {
-        while matches!(bytes.get(i), Some(b' ' | b'\t')) {
-            i += 1;
-        }
-        let word_start = i;
-        if !matches!(bytes.get(i), Some(b) if b.is_ascii_alphabetic() || *b == b'_') {
-            return segment.get(word_start..).unwrap_or_default();
-        }
-        while matches!(bytes.get(i), Some(b) if b.is_ascii_alphanumeric() || *b == b'_') {
-            i += 1;
-        }
-        if bytes.get(i) == Some(&b'+') {
-            i += 1;
-        }
-        if bytes.get(i) != Some(&b'=') {
-            return segment.get(word_start..).unwrap_or_default();
-        }
-        i += 1;
-        // The value runs to the next unquoted blank.
-        while let Some(&b) = bytes.get(i) {
-            match b {
-                b' ' | b'\t' | b'\n' => break,
-                b'\\' => i += 2,
-                b'\'' => {
-                    i = bytes[i + 1..]
-                        .iter()
-                        .position(|&q| q == b'\'')
-                        .map_or(len, |p| i + 1 + p + 1);
-                }
-                b'"' => {
-                    let mut j = i + 1;
-                    i = len;
-                    while let Some(&q) = bytes.get(j) {
-                        match q {
-                            b'\\' => j += 2,
-                            b'"' => {
-                                i = j + 1;
-                                break;
-                            }
-                            _ => j += 1,
-                        }
-                    }
-                }
-                _ => i += 1,
-            }
-        }
-        if i >= len {
-            return "";
-        }
-    }
-}
-
-/// Whether a candidate is the whole command or one of its segments.
+/// Whether a candidate is a simple command of the line or a part that did not parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CandidateKind {
@@ -548,7 +71,7 @@ pub enum CandidateKind {
     Segment,
 }
 
-/// Why a candidate was not checked.
+/// Why a candidate was not checked by `block`/`warn` rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SkipReason {
@@ -556,6 +79,8 @@ pub enum SkipReason {
     PipedStdin,
     /// It runs in the background, and the same command waits for or kills it.
     Reaped,
+    /// It reads a file an earlier command of the line wrote (`make > log; tail log`).
+    OwnOutput,
 }
 
 impl fmt::Display for SkipReason {
@@ -565,6 +90,7 @@ impl fmt::Display for SkipReason {
             SkipReason::Reaped => {
                 f.write_str("runs in the background, and the command waits for or kills it")
             }
+            SkipReason::OwnOutput => f.write_str("reads what an earlier command of the line wrote"),
         }
     }
 }
@@ -597,7 +123,12 @@ pub struct RuleMatch {
 /// Everything the interceptor decided about one candidate (for `rules test`/`explain`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CandidateTrace {
+    /// The command as written (what `block`/`warn` rules match).
     pub text: String,
+    /// Its canonical line (what `deny` rules match); empty when no `deny` rule is in
+    /// the packs, which then never need it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub parsed: String,
     pub kind: CandidateKind,
     pub skipped: Option<SkipReason>,
     /// The rule that decided this candidate (first applicable match in pack order).
@@ -627,7 +158,7 @@ pub struct Interception {
     pub blocked: Option<Hit>,
     /// `warn` hits, one per rule, in the order met.
     pub warnings: Vec<Hit>,
-    /// Set when the splitter declined and only the whole command was checked.
+    /// Set when part of the command could not be parsed and was checked whole.
     pub opaque: Option<OpaqueReason>,
 }
 
@@ -637,102 +168,239 @@ impl Interception {
     }
 }
 
+/// The walk the interceptor reads: no environment (routing does not depend on it).
+pub(crate) fn walk_of(cmd: &str) -> Walk {
+    let env = BTreeMap::new();
+    parse::walk(
+        cmd,
+        &parse::Context {
+            env: &env,
+            cwd: None,
+        },
+    )
+}
+
 /// Checks `cmd` against `rules` for a caller that has `tools`.
 ///
-/// Candidates are the simple commands of `cmd` (see `candidates_of`); only when its
-/// quoting does not terminate, the whole command and its flat segments. A candidate
-/// identical to an earlier one is not repeated. For each candidate the first matching rule in pack order whose tool is available
-/// decides: `block` blocks (the first such candidate is reported), `warn` adds a notice.
+/// Candidates are the simple commands of `cmd` (see `candidates_of`), and each part
+/// that did not parse, whole. A candidate identical to an earlier one is not
+/// repeated. For each candidate the first matching rule in pack order that applies
+/// decides: `block` blocks (the first such candidate is reported), `warn` adds a
+/// notice, `deny` refuses whatever the tools.
 pub fn intercept(cmd: &str, rules: &RuleSet, tools: &[String]) -> Interception {
-    let mut out = Interception::default();
-    let whole = cmd.trim();
-    if whole.is_empty() {
-        return out;
+    if cmd.trim().is_empty() {
+        return Interception::default();
     }
-    let candidates = match commands::simple_commands(cmd) {
-        Some(simples) => candidates_of(simples),
-        None => {
-            let (candidates, opaque) = fallback_candidates(cmd, whole);
-            out.opaque = opaque;
-            candidates
+    intercept_walk(&walk_of(cmd), rules, tools)
+}
+
+/// [`intercept`] on a walk already made.
+pub fn intercept_walk(walk: &Walk, rules: &RuleSet, tools: &[String]) -> Interception {
+    let mut out = Interception::default();
+    let has_deny = rules.rules().iter().any(|r| r.action == Action::Deny);
+    let mut candidates = candidates_of(&walk.commands, has_deny);
+    for part in &walk.unparsed {
+        if part.depth == 0 && part.origin == Origin::Line {
+            out.opaque.get_or_insert(OpaqueReason::of(&part.error.kind));
         }
+        let text = part.text.trim();
+        if !text.is_empty() && !candidates.iter().any(|c| c.text == text) {
+            candidates.push(Candidate {
+                text: text.to_string(),
+                parsed: text.to_string(),
+                kind: CandidateKind::Whole,
+                skipped: None,
+                info_only: false,
+                bounded: false,
+            });
+        }
+    }
+    let listed: HashSet<String> = if has_deny {
+        candidates.iter().map(|c| c.parsed.clone()).collect()
+    } else {
+        HashSet::new()
     };
     for candidate in candidates {
-        let Candidate {
-            text,
-            kind,
-            skipped,
-            info_only,
-            bounded,
-        } = candidate;
-        let mut trace = CandidateTrace {
-            text,
-            kind,
-            skipped,
-            matched: None,
-            matches: Vec::new(),
-            verdict: Verdict::Skipped,
+        let trace = check_candidate(candidate, rules, tools, has_deny, &mut out);
+        out.candidates.push(trace);
+    }
+    // `deny` rules see every command, those that are not routing candidates too
+    // (substitutions, traps, `find -exec`); one is listed only when a rule matched.
+    if has_deny {
+        let mut seen = listed;
+        for c in &walk.commands {
+            let parsed = c.rendered();
+            if parsed.is_empty() || !seen.insert(parsed.clone()) {
+                continue;
+            }
+            let candidate = Candidate {
+                text: parsed.clone(),
+                parsed,
+                kind: CandidateKind::Segment,
+                skipped: None,
+                info_only: false,
+                bounded: false,
+            };
+            if rules.matching(&candidate.parsed).iter().any(|&i| {
+                rules
+                    .rules()
+                    .get(i)
+                    .is_some_and(|r| r.action == Action::Deny)
+            }) {
+                let trace = check_candidate(candidate, rules, tools, true, &mut out);
+                out.candidates.push(trace);
+            }
+        }
+    }
+    out
+}
+
+/// Matches one candidate and records the outcome in `out`.
+fn check_candidate(
+    candidate: Candidate,
+    rules: &RuleSet,
+    tools: &[String],
+    has_deny: bool,
+    out: &mut Interception,
+) -> CandidateTrace {
+    let Candidate {
+        text,
+        parsed,
+        kind,
+        skipped,
+        info_only,
+        bounded,
+    } = candidate;
+    let mut trace = CandidateTrace {
+        text,
+        parsed,
+        kind,
+        skipped,
+        matched: None,
+        matches: Vec::new(),
+        verdict: if skipped.is_some() {
+            Verdict::Skipped
+        } else {
+            Verdict::Pass
+        },
+    };
+    // `block`/`warn` rules read the command as written; `deny` rules its canonical
+    // line. Both lists are in pack order.
+    let mut indices: Vec<usize> = Vec::new();
+    if skipped.is_none() {
+        indices.extend(rules.matching(&trace.text).into_iter().filter(|&i| {
+            rules
+                .rules()
+                .get(i)
+                .is_some_and(|r| r.action != Action::Deny)
+        }));
+    }
+    if has_deny {
+        indices.extend(rules.matching(&trace.parsed).into_iter().filter(|&i| {
+            rules
+                .rules()
+                .get(i)
+                .is_some_and(|r| r.action == Action::Deny)
+        }));
+    }
+    indices.sort_unstable();
+    indices.dedup();
+    for index in indices {
+        let Some(rule) = rules.rules().get(index) else {
+            continue;
         };
-        if skipped.is_none() {
-            trace.verdict = Verdict::Pass;
-            for index in rules.matching(&trace.text) {
-                let Some(rule) = rules.rules().get(index) else {
-                    continue;
-                };
-                // `vite --version` prints and exits; `timeout 5 npm run dev` cannot
-                // outlive the run. A deny rule refuses whatever the arguments.
-                if rule.action != Action::Deny && (info_only || (bounded && rule.long_running)) {
-                    continue;
+        // `vite --version` prints and exits; `timeout 5 npm run dev` cannot outlive
+        // the run. A deny rule refuses whatever the arguments.
+        if rule.action != Action::Deny && (info_only || (bounded && rule.long_running)) {
+            continue;
+        }
+        // A deny rule needs no declared tool: it refuses for everyone.
+        let applies = rule.action == Action::Deny || tools.contains(&rule.tool);
+        trace.matches.push(RuleMatch {
+            rule: rule.id.clone(),
+            pack: rule.pack.clone(),
+            tool: rule.tool.clone(),
+            action: rule.action,
+            applies,
+        });
+        if !applies || trace.matched.is_some() {
+            continue;
+        }
+        trace.matched = Some(rule.id.clone());
+        let hit = Hit {
+            rule: rule.id.clone(),
+            pack: rule.pack.clone(),
+            tool: rule.tool.clone(),
+            message: rule.message.clone(),
+            action: rule.action,
+            candidate: if rule.action == Action::Deny {
+                trace.parsed.clone()
+            } else {
+                trace.text.clone()
+            },
+        };
+        match rule.action {
+            Action::Block | Action::Deny => {
+                trace.verdict = Verdict::Block;
+                if out.blocked.is_none() {
+                    out.blocked = Some(hit);
                 }
-                // A deny rule needs no declared tool: it refuses for everyone.
-                let applies = rule.action == Action::Deny || tools.contains(&rule.tool);
-                trace.matches.push(RuleMatch {
-                    rule: rule.id.clone(),
-                    pack: rule.pack.clone(),
-                    tool: rule.tool.clone(),
-                    action: rule.action,
-                    applies,
-                });
-                if !applies || trace.matched.is_some() {
-                    continue;
+            }
+            Action::Warn => {
+                trace.verdict = Verdict::Warn;
+                let known = out
+                    .warnings
+                    .iter()
+                    .any(|w| w.rule == hit.rule && w.pack == hit.pack);
+                if !known {
+                    out.warnings.push(hit);
                 }
-                trace.matched = Some(rule.id.clone());
-                let hit = Hit {
+            }
+        }
+    }
+    trace
+}
+
+/// The canonical lines `deny` rules are matched against: every command of the walk,
+/// and each part that did not parse, as written.
+pub fn deny_lines(walk: &Walk) -> Vec<String> {
+    let mut lines: Vec<String> = walk
+        .commands
+        .iter()
+        .map(SimpleCommand::rendered)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.extend(walk.unparsed.iter().map(|u| u.text.trim().to_string()));
+    lines
+}
+
+/// The first `deny` rule of `rules` (in line order, then pack order) that matches one
+/// of `lines`.
+pub fn deny(lines: &[String], rules: &RuleSet) -> Option<Hit> {
+    for line in lines {
+        for i in rules.matching(line) {
+            let Some(rule) = rules.rules().get(i) else {
+                continue;
+            };
+            if rule.action == Action::Deny {
+                return Some(Hit {
                     rule: rule.id.clone(),
                     pack: rule.pack.clone(),
                     tool: rule.tool.clone(),
                     message: rule.message.clone(),
                     action: rule.action,
-                    candidate: trace.text.clone(),
-                };
-                match rule.action {
-                    Action::Block | Action::Deny => {
-                        trace.verdict = Verdict::Block;
-                        if out.blocked.is_none() {
-                            out.blocked = Some(hit);
-                        }
-                    }
-                    Action::Warn => {
-                        trace.verdict = Verdict::Warn;
-                        let known = out
-                            .warnings
-                            .iter()
-                            .any(|w| w.rule == hit.rule && w.pack == hit.pack);
-                        if !known {
-                            out.warnings.push(hit);
-                        }
-                    }
-                }
+                    candidate: line.clone(),
+                });
             }
         }
-        out.candidates.push(trace);
     }
-    out
+    None
 }
 
 /// One text the rules are matched against, and what the matcher knows about it.
 struct Candidate {
     text: String,
+    parsed: String,
     kind: CandidateKind,
     skipped: Option<SkipReason>,
     /// The command only asks for help or a version (`vite --version`).
@@ -741,31 +409,46 @@ struct Candidate {
     bounded: bool,
 }
 
-/// Candidates from the simple commands of a command line (see [`commands`]): each
-/// command as written from its program name, followed by ` | NEXT` when its stdout
+/// Whether the interceptor routes this command: one the line (or a script it runs,
+/// or a function it calls) runs, not one inside a substitution, a trap or
+/// `find -exec`.
+fn routable(c: &SimpleCommand) -> bool {
+    matches!(c.origin, Origin::Line | Origin::Script | Origin::Call)
+        && !c.substituted
+        && !c.text.trim().is_empty()
+}
+
+/// Candidates from the simple commands of a command line (see [`parse::walk`]): each
+/// command as written from its program name, followed by ` | NEXT…` when its stdout
 /// feeds a pipeline (so a rule can tell `cat f | less` from `cat f | jq .`; `xargs`
-/// keeps its name there, without its options) and by ` &`
-/// when it runs in the background. Within a pipeline the later stages come first: in
+/// keeps its name there, without its options) and by ` &` when it runs in the
+/// background. Within a pipeline the later stages come first: in
 /// `find … | xargs sed -i …` the stage that acts decides, not the one that lists.
-fn candidates_of(mut simples: Vec<commands::Simple>) -> Vec<Candidate> {
-    // A pipeline sent to the background runs there as a whole.
-    for i in (1..simples.len()).rev() {
-        if simples[i].background && simples[i].piped_stdin {
-            simples[i - 1].background = true;
-        }
-    }
+/// A command that writes a temporary file which the next one moves over an input of
+/// the first (`sed … f > f.tmp && mv f.tmp f`) is also checked as the pair.
+fn candidates_of(commands: &[SimpleCommand], parsed: bool) -> Vec<Candidate> {
+    let simples: Vec<&SimpleCommand> = commands.iter().filter(|c| routable(c)).collect();
     // `srv & pid=$!; …; kill $pid` and `a & b & wait` clean up after themselves.
-    let reaped = simples
-        .iter()
-        .any(|s| match s.words.first().map(String::as_str) {
-            Some("wait") => true,
-            Some("kill") => s.words.iter().skip(1).any(|w| w.starts_with(['$', '%'])),
-            _ => false,
-        });
+    let reaped = simples.iter().any(|s| match s.name() {
+        Some("wait") => true,
+        Some("kill") => s
+            .argv
+            .iter()
+            .skip(1)
+            .any(|w| w.text.starts_with('%') || !w.known()),
+        _ => false,
+    });
+    // A command's output feeds the next one when the next reads a pipe.
+    let feeds = |i: usize| {
+        simples[i].piped_stdout
+            && simples
+                .get(i + 1)
+                .is_some_and(|n| n.piped_stdin && !n.via_xargs || n.via_xargs)
+    };
     let mut order: Vec<usize> = Vec::with_capacity(simples.len());
     let mut start = 0;
     for i in 0..simples.len() {
-        if !simples[i].piped_stdout || i + 1 == simples.len() {
+        if !feeds(i) {
             order.extend((start..=i).rev());
             start = i + 1;
         }
@@ -774,88 +457,150 @@ fn candidates_of(mut simples: Vec<commands::Simple>) -> Vec<Candidate> {
     // checking must stay linear.
     let mut seen: HashSet<(String, Option<SkipReason>)> = HashSet::new();
     let mut out = Vec::with_capacity(order.len());
+    // Files the line writes, by the index of the first command that writes each.
+    let mut written: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, s) in simples.iter().enumerate() {
+        for r in &s.redirects {
+            if r.op.writes()
+                && let Some(t) = r.target.as_ref().filter(|t| t.known())
+            {
+                written.entry(t.text.as_str()).or_insert(i);
+            }
+        }
+    }
+    let own_output = |i: usize| {
+        let s = simples[i];
+        matches!(
+            s.name(),
+            Some("cat" | "head" | "tail" | "less" | "more" | "bat" | "nl" | "grep" | "rg")
+        ) && {
+            let files: Vec<&str> = s.argv[1..]
+                .iter()
+                .map(|f| f.text.as_str())
+                .filter(|t| !t.starts_with('-') && !t.chars().all(|c| c.is_ascii_digit()))
+                .collect();
+            files
+                .last()
+                .is_some_and(|f| written.get(f).is_some_and(|&w| w < i))
+        }
+    };
     for i in order {
-        let s = &simples[i];
+        let s = simples[i];
         let mut text = s.text.clone();
-        if s.piped_stdout
-            && let Some(next) = simples.get(i + 1)
+        let mut k = i;
+        // The rest of the pipeline its output goes through.
+        while feeds(k)
+            && let Some(next) = simples.get(k + 1)
         {
             text.push_str(" | ");
             if next.via_xargs {
                 text.push_str("xargs ");
             }
             text.push_str(&next.text);
+            k += 1;
         }
-        if s.background {
+        if s.background && !text.ends_with('&') {
             text.push_str(" &");
         }
         let skipped = if s.background && reaped {
             Some(SkipReason::Reaped)
         } else if s.piped_stdin && !s.background {
             Some(SkipReason::PipedStdin)
+        } else if own_output(i) {
+            Some(SkipReason::OwnOutput)
         } else {
             None
         };
-        if !seen.insert((text.clone(), skipped)) {
-            continue;
+        let parsed = if parsed { s.rendered() } else { String::new() };
+        if seen.insert((text.clone(), skipped)) {
+            out.push(Candidate {
+                text,
+                parsed: parsed.clone(),
+                kind: CandidateKind::Segment,
+                skipped,
+                info_only: is_info_only(s),
+                bounded: s.bounded,
+            });
         }
-        out.push(Candidate {
-            text,
-            kind: CandidateKind::Segment,
-            skipped,
-            info_only: is_info_only(&s.words),
-            bounded: s.bounded,
-        });
+        if let Some(pair) = rewrite_pair(s, simples.get(i + 1).copied()) {
+            if seen.insert((pair.clone(), None)) {
+                out.push(Candidate {
+                    text: pair,
+                    parsed,
+                    kind: CandidateKind::Segment,
+                    skipped: None,
+                    info_only: false,
+                    bounded: s.bounded,
+                });
+            }
+        }
     }
     out
 }
 
+/// `CMD … F … > T && mv T F`: a command whose output replaces one of its inputs, the
+/// pair as written.
+fn rewrite_pair(a: &SimpleCommand, b: Option<&SimpleCommand>) -> Option<String> {
+    let b = b?;
+    if !matches!(b.joint, Joint::And | Joint::Seq)
+        || b.name()? != "mv"
+        || a.piped_stdout
+        || a.background
+    {
+        return None;
+    }
+    let tmp = a.redirects.iter().rev().find(|r| {
+        r.fd() == 1
+            && matches!(
+                r.op,
+                parse::ast::RedirOp::Out | parse::ast::RedirOp::Clobber
+            )
+    })?;
+    let tmp = tmp.target.as_ref().filter(|t| t.known())?;
+    let operands: Vec<&str> = b.argv[1..]
+        .iter()
+        .map(|f| f.text.as_str())
+        .filter(|t| !t.starts_with('-'))
+        .collect();
+    let [from, to] = operands.as_slice() else {
+        return None;
+    };
+    let reads_target = a.argv[1..].iter().any(|f| f.text == *to)
+        || a.redirects.iter().any(|r| {
+            r.fd() == 0
+                && r.op == parse::ast::RedirOp::In
+                && r.target.as_ref().is_some_and(|t| t.text == *to)
+        });
+    (*from == tmp.text && reads_target && from != to).then(|| format!("{} && {}", a.text, b.text))
+}
+
 /// `prog --help`, `prog sub --version`, `prog help`, `npm start -- --help`: the last
-/// word asks for information, so the program prints and exits.
-fn is_info_only(words: &[String]) -> bool {
-    match words {
-        [_, only] if matches!(only.as_str(), "help" | "version") => true,
+/// word asks for information, so the program prints and exits; so does a server
+/// asked only to check its configuration (`nginx -t`, `--check-config`).
+fn is_info_only(c: &SimpleCommand) -> bool {
+    let words: Vec<&str> = c.argv.iter().map(|f| f.text.as_str()).collect();
+    let checks = |w: &&str| {
+        matches!(
+            *w,
+            "--check-config"
+                | "--config-check"
+                | "--check"
+                | "--configtest"
+                | "--test-config"
+                | "--validate"
+                | "--dry-run"
+        )
+    };
+    if words.iter().skip(1).any(checks) {
+        return true;
+    }
+    match words.as_slice() {
+        [_, only] if matches!(*only, "help" | "version") => true,
         [_, .., last] => matches!(
-            last.as_str(),
+            *last,
             "--help" | "-h" | "--version" | "-V" | "--type-list" | "-help" | "-version"
         ),
         _ => false,
-    }
-}
-
-/// The flat splitter's candidates, for a command whose quoting does not terminate: the
-/// whole command, then its segments.
-fn fallback_candidates(cmd: &str, whole: &str) -> (Vec<Candidate>, Option<OpaqueReason>) {
-    let plain = |text: &str, kind, skipped| Candidate {
-        text: text.to_string(),
-        kind,
-        skipped,
-        info_only: false,
-        bounded: false,
-    };
-    let mut candidates = vec![plain(whole, CandidateKind::Whole, None)];
-    // The whole command too is checked without its leading assignments
-    // (`X=1 cat a; echo $(date)`).
-    let bare = strip_assignments(whole).trim();
-    if !bare.is_empty() && bare != whole {
-        candidates.push(plain(bare, CandidateKind::Whole, None));
-    }
-    match split(cmd) {
-        Split::Segments(segments) => {
-            let mut seen: HashSet<(String, Option<SkipReason>)> = HashSet::new();
-            seen.insert((whole.to_string(), None));
-            seen.insert((bare.to_string(), None));
-            for segment in segments {
-                let skipped = segment.piped_stdin.then_some(SkipReason::PipedStdin);
-                if segment.command.is_empty() || !seen.insert((segment.command.clone(), skipped)) {
-                    continue;
-                }
-                candidates.push(plain(&segment.command, CandidateKind::Segment, skipped));
-            }
-            // Unterminated quoting that the flat splitter accepted: keep its segments.
-            (candidates, None)
-        }
-        Split::Opaque(reason) => (candidates, Some(reason)),
     }
 }
 
@@ -877,20 +622,16 @@ pub fn format_test(cmd: &str, interception: &Interception, tools: &[String]) -> 
     // Writing to a String cannot fail; the results are ignored for that reason.
     let _ = writeln!(out, "command: {}", crate::display::escape_controls(cmd));
     let _ = writeln!(out, "tools:   {tools_text}");
-    match interception.opaque {
-        Some(reason) => {
-            let _ = writeln!(
-                out,
-                "split:   not split ({reason}); whole command checked only"
-            );
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "split:   {} candidate(s): simple commands, wrappers removed, later pipeline stages first; a repeat is not listed",
-                interception.candidates.len()
-            );
-        }
+    let _ = writeln!(
+        out,
+        "parse:   {} candidate(s): simple commands, wrappers removed, later pipeline stages first; a repeat is not listed",
+        interception.candidates.len()
+    );
+    if let Some(reason) = interception.opaque {
+        let _ = writeln!(
+            out,
+            "         part of it does not parse ({reason}): that part is checked whole"
+        );
     }
     if interception.candidates.is_empty() {
         let _ = writeln!(out, "candidates: none (empty command)");
@@ -906,6 +647,15 @@ pub fn format_test(cmd: &str, interception: &Interception, tools: &[String]) -> 
             n + 1,
             crate::display::escape_controls(&candidate.text)
         );
+        if candidate.parsed != candidate.text
+            && candidate.matches.iter().any(|m| m.action == Action::Deny)
+        {
+            let _ = writeln!(
+                out,
+                "       parsed: {}",
+                crate::display::escape_controls(&candidate.parsed)
+            );
+        }
         if let Some(reason) = candidate.skipped {
             let _ = writeln!(out, "       skipped: {reason}");
             continue;
