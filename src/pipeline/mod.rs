@@ -1,11 +1,13 @@
 //! The run pipeline (docs/ARCHITECTURE.md), top to bottom. [`plan`] decides:
 //! validate → mode → normalize → intercept → timeout → env → shell → state → cwd →
-//! guard → artifact dir and secrets; [`execute`] refuses what the plan refused, then
-//! prepares the state, spawns through an executor, tears down and shapes the result.
+//! guard → approval → artifact dir and secrets; [`execute`] refuses what the plan
+//! refused, asks a person what the approval policy asks about, then prepares the
+//! state, spawns through an executor, tears down and shapes the result.
 //!
 //! [`plan`] makes every decision without side effects (it is what `explain` shows);
 //! [`execute`] carries a plan out and shapes the [`RunResult`].
 
+pub mod approval;
 pub mod guard;
 pub mod intercept;
 pub mod normalize;
@@ -60,6 +62,8 @@ pub struct Plan {
     pub shown_normalized: String,
     /// The guard's verdict: refuses catastrophes whatever the caller declared.
     pub guard: crate::pipeline::guard::GuardPlan,
+    /// The approval policy's decision for each simple command of the line.
+    pub approval: approval::ApprovalPlan,
     pub shown_cwd: Option<String>,
     pub interception: Option<Interception>,
     pub tools: Vec<String>,
@@ -188,23 +192,35 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     );
     // The cwd, against the session's cwd when there is one
     let cwd = resolve_cwd(&state.base_dir(&req.invoking_dir), req.cwd.as_deref());
-    let guard = if p.guard.enabled {
-        let base = state.base_dir(&req.invoking_dir);
-        crate::pipeline::guard::GuardPlan::decide(
-            &req.command,
-            &crate::pipeline::guard::Context {
-                env: &env.vars,
-                cwd: cwd.as_deref().unwrap_or(&base),
-                protected: &p.guard.protected,
-            },
-            |lines| {
+    // One walk of the command for the guard and the approval policy, in the
+    // environment the command will get (the session's exports included).
+    let base = state.base_dir(&req.invoking_dir);
+    let walk_env = walk_env(&env.vars, state.session.as_ref());
+    let ctx = crate::pipeline::guard::Context {
+        env: &walk_env,
+        cwd: cwd.as_deref().unwrap_or(&base),
+        protected: &p.guard.protected,
+    };
+    let walk = (p.guard.enabled || !p.approval.is_inert())
+        .then(|| crate::pipeline::guard::walk(&req.command, &ctx));
+    let guard = match &walk {
+        Some(walk) if p.guard.enabled => {
+            crate::pipeline::guard::GuardPlan::decide_walk(walk, &ctx, |lines| {
                 profile
                     .guard_rules_might_match(lines)
                     .then(|| profile.guard_rule_set())
-            },
-        )
-    } else {
-        crate::pipeline::guard::GuardPlan::off()
+            })
+        }
+        _ => crate::pipeline::guard::GuardPlan::off(),
+    };
+    let approval = match &walk {
+        Some(walk) if !p.approval.is_inert() => {
+            let (approved, definitions) = state.session.as_ref().map_or((&[][..], &[][..]), |s| {
+                (&s.approved[..], &s.definitions[..])
+            });
+            approval::Policy::for_session(&p.approval, approved, definitions).judge(walk)
+        }
+        _ => approval::ApprovalPlan::default(),
     };
     let artifact_dir = p
         .artifacts
@@ -227,6 +243,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
         shown_command,
         shown_normalized,
         guard,
+        approval,
         shown_cwd,
         interception,
         tools,
@@ -246,10 +263,28 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     }
 }
 
+/// The environment a walk of the command resolves variables in: the run's, with
+/// what a session exported and unset applied, as the command will see it.
+fn walk_env<'a>(
+    env: &'a std::collections::BTreeMap<String, String>,
+    session: Option<&crate::shell::state::SessionPlan>,
+) -> std::borrow::Cow<'a, std::collections::BTreeMap<String, String>> {
+    let Some(s) = session.filter(|s| !s.exported.is_empty() || !s.unset.is_empty()) else {
+        return std::borrow::Cow::Borrowed(env);
+    };
+    let mut env = env.clone();
+    for k in &s.unset {
+        env.remove(k);
+    }
+    env.extend(s.exported.iter().map(|(k, v)| (k.clone(), v.clone())));
+    std::borrow::Cow::Owned(env)
+}
+
 impl Plan {
     /// What refuses this command, and the text the caller is shown: the guard first
-    /// (a structural check or a `deny` rule of `guard.rules`), then the interceptor (a
-    /// `deny` rule there is the guard's kind too: it refuses whatever the tools).
+    /// (a structural check or a `deny` rule of `guard.rules`), then a `deny` of the
+    /// approval policy, then the interceptor (a `deny` rule there is the guard's kind
+    /// too: it refuses whatever the tools).
     pub fn blocked(&self) -> Option<(Blocked, String)> {
         if let Some(refusal) = &self.guard.refused {
             let text = guard::refused_message(&refusal.reason, &self.shown_command);
@@ -260,6 +295,12 @@ impl Plan {
                 kind: BlockKind::Guard,
             };
             return Some((blocked, text));
+        }
+        if let Some(r) =
+            self.approval
+                .denied(&self.shown_command, &self.profile_name, &self.secrets)
+        {
+            return Some((r.blocked, r.text));
         }
         let hit = self.interception.as_ref()?.blocked.as_ref()?;
         if hit.action == crate::config::rules::Action::Deny {
@@ -408,6 +449,7 @@ fn carry_out(
     };
     let stages = (|| -> Result<_, Stop> {
         let shell = refusal(&plan, &mut g)?;
+        let approved = approval_stage(req, &plan, cancel, &mut g)?;
         let limit = Duration::from_secs(plan.timeout.effective);
         let mut state = session_state(req, &plan, &shell, cancel, limit, &mut g)?;
         let cwd = working_dir(req, &plan, &state, &mut g)?;
@@ -415,6 +457,7 @@ fn carry_out(
         announce_start(&plan, &mut g, on_event);
         let live = pool.filter(|_| live_eligible(req, p, &plan, &shell));
         let sandbox = confinement(p, &plan, &cwd, &mut state, &mut g)?;
+        remember_approvals(approved, &mut state, &sandbox, &mut g);
         let launch = launch(
             req,
             p,
@@ -526,6 +569,128 @@ fn refusal(plan: &Plan, g: &mut Gathered) -> Result<PathBuf, Stop> {
     match &plan.shell {
         Ok(s) => Ok(s.clone()),
         Err(e) => Err(Stop::Fail(exit::FAILURE, e.to_string())),
+    }
+}
+
+/// The approval stage (README, Approval): a line the policy asks about waits for an
+/// answer from whoever can give one (`req.approver`: the terminal, the MCP client,
+/// the rpc client), and nothing runs until then; with no one to ask,
+/// `approval.unattended` decides. What an "always" answer remembers for the session
+/// is returned (recorded once the session is locked and its policy adopted).
+fn approval_stage(
+    req: &RunRequest,
+    plan: &Plan,
+    cancel: &CancelToken,
+    g: &mut Gathered,
+) -> Result<Vec<crate::shell::session::Approved>, Stop> {
+    use crate::config::approval::{Decision, Unattended};
+    use crate::request::Answer;
+    let a = &plan.approval;
+    if a.decision != Decision::Ask {
+        return Ok(Vec::new());
+    }
+    let question = a.question(&plan.shown_command, req.session.as_deref(), &plan.secrets);
+    let (answer, who) = match &req.approver {
+        Some(approver) => (approver.0.ask(&question, cancel), approver.0.who()),
+        None => (
+            Answer::Unavailable(
+                "it runs without a terminal, and its caller has no way to ask".into(),
+            ),
+            String::new(),
+        ),
+    };
+    let asked = question
+        .asks
+        .iter()
+        .map(|a| format!("`{}`", a.command))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rules = question.rules();
+    match answer {
+        Answer::Once => {
+            g.notices
+                .push(format!("[Approved once by {who}: {asked} ({rules})]"));
+            Ok(Vec::new())
+        }
+        Answer::Always if question.can_remember() => {
+            let session = question.session.clone().unwrap_or_default();
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let remembered: Vec<crate::shell::session::Approved> = question
+                .asks
+                .iter()
+                .filter_map(|a| {
+                    Some(crate::shell::session::Approved {
+                        prefix: a.prefix.clone()?,
+                        rule: (a.rule != "approval.default").then(|| a.rule.clone()),
+                        command: a.command.clone(),
+                        by: who.clone(),
+                        at: now,
+                    })
+                })
+                .collect();
+            let prefixes = remembered
+                .iter()
+                .map(|r| format!("`{}`", r.prefix))
+                .collect::<Vec<_>>()
+                .join(", ");
+            g.notices.push(format!(
+                "[Approved by {who} for session {session}: commands starting with {prefixes} run without asking in it from now on]"
+            ));
+            Ok(remembered)
+        }
+        Answer::Always => {
+            let why = if question.session.is_none() {
+                "\"always\" needs a session to remember it in (-s NAME)"
+            } else {
+                "\"always\" cannot be remembered for a command not known until it runs"
+            };
+            g.notices.push(format!(
+                "[Approved once by {who}: {asked} ({rules}); {why}]"
+            ));
+            Ok(Vec::new())
+        }
+        Answer::Cancelled(sig) => Err(Stop::NotStarted(
+            End::Cancelled(sig),
+            "[Cancelled while waiting for approval; the command did not start]".into(),
+        )),
+        Answer::Unavailable(why) if a.unattended == Unattended::Allow => {
+            g.notices.push(format!(
+                "[{asked} needs approval ({rules} asks) and no one can be asked here ({why}); approval.unattended = \"allow\" let it run]"
+            ));
+            Ok(Vec::new())
+        }
+        answer => {
+            let r = a.not_approved(
+                &question,
+                &answer,
+                &who,
+                &plan.profile_name,
+                &plan.shown_command,
+            );
+            Err(Stop::Refused(r.blocked, r.text))
+        }
+    }
+}
+
+/// Record what an "always" answer approved for the session (a warning when it cannot
+/// be written: the run goes on, approved once).
+fn remember_approvals(
+    approved: Vec<crate::shell::session::Approved>,
+    state: &mut crate::shell::state::Prepared,
+    sandbox: &sandbox::RunSandbox,
+    g: &mut Gathered,
+) {
+    if approved.is_empty() {
+        return;
+    }
+    if let Some(session) = state.session.as_mut()
+        && let Err(e) = session.remember_approvals(approved, &sandbox.fingerprint())
+    {
+        g.warnings.push(format!(
+            "approval: the \"always\" answer could not be recorded, so it counts for this run only: {e}"
+        ));
     }
 }
 
@@ -1234,7 +1399,11 @@ fn base_result(req: &RunRequest, plan: &Plan) -> RunResult {
 /// or an interceptor block (77) — as the result a run would give; `None` when the
 /// command may go. The cwd, the shell and the session are the other side's, so they
 /// are neither checked nor read here.
-pub fn refused_before_running(req: &RunRequest, profile: &LoadedProfile) -> Option<RunResult> {
+pub fn refused_before_running(
+    req: &RunRequest,
+    profile: &LoadedProfile,
+    cancel: &CancelToken,
+) -> Option<RunResult> {
     let usage = req.validate().err();
     let mut here = req.clone();
     here.session = None;
@@ -1244,8 +1413,9 @@ pub fn refused_before_running(req: &RunRequest, profile: &LoadedProfile) -> Opti
         Stop::Fail(exit::USAGE, e.to_string())
     } else {
         let mut g = Gathered::default();
-        match refusal(&plan, &mut g) {
-            Err(stop @ (Stop::Fail(..) | Stop::Refused(..))) => stop,
+        // The approval policy of this side asks here, before the command is sent.
+        match refusal(&plan, &mut g).and_then(|_| approval_stage(&here, &plan, cancel, &mut g)) {
+            Err(stop @ (Stop::Fail(..) | Stop::Refused(..) | Stop::NotStarted(..))) => stop,
             _ => return None,
         }
     };
@@ -1471,7 +1641,30 @@ pub fn job_refusal(plan: &Plan) -> Result<(), JobRefusal> {
     let mut g = Gathered::default();
     refusal(plan, &mut g)
         .map(drop)
+        .map_err(|stop| JobRefusal::from(stop).masked(&plan.secrets))?;
+    // A job starts with no one waiting to answer: `approval.unattended` decides.
+    let unattended = RunRequest {
+        approver: Some(crate::request::ApproverRef(std::sync::Arc::new(NoOne(
+            "a job starts with no one waiting to answer; run it in the foreground to be asked",
+        )))),
+        ..RunRequest::default()
+    };
+    approval_stage(&unattended, plan, &CancelToken::new(), &mut g)
+        .map(drop)
         .map_err(|stop| JobRefusal::from(stop).masked(&plan.secrets))
+}
+
+/// An approver that cannot ask, and says why.
+struct NoOne(&'static str);
+
+impl crate::request::Approver for NoOne {
+    fn ask(&self, _: &crate::request::Question, _: &CancelToken) -> crate::request::Answer {
+        crate::request::Answer::Unavailable(self.0.to_string())
+    }
+
+    fn who(&self) -> String {
+        "no one".into()
+    }
 }
 
 impl JobRefusal {
@@ -1534,6 +1727,8 @@ impl JobRun {
             && plan.mode.mode == Mode::Print
             && Duration::from_secs(plan.timeout.effective) > after
             && plan.cwd.is_ok()
+            // A command the approval policy asks about is asked in the foreground.
+            && plan.approval.decision != crate::config::approval::Decision::Ask
             && refusal(&plan, &mut g).is_ok();
         if !ok {
             return None;

@@ -60,7 +60,7 @@ pub fn job_refusal(
     let mut req = RunRequest::new(command);
     req.invoking_dir = invoking_dir.to_path_buf();
     req.tools = Some(Vec::new());
-    refused_before_running(&req, local).map(|r| r.text)
+    refused_before_running(&req, local, &CancelToken::new()).map(|r| r.text)
 }
 
 impl RemoteBackend {
@@ -113,7 +113,7 @@ impl Backend for RemoteBackend {
         cancel: &CancelToken,
     ) -> Result<BashOutcome, String> {
         let req = self.local_request(&call);
-        if let Some(refused) = refused_before_running(&req, &self.local) {
+        if let Some(refused) = refused_before_running(&req, &self.local, cancel) {
             return outcome(refused);
         }
         let mut request = bash_request(&req)?;

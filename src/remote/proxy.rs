@@ -204,7 +204,12 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
             shared.error(&id, e.to_string());
             return None;
         }
-        if let Some(refused) = crate::pipeline::refused_before_running(&req, &shared.local) {
+        // On the reader: no one can be asked here (the answer would come through it).
+        if let Some(refused) = crate::pipeline::refused_before_running(
+            &req,
+            &shared.local,
+            &crate::process::CancelToken::new(),
+        ) {
             let mut answer = json!({"id": id, "type": "response", "command": "bash", "success": true, "data": refused});
             if v["events"] == true {
                 answer["exit"] = json!(refused.agentbash_exit);

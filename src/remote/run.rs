@@ -148,7 +148,7 @@ pub fn run(
     if let Some(msg) = unsupported(req) {
         return failed(req, local, exit::USAGE, msg.to_string());
     }
-    if let Some(refused) = refused_before_running(req, local) {
+    if let Some(refused) = refused_before_running(req, local, cancel) {
         return refused;
     }
     let request = match bash_request(req) {

@@ -178,6 +178,19 @@ pub struct Walk {
     pub fork_bombs: Vec<String>,
     /// A limit (commands, nesting, calls) stopped part of the walk.
     pub truncated: bool,
+    /// Strings run as scripts whose text is not known before the line runs (`eval
+    /// "$X"`, `bash -c "$(cmd)"`, `su -c "$CMD"`): whatever commands they hold are not
+    /// among [`Walk::commands`]. For policies that must not let an unseen command by.
+    pub hidden: Vec<Hidden>,
+}
+
+/// A string run as a script whose text is not known (see [`Walk::hidden`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hidden {
+    /// The program that runs it and its arguments, as shown (`…` after unknown parts).
+    pub text: String,
+    pub origin: Origin,
+    pub depth: usize,
 }
 
 /// `\cat` → `cat`; `/usr/bin/cat` → `cat` (a path into a `bin` directory names the
@@ -817,6 +830,7 @@ impl Walker {
                     i += skip;
                 }
                 Unwrap::Script { text, effects } => {
+                    self.hidden_if_unknown(&argv[i..], &argv[i + 1..], at);
                     if wrappers::routed(name) && route_at.is_none() {
                         route_at = Some(i);
                     }
@@ -874,6 +888,20 @@ impl Walker {
         output
     }
 
+    /// Records `argv` in [`Walk::hidden`] when a word of `script` (the words its
+    /// script text is made of) is not known.
+    fn hidden_if_unknown(&mut self, argv: &[Field], script: &[Field], at: &At) {
+        if script.iter().all(Field::known) {
+            return;
+        }
+        let text = argv.iter().map(Field::shown).collect::<Vec<_>>().join(" ");
+        self.out.hidden.push(Hidden {
+            text,
+            origin: at.origin,
+            depth: at.depth,
+        });
+    }
+
     /// The text of an enclosing routed wrapper, for the commands of the script it runs.
     fn routed_text(&self, route_at: Option<usize>, cmd: &Cmd, at: &At) -> Option<Arc<str>> {
         match route_at {
@@ -918,6 +946,7 @@ impl Walker {
                     }
                 }
                 "eval" if p.in_shell => {
+                    self.hidden_if_unknown(argv, &argv[1..], at);
                     let text: Vec<&str> = argv[1..].iter().map(|f| f.text.as_str()).collect();
                     let nested = At {
                         routed_text: self.routed_text(p.route_at, cmd, at),
@@ -1082,6 +1111,7 @@ impl Walker {
                 return;
             };
             if !script.known() {
+                self.hidden_if_unknown(argv, std::slice::from_ref(*script), at);
                 return;
             }
             if let Some(name) = operands.get(1) {
