@@ -174,6 +174,10 @@ pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
         if p.profile.interceptor.enabled {
             warnings.extend(p.rule_set()?.warnings().iter().cloned());
         }
+        let failing = crate::pipeline::approval::failing_examples(&p.profile.approval);
+        if !failing.is_empty() {
+            return Err(failing.join("\n"));
+        }
         Ok(warnings)
     };
     let results: Vec<(String, Result<Vec<String>, String>)> = if names.is_empty() {

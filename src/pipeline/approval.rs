@@ -45,6 +45,9 @@ pub struct Judged {
     /// remembered (a command not known until it runs).
     #[serde(skip)]
     pub remember: Option<String>,
+    /// Decided by a pipeline form (`curl ** | sh`) as one of its stages.
+    #[serde(skip)]
+    pub staged: bool,
 }
 
 /// The approval stage of a run, decided before anything runs.
@@ -114,7 +117,18 @@ impl ApprovalPlan {
             Some(r) => format!("rule `{r}`"),
             None => "approval.default".into(),
         };
-        let command = secrets.mask(&j.command);
+        // A pipeline form names the pipeline its stages make.
+        let command = if j.staged {
+            self.deciding()
+                .into_iter()
+                .filter(|o| o.staged && o.rule == j.rule)
+                .map(|o| o.command.as_str())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        } else {
+            j.command.clone()
+        };
+        let command = secrets.mask(&command);
         let reason = match &j.note {
             Some(note) => format!(
                 "`{command}` is denied by {by} of the approval policy (profile {profile}): {note}"
@@ -218,6 +232,9 @@ fn refused(rule: String, reason: String, text: String) -> Refused {
         text,
     }
 }
+
+/// The note of a command a session's "always" answer lets run.
+pub const REMEMBERED: &str = "approved for this session";
 
 /// How surely a pattern matches a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -405,6 +422,7 @@ impl<'a> Policy<'a> {
             rule,
             note,
             remember: None,
+            staged: false,
         }
     }
 
@@ -460,14 +478,10 @@ impl<'a> Policy<'a> {
             Some((d, r)) => {
                 let note = (self.rules[r].remembered
                     && self.rules[r].rule.decision == Decision::Ask)
-                    .then(|| "approved for this session".to_string());
+                    .then(|| REMEMBERED.to_string());
                 (d, Some(r), note)
             }
-            None if remembered_default => (
-                Decision::Allow,
-                None,
-                Some("approved for this session".to_string()),
-            ),
+            None if remembered_default => (Decision::Allow, None, Some(REMEMBERED.to_string())),
             None => (self.default, None, None),
         };
         if let Some(r) = unsure
@@ -490,6 +504,7 @@ impl<'a> Policy<'a> {
         Judged {
             command,
             decision,
+            staged: rule.is_some_and(|r| self.rules[r].rule.prefix.stages().len() > 1),
             rule: rule.map(|r| self.rules[r].name()),
             note,
             remember,

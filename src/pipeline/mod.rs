@@ -587,6 +587,20 @@ fn approval_stage(
     use crate::request::Answer;
     let a = &plan.approval;
     if a.decision != Decision::Ask {
+        // Say so when only a session's earlier "always" let it run unasked.
+        let remembered: Vec<String> = a
+            .judged
+            .iter()
+            .filter(|j| j.note.as_deref() == Some(approval::REMEMBERED))
+            .map(|j| format!("`{}`", plan.secrets.mask(&j.command)))
+            .collect();
+        if a.decision == Decision::Allow && !remembered.is_empty() {
+            g.notices.push(format!(
+                "[Runs without asking: approved \"always\" earlier in session {}: {}]",
+                req.session.as_deref().unwrap_or_default(),
+                remembered.join(", ")
+            ));
+        }
         return Ok(Vec::new());
     }
     let question = a.question(&plan.shown_command, req.session.as_deref(), &plan.secrets);

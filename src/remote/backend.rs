@@ -40,6 +40,7 @@ pub fn local_request(
         .collect();
     req.session = call.session.clone();
     req.mode = crate::request::ModeChoice::Print;
+    req.approver = call.approver.clone();
     let mut tools = call.tools.clone();
     if !call.server_tools.is_empty() {
         let mut t = tools.unwrap_or_else(|| local.profile.interceptor.tools.clone());

@@ -27,6 +27,7 @@ pub const CAPABILITIES: &[&str] = &[
     "jobs",
     "read_artifact",
     "artifact_read",
+    "approval",
 ];
 
 /// The `data` of the answer to `hello`: the protocol, this agentbash's version and
@@ -67,6 +68,7 @@ pub fn build_request(
     req.tools = call.tools.clone();
     req.mode = crate::request::ModeChoice::Print;
     req.sandbox = crate::pipeline::sandbox::peer_override(sandbox, call.sandbox.as_deref())?;
+    req.approver = call.approver.clone();
     req.validate().map_err(|e| e.to_string())?;
     Ok(req)
 }
