@@ -23,7 +23,7 @@ use crate::config::schema::ApprovalCfg;
 use crate::output::redact::Secrets;
 use crate::request::{Answer, Ask, Question};
 use crate::result::{BlockKind, Blocked};
-use crate::shell::parse::{Field, SimpleCommand, Walk, program_name};
+use crate::shell::parse::{Field, Walk, program_name};
 use serde::Serialize;
 
 /// How one simple command was judged (what `explain` lists).
@@ -236,6 +236,19 @@ fn refused(rule: String, reason: String, text: String) -> Refused {
 /// The note of a command a session's "always" answer lets run.
 pub const REMEMBERED: &str = "approved for this session";
 
+/// What a rule is matched against: a simple command of the walk, or a program it
+/// looked through to reach one (a wrapper, a shell running a script), which only a
+/// rule naming it decides about.
+struct Subject<'w> {
+    argv: &'w [Field],
+    pipeline: usize,
+    stage: usize,
+    /// A wrapper or script runner (see `Walk::runners`).
+    runner: bool,
+    /// Reached without a wrapper (a session's function or alias could be meant).
+    bare: bool,
+}
+
 /// How surely a pattern matches a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Fit {
@@ -350,20 +363,34 @@ impl<'a> Policy<'a> {
 
     /// Judge every simple command of `walk`, and what it could not see.
     pub fn judge(&self, walk: &Walk) -> ApprovalPlan {
-        let commands: Vec<&SimpleCommand> = walk
+        let commands = walk
             .commands
             .iter()
             .filter(|c| !c.argv.is_empty())
-            .collect();
+            .map(|c| Subject {
+                argv: &c.argv,
+                pipeline: c.pipeline,
+                stage: c.stage,
+                runner: false,
+                bare: c.wrappers.is_empty(),
+            });
+        let runners = walk.runners.iter().map(|r| Subject {
+            argv: &r.argv,
+            pipeline: r.pipeline,
+            stage: r.stage,
+            runner: true,
+            bare: false,
+        });
+        let subjects: Vec<Subject> = commands.chain(runners).collect();
         // Pipeline forms: which rules match each command as a stage of a pipeline.
-        let mut staged: Vec<Vec<(usize, Fit)>> = vec![Vec::new(); commands.len()];
+        let mut staged: Vec<Vec<(usize, Fit)>> = vec![Vec::new(); subjects.len()];
         for &r in &self.pipelines {
-            self.match_pipeline(r, &commands, &mut staged);
+            self.match_pipeline(r, &subjects, &mut staged);
         }
-        let mut judged: Vec<Judged> = commands
+        let mut judged: Vec<Judged> = subjects
             .iter()
             .zip(staged)
-            .map(|(c, staged)| self.judge_command(c, staged))
+            .filter_map(|(c, staged)| self.judge_command(c, staged))
             .collect();
         for hidden in &walk.hidden {
             judged.push(self.unseen_command(
@@ -401,10 +428,10 @@ impl<'a> Policy<'a> {
     fn unseen_command(&self, command: String, why: &str) -> Judged {
         let rule = (self.unseen != Decision::Allow)
             .then(|| {
+                let strictest = self.rules.iter().map(Rule::decision).max()?;
                 self.rules
                     .iter()
-                    .filter(|r| r.decision() != Decision::Allow)
-                    .max_by_key(|r| r.decision())
+                    .find(|r| r.decision() == strictest && strictest != Decision::Allow)
                     .map(Rule::name)
             })
             .flatten();
@@ -426,17 +453,18 @@ impl<'a> Policy<'a> {
         }
     }
 
-    fn judge_command(&self, c: &SimpleCommand, staged: Vec<(usize, Fit)>) -> Judged {
-        let command = shown(&c.argv);
+    /// How `c` is judged; `None` for a runner no rule names.
+    fn judge_command(&self, c: &Subject, staged: Vec<(usize, Fit)>) -> Option<Judged> {
+        let command = shown(c.argv);
         let Some(first) = c.argv.first().filter(|f| f.known()) else {
-            return self.unseen_command(command, "its program is not known until it runs");
+            return Some(self.unseen_command(command, "its program is not known until it runs"));
         };
         let name = program_name(&first.text);
-        if c.wrappers.is_empty() && self.definitions.iter().any(|d| d == name) {
-            return self.unseen_command(
+        if c.bare && self.definitions.iter().any(|d| d == name) {
+            return Some(self.unseen_command(
                 command,
                 "it is a function or alias the session holds, whose body is not in the line",
-            );
+            ));
         }
         let mut fits = staged;
         let candidates = self
@@ -452,7 +480,7 @@ impl<'a> Policy<'a> {
             )
             .chain(&self.any_program);
         for &r in candidates {
-            let fit = fit_stage(&self.rules[r].rule.prefix.stages()[0], &c.argv);
+            let fit = fit_stage(&self.rules[r].rule.prefix.stages()[0], c.argv);
             if fit != Fit::No && !fits.iter().any(|(i, _)| *i == r) {
                 fits.push((r, fit));
             }
@@ -469,11 +497,16 @@ impl<'a> Policy<'a> {
             .filter(|(r, f)| *f == Fit::Maybe && self.rules[*r].decision() != Decision::Allow)
             .map(|(r, _)| *r)
             .min();
+        // A runner is judged by the rules that name it, never by the default: what it
+        // runs is judged itself.
+        if c.runner && sure.is_none() && unsure.is_none() {
+            return None;
+        }
         let remembered_default = self.default == Decision::Ask
             && self
                 .remembered
                 .iter()
-                .any(|p| fit_stage(&p.stages()[0], &c.argv) == Fit::Yes);
+                .any(|p| fit_stage(&p.stages()[0], c.argv) == Fit::Yes);
         let (mut decision, mut rule, mut note) = match sure {
             Some((d, r)) => {
                 let note = (self.rules[r].remembered
@@ -496,29 +529,24 @@ impl<'a> Policy<'a> {
         }
         let remember = match rule {
             Some(r) => Some(self.rules[r].rule.prefix.text().to_string()),
-            None => exact_prefix(&c.argv),
+            None => exact_prefix(c.argv),
         }
         .filter(|_| {
             decision == Decision::Ask && note.as_deref().is_none_or(|n| !n.starts_with("a word"))
         });
-        Judged {
+        Some(Judged {
             command,
             decision,
             staged: rule.is_some_and(|r| self.rules[r].rule.prefix.stages().len() > 1),
             rule: rule.map(|r| self.rules[r].name()),
             note,
             remember,
-        }
+        })
     }
 
     /// Marks the commands rule `r` (a pipeline form) matches: consecutive stages of
     /// one pipeline, each matching its stage of the pattern as a prefix.
-    fn match_pipeline(
-        &self,
-        r: usize,
-        commands: &[&SimpleCommand],
-        staged: &mut [Vec<(usize, Fit)>],
-    ) {
+    fn match_pipeline(&self, r: usize, commands: &[Subject], staged: &mut [Vec<(usize, Fit)>]) {
         let stages = self.rules[r].rule.prefix.stages();
         let at = |pipeline: usize, stage: usize| {
             commands
@@ -579,10 +607,10 @@ fn exact_prefix(argv: &[Field]) -> Option<String> {
         .map(|p| p.text().to_string())
 }
 
-fn fit_command(pattern: &[Token], c: &SimpleCommand) -> Fit {
+fn fit_command(pattern: &[Token], c: &Subject) -> Fit {
     match c.argv.first() {
         Some(f) if !f.known() => Fit::Maybe,
-        Some(_) => fit_stage(pattern, &c.argv),
+        Some(_) => fit_stage(pattern, c.argv),
         None => Fit::No,
     }
 }
@@ -783,6 +811,37 @@ decision = "deny"
                 );
             }
         }
+    }
+
+    /// Wrappers and shells the walk looks through are judged by the rules that name
+    /// them, never by the default; what they run is judged itself.
+    #[test]
+    fn runners_are_judged_by_the_rules_that_name_them() {
+        let cfg = policy_toml(
+            r#"
+[approval]
+default = "ask"
+[[approval.rule]]
+prefix = "sudo"
+decision = "deny"
+[[approval.rule]]
+prefix = "printf ** | sh"
+decision = "deny"
+[[approval.rule]]
+prefix = "ls"
+decision = "allow"
+"#,
+        );
+        let plan = judge(&cfg, &[], "sudo ls /root");
+        assert_eq!(plan.decision, Decision::Deny, "{:?}", plan.judged);
+        assert_eq!(plan.first().and_then(|j| j.rule.as_deref()), Some("sudo"));
+        // A shell reading a known script: the pipeline form sees the shell, the
+        // default sees what it runs.
+        let plan = judge(&cfg, &[], "printf 'ls' | sh");
+        assert_eq!(plan.decision, Decision::Deny, "{:?}", plan.judged);
+        let plan = judge(&cfg, &[], "env A=1 ls");
+        assert_eq!(plan.decision, Decision::Allow, "{:?}", plan.judged);
+        assert_eq!(plan.judged.len(), 1, "{:?}", plan.judged);
     }
 
     #[test]
