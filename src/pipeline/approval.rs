@@ -384,8 +384,15 @@ impl<'a> Policy<'a> {
         let subjects: Vec<Subject> = commands.chain(runners).collect();
         // Pipeline forms: which rules match each command as a stage of a pipeline.
         let mut staged: Vec<Vec<(usize, Fit)>> = vec![Vec::new(); subjects.len()];
-        for &r in &self.pipelines {
-            self.match_pipeline(r, &subjects, &mut staged);
+        if !self.pipelines.is_empty() {
+            let mut at: std::collections::HashMap<(usize, usize), Vec<usize>> =
+                std::collections::HashMap::new();
+            for (i, c) in subjects.iter().enumerate() {
+                at.entry((c.pipeline, c.stage)).or_default().push(i);
+            }
+            for &r in &self.pipelines {
+                self.match_pipeline(r, &subjects, &at, &mut staged);
+            }
         }
         let mut judged: Vec<Judged> = subjects
             .iter()
@@ -546,13 +553,20 @@ impl<'a> Policy<'a> {
 
     /// Marks the commands rule `r` (a pipeline form) matches: consecutive stages of
     /// one pipeline, each matching its stage of the pattern as a prefix.
-    fn match_pipeline(&self, r: usize, commands: &[Subject], staged: &mut [Vec<(usize, Fit)>]) {
+    fn match_pipeline(
+        &self,
+        r: usize,
+        commands: &[Subject],
+        index: &std::collections::HashMap<(usize, usize), Vec<usize>>,
+        staged: &mut [Vec<(usize, Fit)>],
+    ) {
         let stages = self.rules[r].rule.prefix.stages();
         let at = |pipeline: usize, stage: usize| {
-            commands
-                .iter()
-                .enumerate()
-                .filter(move |(_, c)| c.pipeline == pipeline && c.stage == stage)
+            index
+                .get(&(pipeline, stage))
+                .into_iter()
+                .flatten()
+                .map(|&i| (i, &commands[i]))
         };
         for (start, c) in commands.iter().enumerate() {
             let first = fit_command(&stages[0], c);
@@ -619,6 +633,14 @@ fn fit_command(pattern: &[Token], c: &Subject) -> Fit {
 /// equal (the first against the program's name, `/usr/bin/git` being `git`), `*`
 /// takes one word, `**` any number; words after the pattern do not matter.
 fn fit_stage(pattern: &[Token], argv: &[Field]) -> Fit {
+    // Most commands are not the program a rule names: say so before any work.
+    if let (Some(Token::Word(w)), Some(f)) = (pattern.first(), argv.first())
+        && f.known()
+        && !w.contains('/')
+        && program_name(&f.text) != w
+    {
+        return Fit::No;
+    }
     let word_fit = |i: usize, w: &str| -> Fit {
         let f = &argv[i];
         if !f.known() {
