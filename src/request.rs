@@ -53,7 +53,7 @@ pub struct Question {
 }
 
 /// One simple command a [`Question`] is about.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Ask {
     /// The command as matched (program and arguments, resolved).
     pub command: String,

@@ -101,6 +101,16 @@ fn outcome(r: RunResult) -> Result<BashOutcome, String> {
 }
 
 impl Backend for RemoteBackend {
+    fn approval(&self, call: &BashCall) -> Option<crate::request::Question> {
+        let mut req = self.local_request(call);
+        req.session = None;
+        let plan = crate::pipeline::plan_run(&req, &self.local);
+        (plan.approval.decision == crate::config::approval::Decision::Ask).then(|| {
+            plan.approval
+                .question(&plan.shown_command, None, &plan.secrets)
+        })
+    }
+
     fn check(&self, call: &BashCall) -> Result<(), String> {
         self.local_request(call)
             .validate()
@@ -113,7 +123,9 @@ impl Backend for RemoteBackend {
         on_progress: &mut dyn FnMut(&str),
         cancel: &CancelToken,
     ) -> Result<BashOutcome, String> {
-        let req = self.local_request(&call);
+        let mut req = self.local_request(&call);
+        // This side's policy asks first, the target's may ask the same: asked once.
+        req.approver = super::AskedOnce::wrap(call.approver.as_ref());
         if let Some(refused) = refused_before_running(&req, &self.local, cancel) {
             return outcome(refused);
         }
@@ -121,7 +133,7 @@ impl Backend for RemoteBackend {
         if let Some(s) = &call.sandbox {
             request.insert("sandbox".into(), json!(s));
         }
-        let answer = self.conn.call(
+        let answer = self.conn.call_asking(
             request,
             &mut |e| {
                 if e["type"] == "output"
@@ -130,7 +142,8 @@ impl Backend for RemoteBackend {
                     on_progress(t);
                 }
             },
-            Some(cancel),
+            cancel,
+            req.approver.as_ref(),
         );
         match answer {
             Ok(response) => outcome(result_of(&response)?),

@@ -2,6 +2,7 @@
 //! a caller's request into a [`RunRequest`] the same way ([`build_request`]) and run
 //! it through the same engine ([`engine::Engine`]).
 
+pub mod approve;
 mod artifact_calls;
 pub mod backend;
 pub mod engine;

@@ -13,10 +13,11 @@
 //! for the client's `approve` (read by the reader, like `abort_bash`); at EOF no one
 //! can answer any more, and `approval.unattended` decides what still waits.
 
+use super::approve::{Questions, RpcApprover};
 use super::backend::BashCall;
 use super::engine::Engine;
 use crate::process::CancelToken;
-use crate::request::{Answer, Approver, ApproverRef, Question};
+use crate::request::ApproverRef;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -52,109 +53,6 @@ struct BashRequest {
     /// what a remote target's client needs to render the run as a local one.
     events: Option<bool>,
     sandbox: Option<String>,
-}
-
-/// The client's answer to an `approval_request`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ApproveRequest {
-    id: Value,
-    #[serde(rename = "type")]
-    #[allow(dead_code)]
-    kind: String,
-    decision: ApproveDecision,
-    #[serde(default)]
-    remember: bool,
-}
-
-#[derive(Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-enum ApproveDecision {
-    Allow,
-    Deny,
-}
-
-/// The approval questions waiting for an `approve`, by approval id.
-#[derive(Default)]
-struct Questions {
-    next: std::sync::atomic::AtomicU64,
-    waiting: Mutex<HashMap<String, mpsc::Sender<Answer>>>,
-    /// Stdin ended: no answer can come any more.
-    closed: std::sync::atomic::AtomicBool,
-}
-
-impl Questions {
-    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::Sender<Answer>>> {
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// No more input: every question still waiting is answered "no one can be asked".
-    fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        for (_, tx) in self.waiting().drain() {
-            let _ = tx.send(Answer::Unavailable(CLOSED.into()));
-        }
-    }
-}
-
-const CLOSED: &str = "the rpc client closed its input, so it cannot answer";
-
-/// Asks the rpc client: an `approval_request` event naming the request, answered by
-/// an `approve` request with the same id.
-struct RpcApprover {
-    out: Out,
-    questions: Arc<Questions>,
-    request: Value,
-}
-
-impl Approver for RpcApprover {
-    fn ask(&self, q: &Question, cancel: &CancelToken) -> Answer {
-        let (tx, rx) = mpsc::channel();
-        let n = self.questions.next.fetch_add(1, Ordering::SeqCst) + 1;
-        let id = format!("approval-{n}");
-        {
-            // Registered before the question is sent, and not after the input ended.
-            let mut waiting = self.questions.waiting();
-            if self.questions.closed.load(Ordering::SeqCst) {
-                return Answer::Unavailable(CLOSED.into());
-            }
-            waiting.insert(id.clone(), tx);
-        }
-        self.out.send(&json!({
-            "type": "approval_request",
-            "id": id,
-            "request": self.request,
-            "command": q.command,
-            "rule": q.asks.first().map(|a| a.rule.as_str()).unwrap_or("approval.default"),
-            "asks": q.asks,
-            "session": q.session,
-            "remember": q.can_remember(),
-            "timeout": q.timeout.as_secs(),
-        }));
-        let deadline = std::time::Instant::now() + q.timeout;
-        let answer = loop {
-            if let Some(sig) = cancel.reason() {
-                break Answer::Cancelled(sig);
-            }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                break Answer::TimedOut;
-            }
-            match rx.recv_timeout(left.min(Duration::from_millis(50))) {
-                Ok(a) => break a,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    break Answer::Unavailable(CLOSED.into());
-                }
-            }
-        };
-        self.questions.waiting().remove(&id);
-        answer
-    }
-
-    fn who(&self) -> String {
-        "the rpc client".into()
-    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -387,7 +285,7 @@ pub fn serve(engine: Engine) -> i32 {
             continue;
         }
         if kind == Some("approve") {
-            answer_approve(&v, &id, &questions, &out);
+            super::approve::answer_approve(&v, &id, &questions, &|m| out.send(m));
             continue;
         }
         // Any answer carrying a pending id could be taken for that request's answer:
@@ -408,8 +306,9 @@ pub fn serve(engine: Engine) -> i32 {
                 let events = req.events.unwrap_or(false);
                 let stream = req.stream.unwrap_or(false) || events;
                 let mut call = bash_call(req);
+                let to = out.clone();
                 call.approver = Some(ApproverRef(Arc::new(RpcApprover {
-                    out: out.clone(),
+                    send: Arc::new(move |m| to.send(m)),
                     questions: Arc::clone(&questions),
                     request: id.clone(),
                 })));
@@ -546,42 +445,6 @@ pub fn serve(engine: Engine) -> i32 {
     }
     engine.stop_owned_jobs();
     0
-}
-
-/// An `approve`: the answer to the `approval_request` with its id, handed to the run
-/// that waits for it; answered itself with success, or with why it fits no question.
-fn answer_approve(v: &Value, id: &Value, questions: &Questions, out: &Out) {
-    let error = |e: String| {
-        out.send(&json!({"id": id, "type": "response", "command": "approve", "success": false, "error": e}));
-    };
-    let req: ApproveRequest = match serde_json::from_value(v.clone()) {
-        Ok(r) => r,
-        Err(e) => {
-            return error(format!(
-                "invalid approve request: {e} (send {{\"type\":\"approve\",\"id\":ID,\"decision\":\"allow\"|\"deny\",\"remember\":BOOL}})"
-            ));
-        }
-    };
-    let key = id_key(&req.id);
-    let waiting = questions.waiting().remove(&key);
-    let Some(tx) = waiting else {
-        return error(format!(
-            "no approval question waits with id {key} (it was answered, timed out or cancelled, or never asked)"
-        ));
-    };
-    let answer = match (req.decision, req.remember) {
-        (ApproveDecision::Allow, true) => Answer::Always,
-        (ApproveDecision::Allow, false) => Answer::Once,
-        (ApproveDecision::Deny, _) => Answer::Deny,
-    };
-    match tx.send(answer) {
-        Ok(()) => {
-            out.send(&json!({"id": id, "type": "response", "command": "approve", "success": true}))
-        }
-        Err(_) => error(format!(
-            "the approval question {key} stopped waiting (timed out or cancelled) before this answer"
-        )),
-    }
 }
 
 /// A request answered off the reader thread: jobs and artifacts.

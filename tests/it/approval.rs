@@ -15,7 +15,7 @@ use crate::support::{LiveServer, TAG_VAR, TestEnv, bin, s};
 use crate::tmux::TmuxTerminal;
 
 /// `touch` asks, `echo refused` is denied, a pipeline form denies `printf … | sh`.
-const POLICY: &str = r#"
+pub(crate) const POLICY: &str = r#"
 [approval]
 timeout = 60
 
@@ -392,12 +392,24 @@ fn sh_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// `agentbash run OPTIONS -- COMMAND` in a terminal, waiting for the question; then
-/// `key` is typed and the line's end awaited. Returns what the terminal showed.
+/// `agentbash run -p appr OPTIONS -- COMMAND` in a terminal, waiting for the
+/// question; then `key` is typed and the line's end awaited. Returns what the
+/// terminal showed.
 fn answer_in_terminal(env: &TestEnv, options: &str, command: &str, key: Option<&str>) -> String {
+    run_in_terminal(env, &format!("-p appr {options}"), command, key)
+}
+
+/// `agentbash run ARGS -- COMMAND` in a terminal, waiting for the question; then
+/// `key` is typed and the line's end awaited. Returns what the terminal showed.
+pub(crate) fn run_in_terminal(
+    env: &TestEnv,
+    args: &str,
+    command: &str,
+    key: Option<&str>,
+) -> String {
     const DONE: &str = "approval-line-done";
     let line = format!(
-        "{} run -p appr {options} -- {}; echo ab-exit=$?; echo {DONE}",
+        "{} run {args} -- {}; echo ab-exit=$?; echo {DONE}",
         sh_quote(&bin().to_string_lossy()),
         sh_quote(command),
     );
