@@ -5,6 +5,15 @@
 //! (whose spawner starts the inits) both record their helpers here.
 
 use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+
+/// Set by the one-run CLI (see [`set_one_run`]).
+static ONE_RUN: AtomicBool = AtomicBool::new(false);
+
+/// This process runs one command and exits: helper children need not be reaped.
+pub fn set_one_run() {
+    ONE_RUN.store(true, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// agentbash's own helper children, each with the command it serves (or -1): the init
 /// processes of commands running in a PID namespace of their own, and the sandbox's
@@ -37,6 +46,11 @@ pub fn forget_helper(pid: i32) {
 /// path: a process that leaves namespaces behind exits only once the kernel has taken
 /// them apart, which takes milliseconds.
 pub fn reap_later(pid: i32) {
+    if ONE_RUN.load(std::sync::atomic::Ordering::Relaxed) {
+        // The one-run CLI exits in a moment: its zombies go with it, and a thread
+        // that waits for them would only be one more thing to schedule.
+        return;
+    }
     let spawned = std::thread::Builder::new()
         .name("agentbash-reap".into())
         .spawn(move || {

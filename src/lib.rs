@@ -32,6 +32,7 @@ pub mod exit;
 pub mod fsguard;
 pub mod ids;
 pub mod jobs;
+pub mod netproxy;
 pub mod output;
 pub mod paths;
 pub mod pipeline;

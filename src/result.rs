@@ -120,8 +120,13 @@ pub struct SandboxInfo {
     pub engine: crate::output::sink::Word,
     /// Landlock is enforced (alone, or on top of the namespaces).
     pub landlock: bool,
-    /// Whether the command could reach the network.
-    pub network: bool,
+    /// The command's network: `true` (the host's), `false` (none), or the allowlist
+    /// as configured, enforced by agentbash's proxy.
+    pub network: NetworkShown,
+    /// With an allowlist: local addresses may be reached (`network_allow_local`).
+    pub network_allow_local: bool,
+    /// What the allowlist's proxy refused during the run, per destination.
+    pub network_denied: Vec<crate::sandbox::Refusal>,
     /// The tree `workspace-write` opens for writing.
     pub workspace: Option<String>,
     pub writable: Vec<String>,
@@ -135,6 +140,14 @@ pub struct SandboxInfo {
     pub weaker: Option<String>,
     /// Smaller degradations (a deny_read path that does not exist, a missing hooks dir).
     pub notes: Vec<String>,
+}
+
+/// `sandbox.network` as the result shows it: a bool, or the list of destinations.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum NetworkShown {
+    Open(bool),
+    List(Vec<String>),
 }
 
 /// The command's stderr under `--stderr separate`: retained like the output (its own
@@ -246,6 +259,10 @@ impl RunResult {
             }
             for p in s.writable.iter_mut().chain(s.deny_read.iter_mut()) {
                 secrets.mask_in_place(p);
+            }
+            // A command can put anything in a host name it tries.
+            for r in &mut s.network_denied {
+                secrets.mask_in_place(&mut r.host);
             }
         }
         for s in notices.iter_mut().chain(warnings.iter_mut()) {

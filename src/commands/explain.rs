@@ -98,7 +98,9 @@ pub struct SandboxShown<'a> {
     pub workspace: Option<String>,
     pub writable: Vec<String>,
     pub deny_read: Vec<String>,
-    pub network: bool,
+    /// `true`, `false`, or the allowlist as configured.
+    pub network: &'a crate::sandbox::Network,
+    pub network_allow_local: bool,
     pub required: bool,
     pub allow_override: bool,
     pub weaker: Option<String>,
@@ -137,7 +139,8 @@ impl<'a> SandboxShown<'a> {
             workspace,
             writable: shown(&policy.writable),
             deny_read: shown(&policy.deny_read),
-            network: policy.network,
+            network: &policy.network,
+            network_allow_local: policy.network_allow_local,
             required: policy.required,
             allow_override: policy.allow_override,
             weaker: info.as_ref().and_then(|i| i.weaker.clone()),
@@ -410,7 +413,12 @@ impl<'a> Explanation<'a> {
                     "{}, engine {engine} (asked: {}), network {}{}",
                     sb.mode,
                     json_word(&sb.engine_asked),
-                    if sb.network { "on" } else { "off" },
+                    match sb.network {
+                        crate::sandbox::Network::On => "on",
+                        crate::sandbox::Network::Off => "off",
+                        crate::sandbox::Network::Allow(_) =>
+                            "allowlist (through agentbash's proxy)",
+                    },
                     if sb.required { ", required" } else { "" },
                 ),
             );
@@ -430,6 +438,21 @@ impl<'a> Explanation<'a> {
                 format!("{} (and a private TMPDIR)", words(&sb.writable)),
             );
             line("  deny_read", words(&sb.deny_read));
+            if let Some(list) = sb.network.allowlist() {
+                let entries: Vec<String> = list.entries().into_iter().map(str::to_owned).collect();
+                line(
+                    "  network",
+                    format!(
+                        "{}; local addresses {}",
+                        words(&entries),
+                        if sb.network_allow_local {
+                            "allowed"
+                        } else {
+                            "refused"
+                        }
+                    ),
+                );
+            }
             for w in sb.weaker.iter().chain(sb.error.iter()) {
                 line("  warning", show(w));
             }

@@ -643,7 +643,8 @@ fn read_origin(o: &Origin) -> Result<String, ProfileError> {
 /// Parse one layer strictly: syntax, unknown keys and types, each with a position.
 pub fn parse_layer(origin: &Origin, text: &str) -> Result<(toml::Table, Profile), ProfileError> {
     let invalid = |e: toml::de::Error| {
-        let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+        let start = e.span().map(|s| entry_offset(text, s.start, e.message()));
+        let (line, col) = start.map(|s| line_col(text, s)).unwrap_or((1, 1));
         ProfileError::Invalid {
             origin: origin.clone(),
             line,
@@ -671,6 +672,18 @@ pub fn parse_layer(origin: &Origin, text: &str) -> Result<(toml::Table, Profile)
     }
 }
 
+/// Where an error about one entry of an array points: serde's span covers the whole
+/// array, so an `invalid entry "X"` error points at `"X"` itself when it is there.
+fn entry_offset(text: &str, start: usize, message: &str) -> usize {
+    let quoted = message
+        .strip_prefix("invalid entry ")
+        .and_then(|rest| rest.find("\": ").map(|end| &rest[..=end]));
+    match quoted.and_then(|q| text.get(start..)?.find(q)) {
+        Some(at) => start + at,
+        None => start,
+    }
+}
+
 /// serde's "invalid type: string \"five\", expected u64" in the profile's own words:
 /// `timeout.default: expected a whole number of seconds, found the string "five"`.
 /// `None` for errors that are not about a value's type (unknown keys, syntax).
@@ -690,8 +703,10 @@ fn type_error(e: &toml::de::Error, table: &toml::Table, text: &str) -> Option<St
     .any(|p| msg.starts_with(p));
     if !about_type {
         // Our own deserializers' other messages say what is wrong, not where.
-        return (msg.starts_with("unknown value") || msg.starts_with("prefix "))
-            .then(|| format!("{key}: {msg}"));
+        return (msg.starts_with("unknown value")
+            || msg.starts_with("prefix ")
+            || msg.starts_with("invalid entry"))
+        .then(|| format!("{key}: {msg}"));
     }
     let expected = schema::expected_type(&key)?;
     let mut parts = key.split('.');

@@ -517,7 +517,10 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "sandbox.engine" => "\"auto\", \"namespaces\", \"landlock\", \"bwrap\" or \"none\"",
         "sandbox.workspace" => "a string (a directory path; the start dir when unset)",
         "sandbox.writable" | "sandbox.deny_read" => "an array of strings (paths, ~/ allowed)",
-        "sandbox.network" | "sandbox.required" | "sandbox.allow_override" => BOOL,
+        "sandbox.network" => {
+            "true, false or an array of destinations (\"host\", \"*.suffix\", \"host:port\", \"!host\")"
+        }
+        "sandbox.network_allow_local" | "sandbox.required" | "sandbox.allow_override" => BOOL,
         "target.transport" => "an array of strings (the transport's argv, program first)",
         "target.connect_timeout" => "a whole number of seconds (1-600)",
         "approval.default" => "\"allow\", \"ask\" or \"deny\"",
@@ -709,6 +712,25 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
                 p.approval.timeout
             ),
         );
+    }
+    if let Some(list) = p.sandbox.network.allowlist()
+        && !p.sandbox.network_allow_local
+    {
+        let local = list.local_entries();
+        if !local.is_empty() {
+            bad(
+                "sandbox",
+                "network",
+                format!(
+                    "{} names a local address, which the proxy refuses unless sandbox.network_allow_local = true: set it, or remove the entry",
+                    local
+                        .iter()
+                        .map(|e| format!("{e:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
     }
     for k in p.env.set.keys() {
         if !valid_env_name(k) {

@@ -110,6 +110,9 @@ pub struct LiveOutcome {
     /// The private TMPDIR of the sandbox the shell was started in: the one the command
     /// used, which for a reused shell is not the one its own run prepared.
     pub tmpdir: Option<std::path::PathBuf>,
+    /// What the shell's network proxy refused during this run (its proxy serves every
+    /// run of the shell); `None` without a network allowlist.
+    pub network_denied: Option<Vec<crate::sandbox::Refusal>>,
 }
 
 /// Live shells, reusable across threads. Runs on one session are serialized by the
@@ -246,6 +249,7 @@ impl ShellPool {
             }
             None => self.start(job)?,
         };
+        let mut network_mark = shell.network_mark();
         let mut ended = shell.run(job, sink, on_output, &self.pids);
         if let Err(RunError::Dead) = ended {
             // It died after the health check, before taking the command.
@@ -255,6 +259,7 @@ impl ShellPool {
             notices.push(replaced_notice(&job.key, &how));
             self.stop(shell);
             shell = self.start(job)?;
+            network_mark = shell.network_mark();
             ended = shell.run(job, sink, on_output, &self.pids);
         }
         let pid = shell.pid;
@@ -275,6 +280,10 @@ impl ShellPool {
             notices.push(ended_notice(&job.key, &how));
         }
         let unchanged = shell.unchanged && healthy;
+        let network_denied = shell
+            .network_log()
+            .zip(network_mark)
+            .map(|(log, mark)| log.since(&mark));
         let tmpdir = shell
             .sandbox
             .as_ref()
@@ -297,6 +306,7 @@ impl ShellPool {
             shell_pid: pid,
             session_unchanged: unchanged,
             tmpdir,
+            network_denied,
         })
     }
 }
@@ -560,6 +570,20 @@ fn own_children() -> Option<Vec<i32>> {
 }
 
 impl LiveShell {
+    /// The log of the network proxy this shell's namespace goes out through, when its
+    /// sandbox has a network allowlist.
+    fn network_log(&self) -> Option<Arc<crate::sandbox::NetworkLog>> {
+        self.sandbox
+            .as_ref()
+            .and_then(|c| c.prepared.proxy())
+            .map(|plan| plan.log.clone())
+    }
+
+    /// What the proxy refused so far, to tell a run's refusals from earlier ones.
+    fn network_mark(&self) -> Option<Vec<crate::sandbox::Refusal>> {
+        self.network_log().map(|log| log.snapshot())
+    }
+
     fn spawn(job: &LiveJob<'_>) -> Result<LiveShell, ExecError> {
         let (out_r, out_w) = pipe()?;
         let out_w2 = out_w.try_clone()?;

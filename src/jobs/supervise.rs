@@ -155,6 +155,10 @@ struct Supervisor<'d> {
     ready_port: Option<u16>,
     ready_regex: Option<regex::Regex>,
     line: Vec<u8>,
+    /// The last byte logged ended a line (a notice starts on a line of its own).
+    at_line_start: bool,
+    /// Network destinations the job's proxy refused that its output already names.
+    refused: Vec<crate::sandbox::Refusal>,
     deadline: Option<Instant>,
     /// `jobs.idle_timeout` while the job is still a foreground run, until then.
     idle: Option<(crate::executor::idle::IdleClock, u64)>,
@@ -275,6 +279,8 @@ impl<'d> Supervisor<'d> {
             ready_port: spec.ready.port,
             ready_regex,
             line: Vec::new(),
+            at_line_start: true,
+            refused: Vec::new(),
             deadline: record.ttl.map(|t| Instant::now() + Duration::from_secs(t)),
             idle: spec.idle.map(|i| {
                 (
@@ -341,6 +347,7 @@ impl<'d> Supervisor<'d> {
             if !self.read_output(&mut buf, record, log) && holding {
                 self.flush_redactor(log, false);
             }
+            self.report_refusals(log);
             if let Some(fd) = &self.caller
                 && matches!(read_some(fd.as_fd(), &mut buf), Read::End)
             {
@@ -429,6 +436,34 @@ impl<'d> Supervisor<'d> {
         got
     }
 
+    /// A notice in the job's output for each destination its network proxy refused
+    /// for the first time (the count goes on in the proxy's log, not in the output).
+    fn report_refusals(&mut self, log: &mut LogWriter) {
+        let Some(denied) = self.launch.network_denied() else {
+            return;
+        };
+        let new: Vec<crate::sandbox::Refusal> = denied
+            .iter()
+            .filter(|r| {
+                !self
+                    .refused
+                    .iter()
+                    .any(|o| o.host == r.host && o.port == r.port && o.reason == r.reason)
+            })
+            .cloned()
+            .collect();
+        for notice in self.launch.network_notices(&new) {
+            let line = if self.at_line_start {
+                format!("{notice}\n")
+            } else {
+                format!("\n{notice}\n")
+            };
+            let _ = log.append(line.as_bytes());
+            self.at_line_start = true;
+        }
+        self.refused = denied;
+    }
+
     /// Log (and show on the screen) what the redactor held back: all of it at the
     /// end, or at a pause all but what may still start a secret.
     fn flush_redactor(&mut self, log: &mut LogWriter, end: bool) {
@@ -453,6 +488,9 @@ impl<'d> Supervisor<'d> {
         }
         if log.append(bytes).is_err() {
             // A full disk: the job runs on; its output is lost, not its life.
+        }
+        if let Some(last) = bytes.last() {
+            self.at_line_start = *last == b'\n';
         }
         if let Some(p) = self.screen.as_mut() {
             p.process(bytes);
@@ -595,6 +633,7 @@ impl<'d> Supervisor<'d> {
         }
         teardown.reap_orphans();
         self.flush_redactor(log, true);
+        self.report_refusals(log);
         record.state = state;
         record.reason = reason.map(|r| self.secrets.mask(&r).into_owned());
         record.ended_at_ms = Some(now_ms());

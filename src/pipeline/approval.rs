@@ -666,11 +666,7 @@ fn fit_stage(pattern: &[Token], argv: &[Field]) -> Fit {
                     next[j] = best;
                 }
             }
-            Token::One => {
-                for j in 0..argv.len() {
-                    next[j + 1] = reach[j];
-                }
-            }
+            Token::One => next[1..].copy_from_slice(&reach[..argv.len()]),
             Token::Word(w) => {
                 for j in 0..argv.len() {
                     if reach[j] != Fit::No {

@@ -423,6 +423,9 @@ struct Ran {
     session_unchanged: bool,
     /// The TMPDIR a live shell gave the command (its own, from when it started).
     tmpdir: Option<PathBuf>,
+    /// What a live shell's network proxy refused during this run (a new process's
+    /// proxy is the run's own: read from its sandbox).
+    network_denied: Option<Vec<crate::sandbox::Refusal>>,
 }
 
 /// The output sinks: the command's output, and its stderr when kept apart.
@@ -943,6 +946,7 @@ fn execute_command(
     let mut on_stderr = |t: &str| (on_event.borrow_mut())(Event::Stderr(t));
     let spec = &launch.spec;
     let (mut notices, mut session_unchanged, mut tmpdir) = (Vec::new(), false, None);
+    let mut network_denied = None;
     let outcome = match plan.mode.mode {
         Mode::Print if let Some(pool) = live => {
             let job = crate::executor::live::LiveJob {
@@ -980,6 +984,7 @@ fn execute_command(
                 notices = o.notices;
                 session_unchanged = o.session_unchanged;
                 tmpdir = o.tmpdir;
+                network_denied = o.network_denied;
                 o.outcome
             })
         }
@@ -1022,6 +1027,7 @@ fn execute_command(
         notices,
         session_unchanged,
         tmpdir,
+        network_denied,
     }
 }
 
@@ -1043,6 +1049,9 @@ fn finish(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunResult {
     let ran_tmpdir = ran.tmpdir;
+    let network_denied = ran
+        .network_denied
+        .unwrap_or_else(|| sandbox.network_denied());
     g.announced.extend(ran.notices.iter().cloned());
     g.notices.extend(ran.notices);
     let outcome = match ran.outcome {
@@ -1086,6 +1095,7 @@ fn finish(
         .filter(|_| denial.as_ref().is_none_or(|d| !d.contains("deny_read")));
     g.notices.extend(denial.into_iter().chain(hidden));
     g.notices.extend(sandbox.audit());
+    g.notices.extend(sandbox.network_notices(&network_denied));
     let committed = matches!(
         outcome.end,
         End::Exited(_) | End::Signaled(_) | End::MissingStatus
@@ -1101,6 +1111,7 @@ fn finish(
         if let Some(used) = &ran_tmpdir {
             info.tmpdir = Some(used.display().to_string());
         }
+        info.network_denied = network_denied;
         info
     });
     r.stderr = stderr.map(|e| crate::result::StderrOutput {
@@ -1607,6 +1618,17 @@ impl JobLaunch {
     /// The sandbox the job is confined by (its `sandbox` object, its notices).
     pub fn sandbox(&self) -> &sandbox::RunSandbox {
         &self.sandbox
+    }
+
+    /// What the job's network proxy has refused so far (`None` without a network
+    /// allowlist): its supervisor reports each new destination in the job's output.
+    pub fn network_denied(&self) -> Option<Vec<crate::sandbox::Refusal>> {
+        self.sandbox.network_log().map(|log| log.snapshot())
+    }
+
+    /// The notices for `denied` (see [`sandbox::RunSandbox::network_notices`]).
+    pub fn network_notices(&self, denied: &[crate::sandbox::Refusal]) -> Vec<String> {
+        self.sandbox.network_notices(denied)
     }
 }
 

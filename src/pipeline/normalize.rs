@@ -194,14 +194,6 @@ pub fn normalize(
     out
 }
 
-/// What the last pipe of a command receives, when it can be lifted.
-struct Receives {
-    /// Stdout only: some stage's stderr goes around the pipe.
-    stdout_only: bool,
-    /// The program of the pipeline's last stage before the pipe.
-    producer: Option<String>,
-}
-
 /// What follows a command of the line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Joint {
@@ -388,6 +380,14 @@ fn compound_name(c: &Compound) -> &'static str {
     }
 }
 
+/// What the last pipe of a command receives, when it can be lifted.
+struct Receives {
+    /// Stdout only: some stage's stderr goes around the pipe.
+    stdout_only: bool,
+    /// The program of the pipeline's last stage before the pipe.
+    producer: Option<String>,
+}
+
 /// Ok when the last pipe of the line (a command ending in `| head`/`| tail`) receives
 /// everything the command prints, or all of its stdout while its stderr goes around
 /// the pipe; otherwise why not.
@@ -433,10 +433,8 @@ fn receives(script: &Script, line: &Line) -> Result<Receives, String> {
     let producer = stages.last().and_then(|stage| match &stage.command {
         Command::Simple(s) => s.words.first().map(|w| {
             w.literal().unwrap_or_else(|| {
-                src.get(w.span.clone())
-                    .unwrap_or("")
-                    .trim_matches(['\'', '"'])
-                    .to_string()
+                let text = src.get(w.span.clone()).unwrap_or("");
+                text.trim_matches(['\'', '"']).to_string()
             })
         }),
         _ => None,
@@ -804,7 +802,7 @@ mod tests {
                 "perl -e 'print 1' && touch done 2>&1 | head -n 5",
                 "before the pipeline may also print",
             ),
-            // syntax the splitter does not look into
+            // constructs normalize does not look inside
             ("(echo warn >&2; seq 5) | head -n 1", "subshell"),
             ("{ make; } 2>&1 | tail -n 1", "command group"),
             ("echo $(date) 2>&1 | tail -n 1", "command substitution"),
@@ -857,6 +855,8 @@ mod tests {
         type Case<'a> = (&'a str, &'a str, Option<usize>, Option<usize>, &'a str);
         let cases: &[Case] = &[
             ("seq 1 100 | tail -n 5", "seq 1 100", None, Some(5), "seq"),
+            // A line that ends in `|` continues on the next.
+            ("seq 3 |\n  tail -n 1", "seq 3", None, Some(1), "seq"),
             (
                 "pytest -x | tail -n 20",
                 "pytest -x",

@@ -3,8 +3,10 @@
 //! applies, the run's private TMPDIR, and what the result says about both.
 
 use crate::executor::End;
-use crate::result::SandboxInfo;
-use crate::sandbox::{self, Confinement, Mode, Policy, Resolved};
+use crate::result::{NetworkShown, SandboxInfo};
+/// A destination the run's network proxy refused.
+use crate::sandbox::Refusal as NetRefusal;
+use crate::sandbox::{self, Confinement, Mode, Network, Policy, Resolved};
 use crate::shell::session::SandboxPolicy;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -77,6 +79,8 @@ pub fn mode_name(mode: Mode) -> &'static str {
 pub struct RunSandbox {
     confinement: Option<Arc<Confinement>>,
     info: Option<SandboxInfo>,
+    /// With the sandbox off, what it would have confined that the profile asked for.
+    off_warning: Option<String>,
     /// The workspace (in `workspace-write`) and the profile's `writable` paths.
     writable: Vec<PathBuf>,
     /// The profile's `writable` paths, expanded (for the session's fingerprint).
@@ -128,7 +132,14 @@ pub fn prepare(
 ) -> Result<RunSandbox, String> {
     let mut policy = plan.sandbox.clone();
     if policy.mode == Mode::Off {
-        return Ok(RunSandbox::default());
+        // A network list is a restriction the user asked for: never dropped silently.
+        let off_warning = policy.network.allowlist().map(|_| {
+            "sandbox: [sandbox] network lists destinations, but the sandbox is off (mode = \"off\"), so the command has the host's network; set [sandbox] mode = \"read-only\" or \"workspace-write\" to enforce the list".to_string()
+        });
+        return Ok(RunSandbox {
+            off_warning,
+            ..RunSandbox::default()
+        });
     }
     let mut warnings = Vec::new();
     let mut own = OwnWritable {
@@ -174,6 +185,7 @@ pub fn prepare(
             tmpdir: Some(tmpdir),
         })),
         info: Some(info),
+        off_warning: None,
         writable,
         profile_writable,
         own,
@@ -340,7 +352,7 @@ fn info(
 ) -> SandboxInfo {
     let (engine, landlock, network_isolated) = match prepared.resolved() {
         Resolved::None => ("none", false, false),
-        Resolved::Landlock => ("landlock", true, !policy.network),
+        Resolved::Landlock => ("landlock", true, !policy.network.is_on()),
         Resolved::Namespaces {
             landlock,
             network_namespace,
@@ -351,7 +363,14 @@ fn info(
         mode: policy.mode,
         engine,
         landlock,
-        network: policy.network || !network_isolated,
+        network: match (&policy.network, prepared.proxy()) {
+            (Network::Allow(list), Some(_)) => {
+                NetworkShown::List(list.entries().into_iter().map(str::to_owned).collect())
+            }
+            (network, _) => NetworkShown::Open(network.is_on() || !network_isolated),
+        },
+        network_allow_local: policy.network_allow_local && prepared.proxy().is_some(),
+        network_denied: Vec::new(),
         workspace: (policy.mode == Mode::WorkspaceWrite).then(|| shown(&workspace(policy, cwd))),
         writable: policy.writable.iter().map(|p| shown(p)).collect(),
         deny_read: policy.deny_read.iter().map(|p| shown(p)).collect(),
@@ -436,10 +455,63 @@ impl RunSandbox {
     }
 
     /// Point the command's temporary files at its private TMPDIR.
+    ///
+    /// With a network allowlist, every proxy variable points at agentbash's proxy too:
+    /// HTTP(S) through `CONNECT`/absolute-form requests, everything else through SOCKS5
+    /// with names (`socks5h`), and no destination exempt (loopback too goes through it).
     pub fn apply_tmpdir(&self, env: &mut BTreeMap<String, String>) {
         if let Some(tmp) = self.info.as_ref().and_then(|i| i.tmpdir.clone()) {
             env.insert("TMPDIR".into(), tmp);
         }
+        if let Some(plan) = self.confinement.as_ref().and_then(|c| c.prepared.proxy()) {
+            let http = format!("http://127.0.0.1:{}", plan.port);
+            let socks = format!("socks5h://127.0.0.1:{}", plan.port);
+            for (name, value) in [
+                ("HTTP_PROXY", &http),
+                ("HTTPS_PROXY", &http),
+                ("ALL_PROXY", &socks),
+                ("NO_PROXY", &String::new()),
+            ] {
+                env.insert(name.to_ascii_lowercase(), value.clone());
+                env.insert(name.into(), value.clone());
+            }
+        }
+    }
+
+    /// The network log of this run's own proxy plan (a job's supervisor reads it as
+    /// the job runs).
+    pub fn network_log(&self) -> Option<Arc<sandbox::NetworkLog>> {
+        self.confinement
+            .as_ref()
+            .and_then(|c| c.prepared.proxy())
+            .map(|plan| plan.log.clone())
+    }
+
+    /// What this run's proxy refused (empty without an allowlist).
+    pub fn network_denied(&self) -> Vec<NetRefusal> {
+        self.network_log()
+            .map(|log| log.snapshot())
+            .unwrap_or_default()
+    }
+
+    /// One notice per refused destination (the first few; then how many more), each
+    /// naming the key to change.
+    pub fn network_notices(&self, denied: &[NetRefusal]) -> Vec<String> {
+        const SHOWN: usize = 5;
+        let Some(plan) = self.confinement.as_ref().and_then(|c| c.prepared.proxy()) else {
+            return Vec::new();
+        };
+        // The log's overflow entry (port 0) names no destination.
+        let shown: Vec<&NetRefusal> = denied.iter().filter(|r| r.port != 0).take(SHOWN).collect();
+        let mut notices: Vec<String> = shown.iter().map(|r| r.notice(&plan.allowlist)).collect();
+        let total: u64 = denied.iter().map(|r| r.count).sum();
+        let more = total - shown.iter().map(|r| r.count).sum::<u64>();
+        if more > 0 {
+            notices.push(format!(
+                "[sandbox: {more} more network connections were refused; sandbox.network_denied lists them]"
+            ));
+        }
+        notices
     }
 
     /// Point the command's package managers' caches at the workspace's package cache,
@@ -462,6 +534,7 @@ impl RunSandbox {
     /// package cache could not be made.
     pub fn warnings(&self) -> Vec<String> {
         let mut v = self.warnings.clone();
+        v.extend(self.off_warning.clone());
         if let Some(info) = self.info.as_ref().filter(|i| i.engine == "none") {
             v.push(format!(
                 "sandbox: [sandbox] mode = {:?} is NOT enforced: {}; the command ran unconfined",
@@ -487,7 +560,11 @@ impl RunSandbox {
             v
         };
         let (writable, deny_read) = (sorted(&self.profile_writable), sorted(&self.deny_read));
-        let network = if info.network { "on" } else { "off" };
+        let network = match &info.network {
+            NetworkShown::Open(true) => "on".to_string(),
+            NetworkShown::Open(false) => "off".to_string(),
+            NetworkShown::List(list) => format!("only {}", list.join(" ")),
+        };
         let full = serde_json::json!({
             "mode": mode_name(info.mode),
             "engine": info.engine,

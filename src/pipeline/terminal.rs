@@ -50,30 +50,31 @@ impl Interactive {
 /// The interactive program `command` starts, when it is one simple command (no pipe,
 /// list or redirection of stdin) that needs a terminal.
 pub fn interactive_program(command: &str) -> Option<Interactive> {
-    use crate::shell::parse::ast::{Command, RedirOp};
+    use crate::shell::parse::ast::{Command, RedirOp, Sep};
     let script = crate::shell::parse::parse(command).ok()?;
     let [item] = script.body.as_slice() else {
         return None;
     };
+    if !item.and_or.rest.is_empty() || item.sep == Sep::Amp {
+        return None;
+    }
     let [stage] = item.and_or.first.stages.as_slice() else {
         return None;
     };
     let Command::Simple(simple) = &stage.command else {
         return None;
     };
-    if !item.and_or.rest.is_empty()
-        || item.sep == crate::shell::parse::ast::Sep::Amp
-        || simple.redirects.iter().any(|r| {
-            matches!(
-                r.op,
-                RedirOp::In
-                    | RedirOp::ReadWrite
-                    | RedirOp::DupIn
-                    | RedirOp::Heredoc
-                    | RedirOp::HereString
-            )
-        })
-    {
+    let reads_stdin = simple.redirects.iter().any(|r| {
+        matches!(
+            r.op,
+            RedirOp::In
+                | RedirOp::Heredoc
+                | RedirOp::HereString
+                | RedirOp::ReadWrite
+                | RedirOp::DupIn
+        ) && matches!(r.fd, None | Some(crate::shell::parse::ast::Fd::Number(0)))
+    });
+    if reads_stdin {
         return None;
     }
     let words: Vec<String> = simple

@@ -43,6 +43,9 @@ pub struct Init {
     reaped: bool,
     /// Not killed when dropped: it may outlive agentbash (`background = "keep"`).
     keep: bool,
+    /// The network allowlist's proxy, serving the socket init opened in the
+    /// namespace: it lives as long as the command (dropped after init).
+    _proxy: Option<crate::netproxy::Proxy>,
 }
 
 /// One message from init or the command to the parent, over a pipe.
@@ -74,9 +77,11 @@ struct InitArgs<'a> {
     go: libc::c_int,
     report: libc::c_int,
     status: libc::c_int,
+    /// Where init sends the proxy's listening socket (-1: no network allowlist).
+    handoff: libc::c_int,
     /// Descriptors init keeps (sorted); every other one is closed at once, so init holds
     /// no other run's pipe open.
-    keep: [libc::c_int; 8],
+    keep: [libc::c_int; 10],
     keep_len: usize,
     /// Joined the run's cgroup by the clone itself.
     in_group: bool,
@@ -90,6 +95,20 @@ struct InitArgs<'a> {
 fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
     Ok((above_two(r)?, above_two(w)?))
+}
+
+/// The unix socket pair init hands the network allowlist's listening socket over:
+/// (ours, init's), close-on-exec and above 2 like [`pipe`]'s.
+fn handoff_channel() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1; 2];
+    let flags = libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC;
+    // SAFETY: socketpair fills the two-element array.
+    if unsafe { libc::socketpair(libc::AF_UNIX, flags, 0, fds.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both just created, owned by nobody else.
+    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((above_two(ours)?, above_two(theirs)?))
 }
 
 fn above_two(fd: OwnedFd) -> std::io::Result<OwnedFd> {
@@ -113,6 +132,10 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
     let (go_r, go_w) = pipe()?;
     let (report_r, report_w) = pipe()?;
     let (status_r, status_w) = pipe()?;
+    let handoff = match prepared.proxy() {
+        Some(_) => Some(handoff_channel()?),
+        None => None,
+    };
     let ptrs = |v: &[std::ffi::CString]| -> Vec<*const libc::c_char> {
         v.iter()
             .map(|c| c.as_ptr())
@@ -131,9 +154,12 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
     if let Some(fd) = prepared.ruleset_fd() {
         keep.push(fd);
     }
+    if let Some((_, theirs)) = &handoff {
+        keep.push(theirs.as_raw_fd());
+    }
     keep.sort_unstable();
     keep.dedup();
-    let mut keep_arr = [-1; 8];
+    let mut keep_arr = [-1; 10];
     keep_arr[..keep.len()].copy_from_slice(&keep);
     let mut args = InitArgs {
         launch: l,
@@ -145,6 +171,9 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
         go: go_r.as_raw_fd(),
         report: report_w.as_raw_fd(),
         status: status_w.as_raw_fd(),
+        handoff: handoff
+            .as_ref()
+            .map_or(-1, |(_, theirs)| theirs.as_raw_fd()),
         keep: keep_arr,
         keep_len: keep.len(),
         in_group: false,
@@ -183,6 +212,7 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
     // SAFETY: restoring the mask saved above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     if pid < 0 {
+        crate::sandbox::forget_probe();
         return Err(std::io::Error::new(
             clone_err.kind(),
             format!(
@@ -190,12 +220,14 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
             ),
         ));
     }
+    let handoff = handoff.map(|(ours, _theirs)| ours);
     drop((go_r, report_w, status_w));
     let mut init = Init {
         pid,
         status: status_r,
         reaped: false,
         keep: l.keep_background,
+        _proxy: None,
     };
     let mut file = std::fs::File::from(report_r);
     if args.dumpable_for_maps && read_record(&mut file).is_none_or(|r| r.kind != READY) {
@@ -206,6 +238,7 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
         ));
     }
     if let Err(e) = prepared.write_id_maps(pid) {
+        crate::sandbox::forget_probe();
         init.kill();
         init.reap(true);
         return Err(std::io::Error::other(format!(
@@ -227,6 +260,7 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
                 failure = Some(std::io::Error::new(e.kind(), BadCwd(e)));
             }
             SANDBOX_FAILED => {
+                crate::sandbox::forget_probe();
                 let error = ChildError {
                     step: step_from(record.step),
                     index: record.index,
@@ -253,6 +287,20 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
             "sandbox: the namespace's init ended before the command started",
         ));
     };
+    if let (Some(channel), Some(plan)) = (&handoff, prepared.proxy()) {
+        let started = crate::sandbox::receive_listener(channel)
+            .and_then(|listener| crate::netproxy::Proxy::start(listener, plan));
+        match started {
+            Ok(proxy) => init._proxy = Some(proxy),
+            Err(e) => {
+                init.kill();
+                init.reap(true);
+                return Err(std::io::Error::other(format!(
+                    "sandbox: the network allowlist's proxy could not start: {e}; set [sandbox] network = false or true"
+                )));
+            }
+        }
+    }
     Ok(Child {
         pid,
         status: None,
@@ -285,6 +333,7 @@ fn step_from(raw: u8) -> ChildStep {
         Proc,
         Capabilities,
         Seccomp,
+        Network,
     ]
     .into_iter()
     .find(|s| *s as u8 == raw)
@@ -523,6 +572,12 @@ fn init_main(a: &InitArgs<'_>) -> ! {
         }
         let tty = a.launch.controlling_tty.then_some(a.fds[0]);
         if let Err(e) = a.prepared.apply_in_init(tty) {
+            send_failure(a.report, e);
+            libc::_exit(127);
+        }
+        if a.handoff >= 0
+            && let Err(e) = a.prepared.open_proxy_port(a.handoff)
+        {
             send_failure(a.report, e);
             libc::_exit(127);
         }

@@ -1625,6 +1625,7 @@ static EXCLUSIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 /// Declare this process the one-run CLI (see [`exclusive_process`]).
 pub fn set_exclusive_process() {
     EXCLUSIVE.store(true, std::sync::atomic::Ordering::SeqCst);
+    crate::children::set_one_run();
 }
 
 /// The `agentbash` binary running one command: every process handed to it (as

@@ -78,8 +78,10 @@ impl Report {
     }
 }
 
-/// Probe every mechanism (a few forks, well under 20 ms).
+/// Probe every mechanism (a few forks, well under 20 ms), for real: what a run keeps
+/// of an earlier probe is forgotten first.
 pub fn check() -> Report {
+    ProbeCache::forget();
     let started = Instant::now();
     let support = probe();
     Report {
@@ -163,22 +165,29 @@ pub(super) fn namespaces_here(network: bool) -> NamespacesHere {
     static WITHOUT: OnceLock<NamespacesHere> = OnceLock::new();
     static WITH: OnceLock<NamespacesHere> = OnceLock::new();
     let probe = |net: libc::c_int| -> NamespacesHere {
+        if let Some(known) = ProbeCache::read(net != 0) {
+            return known;
+        }
         let root = is_root();
-        if try_in_child(libc::CLONE_NEWUSER | BASE | net, !root, true) {
-            return NamespacesHere {
+        let found = if try_in_child(libc::CLONE_NEWUSER | BASE | net, !root, true) {
+            NamespacesHere {
                 mount: true,
                 network: net != 0,
                 user: true,
-            };
-        }
-        if root && try_in_child(BASE | net, false, true) {
-            return NamespacesHere {
+            }
+        } else if root && try_in_child(BASE | net, false, true) {
+            NamespacesHere {
                 mount: true,
                 network: net != 0,
                 user: false,
-            };
+            }
+        } else {
+            NamespacesHere::default()
+        };
+        if found.mount {
+            ProbeCache::write(net != 0, found);
         }
-        NamespacesHere::default()
+        found
     };
     if !network {
         return *WITHOUT.get_or_init(|| probe(0));
@@ -193,6 +202,87 @@ pub(super) fn namespaces_here(network: bool) -> NamespacesHere {
             *WITHOUT.get_or_init(|| probe(0))
         }
     })
+}
+
+/// What the probe found, kept in agentbash's cache directory for the rest of this
+/// boot: a CLI run is one process, and probing (a fork that creates the namespaces and
+/// waits for them) cost every sandboxed `agentbash run` a millisecond or more. Only a
+/// positive answer is kept: a file that says the namespaces work when they do not
+/// makes the run fail (the spawn reports it and [`ProbeCache::forget`] removes the
+/// file), never run weaker. The file is read only when it is ours, regular and small,
+/// and it names this boot, this user and this kernel.
+pub(super) struct ProbeCache;
+
+impl ProbeCache {
+    fn path() -> std::path::PathBuf {
+        crate::paths::cache_dir().join("sandbox-probe")
+    }
+
+    /// `boot_id uid release`: when any of them changes the answer may have too.
+    fn key() -> Option<String> {
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+        Some(format!(
+            "{} {} {}",
+            boot.trim(),
+            crate::fsguard::euid(),
+            release.trim()
+        ))
+    }
+
+    fn line(network: bool, found: NamespacesHere) -> String {
+        format!(
+            "{} network={} user={}",
+            Self::key().unwrap_or_default(),
+            u8::from(network),
+            u8::from(found.user)
+        )
+    }
+
+    fn read(network: bool) -> Option<NamespacesHere> {
+        let text =
+            crate::fsguard::read_text(&Self::path(), 4096, crate::fsguard::Links::Refuse).ok()?;
+        let key = Self::key()?;
+        text.lines().find_map(|l| {
+            let rest = l.strip_prefix(key.as_str())?;
+            let user = match rest.trim() {
+                r if r == format!("network={} user=1", u8::from(network)) => true,
+                r if r == format!("network={} user=0", u8::from(network)) => false,
+                _ => return None,
+            };
+            Some(NamespacesHere {
+                mount: true,
+                network,
+                user,
+            })
+        })
+    }
+
+    fn write(network: bool, found: NamespacesHere) {
+        let path = Self::path();
+        let Some(dir) = path.parent() else { return };
+        if crate::fsguard::private_dir(dir).is_err() {
+            return;
+        }
+        let key = Self::key().unwrap_or_default();
+        let mut lines: Vec<String> =
+            crate::fsguard::read_text(&path, 4096, crate::fsguard::Links::Refuse)
+                .map(|t| {
+                    t.lines()
+                        .filter(|l| l.starts_with(key.as_str()))
+                        .filter(|l| !l.contains(&format!("network={}", u8::from(network))))
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+        lines.push(Self::line(network, found));
+        let _ = crate::fsguard::write_private(&path, (lines.join("\n") + "\n").as_bytes());
+    }
+
+    /// The namespaces failed after all: probe again next time.
+    pub(super) fn forget() {
+        let _ = std::fs::remove_file(Self::path());
+    }
 }
 
 /// What [`namespaces_here`] found.

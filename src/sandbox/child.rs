@@ -34,6 +34,8 @@ pub enum ChildStep {
     Proc,
     Capabilities,
     Seccomp,
+    /// Loopback up, the proxy's listening socket and its handoff (network allowlist).
+    Network,
 }
 
 /// A failed step and its errno, small and `Copy` so a spawner can send it to the parent

@@ -48,6 +48,11 @@
 //! - with `network = false` the command is in an empty network namespace: loopback is
 //!   down, so even `127.0.0.1` is unreachable (`ENETUNREACH`), TCP and UDP alike, and
 //!   abstract unix sockets of the host are out of reach;
+//! - with `network = [list]` ([`Network::Allow`]) the namespace's loopback is up and
+//!   holds one listening socket, `127.0.0.1:3128`, opened by init and served by
+//!   agentbash's proxy from the host's namespace (`loopback`, and `crate::netproxy`):
+//!   every other address is unreachable, names do not resolve inside, and Landlock
+//!   allows TCP connect to that port only; the proxy admits the listed destinations;
 //! - Landlock on top: a Landlock-restricted process cannot `mount`, `umount` or
 //!   `pivot_root`, and Landlock rules follow inodes, so a directory fd from outside the
 //!   namespace does not reopen a way around the mounts.
@@ -55,7 +60,9 @@
 //! It does not: hide paths that do not exist at prepare time, stop connections to
 //! *pathname* unix sockets outside `deny_read` (a read-only mount does not stop
 //! `connect(2)` to a socket file: put `/var/run/docker.sock` and the like in `deny_read`),
-//! protect a repository the command creates itself, or limit CPU, memory or processes.
+//! protect a repository the command creates itself, limit what a listed host does
+//! with what it is sent (a listed host that relays elsewhere is a way out), or limit
+//! CPU, memory or processes.
 //!
 //! **landlock** alone (no namespaces: works in containers that forbid `unshare`):
 //! - writes, creation, removal, rename, linking, truncation and device ioctls are allowed
@@ -67,7 +74,9 @@
 //!   created in those ancestors after prepare are not readable;
 //! - signals reach only the run's own processes (ABI 6);
 //! - `network = false` denies TCP `bind`/`connect` (ABI 4) and abstract unix sockets
-//!   outside the sandbox (ABI 6).
+//!   outside the sandbox (ABI 6). A network allowlist cannot be enforced without a
+//!   network namespace (Landlock filters TCP by port, not by address): the command
+//!   then gets no network at all, and a note says so.
 //!
 //! It does not: stop `chmod`, `chown` or `utime` (`touch -d`) anywhere readable, because
 //! Landlock does not handle attribute changes; protect `.git/hooks` or `.git/config`
@@ -82,6 +91,8 @@ mod caps;
 mod check;
 mod child;
 mod dev;
+mod loopback;
+mod net;
 mod policy;
 mod prepare;
 mod seccomp;
@@ -91,9 +102,20 @@ mod tests;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use check::{BwrapInfo, Report, check};
+
+/// The namespaces could not be made after all: the next run probes again instead of
+/// trusting what an earlier probe of this boot found.
+pub fn forget_probe() {
+    check::ProbeCache::forget();
+}
 pub use child::{ChildError, ChildStep};
+pub use loopback::receive_listener;
+pub use net::{
+    Allowlist, Destination, Network, NetworkLog, Refusal, RefusalReason, Verdict, is_local,
+};
 pub use policy::{Engine, Mode, Policy};
 pub use prepare::prepare;
 
@@ -142,6 +164,25 @@ pub struct Prepared {
     /// command created them (`.git/commondir`): checked after the run (see
     /// [`Prepared::audit`]).
     git_watch: Vec<PathBuf>,
+    /// A network allowlist enforced by agentbash's proxy (namespaces engine only).
+    proxy: Option<ProxyPlan>,
+}
+
+/// The port inside the command's network namespace where agentbash's proxy listens
+/// (the namespace is the command's alone, so any port is free).
+pub const PROXY_PORT: u16 = 3128;
+
+/// A network allowlist as the namespaces engine enforces it: init listens on
+/// `127.0.0.1:port` inside the command's network namespace (see `loopback`), and
+/// agentbash's proxy, holding that socket, admits what `allowlist` lists.
+#[derive(Debug)]
+pub struct ProxyPlan {
+    pub port: u16,
+    pub allowlist: Allowlist,
+    /// Connect to loopback, link-local and private addresses too.
+    pub allow_local: bool,
+    /// What the proxy refused (read by the run when it ends).
+    pub log: Arc<NetworkLog>,
 }
 
 /// The namespaces engine: which namespaces the command's init process is cloned into,
@@ -248,6 +289,13 @@ impl Prepared {
         self.ruleset.as_ref().map(|fd| fd.as_raw_fd())
     }
 
+    /// The network allowlist's proxy plan, when the command's only way out is
+    /// agentbash's proxy: the spawner passes init a channel for
+    /// [`Prepared::open_proxy_port`] and serves the socket it receives.
+    pub fn proxy(&self) -> Option<&ProxyPlan> {
+        self.proxy.as_ref()
+    }
+
     /// Whether the syscall filter is applied.
     pub fn filtered(&self) -> bool {
         self.seccomp.is_some()
@@ -321,6 +369,19 @@ impl Prepared {
             ),
             ChildStep::Seccomp => format!(
                 "sandbox: installing the syscall filter failed: {os}; run `agentbash sandbox check`"
+            ),
+            ChildStep::Network => format!(
+                "sandbox: opening the network allowlist's proxy port inside the command's network namespace failed ({}): {os}; set [sandbox] network = false or true, or run `agentbash sandbox check`",
+                [
+                    "bringing loopback up",
+                    "creating the socket",
+                    "binding 127.0.0.1",
+                    "listening",
+                    "handing the socket over"
+                ]
+                .get(usize::from(error.index))
+                .copied()
+                .unwrap_or("setting up")
             ),
         }
     }

@@ -64,8 +64,12 @@ pub struct Policy {
     pub writable: Vec<PathBuf>,
     /// Paths the command may not read (nor list, nor copy).
     pub deny_read: Vec<PathBuf>,
-    /// Whether the command may use the network. Defaults to `true`.
-    pub network: bool,
+    /// The command's network: the host's (`true`, the default), none (`false`), or
+    /// only the listed destinations, through agentbash's proxy.
+    pub network: super::Network,
+    /// With a list: let the proxy connect to loopback, link-local and private
+    /// addresses (a listed name that resolves there, `localhost`, `10.1.2.3`).
+    pub network_allow_local: bool,
     /// Fail the run instead of running unconfined when no engine can enforce the mode.
     pub required: bool,
     /// Whether a per-run flag may lower this policy (for the CLI; not used here).
@@ -101,7 +105,8 @@ impl Policy {
             workspace: None,
             writable: Vec::new(),
             deny_read: Vec::new(),
-            network: true,
+            network: super::Network::On,
+            network_allow_local: false,
             required: false,
             allow_override: false,
             workspace_by_default: false,
@@ -123,11 +128,12 @@ mod tests {
         .expect("valid section");
         assert_eq!(policy.mode, Mode::WorkspaceWrite);
         assert_eq!(policy.engine, Engine::Landlock);
-        assert!(policy.network, "network defaults to allowed");
+        assert!(policy.network.is_on(), "network defaults to allowed");
         assert!(!policy.required);
         let empty: Policy = toml::from_str("").expect("empty section");
         assert_eq!(empty.mode, Mode::Off);
-        assert!(empty.network);
+        assert!(empty.network.is_on());
+        assert!(!empty.network_allow_local);
         assert!(toml::from_str::<Policy>("mode = \"rw\"").is_err());
     }
 }

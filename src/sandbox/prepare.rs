@@ -6,15 +6,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    ABI, Access, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
 use super::caps::Keep;
 use super::check::{NamespacesHere, is_root, landlock_abi, namespaces_here};
 use super::{
-    Engine, IdMaps, Mode, MountStep, Namespaces, Policy, Prepared, Resolved, SandboxError, dev,
-    seccomp,
+    Engine, IdMaps, Mode, MountStep, Namespaces, Network, Policy, Prepared, ProxyPlan, Resolved,
+    SandboxError, dev, seccomp,
 };
 
 /// The newest file-system rights we handle: read, write, create, remove, rename
@@ -51,7 +51,7 @@ pub fn prepare(
     let root = is_root();
     // Only the engines that may use namespaces pay for probing them.
     let namespaces = match policy.engine {
-        Engine::Namespaces | Engine::Auto => namespaces_here(!policy.network),
+        Engine::Namespaces | Engine::Auto => namespaces_here(!policy.network.is_on()),
         _ => NamespacesHere::default(),
     };
     let (use_namespaces, use_landlock) = match policy.engine {
@@ -122,12 +122,36 @@ pub fn prepare(
         }
     }
 
-    let network_namespace = use_namespaces && !policy.network && namespaces.network;
-    if use_namespaces && !policy.network && !namespaces.network {
+    let confined_network = !policy.network.is_on();
+    let network_namespace = use_namespaces && confined_network && namespaces.network;
+    if use_namespaces && confined_network && !namespaces.network {
         notes.push("network namespaces are unavailable; only Landlock limits TCP".into());
     }
+    // An allowlist needs a namespace whose only way out is the proxy; without one the
+    // command gets no network at all rather than more than the list.
+    let proxy = match &policy.network {
+        Network::Allow(allowlist) if network_namespace => Some(ProxyPlan {
+            port: super::PROXY_PORT,
+            allowlist: allowlist.clone(),
+            allow_local: policy.network_allow_local,
+            log: Default::default(),
+        }),
+        Network::Allow(_) => {
+            notes.push(
+                "network allowlist: the proxy needs a network namespace, which this engine or machine does not give; the command gets no network at all".into(),
+            );
+            None
+        }
+        _ => None,
+    };
+    let net_rule = match (&proxy, confined_network) {
+        (Some(plan), _) => NetRule::ProxyOnly(plan.port),
+        (None, true) => NetRule::Closed,
+        (None, false) => NetRule::Open,
+    };
     let mut prepared = Prepared::none(None);
     prepared.notes = notes;
+    prepared.proxy = proxy;
     prepared.seccomp = seccomp::program();
     if prepared.seccomp.is_none() {
         prepared
@@ -234,8 +258,7 @@ pub fn prepare(
             d.push(PathBuf::from("/dev"));
             d
         };
-        let (ruleset, ruleset_notes) =
-            ruleset(&writable, &read_denied, policy.network, !use_namespaces)?;
+        let (ruleset, ruleset_notes) = ruleset(&writable, &read_denied, net_rule, !use_namespaces)?;
         prepared.ruleset = Some(ruleset);
         prepared.notes.extend(ruleset_notes);
     }
@@ -403,6 +426,7 @@ impl Prepared {
             keep: Keep::Nothing,
             seccomp: None,
             git_watch: Vec::new(),
+            proxy: None,
         }
     }
 }
@@ -516,10 +540,21 @@ fn add(
 /// Build the Landlock ruleset and return its fd (the path fds are closed once their
 /// rules are in the kernel). Reads are granted on `/` unless paths are denied, in which
 /// case on everything but them (see [`read_roots`]).
+/// What Landlock lets the command do with TCP.
+#[derive(Debug, Clone, Copy)]
+enum NetRule {
+    /// Nothing handled: the host's network.
+    Open,
+    /// No TCP bind or connect at all.
+    Closed,
+    /// Connect to this port only (the proxy's, on the namespace's loopback).
+    ProxyOnly(u16),
+}
+
 fn ruleset(
     writable: &[PathBuf],
     denied: &[PathBuf],
-    network: bool,
+    network: NetRule,
     host_dev: bool,
 ) -> Result<(std::os::fd::OwnedFd, Vec<String>), SandboxError> {
     let root = Path::new("/");
@@ -530,7 +565,7 @@ fn ruleset(
         .map_err(|e| landlock_error(root, e))?
         .scope(Scope::Signal)
         .map_err(|e| landlock_error(root, e))?;
-    if !network {
+    if !matches!(network, NetRule::Open) {
         attr = attr
             .handle_access(AccessNet::from_all(ABI::V4))
             .map_err(|e| landlock_error(root, e))?
@@ -538,6 +573,11 @@ fn ruleset(
             .map_err(|e| landlock_error(root, e))?;
     }
     let mut ruleset = attr.create().map_err(|e| landlock_error(root, e))?;
+    if let NetRule::ProxyOnly(port) = network {
+        ruleset = ruleset
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(|e| landlock_error(root, e))?;
+    }
     let read = AccessFs::from_read(FS_ABI);
     // No device nodes in a writable tree, whoever asks.
     let write = AccessFs::from_write(FS_ABI) & !(AccessFs::MakeChar | AccessFs::MakeBlock);

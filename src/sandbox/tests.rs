@@ -436,7 +436,7 @@ fn network_false_refuses_loopback_fast() {
         assert!(listener.accept().is_ok(), "the open run connected");
 
         let mut policy = fx.policy(Mode::WorkspaceWrite, engine);
-        policy.network = false;
+        policy.network = Network::Off;
         let closed = fx.prepare(&policy);
         let started = Instant::now();
         let output = fx.run_with(&closed, "/bin/bash", &tcp);
@@ -551,7 +551,7 @@ fn timings() {
             };
             if let Some((engine, network)) = case {
                 let mut policy = fx.policy(Mode::WorkspaceWrite, *engine);
-                policy.network = *network;
+                policy.network = (*network).into();
                 let prepared = prepare(&policy, &fx.workspace, &fx.tmpdir).expect("prep");
                 prepare_times[index].push(started.elapsed());
                 spec.sandbox = Some(confined(prepared));

@@ -441,7 +441,7 @@ impl<B: Backend> McpServer<B> {
         call: &BashCall,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<crate::request::ApproverRef, InputRequiredResult> {
+    ) -> Result<crate::request::ApproverRef, Box<InputRequiredResult>> {
         use crate::request::ApproverRef;
         let elicits = context
             .client_capabilities()
@@ -500,7 +500,10 @@ impl<B: Backend> McpServer<B> {
             APPROVAL_INPUT.to_string(),
             InputRequest::Elicitation(ElicitRequest::new(elicitation_form(&question))),
         );
-        Err(InputRequiredResult::new(Some(requests), Some(state)))
+        Err(Box::new(InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
     }
 
     async fn call_bash(
@@ -527,7 +530,7 @@ impl<B: Backend> McpServer<B> {
         }
         match self.approver_for(&call, &request, &context) {
             Ok(approver) => call.approver = Some(approver),
-            Err(input_required) => return input_required.into(),
+            Err(input_required) => return (*input_required).into(),
         }
         self.run_bash(call, context).await.into()
     }

@@ -721,3 +721,40 @@ fn a_worktree_gitdir_inside_the_workspace_stays_read_only() {
         before
     );
 }
+
+/// What a probe of this boot found is kept (the probe is a fork that creates every
+/// namespace), only when positive, and only as agentbash's own file: a hostile or
+/// foreign file is not believed, and `sandbox check` probes afresh.
+#[test]
+fn the_namespace_probe_is_kept_for_the_boot_and_checked() {
+    let (env, profile) = sandboxed("mode = \"workspace-write\"");
+    let (code, v) = run_json(&env, &profile, "true");
+    assert_eq!(code, Some(0), "{v}");
+    let cache = env.root().join("cache/agentbash/sandbox-probe");
+    let kept = std::fs::read_to_string(&cache).expect("the probe's answer is kept");
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
+    assert!(
+        kept.starts_with(boot.trim()) && kept.contains("network=0"),
+        "{kept}"
+    );
+    // Runs on it still get their namespaces.
+    let (_, v) = run_json(&env, &profile, "ps -e -o pid= | wc -l");
+    assert_eq!(v["sandbox"]["engine"], "namespaces", "{v}");
+    // A file of another boot is not believed (the next run probes and rewrites it).
+    std::fs::write(&cache, "not-this-boot 0 x network=0 user=1\n").expect("write");
+    let (_, v) = run_json(&env, &profile, "true");
+    assert_eq!(v["exit_code"], 0, "{v}");
+    assert!(
+        std::fs::read_to_string(&cache)
+            .expect("cache")
+            .starts_with(boot.trim())
+    );
+    // `sandbox check` probes for real.
+    env.run(&["sandbox", "check"]);
+    assert!(
+        !cache.exists()
+            || std::fs::read_to_string(&cache)
+                .expect("cache")
+                .starts_with(boot.trim())
+    );
+}

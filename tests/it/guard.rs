@@ -408,15 +408,18 @@ fn guard_never_panics_and_stays_linear() {
         );
         v
     };
-    // The refused path: the first word of the first target ("/usr, which holds …").
+    // The rule and the refused path: the first word of the first target ("/usr,
+    // which holds …"); "" when the command passes.
     let refused = |v: &agentbash::pipeline::guard::Verdict| {
         v.refused
             .as_ref()
-            .filter(|r| r.rule == "guard:delete")
-            .and_then(|r| r.targets.first())
-            .and_then(|t| t.split([',', ' ']).next())
-            .unwrap_or_default()
-            .to_string()
+            .map_or((String::new(), String::new()), |r| {
+                let target = r
+                    .targets
+                    .first()
+                    .map_or("", |t| t.split([',', ' ']).next().unwrap_or_default());
+                (r.rule.clone(), target.to_string())
+            })
     };
     let quote = |c: &str| format!("'{}'", c.replace('\'', "'\\''"));
     let mut nested = "rm -rf /".to_string();
@@ -425,22 +428,36 @@ fn guard_never_panics_and_stays_linear() {
         nested = format!("bash -c {nested}");
     }
     let shapes = [
-        ("rm -rf x; ".repeat(20_000) + "rm -rf /", "/"),
-        // `((` with no space opens an arithmetic command, as in bash: real subshells
-        // are `( (`. Nested within the parser's depth (64), they are seen into.
-        ("( ".repeat(60) + "rm -rf /" + &" )".repeat(60), "/"),
         (
-            "{ ".repeat(60) + "rm -rf ~; " + &"}; ".repeat(60),
-            "/home/agent",
+            "rm -rf x; ".repeat(20_000) + "rm -rf /",
+            "guard:delete",
+            "/",
         ),
-        (nested, "/"),
-        ("echo $(".repeat(8) + "rm -rf /usr" + &")".repeat(8), "/usr"),
+        // Deeper than the parser goes: refused as unreadable, naming the program.
+        (
+            "( ".repeat(500) + "rm -rf /" + &")".repeat(500),
+            "guard:unparsed",
+            "rm",
+        ),
+        (
+            "{ ".repeat(500) + "rm -rf ~; " + &"}; ".repeat(500),
+            "guard:unparsed",
+            "rm",
+        ),
+        // `((…))` is bash's arithmetic command: it fails to evaluate, nothing runs.
+        ("(".repeat(500) + "rm -rf /" + &")".repeat(500), "", ""),
+        (nested, "guard:delete", "/"),
+        (
+            "echo $(".repeat(8) + "rm -rf /usr" + &")".repeat(8),
+            "guard:delete",
+            "/usr",
+        ),
     ];
-    for (cmd, want) in &shapes {
+    for (cmd, rule, target) in &shapes {
         let v = timed(cmd);
         assert_eq!(
             refused(&v),
-            *want,
+            (rule.to_string(), target.to_string()),
             "{}…: {:?}",
             cmd.chars().take(60).collect::<String>(),
             v.refused
@@ -564,6 +581,67 @@ fn run_refuses_a_protected_directory_whatever_the_caller_declared() {
     ]);
     out.assert_code(0);
     assert!(!scratch.exists());
+}
+
+/// The families an outside review used to delete a protected directory (issue 24),
+/// each run for real against a protected directory the test owns: every one is
+/// refused (exit 77, nothing run) and the directory is still there. A sibling that is
+/// not protected is deleted by the same forms, so the test fails if they stop parsing.
+#[test]
+fn run_refuses_every_bypass_family_on_a_protected_directory() {
+    let t = TestEnv::new();
+    let (precious, profile) = protecting(&t);
+    let p = profile.display().to_string();
+    let d = precious.display().to_string();
+    let parent = precious.parent().expect("parent").display().to_string();
+    let forms = [
+        format!("rm --recur {d}"),
+        format!("rm -rf {parent}/{{precious,nothing}}"),
+        format!("rm${{IFS}}-rf${{IFS}}{d}"),
+        format!("for x in {d}; do rm -rf \"$x\"; done"),
+        format!("function f {{ rm -rf {d}; }}; f"),
+        format!("trap 'rm -rf {d}' EXIT"),
+        format!("exec -c rm -rf {d}"),
+        format!("coproc rm -rf {d}"),
+        format!("bash <<< 'rm -rf {d}'"),
+        format!("set -- {d}; rm -rf \"$1\""),
+        format!("arr=({d}); rm -rf \"${{arr[@]}}\""),
+        format!("P={d}X; rm -rf ${{P%X}}"),
+        format!("rm -rf $'{d}'"),
+        format!("cd {parent}/.. && cd {parent} && cd - && cd - && rm -rf ~+/precious"),
+        format!("cd {parent} && cd {d}/inner && rm -rf ~-/precious"),
+        format!("env --chdir={parent} rm -rf precious"),
+        format!("flock {parent}/lock rm -rf {d}"),
+        format!("strace -o /dev/null rm -rf {d}"),
+        format!("script -qc 'rm -rf {d}' /dev/null"),
+        format!("busybox rm -rf {d}"),
+        format!("echo {d} | xargs rm -rf"),
+        format!("find {d} -name '*' -exec rm -rf {{}} +"),
+        format!("rm -rf {d} \"unterminated"),
+    ];
+    for cmd in &forms {
+        let out = t.run(&["run", "-p", &p, "--", cmd]);
+        assert_eq!(out.code(), Some(77), "{cmd}\n{}{}", out.stdout, out.stderr);
+        assert!(out.stdout.starts_with("Refused: "), "{cmd}\n{}", out.stdout);
+        assert!(
+            precious.join("inner/data").exists(),
+            "{cmd} deleted the directory"
+        );
+    }
+    // The same forms on a directory that is not protected do run.
+    let scratch = t.work().join("scratch");
+    for cmd in [
+        "rm --recur {s}",
+        "for x in {s}; do rm -rf \"$x\"; done",
+        "bash <<< 'rm -rf {s}'",
+        "set -- {s}; rm -rf \"$1\"",
+    ] {
+        std::fs::create_dir_all(scratch.join("inner")).expect("mkdir");
+        let cmd = cmd.replace("{s}", &scratch.display().to_string());
+        let out = t.run(&["run", "-p", &p, "--", &cmd]);
+        out.assert_code(0);
+        assert!(!scratch.exists(), "{cmd} did not run");
+    }
 }
 
 #[test]

@@ -1039,3 +1039,100 @@ fn literal_prefilter_keeps_every_match() {
         assert_eq!(matched(cmd), want, "{cmd:?}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The parser against bash itself
+
+/// On random shell-like text, the parser accepts exactly what `bash -n` accepts (it
+/// only parses: nothing is run). Left out: `[[ … ]]`, whose inside `bash -n` does not
+/// read (`[[ -f a ]]x` passes `-n` and fails when run); `*` before `(`, an extended
+/// glob, which agentbash accepts as bash does under `shopt -s extglob` (an rc
+/// snapshot may set it); and `coproc`, whose odd forms (`coproc coproc ls`) bash
+/// refuses where agentbash reads a command.
+#[test]
+fn parser_agrees_with_bash_n() {
+    let pieces = [
+        "ls",
+        " ",
+        " ",
+        "\n",
+        "|",
+        "&&",
+        "||",
+        ";",
+        "&",
+        "(",
+        ")",
+        "{ ",
+        "; }",
+        "'a b'",
+        "\"x $y\"",
+        "$(",
+        ")",
+        "`",
+        "${x",
+        ":-/",
+        "}",
+        "<<EOF\nbody\nEOF\n",
+        "<<<",
+        "2>&1",
+        ">",
+        "<",
+        "if ",
+        "then ",
+        "fi",
+        "for i in a; do ",
+        "done",
+        "case x in a) ",
+        ";;",
+        "esac",
+        "f() ",
+        " (( x ))",
+        "$((1+2))",
+        "\\",
+        "#c",
+        "=",
+        "x=1 ",
+        "~/",
+        "*.rs ",
+        "{a,b}",
+        "$'\\x41'",
+        "echo",
+        "!",
+        "time ",
+        "$@",
+        "\"",
+        "'",
+    ];
+    let mut seed: u64 = 0x24;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize
+    };
+    let mut disagree = Vec::new();
+    let rounds: usize = std::env::var("BASH_N_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(400);
+    for _ in 0..rounds {
+        let len = 1 + next() % 12;
+        let text: String = (0..len).map(|_| pieces[next() % pieces.len()]).collect();
+        let out = std::process::Command::new("bash")
+            .args(["-n", "-c", &text])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("bash: {e}"));
+        let bash_accepts = out.status.success();
+        let ours = agentbash::shell::parse::parse(&text).is_ok();
+        if ours != bash_accepts {
+            disagree.push(format!(
+                "{text:?}: bash {}, agentbash {}",
+                if bash_accepts { "accepts" } else { "rejects" },
+                if ours { "accepts" } else { "rejects" }
+            ));
+        }
+    }
+    assert!(disagree.is_empty(), "{}", disagree.join("\n"));
+}

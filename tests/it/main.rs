@@ -14,6 +14,7 @@ mod layout;
 mod lift;
 mod mcp;
 mod needs_terminal;
+mod network;
 mod output;
 mod profiles;
 mod pty;

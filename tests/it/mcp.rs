@@ -233,7 +233,7 @@ fn python_sdk_client_sees_background_after_keep_the_sandbox_under_agent() {
 }
 
 /// A server process with its stdout lines collected on a thread.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     lines: mpsc::Receiver<String>,
     state: tempfile::TempDir,
@@ -247,10 +247,16 @@ impl Server {
     /// With extra arguments after `mcp` (e.g. a profile); state, artifacts and HOME
     /// live in a temporary directory.
     fn start_with(args: &[&str]) -> Self {
+        Self::start_with_env(args, &[])
+    }
+
+    /// [`Server::start_with`], with more variables in the server's environment.
+    pub(crate) fn start_with_env(args: &[&str], vars: &[(&str, &str)]) -> Self {
         let state = tempfile::tempdir().expect("temp dir");
         let mut child = Command::new(SERVER)
             .arg("mcp")
             .args(args)
+            .envs(vars.iter().copied())
             .current_dir(state.path())
             .env("AGENTBASH_STATE_DIR", state.path().join("state"))
             .env("HOME", state.path())
@@ -277,7 +283,7 @@ impl Server {
     }
 
     /// Send a `tools/call` request.
-    fn call(&mut self, id: u64, tool: &str, arguments: serde_json::Value) {
+    pub(crate) fn call(&mut self, id: u64, tool: &str, arguments: serde_json::Value) {
         let request = serde_json::json!({
             "jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": tool, "arguments": arguments},
@@ -286,7 +292,7 @@ impl Server {
     }
 
     /// Messages until the answer to request `id` (which is returned).
-    fn answer(&self, id: u64, within: Duration) -> serde_json::Value {
+    pub(crate) fn answer(&self, id: u64, within: Duration) -> serde_json::Value {
         let deadline = Instant::now() + within;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -341,7 +347,7 @@ impl Server {
         }
     }
 
-    fn initialize(&mut self) {
+    pub(crate) fn initialize(&mut self) {
         self.send(INITIALIZE);
         let reply = self.message(Duration::from_secs(10));
         assert_eq!(reply["id"], 1);

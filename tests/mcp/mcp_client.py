@@ -488,16 +488,16 @@ async def run_agent_job_checks(suite: Suite, mode: str, client: Any, info: Any) 
         assert not [j for j in listed["jobs"] if j["command"].startswith("echo call")], listed
 
     async def a_handed_off_call_keeps_its_sandbox() -> None:
-        outside = tempfile.mkdtemp(prefix="agentbash-outside-")
-        probe = os.path.join(outside, "probe")
-        result = await client.call_tool("bash", {"command": f"touch {probe}; sleep 30"})
-        data = structured(result)
-        assert not is_error(result), text_of(result)
-        assert data["job"]["url"].startswith("job://"), data
-        assert data["sandbox"]["mode"] == "workspace-write", data
-        if data["sandbox"]["engine"] != "none" and not os.path.exists(probe):
-            assert "[sandbox: writing" in text_of(result), text_of(result)
-        await client.call_tool("job_stop", {"job": data["job"]["url"]})
+        with tempfile.TemporaryDirectory(prefix="agentbash-outside-") as outside:
+            probe = os.path.join(outside, "probe")
+            result = await client.call_tool("bash", {"command": f"touch {probe}; sleep 30"})
+            data = structured(result)
+            assert not is_error(result), text_of(result)
+            assert data["job"]["url"].startswith("job://"), data
+            assert data["sandbox"]["mode"] == "workspace-write", data
+            if data["sandbox"]["engine"] != "none" and not os.path.exists(probe):
+                assert "[sandbox: writing" in text_of(result), text_of(result)
+            await client.call_tool("job_stop", {"job": data["job"]["url"]})
 
     for name, body in [
         ("bash description states jobs.idle_timeout", description_states_idle_timeout),

@@ -465,11 +465,7 @@ fn find(j: &mut Judge, cmd: &SimpleCommand) {
                 }
                 j2 += 1;
             }
-            "-empty" | "-nouser" | "-nogroup" => {
-                if !negated {
-                    narrowed = true;
-                }
-            }
+            "-empty" | "-nouser" | "-nogroup" if !negated => narrowed = true,
             _ => {}
         }
         j2 += 1;

@@ -49,6 +49,7 @@ pub(super) struct Hit {
 /// `guard.protected` with `~` expanded from `home`, plus each path's real name when
 /// it is a symlink.
 pub(super) fn protected_paths(entries: &[String], home: Option<&str>) -> Vec<Protected> {
+    let home = home.filter(|h| !h.is_empty());
     let credentials: Vec<PathBuf> = home
         .map(|h| {
             [".ssh", ".gnupg"]

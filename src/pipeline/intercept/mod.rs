@@ -443,7 +443,7 @@ fn candidates_of(commands: &[SimpleCommand], parsed: bool) -> Vec<Candidate> {
         simples[i].piped_stdout
             && simples
                 .get(i + 1)
-                .is_some_and(|n| n.piped_stdin && !n.via_xargs || n.via_xargs)
+                .is_some_and(|n| n.piped_stdin || n.via_xargs)
     };
     let mut order: Vec<usize> = Vec::with_capacity(simples.len());
     let mut start = 0;
@@ -522,17 +522,17 @@ fn candidates_of(commands: &[SimpleCommand], parsed: bool) -> Vec<Candidate> {
                 bounded: s.bounded,
             });
         }
-        if let Some(pair) = rewrite_pair(s, simples.get(i + 1).copied()) {
-            if seen.insert((pair.clone(), None)) {
-                out.push(Candidate {
-                    text: pair,
-                    parsed,
-                    kind: CandidateKind::Segment,
-                    skipped: None,
-                    info_only: false,
-                    bounded: s.bounded,
-                });
-            }
+        if let Some(pair) = rewrite_pair(s, simples.get(i + 1).copied())
+            && seen.insert((pair.clone(), None))
+        {
+            out.push(Candidate {
+                text: pair,
+                parsed,
+                kind: CandidateKind::Segment,
+                skipped: None,
+                info_only: false,
+                bounded: s.bounded,
+            });
         }
     }
     out

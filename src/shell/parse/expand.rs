@@ -324,7 +324,7 @@ impl<'a, 'e> Expander<'a, 'e> {
                 Value::Unset => Some(false),
                 Value::Str(s) => Some(!(colon && s.is_empty())),
                 Value::List(l, _) => {
-                    Some(!l.is_empty() && !(colon && l.iter().all(String::is_empty)))
+                    Some(!(l.is_empty() || colon && l.iter().all(String::is_empty)))
                 }
                 Value::Unknown => None,
             }
@@ -574,7 +574,7 @@ fn replace(s: String, pattern: &str, rep: &str, all: bool, anchor: Anchor) -> Op
             let mut out = String::new();
             let mut i = 0;
             let mut done = false;
-            while i < bounds.len() - 1 || (i == bounds.len() - 1 && false) {
+            while i + 1 < bounds.len() {
                 let start = bounds[i];
                 let mut matched = None;
                 if !done {
@@ -675,13 +675,18 @@ pub fn decode_escapes(s: &str) -> String {
                 }
                 out.push(char::from_u32(v & 0xff).unwrap_or('\u{fffd}'));
             }
-            Some('x') => {
-                let mut v = 0;
+            Some(k @ ('x' | 'u' | 'U')) => {
+                let max = match k {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let mut v: u32 = 0;
                 let mut n = 0;
-                while n < 2 {
+                while n < max {
                     match chars.peek().and_then(|c| c.to_digit(16)) {
                         Some(x) => {
-                            v = v * 16 + x;
+                            v = v.wrapping_mul(16).wrapping_add(x);
                             chars.next();
                             n += 1;
                         }
@@ -689,7 +694,8 @@ pub fn decode_escapes(s: &str) -> String {
                     }
                 }
                 if n == 0 {
-                    out.push_str("\\x");
+                    out.push('\\');
+                    out.push(k);
                 } else {
                     out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
                 }

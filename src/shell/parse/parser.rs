@@ -409,6 +409,17 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Nothing more of a pipeline follows: a separator, a closing token or the end.
+    fn at_pipeline_end(&self) -> bool {
+        match self.peek() {
+            None | Some(b'\n' | b';' | b'#') => true,
+            Some(_) => matches!(
+                self.reserved(),
+                Some("}" | "then" | "do" | "done" | "fi" | "elif" | "else" | "esac")
+            ),
+        }
+    }
+
     /// A word starts here.
     fn at_word(&self) -> bool {
         match self.peek() {
@@ -574,6 +585,16 @@ impl<'a> Parser<'a> {
             }
         }
         let mut stages = Vec::new();
+        // `!` or `time` alone: bash accepts them, and they run nothing.
+        self.blanks();
+        if (time || bang) && self.at_pipeline_end() {
+            return Ok(Pipeline {
+                time,
+                bang,
+                stages,
+                span: start..self.pos,
+            });
+        }
         loop {
             let command = self.command()?;
             self.blanks_and_comment();
@@ -1215,7 +1236,12 @@ impl<'a> Parser<'a> {
         };
         self.pos += text.len();
         self.blanks();
-        if !self.at_word() {
+        // `> 2>&1`: bash reads `2>` as the next redirection, leaving none for `>`.
+        // A `#` there starts a comment, so the target is missing.
+        if !self.at_word()
+            || self.peek() == Some(b'#')
+            || (self.at_redirect() && !matches!(op, RedirOp::DupIn | RedirOp::DupOut))
+        {
             return Err(match self.peek() {
                 None => self.error(ErrorKind::UnexpectedEnd("a redirection target"), self.pos),
                 Some(_) => self.unexpected(),
@@ -1764,18 +1790,16 @@ impl<'a> Parser<'a> {
         let arc: Arc<str> = Arc::from(text.as_str());
         let mut inner = Parser::new(&text, arc.clone(), self.depth);
         let (body, error, _) = inner.program();
-        if let Some(e) = error {
-            // Report it where the substitution is.
-            let (line, column) = self.line_col(open);
-            return Err(ParseError {
-                line,
-                column,
-                offset: open,
-                kind: e.kind,
-            });
+        // bash parses a backtick substitution only when it runs it: one that does not
+        // parse is an error of that run, not of the line. Its text stays in `src`
+        // for whoever reads it then (the walk does).
+        let mut script = Script {
+            src: arc,
+            body: if error.is_some() { Vec::new() } else { body },
+        };
+        if error.is_none() {
+            inner.fill(&mut script.body);
         }
-        let mut script = Script { src: arc, body };
-        inner.fill(&mut script.body);
         self.leave();
         parts.push(Part::CmdSub {
             script: Box::new(script),
@@ -2060,29 +2084,40 @@ impl<'a> Parser<'a> {
 
     /// Skips to the `}` that closes the `${` at `open`, past nested braces and quotes.
     fn skip_braced(&mut self, open: usize) -> R<()> {
+        // Only a nested `${` nests (bash closes `${x{a}` at its first `}`); quotes and
+        // substitutions inside must close, as bash requires.
         let mut depth = 1usize;
+        let mut scratch = Vec::new();
         while let Some(c) = self.peek() {
             match c {
-                b'\\' => self.pos += 1,
+                b'\\' => self.pos += 2,
                 b'\'' => {
-                    if let Some(n) = self.b[self.pos + 1..self.limit]
+                    let at = self.pos;
+                    match self.b[self.pos + 1..self.limit]
                         .iter()
                         .position(|&c| c == b'\'')
                     {
-                        self.pos += n + 1;
+                        Some(n) => self.pos += n + 2,
+                        None => return Err(self.unterminated("'", at)),
                     }
                 }
-                b'{' => depth += 1,
+                b'"' => self.double_quoted(&mut scratch)?,
+                b'`' => self.backtick(&mut scratch, false)?,
+                b'$' if self.peek_at(1) == Some(b'(') => self.dollar(&mut scratch, false)?,
+                b'$' if self.peek_at(1) == Some(b'{') => {
+                    depth += 1;
+                    self.pos += 2;
+                }
                 b'}' => {
                     depth -= 1;
+                    self.pos += 1;
                     if depth == 0 {
-                        self.pos += 1;
                         return Ok(());
                     }
                 }
-                _ => {}
+                _ => self.pos += 1,
             }
-            self.pos += 1;
+            scratch.clear();
         }
         Err(self.unterminated("${", open))
     }

@@ -595,6 +595,16 @@ impl Walker {
     fn substitutions(&mut self, word: &Word, scope: &Scope, at: &At) {
         for part in &word.parts {
             match part {
+                Part::CmdSub {
+                    script,
+                    backtick: true,
+                    ..
+                } => {
+                    // Its own text, parsed as bash will when it runs it: what does
+                    // not parse is reported like the line's.
+                    let mut sub = scope.clone();
+                    self.script_text(&script.src, &mut sub, &at.nested(Origin::Substitution));
+                }
                 Part::CmdSub { script, .. } | Part::ProcSub { script, .. } => {
                     let mut sub = scope.clone();
                     let inner = At {
@@ -803,9 +813,7 @@ impl Walker {
         let mut bounded = at.bounded;
         let mut xargs: Option<(Option<String>, Option<char>)> = None;
         loop {
-            let Some(f) = argv.get(i) else {
-                return None;
-            };
+            let f = argv.get(i)?;
             if !f.known() {
                 break;
             }
@@ -943,9 +951,7 @@ impl Walker {
     /// Runs a program (wrappers already removed): functions, shells and the builtins
     /// that change the shell are followed; every program is recorded.
     fn program(&mut self, p: Program, cmd: &Cmd, scope: &mut Scope, at: &At) -> Option<String> {
-        let Some(first) = p.argv.first() else {
-            return None;
-        };
+        let first = p.argv.first()?;
         let name = if first.known() {
             program_name(&first.text).to_string()
         } else {
@@ -1076,7 +1082,7 @@ impl Walker {
             scope.set(k, v.clone());
         }
         let saved_positional = std::mem::replace(&mut scope.positional, args);
-        let saved_name = std::mem::replace(&mut scope.funcname, Some(f.name.clone()));
+        let saved_name = scope.funcname.replace(f.name.clone());
         let body_at = At {
             origin: if at.origin == Origin::Line {
                 Origin::Call
@@ -1156,21 +1162,20 @@ impl Walker {
                 .map(|f| f.known().then(|| f.text.clone()))
                 .collect();
             self.script_text(&script.text, &mut inner, &nested);
-        } else if operands.is_empty()
+        } else if (operands.is_empty()
             || s.has('s', "")
             || operands
                 .first()
-                .is_some_and(|f| f.text == "-" || f.text == "/dev/stdin")
+                .is_some_and(|f| f.text == "-" || f.text == "/dev/stdin"))
+            && let Some(input) = cmd.stdin.clone()
         {
-            if let Some(input) = cmd.stdin.clone() {
-                if s.has('s', "") {
-                    inner.positional = operands
-                        .iter()
-                        .map(|f| f.known().then(|| f.text.clone()))
-                        .collect();
-                }
-                self.script_text(&input, &mut inner, &nested);
+            if s.has('s', "") {
+                inner.positional = operands
+                    .iter()
+                    .map(|f| f.known().then(|| f.text.clone()))
+                    .collect();
             }
+            self.script_text(&input, &mut inner, &nested);
         }
     }
 
@@ -1748,7 +1753,7 @@ fn builtin(name: &str, argv: &[Field], scope: &mut Scope, stdin: Option<&str>) {
                 }
             });
             let fields = line.map(|l| {
-                l.split(|c: char| matches!(c, ' ' | '\t' | '\n'))
+                l.split([' ', '\t', '\n'])
                     .filter(|s| !s.is_empty())
                     .map(str::to_string)
                     .collect::<Vec<_>>()
