@@ -25,7 +25,7 @@ pub const TABLE: &[(&str, &str)] = &[
     ("2", "usage error"),
     (
         "77",
-        "blocked by an interceptor rule, or refused by the guard; nothing ran",
+        "blocked by an interceptor rule, or refused by the guard or the approval policy; nothing ran",
     ),
     (
         "124",
