@@ -372,11 +372,7 @@ pub(super) fn needs_terminal(program: &str, command: &str) -> String {
 /// A failed command whose output reports a failed allocation or fork, with the
 /// matching `[limits]` key set: say which limit it probably hit. (Memory and process
 /// limits send no signal of their own; the command only sees the call fail.)
-fn limit_hint(
-    l: &crate::config::profile::LimitsCfg,
-    end: &End,
-    output: &str,
-) -> Option<String> {
+fn limit_hint(l: &crate::config::profile::LimitsCfg, end: &End, output: &str) -> Option<String> {
     let failed = match end {
         End::Exited(c) => *c != 0,
         End::Signaled(s) => *s != libc::SIGXCPU && *s != libc::SIGXFSZ,
