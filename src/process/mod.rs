@@ -14,6 +14,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+/// Makes `fd` non-blocking (its other status flags kept), so that one loop can read,
+/// write and watch the clock: output pipes, a PTY's master, a job's control socket.
+pub fn set_nonblocking(fd: impl std::os::fd::AsFd) -> nix::Result<()> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let fd = fd.as_fd();
+    let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).map(drop)
+}
+
 /// Set in every command so teardown can find descendants that left the process
 /// group (setsid, double fork) but kept the environment.
 pub const RUN_MARKER: &str = "AGENTBASH_RUN_ID";
@@ -43,19 +52,6 @@ pub fn read_kernel_file(path: impl AsRef<std::path::Path>) -> std::io::Result<St
     }
     buf.truncate(len);
     String::from_utf8(buf).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-}
-
-/// Make reads and writes on `fd` non-blocking (`O_NONBLOCK` added to its open file
-/// description's flags, the others kept), so one loop can serve several descriptors
-/// and watch the clock. Only for a description no one else uses: the flag is shared.
-pub fn set_nonblocking(fd: impl std::os::fd::AsFd) -> std::io::Result<()> {
-    use nix::fcntl::{FcntlArg, OFlag, fcntl};
-    let flags = fcntl(&fd, FcntlArg::F_GETFL)?;
-    fcntl(
-        &fd,
-        FcntlArg::F_SETFL(OFlag::from_bits_retain(flags) | OFlag::O_NONBLOCK),
-    )?;
-    Ok(())
 }
 
 /// The command value: what to run, with exactly which environment, where.

@@ -148,7 +148,11 @@ pub fn run(
     if let Some(msg) = unsupported(req) {
         return failed(req, local, exit::USAGE, msg.to_string());
     }
-    if let Some(refused) = refused_before_running(req, local) {
+    // This side's policy asks first, the target's may ask the same: asked once.
+    let mut once = req.clone();
+    once.approver = super::AskedOnce::wrap(req.approver.as_ref());
+    let req = &once;
+    if let Some(refused) = refused_before_running(req, local, cancel) {
         return refused;
     }
     let request = match bash_request(req) {
@@ -156,12 +160,17 @@ pub fn run(
         Err(e) => return failed(req, local, exit::USAGE, e),
     };
     let conn = Connection::new(target.clone());
-    let answer = conn.call(request, &mut |e| forward_event(e, renderer), Some(cancel));
+    let answer = conn.call_asking(
+        request,
+        &mut |e| forward_event(e, renderer),
+        cancel,
+        req.approver.as_ref(),
+    );
     let result = match answer {
         Ok(response) => match result_of(&response) {
             Ok(r) => r,
             // Rejected before it ran: what the remote said is wrong with the request.
-            Err(e) if response["data"].is_null() => failed(
+            Err(e) if is_invalid_request(&response) => failed(
                 req,
                 local,
                 exit::USAGE,
@@ -174,4 +183,14 @@ pub fn run(
     };
     conn.close();
     result
+}
+
+/// Whether the remote answered that the request itself is wrong (`error_kind`
+/// `invalid_request`; from a server older than `error_kind`, an answer without a
+/// result).
+fn is_invalid_request(response: &Value) -> bool {
+    match response["error_kind"].as_str() {
+        Some(kind) => kind == "invalid_request",
+        None => response["data"].is_null(),
+    }
 }

@@ -9,10 +9,16 @@
 //! wait for the aborted runs to answer, and exit 0. Nothing but protocol messages goes
 //! to stdout. The file requests (`read`, `grep`, `glob`, `edit`, `write`) are answered
 //! by the toolbox (`crate::toolbox`), each on a thread of its own outside the queue.
+//! A run the approval policy asks about sends an `approval_request` event and waits
+//! for the client's `approve` (read by the reader, like `abort_bash`); at EOF no one
+//! can answer any more, and `approval.unattended` decides what still waits.
 
+use super::approve::{Questions, RpcApprover};
 use super::backend::BashCall;
 use super::engine::Engine;
+use super::{CallError, ErrorKind, failure};
 use crate::process::CancelToken;
+use crate::request::ApproverRef;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -90,14 +96,16 @@ impl Out {
         let _ = o.flush();
     }
 
+    /// A request this server cannot read (not JSON, no id, an unknown type, a bad
+    /// field): `error_kind` `invalid_request`.
     fn error(&self, id: &Value, msg: impl Into<String>) {
-        self.send(&json!({"id": id, "type": "response", "success": false, "error": msg.into()}));
+        self.send(&failure(id, None, &CallError::invalid(msg)));
     }
 
     /// A rejected `abort_bash`: its `command` tells it apart from a `bash` answer
     /// under the same id (abort ids are not tracked).
-    fn abort_error(&self, id: &Value, msg: impl Into<String>) {
-        self.send(&json!({"id": id, "type": "response", "command": "abort_bash", "success": false, "error": msg.into()}));
+    fn abort_error(&self, id: &Value, e: &CallError) {
+        self.send(&failure(id, Some("abort_bash"), e));
     }
 
     /// A request reusing the id of one not answered yet: answered under `id: null`
@@ -106,7 +114,7 @@ impl Out {
         let key = id_key(id);
         self.send(&json!({
             "id": null, "type": "response", "command": "bash", "success": false,
-            "rejected": true, "duplicate_id": id,
+            "rejected": true, "duplicate_id": id, "error_kind": ErrorKind::InvalidRequest,
             "error": format!("a request with id {key} is still running or queued; this request was not run: use a new id"),
         }));
     }
@@ -215,7 +223,7 @@ fn answer_unstarted(engine: &Engine, out: &Out, sched: &Scheduler, job: Job) {
             let data = serde_json::to_value(&r).unwrap_or(Value::Null);
             json!({"id": job.id, "type": "response", "command": "bash", "success": true, "data": data})
         }
-        Err(e) => json!({"id": job.id, "type": "response", "success": false, "error": e}),
+        Err(e) => failure(&job.id, None, &e),
     };
     out.answer(&answer, sched, &job.key);
 }
@@ -230,6 +238,7 @@ pub fn serve(engine: Engine) -> i32 {
     });
     let engine = Arc::new(engine);
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
+    let questions = Arc::new(Questions::default());
     let mut threads = Vec::new();
     let rx = super::lines::spawn_reader(std::io::stdin(), MAX_LINE);
     loop {
@@ -278,6 +287,10 @@ pub fn serve(engine: Engine) -> i32 {
             out.send(&json!({"id": id, "type": "response", "command": "hello", "success": true, "data": super::hello(&engine)}));
             continue;
         }
+        if kind == Some("approve") {
+            super::approve::answer_approve(&v, &id, &questions, &|m| out.send(m));
+            continue;
+        }
         // Any answer carrying a pending id could be taken for that request's answer:
         // reject the newcomer under `id: null`, naming the id, before anything else.
         if kind != Some("abort_bash") && sched.pending().contains_key(&id_key(&id)) {
@@ -295,7 +308,13 @@ pub fn serve(engine: Engine) -> i32 {
                 };
                 let events = req.events.unwrap_or(false);
                 let stream = req.stream.unwrap_or(false) || events;
-                let call = bash_call(req);
+                let mut call = bash_call(req);
+                let to = out.clone();
+                call.approver = Some(ApproverRef(Arc::new(RpcApprover {
+                    send: Arc::new(move |m| to.send(m)),
+                    questions: Arc::clone(&questions),
+                    request: id.clone(),
+                })));
                 // Answered now, not when a concurrency slot frees.
                 if let Err(e) = super::build_request(
                     &call,
@@ -323,7 +342,10 @@ pub fn serve(engine: Engine) -> i32 {
                 let req: AbortRequest = match serde_json::from_value(v.clone()) {
                     Ok(r) => r,
                     Err(e) => {
-                        out.abort_error(&id, format!("invalid abort_bash request: {e}"));
+                        out.abort_error(
+                            &id,
+                            &CallError::invalid(format!("invalid abort_bash request: {e}")),
+                        );
                         continue;
                     }
                 };
@@ -341,7 +363,9 @@ pub fn serve(engine: Engine) -> i32 {
                             None => {
                                 out.abort_error(
                                     &id,
-                                    format!("no running or queued request with id {key}"),
+                                    &CallError::not_found(format!(
+                                        "no running or queued request with id {key}"
+                                    )),
                                 );
                                 continue;
                             }
@@ -376,7 +400,7 @@ pub fn serve(engine: Engine) -> i32 {
                             json!({"id": id, "type": "response", "command": kind, "success": true, "data": data})
                         }
                         Err(e) => {
-                            json!({"id": id, "type": "response", "command": kind, "success": false, "error": e})
+                            failure(&id, Some(&kind), &e)
                         }
                     };
                     out.send(&answer);
@@ -396,11 +420,13 @@ pub fn serve(engine: Engine) -> i32 {
             }
             Some(other) => out.error(
                 &id,
-                format!("unknown request type {other:?}: use \"hello\", \"bash\", \"abort_bash\", a file request (read, grep, glob, edit, write), a job request (job_start, job_status, job_wait, job_output, job_send, job_stop, job_list) or an artifact request (read_artifact, artifact_read)"),
+                format!("unknown request type {other:?}: use \"hello\", \"bash\", \"abort_bash\", \"approve\", a file request (read, grep, glob, edit, write), a job request (job_start, job_status, job_wait, job_output, job_send, job_stop, job_list) or an artifact request (read_artifact, artifact_read)"),
             ),
             None => out.error(&id, "missing `type`: use \"bash\" or \"abort_bash\""),
         }
     }
+    // No answer to a question can come any more.
+    questions.close();
     // EOF: no more requests, but every accepted one runs and is answered (a job
     // request's wait within its own bound). A stop signal, then or during that wait:
     // abort what runs and let each answer; what waits is answered as cancelled
@@ -430,7 +456,7 @@ pub fn serve(engine: Engine) -> i32 {
 }
 
 /// A request answered off the reader thread: jobs and artifacts.
-fn side_call(engine: &Engine, kind: &str, args: Value) -> Result<Value, String> {
+fn side_call(engine: &Engine, kind: &str, args: Value) -> Result<Value, CallError> {
     match kind {
         "read_artifact" | "artifact_read" => super::artifact_calls::call(engine, kind, args),
         _ => engine.job_call(kind, args),
@@ -458,6 +484,7 @@ fn bash_call(req: BashRequest) -> BashCall {
         tools: req.tools,
         sandbox: req.sandbox,
         server_tools: Vec::new(),
+        approver: None,
     }
 }
 
@@ -473,9 +500,7 @@ fn file_tool_answer(engine: &Engine, id: &Value, kind: &str, args: Value) -> Val
             }
             v
         }
-        Err(e) => {
-            json!({"id": id, "type": "response", "command": kind, "success": false, "error": e.to_string()})
-        }
+        Err(e) => failure(id, Some(kind), &CallError::from(e)),
     }
 }
 
@@ -501,7 +526,7 @@ fn run_bash(engine: &Engine, out: &Out, job: &Job) -> Value {
             let data = serde_json::to_value(&r).unwrap_or(Value::Null);
             let mut answer = match &r.error {
                 Some(e) => {
-                    json!({"id": id, "type": "response", "command": "bash", "success": false, "error": e, "data": data})
+                    json!({"id": id, "type": "response", "command": "bash", "success": false, "error": e, "error_kind": ErrorKind::Failed, "data": data})
                 }
                 None => {
                     json!({"id": id, "type": "response", "command": "bash", "success": true, "data": data})
@@ -513,6 +538,6 @@ fn run_bash(engine: &Engine, out: &Out, job: &Job) -> Value {
             }
             answer
         }
-        Err(e) => json!({"id": id, "type": "response", "success": false, "error": e}),
+        Err(e) => failure(id, None, &e),
     }
 }

@@ -1,10 +1,12 @@
 //! The integration test binary: every module runs the real `agentbash` binary.
 
+mod approval;
 mod bad_input;
 mod containment;
 mod display;
 mod ecosystem;
 mod env;
+mod error_kinds;
 mod guard;
 mod harness;
 mod intercept;
