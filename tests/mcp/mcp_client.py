@@ -676,12 +676,10 @@ async def run_toolbox_checks(suite: Suite, mode: str, client: Any, info: Any) ->
         await suite.check(label(name), body)
 
 
-async def run_approval_checks(suite: Suite, argv: list[str]) -> None:
-    """The approval policy's questions, put to this client's user by elicitation."""
+def elicitation_callback(asked: list[Any], answers: list[str]) -> Callable[..., Any]:
+    """An elicitation callback that records each question in `asked` and answers with
+    the next of `answers` ("once", "always", "decline"; "decline" when none is left)."""
     import mcp.types as types
-
-    asked: list[Any] = []
-    answers: list[str] = []
 
     async def on_elicit(context: Any, params: Any) -> Any:
         asked.append(params)
@@ -689,6 +687,15 @@ async def run_approval_checks(suite: Suite, argv: list[str]) -> None:
         if answer == "decline":
             return types.ElicitResult(action="decline")
         return types.ElicitResult(action="accept", content={"remember": answer == "always"})
+
+    return on_elicit
+
+
+async def run_approval_checks(suite: Suite, argv: list[str]) -> None:
+    """The approval policy's questions, put to this client's user by elicitation."""
+    asked: list[Any] = []
+    answers: list[str] = []
+    on_elicit = elicitation_callback(asked, answers)
 
     @asynccontextmanager
     async def legacy() -> AsyncIterator[Any]:
@@ -790,17 +797,9 @@ async def run_approval_target_checks(suite: Suite, argv: list[str]) -> None:
     whose target's policy asks before `touch`): put to this client's user by
     elicitation on the legacy handshake; on 2026-07-28, which asks only before a call
     runs, refused with the reason."""
-    import mcp.types as types
-
     asked: list[Any] = []
     answers: list[str] = []
-
-    async def on_elicit(context: Any, params: Any) -> Any:
-        asked.append(params)
-        answer = answers.pop(0) if answers else "decline"
-        if answer == "decline":
-            return types.ElicitResult(action="decline")
-        return types.ElicitResult(action="accept", content={"remember": False})
+    on_elicit = elicitation_callback(asked, answers)
 
     def ran(name: str) -> bool:
         return os.path.exists(os.path.join(os.getcwd(), name))
