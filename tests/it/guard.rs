@@ -986,3 +986,49 @@ examples.not_match = ["echo deploy-prod"]
     // A command it does not match runs.
     t.run(&["run", "-p", &p, "--", "true"]).assert_code(0);
 }
+
+/// `bash -c` nested past the depth the guard follows: what it cannot read it does not
+/// wave through. A destructive program named in the unread string refuses (exit 77,
+/// `guard:too-complex`), run for real against a protected directory the test owns.
+/// The control is the same nesting around a harmless command, which runs (unread, a
+/// delete of any target is refused: the guard cannot tell the targets apart).
+#[test]
+fn a_destructive_command_nested_too_deep_to_read_is_refused() {
+    let t = TestEnv::new();
+    let (precious, profile) = protecting(&t);
+    let p = profile.display().to_string();
+    let nest = |inner: &str, depth: usize| {
+        (0..depth).fold(inner.to_string(), |cmd, _| {
+            format!("bash -c '{}'", cmd.replace('\'', "'\\''"))
+        })
+    };
+    let delete = format!("rm -rf {}", precious.display());
+    // Within the depth it reads, the target is judged as usual.
+    let out = t.run(&["run", "-p", &p, "--", &nest(&delete, 8)]);
+    assert_eq!(out.code(), Some(77), "{}{}", out.stdout, out.stderr);
+    for depth in [9, 10] {
+        let out = t.run(&["run", "-p", &p, "--", &nest(&delete, depth)]);
+        assert_eq!(
+            out.code(),
+            Some(77),
+            "{depth}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+        assert!(
+            out.stdout.contains("too large for the guard to follow"),
+            "{}",
+            out.stdout
+        );
+        assert!(
+            precious.join("inner/data").exists(),
+            "depth {depth} deleted it"
+        );
+        let explained = t.run(&["explain", "--format", "json", "--", &nest(&delete, depth)]);
+        let refused = &explained.json()["guard"]["refused"];
+        assert_eq!(refused["rule"], "guard:too-complex", "{refused}");
+    }
+    let out = t.run(&["run", "-p", &p, "--", &nest("echo deep", 10)]);
+    out.assert_code(0);
+    assert_eq!(out.stdout, "deep\n");
+}

@@ -144,12 +144,17 @@ pub fn check_walk(walk: &Walk, ctx: &Context<'_>) -> Verdict {
             );
         }
     }
+    // Past the limits the guard cannot read: a destructive program among what it
+    // walked, or named anywhere in a string nested too deep to follow, refuses.
+    let unread = || walk.too_deep.iter().find_map(|text| destructive_word(text));
     if walk.truncated
         && let Some(program) = walk
             .commands
             .iter()
             .filter_map(SimpleCommand::name)
             .find(|n| programs::is_destructive(n))
+            .map(str::to_string)
+            .or_else(unread)
     {
         judge.refuse(
             "too-complex",

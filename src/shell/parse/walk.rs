@@ -178,6 +178,10 @@ pub struct Walk {
     pub fork_bombs: Vec<String>,
     /// A limit (commands, nesting, calls) stopped part of the walk.
     pub truncated: bool,
+    /// Strings run as scripts nested past [`MAX_SCRIPT_DEPTH`], not walked (the first
+    /// few, each up to 64 KiB): what they run is not among [`Walk::commands`], and a
+    /// policy must judge them unread (each is among [`Walk::hidden`] too).
+    pub too_deep: Vec<String>,
     /// Strings run as scripts whose text is not known before the line runs (`eval
     /// "$X"`, `bash -c "$(cmd)"`, `su -c "$CMD"`): whatever commands they hold are not
     /// among [`Walk::commands`]. For policies that must not let an unseen command by.
@@ -335,6 +339,18 @@ impl Walker {
     fn script_text(&mut self, text: &str, scope: &mut Scope, at: &At) {
         if at.depth > MAX_SCRIPT_DEPTH {
             self.out.truncated = true;
+            if self.out.too_deep.len() < 16 {
+                let mut end = text.len().min(64 << 10);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                self.out.too_deep.push(text[..end].to_string());
+                self.out.hidden.push(Hidden {
+                    text: text[..end].to_string(),
+                    origin: at.origin,
+                    depth: at.depth,
+                });
+            }
             return;
         }
         let parsed = (self.parse)(text);
