@@ -139,8 +139,12 @@ fn notices_and_errors_on_stderr_are_escaped() {
         "p.toml",
         "[interceptor]\nrules = [\"./warn.toml\"]\ntools = [\"x\"]\n",
     );
-    let out = env.run(&["run", "-p", "./p.toml", "--", "true"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_text("true")
+        .profile("./p.toml")
+        .code(0)
+        .run();
     assert!(
         out.stderr
             .lines()
@@ -150,15 +154,19 @@ fn notices_and_errors_on_stderr_are_escaped() {
     );
     assert!(!out.stderr.contains('\x1b'), "{:?}", out.stderr);
     // JSON keeps the real text.
-    let out = env.run(&["run", "--json", "-p", "./p.toml", "--", "true"]);
+    let out = env.test().run_json("true").profile("./p.toml").run();
     assert_eq!(
         out.json()["notices"][0],
         "careful\r\x1b[2Kfake\x1b]0;pwned\x07 line\nnext"
     );
 
     let dir = "gone\x1b]0;pwned\x07\rdir";
-    let out = env.run(&["run", "-C", dir, "--", "true"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("true")
+        .opts(&["-C", dir])
+        .code(125)
+        .run();
     assert!(
         out.stderr.contains(r"Working directory does not exist: ")
             && out.stderr.contains(r"gone\e]0;pwned\x07\rdir"),
@@ -174,10 +182,11 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
     let env = TestEnv::new();
     let command = "seq 1 100000 # \x1b]0;pwned\x07\r::error::fake";
     let out = env
-        .cmd(&["run", "--", command])
+        .test()
+        .run_text(command)
         .env("GITHUB_ACTIONS", "true")
+        .code(0)
         .run();
-    out.assert_code(0);
     assert!(
         out.stdout
             .starts_with("::group::$ seq 1 100000 # \\e]0;pwned\\x07\\r::error::fake\n"),
@@ -211,7 +220,10 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
 
     let dir = env.work().join("d\x1b]0;pwned\x07");
     std::fs::create_dir_all(&dir).expect("mkdir");
-    env.run(&["run", "-s", "s1", "-C", dir.to_str().unwrap(), "--", "true"])
+    env.test()
+        .run_text("true")
+        .opts(&["-s", "s1", "-C", dir.to_str().unwrap()])
+        .run()
         .assert_code(0);
     for args in [&["session", "list"][..], &["session", "show", "s1"]] {
         let out = env.run(args);

@@ -852,7 +852,10 @@ fn profile_check_checks_shadowed_definitions_too() {
 
 /// Run `seq 1 <n>` with a one-line view, so the whole output spills to an artifact.
 fn spill(env: &TestEnv, n: u32) {
-    env.run(&["run", "--tail", "1", "--", &format!("seq 1 {n}")])
+    env.test()
+        .run_text(format!("seq 1 {n}"))
+        .opts(&["--tail", "1"])
+        .run()
         .assert_code(0);
 }
 
@@ -1121,15 +1124,21 @@ fn shipped_profiles_are_real_configurations() {
 #[test]
 fn agent_profile_runs_as_json_with_head_and_tail() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "-p", "agent", "--", "seq 1 20000"]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_text("seq 1 20000")
+        .profile("agent")
+        .code(0)
+        .json();
     let output = s(&v, "output");
     assert!(output.starts_with("1\n2\n3\n"), "head kept");
     assert!(output.ends_with("19999\n20000\n"), "tail kept");
     assert_eq!(v["truncation"]["direction"], "middle");
-    let out = env.run(&["run", "-p", "agent", "--", "cat Cargo.toml"]);
-    out.assert_code(77);
+    env.test()
+        .run_text("cat Cargo.toml")
+        .profile("agent")
+        .code(77)
+        .run();
 }
 
 // ---------------------------------------------------------------------------
@@ -1190,7 +1199,7 @@ fn github_actions_groups_output_and_annotates_failures() {
     assert!(out.stdout.starts_with("::error title=agentbash::Command `true` did not run (exit 125): Working directory does not exist"), "{}", out.stdout);
 
     // Without GITHUB_ACTIONS, or with annotations off, nothing of the sort.
-    let out = env.run(&["run", "-p", "ci", "--", "echo hi; exit 3"]);
+    let out = env.test().run_text("echo hi; exit 3").profile("ci").run();
     assert_eq!(out.stdout, "hi\n");
     env.write(
         ".agentbash/profiles/quiet-ci.toml",
@@ -1207,7 +1216,9 @@ fn github_actions_stream_opens_the_group_before_the_output() {
     let gate = crate::support::Gate::new(&env, "second");
     let cmd = format!("echo first; {}; echo second; exit 1", gate.wait());
     let mut run = env
-        .cmd(&["run", "-p", "ci", "--", &cmd])
+        .test()
+        .run_text(&cmd)
+        .profile("ci")
         .env("GITHUB_ACTIONS", "true")
         .spawn();
     let (_, group) = run.next_line(Duration::from_secs(10)).expect("group line");
@@ -1231,23 +1242,30 @@ fn colour_in_ci_logs() {
     let env = TestEnv::new();
     let esc = |s: &str| s.contains('\x1b');
     // Into a pipe: no colour, unless forced or on GitHub Actions (which renders it).
-    let plain = env.run(&["run", "--", "echo hi; exit 3"]);
+    let plain = env.test().run_text("echo hi; exit 3").run();
     assert!(!esc(&plain.stderr) && !esc(&plain.stdout));
-    let forced = env.run(&["run", "--color", "always", "--", "echo hi; exit 3"]);
+    let forced = env
+        .test()
+        .run_text("echo hi; exit 3")
+        .opts(&["--color", "always"])
+        .run();
     assert!(esc(&forced.stderr), "{:?}", forced.stderr);
     assert_eq!(
         forced.stdout, "hi\n",
         "the command's output stays sanitized"
     );
     let clicolor = env
-        .cmd(&["run", "--", "exit 3"])
+        .test()
+        .run_text("exit 3")
         .env("CLICOLOR_FORCE", "1")
         .run();
     assert!(esc(&clicolor.stderr));
     let gha = github(&env, &["run", "-p", "ci", "--", "exit 3"]);
     assert!(esc(&gha.stderr), "{:?}", gha.stderr);
     let no_color = env
-        .cmd(&["run", "-p", "ci", "--", "exit 3"])
+        .test()
+        .run_text("exit 3")
+        .profile("ci")
         .env("GITHUB_ACTIONS", "true")
         .env("NO_COLOR", "1")
         .run();

@@ -65,12 +65,11 @@ fn a_dev_server_is_ready_outlives_its_caller_and_stop_ends_it() {
         out.elapsed
     );
     let url = format!("http://127.0.0.1:{port}/");
-    let curl = env.run(&[
-        "run",
-        "--",
-        &format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"),
-    ]);
-    curl.assert_code(0);
+    let curl = env
+        .test()
+        .run_text(format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"))
+        .code(0)
+        .run();
     assert_eq!(curl.stdout.trim(), "200");
     let (code, v) = job_json(&env, &["stop", "web"]);
     assert_eq!(code, Some(0), "{v}");
@@ -561,7 +560,11 @@ fn rpc_jobs_started_detached_outlive_the_server() {
 fn idle_timeout_stops_a_run_that_prints_nothing() {
     let env = TestEnv::new();
     env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
-    let out = env.run(&["run", "-p", "idle", "--", "echo hi; sleep 30"]);
+    let out = env
+        .test()
+        .run_text("echo hi; sleep 30")
+        .profile("idle")
+        .run();
     out.assert_code(124);
     assert!(
         out.elapsed < scaled(Duration::from_secs(10)),
@@ -575,13 +578,11 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
         out.stderr
     );
     // Output keeps it alive: a line every 0.3 s for 2 s is never idle for 1 s.
-    let out = env.run(&[
-        "run",
-        "-p",
-        "idle",
-        "--",
-        "for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done",
-    ]);
+    let out = env
+        .test()
+        .run_text("for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done")
+        .profile("idle")
+        .run();
     out.assert_code(0);
 }
 
@@ -591,8 +592,12 @@ fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
     env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     let n = nonce();
     let cmd = format!("echo hi; sleep 30.{n}");
-    let out = env.run(&["run", "-p", "idle", "--pty", "--", &cmd]);
-    out.assert_code(124);
+    let out = env
+        .test()
+        .run_text(&cmd)
+        .opts(&["-p", "idle", "--pty"])
+        .code(124)
+        .run();
     assert!(
         out.elapsed < scaled(Duration::from_secs(10)),
         "took {:?}",
@@ -610,13 +615,11 @@ fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
 #[test]
 fn the_sandbox_confines_a_job_as_it_confines_a_run() {
     let env = TestEnv::new();
-    let run = env.run(&[
-        "run",
-        "--sandbox",
-        "read-only",
-        "--",
-        "touch probe-run; echo rc=$?",
-    ]);
+    let run = env
+        .test()
+        .run_text("touch probe-run; echo rc=$?")
+        .opts(&["--sandbox", "read-only"])
+        .run();
     if !run.stdout.contains("rc=1") {
         skip!(
             format!(
@@ -1011,14 +1014,13 @@ fn a_job_that_fails_at_once_is_reported_exited_and_stops_an_and_list() {
         "extends = \"default\"\n[jobs]\nstart_wait_ms = 20000\n",
     );
     let fails = "echo 'OSError: [Errno 98] Address already in use' >&2; exit 1";
-    let out = env.run(&[
-        "run",
-        "--",
-        &format!(
+    let out = env
+        .test()
+        .run_text(format!(
             "{} job start -p settle --name web -- \"{fails}\" && echo CARRIED-ON",
             crate::support::bin().display()
-        ),
-    ]);
+        ))
+        .run();
     assert!(out.stdout.contains("exited 1"), "{}", out.stdout);
     assert!(
         out.stdout.contains("Address already in use"),
@@ -1145,8 +1147,11 @@ fn start_takes_the_run_options_and_rejects_unknown_ones() {
 fn the_interceptor_applies_to_job_start_except_its_job_rules() {
     let env = TestEnv::new();
     env.write("notes.txt", "x\n");
-    let run = env.run(&["run", "--tools", "read,job", "--", "cat notes.txt"]);
-    run.assert_code(77);
+    env.test()
+        .run_text("cat notes.txt")
+        .opts(&["--tools", "read,job"])
+        .code(77)
+        .run();
     let out = job(
         &env,
         &["start", "--tools", "read,job", "--", "cat notes.txt"],
@@ -1154,7 +1159,10 @@ fn the_interceptor_applies_to_job_start_except_its_job_rules() {
     out.assert_code(77);
     assert!(out.stderr.contains("`read` tool"), "{}", out.stderr);
     // What routes to `job` is what `job start` is for.
-    env.run(&["run", "--tools", "read,job", "--", "tail -f notes.txt"])
+    env.test()
+        .run_text("tail -f notes.txt")
+        .opts(&["--tools", "read,job"])
+        .run()
         .assert_code(77);
     let (code, v) = job_json(
         &env,
@@ -1220,14 +1228,11 @@ fn a_headless_pty_run_types_nothing_into_its_terminal() {
     env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     // Reading the terminal: it waits, as at a terminal nobody types into, until
     // idle_timeout ends it; it never gets an end of input (^D) it did not ask for.
-    let out = env.run(&[
-        "run",
-        "-p",
-        "idle",
-        "--pty",
-        "--",
-        "read -r line; echo \"read rc=$?\"",
-    ]);
+    let out = env
+        .test()
+        .run_text("read -r line; echo \"read rc=$?\"")
+        .opts(&["-p", "idle", "--pty"])
+        .run();
     out.assert_code(124);
     assert!(!out.stdout.contains("read rc="), "{}", out.stdout);
     assert!(!out.stdout.contains("^D"), "{}", out.stdout);
@@ -1243,25 +1248,24 @@ fn idle_timeout_spares_a_run_with_a_timeout_and_a_run_using_cpu() {
     let env = TestEnv::new();
     env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     // The caller gave a timeout: quiet waiting is theirs to allow.
-    let out = env.run(&[
-        "run",
-        "-p",
-        "idle",
-        "-t",
-        "30",
-        "--",
-        "sleep 2.5; echo slept",
-    ]);
+    let out = env
+        .test()
+        .run_text("sleep 2.5; echo slept")
+        .opts(&["-p", "idle", "-t", "30"])
+        .run();
     out.assert_code(0);
     assert_eq!(out.stdout, "slept\n");
     // No timeout, nothing printed, but computing: not idle.
     let busy = "python3 -c 'import time\nt = time.time()\nwhile time.time() - t < 3: pass\nprint(\"computed\")'";
-    let out = env.run(&["run", "-p", "idle", "--", busy]);
-    out.assert_code(0);
+    let out = env.test().run_text(busy).profile("idle").code(0).run();
     assert_eq!(out.stdout, "computed\n");
     // The same in a headless PTY.
-    let out = env.run(&["run", "-p", "idle", "--pty", "--", busy]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_text(busy)
+        .opts(&["-p", "idle", "--pty"])
+        .code(0)
+        .run();
     assert!(out.stdout.contains("computed"), "{}", out.stdout);
 }
 

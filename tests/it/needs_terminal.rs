@@ -4,7 +4,7 @@
 //! a notice; each names the program and how to give it a terminal. With agentbash
 //! itself on a terminal, such a program gets one. Quiet honest work is never stopped.
 
-use crate::support::{LiveServer, TestEnv, s};
+use crate::support::{LiveServer, Test, TestEnv, s};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -106,7 +106,7 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
         ),
     ];
     for (command, code, want) in &cases {
-        let out = env.run(&["run", "--json", "-t", "120", "--", command]);
+        let out = env.test().run_json(command).opts(&["-t", "120"]).run();
         out.assert_code(*code);
         let v = out.json();
         let text = s(&v, "text");
@@ -123,8 +123,11 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
         }
     }
     // A pager with a file to show simply shows it: no notice.
-    let v = env.run(&["run", "--json", "--", "less README.md"]).json();
-    assert_eq!(s(&v, "output"), "readme text\n");
+    let v = env
+        .test()
+        .run_json("less README.md")
+        .output("readme text\n")
+        .json();
     assert!(notices(&v).is_empty(), "{v:#}");
     // A server's live shell stops it the same way.
     let mut rpc = LiveServer::start(&env, &["rpc"]);
@@ -153,7 +156,6 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
 /// gets.
 #[test]
 fn quiet_work_is_not_stopped() {
-    let env = TestEnv::new();
     for command in [
         "sleep 4; echo slept",
         "python3 -c 'import socket, select; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); select.select([s], [], [], 4); print(\"waited\")'",
@@ -161,9 +163,11 @@ fn quiet_work_is_not_stopped() {
         "sleep 4 0>&1; echo slept",
         "python3 -c 'import socket, select; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); select.select([s], [], [], 4); print(\"served\")' 0>&1",
     ] {
-        let out = env.run(&["run", "--json", "-t", "60", "--", command]);
-        out.assert_code(0);
-        let v = out.json();
+        let v = Test::new()
+            .run_json(command)
+            .opts(&["-t", "60"])
+            .code(0)
+            .json();
         assert!(
             !s(&v, "text").contains("waiting for a terminal"),
             "{command}: {v:#}"

@@ -191,9 +191,12 @@ fn a_cut_output_keeps_its_artifact_on_the_remote_side_and_artifact_show_reads_it
     target_profile(&env, "box", &remote.argv(&env), "");
     same_as_local(&env, "box", &["run", "--", "seq 100000"]);
     same_as_local(&env, "box", &["run", "--json", "--", "seq 200000"]);
-    let r = env.run(&["run", "--json", "--target", "box", "--", "seq 1500000"]);
-    r.assert_code(0);
-    let v = r.json();
+    let v = env
+        .test()
+        .run_json("seq 1500000")
+        .opts(&["--target", "box"])
+        .code(0)
+        .json();
     let id = v["artifact"]["id"]
         .as_u64()
         .expect("an artifact")
@@ -235,18 +238,17 @@ fn sessions_and_jobs_live_on_the_remote_side() {
     let dir = env.root().join("elsewhere");
     std::fs::create_dir_all(&dir).expect("dir");
     let first = format!("cd {} && export FLAVOUR=remote", dir.display());
-    env.run(&["run", "--target", "box", "-s", "s1", "--", &first])
+    env.test()
+        .run_text(&first)
+        .opts(&["--target", "box", "-s", "s1"])
+        .run()
         .assert_code(0);
-    let second = env.run(&[
-        "run",
-        "--target",
-        "box",
-        "-s",
-        "s1",
-        "--",
-        "echo $FLAVOUR $PWD",
-    ]);
-    second.assert_code(0);
+    let second = env
+        .test()
+        .run_text("echo $FLAVOUR $PWD")
+        .opts(&["--target", "box", "-s", "s1"])
+        .code(0)
+        .run();
     assert_eq!(second.stdout, format!("remote {}\n", dir.display()));
     let listed = |o: crate::support::Output| o.stdout.contains("s1");
     assert!(listed(remote.agentbash(&env, &["session", "list"])));
@@ -295,17 +297,12 @@ fn the_local_guard_and_interceptor_refuse_before_anything_travels() {
         .join(".agentbash/guard.toml")
         .display()
         .to_string();
-    let refused = env.run(&[
-        "run",
-        "--target",
-        "box",
-        "-p",
-        &guard,
-        "--json",
-        "--",
-        &format!("rm -rf {}", protected.display()),
-    ]);
-    refused.assert_code(77);
+    let refused = env
+        .test()
+        .run_json(format!("rm -rf {}", protected.display()))
+        .opts(&["--target", "box", "-p", &guard])
+        .code(77)
+        .run();
     assert!(
         refused.json()["blocked"]["rule"]
             .as_str()
@@ -314,22 +311,20 @@ fn the_local_guard_and_interceptor_refuse_before_anything_travels() {
         "{}",
         refused.stdout
     );
-    let blocked = env.run(&[
-        "run",
-        "--target",
-        "box",
-        "--tools",
-        "read",
-        "--",
-        "cat notes.txt",
-    ]);
-    blocked.assert_code(77);
+    env.test()
+        .run_text("cat notes.txt")
+        .opts(&["--target", "box", "--tools", "read"])
+        .code(77)
+        .run();
     assert!(
         !marker.exists(),
         "the transport started for a refused command"
     );
     assert!(protected.exists());
-    env.run(&["run", "--target", "box", "--", "true"])
+    env.test()
+        .run_text("true")
+        .opts(&["--target", "box"])
+        .run()
         .assert_code(0);
     assert!(
         marker.exists(),
@@ -365,8 +360,12 @@ fn a_namespace_transport_stands_in_for_a_container() {
     for case in &CASES[..3] {
         same_as_local(&env, "ctr", case);
     }
-    let pid = env.run(&["run", "--target", "ctr", "-q", "--", "echo $$"]);
-    pid.assert_code(0);
+    let pid = env
+        .test()
+        .run_text("echo $$")
+        .opts(&["--target", "ctr", "-q"])
+        .code(0)
+        .run();
     let n: u32 = pid.stdout.trim().parse().expect("a pid");
     assert!(n < 100, "the command's pid {n} is the namespace's own");
 }
@@ -374,8 +373,12 @@ fn a_namespace_transport_stands_in_for_a_container() {
 fn handshake_fails(env: &TestEnv, body: &str, extra: &str) -> String {
     let fake = script(env, "fake.sh", body);
     target_profile(env, "fake", &[fake], extra);
-    let out = env.run(&["run", "--target", "fake", "--", "true"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("true")
+        .opts(&["--target", "fake"])
+        .code(125)
+        .run();
     out.stderr
 }
 
@@ -437,8 +440,12 @@ fn a_transport_answering_garbage_nothing_or_dying_is_a_clear_error() {
         &["no-such-transport-anywhere".to_string()],
         "",
     );
-    let gone = env.run(&["run", "--target", "gone", "--", "true"]);
-    gone.assert_code(125);
+    let gone = env
+        .test()
+        .run_text("true")
+        .opts(&["--target", "gone"])
+        .code(125)
+        .run();
     assert!(
         gone.stderr
             .contains("cannot start the transport `no-such-transport-anywhere`"),
@@ -453,15 +460,22 @@ fn target_configuration_errors_name_the_profile_and_key() {
     let dir = env.config_dir().join("profiles");
     std::fs::create_dir_all(&dir).expect("dir");
     std::fs::write(dir.join("plain.toml"), "description = \"no target\"\n").expect("write");
-    let none = env.run(&["run", "--target", "plain", "--", "true"]);
-    none.assert_code(125);
+    let none = env
+        .test()
+        .run_text("true")
+        .opts(&["--target", "plain"])
+        .code(125)
+        .run();
     assert!(
         none.stderr
             .contains("--target plain: the profile has no [target] transport"),
         "{}",
         none.stderr
     );
-    env.run(&["run", "--target", "missing-profile", "--", "true"])
+    env.test()
+        .run_text("true")
+        .opts(&["--target", "missing-profile"])
+        .run()
         .assert_code(125);
     std::fs::write(dir.join("empty.toml"), "[target]\ntransport = [\"\"]\n").expect("write");
     let empty = env.run(&["profile", "check", "empty"]);
@@ -478,8 +492,12 @@ fn target_configuration_errors_name_the_profile_and_key() {
         "[target]\ntransport = [\"ssh\", 22]\n",
     )
     .expect("write");
-    let typed = env.run(&["run", "--target", "typed", "--", "true"]);
-    typed.assert_code(125);
+    let typed = env
+        .test()
+        .run_text("true")
+        .opts(&["--target", "typed"])
+        .code(125)
+        .run();
     assert!(
         typed.stderr.contains("target.transport"),
         "{}",
@@ -804,14 +822,11 @@ fn an_ssh_target_renders_as_local_persists_sessions_and_survives_a_drop() {
         same_as_local(&env, "build-host", case);
     }
     same_as_local(&env, "build-host", &["run", "--", "seq 100000"]);
-    let cut = env.run(&[
-        "run",
-        "--json",
-        "--target",
-        "build-host",
-        "--",
-        "seq 100000",
-    ]);
+    let cut = env
+        .test()
+        .run_json("seq 100000")
+        .opts(&["--target", "build-host"])
+        .run();
     let id = cut.json()["artifact"]["id"]
         .as_u64()
         .expect("artifact")
@@ -826,25 +841,16 @@ fn an_ssh_target_renders_as_local_persists_sessions_and_survives_a_drop() {
         "1",
     ]);
     assert_eq!(tail.stdout, "100000\n");
-    env.run(&[
-        "run",
-        "--target",
-        "build-host",
-        "-s",
-        "w",
-        "--",
-        "export SEEN=over-ssh",
-    ])
-    .assert_code(0);
-    let seen = env.run(&[
-        "run",
-        "--target",
-        "build-host",
-        "-s",
-        "w",
-        "--",
-        "echo $SEEN",
-    ]);
+    env.test()
+        .run_text("export SEEN=over-ssh")
+        .opts(&["--target", "build-host", "-s", "w"])
+        .run()
+        .assert_code(0);
+    let seen = env
+        .test()
+        .run_text("echo $SEEN")
+        .opts(&["--target", "build-host", "-s", "w"])
+        .run();
     assert_eq!(seen.stdout, "over-ssh\n");
     assert!(
         remote
@@ -893,8 +899,12 @@ fn what_a_remote_run_cannot_do_is_a_usage_error_and_nothing_travels() {
     let transport = script(&env, "never.sh", &format!("touch '{}'", marker.display()));
     target_profile(&env, "box", &[transport], "");
     for (flag, word) in [("--pty", "--pty"), ("--stdin", "--stdin")] {
-        let out = env.run(&["run", "--target", "box", flag, "--", "true"]);
-        out.assert_code(2);
+        let out = env
+            .test()
+            .run_text("true")
+            .opts(&["--target", "box", flag])
+            .code(2)
+            .run();
         assert!(
             out.stderr
                 .contains(&format!("{word} is not available with --target")),
@@ -902,10 +912,11 @@ fn what_a_remote_run_cannot_do_is_a_usage_error_and_nothing_travels() {
             out.stderr
         );
     }
-    let out = env.run(&[
-        "run", "--target", "box", "--stderr", "separate", "--", "true",
-    ]);
-    out.assert_code(2);
+    env.test()
+        .run_text("true")
+        .opts(&["--target", "box", "--stderr", "separate"])
+        .code(2)
+        .run();
     assert!(!marker.exists());
 }
 
@@ -918,13 +929,9 @@ fn an_interrupted_remote_run_is_aborted_there_and_answers_cancelled() {
     target_profile(&env, "box", &remote.argv(&env), "");
     let sleep = format!("sleep 77.{}", crate::support::nonce());
     let running = env
-        .cmd(&[
-            "run",
-            "--target",
-            "box",
-            "--",
-            &format!("echo started; {sleep}"),
-        ])
+        .test()
+        .run_text(format!("echo started; {sleep}"))
+        .opts(&["--target", "box"])
         .own_process_group()
         .spawn();
     assert!(

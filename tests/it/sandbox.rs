@@ -581,7 +581,9 @@ fn another_runs_artifacts_cannot_be_written() {
     let t = Sandboxed::new("mode = \"workspace-write\"");
     let v = t
         .env
-        .run(&["run", "--json", "--tail", "3", "--", "seq 1 200000"])
+        .test()
+        .run_json("seq 1 200000")
+        .opts(&["--tail", "3"])
         .json();
     let artifacts = t.env.state_dir().join("artifacts");
     let files: Vec<PathBuf> = walk(&artifacts);
@@ -680,15 +682,12 @@ fn the_rc_snapshot_is_generated_read_only_under_a_sandboxed_run() {
         ),
     )
     .expect("rc");
-    let out = t.env.run(&[
-        "run",
-        "--json",
-        "-p",
-        &profile.display().to_string(),
-        "--",
-        "rc_function",
-    ]);
-    let v = out.json();
+    let v = t
+        .env
+        .test()
+        .run_json("rc_function")
+        .profile(&profile.display().to_string())
+        .json();
     assert_eq!(
         s(&v, "text"),
         "from-the-rc",

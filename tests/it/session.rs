@@ -94,10 +94,11 @@ fn exports_unsets_variables_functions_and_aliases_persist() {
     // is inherited.
     let with_parent = |cmd: &str| {
         let v = env
-            .cmd(&["run", "--json", "-s", "st", "--", cmd])
+            .test()
+            .run_json(cmd)
+            .opts(&["-s", "st"])
             .env("FROM_PARENT", "inherited")
             .env("UNTOUCHED", "inherited")
-            .run()
             .json();
         s(&v, "output").to_string()
     };
@@ -280,15 +281,9 @@ fn a_cancelled_run_leaves_the_session_unchanged() {
     in_session(&env, "c", "export KEEP=before");
     let n = crate::support::nonce();
     let mut r = env
-        .cmd(&[
-            "run",
-            "--format",
-            "ndjson",
-            "-s",
-            "c",
-            "--",
-            &format!("export KEEP=during; echo go; sleep 43.{n}"),
-        ])
+        .test()
+        .run_text(format!("export KEEP=during; echo go; sleep 43.{n}"))
+        .opts(&["--format", "ndjson", "-s", "c"])
         .spawn();
     r.wait_for_event("output", Duration::from_secs(10));
     r.signal(libc::SIGINT);
@@ -303,15 +298,10 @@ fn concurrent_runs_on_one_session_are_serialized() {
     in_session(&env, "par", "export V=");
     let runs: Vec<_> = (1..=8)
         .map(|i| {
-            env.cmd(&[
-                "run",
-                "-q",
-                "-s",
-                "par",
-                "--",
-                &format!("export V=\"$V {i}\"; sleep 0.05"),
-            ])
-            .spawn()
+            env.test()
+                .run_text(format!("export V=\"$V {i}\"; sleep 0.05"))
+                .opts(&["-q", "-s", "par"])
+                .spawn()
         })
         .collect();
     for r in runs {
@@ -342,12 +332,18 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
         held.display(),
         gate.wait()
     );
-    let holder = env.cmd(&["run", "-q", "-s", "busy", "--", &hold]).spawn();
+    let holder = env
+        .test()
+        .run_text(&hold)
+        .opts(&["-q", "-s", "busy"])
+        .spawn();
     assert!(wait_for_path(&held, HANG_CAP), "the holder never ran");
     let started = Instant::now();
     // The same wait seen by a person (text on a pipe) and by a program (JSON).
     let text_run = env
-        .cmd(&["run", "-s", "busy", "-t", "2", "--", "touch ran-anyway"])
+        .test()
+        .run_text("touch ran-anyway")
+        .opts(&["-s", "busy", "-t", "2"])
         .spawn();
     let v = run_json(&env, &["-s", "busy", "-t", "2", "--", "touch ran-anyway"]);
     assert!(
@@ -396,8 +392,12 @@ fn a_deleted_session_directory_is_a_cwd_error_with_a_hint() {
     std::fs::create_dir_all(env.work().join("gone")).expect("mkdir");
     in_session(&env, "g", "cd gone");
     std::fs::remove_dir(env.work().join("gone")).expect("rmdir");
-    let out = env.run(&["run", "-s", "g", "--", "pwd"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("pwd")
+        .opts(&["-s", "g"])
+        .code(125)
+        .run();
     let want = format!(
         "Working directory does not exist: {}/gone",
         env.work().display()
@@ -420,8 +420,12 @@ fn invalid_names_are_usage_errors() {
     let env = TestEnv::new();
     let long = "x".repeat(65);
     for name in ["../x", "", ".", "..", "a/b", long.as_str()] {
-        let out = env.run(&["run", "-s", name, "--", "true"]);
-        out.assert_code(2);
+        let out = env
+            .test()
+            .run_text("true")
+            .opts(&["-s", name])
+            .code(2)
+            .run();
         assert!(
             out.stderr.contains("invalid session name"),
             "{name:?}: {}",
@@ -432,7 +436,10 @@ fn invalid_names_are_usage_errors() {
     }
     assert!(!env.state_dir().join("x").exists());
     let ok = "y".repeat(64);
-    env.run(&["run", "-q", "-s", &ok, "--", "true"])
+    env.test()
+        .run_text("true")
+        .opts(&["-q", "-s", &ok])
+        .run()
         .assert_code(0);
 }
 
@@ -514,8 +521,12 @@ fn sessions_need_bash() {
         skip!(needs_program("dash", "dash"));
     }
     env.write("sh.toml", "[shell]\npath = \"dash\"\n");
-    let out = env.run(&["run", "-p", "./sh.toml", "-s", "x", "--", "true"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("true")
+        .opts(&["-p", "./sh.toml", "-s", "x"])
+        .code(125)
+        .run();
     assert!(
         out.stderr.contains("--session needs bash"),
         "{}",
@@ -1033,7 +1044,9 @@ mod pool {
 #[test]
 fn shell_set_by_bash_is_not_session_state() {
     let env = TestEnv::new();
-    env.cmd(&["run", "-q", "-s", "bare", "--", "mine=1"])
+    env.test()
+        .run_text("mine=1")
+        .opts(&["-q", "-s", "bare"])
         .env_remove("SHELL")
         .run()
         .assert_code(0);
@@ -1074,7 +1087,10 @@ fn explain_shows_snapshot_and_session() {
         !env.state_dir().join("sessions/dev").exists(),
         "explain runs nothing"
     );
-    env.run(&["run", "-q", "-s", "dev", "--", "cd /"])
+    env.test()
+        .run_text("cd /")
+        .opts(&["-q", "-s", "dev"])
+        .run()
         .assert_code(0);
     let v = env
         .run(&["explain", "--format", "json", "-s", "dev", "--", "ls"])

@@ -326,7 +326,7 @@ fn line_numbers_and_child_scripts_are_unaffected() {
         "child.sh",
         "type -t greet || echo child-has-no-greet\necho \"BASH_ENV=${BASH_ENV-unset}\"\n",
     );
-    let out: Output = env.run(&["run", "--json", "--", "bash child.sh; echo $LINENO"]);
+    let out: Output = env.test().run_json("bash child.sh; echo $LINENO").run();
     let v = out.json();
     assert_eq!(s(&v, "output"), "child-has-no-greet\nBASH_ENV=unset\n1\n");
 }

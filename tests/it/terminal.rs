@@ -193,8 +193,12 @@ fn stream_on_a_terminal_prints_everything_as_produced() {
 fn preview_lines_on_failure_is_validated() {
     let env = TestEnv::new();
     env.write("p.toml", "[render]\npreview_lines_on_failure = 0\n");
-    let out = env.run(&["run", "-p", "./p.toml", "--", "echo never"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("echo never")
+        .profile("./p.toml")
+        .code(125)
+        .run();
     assert!(
         out.stderr.contains("preview_lines_on_failure") && out.stderr.contains("at least 1"),
         "{}",
