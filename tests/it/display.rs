@@ -7,7 +7,7 @@
 //! buffer, and check the clipboard and the pane title after the run, then prove
 //! the check can fail by letting a shell print the same sequences.
 
-use crate::support::{TAG_VAR, TestEnv, bin, s};
+use crate::support::{TestEnv, bin, s};
 use crate::tmux::TmuxTerminal;
 use std::time::Duration;
 
@@ -48,28 +48,11 @@ fn terminal(env: &TestEnv, options: &str, command: &str) -> TmuxTerminal {
         bin().display(),
         ansi_c_quote(command)
     );
-    let root = env.root();
-    let mut b = TmuxTerminal::builder(&["bash", "--norc", "--noprofile", "-c", &line])
+    env.terminal(&line)
         .size(220, 30)
         .config("set -g set-clipboard on")
-        .cwd(env.work())
-        .env("HOME", env.home())
-        .env("XDG_CONFIG_HOME", root.join("config"))
-        .env("XDG_STATE_HOME", root.join("state"))
-        .env("XDG_CACHE_HOME", root.join("cache"))
-        .env("AGENTBASH_STATE_DIR", env.state_dir())
-        .env("AGENTBASH_CONFIG_DIR", env.config_dir())
-        .env(TAG_VAR, &env.tag);
-    for key in [
-        "AGENTBASH_PROFILE",
-        "AGENTBASH_NO_PTY",
-        "NO_COLOR",
-        "GITHUB_ACTIONS",
-        "CI",
-    ] {
-        b = b.env_remove(key);
-    }
-    b.start().expect("tmux starts")
+        .start()
+        .expect("tmux starts")
 }
 
 /// After the run: nothing reached the clipboard or the title. Then the control:

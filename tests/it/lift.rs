@@ -3,8 +3,7 @@
 //! a lifted head stops the command as `head` would, an explicit `--head`/`--tail` is a
 //! view and never stops or changes anything.
 
-use crate::support::{Test, TestEnv, s, scaled, u};
-use serde_json::Value;
+use crate::support::{Test, TestEnv, notices, s, scaled, u};
 use std::process::Command;
 use std::time::Duration;
 
@@ -17,15 +16,6 @@ fn bash_shows(env: &TestEnv, cmd: &str) -> String {
         .output()
         .expect("run bash");
     String::from_utf8(out.stdout).expect("UTF-8 output")
-}
-
-fn notices(v: &Value) -> Vec<String> {
-    v["notices"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|n| n.as_str().map(str::to_owned))
-        .collect()
 }
 
 /// Lines in any order: stderr written around a pipe reaches the stream whenever the

@@ -4,21 +4,11 @@
 //! a notice; each names the program and how to give it a terminal. With agentbash
 //! itself on a terminal, such a program gets one. Quiet honest work is never stopped.
 
-use crate::support::{LiveServer, Test, TestEnv, s};
-use serde_json::Value;
+use crate::support::{LiveServer, Test, TestEnv, notices, s};
 use std::time::Duration;
 
 /// Longest wait for anything to appear on a terminal's screen.
 const WAIT: Duration = Duration::from_secs(15);
-
-fn notices(v: &Value) -> Vec<String> {
-    v["notices"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|n| n.as_str().map(str::to_owned))
-        .collect()
-}
 
 fn require(program: &str) {
     let found = std::process::Command::new("sh")

@@ -10,23 +10,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::{TAG_VAR, Test, TestEnv, bin, nonce, processes, s, scaled, u};
+use crate::support::{Test, TestEnv, bin, nonce, processes, s, scaled, u};
 use crate::tmux::TmuxTerminal;
 
 /// Longest wait for anything to appear on the screen.
 const WAIT: Duration = Duration::from_secs(15);
-
-/// Variables that change agentbash's behaviour; the terminal's program must not
-/// inherit them from the developer's shell or the CI runner.
-const CLEARED: &[&str] = &[
-    "AGENTBASH_PROFILE",
-    "AGENTBASH_NO_PTY",
-    "AGENTBASH_NO_CI",
-    "NO_COLOR",
-    "CLICOLOR_FORCE",
-    "GITHUB_ACTIONS",
-    "CI",
-];
 
 /// Printed when the whole `bash -c` line is done. Waiting for it rather than for
 /// the pane to die keeps the tests independent of when tmux reaps.
@@ -45,21 +33,10 @@ fn sh_quote(text: &str) -> String {
 /// A terminal running `bash -c line` in `env`'s working directory, with `env`'s
 /// hermetic environment.
 fn terminal(env: &TestEnv, line: &str, cols: u16, rows: u16) -> TmuxTerminal {
-    let root = env.root();
-    let mut builder = TmuxTerminal::builder(&["bash", "--norc", "--noprofile", "-c", line])
+    env.terminal(line)
         .size(cols, rows)
-        .cwd(env.work())
-        .env("HOME", env.home())
-        .env("XDG_CONFIG_HOME", root.join("config"))
-        .env("XDG_STATE_HOME", root.join("state"))
-        .env("XDG_CACHE_HOME", root.join("cache"))
-        .env("AGENTBASH_STATE_DIR", env.state_dir())
-        .env("AGENTBASH_CONFIG_DIR", env.config_dir())
-        .env(TAG_VAR, &env.tag);
-    for key in CLEARED {
-        builder = builder.env_remove(key);
-    }
-    builder.start().expect("tmux starts")
+        .start()
+        .expect("tmux starts")
 }
 
 /// `agentbash run <options> -- <command>` in a `cols`×`rows` terminal, followed

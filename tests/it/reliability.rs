@@ -17,7 +17,8 @@
 
 use crate::support::{
     HANG_CAP, Missing, Output, TestEnv, bin, has_program, is_root, needs_program, needs_root,
-    nonce, procs_with_cmdline, s, scaled, sh_output, skip, u, wait_for_cmdline, wait_for_watchdog,
+    nonce, notices, procs_with_cmdline, s, scaled, sh_output, skip, strings, u, wait_for_cmdline,
+    wait_for_watchdog,
 };
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
@@ -76,26 +77,8 @@ fn strip_output(v: &Value) -> Value {
     v
 }
 
-fn notices(v: &Value) -> Vec<String> {
-    v["notices"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|n| n.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn warnings(v: &Value) -> Vec<String> {
-    v["warnings"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|n| n.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    strings(v, "warnings")
 }
 
 /// Shown text must be clean: valid UTF-8 (guaranteed by `&str`) with no escape or

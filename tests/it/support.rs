@@ -773,31 +773,7 @@ impl LiveServer {
 
     /// A server started from a command line of the test's own (extra variables).
     pub fn start_cmd(cmd: Cmd) -> LiveServer {
-        use std::io::BufRead;
-        let mut c = cmd.into_command();
-        c.stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        let mut child = c.spawn().expect("server starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                    continue;
-                };
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        LiveServer {
-            child,
-            stdin: Some(stdin),
-            lines,
-        }
+        Self::launch(cmd, false)
     }
 
     /// The next message (an event or a response), within `within`; `None` when none
@@ -1268,19 +1244,29 @@ impl LiveServer {
     pub fn rpc(env: &TestEnv, args: &[&str]) -> LiveServer {
         let mut argv = vec!["rpc"];
         argv.extend_from_slice(args);
-        let mut c = env.cmd(&argv).into_command();
+        Self::launch(env.cmd(&argv), true)
+    }
+
+    /// Start `cmd` with its stdin kept open and its stdout read as JSON lines; a line
+    /// that is not JSON is skipped, or, when `strict`, ends the conversation.
+    fn launch(cmd: Cmd, strict: bool) -> LiveServer {
+        let mut c = cmd.into_command();
         c.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        let mut child = c.spawn().expect("agentbash rpc starts");
+        let mut child = c.spawn().expect("the server starts");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
         thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("non-JSON line on rpc stdout ({e}): {line}"));
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let v = match serde_json::from_str::<Value>(&line) {
+                    Ok(v) => v,
+                    Err(e) if strict => {
+                        panic!("non-JSON line on the server's stdout ({e}): {line}")
+                    }
+                    Err(_) => continue,
+                };
                 if tx.send(v).is_err() {
                     break;
                 }
@@ -1377,4 +1363,49 @@ impl LiveServer {
         }
         (status, rest)
     }
+}
+
+impl TestEnv {
+    /// A tmux terminal (not started) running `bash -c line` from the working
+    /// directory, with the hermetic environment of [`TestEnv::cmd`].
+    pub fn terminal(&self, line: &str) -> crate::tmux::TmuxBuilder {
+        let r = self.root();
+        let mut b =
+            crate::tmux::TmuxTerminal::builder(&["bash", "--norc", "--noprofile", "-c", line])
+                .cwd(self.work())
+                .env("HOME", self.home())
+                .env("XDG_CONFIG_HOME", r.join("config"))
+                .env("XDG_STATE_HOME", r.join("state"))
+                .env("XDG_CACHE_HOME", r.join("cache"))
+                .env("AGENTBASH_STATE_DIR", self.state_dir())
+                .env("AGENTBASH_CONFIG_DIR", self.config_dir())
+                .env(TAG_VAR, &self.tag);
+        for k in CLEARED
+            .iter()
+            .copied()
+            .chain(agentbash::shell::env::hardened_names())
+        {
+            b = b.env_remove(k);
+        }
+        if self.trust_projects {
+            b = b.env("AGENTBASH_TRUST_PROJECT", "1");
+        }
+        b
+    }
+}
+
+/// The strings of the JSON result's array `key` (`notices`, `warnings`); none when
+/// it is missing.
+pub fn strings(v: &Value, key: &str) -> Vec<String> {
+    v[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The result's notices ([`strings`]).
+pub fn notices(v: &Value) -> Vec<String> {
+    strings(v, "notices")
 }
