@@ -178,8 +178,7 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
     );
     assert!(!out.stdout.contains('\x1b') && !out.stdout.contains('\r'));
 
-    let list = env.run(&["artifact", "list"]);
-    list.assert_code(0);
+    let list = env.test().args(&["artifact", "list"]).code(0).run();
     assert!(
         list.stdout
             .contains(r"seq 1 100000 # \e]0;pwned\x07\r::error::fake"),
@@ -188,8 +187,7 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
     );
     assert!(!list.stdout.contains('\x1b'));
 
-    let explain = env.run(&["explain", "--", command]);
-    explain.assert_code(0);
+    let explain = env.test().args(&["explain", "--", command]).code(0).run();
     assert!(
         explain
             .stdout

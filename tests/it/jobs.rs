@@ -1020,8 +1020,8 @@ fn a_job_that_fails_at_once_is_reported_exited_and_stops_an_and_list() {
             "{} job start -p settle --name web -- \"{fails}\" && echo CARRIED-ON",
             crate::support::bin().display()
         ))
+        .stdout_has("exited 1")
         .run();
-    assert!(out.stdout.contains("exited 1"), "{}", out.stdout);
     assert!(
         out.stdout.contains("Address already in use"),
         "{}",
@@ -1257,16 +1257,19 @@ fn idle_timeout_spares_a_run_with_a_timeout_and_a_run_using_cpu() {
     assert_eq!(out.stdout, "slept\n");
     // No timeout, nothing printed, but computing: not idle.
     let busy = "python3 -c 'import time\nt = time.time()\nwhile time.time() - t < 3: pass\nprint(\"computed\")'";
-    let out = env.test().run_text(busy).profile("idle").code(0).run();
-    assert_eq!(out.stdout, "computed\n");
+    env.test()
+        .run_text(busy)
+        .profile("idle")
+        .code(0)
+        .stdout("computed\n")
+        .run();
     // The same in a headless PTY.
-    let out = env
-        .test()
+    env.test()
         .run_text(busy)
         .opts(&["-p", "idle", "--pty"])
         .code(0)
+        .stdout_has("computed")
         .run();
-    assert!(out.stdout.contains("computed"), "{}", out.stdout);
 }
 
 /// A profile on top of `agent` for the rpc tests of `jobs.background_after`.
@@ -1393,12 +1396,16 @@ fn rpc_has_job_status_wait_and_send_with_a_window() {
 fn completions_and_help_do_not_offer_the_supervisor() {
     let env = TestEnv::new();
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
-        let out = env.run(&["completions", shell]);
-        out.assert_code(0);
-        assert!(!out.stdout.contains("__supervise"), "{shell} offers it");
+        env.test()
+            .args(&["completions", shell])
+            .code(0)
+            .stdout_lacks("__supervise")
+            .run();
     }
-    let out = env.run(&["job", "--help"]);
-    assert!(!out.stdout.contains("supervise"), "{}", out.stdout);
+    env.test()
+        .args(&["job", "--help"])
+        .stdout_lacks("supervise")
+        .run();
 }
 
 /// Every file under `dir`, with its bytes.

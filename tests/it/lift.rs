@@ -292,18 +292,8 @@ fn explain_says_why_a_pipe_was_or_was_not_lifted() {
         "{}",
         out.stdout
     );
-    let out = env.run(&["explain", "--", "make | tail -n 5"]);
-    assert!(
-        out.stdout.contains("lift        lifted — `| tail -n 5` receives stdout only: it becomes a line limit on stdout, stderr shown in full\n"),
-        "{}",
-        out.stdout
-    );
-    let out = env.run(&["explain", "--pty", "--", "make | tail -n 5"]);
-    assert!(
-        out.stdout.contains("lift        not lifted — the pipe receives stdout only, and in a terminal (PTY mode) stdout and stderr are one stream"),
-        "{}",
-        out.stdout
-    );
+    env.test().args(&["explain", "--", "make | tail -n 5"]).stdout_has("lift        lifted — `| tail -n 5` receives stdout only: it becomes a line limit on stdout, stderr shown in full\n").run();
+    env.test().args(&["explain", "--pty", "--", "make | tail -n 5"]).stdout_has("lift        not lifted — the pipe receives stdout only, and in a terminal (PTY mode) stdout and stderr are one stream").run();
     let v = env
         .run(&[
             "explain",
@@ -331,15 +321,12 @@ fn explain_says_why_a_pipe_was_or_was_not_lifted() {
     assert_eq!(v["normalize"]["stripped"], "| tail -n 20");
     assert_eq!(v["normalize"]["command"], "cd src && cargo test 2>&1");
     assert_eq!(v["normalize"]["lift"]["lifted"], true, "{v:#}");
-    let out = env.run(&["explain", "--", "yes 2>&1 | head -n 3"]);
-    assert!(
-        out.stdout.contains("lift        lifted — `| head -n 3` receives all of the output: it becomes a line limit, and the command is stopped after line 3 as head would stop it"),
-        "{}",
-        out.stdout
-    );
+    env.test().args(&["explain", "--", "yes 2>&1 | head -n 3"]).stdout_has("lift        lifted — `| head -n 3` receives all of the output: it becomes a line limit, and the command is stopped after line 3 as head would stop it").run();
     // No trailing head/tail, no lift line.
-    let out = env.run(&["explain", "--", "seq 5"]);
-    assert!(!out.stdout.contains("lift "), "{}", out.stdout);
+    env.test()
+        .args(&["explain", "--", "seq 5"])
+        .stdout_lacks("lift ")
+        .run();
 }
 
 /// 40 lines to stdout and 40 to stderr, alternating and unbuffered, then exit 3.
@@ -491,8 +478,8 @@ fn a_stdout_only_lift_in_pty_mode_rpc_and_with_separate_stderr() {
         .run_text(&cmd)
         .opts(&["--stderr", "separate"])
         .code(3)
+        .stdout("out 39\nout 40\n")
         .run();
-    assert_eq!(out.stdout, "out 39\nout 40\n");
     assert!(out.stderr.starts_with("err 1\nerr 2\n"), "{}", out.stderr);
     assert!(out.stderr.contains("err 40\n"), "{}", out.stderr);
     let mut rpc = crate::support::LiveServer::start(&env, &["rpc"]);

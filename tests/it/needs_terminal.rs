@@ -190,10 +190,8 @@ fn an_editor_gets_agentbashs_terminal() {
         "hello from vim\n"
     );
     // `explain` says why.
-    let out = env.run(&["explain", "--", "vim notes.txt"]);
-    assert!(
-        out.stdout.contains("mode        print"),
-        "not a terminal here: {}",
-        out.stdout
-    );
+    env.test()
+        .args(&["explain", "--", "vim notes.txt"])
+        .stdout_has("mode        print")
+        .run();
 }

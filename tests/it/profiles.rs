@@ -169,22 +169,13 @@ fn extends_default_keeps_the_other_defaults() {
 fn misspelled_key_names_file_line_col_and_suggests() {
     let env = TestEnv::new();
     env.write("p.toml", "[timeout]\ndefualt = 3\n");
-    let out = env
-        .test()
+    env.test()
         .run_text("touch ran")
         .profile("./p.toml")
         .code(125)
+        .stderr_has("p.toml:2:1")
+        .stderr_has("did you mean `default`?")
         .run();
-    assert!(
-        out.stderr.contains("p.toml:2:1"),
-        "stderr: {:?}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.contains("did you mean `default`?"),
-        "stderr: {:?}",
-        out.stderr
-    );
     assert!(
         !env.work().join("ran").exists(),
         "an invalid profile ran the command"
@@ -198,18 +189,13 @@ fn misspelled_section_suggests_the_section() {
         "p.toml",
         "description = \"x\"\n\n[outptu]\nmax_bytes = 10\n",
     );
-    let out = env
-        .test()
+    env.test()
         .run_text("true")
         .profile("./p.toml")
         .code(125)
+        .stderr_has("p.toml:3:")
+        .stderr_has("did you mean `output`?")
         .run();
-    assert!(out.stderr.contains("p.toml:3:"), "stderr: {:?}", out.stderr);
-    assert!(
-        out.stderr.contains("did you mean `output`?"),
-        "stderr: {:?}",
-        out.stderr
-    );
 }
 
 #[test]
@@ -336,29 +322,23 @@ fn wrong_types_name_the_key_and_the_type_in_words() {
     ];
     for (body, want) in cases {
         env.write("wt.toml", body);
-        let out = env
-            .test()
+        env.test()
             .run_text("touch ran")
             .profile("./wt.toml")
             .code(125)
+            .stderr_has(want)
+            .stderr_lacks("expected u")
             .run();
-        assert!(
-            out.stderr.contains(want),
-            "{body:?}:\n  want {want}\n  got  {}",
-            out.stderr
-        );
-        assert!(!out.stderr.contains("expected u"), "{}", out.stderr);
         assert!(!env.work().join("ran").exists());
     }
     // The did-you-mean suggestion is still there for a misspelled key.
     env.write("wt.toml", "[timeout]\ndefualt = 3\n");
-    let out = env.test().run_text("true").profile("./wt.toml").run();
-    assert!(out.stderr.contains("wt.toml:2:1:"), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("did you mean `default`?"),
-        "{}",
-        out.stderr
-    );
+    env.test()
+        .run_text("true")
+        .profile("./wt.toml")
+        .stderr_has("wt.toml:2:1:")
+        .stderr_has("did you mean `default`?")
+        .run();
 }
 
 #[test]
@@ -388,38 +368,30 @@ fn bad_values_name_file_line_col() {
 #[test]
 fn unknown_profile_lists_where_it_looked() {
     let env = TestEnv::new();
-    let out = env.test().run_text("true").profile("nope").code(125).run();
-    assert!(out.stderr.contains("nope"), "stderr: {:?}", out.stderr);
-    assert!(
-        out.stderr.contains(".agentbash/profiles/nope.toml"),
-        "stderr: {:?}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.contains(
+    env.test()
+        .run_text("true")
+        .profile("nope")
+        .code(125)
+        .stderr_has("nope")
+        .stderr_has(".agentbash/profiles/nope.toml")
+        .stderr_has(
             &env.config_dir()
                 .join("profiles/nope.toml")
                 .display()
-                .to_string()
-        ),
-        "stderr: {:?}",
-        out.stderr
-    );
-    assert!(out.stderr.contains("built-in"), "stderr: {:?}", out.stderr);
+                .to_string(),
+        )
+        .stderr_has("built-in")
+        .run();
 }
 
 #[test]
 fn missing_profile_file_says_so() {
-    let out = Test::new()
+    Test::new()
         .run_text("true")
         .profile("./missing.toml")
         .code(125)
+        .stderr_has("missing.toml")
         .run();
-    assert!(
-        out.stderr.contains("missing.toml"),
-        "stderr: {:?}",
-        out.stderr
-    );
 }
 
 #[test]
@@ -427,13 +399,12 @@ fn circular_extends_is_an_error_not_a_hang() {
     let env = TestEnv::new();
     env.write("a.toml", "extends = \"./b.toml\"\n");
     env.write("b.toml", "extends = \"./a.toml\"\n");
-    let out = env
-        .test()
+    env.test()
         .run_text("true")
         .profile("./a.toml")
         .code(125)
+        .stderr_has("extends")
         .run();
-    assert!(out.stderr.contains("extends"), "stderr: {:?}", out.stderr);
 }
 
 #[test]
@@ -517,9 +488,11 @@ fn a_rule_pack_that_cannot_load_stops_the_run() {
             );
             assert!(!env.work().join("ran").exists(), "{what}: the command ran");
         }
-        let check = env.run(&["profile", "check", "p.toml"]);
-        check.assert_code(1);
-        assert!(check.stdout.contains(want), "{what}: {}", check.stdout);
+        env.test()
+            .args(&["profile", "check", "p.toml"])
+            .code(1)
+            .stdout_has(*want)
+            .run();
     }
 
     // An unknown built-in pack name, over rpc.
@@ -568,13 +541,11 @@ fn an_invalid_regex_in_a_valid_pack_is_only_skipped() {
             .contains("rule `bad` (line 3) skipped"),
         "{v}"
     );
-    let check = env.run(&["profile", "check", "p.toml"]);
-    check.assert_code(0);
-    assert!(
-        check.stdout.contains("warning: rule pack"),
-        "{}",
-        check.stdout
-    );
+    env.test()
+        .args(&["profile", "check", "p.toml"])
+        .code(0)
+        .stdout_has("warning: rule pack")
+        .run();
     let rules = env.run(&["rules", "check", "packs/pack.toml"]);
     assert_ne!(rules.code(), Some(0), "{}", rules.stdout);
 }

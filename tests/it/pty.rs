@@ -426,8 +426,12 @@ fn tty_is_a_pts_device() {
 fn stdin_and_stdout_are_terminals() {
     let env = TestEnv::new();
     let command = "test -t 0 && test -t 1 && echo both-terminals";
-    let out = env.test().run_text(command).opts(&["--pty"]).code(0).run();
-    assert_eq!(out.stdout, "both-terminals\n");
+    env.test()
+        .run_text(command)
+        .opts(&["--pty"])
+        .code(0)
+        .stdout("both-terminals\n")
+        .run();
     // Without --pty they are not.
     env.test().run_text(command).run().assert_code(1);
 }
@@ -465,8 +469,8 @@ fn the_command_gets_the_slave_and_not_the_master() {
         .run_text("exec ls -l /proc/self/fd/")
         .opts(&["--pty"])
         .code(0)
+        .stdout_lacks("ptmx")
         .run();
-    assert!(!out.stdout.contains("ptmx"), "{}", out.stdout);
     for fd in ["0", "1", "2"] {
         let re = crate::support::re(&format!(r"(?m) {fd} -> /dev/pts/\d+\s*$"));
         assert!(re.is_match(&out.stdout), "fd {fd}: {}", out.stdout);
@@ -501,21 +505,19 @@ fn a_bad_cwd_is_refused_as_in_print_mode() {
 #[test]
 fn pty_has_the_profile_size() {
     let env = TestEnv::new();
-    let out = env
-        .test()
+    env.test()
         .run_text("stty size")
         .opts(&["--pty"])
         .code(0)
+        .stdout("40 120\n")
         .run();
-    assert_eq!(out.stdout, "40 120\n", "default pty.rows × pty.cols");
     env.write("p.toml", "[pty]\ncols = 77\nrows = 13\n");
-    let out = env
-        .test()
+    env.test()
         .run_text("stty size")
         .opts(&["-p", "./p.toml", "--pty"])
         .code(0)
+        .stdout("13 77\n")
         .run();
-    assert_eq!(out.stdout, "13 77\n");
 }
 
 #[test]
@@ -541,14 +543,13 @@ fn stdin_is_fed_to_the_pty_with_stdin() {
     assert!(out.stdout.contains("n=7"), "{:?}", out.stdout);
 
     // Without --stdin the PTY gets nothing.
-    let out = env
-        .test()
+    env.test()
         .run_text("read -t 1 x && echo read=$x || echo no-input")
         .opts(&["--pty"])
         .stdin("abc\n")
         .code(0)
+        .stdout_has("no-input")
         .run();
-    assert!(out.stdout.contains("no-input"), "{:?}", out.stdout);
 }
 
 #[test]
@@ -634,13 +635,12 @@ fn env_is_hardened_for_a_terminal() {
 #[test]
 fn transcript_line_endings_are_normalized() {
     let env = TestEnv::new();
-    let out = env
-        .test()
+    env.test()
         .run_text("printf 'a\\nb\\n'")
         .opts(&["--pty"])
         .code(0)
+        .stdout("a\nb\n")
         .run();
-    assert_eq!(out.stdout, "a\nb\n");
     let v = env
         .test()
         .run_json("printf 'a\\nb\\n'")
@@ -654,15 +654,14 @@ fn transcript_line_endings_are_normalized() {
 fn no_pty_env_runs_a_forced_pty_without_a_terminal() {
     let env = TestEnv::new();
     let notice = "PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal";
-    let out = env
-        .test()
+    env.test()
         .run_text("tty")
         .opts(&["--pty"])
         .env("AGENTBASH_NO_PTY", "1")
         .code(1)
+        .stdout("not a tty\n")
+        .stderr_has(notice)
         .run();
-    assert_eq!(out.stdout, "not a tty\n");
-    assert!(out.stderr.contains(notice), "{}", out.stderr);
 
     let v = env
         .test()
@@ -684,8 +683,11 @@ fn explain_shows_the_mode() {
             .find(|l| l.starts_with("mode "))
             .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
     };
-    let out = env.run(&["explain", "--pty", "--", "echo", "hi"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .args(&["explain", "--pty", "--", "echo", "hi"])
+        .code(0)
+        .run();
     assert_eq!(
         mode_line(&out).as_deref(),
         Some("mode pty"),
@@ -802,12 +804,12 @@ fn terminal_queries_are_answered_headless() {
 #[test]
 fn exit_codes_and_signals_are_reported() {
     let env = TestEnv::new();
-    let out = env.test().run_text("exit 3").opts(&["--pty"]).code(3).run();
-    assert!(
-        out.stderr.contains("Command exited with code 3"),
-        "{}",
-        out.stderr
-    );
+    env.test()
+        .run_text("exit 3")
+        .opts(&["--pty"])
+        .code(3)
+        .stderr_has("Command exited with code 3")
+        .run();
     env.test()
         .run_text("kill -KILL $$")
         .opts(&["--pty"])

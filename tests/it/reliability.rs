@@ -301,8 +301,7 @@ fn load_32_concurrent_runs_share_one_artifacts_dir_and_session_dir() {
             "session name{i}"
         );
     }
-    let list = env.run(&["session", "list"]);
-    list.assert_code(0);
+    let list = env.test().args(&["session", "list"]).code(0).run();
     for i in 0..N {
         assert!(
             list.stdout.contains(&format!("name{i}")),
@@ -941,13 +940,12 @@ fn hostile_session_names_artifact_ids_and_profile_paths() {
         .filter(|n| *n != "-dash") // a valid name
         .chain([".", "..", "../x", "a/b", "", long.as_str()])
     {
-        let out = env
-            .test()
+        env.test()
             .run_text("touch ran")
             .opts(&[&format!("--session={name}")])
+            .code(2)
+            .stderr_has("session")
             .run();
-        assert_eq!(out.code(), Some(2), "session {name:?}: {out:?}");
-        assert!(out.stderr.contains("session"), "{name:?}: {}", out.stderr);
         for sub in ["show", "rm"] {
             let out = env.run(&["session", sub, "--", name]);
             assert!(
@@ -1579,14 +1577,12 @@ fn secrets_in_the_command_and_in_the_runs_env_are_masked() {
             assert!(s(&v, "normalized_command").contains("[REDACTED:REL_TOKEN]"));
         }
     }
-    let list = env.run(&["artifact", "list"]);
-    list.assert_code(0);
-    assert!(
-        list.stdout.contains("[REDACTED:REL_TOKEN]"),
-        "{}",
-        list.stdout
-    );
-    assert!(!list.stdout.contains(SECRET), "{}", list.stdout);
+    env.test()
+        .args(&["artifact", "list"])
+        .code(0)
+        .stdout_has("[REDACTED:REL_TOKEN]")
+        .stdout_lacks(SECRET)
+        .run();
 }
 
 #[test]

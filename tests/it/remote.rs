@@ -208,19 +208,29 @@ fn a_cut_output_keeps_its_artifact_on_the_remote_side_and_artifact_show_reads_it
         path.display()
     );
     // The whole artifact (over 4 MiB: several pages), byte for byte.
-    let shown = env.run(&["artifact", "show", "--target", "box", &id]);
-    shown.assert_code(0);
+    let shown = env
+        .test()
+        .args(&["artifact", "show", "--target", "box", &id])
+        .code(0)
+        .run();
     assert_eq!(shown.stdout_bytes, std::fs::read(&path).expect("artifact"));
-    let tail = env.run(&["artifact", "show", "--target", "box", &id, "--tail", "2"]);
-    assert_eq!(tail.stdout, "1499999\n1500000\n");
-    let head = env.run(&[
-        "artifact", "show", "--target", "box", "--head", "3", "--tail", "1", &id,
-    ]);
-    assert_eq!(head.stdout, "3\n");
+    env.test()
+        .args(&["artifact", "show", "--target", "box", &id, "--tail", "2"])
+        .stdout("1499999\n1500000\n")
+        .run();
+    env.test()
+        .args(&[
+            "artifact", "show", "--target", "box", "--head", "3", "--tail", "1", &id,
+        ])
+        .stdout("3\n")
+        .run();
     // Not here: this side has no such artifact.
     env.run(&["artifact", "show", &id]).assert_code(1);
-    let missing = env.run(&["artifact", "show", "--target", "box", "999"]);
-    missing.assert_code(1);
+    let missing = env
+        .test()
+        .args(&["artifact", "show", "--target", "box", "999"])
+        .code(1)
+        .run();
     assert!(
         missing
             .stderr
@@ -492,22 +502,13 @@ fn target_configuration_errors_name_the_profile_and_key() {
         "[target]\ntransport = [\"ssh\", 22]\n",
     )
     .expect("write");
-    let typed = env
-        .test()
+    env.test()
         .run_text("true")
         .opts(&["--target", "typed"])
         .code(125)
+        .stderr_has("target.transport")
+        .stderr_has("an array of strings")
         .run();
-    assert!(
-        typed.stderr.contains("target.transport"),
-        "{}",
-        typed.stderr
-    );
-    assert!(
-        typed.stderr.contains("an array of strings"),
-        "{}",
-        typed.stderr
-    );
 }
 
 #[test]
@@ -516,8 +517,11 @@ fn explain_names_the_target_and_sends_nothing() {
     let marker = env.root().join("transport-started");
     let transport = script(&env, "never.sh", &format!("touch '{}'", marker.display()));
     target_profile(&env, "box", std::slice::from_ref(&transport), "");
-    let text = env.run(&["explain", "--target", "box", "--", "echo hi"]);
-    text.assert_code(0);
+    let text = env
+        .test()
+        .args(&["explain", "--target", "box", "--", "echo hi"])
+        .code(0)
+        .run();
     assert!(
         text.stdout
             .contains("\ntarget      box: the command runs there"),
@@ -831,27 +835,28 @@ fn an_ssh_target_renders_as_local_persists_sessions_and_survives_a_drop() {
         .as_u64()
         .expect("artifact")
         .to_string();
-    let tail = env.run(&[
-        "artifact",
-        "show",
-        "--target",
-        "build-host",
-        &id,
-        "--tail",
-        "1",
-    ]);
-    assert_eq!(tail.stdout, "100000\n");
+    env.test()
+        .args(&[
+            "artifact",
+            "show",
+            "--target",
+            "build-host",
+            &id,
+            "--tail",
+            "1",
+        ])
+        .stdout("100000\n")
+        .run();
     env.test()
         .run_text("export SEEN=over-ssh")
         .opts(&["--target", "build-host", "-s", "w"])
         .run()
         .assert_code(0);
-    let seen = env
-        .test()
+    env.test()
         .run_text("echo $SEEN")
         .opts(&["--target", "build-host", "-s", "w"])
+        .stdout("over-ssh\n")
         .run();
-    assert_eq!(seen.stdout, "over-ssh\n");
     assert!(
         remote
             .agentbash(&env, &["session", "list"])
@@ -888,8 +893,10 @@ fn the_kubernetes_manifests_profile_passes_profile_check() {
     assert!(body.contains("[sandbox]"), "{body}");
     let path = env.root().join("pod.toml");
     std::fs::write(&path, body).expect("write");
-    let out = env.run(&["profile", "check", &path.display().to_string()]);
-    out.assert_code(0);
+    env.test()
+        .args(&["profile", "check", &path.display().to_string()])
+        .code(0)
+        .run();
 }
 
 #[test]

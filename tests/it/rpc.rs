@@ -693,8 +693,11 @@ fn job_start_with_an_invalid_ready_regex_starts_nothing() {
     assert_eq!(jobs["jobs"], json!([]), "{jobs}");
     assert!(!env.work().join("started").exists(), "the command ran");
     // The CLI refuses it the same way, as a usage error.
-    let out = env.run(&["job", "start", "--ready", "(", "--", "touch started"]);
-    out.assert_code(2);
+    let out = env
+        .test()
+        .args(&["job", "start", "--ready", "(", "--", "touch started"])
+        .code(2)
+        .run();
     assert!(
         out.stderr.contains("the readiness regex \"(\""),
         "{}",

@@ -11,10 +11,11 @@ use std::time::Duration;
 
 #[test]
 fn echo_prints_and_exits_zero() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--", "echo", "hi"]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "hi\n");
+    Test::new()
+        .args(&["run", "--", "echo", "hi"])
+        .code(0)
+        .stdout("hi\n")
+        .run();
 }
 
 /// One word after `--` is a shell command text; several are an argv whose words
@@ -52,15 +53,17 @@ fn words_after_the_separator_keep_their_quoting() {
         "printf '%s\\n' 'a b'",
         "{v:#}"
     );
-    let out = env.run(&["rules", "test", "--", "cat", "my file"]);
-    assert!(out.stdout.contains("cat 'my file'"), "{}", out.stdout);
+    env.test()
+        .args(&["rules", "test", "--", "cat", "my file"])
+        .stdout_has("cat 'my file'")
+        .run();
 }
 
 /// The README's own example: `curl -w '%{http_code}\n'` printed `200n`.
 #[test]
 fn the_readme_curl_example_prints_the_status_code() {
-    use std::io::{Read, Write};
     let env = TestEnv::new();
+    use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     let port = listener.local_addr().expect("addr").port();
     let server = std::thread::spawn(move || {
@@ -71,35 +74,32 @@ fn the_readme_curl_example_prints_the_status_code() {
             conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
     });
     let url = format!("127.0.0.1:{port}");
-    let out = env.run(&[
-        "run",
-        "--",
-        "curl",
-        "-s",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_code}\\n",
-        &url,
-    ]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "200\n");
+    env.test()
+        .args(&[
+            "run",
+            "--",
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}\\n",
+            &url,
+        ])
+        .code(0)
+        .stdout("200\n")
+        .run();
     server.join().expect("server thread");
 }
 
 #[test]
 fn nonzero_exit_is_passed_through_and_reported_on_stderr() {
-    let out = Test::new().run_text("exit 3").code(3).run();
-    assert!(
-        out.stderr.contains("Command exited with code 3"),
-        "stderr: {:?}",
-        out.stderr
-    );
-    assert!(
-        !out.stdout.contains("Command exited"),
-        "notices belong on stderr when stdout is a pipe; stdout: {:?}",
-        out.stdout
-    );
+    Test::new()
+        .run_text("exit 3")
+        .code(3)
+        .stderr_has("Command exited with code 3")
+        .stdout_lacks("Command exited")
+        .run();
 }
 
 /// Every field of the result object (docs/PROTOCOL.md).
@@ -301,13 +301,13 @@ fn stdin_is_the_null_device_by_default() {
 
 #[test]
 fn stdin_flag_passes_stdin_through() {
-    let out = Test::new()
+    Test::new()
         .run_text("cat")
         .opts(&["--stdin"])
         .stdin("piped\n")
         .code(0)
+        .stdout("piped\n")
         .run();
-    assert_eq!(out.stdout, "piped\n");
 }
 
 /// The command has no controlling terminal even when agentbash runs on one: opening
@@ -375,12 +375,8 @@ fn git_log_with_long_history_does_not_wait_on_a_pager() {
         .run_json("git log")
         .opts(&["-C", "repo"])
         .code(0)
+        .output_has("    msg 300")
         .json();
-    assert!(
-        s(&v, "output").contains("    msg 300"),
-        "{}",
-        s(&v, "output")
-    );
     assert!(u(&v, "total_lines") >= 300 * 5, "{v:#}");
     let out = env
         .test()
@@ -478,20 +474,15 @@ fn missing_cwd_is_an_error_and_runs_nothing() {
 fn file_as_cwd_is_an_error() {
     let env = TestEnv::new();
     let f = env.write("f.txt", "x");
-    let out = env
-        .test()
+    env.test()
         .run_text("true")
         .opts(&["-C", "f.txt"])
         .code(125)
-        .run();
-    assert!(
-        out.stderr.contains(&format!(
+        .stderr_has(format!(
             "Working directory is not a directory: {}",
             f.display()
-        )),
-        "stderr: {:?}",
-        out.stderr
-    );
+        ))
+        .run();
 }
 
 #[test]
@@ -544,13 +535,12 @@ fn missing_shell_names_the_profile_key() {
 fn color_always_is_accepted_in_a_pipe() {
     let env = TestEnv::new();
     for when in ["always", "never", "auto"] {
-        let out = env
-            .test()
+        env.test()
             .run_text("echo hi")
             .opts(&["--color", when])
             .code(0)
+            .stdout("hi\n")
             .run();
-        assert_eq!(out.stdout, "hi\n", "--color {when}");
     }
     env.test()
         .run_text("echo hi")

@@ -393,8 +393,7 @@ fn required_with_an_unavailable_engine_exits_125_and_unrequired_runs_with_a_warn
 #[test]
 fn sandbox_check_reports_each_mechanism() {
     let env = TestEnv::new();
-    let out = env.run(&["sandbox", "check"]);
-    out.assert_code(0);
+    let out = env.test().args(&["sandbox", "check"]).code(0).run();
     for line in [
         "landlock:          ABI ",
         "network isolation: ",
@@ -404,9 +403,11 @@ fn sandbox_check_reports_each_mechanism() {
     ] {
         assert!(out.stdout.contains(line), "{line}\n{}", out.stdout);
     }
-    let out = env.run(&["sandbox", "check", "--json"]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .args(&["sandbox", "check", "--json"])
+        .code(0)
+        .json();
     assert!(
         v["landlock_abi"].as_i64().is_some_and(|abi| abi >= 1),
         "{v}"
@@ -746,8 +747,7 @@ fn a_reused_live_shell_reports_the_tmpdir_it_gives_the_command() {
 #[test]
 fn sandbox_check_judges_every_built_in_profile() {
     let env = TestEnv::new();
-    let out = env.run(&["sandbox", "check"]);
-    out.assert_code(0);
+    let out = env.test().args(&["sandbox", "check"]).code(0).run();
     for line in [
         "  default   off              runs here (no confinement asked)",
         "  ci        off              runs here (no confinement asked)",

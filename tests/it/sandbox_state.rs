@@ -249,12 +249,10 @@ fn a_session_made_in_the_sandbox_is_refused_under_another_policy() {
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["output"], "1\n", "{v}");
     assert!(env.work().join("PLANTED").exists(), "{v}");
-    let shown = env.run(&["session", "show", "dev"]);
-    assert!(
-        shown.stdout.contains("sandbox    workspace-write (engine"),
-        "{}",
-        shown.stdout
-    );
+    env.test()
+        .args(&["session", "show", "dev"])
+        .stdout_has("sandbox    workspace-write (engine")
+        .run();
 }
 
 #[test]

@@ -57,24 +57,23 @@ fn without_stream_the_default_profile_prints_into_a_pipe_at_the_end() {
 
 #[test]
 fn stream_with_json_is_a_usage_error() {
-    let out = Test::new()
+    Test::new()
         .run_json("true")
         .opts(&["--stream"])
         .code(2)
+        .stderr_has("--format ndjson")
         .run();
-    assert!(out.stderr.contains("--format ndjson"), "{}", out.stderr);
 }
 
 #[test]
 fn profile_ci_creates_its_artifacts_dir_only_for_an_artifact() {
     let env = TestEnv::new();
-    let out = env
-        .test()
+    env.test()
         .run_text("echo short")
         .profile("ci")
         .code(0)
+        .stdout("short\n")
         .run();
-    assert_eq!(out.stdout, "short\n");
     assert!(
         !env.work().join(".agentbash").exists(),
         "a short run left .agentbash/ in the working directory"
@@ -113,11 +112,11 @@ fn stderr_separate_keeps_stdout_parseable_for_scripts() {
     assert_eq!(out.stderr, "warning: config is deprecated\n");
 
     // The control: merged (the default) puts the warning into $out.
-    let out = env.test().run_text(TOOL).code(0).run();
-    assert_eq!(
-        out.stdout,
-        "{\"ok\": true}\nwarning: config is deprecated\n"
-    );
+    env.test()
+        .run_text(TOOL)
+        .code(0)
+        .stdout("{\"ok\": true}\nwarning: config is deprecated\n")
+        .run();
     let out = env
         .test()
         .run_json(TOOL)
@@ -236,13 +235,12 @@ fn stderr_separate_is_redacted_like_the_output() {
 #[test]
 fn stderr_separate_refuses_a_terminal() {
     let env = TestEnv::new();
-    let out = env
-        .test()
+    env.test()
         .run_text("touch ran")
         .opts(&["--pty", "--stderr", "separate"])
         .code(2)
+        .stderr_has("needs print mode")
         .run();
-    assert!(out.stderr.contains("needs print mode"), "{}", out.stderr);
     assert!(!env.work().join("ran").exists(), "the command ran");
     // Auto mode picks print mode for it, even where the profile asks for a PTY.
     env.write("on.toml", "[pty]\nmode = \"on\"\n");

@@ -155,8 +155,11 @@ fn snapshot_names_removed_in_a_session_stay_removed() {
         "gone"
     );
     // Only the session's own definitions are stored, not the snapshot's.
-    let show = env.run(&["session", "show", "r"]);
-    assert!(show.stdout.contains("functions  -"), "{}", show.stdout);
+    let show = env
+        .test()
+        .args(&["session", "show", "r"])
+        .stdout_has("functions  -")
+        .run();
     assert!(
         show.stdout
             .contains("removed    functions: greet; aliases: hey"),
@@ -420,17 +423,12 @@ fn invalid_names_are_usage_errors() {
     let env = TestEnv::new();
     let long = "x".repeat(65);
     for name in ["../x", "", ".", "..", "a/b", long.as_str()] {
-        let out = env
-            .test()
+        env.test()
             .run_text("true")
             .opts(&["-s", name])
             .code(2)
+            .stderr_has("invalid session name")
             .run();
-        assert!(
-            out.stderr.contains("invalid session name"),
-            "{name:?}: {}",
-            out.stderr
-        );
         env.run(&["session", "show", name]).assert_code(2);
         env.run(&["session", "rm", name]).assert_code(2);
     }
@@ -461,9 +459,11 @@ fn session_files_are_private() {
 #[test]
 fn list_show_and_rm() {
     let env = TestEnv::new();
-    let out = env.run(&["session", "list"]);
-    out.assert_code(0);
-    assert!(out.stderr.contains("no sessions"), "{}", out.stderr);
+    env.test()
+        .args(&["session", "list"])
+        .code(0)
+        .stderr_has("no sessions")
+        .run();
     std::fs::create_dir_all(env.work().join("proj")).expect("mkdir");
     in_session(
         &env,
@@ -471,8 +471,7 @@ fn list_show_and_rm() {
         "cd proj; export TOKEN_VALUE=hunter2; myfn() { :; }; alias al='true'; localvar=1",
     );
     in_session(&env, "beta", "true");
-    let out = env.run(&["session", "list"]);
-    out.assert_code(0);
+    let out = env.test().args(&["session", "list"]).code(0).run();
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(lines[0].starts_with("NAME"), "{}", out.stdout);
     assert!(
@@ -482,8 +481,7 @@ fn list_show_and_rm() {
         out.stdout
     );
     assert!(lines[2].starts_with("beta"), "{}", out.stdout);
-    let out = env.run(&["session", "show", "alpha"]);
-    out.assert_code(0);
+    let out = env.test().args(&["session", "show", "alpha"]).code(0).run();
     for want in [
         "exported   TOKEN_VALUE",
         "functions  myfn",
@@ -521,17 +519,12 @@ fn sessions_need_bash() {
         skip!(needs_program("dash", "dash"));
     }
     env.write("sh.toml", "[shell]\npath = \"dash\"\n");
-    let out = env
-        .test()
+    env.test()
         .run_text("true")
         .opts(&["-p", "./sh.toml", "-s", "x"])
         .code(125)
+        .stderr_has("--session needs bash")
         .run();
-    assert!(
-        out.stderr.contains("--session needs bash"),
-        "{}",
-        out.stderr
-    );
 }
 
 /// The library's live shells: what rpc and mcp use. These tests run in a
@@ -1050,8 +1043,7 @@ fn shell_set_by_bash_is_not_session_state() {
         .env_remove("SHELL")
         .run()
         .assert_code(0);
-    let out = env.run(&["session", "show", "bare"]);
-    out.assert_code(0);
+    let out = env.test().args(&["session", "show", "bare"]).code(0).run();
     let vars = out
         .stdout
         .lines()
@@ -1071,13 +1063,12 @@ fn shell_set_by_bash_is_not_session_state() {
 fn explain_shows_snapshot_and_session() {
     let env = TestEnv::new();
     std::fs::write(env.home().join(".bashrc"), "hello() { echo hi; }\n").expect("rc");
-    let out = env.run(&["explain", "-s", "dev", "--", "cd /"]);
-    out.assert_code(0);
-    assert!(
-        out.stdout.contains("(to be generated from"),
-        "{}",
-        out.stdout
-    );
+    let out = env
+        .test()
+        .args(&["explain", "-s", "dev", "--", "cd /"])
+        .code(0)
+        .stdout_has("(to be generated from")
+        .run();
     assert!(
         out.stdout.contains("session     dev (") && out.stdout.contains("new: created by this run"),
         "{}",

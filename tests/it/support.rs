@@ -938,8 +938,10 @@ impl Drop for LiveServer {
 ///   OPTS -- CMD`) with [`Test::opts`] and [`Test::profile`], or any argv with
 ///   [`Test::args`]; [`Test::env`], [`Test::stdin`], [`Test::current_dir`] as on
 ///   [`Cmd`];
-/// - what it expects: [`Test::code`], [`Test::stdout`], [`Test::stdout_has`],
-///   [`Test::stderr_has`], and for a JSON result [`Test::output`] and [`Test::field`];
+/// - what it expects: [`Test::code`], [`Test::stdout`] / [`Test::stderr`] (exact),
+///   [`Test::stdout_has`] / [`Test::stderr_has`] and [`Test::stdout_lacks`] /
+///   [`Test::stderr_lacks`] (text in them or not), and for a JSON result
+///   [`Test::output`], [`Test::output_has`] and [`Test::field`];
 /// - the end: [`Test::run`] (the [`Output`]) or [`Test::json`] (the result object),
 ///   both after every expectation is checked.
 ///
@@ -960,7 +962,11 @@ pub struct Test<'e> {
     stdout: Option<String>,
     stdout_has: Vec<String>,
     stderr_has: Vec<String>,
+    stdout_lacks: Vec<String>,
+    stderr_lacks: Vec<String>,
+    stderr: Option<String>,
     output: Option<String>,
+    output_has: Vec<String>,
     fields: Vec<(String, Value)>,
 }
 
@@ -1014,7 +1020,11 @@ impl<'e> Test<'e> {
             stdout: None,
             stdout_has: Vec::new(),
             stderr_has: Vec::new(),
+            stdout_lacks: Vec::new(),
+            stderr_lacks: Vec::new(),
+            stderr: None,
             output: None,
+            output_has: Vec::new(),
             fields: Vec::new(),
         }
     }
@@ -1110,6 +1120,30 @@ impl<'e> Test<'e> {
     /// Expect stderr to contain this text.
     pub fn stderr_has(mut self, want: impl Into<String>) -> Self {
         self.stderr_has.push(want.into());
+        self
+    }
+
+    /// Expect stdout not to contain this text.
+    pub fn stdout_lacks(mut self, text: impl Into<String>) -> Self {
+        self.stdout_lacks.push(text.into());
+        self
+    }
+
+    /// Expect stderr not to contain this text.
+    pub fn stderr_lacks(mut self, text: impl Into<String>) -> Self {
+        self.stderr_lacks.push(text.into());
+        self
+    }
+
+    /// Expect exactly this stderr.
+    pub fn stderr(mut self, want: impl Into<String>) -> Self {
+        self.stderr = Some(want.into());
+        self
+    }
+
+    /// Expect the JSON result's `output` to contain this text.
+    pub fn output_has(mut self, want: impl Into<String>) -> Self {
+        self.output_has.push(want.into());
         self
     }
 
@@ -1226,10 +1260,33 @@ impl<'e> Test<'e> {
                 streams()
             );
         }
-        if self.output.is_some() || !self.fields.is_empty() {
+        if let Some(want) = &self.stderr {
+            assert_eq!(&out.stderr, want, "stderr\n{}", streams());
+        }
+        for text in &self.stdout_lacks {
+            assert!(
+                !out.stdout.contains(text.as_str()),
+                "stdout has {text:?}\n{}",
+                streams()
+            );
+        }
+        for text in &self.stderr_lacks {
+            assert!(
+                !out.stderr.contains(text.as_str()),
+                "stderr has {text:?}\n{}",
+                streams()
+            );
+        }
+        if self.output.is_some() || !self.output_has.is_empty() || !self.fields.is_empty() {
             let v = out.json();
             if let Some(want) = &self.output {
                 assert_eq!(s(&v, "output"), want, "output of {v:#}");
+            }
+            for want in &self.output_has {
+                assert!(
+                    s(&v, "output").contains(want.as_str()),
+                    "output lacks {want:?} in {v:#}"
+                );
             }
             for (key, want) in &self.fields {
                 assert_eq!(&v[key], want, "{key} of {v:#}");

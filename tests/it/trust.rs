@@ -170,21 +170,19 @@ fn a_name_only_an_untrusted_project_defines_is_exit_125() {
     );
     // extends by name reports the same.
     env.write("p.toml", "extends = \"mine\"\n");
-    let out = env
-        .test()
+    env.test()
         .run_text("true")
         .profile("./p.toml")
         .code(125)
+        .stderr_has("is not trusted")
         .run();
-    assert!(out.stderr.contains("is not trusted"), "{}", out.stderr);
 }
 
 #[test]
 fn profile_list_and_explain_show_the_untrusted_project() {
     let env = TestEnv::new();
     hostile_default(&env);
-    let out = env.run(&["profile", "list"]);
-    out.assert_code(0);
+    let out = env.test().args(&["profile", "list"]).code(0).run();
     let line = out
         .stdout
         .lines()
@@ -192,8 +190,7 @@ fn profile_list_and_explain_show_the_untrusted_project() {
         .unwrap_or_else(|| panic!("{}", out.stdout));
     assert!(line.contains("UNTRUSTED"), "{}", out.stdout);
     assert!(out.stdout.contains("built-in:default"), "{}", out.stdout);
-    let out = env.run(&["explain", "--", "true"]);
-    out.assert_code(0);
+    let out = env.test().args(&["explain", "--", "true"]).code(0).run();
     assert!(
         out.stdout.contains("warning") && out.stdout.contains("is not trusted"),
         "{}",
@@ -211,12 +208,12 @@ fn a_project_profile_cannot_load_files_its_record_does_not_cover() {
         "extends = \"../../tools/base.toml\"\n",
     );
     env.trust(".");
-    let out = env.test().run_text("true").profile("x").code(125).run();
-    assert!(
-        out.stderr.contains("may only extend files under"),
-        "{}",
-        out.stderr
-    );
+    env.test()
+        .run_text("true")
+        .profile("x")
+        .code(125)
+        .stderr_has("may only extend files under")
+        .run();
 }
 
 #[test]
@@ -226,9 +223,11 @@ fn trust_list_and_revoke() {
     let project = env.work().canonicalize().unwrap();
     // Nothing to trust outside a project, nothing to revoke before trust.
     std::fs::create_dir_all(env.root().join("plain")).unwrap();
-    let out = env.run(&["trust", "../plain"]);
-    out.assert_code(1);
-    assert!(out.stderr.contains("has no .agentbash/"), "{}", out.stderr);
+    env.test()
+        .args(&["trust", "../plain"])
+        .code(1)
+        .stderr_has("has no .agentbash/")
+        .run();
     env.run(&["trust", "--revoke"]).assert_code(1);
 
     // From a subdirectory, the nearest project is the one trusted.
@@ -243,8 +242,7 @@ fn trust_list_and_revoke() {
     for e in std::fs::read_dir(&dir).unwrap() {
         assert_eq!(mode(&e.unwrap().path()), 0o600);
     }
-    let out = env.run(&["trust", "--list"]);
-    out.assert_code(0);
+    let out = env.test().args(&["trust", "--list"]).code(0).run();
     let row = out
         .stdout
         .lines()
@@ -261,14 +259,18 @@ fn trust_list_and_revoke() {
     );
     std::fs::remove_file(env.work().join(".agentbash/profiles/new.toml")).unwrap();
 
-    let out = env.run(&["trust", "--revoke", "."]);
-    out.assert_code(0);
-    assert!(out.stdout.contains("revoked"), "{}", out.stdout);
+    env.test()
+        .args(&["trust", "--revoke", "."])
+        .code(0)
+        .stdout_has("revoked")
+        .run();
     env.test().run_text("true").run().assert_code(0);
     assert!(!marker.exists(), "a revoked project's prefix ran");
-    let out = env.run(&["trust", "--list"]);
-    out.assert_code(0);
-    assert!(!out.stdout.contains(&project.display().to_string()));
+    env.test()
+        .args(&["trust", "--list"])
+        .code(0)
+        .stdout_lacks(&project.display().to_string())
+        .run();
 }
 
 #[test]
@@ -279,8 +281,7 @@ fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_belie
         ".agentbash/profiles/broken.toml",
         "[timeout]\ndefualt = 3\n",
     );
-    let out = env.run(&["profile", "check"]);
-    out.assert_code(1);
+    let out = env.test().args(&["profile", "check"]).code(1).run();
     assert!(
         out.stdout
             .contains("(untrusted project: not used until trusted)")
@@ -304,11 +305,12 @@ fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_belie
         "{}",
         out.stderr
     );
-    let out = env.run(&["trust", "--list"]);
-    out.assert_code(125);
-    assert!(out.stderr.contains("writable by group"), "{}", out.stderr);
-    let out = env.run(&["trust", "."]);
-    out.assert_code(125);
+    env.test()
+        .args(&["trust", "--list"])
+        .code(125)
+        .stderr_has("writable by group")
+        .run();
+    env.test().args(&["trust", "."]).code(125).run();
     assert_eq!(
         std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
         0o777,
@@ -324,8 +326,7 @@ fn trust_refuses_to_hash_a_fifo_at_once() {
     std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let t = std::time::Instant::now();
-    let out = env.run(&["trust"]);
-    out.assert_code(125);
+    let out = env.test().args(&["trust"]).code(125).run();
     assert!(t.elapsed() < scaled(std::time::Duration::from_secs(5)));
     assert!(
         out.stderr.contains(&fifo.display().to_string()) && out.stderr.contains("FIFO"),
@@ -351,17 +352,12 @@ fn a_builtin_profile_extends_only_builtins() {
             marker.display()
         ),
     );
-    let untrusted = env
-        .test()
+    env.test()
         .run_text("true")
         .opts(&["-q", "-p", "builtin:agent"])
         .code(0)
+        .stderr_lacks("ignoring project profile")
         .run();
-    assert!(
-        !untrusted.stderr.contains("ignoring project profile"),
-        "{}",
-        untrusted.stderr
-    );
     env.run(&["trust"]).assert_code(0);
     for p in ["agent", "builtin:agent"] {
         let out = env.test().run_json("true").profile(p).code(0).run();
