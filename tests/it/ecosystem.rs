@@ -1187,8 +1187,11 @@ fn github_actions_groups_output_and_annotates_failures() {
     assert!(out.stdout.starts_with("::error title=agentbash::Command `true` did not run (exit 125): Working directory does not exist"), "{}", out.stdout);
 
     // Without GITHUB_ACTIONS, or with annotations off, nothing of the sort.
-    let out = env.test().run_text("echo hi; exit 3").profile("ci").run();
-    assert_eq!(out.stdout, "hi\n");
+    env.test()
+        .run_text("echo hi; exit 3")
+        .profile("ci")
+        .stdout("hi\n")
+        .run();
     env.write(
         ".agentbash/profiles/quiet-ci.toml",
         "extends = \"ci\"\n[render]\nci_annotations = \"never\"\n",

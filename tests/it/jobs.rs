@@ -564,8 +564,8 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
         .test()
         .run_text("echo hi; sleep 30")
         .profile("idle")
+        .code(124)
         .run();
-    out.assert_code(124);
     assert!(
         out.elapsed < scaled(Duration::from_secs(10)),
         "took {:?}",
@@ -578,12 +578,11 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
         out.stderr
     );
     // Output keeps it alive: a line every 0.3 s for 2 s is never idle for 1 s.
-    let out = env
-        .test()
+    env.test()
         .run_text("for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done")
         .profile("idle")
+        .code(0)
         .run();
-    out.assert_code(0);
 }
 
 #[test]
@@ -1232,8 +1231,8 @@ fn a_headless_pty_run_types_nothing_into_its_terminal() {
         .test()
         .run_text("read -r line; echo \"read rc=$?\"")
         .opts(&["-p", "idle", "--pty"])
+        .code(124)
         .run();
-    out.assert_code(124);
     assert!(!out.stdout.contains("read rc="), "{}", out.stdout);
     assert!(!out.stdout.contains("^D"), "{}", out.stdout);
     assert!(
@@ -1248,13 +1247,12 @@ fn idle_timeout_spares_a_run_with_a_timeout_and_a_run_using_cpu() {
     let env = TestEnv::new();
     env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     // The caller gave a timeout: quiet waiting is theirs to allow.
-    let out = env
-        .test()
+    env.test()
         .run_text("sleep 2.5; echo slept")
         .opts(&["-p", "idle", "-t", "30"])
+        .code(0)
+        .stdout("slept\n")
         .run();
-    out.assert_code(0);
-    assert_eq!(out.stdout, "slept\n");
     // No timeout, nothing printed, but computing: not idle.
     let busy = "python3 -c 'import time\nt = time.time()\nwhile time.time() - t < 3: pass\nprint(\"computed\")'";
     env.test()

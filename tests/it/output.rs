@@ -308,17 +308,16 @@ fn other_head_forms_are_left_alone() {
 
 #[test]
 fn cr_split_across_chunks_gives_no_blank_line() {
-    let v = Test::new()
+    Test::new()
         .run_json("printf 'x\\r'; sleep 0.2; printf '\\ny\\n'")
-        .json();
-    assert_eq!(s(&v, "output"), "x\ny\n");
+        .output("x\ny\n")
+        .run();
 }
 
 #[test]
 fn ansi_escapes_and_controls_are_removed() {
-    let v = Test::new().run_json("printf '\\033[1;31mred\\033[0m plain\\n\\033]0;title\\007osc\\n\\033[2Kclear\\tTab\\a\\n'").run()
-        .json();
-    assert_eq!(s(&v, "output"), "red plain\nosc\nclear\tTab\n");
+    Test::new().run_json("printf '\\033[1;31mred\\033[0m plain\\n\\033]0;title\\007osc\\n\\033[2Kclear\\tTab\\a\\n'")
+        .output("red plain\nosc\nclear\tTab\n").run();
 }
 
 #[test]
@@ -353,12 +352,11 @@ fn artifact_keeps_the_raw_bytes() {
 #[test]
 fn nul_bytes_in_output_are_handled() {
     let env = TestEnv::new();
-    let out = env
+    let v = env
         .test()
         .run_json("printf 'a\\0b\\n'; head -c 70000 /dev/zero; echo end")
-        .run();
-    out.assert_code(0);
-    let v = out.json();
+        .code(0)
+        .json();
     let output = s(&v, "output");
     assert!(!output.contains('\0'), "NUL reached the shown text");
     assert!(
@@ -459,10 +457,10 @@ fn strip_head_tail_false_runs_the_pipe_as_written() {
 
 #[test]
 fn stdout_and_stderr_are_interleaved_in_order() {
-    let v = Test::new()
+    Test::new()
         .run_json("echo out1; echo err1 >&2; echo out2; echo err2 >&2")
-        .json();
-    assert_eq!(s(&v, "output"), "out1\nerr1\nout2\nerr2\n");
+        .output("out1\nerr1\nout2\nerr2\n")
+        .run();
 }
 
 #[test]
@@ -474,11 +472,10 @@ fn counts_without_trailing_newline() {
 
 #[test]
 fn c1_and_other_escape_sequences_are_removed() {
-    let v = Test::new()
+    Test::new()
         .run_json("printf 'a\\302\\205b\\033(B\\033[?25l\\033[38;2;1;2;3mc\\033[0m\\n'")
-        .run()
-        .json();
-    assert_eq!(s(&v, "output"), "abc\n");
+        .output("abc\n")
+        .run();
 }
 
 #[test]
@@ -562,8 +559,8 @@ fn ndjson_output_events_are_coalesced() {
     let out = Test::new()
         .run_text("i=0; while [ $i -lt 200 ]; do echo $i; sleep 0.003; i=$((i+1)); done")
         .opts(&["--format", "ndjson"])
+        .code(0)
         .run();
-    out.assert_code(0);
     let events = out.ndjson();
     let result = events.last().unwrap();
     let n = events.iter().filter(|e| e["type"] == "output").count() as u64;
@@ -798,8 +795,11 @@ fn json_output_is_the_exact_text_and_lines_are_counted_on_it() {
 #[test]
 fn a_cut_output_keeps_its_exact_end_and_uncut_output_gains_no_marker() {
     let env = TestEnv::new();
-    let out = env.test().run_text("seq 1 100000; printf end").run();
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_text("seq 1 100000; printf end")
+        .code(0)
+        .run();
     assert!(
         out.stdout.ends_with("99999\n100000\nend"),
         "{:?}",
@@ -810,9 +810,11 @@ fn a_cut_output_keeps_its_exact_end_and_uncut_output_gains_no_marker() {
     assert!(s(&v, "output").ends_with("100000\n"));
     assert!(!s(&v, "output").contains("[Showing"));
     // Uncut, with a non-zero exit: the notice is in `text` and `notices` only.
-    let v = env.test().run_json("printf 'a\\n\\n'; exit 3").json();
-    assert_eq!(s(&v, "output"), "a\n\n");
-    assert_eq!(s(&v, "text"), "a\n\n\nCommand exited with code 3");
+    env.test()
+        .run_json("printf 'a\\n\\n'; exit 3")
+        .output("a\n\n")
+        .field("text", "a\n\n\nCommand exited with code 3")
+        .run();
 }
 
 // ---------------------------------------------------------------------------------

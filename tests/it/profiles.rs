@@ -105,8 +105,8 @@ fn project_default_can_extend_the_builtin_default() {
     let out = env
         .test()
         .run_json("echo \"$WHICH\"; echo \"$PAGER\"")
+        .code(0)
         .run();
-    out.assert_code(0);
     assert_eq!(out.json()["output"], "project-default\ncat\n");
 }
 

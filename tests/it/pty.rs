@@ -523,24 +523,22 @@ fn pty_has_the_profile_size() {
 #[test]
 fn stdin_is_fed_to_the_pty_with_stdin() {
     let env = TestEnv::new();
-    let out = env
-        .test()
+    env.test()
         .run_text("read -r x; echo got=$x")
         .opts(&["--pty", "--stdin"])
         .stdin("abc\n")
+        .code(0)
+        .stdout_has("got=abc")
         .run();
-    out.assert_code(0);
-    assert!(out.stdout.contains("got=abc"), "{:?}", out.stdout);
 
     // A last line without a newline still arrives, and EOF follows it.
-    let out = env
-        .test()
+    env.test()
         .run_text("n=$(cat | wc -c); echo n=$n")
         .opts(&["--pty", "--stdin"])
         .stdin("one\ntwo")
+        .code(0)
+        .stdout_has("n=7")
         .run();
-    out.assert_code(0);
-    assert!(out.stdout.contains("n=7"), "{:?}", out.stdout);
 
     // Without --stdin the PTY gets nothing.
     env.test()
@@ -788,17 +786,14 @@ fn lifted_head_stops_the_producer_in_pty_mode() {
 #[test]
 fn terminal_queries_are_answered_headless() {
     let env = TestEnv::new();
-    let out = env
-        .test()
+    env.test()
         .run_text("printf 'abc\\033[6n'; read -rs -d R pos; echo; echo \"got ${pos#*[}\"")
         .opts(&["--pty"])
+        .code(0)
+        .stdout_has("got 1;4")
         .run();
-    out.assert_code(0);
-    assert!(out.stdout.contains("got 1;4"), "{:?}", out.stdout);
 
-    let out = env.test().run_text("printf '\\033[c'; read -rs -d c da; printf '\\033[5n'; read -rs -d n st; echo; echo \"da=${da#*[} st=${st#*[}\"").opts(&["--pty"]).run();
-    out.assert_code(0);
-    assert!(out.stdout.contains("da=?1;2 st=0"), "{:?}", out.stdout);
+    env.test().run_text("printf '\\033[c'; read -rs -d c da; printf '\\033[5n'; read -rs -d n st; echo; echo \"da=${da#*[} st=${st#*[}\"").opts(&["--pty"]).code(0).stdout_has("da=?1;2 st=0").run();
 }
 
 #[test]

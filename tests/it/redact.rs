@@ -101,8 +101,8 @@ fn crlf_and_multi_line_secrets_are_masked_in_the_text_and_the_artifact() {
                 .run_text("printf 'x=%s.\\n' \"$MULTI_KEY\"; seq 1 2000")
                 .opts(&["--format", format, mode, "-p", "./p.toml"])
                 .env("MULTI_KEY", value)
+                .code(0)
                 .run();
-            out.assert_code(0);
             let sh = shown(format, &out);
             let r = sh.result.expect("result");
             assert!(

@@ -654,8 +654,8 @@ fn fault_sigstop_and_sigcont_of_the_command() {
         .test()
         .run_json("echo a; kill -STOP $$; echo b")
         .opts(&["-t", "1"])
+        .code(124)
         .run();
-    out.assert_code(124);
     assert!(
         out.elapsed < scaled(Duration::from_secs(5)),
         "took {:?}",
@@ -711,8 +711,8 @@ fn fault_fork_burst_is_torn_down_completely() {
         .test()
         .run_json(format!("{burst}; {sleep}"))
         .opts(&["-t", "1"])
+        .code(124)
         .run();
-    out.assert_code(124);
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(3)).is_empty());
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
     eprintln!(
@@ -761,25 +761,24 @@ fn fault_exec_replacing_the_shell_and_kill_9_of_the_shell() {
     let out = env
         .test()
         .run_json("echo a; exec sh -c 'echo b; exit 7'")
+        .code(7)
         .run();
-    out.assert_code(7);
     assert_eq!(s(&out.json(), "output"), "a\nb\n");
     let out = env
         .test()
         .run_json("echo a; exec sleep 30")
         .opts(&["-t", "1"])
+        .code(124)
         .run();
-    out.assert_code(124);
     assert!(out.elapsed < scaled(Duration::from_secs(4)));
     let sleep = format!("sleep 400.{}", nonce());
-    let out = env
+    let v = env
         .test()
         .run_json(format!("{sleep} & echo a; kill -9 $$; echo never"))
-        .run();
-    out.assert_code(137);
-    let v = out.json();
-    assert_eq!(v["signal"], "SIGKILL");
-    assert_eq!(s(&v, "output"), "a\n");
+        .code(137)
+        .field("signal", "SIGKILL")
+        .output("a\n")
+        .json();
     assert_eq!(v["background_killed"].as_array().map(Vec::len), Some(1));
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
 }
@@ -917,8 +916,8 @@ fn hostile_working_directories() {
         .test()
         .run_json("pwd; printf '%s' \"$HOSTILE_V\"")
         .opts(&["-s", "hostile"])
+        .code(0)
         .run();
-    out.assert_code(0);
     assert_eq!(
         s(&out.json(), "output"),
         format!("{}\na'b$(touch PWNED)\"c", env.work().join(name).display())
@@ -1057,12 +1056,11 @@ fn hostile_output_all_escape_sequences_and_invalid_utf8() {
     // An unterminated control string is abandoned (after 64 KiB), not allowed to
     // eat the rest of the output.
     env.write("big.toml", "[output]\nmax_bytes = 1000000\n");
-    let out = env
+    let v = env
         .test()
         .run_json("printf '\\033]'; head -c 200000 /dev/zero | tr '\\0' x; printf '\\nvisible\\n'")
         .profile("./big.toml")
-        .run();
-    let v = out.json();
+        .json();
     let output = s(&v, "output");
     let xs = output.len() - "\nvisible\n".len();
     assert!(output.ends_with("\nvisible\n"), "{:#}", strip_output(&v));
@@ -1658,8 +1656,8 @@ fn limits_cpu_seconds_fires_with_a_reason() {
         .test()
         .run_json("while :; do :; done")
         .profile("./p.toml")
+        .code(152)
         .run();
-    out.assert_code(152);
     let v = out.json();
     assert_eq!(v["signal"], "SIGXCPU");
     assert!(
@@ -1679,19 +1677,18 @@ fn limits_apply_in_pty_mode_too() {
         .test()
         .run_json("while :; do :; done")
         .opts(&["--pty", "-p", "./p.toml"])
+        .code(152)
         .run();
-    out.assert_code(152);
     let v = out.json();
     assert_eq!(v["mode"], "pty");
     assert_eq!(v["signal"], "SIGXCPU");
     assert!(out.elapsed < scaled(Duration::from_secs(8)));
-    let out = env
+    let v = env
         .test()
         .run_json("ulimit -f; ulimit -t; exec head -c 2000000 /dev/zero > big.bin")
         .opts(&["--pty", "-p", "./p.toml"])
-        .run();
-    out.assert_code(153);
-    let v = out.json();
+        .code(153)
+        .json();
     assert!(s(&v, "output").starts_with("1024\n1"), "{v}");
     assert_eq!(
         std::fs::metadata(env.work().join("big.bin")).unwrap().len(),
@@ -1761,12 +1758,11 @@ fn limits_file_size_fires_with_a_reason() {
 fn limits_address_space_makes_allocations_fail_visibly() {
     let env = TestEnv::new();
     env.write("p.toml", "[limits]\naddress_space_mb = 64\n");
-    let out = env
+    let v = env
         .test()
         .run_json("x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}")
         .profile("./p.toml")
-        .run();
-    let v = out.json();
+        .json();
     assert_ne!(v["exit_code"], 0);
     assert!(
         s(&v, "output").contains("cannot allocate"),

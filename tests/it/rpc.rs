@@ -688,8 +688,7 @@ fn job_start_with_an_invalid_ready_regex_starts_nothing() {
         "the readiness regex \"(unclosed\" (--ready, or `ready` over rpc and mcp) is invalid: unclosed group",
         "{v}"
     );
-    let list = env.run(&["job", "list", "--json"]);
-    let jobs = list.json();
+    let jobs = env.test().args(&["job", "list", "--json"]).json();
     assert_eq!(jobs["jobs"], json!([]), "{jobs}");
     assert!(!env.work().join("started").exists(), "the command ran");
     // The CLI refuses it the same way, as a usage error.

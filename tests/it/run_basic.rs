@@ -184,10 +184,12 @@ fn json_has_every_result_field() {
 #[test]
 fn json_flag_is_format_json_and_reports_cwds() {
     let env = TestEnv::new();
-    let out = env.test().run_json("cd /; exit 4").run();
-    out.assert_code(4);
-    let v = out.json();
-    assert_eq!(v["exit_code"], 4);
+    let v = env
+        .test()
+        .run_json("cd /; exit 4")
+        .code(4)
+        .field("exit_code", 4)
+        .json();
     assert_eq!(s(&v, "cwd"), env.work().display().to_string());
     assert!(
         v["notices"]
@@ -270,8 +272,8 @@ fn background_job_holding_the_pipe_does_not_hang() {
     let out = env
         .test()
         .run_json(format!("{{ {sleep}; echo late; }} & echo immediate"))
+        .code(0)
         .run();
-    out.assert_code(0);
     assert!(
         out.elapsed < scaled(Duration::from_millis(1500)),
         "took {:?}",
@@ -552,26 +554,20 @@ fn color_always_is_accepted_in_a_pipe() {
 #[test]
 fn quiet_suppresses_notices() {
     let env = TestEnv::new();
-    let out = env
-        .test()
+    env.test()
         .run_text("echo hi; exit 3")
         .opts(&["-q", "-t", "99999"])
+        .code(3)
+        .stdout("hi\n")
+        .stderr("")
         .run();
-    out.assert_code(3);
-    assert_eq!(out.stdout, "hi\n");
-    assert_eq!(out.stderr, "", "-q must keep stderr free of notices");
     // Without -q the same run does talk.
-    let out = env
-        .test()
+    env.test()
         .run_text("echo hi; exit 3")
         .opts(&["-t", "99999"])
+        .stderr_has("Timeout clamped")
+        .stderr_has("Command exited with code 3")
         .run();
-    assert!(out.stderr.contains("Timeout clamped"), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("Command exited with code 3"),
-        "{}",
-        out.stderr
-    );
 }
 
 #[test]
@@ -588,15 +584,14 @@ fn a_command_exiting_124_is_not_a_timeout() {
 fn daemonized_job_detached_from_the_pipe_is_killed_and_listed() {
     let env = TestEnv::new();
     let sleep = format!("sleep 397.{}", nonce());
-    let out = env
+    let v = env
         .test()
         .run_json(format!(
             "( setsid {sleep} > /dev/null 2>&1 < /dev/null & ) ; echo done"
         ))
-        .run();
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "output"), "done\n");
+        .code(0)
+        .output("done\n")
+        .json();
     let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
     assert!(
         left.is_empty(),
@@ -703,8 +698,8 @@ fn shell_prefix_and_args_are_applied() {
         .test()
         .run_json("echo before; false; echo after")
         .profile("./q.toml")
+        .code(1)
         .run();
-    out.assert_code(1);
     assert_eq!(s(&out.json(), "output"), "before\n");
     env.write("r.toml", "[shell]\npath = \"sh\"\n");
     let out = env
@@ -718,19 +713,20 @@ fn shell_prefix_and_args_are_applied() {
 
 #[test]
 fn command_signalling_its_own_group_does_not_take_agentbash_down() {
-    let out = Test::new().run_json("echo x; kill 0").run();
-    out.assert_code(143);
-    let v = out.json();
-    assert_eq!(v["signal"], "SIGTERM");
-    assert_eq!(s(&v, "output"), "x\n");
+    Test::new()
+        .run_json("echo x; kill 0")
+        .code(143)
+        .field("signal", "SIGTERM")
+        .output("x\n")
+        .run();
 }
 
 #[test]
 fn closing_stdout_early_still_waits_for_the_exit_status() {
     let out = Test::new()
         .run_json("exec >/dev/null 2>&1; sleep 1; exit 5")
+        .code(5)
         .run();
-    out.assert_code(5);
     assert!(
         out.elapsed >= Duration::from_millis(900),
         "took {:?}",
@@ -847,14 +843,13 @@ fn a_stopped_background_server_is_named_in_the_text() {
 fn the_background_notice_names_five_and_counts_the_rest() {
     let env = TestEnv::new();
     let sleep = format!("sleep 373.{}", nonce());
-    let out = env
+    let v = env
         .test()
         .run_json(format!(
             "for i in 1 2 3 4 5 6 7; do {sleep} & done; echo started"
         ))
-        .run();
-    out.assert_code(0);
-    let v = out.json();
+        .code(0)
+        .json();
     assert_eq!(
         v["background_killed"].as_array().map(Vec::len),
         Some(7),

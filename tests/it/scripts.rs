@@ -159,15 +159,14 @@ fn stderr_separate_passes_stderr_through_as_it_is_produced() {
 #[test]
 fn stderr_separate_in_json_has_its_own_field_and_retention() {
     let env = TestEnv::new();
-    let out = env
+    let v = env
         .test()
         .run_json("echo out1; seq 1 30000 >&2; echo out2")
         .opts(&["--stderr", "separate"])
-        .run();
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "output"), "out1\nout2\n");
-    assert_eq!(v["truncated"], false);
+        .code(0)
+        .output("out1\nout2\n")
+        .field("truncated", false)
+        .json();
     assert!(v["artifact"].is_null(), "stdout was not cut: {v}");
     let e = &v["stderr"];
     assert_eq!(e["truncated"], true, "{e}");
@@ -248,7 +247,7 @@ fn stderr_separate_refuses_a_terminal() {
         .test()
         .run_text("echo o; echo e >&2")
         .opts(&["-p", "./on.toml", "--stderr", "separate"])
+        .code(0)
         .run();
-    out.assert_code(0);
     assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("o\n", "e\n"));
 }
