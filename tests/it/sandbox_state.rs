@@ -364,14 +364,13 @@ fn sandboxed_package_managers_get_a_private_cache_per_workspace() {
         user_pip.display()
     );
     // The user's CARGO_HOME, as rustup's cargo proxy exports it.
-    let out = env
+    let v = env
         .test()
         .run_json(&script)
         .profile(&ww)
         .env("CARGO_HOME", env.home().join(".cargo"))
-        .run();
-    let v = out.json();
-    assert_eq!(out.code(), Some(0), "{v}");
+        .code(0)
+        .json();
     let cache = PathBuf::from(
         v["sandbox"]["package_cache"]
             .as_str()
@@ -486,13 +485,7 @@ fn artifacts_never_follow_a_symlinked_agentbash_out_of_the_tree() {
     std::os::unix::fs::symlink(&elsewhere, env.work().join(".agentbash")).expect("link");
     // More than the ci profile's 1 MiB tail: the full output would be an artifact.
     let big = "head -c 1500000 /dev/zero | tr '\\0' x; echo";
-    let out = env.test().run_json(big).profile("ci").run();
-    let v = out.json();
-    assert_eq!(
-        out.code(),
-        Some(0),
-        "the run goes on without artifacts: {v}"
-    );
+    let v = env.test().run_json(big).profile("ci").code(0).json();
     assert!(v["artifact"].is_null(), "{}", v["artifact"]);
     assert_eq!(
         files(&elsewhere),
