@@ -202,59 +202,39 @@ fn misspelled_section_suggests_the_section() {
 fn malformed_toml_names_file_line_col() {
     let env = TestEnv::new();
     env.write("p.toml", "[output]\nmax_bytes = = 3\n");
-    let out = env
-        .test()
+    env.test()
         .run_text("touch ran")
         .profile("./p.toml")
         .code(125)
+        .stderr_matches(r"p\.toml:2:\d+")
         .run();
-    assert!(
-        re(r"p\.toml:2:\d+").is_match(&out.stderr),
-        "stderr: {:?}",
-        out.stderr
-    );
     assert!(!env.work().join("ran").exists());
     env.write("q.toml", "[output\n");
-    let out = env
-        .test()
+    env.test()
         .run_text("true")
         .profile("./q.toml")
         .code(125)
+        .stderr_matches(r"q\.toml:1:\d+")
         .run();
-    assert!(
-        re(r"q\.toml:1:\d+").is_match(&out.stderr),
-        "stderr: {:?}",
-        out.stderr
-    );
 }
 
 #[test]
 fn wrong_types_name_file_line_col() {
     let env = TestEnv::new();
     env.write("p.toml", "# comment\n[timeout]\ndefault = \"ten\"\n");
-    let out = env
-        .test()
+    env.test()
         .run_text("true")
         .profile("./p.toml")
         .code(125)
+        .stderr_matches(r"p\.toml:3:\d+")
         .run();
-    assert!(
-        re(r"p\.toml:3:\d+").is_match(&out.stderr),
-        "stderr: {:?}",
-        out.stderr
-    );
     env.write("q.toml", "[env]\ninherit = 5\n");
-    let out = env
-        .test()
+    env.test()
         .run_text("true")
         .profile("./q.toml")
         .code(125)
+        .stderr_matches(r"q\.toml:2:\d+")
         .run();
-    assert!(
-        re(r"q\.toml:2:\d+").is_match(&out.stderr),
-        "stderr: {:?}",
-        out.stderr
-    );
 }
 
 /// Regression (issue 12): a wrong type said `invalid type: string "five", expected

@@ -940,7 +940,8 @@ impl Drop for LiveServer {
 ///   [`Cmd`];
 /// - what it expects: [`Test::code`], [`Test::stdout`] / [`Test::stderr`] (exact),
 ///   [`Test::stdout_has`] / [`Test::stderr_has`] and [`Test::stdout_lacks`] /
-///   [`Test::stderr_lacks`] (text in them or not), and for a JSON result
+///   [`Test::stderr_lacks`] (text in them or not), [`Test::stdout_matches`] /
+///   [`Test::stderr_matches`] (a regex), and for a JSON result
 ///   [`Test::output`], [`Test::output_has`] and [`Test::field`];
 /// - the end: [`Test::run`] (the [`Output`]) or [`Test::json`] (the result object),
 ///   both after every expectation is checked.
@@ -965,6 +966,8 @@ pub struct Test<'e> {
     stdout_lacks: Vec<String>,
     stderr_lacks: Vec<String>,
     stderr: Option<String>,
+    /// `(stderr?, pattern)`: a regex the stream must match.
+    matches: Vec<(bool, String)>,
     output: Option<String>,
     output_has: Vec<String>,
     fields: Vec<(String, Value)>,
@@ -1023,6 +1026,7 @@ impl<'e> Test<'e> {
             stdout_lacks: Vec::new(),
             stderr_lacks: Vec::new(),
             stderr: None,
+            matches: Vec::new(),
             output: None,
             output_has: Vec::new(),
             fields: Vec::new(),
@@ -1138,6 +1142,18 @@ impl<'e> Test<'e> {
     /// Expect exactly this stderr.
     pub fn stderr(mut self, want: impl Into<String>) -> Self {
         self.stderr = Some(want.into());
+        self
+    }
+
+    /// Expect stdout to match this regex.
+    pub fn stdout_matches(mut self, pattern: &str) -> Self {
+        self.matches.push((false, pattern.to_string()));
+        self
+    }
+
+    /// Expect stderr to match this regex.
+    pub fn stderr_matches(mut self, pattern: &str) -> Self {
+        self.matches.push((true, pattern.to_string()));
         self
     }
 
@@ -1262,6 +1278,18 @@ impl<'e> Test<'e> {
         }
         if let Some(want) = &self.stderr {
             assert_eq!(&out.stderr, want, "stderr\n{}", streams());
+        }
+        for (on_stderr, pattern) in &self.matches {
+            let (name, text) = if *on_stderr {
+                ("stderr", &out.stderr)
+            } else {
+                ("stdout", &out.stdout)
+            };
+            assert!(
+                re(pattern).is_match(text),
+                "{name} does not match {pattern:?}\n{}",
+                streams()
+            );
         }
         for text in &self.stdout_lacks {
             assert!(
