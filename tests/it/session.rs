@@ -591,66 +591,80 @@ mod pool {
         }
     }
 
+    /// A pool, its profile and a hermetic env, for one `child_` test; `None` outside
+    /// the child process. (Fields drop in order: the pool's shells go first.)
+    struct Live {
+        pool: ShellPool,
+        p: LoadedProfile,
+        env: TestEnv,
+    }
+
+    impl Live {
+        fn new() -> Option<Live> {
+            if !in_child() {
+                return None;
+            }
+            let env = TestEnv::new();
+            Some(Live {
+                pool: ShellPool::new(),
+                p: profile(env.root()),
+                env,
+            })
+        }
+
+        /// A request for `cmd` from the env's working directory.
+        fn req(&self, cmd: &str) -> RunRequest {
+            req(&self.env.work(), cmd)
+        }
+
+        /// Run `cmd` through the pool.
+        fn run(&self, cmd: &str) -> RunResult {
+            self.run_req(&self.req(cmd))
+        }
+
+        fn run_req(&self, r: &RunRequest) -> RunResult {
+            run(&self.pool, &self.p, r)
+        }
+
+        fn pid_of(&self, r: &RunRequest) -> i32 {
+            pid_of(&self.pool, &self.p, r)
+        }
+    }
+
     #[test]
     #[ignore = "run by pool_tests_in_their_own_process"]
     fn child_one_shell_is_reused_and_runs_are_isolated() {
-        if !in_child() {
+        let Some(live) = Live::new() else {
             return;
-        }
-        let env = TestEnv::new();
-        let p = profile(env.root());
-        let pool = ShellPool::new();
-        let base = req(&env.work(), "");
-        let pid = pid_of(&pool, &p, &base);
-        assert!(pool.pids().contains(&pid));
-        let r = run(
-            &pool,
-            &p,
-            &req(
-                &env.work(),
-                "cd /; export LEAK=1; f() { :; }; echo out; echo err >&2; printf tail; exit 7",
-            ),
-        );
+        };
+        let base = live.req("");
+        let pid = live.pid_of(&base);
+        assert!(live.pool.pids().contains(&pid));
+        let r = live
+            .run("cd /; export LEAK=1; f() { :; }; echo out; echo err >&2; printf tail; exit 7");
         assert_eq!(r.exit_code, Some(7));
         assert_eq!(r.output, "out\nerr\ntail");
         assert!(r.text.contains("Command exited with code 7"));
-        let r = run(
-            &pool,
-            &p,
-            &req(
-                &env.work(),
-                "pwd; echo ${LEAK-unset}; type -t f || echo no-f",
-            ),
+        let r = live.run("pwd; echo ${LEAK-unset}; type -t f || echo no-f");
+        assert_eq!(
+            r.output,
+            format!("{}\nunset\nno-f\n", live.env.work().display())
         );
-        assert_eq!(r.output, format!("{}\nunset\nno-f\n", env.work().display()));
-        assert_eq!(r.final_cwd, env.work().display().to_string());
+        assert_eq!(r.final_cwd, live.env.work().display().to_string());
         // Commands that replace the subshell or its EXIT trap still end cleanly.
-        let r = run(&pool, &p, &req(&env.work(), "exec echo via-exec"));
+        let r = live.run("exec echo via-exec");
         assert_eq!((r.exit_code, r.output.as_str()), (Some(0), "via-exec\n"));
-        let r = run(
-            &pool,
-            &p,
-            &req(&env.work(), "trap 'echo bye' EXIT; echo hi; exit 4"),
-        );
+        let r = live.run("trap 'echo bye' EXIT; echo hi; exit 4");
         assert_eq!((r.exit_code, r.output.as_str()), (Some(4), "hi\nbye\n"));
-        let r = run(
-            &pool,
-            &p,
-            &req(&env.work(), "cat; read -r x || echo stdin-is-empty"),
-        );
+        let r = live.run("cat; read -r x || echo stdin-is-empty");
         assert_eq!(r.output, "stdin-is-empty\n");
         // A plain program runs in the shell itself (no subshell: its parent is the
         // shell), in its own directory, and leaves the shell as it was.
-        std::fs::create_dir_all(env.work().join("plain")).expect("mkdir");
-        let before = run(
-            &pool,
-            &p,
-            &req(&env.work(), "pwd; echo \"${OLDPWD-unset}\"; hash"),
-        )
-        .output;
-        let mut plain = req(&env.work(), "cat /proc/self/stat");
-        plain.cwd = Some(env.work().join("plain"));
-        let r = run(&pool, &p, &plain);
+        std::fs::create_dir_all(live.env.work().join("plain")).expect("mkdir");
+        let before = live.run("pwd; echo \"${OLDPWD-unset}\"; hash").output;
+        let mut plain = live.req("cat /proc/self/stat");
+        plain.cwd = Some(live.env.work().join("plain"));
+        let r = live.run_req(&plain);
         let ppid: i32 = r
             .output
             .rsplit(')')
@@ -659,41 +673,32 @@ mod pool {
             .and_then(|f| f.parse().ok())
             .unwrap_or_else(|| panic!("stat: {r:?}"));
         assert_eq!(ppid, pid, "run by the shell itself");
-        assert_eq!(r.final_cwd, env.work().join("plain").display().to_string());
-        let r = run(
-            &pool,
-            &p,
-            &req(&env.work(), "pwd; echo \"${OLDPWD-unset}\"; hash"),
+        assert_eq!(
+            r.final_cwd,
+            live.env.work().join("plain").display().to_string()
         );
+        let r = live.run("pwd; echo \"${OLDPWD-unset}\"; hash");
         assert_eq!(
             r.output, before,
             "cwd, OLDPWD and the hash table are put back"
         );
-        let r = run(&pool, &p, &req(&env.work(), "false"));
+        let r = live.run("false");
         assert_eq!(r.exit_code, Some(1));
         // What a plain program leaves running is stopped like anything else.
         let tag = format!("402.{}", crate::support::nonce());
-        let r = run(
-            &pool,
-            &p,
-            &req(&env.work(), &format!("setsid -f sleep {tag}")),
-        );
+        let r = live.run(&format!("setsid -f sleep {tag}"));
         assert_eq!(r.exit_code, Some(0), "{r:?}");
         assert!(!r.background_killed.is_empty(), "{r:?}");
         assert!(procs_with_cmdline(&tag, Duration::from_millis(200)).is_empty());
-        assert_eq!(
-            pid_of(&pool, &p, &base),
-            pid,
-            "the same shell served every run"
-        );
-        assert_eq!(pool.len(), 1);
+        assert_eq!(live.pid_of(&base), pid, "the same shell served every run");
+        assert_eq!(live.pool.len(), 1);
         // Live output events arrive as in print mode.
         let mut seen = String::new();
         let r = execute_with(
-            &req(&env.work(), "seq 1 3000"),
-            &p,
+            &live.req("seq 1 3000"),
+            &live.p,
             &CancelToken::new(),
-            Some(&pool),
+            Some(&live.pool),
             &mut |e| {
                 if let agentbash::Event::Output(t) = e {
                     seen.push_str(t);
@@ -702,23 +707,20 @@ mod pool {
         );
         assert_eq!(r.total_lines, 3000);
         assert_eq!(seen.lines().count(), 3000);
-        drop(pool);
+        drop(live.pool);
         assert!(!alive(pid), "dropping the pool stops its shells");
     }
 
     #[test]
     #[ignore = "run by pool_tests_in_their_own_process"]
     fn child_a_dead_shell_is_replaced_with_a_notice() {
-        if !in_child() {
+        let Some(live) = Live::new() else {
             return;
-        }
-        let env = TestEnv::new();
-        let p = profile(env.root());
-        let pool = ShellPool::new();
-        let base = req(&env.work(), "");
-        let pid = pid_of(&pool, &p, &base);
+        };
+        let base = live.req("");
+        let pid = live.pid_of(&base);
         kill_shell(pid);
-        let r = run(&pool, &p, &req(&env.work(), "echo $$"));
+        let r = live.run("echo $$");
         assert_eq!(r.exit_code, Some(0), "{r:?}");
         let new_pid: i32 = r.output.trim_end().parse().expect("pid");
         assert_ne!(new_pid, pid);
@@ -729,32 +731,29 @@ mod pool {
             "{:?}",
             r.notices
         );
-        let r = run(&pool, &p, &req(&env.work(), "true"));
+        let r = live.run("true");
         assert!(r.notices.is_empty(), "{:?}", r.notices);
     }
 
     #[test]
     #[ignore = "run by pool_tests_in_their_own_process"]
     fn child_a_timeout_stops_only_that_keys_shell() {
-        if !in_child() {
+        let Some(live) = Live::new() else {
             return;
-        }
-        let env = TestEnv::new();
-        let p = profile(env.root());
-        let pool = ShellPool::new();
-        let mut a = req(&env.work(), "");
+        };
+        let mut a = live.req("");
         a.env = vec![("KEY".into(), "a".into())];
-        let mut b = req(&env.work(), "");
+        let mut b = live.req("");
         b.env = vec![("KEY".into(), "b".into())];
-        let pid_a = pid_of(&pool, &p, &a);
-        let pid_b = pid_of(&pool, &p, &b);
+        let pid_a = live.pid_of(&a);
+        let pid_b = live.pid_of(&b);
         assert_ne!(pid_a, pid_b, "different env, different shell");
         let n = crate::support::nonce();
         let mut slow = a.clone();
         slow.command = format!("sleep 47.{n} & sleep 46.{n}");
         slow.timeout = Some(1);
         let started = Instant::now();
-        let r = run(&pool, &p, &slow);
+        let r = live.run_req(&slow);
         assert!(r.timed_out, "{r:?}");
         assert_eq!(r.exit_code, Some(124));
         assert!(r.text.starts_with("[Command timed out after 1 second]"));
@@ -762,26 +761,19 @@ mod pool {
         assert!(!alive(pid_a), "the timed-out shell is gone");
         assert!(alive(pid_b), "another key's shell is untouched");
         assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(2)).is_empty());
-        assert_eq!(pid_of(&pool, &p, &b), pid_b);
-        let again = pid_of(&pool, &p, &a);
+        assert_eq!(live.pid_of(&b), pid_b);
+        let again = live.pid_of(&a);
         assert_ne!(again, pid_a, "a fresh shell for the timed-out key");
     }
 
     #[test]
     #[ignore = "run by pool_tests_in_their_own_process"]
     fn child_cancel_and_background_jobs() {
-        if !in_child() {
+        let Some(live) = Live::new() else {
             return;
-        }
-        let env = TestEnv::new();
-        let p = profile(env.root());
-        let pool = ShellPool::new();
+        };
         let n = crate::support::nonce();
-        let r = run(
-            &pool,
-            &p,
-            &req(&env.work(), &format!("sleep 48.{n} & echo started")),
-        );
+        let r = live.run(&format!("sleep 48.{n} & echo started"));
         assert_eq!(r.output, "started\n");
         // (Under load the job may be caught between fork and exec: listed as bash.)
         assert!(!r.background_killed.is_empty(), "{r:?}");
@@ -799,34 +791,28 @@ mod pool {
         });
         let started = Instant::now();
         let r = execute_with(
-            &req(&env.work(), &format!("sleep 49.{n}")),
-            &p,
+            &live.req(&format!("sleep 49.{n}")),
+            &live.p,
             &token,
-            Some(&pool),
+            Some(&live.pool),
             &mut |_| {},
         );
         h.join().expect("thread");
         assert!(r.cancelled);
         assert_eq!(r.exit_code, Some(130));
         assert!(started.elapsed() < scaled(Duration::from_secs(5)));
-        assert_eq!(
-            run(&pool, &p, &req(&env.work(), "echo fine")).output,
-            "fine\n"
-        );
+        assert_eq!(live.run("echo fine").output, "fine\n");
     }
 
     #[test]
     #[ignore = "run by pool_tests_in_their_own_process"]
     fn child_the_pool_serves_several_threads() {
-        if !in_child() {
+        let Some(live) = Live::new() else {
             return;
-        }
-        let env = TestEnv::new();
-        let p = profile(env.root());
-        let pool = ShellPool::new();
+        };
         std::thread::scope(|sc| {
             for t in 0..4 {
-                let (pool, p, work) = (&pool, &p, env.work());
+                let (pool, p, work) = (&live.pool, &live.p, live.env.work());
                 sc.spawn(move || {
                     for i in 0..5 {
                         let r = run(pool, p, &req(&work, &format!("echo {t}-{i}")));
@@ -835,7 +821,7 @@ mod pool {
                 });
             }
         });
-        assert!(!pool.is_empty());
+        assert!(!live.pool.is_empty());
     }
 
     /// Session runs through the pool, in a process of its own (sessions live in
