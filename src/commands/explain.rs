@@ -65,7 +65,7 @@ pub struct InterceptShown<'a> {
     pub tools: &'a [String],
     pub result: Option<&'a Interception>,
     pub warnings: &'a [String],
-    pub error: Option<&'a str>,
+    pub error: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -196,7 +196,7 @@ impl<'a> Explanation<'a> {
                 tools: &plan.tools,
                 result: plan.interception.as_ref(),
                 warnings: &plan.rule_warnings,
-                error: plan.rules_error.as_deref(),
+                error: plan.rules_error.as_ref().map(ToString::to_string),
             },
             blocked: plan.blocked().map(|(b, _)| b),
             cwd: Checked::of(plan.cwd.as_ref()),
@@ -457,7 +457,7 @@ impl<'a> Explanation<'a> {
         if let Some(u) = self.usage_error {
             line("error", show(u));
         }
-        if let Some(e) = i.error {
+        if let Some(e) = i.error.as_deref() {
             line("error", show(e));
         }
         t

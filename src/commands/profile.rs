@@ -167,12 +167,16 @@ pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
     // A profile is valid when it loads and so do the rule packs it names (compiled
     // here, so a skipped rule shows up as a warning), the guard's included.
     let usable = |p: &crate::LoadedProfile| -> Result<Vec<String>, String> {
+        use crate::config::profile::Packs;
         let mut warnings = vec![];
-        if p.profile.guard.enabled {
-            warnings.extend(p.guard_rule_set()?.warnings().iter().cloned());
-        }
-        if p.profile.interceptor.enabled {
-            warnings.extend(p.rule_set()?.warnings().iter().cloned());
+        for (on, which) in [
+            (p.profile.guard.enabled, Packs::Guard),
+            (p.profile.interceptor.enabled, Packs::Interceptor),
+        ] {
+            if on {
+                let set = p.rule_packs(which).compiled().map_err(|e| e.to_string())?;
+                warnings.extend(set.warnings().iter().cloned());
+            }
         }
         Ok(warnings)
     };

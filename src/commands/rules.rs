@@ -12,7 +12,10 @@ pub fn command(c: RulesCommand) -> i32 {
                 Ok(p) => p,
                 Err(code) => return code,
             };
-            match p.rule_set() {
+            match p
+                .rule_packs(crate::config::profile::Packs::Interceptor)
+                .compiled()
+            {
                 Ok(set) => {
                     out_escaped(&rules::format_list(&set));
                     0
@@ -32,7 +35,10 @@ pub fn command(c: RulesCommand) -> i32 {
                 Ok(p) => p,
                 Err(code) => return code,
             };
-            let set = match p.rule_set() {
+            let set = match p
+                .rule_packs(crate::config::profile::Packs::Interceptor)
+                .compiled()
+            {
                 Ok(s) => s,
                 Err(e) => {
                     report_error(&e);

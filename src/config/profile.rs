@@ -5,6 +5,7 @@
 //! are the layers merged (tables key by key, arrays and scalars replaced) into the
 //! one [`Profile`] the rest of the program consumes.
 
+use super::rules::{Denies, RuleSet};
 use super::schema;
 
 pub use schema::*;
@@ -98,11 +99,113 @@ pub struct LoadedProfile {
     top: Origin,
     /// Compiled rule packs, built on first use: compiling the default pack costs
     /// milliseconds, so a long-lived server compiles it once.
-    rules: std::sync::OnceLock<Result<std::sync::Arc<crate::config::rules::RuleSet>, String>>,
+    rules: PackSlot,
     /// The guard's packs (`guard.rules`), compiled on first use.
-    guard_rules: std::sync::OnceLock<Result<std::sync::Arc<crate::config::rules::RuleSet>, String>>,
+    guard_rules: PackSlot,
     /// Said while looking the profile up: untrusted project profiles left out.
     pub warnings: Vec<String>,
+}
+
+/// Where a profile's compiled packs are kept once loaded.
+type PackSlot = std::sync::OnceLock<Result<std::sync::Arc<RuleSet>, PackError>>;
+
+/// Which of a profile's rule packs: the interceptor's (`interceptor.rules`) or the
+/// guard's (`guard.rules`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Packs {
+    Interceptor,
+    Guard,
+}
+
+impl Packs {
+    /// The profile section that names them.
+    pub fn section(self) -> &'static str {
+        match self {
+            Packs::Interceptor => "interceptor",
+            Packs::Guard => "guard",
+        }
+    }
+}
+
+/// A rule pack a profile names that cannot be used: no command runs until it is
+/// fixed (exit 125).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PackError {
+    /// The pack cannot be read or is not a valid pack.
+    #[error(
+        "rule pack cannot be loaded: {source}. Fix the pack, or remove it from {section}.rules (set in {named_in}); no command runs until then"
+    )]
+    Unloadable {
+        section: &'static str,
+        named_in: String,
+        source: std::sync::Arc<super::rules::RulesError>,
+    },
+    /// A project profile names a pack its trust record does not cover.
+    #[error(
+        "{}: rule pack {spec:?} is outside {1}/.agentbash/profiles and {1}/.agentbash/rules, which `agentbash trust` covers; move it there",
+        file.display(),
+        project.display()
+    )]
+    Untrusted {
+        file: PathBuf,
+        spec: String,
+        project: PathBuf,
+    },
+}
+
+/// One section's rule packs (see [`LoadedProfile::rule_packs`]).
+pub struct RulePacks<'a> {
+    profile: &'a LoadedProfile,
+    which: Packs,
+    specs: &'a [String],
+    slot: &'a PackSlot,
+}
+
+impl RulePacks<'_> {
+    /// The packs, compiled (once per profile). An error names the pack, what is
+    /// wrong with it and the profile key that names it.
+    pub fn compiled(&self) -> Result<std::sync::Arc<RuleSet>, PackError> {
+        self.slot
+            .get_or_init(|| {
+                self.profile.check_pack_paths(self.which, self.specs)?;
+                RuleSet::load(self.specs, self.profile.rules_base(self.which))
+                    .map(std::sync::Arc::new)
+                    .map_err(|e| self.profile.pack_error(self.which, e))
+            })
+            .clone()
+    }
+
+    /// Whether the packs load, without compiling them when they have not been
+    /// compiled yet (see [`RuleSet::check_loadable`]): what a run that needs no rules
+    /// checks, so that a broken pack is never silently ignored. Says whether they hold
+    /// `deny` rules, which apply even then.
+    pub fn loadable(&self) -> Result<Denies, PackError> {
+        if let Some(loaded) = self.slot.get() {
+            return loaded.as_ref().map_err(Clone::clone).map(|set| {
+                if set.has_deny_rules() {
+                    Denies::Some
+                } else {
+                    Denies::None
+                }
+            });
+        }
+        self.profile.check_pack_paths(self.which, self.specs)?;
+        RuleSet::check_loadable(self.specs, self.profile.rules_base(self.which))
+            .map_err(|e| self.profile.pack_error(self.which, e))
+    }
+
+    /// Whether a rule of the packs could match `text` (see
+    /// [`super::rules::might_match`]): when not, they need not be compiled for this
+    /// run. A pack the trust record does not cover is not read here: the answer is
+    /// yes, and [`RulePacks::compiled`] then says what is wrong.
+    pub fn might_match(&self, text: &str) -> bool {
+        self.slot.get().is_some()
+            || self
+                .profile
+                .check_pack_paths(self.which, self.specs)
+                .is_err()
+            || super::rules::might_match(self.specs, self.profile.rules_base(self.which), text)
+    }
 }
 
 impl LoadedProfile {
@@ -124,79 +227,45 @@ impl LoadedProfile {
         })
     }
 
-    /// The rule packs this profile uses, loaded (paths relative to the file that
-    /// named them).
-    /// A pack that cannot be loaded is an error naming the pack, what is wrong with
-    /// it and the profile key that names it.
-    pub fn rule_set(&self) -> Result<std::sync::Arc<crate::config::rules::RuleSet>, String> {
-        self.rules
-            .get_or_init(|| self.load_packs("interceptor", &self.profile.interceptor.rules))
-            .clone()
-    }
-
-    /// Whether the rule packs load, without compiling them when they have not been
-    /// compiled yet (see [`crate::config::rules::RuleSet::check_loadable`]): what a run that
-    /// needs no rules checks, so that a broken pack is never silently ignored. Says
-    /// whether they hold `deny` rules, which apply even then.
-    pub fn check_rule_packs(&self) -> Result<crate::config::rules::Denies, String> {
-        use crate::config::rules::Denies;
-        if let Some(loaded) = self.rules.get() {
-            return match loaded {
-                Ok(set) if set.has_deny_rules() => Ok(Denies::Some),
-                Ok(_) => Ok(Denies::None),
-                Err(e) => Err(e.clone()),
-            };
+    /// The rule packs of `which` section, the one way in to them: compiled
+    /// ([`RulePacks::compiled`]), only checked ([`RulePacks::loadable`]) or asked
+    /// whether any rule could match ([`RulePacks::might_match`]). Each is loaded on
+    /// first use, relative to the file that named it, and kept for the profile's life
+    /// (compiling the default pack costs milliseconds; a server does it once).
+    pub fn rule_packs(&self, which: Packs) -> RulePacks<'_> {
+        let (specs, slot) = match which {
+            Packs::Interceptor => (&self.profile.interceptor.rules, &self.rules),
+            Packs::Guard => (&self.profile.guard.rules, &self.guard_rules),
+        };
+        RulePacks {
+            profile: self,
+            which,
+            specs,
+            slot,
         }
-        crate::config::rules::RuleSet::check_loadable(
-            &self.profile.interceptor.rules,
-            self.rules_base("interceptor"),
-        )
-        .map_err(|e| self.rules_error("interceptor", &e))
     }
 
     /// Pack paths are relative to the file that named them.
-    fn rules_base(&self, section: &str) -> Option<&Path> {
-        self.origin_of(section, "rules").and_then(Origin::base_dir)
+    fn rules_base(&self, which: Packs) -> Option<&Path> {
+        self.origin_of(which.section(), "rules")
+            .and_then(Origin::base_dir)
     }
 
-    fn rules_error(&self, section: &str, e: &impl std::fmt::Display) -> String {
+    fn pack_error(&self, which: Packs, source: super::rules::RulesError) -> PackError {
         let named_in = self
-            .origin_of(section, "rules")
+            .origin_of(which.section(), "rules")
             .map_or_else(|| self.top.to_string(), ToString::to_string);
-        format!(
-            "rule pack cannot be loaded: {e}. Fix the pack, or remove it from {section}.rules (set in {named_in}); no command runs until then"
-        )
-    }
-
-    /// Whether a guard pack could match `command` (see [`crate::config::rules::might_match`]):
-    /// when not, the packs need not be compiled for this run.
-    pub fn guard_rules_might_match(&self, command: &str) -> bool {
-        if self.guard_rules.get().is_some() {
-            return true;
+        PackError::Unloadable {
+            section: which.section(),
+            named_in,
+            source: std::sync::Arc::new(source),
         }
-        crate::config::rules::might_match(
-            &self.profile.guard.rules,
-            self.rules_base("guard"),
-            command,
-        )
     }
 
-    /// The guard's rule packs (`guard.rules`), loaded like [`LoadedProfile::rule_set`].
-    pub fn guard_rule_set(&self) -> Result<std::sync::Arc<crate::config::rules::RuleSet>, String> {
-        self.guard_rules
-            .get_or_init(|| self.load_packs("guard", &self.profile.guard.rules))
-            .clone()
-    }
-
-    /// Loads `specs` (the `rules` key of `section`), relative to the file that set
-    /// them; a project profile's packs must be covered by its trust record.
-    fn load_packs(
-        &self,
-        section: &str,
-        specs: &[String],
-    ) -> Result<std::sync::Arc<crate::config::rules::RuleSet>, String> {
-        let origin = self.origin_of(section, "rules");
-        let base = self.rules_base(section);
+    /// A project profile's packs must be covered by its trust record.
+    fn check_pack_paths(&self, which: Packs, specs: &[String]) -> Result<(), PackError> {
+        let origin = self.origin_of(which.section(), "rules");
+        let base = self.rules_base(which);
         if let Some(Origin::File(f)) = origin
             && let Some(project) = crate::config::trust::project_of(f)
             && let Some(base) = base
@@ -204,17 +273,15 @@ impl LoadedProfile {
             for spec in specs {
                 let path = crate::paths::absolute(base, Path::new(spec));
                 if Lookup::is_path(spec) && !crate::config::trust::covers(&project, &path) {
-                    return Err(format!(
-                        "{f}: rule pack {spec:?} is outside {0}/.agentbash/profiles and {0}/.agentbash/rules, which `agentbash trust` covers; move it there",
-                        project.display(),
-                        f = f.display()
-                    ));
+                    return Err(PackError::Untrusted {
+                        file: f.clone(),
+                        spec: spec.clone(),
+                        project,
+                    });
                 }
             }
         }
-        crate::config::rules::RuleSet::load(specs, base)
-            .map(std::sync::Arc::new)
-            .map_err(|e| self.rules_error(section, &e))
+        Ok(())
     }
 
     /// The layer that last set `section.key` (for `profile show --origin`).

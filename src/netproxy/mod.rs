@@ -31,8 +31,10 @@
 //!   response and pull in its HTTP machinery for nothing; the head parser is 200
 //!   lines, unit-tested, bounded (64 KiB, 30 s). Plain HTTP is forwarded with
 //!   `Connection: close`, one request per connection, so no response needs parsing.
-//! - **Bounded.** At most 512 connections at once (more wait in the backlog), 32 KiB
-//!   relay buffers per direction, the request head within 30 s.
+//! - **Bounded.** At most 512 connections at once (more wait in the backlog); the
+//!   bytes of a connection move by `splice(2)` through a 256 KiB pipe per direction
+//!   (a 32 KiB buffer per direction when no descriptor is left for the pipes); the
+//!   request head within 30 s.
 //!
 //! Tests name hosts without DNS through `AGENTBASH_TEST_PROXY_HOSTS`
 //! (`name=address,…`), honoured only in debug builds (see [`test_hosts`]).

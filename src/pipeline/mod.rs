@@ -13,7 +13,7 @@ pub mod sandbox;
 pub mod stages;
 pub mod terminal;
 
-use crate::config::profile::LoadedProfile;
+use crate::config::profile::{LoadedProfile, Packs};
 use crate::executor::{self, End, ExecOutcome, Watch};
 use crate::exit;
 use crate::exit::signal_name;
@@ -65,7 +65,7 @@ pub struct Plan {
     pub tools: Vec<String>,
     pub rule_warnings: Vec<String>,
     /// A rule pack the profile names cannot be loaded (exit 125, nothing runs).
-    pub rules_error: Option<String>,
+    pub rules_error: Option<crate::config::profile::PackError>,
     pub cwd: Result<PathBuf, CwdError>,
     pub timeout: Timeout,
     pub mode: ModeDecision,
@@ -148,7 +148,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
     let check = enabled
         && (trace_all
             || !tools.is_empty()
-            || match profile.check_rule_packs() {
+            || match profile.rule_packs(Packs::Interceptor).loadable() {
                 Ok(denies) => denies == crate::config::rules::Denies::Some,
                 Err(e) => {
                     rules_error = Some(e);
@@ -156,7 +156,7 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
                 }
             });
     let (interception, rule_warnings) = if check {
-        match profile.rule_set() {
+        match profile.rule_packs(Packs::Interceptor).compiled() {
             Ok(set) => (
                 Some(intercept::intercept(&normalized.command, &set, &tools)),
                 set.warnings().to_vec(),
@@ -198,9 +198,8 @@ fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bool) -> Plan
                 protected: &p.guard.protected,
             },
             |lines| {
-                profile
-                    .guard_rules_might_match(lines)
-                    .then(|| profile.guard_rule_set())
+                let packs = profile.rule_packs(Packs::Guard);
+                packs.might_match(lines).then(|| packs.compiled())
             },
         )
     } else {
@@ -511,8 +510,9 @@ fn refusal(plan: &Plan, g: &mut Gathered) -> Result<PathBuf, Stop> {
     if let Some(e) = &plan.usage_error {
         return Err(Stop::Fail(exit::USAGE, e.clone()));
     }
-    if let Some(e) = plan.rules_error.as_ref().or(plan.guard.error.as_ref()) {
-        return Err(Stop::Fail(exit::FAILURE, e.clone()));
+    let pack_error = plan.rules_error.as_ref().map(ToString::to_string);
+    if let Some(e) = pack_error.or_else(|| plan.guard.error.clone()) {
+        return Err(Stop::Fail(exit::FAILURE, e));
     }
     if let Some((blocked, text)) = plan.blocked() {
         return Err(Stop::Refused(blocked, text));

@@ -20,7 +20,7 @@
 //!
 //! So the run sees the same thing as without a namespace: the command's exit status
 //! when the command exits, and its background processes still alive, to be listed and
-//! stopped by teardown (which never touches init: see `Teardown::through`). Init has the
+//! stopped by teardown (which never touches init: see `Teardown::member_procs`). Init has the
 //! parent-death signal, so a namespace never outlives agentbash (unless processes are
 //! kept on purpose, `background = "keep"`).
 //!

@@ -1,7 +1,8 @@
 //! The bounded line reader: NDJSON lines read on a thread of their own, none held in
 //! memory past [`MAX_LINE`] bytes. The rpc server reads its requests with it, and a
-//! remote target's client (`crate::remote`) reads the transport's answers with it, so
-//! neither a client nor a misbehaving transport can make agentbash buffer without end.
+//! remote target's client (`crate::remote`) reads the transport's answers with it, and
+//! the MCP server's stdio filter builds its lines with [`LineBuilder`], so neither a
+//! client nor a misbehaving transport can make agentbash buffer without end.
 
 use std::io::{BufRead, Read};
 use std::sync::mpsc;
@@ -49,9 +50,7 @@ pub fn spawn_reader<R: Read + Send + 'static>(source: R, max: usize) -> mpsc::Re
 /// The next line, or `None` at EOF with nothing pending. A last line without its
 /// `\n` is still a line.
 fn read_line(r: &mut impl BufRead, max: usize) -> Option<Input> {
-    let mut line = Vec::new();
-    let mut too_long = 0usize;
-    let mut head = Vec::new();
+    let mut lines = LineBuilder::new(max);
     loop {
         let buf = match r.fill_buf() {
             Ok(b) => b,
@@ -59,38 +58,72 @@ fn read_line(r: &mut impl BufRead, max: usize) -> Option<Input> {
             Err(_) => &[],
         };
         if buf.is_empty() {
-            return if too_long > 0 {
-                Some(Input::TooLong(too_long, head))
-            } else if line.is_empty() {
-                None
-            } else {
-                Some(Input::Line(line))
-            };
+            return lines.finish();
         }
+        let (used, line) = lines.feed(buf);
+        r.consume(used);
+        if line.is_some() {
+            return line;
+        }
+    }
+}
+
+/// The part of reading lines that does not read: bytes in, whole lines out, nothing
+/// held past the limit. The blocking reader above and the MCP server's asynchronous
+/// filter (`server::mcp_stdio`) both build their lines with it.
+#[derive(Debug)]
+pub struct LineBuilder {
+    max: usize,
+    line: Vec<u8>,
+    /// Bytes of the current line seen so far, once it is known to be too long.
+    too_long: usize,
+    head: Vec<u8>,
+}
+
+impl LineBuilder {
+    pub fn new(max: usize) -> LineBuilder {
+        LineBuilder {
+            max,
+            line: Vec::new(),
+            too_long: 0,
+            head: Vec::new(),
+        }
+    }
+
+    /// Take what `buf` holds of the current line: how many bytes of it were used (up
+    /// to and with the first `\n`), and the line when that `\n` ended it.
+    pub fn feed(&mut self, buf: &[u8]) -> (usize, Option<Input>) {
         let (chunk, done) = match memchr::memchr(b'\n', buf) {
-            Some(p) => (&buf[..p], Some(p + 1)),
-            None => (buf, None),
+            Some(p) => (&buf[..p], true),
+            None => (buf, false),
         };
-        if too_long > 0 || line.len() + chunk.len() > max {
-            if too_long == 0 {
-                too_long = line.len();
-                head = std::mem::take(&mut line);
-                let more = HEAD.saturating_sub(head.len()).min(chunk.len());
-                head.extend_from_slice(&chunk[..more]);
-                head.truncate(HEAD);
+        if self.too_long > 0 || self.line.len() + chunk.len() > self.max {
+            if self.too_long == 0 {
+                self.too_long = self.line.len();
+                self.head = std::mem::take(&mut self.line);
+                let more = HEAD.saturating_sub(self.head.len()).min(chunk.len());
+                self.head.extend_from_slice(&chunk[..more]);
+                self.head.truncate(HEAD);
             }
-            too_long += chunk.len();
+            self.too_long += chunk.len();
         } else {
-            line.extend_from_slice(chunk);
+            self.line.extend_from_slice(chunk);
         }
-        let consumed = done.unwrap_or(buf.len());
-        r.consume(consumed);
-        if done.is_some() {
-            return Some(if too_long > 0 {
-                Input::TooLong(too_long, head)
-            } else {
-                Input::Line(line)
-            });
+        let used = chunk.len() + usize::from(done);
+        (used, done.then(|| self.take()))
+    }
+
+    /// At the end of the input: the last line when it had no `\n`.
+    pub fn finish(&mut self) -> Option<Input> {
+        (self.too_long > 0 || !self.line.is_empty()).then(|| self.take())
+    }
+
+    fn take(&mut self) -> Input {
+        if self.too_long > 0 {
+            let n = std::mem::take(&mut self.too_long);
+            Input::TooLong(n, std::mem::take(&mut self.head))
+        } else {
+            Input::Line(std::mem::take(&mut self.line))
         }
     }
 }

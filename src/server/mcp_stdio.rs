@@ -15,8 +15,8 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-/// Longest line accepted (the same limit as `rmcp`'s and the rpc server's).
-pub const MAX_LINE: usize = 16 << 20;
+// The longest line accepted is the rpc server's, the same as `rmcp`'s.
+use super::lines::{Input, LineBuilder, MAX_LINE};
 
 /// JSON-RPC: the line is not JSON.
 const PARSE_ERROR: i64 = -32700;
@@ -136,62 +136,46 @@ where
     W: AsyncWrite + Unpin,
 {
     let mut input = BufReader::with_capacity(64 * 1024, input);
-    let mut line = Vec::new();
-    // Bytes of the current line seen so far, once it is known to be too long.
-    let mut too_long = 0usize;
+    let mut lines = LineBuilder::new(MAX_LINE);
     loop {
-        let (consumed, complete, at_end) = {
+        let (consumed, got, at_end) = {
             let buf = match input.fill_buf().await {
                 Ok(buf) => buf,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => &[],
             };
             if buf.is_empty() {
-                (0, !line.is_empty() || too_long > 0, true)
+                (0, lines.finish(), true)
             } else {
-                let (chunk, complete) = match memchr::memchr(b'\n', buf) {
-                    Some(at) => (&buf[..at], true),
-                    None => (buf, false),
-                };
-                if too_long > 0 || line.len() + chunk.len() > MAX_LINE {
-                    too_long = too_long.max(line.len()) + chunk.len();
-                    line = Vec::new();
-                } else {
-                    line.extend_from_slice(chunk);
-                }
-                (chunk.len() + usize::from(complete), complete, false)
+                let (used, got) = lines.feed(buf);
+                (used, got, false)
             }
         };
         input.consume(consumed);
-        if complete {
-            let answer = if too_long > 0 {
-                Err(error_line(
-                    INVALID_REQUEST,
-                    format!(
-                        "Invalid Request: the line is {too_long} bytes, more than the limit of {MAX_LINE} bytes; it was skipped"
-                    ),
-                ))
-            } else if line.iter().all(u8::is_ascii_whitespace) {
-                Ok(false)
-            } else {
-                verdict(&line).map(|()| true)
-            };
-            match answer {
-                Ok(true) => {
-                    line.push(b'\n');
-                    if to_rmcp.write_all(&line).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(false) => {}
-                Err(reply) => {
-                    if errors.send(reply).await.is_err() {
-                        return;
-                    }
+        let answer = match got {
+            None | Some(Input::Eof) => Ok(None),
+            Some(Input::TooLong(n, _)) => Err(error_line(
+                INVALID_REQUEST,
+                format!(
+                    "Invalid Request: the line is {n} bytes, more than the limit of {MAX_LINE} bytes; it was skipped"
+                ),
+            )),
+            Some(Input::Line(line)) if line.iter().all(u8::is_ascii_whitespace) => Ok(None),
+            Some(Input::Line(line)) => verdict(&line).map(|()| Some(line)),
+        };
+        match answer {
+            Ok(Some(mut line)) => {
+                line.push(b'\n');
+                if to_rmcp.write_all(&line).await.is_err() {
+                    return;
                 }
             }
-            line.clear();
-            too_long = 0;
+            Ok(None) => {}
+            Err(reply) => {
+                if errors.send(reply).await.is_err() {
+                    return;
+                }
+            }
         }
         if at_end {
             let _ = to_rmcp.shutdown().await;

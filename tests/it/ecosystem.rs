@@ -1096,7 +1096,10 @@ fn shipped_profiles_are_real_configurations() {
     assert!(a.output.max_columns > 0, "agent caps columns");
     assert_eq!(a.render.format, Format::Json);
     assert!(a.interceptor.enabled);
-    let rules = agent.rule_set().expect("agent's rule packs load");
+    let rules = agent
+        .rule_packs(agentbash::config::profile::Packs::Interceptor)
+        .compiled()
+        .expect("agent's rule packs load");
     for tool in ["read", "grep", "glob", "edit", "write"] {
         assert!(
             a.interceptor.tools.iter().any(|t| t == tool),

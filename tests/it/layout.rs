@@ -428,3 +428,205 @@ fn the_import_parser_reads_crate_and_super_paths() {
         .collect();
     assert_eq!(named, ["a", "e"]);
 }
+
+/// The rows of docs/ARCHITECTURE.md's layer table: the modules of each layer, the
+/// top-level modules its "imports" cell names (in backticks), and whether the cell
+/// says `utilities` (any of the bottom layer's modules, none named).
+fn layer_table() -> Vec<(Vec<String>, BTreeSet<String>, bool)> {
+    let doc = std::fs::read_to_string(repo().join("docs/ARCHITECTURE.md")).expect("read");
+    let start = doc
+        .find("## Layers: who may import whom")
+        .expect("docs/ARCHITECTURE.md has a Layers section");
+    let ticked = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    doc[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2) // the header and its rule
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').collect();
+            assert!(cells.len() >= 4, "a layer row without three cells: {row}");
+            let modules = ticked(cells[2]);
+            let top: BTreeSet<&str> = LAYERS.iter().flat_map(|l| l.iter().copied()).collect();
+            let imports = ticked(cells[3])
+                .into_iter()
+                .filter(|m| top.contains(m.as_str()) && !modules.contains(m))
+                .collect();
+            (modules, imports, cells[3].contains("utilities"))
+        })
+        .collect()
+}
+
+/// The table says, row by row, which other layers' modules a layer imports: exactly
+/// those it does, the utilities aside (a claim that drifted — an import the table
+/// does not name, or one it names that is gone — fails here).
+#[test]
+fn the_layer_table_names_exactly_what_each_layer_imports() {
+    let refs = module_references();
+    let table = layer_table();
+    let listed: BTreeSet<&str> = table
+        .iter()
+        .flat_map(|(m, _, _)| m.iter().map(String::as_str))
+        .collect();
+    let layered: BTreeSet<&str> = LAYERS.iter().flat_map(|l| l.iter().copied()).collect();
+    assert_eq!(
+        listed, layered,
+        "docs/ARCHITECTURE.md's layer table and LAYERS in tests/it/layout.rs list other modules"
+    );
+    let mut wrong = Vec::new();
+    let utilities = LAYERS[0];
+    for (modules, claimed, any_utility) in &table {
+        let real: BTreeSet<String> = refs
+            .keys()
+            .filter(|(from, to)| modules.contains(from) && !modules.contains(to))
+            .filter(|(_, to)| !(*any_utility && utilities.contains(&to.as_str())))
+            .map(|(_, to)| to.clone())
+            .collect();
+        for m in real.difference(claimed) {
+            let at = refs
+                .iter()
+                .find(|((f, t), _)| modules.contains(f) && t == m)
+                .map(|(_, at)| at.as_str())
+                .unwrap_or_default();
+            wrong.push(format!(
+                "{modules:?} imports `{m}`, which its row does not name ({at})"
+            ));
+        }
+        for m in claimed.difference(&real) {
+            wrong.push(format!(
+                "{modules:?}: its row names `{m}`, which it does not import"
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/ARCHITECTURE.md's layer table:\n  {}",
+        wrong.join("\n  ")
+    );
+}
+
+/// The functions under src/pipeline/ that `carry_out` calls, in the order of their
+/// first call.
+fn carry_out_calls() -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(&repo().join("src/pipeline"), &mut files);
+    let texts: Vec<String> = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).expect("read source"))
+        .collect();
+    let defined: BTreeSet<String> = texts
+        .iter()
+        .flat_map(|t| {
+            t.match_indices("fn ")
+                .map(|(i, _)| ident(&t[i + 3..]).to_string())
+        })
+        .collect();
+    let text = texts
+        .iter()
+        .find(|t| t.contains("fn carry_out("))
+        .expect("src/pipeline/ defines carry_out");
+    let start = text.find("fn carry_out(").expect("carry_out");
+    // The body ends at the first line that closes an item.
+    let body = &text[start..];
+    let body = &body[..body.find("\n}\n").expect("carry_out ends")];
+    let body = &body[body.find(") -> ").expect("carry_out's signature")..];
+    let mut calls: Vec<String> = Vec::new();
+    for (i, _) in body.match_indices('(') {
+        let before = &body[..i];
+        let name_start = before
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |p| p + 1);
+        let name = &before[name_start..];
+        // A method or a path (`x.f(`, `T::f(`) is not one of the stages.
+        let qualified = before[..name_start].ends_with('.') || before[..name_start].ends_with("::");
+        if !name.is_empty()
+            && !qualified
+            && defined.contains(name)
+            && !calls.iter().any(|c| c == name)
+        {
+            calls.push(name.to_string());
+        }
+    }
+    calls
+}
+
+/// docs/ARCHITECTURE.md names every stage `carry_out` calls, and no other.
+#[test]
+fn the_architecture_names_every_stage_carry_out_calls() {
+    let doc = std::fs::read_to_string(repo().join("docs/ARCHITECTURE.md")).expect("read");
+    let start = doc
+        .find("`carry_out` is")
+        .expect("docs/ARCHITECTURE.md describes carry_out");
+    let end = start
+        + doc[start..]
+            .find("(`stopped`)")
+            .expect("the paragraph ends with `stopped`");
+    let named: BTreeSet<String> = doc[start..end + "(`stopped`)".len()]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .filter(|w| *w != "carry_out")
+        .map(str::to_string)
+        .collect();
+    let called: BTreeSet<String> = carry_out_calls().into_iter().collect();
+    assert!(
+        called.len() >= 5,
+        "the call reader found too few stages: {called:?}"
+    );
+    assert_eq!(
+        named, called,
+        "docs/ARCHITECTURE.md's carry_out paragraph (left) and the stages carry_out calls (right)"
+    );
+}
+
+/// Every fork is in src/process/ but the sandbox's probe, as docs/ARCHITECTURE.md
+/// says (test code aside).
+#[test]
+fn processes_are_forked_in_process_and_by_the_sandbox_probe_only() {
+    const FORKS: &[&str] = &[
+        "libc::fork(",
+        "libc::vfork(",
+        "unistd::fork(",
+        "libc::clone(",
+        "SYS_clone3,",
+        "SYS_clone,",
+    ];
+    let doc = std::fs::read_to_string(repo().join("docs/ARCHITECTURE.md")).expect("read");
+    assert!(
+        doc.contains(
+            "Every fork of agentbash is here but one: the sandbox's probe\n(`sandbox/check.rs`)"
+        ),
+        "docs/ARCHITECTURE.md no longer says where agentbash forks: update this test with it"
+    );
+    let src = repo().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut wrong = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&src).expect("under src/").to_path_buf();
+        if rel.starts_with("process") || rel == Path::new("sandbox/check.rs") {
+            continue;
+        }
+        if rel.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("read source");
+        for line in code_lines(&text) {
+            if FORKS.iter().any(|f| line.contains(f)) {
+                wrong.push(format!("src/{}: {}", rel.display(), line.trim()));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "forks outside src/process/:\n  {}",
+        wrong.join("\n  ")
+    );
+}

@@ -8,7 +8,10 @@
 //! DNS, and the profiles set `network_allow_local = true` wherever a name must lead to
 //! those servers (without it the proxy refuses loopback, which one test checks).
 
-use crate::support::{Cmd, LiveServer, TestEnv, s, thread_count};
+use crate::support::{
+    Cmd, LiveServer, TestEnv, has_program, is_root, needs_program, needs_root, s, skip,
+    thread_count,
+};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -917,19 +920,10 @@ fn explain_shows_the_list_and_a_bad_entry_is_an_error_at_its_place() {
     );
 }
 
-fn on_path(program: &str) -> bool {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[test]
 fn npm_reads_a_local_registry_through_the_proxy() {
-    if !on_path("npm") {
-        eprintln!("skipped: npm is not installed");
-        return;
+    if !has_program("npm") {
+        skip!(needs_program("npm", "npm"));
     }
     let registry = StaticServer::start(|dir| {
         let packument = r#"{"name":"tinypkg","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"tinypkg","version":"1.0.0","description":"served through the proxy","dist":{"tarball":"http://npm.test/tinypkg-1.0.0.tgz","shasum":"0000000000000000000000000000000000000000"}}}}"#;
@@ -1053,11 +1047,11 @@ fn a_list_with_the_sandbox_off_is_not_dropped_silently() {
 
 #[test]
 fn a_user_other_than_root_gets_the_proxy_too() {
-    // SAFETY: geteuid cannot fail.
-    let is_root = unsafe { libc::geteuid() } == 0;
-    if !is_root || !on_path("setpriv") {
-        eprintln!("skipped: needs root (to become nobody) and setpriv");
-        return;
+    if !is_root() {
+        skip!(needs_root("to run the command as nobody"));
+    }
+    if !has_program("setpriv") {
+        skip!(needs_program("setpriv", "util-linux"));
     }
     let a = server("from-a");
     let root = tempfile::tempdir().expect("temp");

@@ -4,7 +4,7 @@
 //! 127.0.0.1 that the test starts with keys of its own, and fake transports that
 //! break the handshake.
 
-use crate::support::{LiveServer, TestEnv, bin, descendants, processes, s};
+use crate::support::{LiveServer, TestEnv, bin, descendants, processes, s, wait_for_cmdline};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -600,8 +600,11 @@ fn transports(client: i32, program: &str) -> Vec<i32> {
 /// next request starts a new transport.
 fn dropped_transport(env: &TestEnv, rpc: &mut LiveServer, name: &str, transport_program: &str) {
     let _ = env;
+    let mut sleeps = Vec::new();
     for id in ["long", "longer"] {
-        rpc.send(json!({"id": id, "type": "bash", "command": format!("sleep 60.{}", crate::support::nonce())}));
+        let sleep = format!("sleep 60.{}", crate::support::nonce());
+        rpc.send(json!({"id": id, "type": "bash", "command": sleep}));
+        sleeps.push(sleep);
     }
     // The run has started once the remote is busy with it: wait for the transport.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -612,7 +615,13 @@ fn dropped_transport(env: &TestEnv, rpc: &mut LiveServer, name: &str, transport_
         assert!(Instant::now() < deadline, "no transport process");
         std::thread::sleep(Duration::from_millis(20));
     };
-    std::thread::sleep(Duration::from_millis(300));
+    // Both commands run on the target: the drop ends requests in flight.
+    for sleep in &sleeps {
+        assert!(
+            wait_for_cmdline(sleep, Duration::from_secs(20)),
+            "`{sleep}` never started on the target"
+        );
+    }
     // SAFETY: kill(2) on the transport this test's client started.
     unsafe { libc::kill(pid, libc::SIGKILL) };
     let mut answered = Vec::new();

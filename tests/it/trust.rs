@@ -368,3 +368,40 @@ fn a_builtin_profile_extends_only_builtins() {
         );
     }
 }
+
+/// A pack outside what the trust record covers is refused however the run needs the
+/// packs: compiled (a caller with tools), only checked (no tools: nothing of the pack
+/// may be read either), or by `rules list`; and the guard's packs likewise.
+#[test]
+fn a_project_profile_cannot_name_rule_packs_its_record_does_not_cover() {
+    let env = TestEnv::new();
+    let pack = env.write(
+        "tools/pack.toml",
+        "[[rules]]\nid = \"x\"\npattern = '^echo\\b'\naction = \"deny\"\nmessage = \"no\"\n",
+    );
+    env.write(
+        ".agentbash/profiles/x.toml",
+        format!("[interceptor]\nrules = [\"{}\"]\n", pack.display()),
+    );
+    env.write(
+        ".agentbash/profiles/g.toml",
+        format!("[guard]\nrules = [\"{}\"]\n", pack.display()),
+    );
+    env.trust(".");
+    let outside = "is outside";
+    for args in [
+        &["run", "-p", "x", "--tools", "grep", "--", "echo hi"][..],
+        &["run", "-p", "x", "--", "echo hi"],
+        &["rules", "list", "-p", "x"],
+        &["run", "-p", "g", "--", "echo hi"],
+    ] {
+        let out = env.run(args);
+        out.assert_code(125);
+        assert!(
+            out.stderr.contains(outside) && out.stderr.contains("move it there"),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(!out.stdout.contains("hi"), "{args:?} ran: {}", out.stdout);
+    }
+}

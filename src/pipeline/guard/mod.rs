@@ -272,7 +272,9 @@ pub fn protected_paths(entries: &[String], home: Option<&str>) -> Vec<(String, P
 /// What the guard is given for its `deny` packs: `None` when no rule of theirs could
 /// match the command's canonical lines (so they were not compiled), else the packs or
 /// why they could not be loaded.
-pub type PackLoad = Option<Result<std::sync::Arc<crate::config::rules::RuleSet>, String>>;
+pub type PackLoad = Option<
+    Result<std::sync::Arc<crate::config::rules::RuleSet>, crate::config::profile::PackError>,
+>;
 
 /// The guard stage of a run: the structural verdict plus the `deny` rules of
 /// `guard.rules`, decided before anything runs.
@@ -326,7 +328,7 @@ impl GuardPlan {
         let lines = crate::pipeline::intercept::deny_lines(walk);
         match rules(&lines.join("\n")) {
             None => {}
-            Some(Err(e)) => plan.error = Some(e),
+            Some(Err(e)) => plan.error = Some(e.to_string()),
             Some(Ok(set)) if plan.refused.is_none() => {
                 if let Some(hit) = crate::pipeline::intercept::deny(&lines, &set) {
                     plan.refused = Some(Refusal {
