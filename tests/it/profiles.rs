@@ -355,7 +355,7 @@ fn unknown_profile_lists_where_it_looked() {
         .stderr_has("nope")
         .stderr_has(".agentbash/profiles/nope.toml")
         .stderr_has(
-            &env.config_dir()
+            env.config_dir()
                 .join("profiles/nope.toml")
                 .display()
                 .to_string(),

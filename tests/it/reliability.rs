@@ -192,7 +192,6 @@ impl Drop for Tmpfs {
     }
 }
 
-/// `agentbash rpc` over real pipes, hermetic like [`TestEnv`].
 // ---------------------------------------------------------------------------------
 // 1. integrity
 

@@ -127,7 +127,7 @@ fn a_sandboxed_cli_session_keeps_ten_state_changes_and_leaves_no_pending_file() 
     for n in 0..STEPS.len() {
         let out = env
             .test()
-            .run_json(&step(n))
+            .run_json(step(n))
             .opts(&["-p", &profile, "-s", "dev"])
             .env("XDG_RUNTIME_DIR", &rt)
             .run();

@@ -999,7 +999,7 @@ impl Default for Test<'static> {
 impl Test<'static> {
     /// A test in a fresh hermetic env of its own.
     pub fn new() -> Self {
-        Test::with(Holder::Owned(Box::new(TestEnv::new())))
+        Test::with(Holder::Owned(Box::default()))
     }
 
     /// A test in a fresh env that trusts project profiles ([`TestEnv::trusting`]).

@@ -269,7 +269,7 @@ fn trust_list_and_revoke() {
     env.test()
         .args(&["trust", "--list"])
         .code(0)
-        .stdout_lacks(&project.display().to_string())
+        .stdout_lacks(project.display().to_string())
         .run();
 }
 
