@@ -25,7 +25,7 @@ pub const TABLE: &[(&str, &str)] = &[
     ("2", "usage error"),
     (
         "77",
-        "blocked by an interceptor rule, or refused by the guard; nothing ran",
+        "blocked by an interceptor rule, or refused by the guard or the approval policy; nothing ran",
     ),
     (
         "124",
@@ -41,27 +41,30 @@ pub const TABLE: &[(&str, &str)] = &[
     ),
 ];
 
-/// `SIGKILL` for 9, etc.
+/// `SIGKILL` for 9, etc.: the kernel's name of every signal the platform has,
+/// `SIG<n>` for a number it has none for (the real-time signals).
 pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        _ => return format!("SIG{sig}"),
-    };
-    name.to_string()
+    nix::sys::signal::Signal::try_from(sig)
+        .map_or_else(|_| format!("SIG{sig}"), |s| s.as_str().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_have_the_kernels_names_and_others_their_number() {
+        for (sig, name) in [
+            (libc::SIGHUP, "SIGHUP"),
+            (libc::SIGKILL, "SIGKILL"),
+            (libc::SIGPIPE, "SIGPIPE"),
+            (libc::SIGXFSZ, "SIGXFSZ"),
+            (libc::SIGSYS, "SIGSYS"),
+            (libc::SIGWINCH, "SIGWINCH"),
+            (40, "SIG40"),
+            (0, "SIG0"),
+        ] {
+            assert_eq!(signal_name(sig), name, "{sig}");
+        }
+    }
 }

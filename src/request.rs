@@ -34,7 +34,107 @@ pub struct RunRequest {
     /// `--sandbox`: this run's sandbox mode instead of the profile's (a server checks
     /// `[sandbox] allow_override` before it sets this).
     pub sandbox: Option<crate::sandbox::Mode>,
+    /// Who can answer when the approval policy asks about the command (a terminal,
+    /// an MCP client, an rpc client); `None`: no one, `approval.unattended` decides.
+    pub approver: Option<ApproverRef>,
 }
+
+/// A question the approval policy asks before a command runs (README, Approval).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// The command line as the caller gave it (secrets masked).
+    pub command: String,
+    /// Each simple command that asks, with the rule that asked.
+    pub asks: Vec<Ask>,
+    /// The session an "always" answer would be remembered for.
+    pub session: Option<String>,
+    /// How long the answer is waited for (`approval.timeout`).
+    pub timeout: std::time::Duration,
+}
+
+/// One simple command a [`Question`] is about.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Ask {
+    /// The command as matched (program and arguments, resolved).
+    pub command: String,
+    /// The rule that asked, as named (`git push`, or its id); `approval.default`
+    /// when no rule matched.
+    pub rule: String,
+    /// What "always" would remember for the session (`None`: it cannot be: the
+    /// command is not known until it runs).
+    pub prefix: Option<String>,
+}
+
+impl Question {
+    /// The rules that asked, for one line of text: "rule `git push`", or several.
+    pub fn rules(&self) -> String {
+        let mut names: Vec<String> = Vec::new();
+        for a in &self.asks {
+            let name = if a.rule == "approval.default" {
+                a.rule.clone()
+            } else {
+                format!("rule `{}`", a.rule)
+            };
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names.join(", ")
+    }
+
+    /// Whether "always" can be remembered: there is a session, and every command
+    /// asked about has a prefix.
+    pub fn can_remember(&self) -> bool {
+        self.session.is_some() && self.asks.iter().all(|a| a.prefix.is_some())
+    }
+}
+
+/// What the person answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Run it, this once.
+    Once,
+    /// Run it, and remember the asking rules' prefixes for the session.
+    Always,
+    /// Do not run it.
+    Deny,
+    /// No answer within the timeout.
+    TimedOut,
+    /// The run was cancelled (a signal, `abort_bash`, the client went away) while it
+    /// waited: the signal.
+    Cancelled(i32),
+    /// No one can be asked after all (why, in a sentence): `approval.unattended`
+    /// decides.
+    Unavailable(String),
+}
+
+/// Whoever can answer a [`Question`]: the terminal agentbash runs in, an MCP client
+/// that declared elicitation, an rpc client.
+pub trait Approver: Send + Sync {
+    /// Ask, and wait (at most `question.timeout`) for the answer. `cancel` set while
+    /// waiting ends the wait with [`Answer::Cancelled`].
+    fn ask(&self, question: &Question, cancel: &crate::process::CancelToken) -> Answer;
+    /// Who answers, as a message names them ("the terminal", "the MCP client").
+    fn who(&self) -> String;
+}
+
+/// A shared [`Approver`] (compared by identity).
+#[derive(Clone)]
+pub struct ApproverRef(pub std::sync::Arc<dyn Approver>);
+
+impl std::fmt::Debug for ApproverRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Approver({})", self.0.who())
+    }
+}
+
+impl PartialEq for ApproverRef {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for ApproverRef {}
 
 /// How many lines of output a terminal's collapsed preview shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,12 +22,14 @@ pub struct Blocked {
 }
 
 /// Who refused: the guard (a structural check or a `deny` rule, whatever the caller's
-/// tools), or an interceptor rule routing the caller to a tool it has.
+/// tools), an interceptor rule routing the caller to a tool it has, or the approval
+/// policy (a `deny` rule, or an `ask` no one approved).
 #[derive(Debug, Clone, Copy, Serialize, serde::Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum BlockKind {
     Guard,
     Interceptor,
+    Approval,
 }
 
 /// Read back (`Deserialize`) only from a remote target's answer, whose fields are

@@ -22,6 +22,9 @@ pub struct Explanation<'a> {
     pub profile: ProfileShown<'a>,
     pub normalize: NormalizeShown<'a>,
     pub guard: &'a GuardPlan,
+    /// The approval policy's decision for each simple command (empty when the
+    /// profile has no `[approval]` rules and allows by default).
+    pub approval: &'a [crate::pipeline::approval::Judged],
     pub intercept: InterceptShown<'a>,
     /// What would refuse the command (`null`: it would run): the shape of a run's
     /// `blocked`.
@@ -38,6 +41,9 @@ pub struct Explanation<'a> {
     pub argv: Vec<String>,
     pub artifact_dir: Option<String>,
     pub usage_error: Option<&'a str>,
+    /// The approval stage as `explain`'s text shows it.
+    #[serde(skip)]
+    approval_lines: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -191,6 +197,7 @@ impl<'a> Explanation<'a> {
                 stdout_only: plan.normalized.stdout_only,
             },
             guard: &plan.guard,
+            approval: &plan.approval.judged,
             intercept: InterceptShown {
                 enabled: plan.interception.is_some(),
                 tools: &plan.tools,
@@ -222,6 +229,7 @@ impl<'a> Explanation<'a> {
                 .as_ref()
                 .map(|d| d.path.display().to_string()),
             usage_error: plan.usage_error.as_deref(),
+            approval_lines: plan.approval.describe(),
         }
     }
 
@@ -279,6 +287,9 @@ impl<'a> Explanation<'a> {
         }
         for (i, g) in self.guard.describe().iter().enumerate() {
             line(if i == 0 { "guard" } else { "" }, show(g));
+        }
+        for (i, a) in self.approval_lines.iter().enumerate() {
+            line(if i == 0 { "approval" } else { "" }, show(a));
         }
         let i = &self.intercept;
         if i.enabled {

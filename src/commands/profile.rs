@@ -178,6 +178,10 @@ pub fn check(l: &Lookup, names: &[String]) -> (String, bool) {
                 warnings.extend(set.warnings().iter().cloned());
             }
         }
+        let failing = crate::pipeline::approval::failing_examples(&p.profile.approval);
+        if !failing.is_empty() {
+            return Err(failing.join("\n"));
+        }
         Ok(warnings)
     };
     let results: Vec<(String, Result<Vec<String>, String>)> = if names.is_empty() {

@@ -49,7 +49,8 @@ pub fn command(c: RulesCommand) -> i32 {
             let cmd = crate::request::command_from_words(&command);
             // The guard as a run here would see it (this directory, agentbash's env).
             let req = crate::pipeline::RunRequest::new(cmd.clone());
-            let guard = crate::pipeline::plan(&req, &p).guard;
+            let plan = crate::pipeline::plan(&req, &p);
+            let (guard, approval) = (plan.guard, plan.approval);
             let i = intercept::intercept(&cmd, &set, &tools);
             let mut report = intercept::format_test(&cmd, &i, &tools);
             for (n, line) in guard.describe().iter().enumerate() {
@@ -57,9 +58,15 @@ pub fn command(c: RulesCommand) -> i32 {
                 let line = crate::display::escape_controls(line);
                 report.push_str(&format!("{label}{line}\n"));
             }
+            for (n, line) in approval.describe().iter().enumerate() {
+                let label = if n == 0 { "approval: " } else { "" };
+                let line = crate::display::escape_controls(line);
+                report.push_str(&format!("{label}{line}\n"));
+            }
             // The command, its candidates and the tools are the caller's words.
             out_escaped(&report);
-            if guard.refused.is_some() || guard.error.is_some() || i.blocked.is_some() {
+            let denied = approval.decision == crate::config::approval::Decision::Deny;
+            if guard.refused.is_some() || guard.error.is_some() || i.blocked.is_some() || denied {
                 crate::exit::BLOCKED
             } else {
                 0

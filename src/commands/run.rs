@@ -68,6 +68,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         Err(code) => return code,
     };
     let stdout_tty = std::io::stdout().is_terminal();
+    let stdin_tty = std::io::stdin().is_terminal();
     let separate = args.stderr == Some(StderrArg::Separate);
     let req = RunRequest {
         command: crate::request::command_from_words(&args.command),
@@ -88,12 +89,18 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         env: args.env.clone(),
         session: args.session.clone(),
         stdin: args.stdin,
-        stdin_tty: std::io::stdin().is_terminal(),
+        stdin_tty,
         stdout_tty,
         live_output: true,
         preview: None,
         stderr_separate: separate,
         sandbox: args.sandbox.map(crate::cli::SandboxArg::mode),
+        // On a terminal, the person there answers what the approval policy asks.
+        approver: (stdin_tty && stdout_tty && !explain).then(|| {
+            crate::request::ApproverRef(std::sync::Arc::new(
+                crate::render::prompt::TerminalApprover,
+            ))
+        }),
     };
     let format = match (args.format, args.json, profile.profile.render.format) {
         (_, true, _) => FormatArg::Json,

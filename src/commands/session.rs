@@ -121,6 +121,33 @@ fn show(store: &SessionStore, name: &str) -> Result<(), SessionError> {
             names(&mut s.removed_aliases.iter())
         ));
     }
+    // What a person approved "always" (README, Approval): the prefixes, not values.
+    let approvals = store.approvals(name);
+    let in_force = s
+        .sandbox
+        .as_ref()
+        .is_some_and(|p| p.fingerprint == approvals.sandbox);
+    if approvals.approved.is_empty() {
+        t.push_str("approved   -\n");
+    }
+    for (i, a) in approvals.approved.iter().enumerate() {
+        let by = a
+            .rule
+            .as_ref()
+            .map_or_else(|| "approval.default".to_string(), |r| format!("rule `{r}`"));
+        t.push_str(&format!(
+            "{}`{}` always ({by}; by {}, {}){}\n",
+            if i == 0 { "approved   " } else { "           " },
+            escape_controls(&a.prefix),
+            escape_controls(&a.by),
+            ago(a.at),
+            if in_force {
+                ""
+            } else {
+                " — not in force: given under another sandbox policy than the session's"
+            }
+        ));
+    }
     t.push_str("(names only; values are not shown)\n");
     out(&t);
     Ok(())

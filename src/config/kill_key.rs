@@ -86,3 +86,49 @@ impl FromStr for KillKey {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kill_keys_parse_from_profile_strings() {
+        let cases = [
+            ("esc", KillKey::Esc),
+            ("Escape", KillKey::Esc),
+            ("ctrl-[", KillKey::Esc),
+            ("ctrl-c", KillKey::CtrlC),
+            ("CTRL+C", KillKey::CtrlC),
+            ("ctrl-\\", KillKey::CtrlBackslash),
+            ("ctrl-]", KillKey::CtrlRightBracket),
+            ("c-g", KillKey::CtrlLetter('g')),
+            (" ctrl-x ", KillKey::CtrlLetter('x')),
+        ];
+        for (text, key) in cases {
+            assert_eq!(text.parse::<KillKey>(), Ok(key), "{text}");
+        }
+        for key in [
+            KillKey::Esc,
+            KillKey::CtrlBackslash,
+            KillKey::CtrlLetter('x'),
+        ] {
+            assert_eq!(key.to_string().parse::<KillKey>(), Ok(key));
+        }
+        assert_eq!(KillKey::CtrlBackslash.byte(), 0x1c);
+        assert_eq!(KillKey::CtrlLetter('x').byte(), 0x18);
+    }
+
+    #[test]
+    fn bad_kill_keys_say_what_to_use() {
+        let error = "alt-x".parse::<KillKey>().unwrap_err().to_string();
+        assert!(
+            error.contains("\"alt-x\"") && error.contains("ctrl-<letter>"),
+            "{error}"
+        );
+        let error = "ctrl-m".parse::<KillKey>().unwrap_err().to_string();
+        assert!(error.contains("Enter"), "{error}");
+        for bad in ["", "ctrl-", "ctrl-1", "ctrl-ab", "f1"] {
+            assert!(bad.parse::<KillKey>().is_err(), "{bad:?}");
+        }
+    }
+}

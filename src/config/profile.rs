@@ -644,6 +644,27 @@ impl Lookup {
                 message: format!("{sec}.{key}: {msg}"),
             });
         }
+        if let Some((index, key, msg)) = approval_rule_errors(&profile).into_iter().next() {
+            // Arrays replace: the top-most layer that set `approval.rule` holds them all.
+            let origin = layers
+                .iter()
+                .rev()
+                .find(|(_, t)| {
+                    t.get("approval")
+                        .and_then(|s| s.as_table())
+                        .is_some_and(|s| s.contains_key("rule"))
+                })
+                .map(|l| l.0.clone())
+                .unwrap_or_else(|| layers[layers.len() - 1].0.clone());
+            let text = read_origin(&origin)?;
+            let (line, col) = locate_in_array(&text, "approval.rule", index, key);
+            return Err(ProfileError::Invalid {
+                origin,
+                line,
+                col,
+                message: format!("approval.rule[{index}].{key}: {msg}"),
+            });
+        }
         let top = layers[layers.len() - 1].0.clone();
         Ok(LoadedProfile {
             name,
@@ -702,7 +723,7 @@ pub fn parse_layer(origin: &Origin, text: &str) -> Result<(toml::Table, Profile)
     // Typing the parsed table is cheap; only when it fails is the text parsed again,
     // for an error that points at the offending key.
     let typing = |e: toml::de::Error| {
-        let reworded = type_error(&e, &table);
+        let reworded = type_error(&e, &table, text);
         let mut err = invalid(e);
         if let (Some(m), ProfileError::Invalid { message, .. }) = (reworded, &mut err) {
             *message = shorten(&m);
@@ -733,7 +754,7 @@ fn entry_offset(text: &str, start: usize, message: &str) -> usize {
 /// serde's "invalid type: string \"five\", expected u64" in the profile's own words:
 /// `timeout.default: expected a whole number of seconds, found the string "five"`.
 /// `None` for errors that are not about a value's type (unknown keys, syntax).
-fn type_error(e: &toml::de::Error, table: &toml::Table) -> Option<String> {
+fn type_error(e: &toml::de::Error, table: &toml::Table, text: &str) -> Option<String> {
     let key = error_key(e)?;
     let msg = e.message();
     // serde's, toml's (an enum given a number) and our own (env.inherit) wordings.
@@ -749,8 +770,10 @@ fn type_error(e: &toml::de::Error, table: &toml::Table) -> Option<String> {
     .any(|p| msg.starts_with(p));
     if !about_type {
         // Our own deserializers' other messages say what is wrong, not where.
-        return (msg.starts_with("unknown value") || msg.starts_with("invalid entry"))
-            .then(|| format!("{key}: {msg}"));
+        return (msg.starts_with("unknown value")
+            || msg.starts_with("prefix ")
+            || msg.starts_with("invalid entry"))
+        .then(|| format!("{key}: {msg}"));
     }
     let expected = schema::expected_type(&key)?;
     let mut parts = key.split('.');
@@ -758,7 +781,13 @@ fn type_error(e: &toml::de::Error, table: &toml::Table) -> Option<String> {
         .get(parts.next()?)
         .and_then(|first| parts.try_fold(first, |at, k| at.as_table()?.get(k)))
         .map(|v| describe_value(v, msg, expected.starts_with("an array")));
-    let found = value.unwrap_or_else(|| {
+    // Inside an array of tables the path has no index: the value is where toml points.
+    let at_span = e
+        .span()
+        .and_then(|sp| text.get(sp))
+        .filter(|v| !v.is_empty() && v.len() <= 200 && !v.contains('\n'))
+        .map(|v| format!("`{v}`"));
+    let found = value.or(at_span).unwrap_or_else(|| {
         // The serde wording of what was found: "invalid type: string \"x\", expected …".
         msg.split_once(':')
             .and_then(|(_, rest)| rest.rsplit_once(", expected").map(|(f, _)| f.trim()))
@@ -858,6 +887,38 @@ pub fn locate(text: &str, section: &str, key: &str) -> (usize, usize) {
         }
     }
     (1, 1)
+}
+
+/// Best-effort position of `key` in the `index`-th (0-based) `[[array]]` table, or of
+/// that table's header when the key is not found in it.
+pub fn locate_in_array(text: &str, array: &str, index: usize, key: &str) -> (usize, usize) {
+    let mut seen = 0;
+    let mut header: Option<(usize, usize)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            if header.is_some() {
+                break;
+            }
+            let name = t
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim();
+            if t.starts_with("[[") && name == array {
+                if seen == index {
+                    header = Some((i + 1, line.len() - t.len() + 1));
+                }
+                seen += 1;
+            }
+            continue;
+        }
+        if header.is_some() && t.split('=').next().unwrap_or("").trim() == key {
+            return (i + 1, line.len() - t.len() + 1);
+        }
+    }
+    header.unwrap_or_else(|| locate(text, "approval", "rule"))
 }
 
 /// Error messages quote the offending key or value; a hostile profile can make that

@@ -28,6 +28,7 @@ pub struct Profile {
     pub sandbox: crate::sandbox::Policy,
     pub jobs: JobsCfg,
     pub target: TargetCfg,
+    pub approval: ApprovalCfg,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -410,6 +411,42 @@ impl Default for TargetCfg {
     }
 }
 
+/// `[approval]`: which commands run, which a person is asked about first, and which
+/// are refused, matched on every simple command of the line (docs/CONFIG.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApprovalCfg {
+    /// The decision for a command no rule matches.
+    pub default: super::approval::Decision,
+    /// What `ask` becomes when no one can be asked (no terminal, a client that
+    /// cannot ask).
+    pub unattended: super::approval::Unattended,
+    /// Seconds a question waits for its answer; then the command is refused.
+    pub timeout: u64,
+    pub rule: Vec<super::approval::ApprovalRule>,
+}
+
+impl Default for ApprovalCfg {
+    fn default() -> Self {
+        ApprovalCfg {
+            default: super::approval::Decision::Allow,
+            unattended: super::approval::Unattended::Deny,
+            timeout: 300,
+            rule: Vec::new(),
+        }
+    }
+}
+
+impl ApprovalCfg {
+    /// Nothing to decide: every command is allowed without looking at it.
+    pub fn is_inert(&self) -> bool {
+        self.default == super::approval::Decision::Allow && self.rule.is_empty()
+    }
+}
+
+/// Highest `approval.timeout`: a question is answered within an hour or refused.
+pub const MAX_APPROVAL_TIMEOUT: u64 = 3600;
+
 /// Highest `target.connect_timeout`.
 pub const MAX_CONNECT_TIMEOUT: u64 = 600;
 /// Highest `jobs.start_wait_ms`: `job start` answers within a minute.
@@ -428,9 +465,8 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "description" => STRING,
         "extends" => "a string (the name or path of the profile to layer on)",
         "shell" | "env" | "timeout" | "output" | "artifacts" | "interceptor" | "guard" | "pty"
-        | "process" | "limits" | "render" | "server" | "mcp" | "sandbox" | "jobs" | "target" => {
-            "a table of settings"
-        }
+        | "process" | "limits" | "render" | "server" | "mcp" | "sandbox" | "jobs" | "target"
+        | "approval" => "a table of settings",
         "shell.path" => "a string (\"auto\" or the shell's path)",
         "shell.args" => STRINGS,
         "shell.prefix" => STRING,
@@ -487,6 +523,18 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
         "sandbox.network_allow_local" | "sandbox.required" | "sandbox.allow_override" => BOOL,
         "target.transport" => "an array of strings (the transport's argv, program first)",
         "target.connect_timeout" => "a whole number of seconds (1-600)",
+        "approval.default" => "\"allow\", \"ask\" or \"deny\"",
+        "approval.unattended" => {
+            "\"allow\" or \"deny\" (what `ask` becomes when no one can be asked)"
+        }
+        "approval.timeout" => "a whole number of seconds (1-3600)",
+        "approval.rule" => "an array of tables ([[approval.rule]] with prefix and decision)",
+        "approval.rule.prefix" => "a string (words, `*`, `**`, `|` between stages)",
+        "approval.rule.decision" => "\"allow\", \"ask\" or \"deny\"",
+        "approval.rule.id" => "a string (the rule's name)",
+        "approval.rule.match" | "approval.rule.not_match" => {
+            "an array of strings (example commands)"
+        }
         _ => return None,
     })
 }
@@ -655,6 +703,16 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
             ),
         );
     }
+    if !(1..=MAX_APPROVAL_TIMEOUT).contains(&p.approval.timeout) {
+        bad(
+            "approval",
+            "timeout",
+            format!(
+                "{} is out of range: must be 1-{MAX_APPROVAL_TIMEOUT} seconds",
+                p.approval.timeout
+            ),
+        );
+    }
     if let Some(list) = p.sandbox.network.allowlist()
         && !p.sandbox.network_allow_local
     {
@@ -677,6 +735,38 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
     for k in p.env.set.keys() {
         if !valid_env_name(k) {
             bad("env", "set", format!("{k:?} is not a valid variable name"));
+        }
+    }
+    errs
+}
+
+/// What is wrong with the `[[approval.rule]]` tables serde cannot see: (index of the
+/// rule, key, message) for each.
+pub fn approval_rule_errors(p: &Profile) -> Vec<(usize, &'static str, String)> {
+    let mut errs = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, r) in p.approval.rule.iter().enumerate() {
+        if let Some(id) = &r.id {
+            let ok = !id.is_empty()
+                && id.len() <= 64
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
+            if !ok {
+                errs.push((
+                    i,
+                    "id",
+                    format!(
+                        "{id:?} is not a rule id: use 1-64 characters from A-Z a-z 0-9 . _ : -"
+                    ),
+                ));
+            } else if !seen.insert(id.as_str()) {
+                errs.push((
+                    i,
+                    "id",
+                    format!("{id:?} names two rules: each rule's id must be its own"),
+                ));
+            }
         }
     }
     errs

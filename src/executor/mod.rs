@@ -91,12 +91,7 @@ pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     // Failures here only mean a smaller pipe.
     #[cfg(target_os = "linux")]
     let _ = fcntl(&r, FcntlArg::F_SETPIPE_SZ(1 << 20));
-    if let Ok(fl) = fcntl(&r, FcntlArg::F_GETFL) {
-        let _ = fcntl(
-            &r,
-            FcntlArg::F_SETFL(OFlag::from_bits_retain(fl) | OFlag::O_NONBLOCK),
-        );
-    }
+    let _ = crate::process::set_nonblocking(&r);
     Ok((r, w))
 }
 

@@ -210,7 +210,7 @@ impl<'d> Supervisor<'d> {
             let _ = spawn::set_window_size(master.as_fd(), pty.rows, pty.cols);
             let child = spawn::spawn_on_tty(&launch.spec, group.as_ref(), slave);
             let input = master.try_clone().ok();
-            set_nonblocking(&master);
+            let _ = crate::process::set_nonblocking(&master);
             let screen = vt100::Parser::new(non_zero(pty.rows), non_zero(pty.cols), 0);
             child.map(|c| (c, master, input, Some(screen)))
         } else {
@@ -263,7 +263,7 @@ impl<'d> Supervisor<'d> {
             None
         };
         if let Some(fd) = &caller {
-            set_nonblocking(fd);
+            let _ = crate::process::set_nonblocking(fd);
         }
         Ok(Supervisor {
             dir,
@@ -674,16 +674,6 @@ fn reply_to(mut conn: UnixStream, reply: &Reply) {
     if let Ok(mut line) = serde_json::to_vec(reply) {
         line.push(b'\n');
         let _ = conn.write_all(&line);
-    }
-}
-
-fn set_nonblocking(fd: &OwnedFd) {
-    use nix::fcntl::{FcntlArg, OFlag, fcntl};
-    if let Ok(fl) = fcntl(fd, FcntlArg::F_GETFL) {
-        let _ = fcntl(
-            fd,
-            FcntlArg::F_SETFL(OFlag::from_bits_retain(fl) | OFlag::O_NONBLOCK),
-        );
     }
 }
 

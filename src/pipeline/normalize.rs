@@ -893,6 +893,8 @@ mod tests {
                 Some(3),
                 "npm",
             ),
+            // A line that ends in `|` continues on the next.
+            ("seq 3 |\n  tail -n 1", "seq 3", None, Some(1), "seq"),
         ];
         for (input, cmd, head, tail, producer) in cases {
             let n = normalize(input, true, None, None);

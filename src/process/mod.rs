@@ -10,6 +10,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+/// Makes `fd` non-blocking (its other status flags kept), so that one loop can read,
+/// write and watch the clock: output pipes, a PTY's master, a job's control socket.
+pub fn set_nonblocking(fd: impl std::os::fd::AsFd) -> nix::Result<()> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let fd = fd.as_fd();
+    let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).map(drop)
+}
+
 /// Set in every command so teardown can find descendants that left the process
 /// group (setsid, double fork) but kept the environment.
 pub const RUN_MARKER: &str = "AGENTBASH_RUN_ID";

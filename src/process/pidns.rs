@@ -272,10 +272,7 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
             _ => {}
         }
     }
-    let _ = nix::fcntl::fcntl(
-        &init.status,
-        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
-    );
+    let _ = super::set_nonblocking(&init.status);
     if let Some(e) = failure {
         init.reap(true);
         return Err(e);

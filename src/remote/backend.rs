@@ -40,6 +40,7 @@ pub fn local_request(
         .collect();
     req.session = call.session.clone();
     req.mode = crate::request::ModeChoice::Print;
+    req.approver = call.approver.clone();
     let mut tools = call.tools.clone();
     if !call.server_tools.is_empty() {
         let mut t = tools.unwrap_or_else(|| local.profile.interceptor.tools.clone());
@@ -60,7 +61,7 @@ pub fn job_refusal(
     let mut req = RunRequest::new(command);
     req.invoking_dir = invoking_dir.to_path_buf();
     req.tools = Some(Vec::new());
-    refused_before_running(&req, local).map(|r| r.text)
+    refused_before_running(&req, local, &CancelToken::new()).map(|r| r.text)
 }
 
 impl RemoteBackend {
@@ -100,6 +101,16 @@ fn outcome(r: RunResult) -> Result<BashOutcome, String> {
 }
 
 impl Backend for RemoteBackend {
+    fn approval(&self, call: &BashCall) -> Option<crate::request::Question> {
+        let mut req = self.local_request(call);
+        req.session = None;
+        let plan = crate::pipeline::plan_run(&req, &self.local);
+        (plan.approval.decision == crate::config::approval::Decision::Ask).then(|| {
+            plan.approval
+                .question(&plan.shown_command, None, &plan.secrets)
+        })
+    }
+
     fn check(&self, call: &BashCall) -> Result<(), String> {
         self.local_request(call)
             .validate()
@@ -112,15 +123,17 @@ impl Backend for RemoteBackend {
         on_progress: &mut dyn FnMut(&str),
         cancel: &CancelToken,
     ) -> Result<BashOutcome, String> {
-        let req = self.local_request(&call);
-        if let Some(refused) = refused_before_running(&req, &self.local) {
+        let mut req = self.local_request(&call);
+        // This side's policy asks first, the target's may ask the same: asked once.
+        req.approver = super::AskedOnce::wrap(call.approver.as_ref());
+        if let Some(refused) = refused_before_running(&req, &self.local, cancel) {
             return outcome(refused);
         }
         let mut request = bash_request(&req)?;
         if let Some(s) = &call.sandbox {
             request.insert("sandbox".into(), json!(s));
         }
-        let answer = self.conn.call(
+        let answer = self.conn.call_asking(
             request,
             &mut |e| {
                 if e["type"] == "output"
@@ -129,7 +142,8 @@ impl Backend for RemoteBackend {
                     on_progress(t);
                 }
             },
-            Some(cancel),
+            cancel,
+            req.approver.as_ref(),
         );
         match answer {
             Ok(response) => outcome(result_of(&response)?),

@@ -209,7 +209,20 @@ impl Connection {
         on_event: &mut dyn FnMut(&Value),
         cancel: Option<&CancelToken>,
     ) -> Result<Value, CallError> {
-        self.call_as(self.next_id(), request, on_event, cancel)
+        self.call_as(self.next_id(), request, on_event, cancel, None)
+    }
+
+    /// [`Connection::call`] for a run whose target may ask about its command (the
+    /// target's approval policy): its `approval_request` is put to `approver` here
+    /// (no one: declined) and the answer sent back as `approve`.
+    pub fn call_asking(
+        &self,
+        request: Map<String, Value>,
+        on_event: &mut dyn FnMut(&Value),
+        cancel: &CancelToken,
+        approver: Option<&crate::request::ApproverRef>,
+    ) -> Result<Value, CallError> {
+        self.call_as(self.next_id(), request, on_event, Some(cancel), approver)
     }
 
     /// A fresh id of this connection's own, for [`Connection::call_as`].
@@ -224,6 +237,7 @@ impl Connection {
         mut request: Map<String, Value>,
         on_event: &mut dyn FnMut(&Value),
         cancel: Option<&CancelToken>,
+        approver: Option<&crate::request::ApproverRef>,
     ) -> Result<Value, CallError> {
         let link = self.link().map_err(CallError::Connect)?;
         request.insert("id".into(), Value::String(id.clone()));
@@ -237,6 +251,15 @@ impl Connection {
         let mut aborted_at: Option<Instant> = None;
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(Msg::Event(e)) if e["type"] == "approval_request" => {
+                    let approve = answer_question(&self.target.name, &e, approver, cancel);
+                    if let Some(approve) = approve
+                        && link.write_line(&approve).is_err()
+                    {
+                        link.pending().remove(&id);
+                        return Err(self.dropped(&link));
+                    }
+                }
                 Ok(Msg::Event(e)) => on_event(&e),
                 Ok(Msg::Response(r)) => return Ok(r),
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(self.dropped(&link)),
@@ -471,7 +494,13 @@ fn route(link: &Link, lines: mpsc::Receiver<Input>) {
             },
             Input::Eof => break,
         };
-        let Some(id) = v["id"].as_str().map(str::to_string) else {
+        // A question is about the request it names; everything else carries its id.
+        let key = if v["type"] == "approval_request" {
+            &v["request"]
+        } else {
+            &v["id"]
+        };
+        let Some(id) = key.as_str().map(str::to_string) else {
             continue;
         };
         if v["type"] == "response" {
@@ -497,6 +526,45 @@ fn route(link: &Link, lines: mpsc::Receiver<Input>) {
     if !link.wait_exit(CLOSE_GRACE) {
         link.kill();
     }
+}
+
+/// The `approve` answering a target's `approval_request` (docs/REMOTE.md, Approval):
+/// what `approver` answered, or `unavailable` with why when no one can be asked here
+/// (the target's `approval.unattended` then decides). `None` for no answer at all: a
+/// wait that timed out here has timed out there too, and a cancelled one is followed
+/// by `abort_bash`, so the target says what happened.
+fn answer_question(
+    target: &str,
+    e: &Value,
+    approver: Option<&crate::request::ApproverRef>,
+    cancel: Option<&CancelToken>,
+) -> Option<Value> {
+    use crate::request::{Answer, Question};
+    let question = Question {
+        command: e["command"].as_str().unwrap_or_default().to_string(),
+        asks: serde_json::from_value(e["asks"].clone()).unwrap_or_default(),
+        session: e["session"].as_str().map(str::to_string),
+        timeout: Duration::from_secs(e["timeout"].as_u64().unwrap_or(300)),
+    };
+    let answer = match approver {
+        Some(a) => a.0.ask(&question, cancel.unwrap_or(&CancelToken::new())),
+        None => Answer::Unavailable(format!(
+            "the client of target {target} has no one to ask either: no terminal, and no rpc or MCP client that answers"
+        )),
+    };
+    let (decision, remember, reason) = match answer {
+        Answer::Once => ("allow", false, None),
+        Answer::Always => ("allow", true, None),
+        Answer::Deny => ("deny", false, None),
+        Answer::Unavailable(why) => ("unavailable", false, Some(why)),
+        Answer::TimedOut | Answer::Cancelled(_) => return None,
+    };
+    let mut approve =
+        json!({"type": "approve", "id": e["id"], "decision": decision, "remember": remember});
+    if let Some(why) = reason {
+        approve["reason"] = json!(why);
+    }
+    Some(approve)
 }
 
 /// The `id` of a line that starts `{"id":"c7",…` (how the rpc server writes them).

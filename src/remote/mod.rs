@@ -96,3 +96,49 @@ impl Target {
         m
     }
 }
+
+/// Who answers for one run through a target (docs/REMOTE.md, Approval): `inner`,
+/// asked once per question. This side's policy asks before the command travels and
+/// the target's may ask the very same question about the same run; the person's
+/// "yes" to it is not asked for twice.
+pub struct AskedOnce {
+    inner: crate::request::ApproverRef,
+    yes: std::sync::Mutex<Vec<(Vec<crate::request::Ask>, crate::request::Answer)>>,
+}
+
+impl AskedOnce {
+    /// `approver` wrapped for one run (`None` stays `None`: no one to ask).
+    pub fn wrap(
+        approver: Option<&crate::request::ApproverRef>,
+    ) -> Option<crate::request::ApproverRef> {
+        approver.map(|a| {
+            crate::request::ApproverRef(std::sync::Arc::new(AskedOnce {
+                inner: a.clone(),
+                yes: std::sync::Mutex::default(),
+            }))
+        })
+    }
+}
+
+impl crate::request::Approver for AskedOnce {
+    fn ask(
+        &self,
+        question: &crate::request::Question,
+        cancel: &crate::process::CancelToken,
+    ) -> crate::request::Answer {
+        use crate::request::Answer;
+        let mut yes = self.yes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, answer)) = yes.iter().find(|(asks, _)| *asks == question.asks) {
+            return answer.clone();
+        }
+        let answer = self.inner.0.ask(question, cancel);
+        if matches!(answer, Answer::Once | Answer::Always) {
+            yes.push((question.asks.clone(), answer.clone()));
+        }
+        answer
+    }
+
+    fn who(&self) -> String {
+        self.inner.0.who()
+    }
+}

@@ -9,12 +9,17 @@
 //! not reused, EOF on stdin lets every accepted request finish and be answered, a
 //! stop signal aborts them, and the exit is 0. A dropped transport answers every
 //! request in flight with `[target NAME: the connection ended]`; the next request
-//! reconnects.
+//! reconnects. Approval questions about a `bash` request, this side's policy's and
+//! the target's, go to the client as `approval_request` events about its own request
+//! id; its `approve` is answered here and passed on (docs/REMOTE.md, Approval).
 
+use super::AskedOnce;
 use super::backend::{job_refusal, local_request};
 use super::conn::{CallError, Connection};
 use crate::config::profile::LoadedProfile;
 use crate::process::CancelToken;
+use crate::request::ApproverRef;
+use crate::server::approve::{Questions, RpcApprover, answer_approve};
 use crate::server::lines::{Input, MAX_LINE};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -38,6 +43,8 @@ struct Shared {
     out: Mutex<std::io::Stdout>,
     /// `bash` requests not answered yet, by the caller's id (as text).
     pending: Mutex<HashMap<String, CancelToken>>,
+    /// Approval questions put to the client, waiting for its `approve`.
+    questions: Arc<Questions>,
 }
 
 impl Shared {
@@ -87,6 +94,7 @@ pub fn serve(conn: Connection, local: LoadedProfile, invoking_dir: PathBuf) -> i
         invoking_dir,
         out: Mutex::new(std::io::stdout()),
         pending: Mutex::default(),
+        questions: Arc::default(),
     });
     let rx = crate::server::lines::spawn_reader(std::io::stdin(), MAX_LINE);
     let mut threads: Vec<std::thread::JoinHandle<()>> = Vec::new();
@@ -111,6 +119,8 @@ pub fn serve(conn: Connection, local: LoadedProfile, invoking_dir: PathBuf) -> i
             threads.push(t);
         }
     }
+    // No answer to a question can come any more.
+    shared.questions.close();
     // EOF: every accepted request finishes and is answered. A stop signal (then or
     // during that wait): every forwarded run is aborted, and still answered.
     let mut aborted = false;
@@ -172,6 +182,10 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
             abort(shared, &id, obj.get("target"));
             return None;
         }
+        Some("approve") => {
+            answer_approve(&v, &id, &shared.questions, &|m| shared.send(m));
+            return None;
+        }
         None => {
             shared.error(&id, "missing `type`: use \"bash\" or \"abort_bash\"");
             return None;
@@ -189,6 +203,7 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
     }
     let mut request = obj.clone();
     request.remove("id");
+    let events = v["events"] == true;
     let mut token = None;
     let mut local_req = None;
     if kind == "bash" {
@@ -204,15 +219,6 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
             shared.error(&id, e.to_string());
             return None;
         }
-        if let Some(refused) = crate::pipeline::refused_before_running(&req, &shared.local) {
-            let mut answer = json!({"id": id, "type": "response", "command": "bash", "success": true, "data": refused});
-            if v["events"] == true {
-                answer["exit"] = json!(refused.agentbash_exit);
-                answer["annotation"] = json!(refused.annotation);
-            }
-            shared.send(&answer);
-            return None;
-        }
         let t = CancelToken::new();
         shared.pending().insert(key.clone(), t.clone());
         token = Some(t);
@@ -226,6 +232,30 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
     }
     let shared = Arc::clone(shared);
     Some(std::thread::spawn(move || {
+        // The client answers what this side's policy and the target's ask about a
+        // run (`approval_request` / `approve`, as from `agentbash rpc`), once each.
+        let approver = local_req.as_ref().and_then(|_| {
+            let to = Arc::clone(&shared);
+            AskedOnce::wrap(Some(&ApproverRef(Arc::new(RpcApprover {
+                send: Arc::new(move |m| to.send(m)),
+                questions: Arc::clone(&shared.questions),
+                request: id.clone(),
+            }))))
+        });
+        if let (Some(req), Some(tok)) = (&local_req, &token) {
+            let mut req = req.clone();
+            req.approver = approver.clone();
+            if let Some(refused) = crate::pipeline::refused_before_running(&req, &shared.local, tok)
+            {
+                let mut answer = json!({"id": id, "type": "response", "command": "bash", "success": true, "data": refused});
+                if events {
+                    answer["exit"] = json!(refused.agentbash_exit);
+                    answer["annotation"] = json!(refused.annotation);
+                }
+                shared.answer(&answer, &key);
+                return;
+            }
+        }
         let wire = shared.conn.next_id();
         let answer = shared.conn.call_as(
             wire,
@@ -236,6 +266,7 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
                 shared.send(&e);
             },
             token.as_ref(),
+            approver.as_ref(),
         );
         let answer = match answer {
             Ok(mut a) => {

@@ -148,7 +148,11 @@ pub fn run(
     if let Some(msg) = unsupported(req) {
         return failed(req, local, exit::USAGE, msg.to_string());
     }
-    if let Some(refused) = refused_before_running(req, local) {
+    // This side's policy asks first, the target's may ask the same: asked once.
+    let mut once = req.clone();
+    once.approver = super::AskedOnce::wrap(req.approver.as_ref());
+    let req = &once;
+    if let Some(refused) = refused_before_running(req, local, cancel) {
         return refused;
     }
     let request = match bash_request(req) {
@@ -156,7 +160,12 @@ pub fn run(
         Err(e) => return failed(req, local, exit::USAGE, e),
     };
     let conn = Connection::new(target.clone());
-    let answer = conn.call(request, &mut |e| forward_event(e, renderer), Some(cancel));
+    let answer = conn.call_asking(
+        request,
+        &mut |e| forward_event(e, renderer),
+        cancel,
+        req.approver.as_ref(),
+    );
     let result = match answer {
         Ok(response) => match result_of(&response) {
             Ok(r) => r,

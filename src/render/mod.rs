@@ -2,6 +2,7 @@
 //! run's events as they happen and the final result once.
 
 pub mod json;
+pub mod prompt;
 pub mod text;
 
 use crate::pipeline::Event;
@@ -53,6 +54,7 @@ impl Start {
                 cwd: plan.cwd.as_ref().ok().map(|c| c.display().to_string()),
                 runs: plan.usage_error.is_none()
                     && plan.guard.refused.is_none()
+                    && plan.approval.decision != crate::config::approval::Decision::Deny
                     && plan
                         .interception
                         .as_ref()

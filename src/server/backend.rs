@@ -35,6 +35,9 @@ pub struct BashCall {
     /// profile's `interceptor.tools` does not apply: it describes a caller this server
     /// cannot see, and a route to a tool nobody has leaves the model stuck.
     pub server_tools: Vec<String>,
+    /// Who answers when the approval policy asks about the command (the rpc or MCP
+    /// client); `None`: no one, `approval.unattended` decides.
+    pub approver: Option<crate::request::ApproverRef>,
 }
 
 /// What a finished run produced.
@@ -121,4 +124,11 @@ pub trait Backend: Send + Sync + 'static {
     }
     /// The server stops taking requests: job requests that wait end their wait.
     fn close(&self) {}
+
+    /// The question the approval policy would ask before running `call` (`None`:
+    /// it would not ask), for a client that must be given it before the call runs.
+    fn approval(&self, call: &BashCall) -> Option<crate::request::Question> {
+        let _ = call;
+        None
+    }
 }

@@ -500,6 +500,16 @@ impl Backend for Engine {
     fn close(&self) {
         Engine::close(self);
     }
+
+    fn approval(&self, call: &BashCall) -> Option<crate::request::Question> {
+        let req =
+            super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox).ok()?;
+        let plan = crate::pipeline::plan_run(&req, &self.profile);
+        (plan.approval.decision == crate::config::approval::Decision::Ask).then(|| {
+            plan.approval
+                .question(&plan.shown_command, req.session.as_deref(), &plan.secrets)
+        })
+    }
 }
 
 /// The private TMPDIR a job's supervisor made for its sandbox.

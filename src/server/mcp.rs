@@ -20,7 +20,12 @@
 //! - EOF on stdin (the client went away) sets every running call's cancel flag, so
 //!   the server exits promptly instead of waiting for long commands. SIGTERM, SIGINT
 //!   and SIGHUP are handled as that same EOF: every call is cancelled and answered,
-//!   and the server exits 0, as `agentbash rpc` does.
+//!   and the server exits 0, as `agentbash rpc` does;
+//! - elicitation: a command the approval policy asks about is put to the person
+//!   behind a client that declared the `elicitation` capability, as a form with one
+//!   boolean, `remember` — through an `elicitation/create` request on protocols before
+//!   2026-07-28, and as an `input_required` result the client answers by calling
+//!   again on 2026-07-28 and later (which forbid server-to-client requests).
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -30,9 +35,11 @@ use std::time::Duration;
 
 use rmcp::handler::server::common::schema_for_input;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ContentBlock,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
+    InputRequest, InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
+    ServerRequest, Tool, ToolAnnotations,
 };
 use rmcp::schemars::JsonSchema;
 use rmcp::service::{RequestContext, ServerInitializeError};
@@ -44,6 +51,7 @@ use tokio::sync::{Notify, Semaphore, watch};
 use super::backend::{Backend, BashCall, BashOutcome};
 use super::engine::DEFAULT_ARTIFACT_LINES;
 use super::{lenient, mcp_stdio};
+use crate::request::{Answer, Approver, Question};
 
 const BASH_TOOL: &str = "bash";
 const READ_ARTIFACT_TOOL: &str = "read_artifact";
@@ -308,6 +316,7 @@ impl From<BashArgs> for BashCall {
             tools: args.tools,
             sandbox: args.sandbox,
             server_tools: Vec::new(),
+            approver: None,
         }
     }
 }
@@ -387,7 +396,22 @@ pub struct McpServer<B: Backend> {
     slots: Arc<Semaphore>,
     /// Becomes `true` when stdin reaches EOF: every running call is cancelled.
     closed: watch::Sender<bool>,
+    /// Approval questions handed to a 2026-07-28 client as `input_required`, by the
+    /// `requestState` it must send back with the answer.
+    asked: Mutex<BTreeMap<String, Asked>>,
 }
+
+/// An approval question a client was given to answer on its next call.
+struct Asked {
+    /// The call's arguments, as sent: the answer is for this call only.
+    arguments: serde_json::Value,
+    asks: Vec<crate::request::Ask>,
+    /// After this the answer comes too late (`approval.timeout`).
+    deadline: std::time::Instant,
+}
+
+/// The input request key of the approval question in an `input_required` result.
+const APPROVAL_INPUT: &str = "approval";
 
 impl<B: Backend> McpServer<B> {
     fn new(backend: Arc<B>, closed: watch::Sender<bool>) -> anyhow::Result<Self> {
@@ -401,20 +425,98 @@ impl<B: Backend> McpServer<B> {
             tools,
             slots,
             closed,
+            asked: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    fn asked(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Asked>> {
+        self.asked.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Who answers this call's approval question (see the module doc): the client by
+    /// `elicitation/create`, the answer it sent with this call (2026-07-28), or no
+    /// one. `Err`: the question goes back to the client first, as `input_required`.
+    fn approver_for(
+        &self,
+        call: &BashCall,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<crate::request::ApproverRef, Box<InputRequiredResult>> {
+        use crate::request::ApproverRef;
+        let elicits = context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        if !elicits {
+            return Ok(ApproverRef(Arc::new(NoElicitation)));
+        }
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        if !modern {
+            return Ok(ApproverRef(Arc::new(Elicitation {
+                peer: context.peer.clone(),
+                runtime: tokio::runtime::Handle::current(),
+            })));
+        }
+        let arguments = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        // The answer to a question this server asked, for these very arguments.
+        if let Some(state) = &request.request_state {
+            let asked = self.asked().remove(state);
+            if let Some(asked) = asked.filter(|a| a.arguments == arguments) {
+                let answer = if std::time::Instant::now() > asked.deadline {
+                    Answer::TimedOut
+                } else {
+                    request
+                        .input_responses
+                        .as_ref()
+                        .and_then(|r| r.get(APPROVAL_INPUT))
+                        .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
+                        .map_or(Answer::Deny, |r| elicited(&r))
+                };
+                return Ok(ApproverRef(Arc::new(Answered {
+                    asks: asked.asks,
+                    answer,
+                })));
+            }
+        }
+        let Some(question) = self.backend.approval(call) else {
+            return Ok(ApproverRef(Arc::new(NoElicitation)));
+        };
+        let state = format!("approval-{}", crate::ids::nonce());
+        let mut asked = self.asked();
+        let now = std::time::Instant::now();
+        asked.retain(|_, a| a.deadline > now);
+        asked.insert(
+            state.clone(),
+            Asked {
+                arguments,
+                asks: question.asks.clone(),
+                deadline: now + question.timeout,
+            },
+        );
+        let mut requests = rmcp::model::InputRequests::new();
+        requests.insert(
+            APPROVAL_INPUT.to_string(),
+            InputRequest::Elicitation(ElicitRequest::new(elicitation_form(&question))),
+        );
+        Err(Box::new(InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
     }
 
     async fn call_bash(
         &self,
-        arguments: Option<JsonObject>,
+        request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        let args = match parse_arguments::<BashArgs>(BASH_TOOL, arguments) {
+    ) -> CallToolResponse {
+        let args = match parse_arguments::<BashArgs>(BASH_TOOL, request.arguments.clone()) {
             Ok(args) => args,
-            Err(error) => return tool_error(error.to_string()),
+            Err(error) => return tool_error(error.to_string()).into(),
         };
         if args.background == Some(true) {
-            return self.call_job("job_start", args.job_start()).await;
+            return self.call_job("job_start", args.job_start()).await.into();
         }
         let mut call: BashCall = args.into();
         call.server_tools = vec![OWN_TOOL_FOR_BACKGROUND.to_string()];
@@ -424,9 +526,20 @@ impl<B: Backend> McpServer<B> {
         }
         // A bad request is answered now, not once a run slot frees.
         if let Err(message) = self.backend.check(&call) {
-            return tool_error(message);
+            return tool_error(message).into();
         }
+        match self.approver_for(&call, &request, &context) {
+            Ok(approver) => call.approver = Some(approver),
+            Err(input_required) => return (*input_required).into(),
+        }
+        self.run_bash(call, context).await.into()
+    }
 
+    async fn run_bash(
+        &self,
+        call: BashCall,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         // Wait for a run slot; a call cancelled meanwhile (or the client leaving) is
         // answered as cancelled without starting anything.
         let permit = {
@@ -632,7 +745,7 @@ impl<B: Backend> ServerHandler for McpServer<B> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let result = match request.name.as_ref() {
-            BASH_TOOL => self.call_bash(request.arguments, context).await,
+            BASH_TOOL => return Ok(self.call_bash(request, context).await),
             READ_ARTIFACT_TOOL => self.call_read_artifact(request.arguments).await,
             name if self.backend.toolbox() && FILE_TOOLS.contains(&name) => {
                 let tool = FILE_TOOLS
@@ -667,6 +780,154 @@ impl<B: Backend> ServerHandler for McpServer<B> {
             }
         };
         Ok(result.into())
+    }
+}
+
+/// What a client's elicitation answer means: accept runs (`remember` true: always),
+/// decline and cancel refuse.
+fn elicited(r: &ElicitResult) -> Answer {
+    match r.action {
+        ElicitationAction::Accept => {
+            let remember = r
+                .content
+                .as_ref()
+                .and_then(|c| c.get("remember"))
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false);
+            if remember {
+                Answer::Always
+            } else {
+                Answer::Once
+            }
+        }
+        _ => Answer::Deny,
+    }
+}
+
+/// The approval question as an elicitation form: the command and the rule in the
+/// message, one boolean `remember`.
+fn elicitation_form(q: &Question) -> ElicitRequestParams {
+    let mut message = format!(
+        "agentbash: approve this command before it runs?\n$ {}\n",
+        q.command
+    );
+    for a in &q.asks {
+        if a.rule == "approval.default" {
+            message.push_str(&format!("{}  (approval.default asks)\n", a.command));
+        } else {
+            message.push_str(&format!("{}  (rule `{}` asks)\n", a.command, a.rule));
+        }
+    }
+    message.push_str("Accept runs it; decline refuses it.");
+    let remember = if q.can_remember() {
+        let prefixes: Vec<String> = q
+            .asks
+            .iter()
+            .filter_map(|a| a.prefix.as_ref().map(|p| format!("`{p}`")))
+            .collect();
+        format!(
+            "Also run commands starting with {} without asking again in session {}.",
+            prefixes.join(", "),
+            q.session.as_deref().unwrap_or_default()
+        )
+    } else if q.session.is_none() {
+        "There is no session to remember it in: it counts as once.".to_string()
+    } else {
+        "What it runs is not known until it runs: it counts as once.".to_string()
+    };
+    let requested_schema = rmcp::model::ElicitationSchema::builder()
+        .optional_bool_with("remember", |b| {
+            b.title("Always, for this session")
+                .description(remember)
+                .with_default(false)
+        })
+        .build_unchecked();
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema,
+    }
+}
+
+/// A client without the `elicitation` capability: no one can be asked.
+struct NoElicitation;
+
+impl Approver for NoElicitation {
+    fn ask(&self, _: &Question, _: &crate::process::CancelToken) -> Answer {
+        Answer::Unavailable(
+            "the MCP client did not declare the elicitation capability, so it cannot put the question to a person"
+                .into(),
+        )
+    }
+
+    fn who(&self) -> String {
+        "the MCP client".into()
+    }
+}
+
+/// An answer the client already gave (2026-07-28: sent with its repeated call), for
+/// the question it was given.
+struct Answered {
+    asks: Vec<crate::request::Ask>,
+    answer: Answer,
+}
+
+impl Approver for Answered {
+    fn ask(&self, q: &Question, _: &crate::process::CancelToken) -> Answer {
+        if q.asks == self.asks {
+            self.answer.clone()
+        } else {
+            Answer::Unavailable(
+                "what the command asks about changed between the question and the answer".into(),
+            )
+        }
+    }
+
+    fn who(&self) -> String {
+        "the MCP client's user".into()
+    }
+}
+
+/// Asks through `elicitation/create` (protocols before 2026-07-28), from the blocking
+/// thread the run is on.
+struct Elicitation {
+    peer: Peer<RoleServer>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Approver for Elicitation {
+    fn ask(&self, q: &Question, cancel: &crate::process::CancelToken) -> Answer {
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(elicitation_form(q)));
+        let peer = self.peer.clone();
+        let timeout = q.timeout;
+        self.runtime.block_on(async move {
+            let asked = peer.send_request(request);
+            let cancelled = async {
+                loop {
+                    if let Some(sig) = cancel.reason() {
+                        return sig;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            };
+            tokio::select! {
+                answer = tokio::time::timeout(timeout, asked) => match answer {
+                    Err(_) => Answer::TimedOut,
+                    Ok(Ok(ClientResult::ElicitResult(r))) => elicited(&r),
+                    Ok(Ok(other)) => Answer::Unavailable(format!(
+                        "the MCP client answered the question with something else ({other:?})"
+                    )),
+                    Ok(Err(e)) => Answer::Unavailable(format!(
+                        "the MCP client could not put the question to a person ({e})"
+                    )),
+                },
+                sig = cancelled => Answer::Cancelled(sig),
+            }
+        })
+    }
+
+    fn who(&self) -> String {
+        "the MCP client's user".into()
     }
 }
 

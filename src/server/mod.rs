@@ -2,6 +2,7 @@
 //! a caller's request into a [`RunRequest`] the same way ([`build_request`]) and run
 //! it through the same engine ([`engine::Engine`]).
 
+pub mod approve;
 mod artifact_calls;
 pub mod backend;
 pub mod engine;
@@ -27,6 +28,7 @@ pub const CAPABILITIES: &[&str] = &[
     "jobs",
     "read_artifact",
     "artifact_read",
+    "approval",
 ];
 
 /// The `data` of the answer to `hello`: the protocol, this agentbash's version and
@@ -67,6 +69,7 @@ pub fn build_request(
     req.tools = call.tools.clone();
     req.mode = crate::request::ModeChoice::Print;
     req.sandbox = crate::pipeline::sandbox::peer_override(sandbox, call.sandbox.as_deref())?;
+    req.approver = call.approver.clone();
     req.validate().map_err(|e| e.to_string())?;
     Ok(req)
 }

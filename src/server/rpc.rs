@@ -9,10 +9,15 @@
 //! wait for the aborted runs to answer, and exit 0. Nothing but protocol messages goes
 //! to stdout. The file requests (`read`, `grep`, `glob`, `edit`, `write`) are answered
 //! by the toolbox (`crate::toolbox`), each on a thread of its own outside the queue.
+//! A run the approval policy asks about sends an `approval_request` event and waits
+//! for the client's `approve` (read by the reader, like `abort_bash`); at EOF no one
+//! can answer any more, and `approval.unattended` decides what still waits.
 
+use super::approve::{Questions, RpcApprover};
 use super::backend::BashCall;
 use super::engine::Engine;
 use crate::process::CancelToken;
+use crate::request::ApproverRef;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -230,6 +235,7 @@ pub fn serve(engine: Engine) -> i32 {
     });
     let engine = Arc::new(engine);
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
+    let questions = Arc::new(Questions::default());
     let mut threads = Vec::new();
     let rx = super::lines::spawn_reader(std::io::stdin(), MAX_LINE);
     loop {
@@ -278,6 +284,10 @@ pub fn serve(engine: Engine) -> i32 {
             out.send(&json!({"id": id, "type": "response", "command": "hello", "success": true, "data": super::hello(&engine)}));
             continue;
         }
+        if kind == Some("approve") {
+            super::approve::answer_approve(&v, &id, &questions, &|m| out.send(m));
+            continue;
+        }
         // Any answer carrying a pending id could be taken for that request's answer:
         // reject the newcomer under `id: null`, naming the id, before anything else.
         if kind != Some("abort_bash") && sched.pending().contains_key(&id_key(&id)) {
@@ -295,7 +305,13 @@ pub fn serve(engine: Engine) -> i32 {
                 };
                 let events = req.events.unwrap_or(false);
                 let stream = req.stream.unwrap_or(false) || events;
-                let call = bash_call(req);
+                let mut call = bash_call(req);
+                let to = out.clone();
+                call.approver = Some(ApproverRef(Arc::new(RpcApprover {
+                    send: Arc::new(move |m| to.send(m)),
+                    questions: Arc::clone(&questions),
+                    request: id.clone(),
+                })));
                 // Answered now, not when a concurrency slot frees.
                 if let Err(e) = super::build_request(
                     &call,
@@ -396,11 +412,13 @@ pub fn serve(engine: Engine) -> i32 {
             }
             Some(other) => out.error(
                 &id,
-                format!("unknown request type {other:?}: use \"hello\", \"bash\", \"abort_bash\", a file request (read, grep, glob, edit, write), a job request (job_start, job_status, job_wait, job_output, job_send, job_stop, job_list) or an artifact request (read_artifact, artifact_read)"),
+                format!("unknown request type {other:?}: use \"hello\", \"bash\", \"abort_bash\", \"approve\", a file request (read, grep, glob, edit, write), a job request (job_start, job_status, job_wait, job_output, job_send, job_stop, job_list) or an artifact request (read_artifact, artifact_read)"),
             ),
             None => out.error(&id, "missing `type`: use \"bash\" or \"abort_bash\""),
         }
     }
+    // No answer to a question can come any more.
+    questions.close();
     // EOF: no more requests, but every accepted one runs and is answered (a job
     // request's wait within its own bound). A stop signal, then or during that wait:
     // abort what runs and let each answer; what waits is answered as cancelled
@@ -458,6 +476,7 @@ fn bash_call(req: BashRequest) -> BashCall {
         tools: req.tools,
         sandbox: req.sandbox,
         server_tools: Vec::new(),
+        approver: None,
     }
 }
 

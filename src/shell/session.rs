@@ -15,6 +15,11 @@
 //! a sandbox keeps writable, see [`exchange_dir`]); agentbash commits it (atomic rename)
 //! only when the run ended on its own — a run that timed out or was cancelled leaves the
 //! session exactly as it was — and removes the pending file once it is read.
+//!
+//! Beside it, `approvals.json` (0600) lists the prefixes a person approved "always"
+//! for the session (README, Approval), with the sandbox policy they were given
+//! under; they count only while the session's state is of that same policy. It is
+//! written by agentbash under the session lock, never by the command's shell.
 
 use super::dump;
 use super::snapshot::Snapshot;
@@ -334,6 +339,47 @@ impl std::fmt::Display for SandboxPolicy {
     }
 }
 
+/// What a person approved "always" for a session (`approvals.json`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approvals {
+    /// The sandbox policy fingerprint of the runs they were given in.
+    pub sandbox: String,
+    pub approved: Vec<Approved>,
+}
+
+/// One prefix approved "always".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approved {
+    /// The prefix of the rule that asked (or the command's own words when the
+    /// default asked): the commands it matches run without asking.
+    pub prefix: String,
+    /// The rule that asked, as named (`null`: approval.default).
+    pub rule: Option<String>,
+    /// The command that was approved, as shown.
+    pub command: String,
+    /// Who answered ("the terminal", "the MCP client", "the rpc client").
+    pub by: String,
+    /// Unix seconds.
+    pub at: u64,
+}
+
+/// `approvals.json` of the session directory `dir`; empty when there is none or it is
+/// not a regular file of ours within the cap (an approval that cannot be read is not
+/// given).
+fn read_approvals(dir: &Path) -> Approvals {
+    crate::fsguard::read_file(
+        &dir.join("approvals.json"),
+        crate::fsguard::CONFIG_CAP,
+        crate::fsguard::Links::Refuse,
+    )
+    .ok()
+    .and_then(|b| serde_json::from_slice(&b).ok())
+    .unwrap_or_default()
+}
+
+/// The most approvals a session keeps (the oldest go first).
+const MAX_APPROVALS: usize = 256;
+
 /// One line of `session list`.
 #[derive(Debug, Clone)]
 pub struct SessionSummary {
@@ -484,6 +530,27 @@ impl SessionStore {
             pending,
             policy: None,
         })
+    }
+
+    /// The session's "always" approvals (empty when it has none, or the file is not
+    /// ours or not readable: an approval that cannot be read is not given).
+    pub fn approvals(&self, name: &str) -> Approvals {
+        if validate_name(name).is_err() {
+            return Approvals::default();
+        }
+        read_approvals(&self.dir(name))
+    }
+
+    /// The prefixes approved "always" that apply to a run of the session as saved:
+    /// given under the sandbox policy the session's state was made under.
+    pub fn honoured_approvals(&self, name: &str, state: Option<&SessionState>) -> Vec<String> {
+        let approvals = self.approvals(name);
+        match state.and_then(|s| s.sandbox.as_ref()) {
+            Some(policy) if policy.fingerprint == approvals.sandbox => {
+                approvals.approved.into_iter().map(|a| a.prefix).collect()
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// Every session, sorted by name.
@@ -667,6 +734,37 @@ impl ActiveSession {
                 Ok(())
             }
         }
+    }
+
+    /// Record prefixes approved "always" (under the session lock, after the run's
+    /// sandbox policy was adopted): they apply to the session's later runs under
+    /// `policy`. Approvals given under another policy are dropped.
+    pub fn remember_approvals(
+        &self,
+        new: Vec<Approved>,
+        policy: &SandboxPolicy,
+    ) -> Result<(), SessionError> {
+        let mut approvals = read_approvals(&self.dir);
+        if approvals.sandbox != policy.fingerprint {
+            approvals = Approvals {
+                sandbox: policy.fingerprint.clone(),
+                approved: Vec::new(),
+            };
+        }
+        for a in new {
+            approvals.approved.retain(|old| old.prefix != a.prefix);
+            approvals.approved.push(a);
+        }
+        let excess = approvals.approved.len().saturating_sub(MAX_APPROVALS);
+        approvals.approved.drain(..excess);
+        let path = self.dir.join("approvals.json");
+        let text = serde_json::to_vec_pretty(&approvals).unwrap_or_default();
+        write_private(&path, &text).map_err(SessionStore::io(&self.name, "write", &path))
+    }
+
+    /// The sandbox policy this run adopted (see [`ActiveSession::adopt_policy`]).
+    pub fn policy(&self) -> Option<&SandboxPolicy> {
+        self.policy.as_ref()
     }
 
     /// The directory the session's shell writes its state into: a sandbox must keep

@@ -37,6 +37,14 @@ pub struct SessionPlan {
     pub cwd: Option<PathBuf>,
     /// The variables the session exported, as saved (secrets among them are masked).
     pub exported: BTreeMap<String, String>,
+    /// The variables the session unset.
+    pub unset: Vec<String>,
+    /// The functions and aliases the session holds (names): their bodies are not in
+    /// the command line.
+    pub definitions: Vec<String>,
+    /// The prefixes approved "always" for the session (see
+    /// `SessionStore::honoured_approvals`).
+    pub approved: Vec<String>,
 }
 
 impl StatePlan {
@@ -82,12 +90,17 @@ pub fn plan(
     let session = session.map(|name| {
         let store = SessionStore::new();
         let dir = store.dir(name);
-        let saved = store.load(name).ok().flatten().unwrap_or_default();
+        let saved = store.load(name).ok().flatten();
+        let approved = store.honoured_approvals(name, saved.as_ref());
+        let saved = saved.unwrap_or_default();
         SessionPlan {
             name: name.to_string(),
             dir,
             cwd: saved.cwd,
             exported: saved.env_set,
+            unset: saved.env_unset.into_iter().collect(),
+            definitions: saved.functions.into_iter().chain(saved.aliases).collect(),
+            approved,
         }
     });
     StatePlan { snapshot, session }

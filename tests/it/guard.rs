@@ -389,8 +389,9 @@ fn refusal_names_the_resolved_target() {
 }
 
 /// Hostile shapes get a verdict, the right one, and each in bounded time: 20,000
-/// commands are all checked and a refusal at the end is still seen; 500 nested
-/// subshells or groups and `bash -c` nested to the documented depth (8) are seen into;
+/// commands are all checked and a refusal at the end is still seen; 60 nested
+/// subshells or groups and `bash -c` nested to the documented depth (8) are seen into,
+/// 500 are refused unread;
 /// huge globs and 50,000 `f()` definitions are judged for what they are (nothing
 /// protected). The time cap only catches a blow-up (a hang), it is no benchmark.
 #[test]
@@ -459,6 +460,20 @@ fn guard_never_panics_and_stays_linear() {
             (rule.to_string(), target.to_string()),
             "{}…: {:?}",
             cmd.chars().take(60).collect::<String>(),
+            v.refused
+        );
+    }
+    // Nested deeper than the parser follows (500 levels), a destructive program in
+    // it is refused unread.
+    for deep in [
+        "( ".repeat(500) + "rm -rf /" + &" )".repeat(500),
+        "{ ".repeat(500) + "rm -rf ~; " + &"}; ".repeat(500),
+    ] {
+        let v = timed(&deep);
+        assert_eq!(
+            v.refused.as_ref().map(|r| r.rule.as_str()),
+            Some("guard:unparsed"),
+            "{:?}",
             v.refused
         );
     }

@@ -1,5 +1,6 @@
 //! The integration test binary: every module runs the real `agentbash` binary.
 
+mod approval;
 mod bad_input;
 mod containment;
 mod display;

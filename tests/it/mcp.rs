@@ -26,6 +26,17 @@ fn python_sdk_available() -> bool {
 /// -p PROFILE` started in `env` (`None`, with a note, when the SDK is missing). Fails
 /// the test unless every selected check passed (and there was one).
 pub(crate) fn python_client_checks(env: &crate::support::TestEnv, only: &str, profile: &str) {
+    python_client_checks_with(env, only, profile, &[]);
+}
+
+/// [`python_client_checks`] with variables set for the client (`MCP_CHECKS` picks
+/// another set of checks).
+pub(crate) fn python_client_checks_with(
+    env: &crate::support::TestEnv,
+    only: &str,
+    profile: &str,
+    vars: &[(&str, &str)],
+) {
     if !python_sdk_available() {
         crate::support::skip!(
             "python3 cannot import `mcp` (the official MCP SDK)",
@@ -33,20 +44,22 @@ pub(crate) fn python_client_checks(env: &crate::support::TestEnv, only: &str, pr
         );
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
-    let out = env
-        .program(
-            "python3",
-            &[
-                &script.display().to_string(),
-                "--only",
-                only,
-                SERVER,
-                "mcp",
-                "-p",
-                profile,
-            ],
-        )
-        .run();
+    let mut cmd = env.program(
+        "python3",
+        &[
+            &script.display().to_string(),
+            "--only",
+            only,
+            SERVER,
+            "mcp",
+            "-p",
+            profile,
+        ],
+    );
+    for (k, v) in vars {
+        cmd = cmd.env(k, v);
+    }
+    let out = cmd.run();
     let summary = out.stdout.lines().last().unwrap_or_default();
     let passed = summary
         .split_once(" passed, 0 failed")

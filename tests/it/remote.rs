@@ -966,3 +966,160 @@ fn an_interrupted_remote_run_is_aborted_there_and_answers_cancelled() {
         "the remote command still runs"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Approval through a target (docs/REMOTE.md, Approval)
+
+/// Target `box`: a local argv whose agentbash runs profile `appr` (its `touch` asks,
+/// `approval.timeout` 60 s), with the remote side's own state.
+fn asking_target(env: &TestEnv) -> RemoteSide {
+    let remote = RemoteSide::new();
+    let profiles = remote.dir.path().join("config/agentbash/profiles");
+    std::fs::create_dir_all(&profiles).expect("profiles dir");
+    std::fs::write(profiles.join("appr.toml"), crate::approval::POLICY).expect("profile");
+    let mut argv = remote.argv(env);
+    argv.extend(["-p".to_string(), "appr".to_string()]);
+    target_profile(env, "box", &argv, "");
+    remote
+}
+
+/// The target's question is put to the person at this side's terminal; `y` runs it
+/// there, `n` refuses it. When this side's policy asks the same question first, the
+/// person is asked once, not twice.
+#[test]
+fn a_targets_question_is_asked_on_the_local_terminal() {
+    let env = TestEnv::new();
+    let _remote = asking_target(&env);
+    let yes = env.work().join("remote-yes.txt");
+    let shown = crate::approval::run_in_terminal(
+        &env,
+        "--target box",
+        &format!("touch {}", yes.display()),
+        Some("y"),
+    );
+    assert!(
+        shown.contains("agentbash: approval needed before this runs")
+            && shown.contains(&format!("touch {}  (rule `touch` asks)", yes.display())),
+        "{shown}"
+    );
+    assert!(shown.contains("ab-exit=0"), "{shown}");
+    assert!(yes.exists());
+
+    let no = env.work().join("remote-no.txt");
+    let shown = crate::approval::run_in_terminal(
+        &env,
+        "--target box",
+        &format!("touch {}", no.display()),
+        Some("n"),
+    );
+    assert!(shown.contains("ab-exit=77"), "{shown}");
+    assert!(shown.contains("declined it"), "{shown}");
+    assert!(!no.exists());
+
+    // This side's policy is the same: its question comes first, the target's same
+    // one is answered with it (a second question would leave the line waiting).
+    env.user_profile("appr", crate::approval::POLICY);
+    let both = env.work().join("remote-both.txt");
+    let shown = crate::approval::run_in_terminal(
+        &env,
+        "-p appr --target box",
+        &format!("touch {}", both.display()),
+        Some("y"),
+    );
+    assert!(shown.contains("ab-exit=0"), "{shown}");
+    assert_eq!(
+        shown.matches("approval needed before this runs").count(),
+        1,
+        "{shown}"
+    );
+    assert!(both.exists());
+}
+
+/// With no terminal here, the target is told no one can be asked, and its
+/// `approval.unattended` decides at once (not after its 60 s `approval.timeout`).
+#[test]
+fn with_no_one_to_ask_here_the_targets_unattended_decides_at_once() {
+    let env = TestEnv::new();
+    let _remote = asking_target(&env);
+    let file = env.work().join("remote-unattended.txt");
+    let out = env.run(&[
+        "run",
+        "--target",
+        "box",
+        "--json",
+        "--",
+        &format!("touch {}", file.display()),
+    ]);
+    out.assert_code(77);
+    let v = out.json();
+    assert_eq!(v["blocked"]["kind"], "approval", "{v}");
+    let text = s(&v, "text");
+    assert!(
+        text.contains(
+            "no one can be asked here (the client of target box has no one to ask either"
+        ) && text.contains("approval.unattended = \"deny\" refuses it"),
+        "{text}"
+    );
+    assert!(!file.exists());
+}
+
+/// `rpc --target`: the target's question reaches the rpc client as an
+/// `approval_request` about the client's own request id, and its `approve` goes back.
+#[test]
+fn rpc_through_a_target_passes_the_targets_question_to_its_client() {
+    let env = TestEnv::new();
+    let _remote = asking_target(&env);
+    let mut rpc = LiveServer::start(&env, &["rpc", "--target", "box"]);
+    let yes = env.work().join("rpc-remote-yes.txt");
+    let no = env.work().join("rpc-remote-no.txt");
+    rpc.send(json!({"id": "y", "type": "bash", "command": format!("touch {}", yes.display())}));
+    let q = next_question(&rpc);
+    assert_eq!(q["request"], "y", "{q}");
+    assert_eq!(q["rule"], "touch", "{q}");
+    assert!(!yes.exists());
+    let ack = rpc.ask(json!({"id": q["id"], "type": "approve", "decision": "allow"}));
+    assert_eq!(ack["success"], true, "{ack}");
+    let r = &rpc.responses(&["y"])[0];
+    assert_eq!(r["exit_code"], 0, "{r}");
+    assert!(yes.exists());
+
+    rpc.send(json!({"id": "n", "type": "bash", "command": format!("touch {}", no.display())}));
+    let q = next_question(&rpc);
+    assert_eq!(q["request"], "n", "{q}");
+    rpc.send(json!({"id": q["id"], "type": "approve", "decision": "deny"}));
+    let r = &rpc.responses(&["n"])[0];
+    assert_eq!(r["blocked"]["kind"], "approval", "{r}");
+    assert!(!no.exists());
+}
+
+fn next_question(server: &LiveServer) -> Value {
+    loop {
+        let m = server.next(crate::support::scaled(Duration::from_secs(30)));
+        if m["type"] == "approval_request" {
+            return m;
+        }
+    }
+}
+
+/// `mcp --target` with a client that cannot elicit: the target's question is
+/// answered "no one can be asked" with the client's reason, and refused at once.
+#[test]
+fn mcp_through_a_target_without_elicitation_refuses_with_the_reason() {
+    let env = TestEnv::new();
+    let _remote = asking_target(&env);
+    let file = env.work().join("mcp-remote.txt");
+    let mut server = LiveServer::mcp(&env, &["--target", "box"]);
+    let result = server.call_tool(
+        2,
+        "bash",
+        json!({"command": format!("touch {}", file.display())}),
+    );
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("needs approval (rule `touch` asks)")
+            && text.contains("the MCP client did not declare the elicitation capability"),
+        "{text}"
+    );
+    assert!(!file.exists());
+}

@@ -18,6 +18,11 @@ job tools (bash with background, job_status, job_wait, job_output, job_send, job
 job_list).
 With MCP_CHECKS=agent-jobs (a server on a profile extending `agent` with
 jobs.background_after = 1), the checks of `run_agent_job_checks` instead.
+With MCP_CHECKS=approval (a server on a profile whose approval policy asks before
+`touch`), the checks of `run_approval_checks`: the elicitation callback answers each
+question (accept, accept with `remember`, decline), over both handshakes, and a client
+without the callback is refused; the touched files, in the working directory, say
+what ran.
 
 With --toolbox the checks are the file tools' instead (read, grep, glob, edit, write):
 run from the server's workspace, under a profile with sandbox workspace-write,
@@ -671,6 +676,115 @@ async def run_toolbox_checks(suite: Suite, mode: str, client: Any, info: Any) ->
         await suite.check(label(name), body)
 
 
+async def run_approval_checks(suite: Suite, argv: list[str]) -> None:
+    """The approval policy's questions, put to this client's user by elicitation."""
+    import mcp.types as types
+
+    asked: list[Any] = []
+    answers: list[str] = []
+
+    async def on_elicit(context: Any, params: Any) -> Any:
+        asked.append(params)
+        answer = answers.pop(0) if answers else "decline"
+        if answer == "decline":
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"remember": answer == "always"})
+
+    @asynccontextmanager
+    async def legacy() -> AsyncIterator[Any]:
+        async with stdio_client(server_params(argv)) as (read, write):
+            async with ClientSession(read, write, elicitation_callback=on_elicit) as session:
+                await session.initialize()
+                yield session
+
+    @asynccontextmanager
+    async def auto() -> AsyncIterator[Any]:
+        async with mcp.Client(server_params(argv), elicitation_callback=on_elicit) as client:
+            yield client
+
+    def ran(name: str) -> bool:
+        return os.path.exists(os.path.join(os.getcwd(), name))
+
+    async def checks(mode: str, client: Any) -> None:
+        session = f"mcp-{mode}"
+
+        async def accept_once() -> None:
+            asked.clear()
+            answers[:] = ["once"]
+            name = f"{mode}-once.txt"
+            result = await client.call_tool("bash", {"command": f"cd . && touch {name}"})
+            assert not is_error(result), text_of(result)
+            assert ran(name), f"{name} was not made"
+            assert len(asked) == 1, asked
+            message = asked[0].message
+            assert f"$ cd . && touch {name}" in message and f"touch {name}  (rule `touch` asks)" in message, message
+            schema = field(asked[0], "requested_schema", "requestedSchema")
+            schema = schema if isinstance(schema, dict) else schema.model_dump(by_alias=True, exclude_none=True)
+            assert list(schema["properties"]) == ["remember"], schema
+            assert schema["properties"]["remember"]["type"] == "boolean", schema
+            notices = structured(result)["notices"]
+            assert any("Approved once by the MCP client's user" in n for n in notices), notices
+
+        async def decline_refuses() -> None:
+            asked.clear()
+            answers[:] = ["decline"]
+            name = f"{mode}-declined.txt"
+            result = await client.call_tool("bash", {"command": f"touch {name}"})
+            assert is_error(result) is True, text_of(result)
+            assert not ran(name), f"{name} was made"
+            blocked = structured(result)["blocked"]
+            assert blocked["kind"] == "approval" and blocked["rule"] == "touch", blocked
+            assert "declined it" in text_of(result), text_of(result)
+
+        async def remember_for_the_session() -> None:
+            asked.clear()
+            answers[:] = ["always"]
+            first = f"{mode}-always.txt"
+            result = await client.call_tool("bash", {"command": f"touch {first}", "session": session})
+            assert not is_error(result), text_of(result)
+            assert ran(first) and len(asked) == 1, asked
+            description = field(asked[0], "requested_schema", "requestedSchema")
+            description = description if isinstance(description, dict) else description.model_dump(by_alias=True, exclude_none=True)
+            assert f"session {session}" in description["properties"]["remember"]["description"], description
+            # The session's next `touch` is not asked about.
+            second = f"{mode}-remembered.txt"
+            result = await client.call_tool("bash", {"command": f"touch {second}", "session": session})
+            assert not is_error(result), text_of(result)
+            assert ran(second) and len(asked) == 1, asked
+
+        for name, body in [
+            ("approval: accept runs it once", accept_once),
+            ("approval: decline refuses it", decline_refuses),
+            ("approval: accept with remember, for the session", remember_for_the_session),
+        ]:
+            await suite.check(f"[{mode}] {name}", body)
+
+    modes: list[tuple[str, Callable[[], Any]]] = [("legacy", legacy)]
+    if hasattr(mcp, "Client"):
+        modes.append(("auto", auto))
+    for mode, connect in modes:
+        try:
+            async with connect() as client:
+                await checks(mode, client)
+        except Exception:  # noqa: BLE001 - a failed connection is one failure
+            suite.failed += 1
+            print(f"FAIL [{mode}] connect or shutdown", flush=True)
+            traceback.print_exc(file=sys.stdout)
+
+    async def without_elicitation() -> None:
+        async with stdio_client(server_params(argv)) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                result = await session.call_tool("bash", {"command": "touch no-elicitation.txt"})
+                assert is_error(result) is True, text_of(result)
+                assert not ran("no-elicitation.txt")
+                text = text_of(result)
+                assert "needs approval (rule `touch` asks)" in text, text
+                assert "did not declare the elicitation capability" in text, text
+
+    await suite.check("[legacy] approval: a client without elicitation is refused, naming the rule", without_elicitation)
+
+
 async def main(argv: list[str]) -> int:
     toolbox = argv[:1] == ["--toolbox"]
     if toolbox:
@@ -678,6 +792,11 @@ async def main(argv: list[str]) -> int:
     only = None
     if argv[:1] == ["--only"] and len(argv) > 2:
         only, argv = argv[1], argv[2:]
+    if os.environ.get("MCP_CHECKS") == "approval":
+        suite = Suite()
+        await run_approval_checks(suite, argv)
+        print(f"{suite.passed} passed, {suite.failed} failed", flush=True)
+        return 0 if suite.failed == 0 else 1
     if toolbox:
         checks = run_toolbox_checks
     elif os.environ.get("MCP_CHECKS") == "agent-jobs":

@@ -100,6 +100,18 @@ pub fn check(command: &str, ctx: &Context<'_>) -> Verdict {
     check_walk(&walk(command, ctx), ctx)
 }
 
+/// `guard.protected` as paths, each paired with its entry as written: `~` expanded
+/// with `home` (an entry under `~` is dropped when there is no home), `.`, `..` and
+/// `//` folded, and an entry's real path listed too when a symbolic link leads to it
+/// (a protected /home/me that is a link to /data/me is protected under both names).
+/// Shared by the guard and the file tools (docs/guard.md).
+pub fn protected_paths(entries: &[String], home: Option<&str>) -> Vec<(String, PathBuf)> {
+    targets::protected_paths(entries, home.filter(|h| !h.is_empty()))
+        .into_iter()
+        .map(|p| (p.entry, p.path))
+        .collect()
+}
+
 /// Judges a walk already made (see [`walk`]).
 pub fn check_walk(walk: &Walk, ctx: &Context<'_>) -> Verdict {
     let mut judge = Judge {
@@ -255,18 +267,6 @@ impl Judge<'_> {
             });
         }
     }
-}
-
-/// `guard.protected` as paths, each paired with its entry as written: `~` expanded
-/// with `home` (an entry under `~` is dropped when there is no home), `.`, `..` and
-/// `//` folded, and an entry's real path listed too when a symbolic link leads to it
-/// (a protected /home/me that is a link to /data/me is protected under both names).
-/// Shared by the guard and the file tools (docs/guard.md).
-pub fn protected_paths(entries: &[String], home: Option<&str>) -> Vec<(String, PathBuf)> {
-    targets::protected_paths(entries, home)
-        .into_iter()
-        .map(|p| (p.entry, p.path))
-        .collect()
 }
 
 /// What the guard is given for its `deny` packs: `None` when no rule of theirs could

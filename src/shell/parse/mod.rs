@@ -24,7 +24,8 @@ pub mod wrappers;
 pub use expand::Field;
 pub use parser::{ErrorKind, MAX_DEPTH, ParseError, Parsed, parse, parse_lines};
 pub use walk::{
-    Context, Origin, Redirection, SimpleCommand, Unparsed, Walk, program_name, walk, walk_with,
+    Context, Hidden, Origin, Redirection, Runner, SimpleCommand, Unparsed, Walk, program_name,
+    walk, walk_with,
 };
 
 #[cfg(test)]

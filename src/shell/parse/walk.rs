@@ -178,6 +178,35 @@ pub struct Walk {
     pub fork_bombs: Vec<String>,
     /// A limit (commands, nesting, calls) stopped part of the walk.
     pub truncated: bool,
+    /// Strings run as scripts whose text is not known before the line runs (`eval
+    /// "$X"`, `bash -c "$(cmd)"`, `su -c "$CMD"`): whatever commands they hold are not
+    /// among [`Walk::commands`]. For policies that must not let an unseen command by.
+    pub hidden: Vec<Hidden>,
+    /// The programs the walk looked through to the command they run — wrappers
+    /// (`sudo`, `env`, `timeout`, …) and shells or `eval` running a script it read —
+    /// with their words from the program on, where they stand in their pipeline: for
+    /// policies about the runner itself (`sudo`, `… | sh`). Not among
+    /// [`Walk::commands`], which holds what they run.
+    pub runners: Vec<Runner>,
+}
+
+/// A program the walk looked through (see [`Walk::runners`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Runner {
+    /// The program and its arguments, the command it runs included.
+    pub argv: Vec<Field>,
+    /// The pipeline it is in and its stage (as [`SimpleCommand::pipeline`]).
+    pub pipeline: usize,
+    pub stage: usize,
+}
+
+/// A string run as a script whose text is not known (see [`Walk::hidden`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hidden {
+    /// The program that runs it and its arguments, as shown (`…` after unknown parts).
+    pub text: String,
+    pub origin: Origin,
+    pub depth: usize,
 }
 
 /// `\cat` → `cat`; `/usr/bin/cat` → `cat` (a path into a `bin` directory names the
@@ -810,6 +839,7 @@ impl Walker {
                     return None;
                 }
                 Unwrap::Command { skip, effects } => {
+                    self.runner(&argv[i..], at);
                     if wrappers::routed(name) && route_at.is_none() {
                         route_at = Some(i);
                     }
@@ -825,6 +855,8 @@ impl Walker {
                     i += skip;
                 }
                 Unwrap::Script { text, effects } => {
+                    self.runner(&argv[i..], at);
+                    self.hidden_if_unknown(&argv[i..], &argv[i + 1..], at);
                     if wrappers::routed(name) && route_at.is_none() {
                         route_at = Some(i);
                     }
@@ -882,6 +914,32 @@ impl Walker {
         output
     }
 
+    /// Records a program looked through (see [`Walk::runners`]).
+    fn runner(&mut self, argv: &[Field], at: &At) {
+        if self.full() {
+            return;
+        }
+        self.out.runners.push(Runner {
+            argv: argv.to_vec(),
+            pipeline: at.pipeline,
+            stage: at.stage,
+        });
+    }
+
+    /// Records `argv` in [`Walk::hidden`] when a word of `script` (the words its
+    /// script text is made of) is not known.
+    fn hidden_if_unknown(&mut self, argv: &[Field], script: &[Field], at: &At) {
+        if script.iter().all(Field::known) {
+            return;
+        }
+        let text = argv.iter().map(Field::shown).collect::<Vec<_>>().join(" ");
+        self.out.hidden.push(Hidden {
+            text,
+            origin: at.origin,
+            depth: at.depth,
+        });
+    }
+
     /// The text of an enclosing routed wrapper, for the commands of the script it runs.
     fn routed_text(&self, route_at: Option<usize>, cmd: &Cmd, at: &At) -> Option<Arc<str>> {
         match route_at {
@@ -920,10 +978,13 @@ impl Walker {
                     let before = self.out.commands.len();
                     self.shell(argv, cmd, scope, at, &p);
                     if self.out.commands.len() != before {
+                        self.runner(argv, at);
                         return None;
                     }
                 }
                 "eval" if p.in_shell => {
+                    self.runner(argv, at);
+                    self.hidden_if_unknown(argv, &argv[1..], at);
                     let text: Vec<&str> = argv[1..].iter().map(|f| f.text.as_str()).collect();
                     let nested = At {
                         routed_text: self.routed_text(p.route_at, cmd, at),
@@ -1088,6 +1149,7 @@ impl Walker {
                 return;
             };
             if !script.known() {
+                self.hidden_if_unknown(argv, std::slice::from_ref(*script), at);
                 return;
             }
             if let Some(name) = operands.get(1) {
