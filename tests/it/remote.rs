@@ -1042,16 +1042,12 @@ fn with_no_one_to_ask_here_the_targets_unattended_decides_at_once() {
     let env = TestEnv::new();
     let _remote = asking_target(&env);
     let file = env.work().join("remote-unattended.txt");
-    let out = env.run(&[
-        "run",
-        "--target",
-        "box",
-        "--json",
-        "--",
-        &format!("touch {}", file.display()),
-    ]);
-    out.assert_code(77);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json(format!("touch {}", file.display()))
+        .opts(&["--target", "box"])
+        .code(77)
+        .json();
     assert_eq!(v["blocked"]["kind"], "approval", "{v}");
     let text = s(&v, "text");
     assert!(
