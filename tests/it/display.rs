@@ -196,7 +196,7 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
         explain.stdout
     );
     assert!(!explain.stdout.contains('\x1b'), "{}", explain.stdout);
-    let json = env.run(&["explain", "--json", "--", command]);
+    let json = env.test().explain_json(command).run();
     assert_eq!(s(&json.json(), "command"), command);
 
     let dir = env.work().join("d\x1b]0;pwned\x07");

@@ -897,13 +897,15 @@ fn every_refusal_says_who_refused_in_one_shape() {
             .code(77)
             .run();
         assert_eq!(run.json()["blocked"], *want, "run {cmd}");
-        let explain = t.run(&["explain", "--json", "-p", &p, &tools, "--", cmd]);
-        explain.assert_code(0);
+        let explain = t
+            .test()
+            .explain_json(cmd)
+            .opts(&["-p", &p, &tools])
+            .code(0)
+            .run();
         assert_eq!(explain.json()["blocked"], *want, "explain {cmd}");
     }
-    let v = t
-        .run(&["explain", "--json", "-p", &p, "--", "echo fine"])
-        .json();
+    let v = t.test().explain_json("echo fine").profile(&p).json();
     assert!(v["blocked"].is_null(), "{v:#}");
     let requests = [
         serde_json::json!({"id": "g", "type": "bash", "command": guarded}),

@@ -301,12 +301,8 @@ fn explain_says_why_a_pipe_was_or_was_not_lifted() {
     env.test().args(&["explain", "--", "make | tail -n 5"]).stdout_has("lift        lifted — `| tail -n 5` receives stdout only: it becomes a line limit on stdout, stderr shown in full\n").run();
     env.test().args(&["explain", "--pty", "--", "make | tail -n 5"]).stdout_has("lift        not lifted — the pipe receives stdout only, and in a terminal (PTY mode) stdout and stderr are one stream").run();
     let v = env
-        .run(&[
-            "explain",
-            "--json",
-            "--",
-            "(echo warn >&2; seq 5) | head -n 1",
-        ])
+        .test()
+        .explain_json("(echo warn >&2; seq 5) | head -n 1")
         .json();
     assert!(v["normalize"]["stripped"].is_null(), "{v:#}");
     assert_eq!(v["normalize"]["lift"]["lifted"], false);
@@ -317,12 +313,8 @@ fn explain_says_why_a_pipe_was_or_was_not_lifted() {
         "{v:#}"
     );
     let v = env
-        .run(&[
-            "explain",
-            "--json",
-            "--",
-            "cd src && cargo test 2>&1 | tail -n 20",
-        ])
+        .test()
+        .explain_json("cd src && cargo test 2>&1 | tail -n 20")
         .json();
     assert_eq!(v["normalize"]["stripped"], "| tail -n 20");
     assert_eq!(v["normalize"]["command"], "cd src && cargo test 2>&1");

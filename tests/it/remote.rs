@@ -528,7 +528,11 @@ fn explain_names_the_target_and_sends_nothing() {
         "{}",
         text.stdout
     );
-    let json = env.run(&["explain", "--json", "--target", "box", "--", "echo hi"]);
+    let json = env
+        .test()
+        .explain_json("echo hi")
+        .opts(&["--target", "box"])
+        .run();
     assert_eq!(json.json()["target"]["transport"], json!([transport]));
     assert!(!marker.exists(), "explain started the transport");
 }

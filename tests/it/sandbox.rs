@@ -1,7 +1,7 @@
 //! The kernel sandbox through the real binary: every write, read and connection is
 //! tried for real, on directories each test creates under its own temp root.
 
-use crate::support::{TestEnv, is_root, needs_program, needs_root, s, scaled, skip};
+use crate::support::{Test, TestEnv, is_root, needs_program, needs_root, s, scaled, skip};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::MetadataExt;
@@ -433,10 +433,7 @@ fn explain_shows_mode_engine_workspace_writable_deny_read_and_network() {
     ] {
         assert!(out.stdout.contains(&line), "{line}\n{}", out.stdout);
     }
-    let out = t
-        .env
-        .run(&["explain", "--json", "-p", "strict", "--", "ls"]);
-    let v = out.json();
+    let v = t.env.test().explain_json("ls").profile("strict").json();
     assert_eq!(v["sandbox"]["mode"], "read-only");
     assert_eq!(v["sandbox"]["network"], false);
     assert!(v["sandbox"]["deny_read"].to_string().contains("~/.ssh"));
@@ -444,14 +441,13 @@ fn explain_shows_mode_engine_workspace_writable_deny_read_and_network() {
 
 #[test]
 fn builtin_profiles_set_the_sandbox() {
-    let env = TestEnv::new();
     for (profile, mode) in [
         ("default", "off"),
         ("ci", "off"),
         ("agent", "workspace-write"),
         ("strict", "read-only"),
     ] {
-        let out = env.run(&["explain", "--json", "-p", profile, "--", "true"]);
+        let out = Test::new().explain_json("true").profile(profile).run();
         assert_eq!(out.json()["sandbox"]["mode"], mode, "{profile}");
     }
 }

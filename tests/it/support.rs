@@ -935,7 +935,8 @@ impl Drop for LiveServer {
 ///   or [`TestEnv::test`] (an env the test keeps, for several runs or a look at its
 ///   files afterwards);
 /// - what it runs: [`Test::run_json`] / [`Test::run_text`] (`agentbash run [--json]
-///   OPTS -- CMD`) with [`Test::opts`] and [`Test::profile`], or any argv with
+///   OPTS -- CMD`) or [`Test::explain_json`], with [`Test::opts`] and
+///   [`Test::profile`], or any argv with
 ///   [`Test::args`]; [`Test::env`], [`Test::stdin`], [`Test::current_dir`] as on
 ///   [`Cmd`];
 /// - what it expects: [`Test::code`], [`Test::stdout`] / [`Test::stderr`] (exact),
@@ -953,8 +954,8 @@ pub struct Test<'e> {
     env: Holder<'e>,
     args: Vec<String>,
     opts: Vec<String>,
-    /// `Some((json, command))`: `agentbash run [--json] OPTS -- command`.
-    shell: Option<(bool, String)>,
+    /// `Some((verb, json, command))`: `agentbash VERB [--json] OPTS -- command`.
+    shell: Option<(&'static str, bool, String)>,
     vars: Vec<(String, Option<std::ffi::OsString>)>,
     stdin: Option<Vec<u8>>,
     dir: Option<PathBuf>,
@@ -1049,17 +1050,23 @@ impl<'e> Test<'e> {
 
     /// `agentbash run --json OPTS -- command`.
     pub fn run_json(mut self, command: impl AsRef<str>) -> Self {
-        self.shell = Some((true, command.as_ref().to_string()));
+        self.shell = Some(("run", true, command.as_ref().to_string()));
         self
     }
 
     /// `agentbash run OPTS -- command` (the text the caller reads).
     pub fn run_text(mut self, command: impl AsRef<str>) -> Self {
-        self.shell = Some((false, command.as_ref().to_string()));
+        self.shell = Some(("run", false, command.as_ref().to_string()));
         self
     }
 
-    /// Options of `run`, before the `--`.
+    /// `agentbash explain --json OPTS -- command`: what a run would do.
+    pub fn explain_json(mut self, command: impl AsRef<str>) -> Self {
+        self.shell = Some(("explain", true, command.as_ref().to_string()));
+        self
+    }
+
+    /// Options of `run` (or `explain`), before the `--`.
     pub fn opts(mut self, opts: &[&str]) -> Self {
         self.opts.extend(opts.iter().map(|a| a.to_string()));
         self
@@ -1195,8 +1202,8 @@ impl<'e> Test<'e> {
 
     fn command(&self) -> Cmd {
         let mut argv: Vec<&str> = self.args.iter().map(String::as_str).collect();
-        if let Some((json, command)) = &self.shell {
-            argv.push("run");
+        if let Some((verb, json, command)) = &self.shell {
+            argv.push(verb);
             if *json {
                 argv.push("--json");
             }
