@@ -38,10 +38,13 @@ impl Sandboxed {
 
     /// `run --json -p sandbox.toml <extra> -- script`.
     fn run(&self, extra: &[&str], script: &str) -> (Option<i32>, Value) {
-        let mut args = vec!["run", "--json", "-p", &self.profile];
-        args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", script]);
-        let out = self.env.run(&args);
+        let out = self
+            .env
+            .test()
+            .run_json(script)
+            .profile(&self.profile)
+            .opts(extra)
+            .run();
         (out.code(), out.json())
     }
 
