@@ -936,9 +936,8 @@ impl Drop for LiveServer {
 ///   files afterwards);
 /// - what it runs: [`Test::run_json`] / [`Test::run_text`] (`agentbash run [--json]
 ///   OPTS -- CMD`) or [`Test::explain_json`], with [`Test::opts`] and
-///   [`Test::profile`], or any argv with
-///   [`Test::args`]; [`Test::env`], [`Test::stdin`], [`Test::current_dir`] as on
-///   [`Cmd`];
+///   [`Test::profile`] / [`Test::user_profile`], or any argv with [`Test::args`];
+///   [`Test::env`], [`Test::stdin`], [`Test::current_dir`] as on [`Cmd`];
 /// - what it expects: [`Test::code`], [`Test::stdout`] / [`Test::stderr`] (exact),
 ///   [`Test::stdout_has`] / [`Test::stderr_has`] and [`Test::stdout_lacks`] /
 ///   [`Test::stderr_lacks`] (text in them or not), [`Test::stdout_matches`] /
@@ -947,8 +946,10 @@ impl Drop for LiveServer {
 /// - the end: [`Test::run`] (the [`Output`]) or [`Test::json`] (the result object),
 ///   both after every expectation is checked.
 ///
-/// An owned env is dropped (its tagged processes killed) when the builder is used up,
-/// so a test that looks for leftover processes afterwards keeps its own [`TestEnv`].
+/// An owned env is dropped (its tagged processes killed, its files deleted) when the
+/// builder is used up, so a test that looks afterwards for leftover processes or at
+/// files the run wrote (artifacts, state) keeps its own [`TestEnv`]; `spawn` and
+/// `into_cmd` refuse an owned env.
 #[must_use = "a Test does nothing until .run() or .json()"]
 pub struct Test<'e> {
     env: Holder<'e>,
