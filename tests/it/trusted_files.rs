@@ -61,9 +61,10 @@ impl Hostile {
     }
 }
 
-fn timed(cmd: Cmd) -> (Output, Duration) {
+/// Run `test` (its expectations checked), and how long it took.
+fn timed(test: Test) -> (Output, Duration) {
     let t = Instant::now();
-    let out = cmd.run();
+    let out = test.run();
     (out, t.elapsed())
 }
 
@@ -91,9 +92,8 @@ fn hostile_profile_paths_are_exit_125_at_once() {
             env.test()
                 .run_text("true")
                 .profile(&path.display().to_string())
-                .into_cmd(),
+                .code(125),
         );
-        out.assert_code(125);
         assert_refused("profile", h, &out, took, &path, h.reason(false));
     }
 }
@@ -127,9 +127,8 @@ fn hostile_rule_packs_are_refused_at_once() {
             env.test()
                 .run_json("true")
                 .profile(&profile.display().to_string())
-                .into_cmd(),
+                .code(125),
         );
-        out.assert_code(125);
         let v = out.json();
         let warnings = v["error"].to_string();
         eprintln!("rule pack {h:?} (run): refused in {took:?}");
@@ -138,7 +137,10 @@ fn hostile_rule_packs_are_refused_at_once() {
             warnings.contains(&pack.display().to_string()) && warnings.contains(h.reason(false)),
             "{h:?}: {warnings}"
         );
-        let (out, took) = timed(env.cmd(&["rules", "check", &pack.display().to_string()]));
+        let (out, took) = timed(
+            env.test()
+                .args(&["rules", "check", &pack.display().to_string()]),
+        );
         assert_ne!(out.code(), Some(0), "{h:?}");
         let all = format!("{}{}", out.stdout, out.stderr);
         assert!(took < PROMPT, "{h:?} took {took:?}");
@@ -173,9 +175,8 @@ fn a_hostile_session_state_is_never_sourced() {
             env.test()
                 .run_text("echo ran")
                 .opts(&["-s", &name])
-                .into_cmd(),
+                .code(125),
         );
-        out.assert_code(125);
         assert!(!out.stdout.contains("ran"), "{h:?}: {}", out.stdout);
         assert_refused("session state", h, &out, took, &state, h.reason(true));
     }
@@ -229,8 +230,7 @@ fn hostile_artifact_sidecars_are_named_and_skipped() {
         std::fs::write(dir.join(format!("{id}.bash.log")), "x\n").unwrap();
         keep.push(h.make(&dir.join(format!("{id}.json"))));
     }
-    let (out, took) = timed(env.cmd(&["artifact", "list"]));
-    out.assert_code(0);
+    let (out, took) = timed(env.test().args(&["artifact", "list"]).code(0));
     for (i, h) in ALL.iter().enumerate() {
         let meta = dir.join(format!("{}.json", i + 1));
         assert_refused("artifact sidecar", *h, &out, took, &meta, h.reason(true));
