@@ -514,7 +514,7 @@ fn the_guard_refuses_a_job_as_it_refuses_a_run() {
 fn rpc_starts_reads_and_stops_a_job_and_stops_its_own_jobs_at_exit() {
     let env = TestEnv::new();
     let n = nonce();
-    let mut server = crate::support::LiveServer::start(&env, &["rpc"]);
+    let mut server = env.rpc(&[]);
     let started = server.ask(serde_json::json!({"id": 1, "type": "job_start", "command": format!("echo up; sleep 373.{n}"), "name": "kept", "ready": "up"}));
     assert_eq!(started["success"], true, "{started}");
     assert_eq!(started["data"]["job"]["state"], "ready", "{started}");
@@ -653,7 +653,7 @@ fn the_sandbox_confines_a_job_as_it_confines_a_run() {
 fn jobs_of_a_sigkilled_rpc_server_stop_unless_detached() {
     let env = TestEnv::new();
     let n = nonce();
-    let mut rpc = LiveServer::start(&env, &["rpc"]);
+    let mut rpc = env.rpc(&[]);
     let owned = rpc.ask(serde_json::json!({"id": 1, "type": "job_start",
         "command": format!("sleep 381.{n} & sleep 382.{n}"), "name": "owned"}));
     assert_eq!(owned["success"], true, "{owned}");
@@ -712,7 +712,7 @@ fn background_after_turns_a_long_rpc_run_into_a_job_and_leaves_a_short_one_alone
         .unwrap();
     }
     // Ends within the wait: a normal result.
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "after5"]);
+    let mut rpc = env.rpc(&["-p", "after5"]);
     let short =
         rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": "sleep 1; echo done"}));
     assert_eq!(short["success"], true, "{short}");
@@ -742,7 +742,7 @@ fn background_after_turns_a_long_rpc_run_into_a_job_and_leaves_a_short_one_alone
     drop(rpc);
 
     // Still going after 1 s: the job id and the first lines; job_output reads the rest.
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "after1"]);
+    let mut rpc = env.rpc(&["-p", "after1"]);
     let cmd = "for i in $(seq 1 50); do echo $i; sleep 0.2; done";
     let long = rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": cmd}));
     assert_eq!(long["success"], true, "{long}");
@@ -1097,7 +1097,8 @@ fn the_log_keeps_the_head_and_the_tail_and_cursors_stay_exact() {
     assert!(got.ends_with("199999\n200000\n"));
     assert_eq!(cursor, all.len() as u64);
     // The text a terminal or a model reads marks the gap.
-    let v = LiveServer::start(&env, &["rpc"])
+    let v = env
+        .rpc(&[])
         .ask(serde_json::json!({"id": 1, "type": "job_output", "job": "seq", "cursor": head}));
     assert!(
         v["data"]["text"].as_str().unwrap().starts_with("[… "),
@@ -1282,7 +1283,7 @@ fn background_after_under_agent_keeps_the_sandbox_and_leaves_no_record() {
     let outside = env.root().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let probe = outside.join("probe");
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "agent1"]);
+    let mut rpc = env.rpc(&["-p", "agent1"]);
     // Seven calls that end in time: answered as runs, no job left behind.
     for i in 0..7 {
         let r = rpc
@@ -1331,7 +1332,8 @@ fn background_after_under_agent_keeps_the_sandbox_and_leaves_no_record() {
     let (_, v) = job_json(&env, &["status", "1"]);
     assert_eq!(v["state"], "killed", "{v}");
     // A new server lists no job of the old one.
-    let r = LiveServer::start(&env, &["rpc", "-p", "agent1"])
+    let r = env
+        .rpc(&["-p", "agent1"])
         .ask(serde_json::json!({"id": 1, "type": "job_list"}));
     assert_eq!(r["data"]["jobs"], serde_json::json!([]), "{r}");
 }
@@ -1340,7 +1342,7 @@ fn background_after_under_agent_keeps_the_sandbox_and_leaves_no_record() {
 fn background_after_idle_counts_cpu_and_spares_a_call_with_a_timeout() {
     let env = TestEnv::new();
     agent_profile(&env, "agent5", "background_after = 8\nidle_timeout = 1");
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "agent5"]);
+    let mut rpc = env.rpc(&["-p", "agent5"]);
     let busy = "python3 -c 'import time\nt = time.time()\nwhile time.time() - t < 3: pass\nprint(\"computed\")'";
     let r = rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": busy}));
     assert_eq!(r["data"]["exit_code"], 0, "{r}");
@@ -1360,7 +1362,7 @@ fn background_after_idle_counts_cpu_and_spares_a_call_with_a_timeout() {
     );
     // The same without background_after (the live shells).
     agent_profile(&env, "agentfg", "background_after = 0\nidle_timeout = 1");
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "agentfg"]);
+    let mut rpc = env.rpc(&["-p", "agentfg"]);
     let r = rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": busy}));
     assert_eq!(r["data"]["exit_code"], 0, "{r}");
     let r = rpc.ask(serde_json::json!({"id": 2, "type": "bash", "command": "sleep 3; echo slept", "timeout": 30}));
@@ -1370,7 +1372,7 @@ fn background_after_idle_counts_cpu_and_spares_a_call_with_a_timeout() {
 #[test]
 fn rpc_has_job_status_wait_and_send_with_a_window() {
     let env = TestEnv::new();
-    let mut rpc = LiveServer::start(&env, &["rpc"]);
+    let mut rpc = env.rpc(&[]);
     let r = rpc.ask(serde_json::json!({"id": 1, "type": "job_start", "command": "cat", "stdin": true, "name": "c"}));
     assert_eq!(r["success"], true, "{r}");
     let r = rpc.ask(serde_json::json!({"id": 2, "type": "job_send", "job": "c", "text": "ping\n", "wait_ms": 3000}));

@@ -480,7 +480,7 @@ fn a_stdout_only_lift_in_pty_mode_rpc_and_with_separate_stderr() {
         .run();
     assert!(out.stderr.starts_with("err 1\nerr 2\n"), "{}", out.stderr);
     assert!(out.stderr.contains("err 40\n"), "{}", out.stderr);
-    let mut rpc = crate::support::LiveServer::start(&env, &["rpc"]);
+    let mut rpc = env.rpc(&[]);
     let v = rpc.ask(serde_json::json!({"id": "1", "type": "bash", "command": cmd}));
     let data = &v["data"];
     assert_eq!(data["exit_code"], 3, "{v:#}");

@@ -4,7 +4,7 @@
 //! a notice; each names the program and how to give it a terminal. With agentbash
 //! itself on a terminal, such a program gets one. Quiet honest work is never stopped.
 
-use crate::support::{LiveServer, Test, TestEnv, notices, s};
+use crate::support::{Test, TestEnv, notices, s};
 use std::time::Duration;
 
 /// Longest wait for anything to appear on a terminal's screen.
@@ -120,7 +120,7 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
         .json();
     assert!(notices(&v).is_empty(), "{v:#}");
     // A server's live shell stops it the same way.
-    let mut rpc = LiveServer::start(&env, &["rpc"]);
+    let mut rpc = env.rpc(&[]);
     let v = rpc.ask(
         serde_json::json!({"id": "v", "type": "bash", "command": "vim notes.txt", "timeout": 120}),
     );
@@ -131,7 +131,7 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
         "{v:#}"
     );
     // And a server whose runs go on as jobs past `jobs.background_after` (`agent`).
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "agent"]);
+    let mut rpc = env.rpc(&["-p", "agent"]);
     let v = rpc.ask(serde_json::json!({"id": "a", "type": "bash", "command": "vim notes.txt"}));
     assert!(
         s(&v["data"], "text").starts_with("[vim is waiting for a terminal"),

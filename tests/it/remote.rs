@@ -265,7 +265,7 @@ fn sessions_and_jobs_live_on_the_remote_side() {
     assert!(!listed(env.run(&["session", "list"])), "no session here");
 
     // A job started through the target runs there, listed there and not here.
-    let mut rpc = LiveServer::start(&env, &["rpc", "--target", "box"]);
+    let mut rpc = env.rpc(&["--target", "box"]);
     let sleep = format!("sleep 300.{}", crate::support::nonce());
     let started = rpc.ask(json!({"id": "j", "type": "job_start", "command": sleep}));
     assert_eq!(started["success"], true, "{started}");
@@ -543,7 +543,7 @@ fn rpc_through_a_target_multiplexes_one_transport_and_reconnects_after_a_drop() 
     let env = TestEnv::new();
     let remote = RemoteSide::new();
     target_profile(&env, "box", &remote.argv(&env), "");
-    let mut rpc = LiveServer::start(&env, &["rpc", "--target", "box"]);
+    let mut rpc = env.rpc(&["--target", "box"]);
     let hello = rpc.ask(json!({"id": "h", "type": "hello"}));
     assert_eq!(
         hello["data"]["protocol"],
@@ -882,7 +882,7 @@ fn an_ssh_target_renders_as_local_persists_sessions_and_survives_a_drop() {
         "and not here"
     );
 
-    let mut rpc = LiveServer::start(&env, &["rpc", "--target", "build-host"]);
+    let mut rpc = env.rpc(&["--target", "build-host"]);
     concurrent_requests(&mut rpc, "build-host", "ssh");
     dropped_transport(&env, &mut rpc, "build-host", "ssh");
 }
@@ -1069,7 +1069,7 @@ fn with_no_one_to_ask_here_the_targets_unattended_decides_at_once() {
 fn rpc_through_a_target_passes_the_targets_question_to_its_client() {
     let env = TestEnv::new();
     let _remote = asking_target(&env);
-    let mut rpc = LiveServer::start(&env, &["rpc", "--target", "box"]);
+    let mut rpc = env.rpc(&["--target", "box"]);
     let yes = env.work().join("rpc-remote-yes.txt");
     let no = env.work().join("rpc-remote-no.txt");
     rpc.send(json!({"id": "y", "type": "bash", "command": format!("touch {}", yes.display())}));

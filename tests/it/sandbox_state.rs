@@ -259,7 +259,7 @@ fn a_session_made_in_the_sandbox_is_refused_under_another_policy() {
 fn a_session_made_unsandboxed_is_refused_in_the_sandbox_over_rpc_too() {
     let env = TestEnv::new();
     let open = profile(&env, "open", "mode = \"off\"\nallow_override = true", "");
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", &open]);
+    let mut rpc = env.rpc(&["-p", &open]);
     let made = rpc.ask(json!({"id": 1, "type": "bash", "command": "export X=1", "session": "s"}));
     assert_eq!(made["data"]["exit_code"], 0, "{made}");
     let boxed = rpc.ask(json!({"id": 2, "type": "bash", "command": "echo $X",
