@@ -152,14 +152,13 @@ fn profile_set_wins_over_hardening_and_loses_to_the_flag() {
 #[test]
 fn inherit_list_keeps_only_matching_variables() {
     let env = TestEnv::new();
-    env.write(
-        "p.toml",
-        "[env]\ninherit = [\"PATH\", \"HOME\", \"LANG*\"]\n",
-    );
     let vars = command_env(
         env.test()
             .run_json("env")
-            .profile("./p.toml")
+            .profile_file(
+                "p.toml",
+                "[env]\ninherit = [\"PATH\", \"HOME\", \"LANG*\"]\n",
+            )
             .env("MY_VAR", "1")
             .env("LANGUAGE", "en"),
     );
@@ -174,14 +173,13 @@ fn inherit_list_keeps_only_matching_variables() {
 #[test]
 fn inherit_none_starts_empty() {
     let env = TestEnv::new();
-    env.write(
-        "p.toml",
-        "[env]\ninherit = \"none\"\nset = { PATH = \"/usr/bin:/bin\" }\n",
-    );
     let vars = command_env(
         env.test()
             .run_json("env")
-            .profile("./p.toml")
+            .profile_file(
+                "p.toml",
+                "[env]\ninherit = \"none\"\nset = { PATH = \"/usr/bin:/bin\" }\n",
+            )
             .env("MY_VAR", "1"),
     );
     assert!(!vars.contains_key("MY_VAR"));
@@ -192,11 +190,10 @@ fn inherit_none_starts_empty() {
 #[test]
 fn exclude_globs_remove_inherited_variables() {
     let env = TestEnv::new();
-    env.write("p.toml", "[env]\nexclude = [\"*TOKEN*\"]\n");
     let vars = command_env(
         env.test()
             .run_json("env")
-            .profile("./p.toml")
+            .profile_file("p.toml", "[env]\nexclude = [\"*TOKEN*\"]\n")
             .env("MY_TOKEN", "secret")
             .env("TOKEN_X", "secret")
             .env("OTHER", "1"),
@@ -209,11 +206,10 @@ fn exclude_globs_remove_inherited_variables() {
 #[test]
 fn harden_false_leaves_the_inherited_env() {
     let env = TestEnv::new();
-    env.write("p.toml", "[env]\nharden = false\n");
     let vars = command_env(
         env.test()
             .run_json("env")
-            .profile("./p.toml")
+            .profile_file("p.toml", "[env]\nharden = false\n")
             .env("PAGER", "less"),
     );
     assert_eq!(vars["PAGER"], "less");
@@ -224,10 +220,9 @@ fn harden_false_leaves_the_inherited_env() {
 #[test]
 fn redacted_values_are_masked_in_output() {
     let env = TestEnv::new();
-    env.write("p.toml", "[output]\nredact = [\"*SECRET*\"]\n");
     env.test()
         .run_json("echo \"pw=$MY_SECRET\"")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[output]\nredact = [\"*SECRET*\"]\n")
         .env("MY_SECRET", "hunter2hunter2")
         .code(0)
         .output("pw=[REDACTED:MY_SECRET]\n")

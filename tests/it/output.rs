@@ -116,11 +116,10 @@ fn small_output_makes_no_artifact() {
 #[test]
 fn head_bytes_keeps_head_and_tail_with_the_middle_elided() {
     let env = TestEnv::new();
-    env.write("p.toml", "[output]\nhead_bytes = 1000\n");
     let v = env
         .test()
         .run_json("seq 1 100000")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
         .code(0)
         .json();
     let output = s(&v, "output");
@@ -157,11 +156,10 @@ fn head_bytes_keeps_head_and_tail_with_the_middle_elided() {
 #[test]
 fn max_columns_caps_long_lines_and_saves_them() {
     let env = TestEnv::new();
-    env.write("p.toml", "[output]\nmax_columns = 20\n");
     let v = env
         .test()
         .run_json("printf '%0100d\\nshort\\n' 0")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[output]\nmax_columns = 20\n")
         .code(0)
         .json();
     let lines: Vec<&str> = s(&v, "output").lines().collect();
@@ -183,13 +181,10 @@ fn max_columns_caps_long_lines_and_saves_them() {
 
 #[test]
 fn max_columns_never_cuts_through_a_character() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[output]\nmax_columns = 10\n");
     // '€' is three bytes: a 10-byte cap falls inside the fourth one.
-    let v = env
-        .test()
+    let v = Test::new()
         .run_json("printf '€€€€€€€€\\n'")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[output]\nmax_columns = 10\n")
         .json();
     let line = s(&v, "output")
         .strip_suffix('\n')
@@ -443,12 +438,9 @@ fn redirect_2_1_is_not_stripped() {
 
 #[test]
 fn strip_head_tail_false_runs_the_pipe_as_written() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[output]\nstrip_head_tail = false\n");
-    let v = env
-        .test()
+    let v = Test::new()
         .run_json("seq 1 100 | tail -n 2")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[output]\nstrip_head_tail = false\n")
         .json();
     assert!(v["stripped"].is_null());
     assert_eq!(s(&v, "output"), "99\n100\n");
@@ -583,11 +575,10 @@ fn ndjson_output_events_are_coalesced() {
 #[test]
 fn tail_limit_still_applies_when_head_bytes_is_set() {
     let env = TestEnv::new();
-    env.write("p.toml", "[output]\nhead_bytes = 1000\n");
     let v = env
         .test()
         .run_json("seq 1 100000 2>&1 | tail -n 5")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
         .json();
     let output = s(&v, "output");
     assert!(
@@ -615,13 +606,14 @@ fn tail_limit_still_applies_when_head_bytes_is_set() {
 /// (`Showing lines 1-1 and 2-2 of 2`), although ~99 KB of line 1 are missing.
 #[test]
 fn head_bytes_cut_inside_a_line_is_not_reported_as_complete() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[output]\nhead_bytes = 1000\n");
     for cmd in [
         "head -c 100000 /dev/zero | tr '\\0' a; echo; echo last",
         "head -c 100000 /dev/zero | tr '\\0' a",
     ] {
-        let v = env.test().run_json(cmd).profile("./p.toml").json();
+        let v = Test::new()
+            .run_json(cmd)
+            .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
+            .json();
         assert_eq!(v["truncated"], true, "{cmd}");
         let output = s(&v, "output");
         assert!(
@@ -664,12 +656,9 @@ fn head_bytes_cut_inside_a_line_is_not_reported_as_complete() {
 /// lines>] instead, naming a line that is not shown.
 #[test]
 fn middle_cut_shown_range_ends_at_the_last_shown_line() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[output]\nhead_bytes = 1000\n");
-    let v = env
-        .test()
+    let v = Test::new()
         .run_json("seq 1 100000")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
         .json();
     assert_eq!(v["truncation"]["direction"], "middle");
     assert_eq!(

@@ -153,12 +153,9 @@ fn extends_layers_tables_key_by_key_and_replaces_arrays() {
 
 #[test]
 fn extends_default_keeps_the_other_defaults() {
-    let env = TestEnv::new();
-    env.write("p.toml", "extends = \"default\"\n[timeout]\ndefault = 9\n");
-    let v = env
-        .test()
+    let v = Test::new()
         .run_json("seq 1 100000")
-        .profile("./p.toml")
+        .profile_file("p.toml", "extends = \"default\"\n[timeout]\ndefault = 9\n")
         .field("timeout_s", 9)
         .json();
     assert!(v["output_bytes"].as_u64().unwrap() <= 51200);
@@ -201,18 +198,16 @@ fn misspelled_section_suggests_the_section() {
 #[test]
 fn malformed_toml_names_file_line_col() {
     let env = TestEnv::new();
-    env.write("p.toml", "[output]\nmax_bytes = = 3\n");
     env.test()
         .run_text("touch ran")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[output]\nmax_bytes = = 3\n")
         .code(125)
         .stderr_matches(r"p\.toml:2:\d+")
         .run();
     assert!(!env.work().join("ran").exists());
-    env.write("q.toml", "[output\n");
     env.test()
         .run_text("true")
-        .profile("./q.toml")
+        .profile_file("q.toml", "[output\n")
         .code(125)
         .stderr_matches(r"q\.toml:1:\d+")
         .run();
@@ -221,17 +216,15 @@ fn malformed_toml_names_file_line_col() {
 #[test]
 fn wrong_types_name_file_line_col() {
     let env = TestEnv::new();
-    env.write("p.toml", "# comment\n[timeout]\ndefault = \"ten\"\n");
     env.test()
         .run_text("true")
-        .profile("./p.toml")
+        .profile_file("p.toml", "# comment\n[timeout]\ndefault = \"ten\"\n")
         .code(125)
         .stderr_matches(r"p\.toml:3:\d+")
         .run();
-    env.write("q.toml", "[env]\ninherit = 5\n");
     env.test()
         .run_text("true")
-        .profile("./q.toml")
+        .profile_file("q.toml", "[env]\ninherit = 5\n")
         .code(125)
         .stderr_matches(r"q\.toml:2:\d+")
         .run();

@@ -16,7 +16,7 @@
 //! `AGENTBASH_REQUIRE_ALL=1` (CI).
 
 use crate::support::{
-    HANG_CAP, Missing, Output, TestEnv, bin, has_program, is_root, needs_program, needs_root,
+    HANG_CAP, Missing, Output, Test, TestEnv, bin, has_program, is_root, needs_program, needs_root,
     nonce, notices, procs_with_cmdline, s, scaled, sh_output, skip, strings, u, wait_for_cmdline,
     wait_for_watchdog,
 };
@@ -520,11 +520,10 @@ fn fault_state_dir_missing_or_impossible() {
 #[test]
 fn fault_shell_binary_missing() {
     let env = TestEnv::new();
-    env.write("p.toml", "[shell]\npath = \"/nonexistent/bin/bash\"\n");
     let out = env
         .test()
         .run_json("touch ran")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[shell]\npath = \"/nonexistent/bin/bash\"\n")
         .code(125)
         .run();
     let err = s(&out.json(), "error").to_string();
@@ -1057,11 +1056,10 @@ fn hostile_output_all_escape_sequences_and_invalid_utf8() {
     assert_eq!(u(&v, "total_bytes"), 43 * 20_000);
     // An unterminated control string is abandoned (after 64 KiB), not allowed to
     // eat the rest of the output.
-    env.write("big.toml", "[output]\nmax_bytes = 1000000\n");
     let v = env
         .test()
         .run_json("printf '\\033]'; head -c 200000 /dev/zero | tr '\\0' x; printf '\\nvisible\\n'")
-        .profile("./big.toml")
+        .profile_file("big.toml", "[output]\nmax_bytes = 1000000\n")
         .json();
     let output = s(&v, "output");
     let xs = output.len() - "\nvisible\n".len();
@@ -1588,11 +1586,10 @@ fn secrets_in_the_command_and_in_the_runs_env_are_masked() {
 #[test]
 fn secrets_env_exclude_and_the_agent_profile() {
     let env = TestEnv::new();
-    env.write("p.toml", "[env]\nexclude = [\"*TOKEN*\"]\n");
     let out = env
         .test()
         .run_json("echo \"[${REL_TOKEN:-unset}]\"")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[env]\nexclude = [\"*TOKEN*\"]\n")
         .env("REL_TOKEN", SECRET)
         .run();
     assert_eq!(s(&out.json(), "output"), "[unset]\n");
@@ -1650,12 +1647,9 @@ fn secrets_files_agentbash_creates_are_private_whatever_the_umask() {
 
 #[test]
 fn limits_cpu_seconds_fires_with_a_reason() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[limits]\ncpu_seconds = 1\n");
-    let out = env
-        .test()
+    let out = Test::new()
         .run_json("while :; do :; done")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[limits]\ncpu_seconds = 1\n")
         .code(152)
         .field("signal", "SIGXCPU")
         .run();
@@ -1756,11 +1750,10 @@ fn limits_file_size_fires_with_a_reason() {
 #[test]
 fn limits_address_space_makes_allocations_fail_visibly() {
     let env = TestEnv::new();
-    env.write("p.toml", "[limits]\naddress_space_mb = 64\n");
     let v = env
         .test()
         .run_json("x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[limits]\naddress_space_mb = 64\n")
         .json();
     assert_ne!(v["exit_code"], 0);
     assert!(

@@ -417,12 +417,11 @@ fn background_kill_lists_and_ends_the_job() {
 #[test]
 fn background_keep_lets_the_job_survive() {
     let env = TestEnv::new();
-    env.write("keep.toml", "[process]\nbackground = \"keep\"\n");
     let sleep = format!("sleep 398.{}", nonce());
     let out = env
         .test()
         .run_json(format!("{sleep} & echo started"))
-        .profile("./keep.toml")
+        .profile_file("keep.toml", "[process]\nbackground = \"keep\"\n")
         .run();
     let alive = procs_with_cmdline(&sleep, Duration::ZERO);
     kill_cmdline(&sleep);
@@ -518,11 +517,10 @@ fn relative_cwd_resolves_against_the_invoking_dir() {
 #[test]
 fn missing_shell_names_the_profile_key() {
     let env = TestEnv::new();
-    env.write("p.toml", "[shell]\npath = \"/no/such/shell\"\n");
     let out = env
         .test()
         .run_text("touch ran")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[shell]\npath = \"/no/such/shell\"\n")
         .code(125)
         .run();
     assert!(
@@ -633,11 +631,9 @@ fn no_pty_env_overrides_a_forced_pty_with_a_notice() {
 
 #[test]
 fn auto_mode_in_a_pipe_is_print_mode() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[pty]\nmode = \"on\"\n");
-    env.test()
+    Test::new()
         .run_json("test -t 1 && echo tty || echo pipe")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[pty]\nmode = \"on\"\n")
         .field("mode", "print")
         .output("pipe\n")
         .run();
@@ -646,11 +642,10 @@ fn auto_mode_in_a_pipe_is_print_mode() {
 #[test]
 fn file_size_limit_kills_the_writer() {
     let env = TestEnv::new();
-    env.write("p.toml", "[limits]\nfile_size_mb = 1\n");
     let out = env
         .test()
         .run_json("head -c 2000000 /dev/zero > big")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[limits]\nfile_size_mb = 1\n")
         .run();
     // SIGXFSZ is signal 25.
     out.assert_code(128 + 25);
@@ -662,12 +657,9 @@ fn file_size_limit_kills_the_writer() {
 /// "exit 137" without the "CPU time limit (limits.cpu_seconds)" explanation.
 #[test]
 fn cpu_limit_is_reported_as_such() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[limits]\ncpu_seconds = 1\n");
-    let out = env
-        .test()
+    let out = Test::new()
         .run_json("while :; do :; done")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[limits]\ncpu_seconds = 1\n")
         .run();
     assert_ne!(out.code(), Some(0));
     let v = out.json();
@@ -687,25 +679,22 @@ fn cpu_limit_is_reported_as_such() {
 #[test]
 fn shell_prefix_and_args_are_applied() {
     let env = TestEnv::new();
-    env.write("p.toml", "[shell]\nprefix = \"env FOO=bar\"\n");
     env.test()
         .run_json("printenv FOO")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[shell]\nprefix = \"env FOO=bar\"\n")
         .output("bar\n")
         .run();
-    env.write("q.toml", "[shell]\nargs = [\"-e\", \"-c\"]\n");
     let out = env
         .test()
         .run_json("echo before; false; echo after")
-        .profile("./q.toml")
+        .profile_file("q.toml", "[shell]\nargs = [\"-e\", \"-c\"]\n")
         .code(1)
         .run();
     assert_eq!(s(&out.json(), "output"), "before\n");
-    env.write("r.toml", "[shell]\npath = \"sh\"\n");
     let out = env
         .test()
         .run_json("echo hi")
-        .profile("./r.toml")
+        .profile_file("r.toml", "[shell]\npath = \"sh\"\n")
         .code(0)
         .run();
     assert_eq!(s(&out.json(), "output"), "hi\n");

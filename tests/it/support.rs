@@ -936,7 +936,8 @@ impl Drop for LiveServer {
 ///   files afterwards);
 /// - what it runs: [`Test::run_json`] / [`Test::run_text`] (`agentbash run [--json]
 ///   OPTS -- CMD`) or [`Test::explain_json`], with [`Test::opts`] and
-///   [`Test::profile`] / [`Test::user_profile`], or any argv with [`Test::args`];
+///   [`Test::profile`] / [`Test::profile_file`] / [`Test::user_profile`], or any argv
+///   with [`Test::args`];
 ///   [`Test::env`], [`Test::stdin`], [`Test::current_dir`] as on [`Cmd`];
 /// - what it expects: [`Test::code`], [`Test::stdout`] / [`Test::stderr`] (exact),
 ///   [`Test::stdout_has`] / [`Test::stderr_has`] and [`Test::stdout_lacks`] /
@@ -1076,6 +1077,12 @@ impl<'e> Test<'e> {
     /// `-p NAME` among the options.
     pub fn profile(self, name: &str) -> Self {
         self.opts(&["-p", name])
+    }
+
+    /// Write `toml` to `rel` in the working directory and select it (`-p ./REL`).
+    pub fn profile_file(self, rel: &str, toml: &str) -> Self {
+        self.test_env().write(rel, toml);
+        self.profile(&format!("./{rel}"))
     }
 
     /// Write `toml` as the user profile `name` and select it (`-p NAME`).

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::support::{TestEnv, bin};
+use crate::support::{Test, TestEnv, bin};
 
 const WAIT: Duration = Duration::from_secs(15);
 const LINE_DONE: &str = "shell-line-done";
@@ -170,12 +170,9 @@ fn stream_on_a_terminal_prints_everything_as_produced() {
 
 #[test]
 fn preview_lines_on_failure_is_validated() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[render]\npreview_lines_on_failure = 0\n");
-    let out = env
-        .test()
+    let out = Test::new()
         .run_text("echo never")
-        .profile("./p.toml")
+        .profile_file("p.toml", "[render]\npreview_lines_on_failure = 0\n")
         .code(125)
         .run();
     assert!(

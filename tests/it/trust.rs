@@ -169,10 +169,9 @@ fn a_name_only_an_untrusted_project_defines_is_exit_125() {
         out.stderr
     );
     // extends by name reports the same.
-    env.write("p.toml", "extends = \"mine\"\n");
     env.test()
         .run_text("true")
-        .profile("./p.toml")
+        .profile_file("p.toml", "extends = \"mine\"\n")
         .code(125)
         .stderr_has("is not trusted")
         .run();
