@@ -5,10 +5,7 @@
 //! apart so that the job paths reuse the run's stages without owning them.
 
 use super::plan::{Plan, plan_with};
-use super::run::{
-    Gathered, Sinks, Stop, approval_stage, confinement, launch, refusal, session_state, sinks,
-    working_dir,
-};
+use super::run::{Gathered, Sinks, Stop, approval_stage, prepare, refusal, sinks};
 use super::sandbox;
 use super::shape::{base_result, remember_artifact, shape};
 use crate::config::profile::LoadedProfile;
@@ -72,28 +69,28 @@ pub struct JobRefusal {
 /// guard, a usage error, a bad cwd and the sandbox refuse exactly as for a run.
 pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch, JobRefusal> {
     let plan = plan_with(req, profile, false);
-    job_refusal(&plan)?;
-    let p = &profile.profile;
     let mut g = Gathered::default();
-    let cancel = CancelToken::new();
-    let refused = |stop: Stop| JobRefusal::from(stop).masked(&plan.secrets);
-    let shell = refusal(&plan, &mut g).map_err(refused)?;
-    let limit = Duration::from_secs(plan.timeout.effective);
-    let mut state = session_state(req, &plan, &shell, &cancel, limit, &mut g).map_err(refused)?;
-    let cwd = working_dir(req, &plan, &state, &mut g).map_err(refused)?;
-    let sandbox = confinement(p, &plan, &cwd, &mut state, &mut g).map_err(refused)?;
-    let launch = launch(
-        req, p, &plan, &mut state, &sandbox, &shell, &cwd, false, &mut g,
+    let unattended = RunRequest {
+        approver: Some(no_one()),
+        ..req.clone()
+    };
+    let ready = prepare(
+        &unattended,
+        &profile.profile,
+        &plan,
+        &CancelToken::new(),
+        &mut g,
+        |_, _| ((), false),
     )
-    .map_err(refused)?;
+    .map_err(|stop| JobRefusal::from(stop).masked(&plan.secrets))?;
     Ok(JobLaunch {
-        spec: launch.spec,
-        marker: launch.marker,
-        cwd,
+        spec: ready.launch.spec,
+        marker: ready.launch.marker,
+        cwd: ready.cwd,
         secrets: plan.secrets.clone(),
-        _state: state,
-        sandbox,
-        _script_file: launch._script_file,
+        _state: ready.state,
+        sandbox: ready.sandbox,
+        _script_file: ready.launch._script_file,
     })
 }
 
@@ -107,14 +104,19 @@ pub fn job_refusal(plan: &Plan) -> Result<(), JobRefusal> {
         .map_err(|stop| JobRefusal::from(stop).masked(&plan.secrets))?;
     // A job starts with no one waiting to answer: `approval.unattended` decides.
     let unattended = RunRequest {
-        approver: Some(crate::request::ApproverRef(std::sync::Arc::new(NoOne(
-            "a job starts with no one waiting to answer; run it in the foreground to be asked",
-        )))),
+        approver: Some(no_one()),
         ..RunRequest::default()
     };
     approval_stage(&unattended, plan, &CancelToken::new(), &mut g)
         .map(drop)
         .map_err(|stop| JobRefusal::from(stop).masked(&plan.secrets))
+}
+
+/// Who answers a job's approval question: no one (`approval.unattended` decides).
+fn no_one() -> crate::request::ApproverRef {
+    crate::request::ApproverRef(std::sync::Arc::new(NoOne(
+        "a job starts with no one waiting to answer; run it in the foreground to be asked",
+    )))
 }
 
 /// An approver that cannot ask, and says why.

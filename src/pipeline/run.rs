@@ -149,29 +149,22 @@ fn carry_out(
         ..Default::default()
     };
     let stages = (|| -> Result<_, Stop> {
-        let shell = refusal(&plan, &mut g)?;
-        let approved = approval_stage(req, &plan, cancel, &mut g)?;
-        let limit = Duration::from_secs(plan.timeout.effective);
-        let mut state = session_state(req, &plan, &shell, cancel, limit, &mut g)?;
-        let cwd = working_dir(req, &plan, &state, &mut g)?;
-        let mut sinks = sinks(p, &plan, req);
-        announce_start(&plan, &mut g, on_event);
-        let live = pool.filter(|_| live_eligible(req, p, &plan, &shell));
-        let sandbox = confinement(p, &plan, &cwd, &mut state, &mut g)?;
-        remember_approvals(approved, &mut state, &sandbox, &mut g);
-        let launch = launch(
-            req,
-            p,
-            &plan,
-            &mut state,
-            &sandbox,
-            &shell,
-            &cwd,
-            live.is_some(),
-            &mut g,
-        )?;
+        let ready = prepare(req, p, &plan, cancel, &mut g, |shell, g| {
+            let sinks = sinks(p, &plan, req);
+            announce_start(&plan, g, on_event);
+            let live = pool.filter(|_| live_eligible(req, p, &plan, shell));
+            let warm = live.is_some();
+            ((sinks, live), warm)
+        })?;
+        let Ready {
+            state,
+            cwd,
+            sandbox,
+            launch,
+            before: (mut sinks, live),
+        } = ready;
         let watch = Watch {
-            timeout: limit
+            timeout: Duration::from_secs(plan.timeout.effective)
                 .saturating_sub(state.waited)
                 .max(Duration::from_millis(1)),
             kill_grace: Duration::from_millis(p.timeout.kill_grace_ms),
@@ -195,6 +188,47 @@ fn carry_out(
     finish(
         base, req, p, plan, state, &sandbox, cwd, sinks, ran, g, started, on_event,
     )
+}
+
+/// A command made ready to spawn by [`prepare`], and what the caller's step before
+/// the sandbox made.
+pub(super) struct Ready<T> {
+    pub(super) state: crate::shell::state::Prepared,
+    pub(super) cwd: PathBuf,
+    pub(super) sandbox: sandbox::RunSandbox,
+    pub(super) launch: Launch,
+    pub(super) before: T,
+}
+
+/// The one stage order from a plan to the spawn, for runs and jobs alike: the plan's
+/// refusals, the approval question, the session's state, the working directory, then
+/// the caller's `before_sandbox` step (a run's sinks and start event; the `bool` it
+/// returns says whether a warm shell runs the command), the sandbox, the "always"
+/// answers recorded under it, and the launch.
+pub(super) fn prepare<T>(
+    req: &RunRequest,
+    p: &crate::config::profile::Profile,
+    plan: &Plan,
+    cancel: &CancelToken,
+    g: &mut Gathered,
+    before_sandbox: impl FnOnce(&Path, &mut Gathered) -> (T, bool),
+) -> Result<Ready<T>, Stop> {
+    let shell = refusal(plan, g)?;
+    let approved = approval_stage(req, plan, cancel, g)?;
+    let limit = Duration::from_secs(plan.timeout.effective);
+    let mut state = session_state(req, plan, &shell, cancel, limit, g)?;
+    let cwd = working_dir(req, plan, &state, g)?;
+    let (before, live) = before_sandbox(&shell, g);
+    let sandbox = confinement(p, plan, &cwd, &mut state, g)?;
+    remember_approvals(approved, &mut state, &sandbox, g);
+    let launch = launch(req, p, plan, &mut state, &sandbox, &shell, &cwd, live, g)?;
+    Ok(Ready {
+        state,
+        cwd,
+        sandbox,
+        launch,
+        before,
+    })
 }
 
 /// The decisions of [`plan`] that stop a run before anything starts: a usage error,
@@ -364,7 +398,7 @@ fn remember_approvals(
 
 /// The rc snapshot made ready and the session locked until this run is over (waiting
 /// at most `limit` for another run holding it).
-pub(super) fn session_state(
+fn session_state(
     req: &RunRequest,
     plan: &Plan,
     shell: &Path,
@@ -409,7 +443,7 @@ pub(super) fn session_state(
 }
 
 /// The working directory, against the session's when there is one.
-pub(super) fn working_dir(
+fn working_dir(
     req: &RunRequest,
     plan: &Plan,
     state: &crate::shell::state::Prepared,
@@ -485,7 +519,7 @@ fn live_eligible(
 /// A session made under another sandbox policy is refused here, before its state is
 /// sourced: state made inside a sandbox must not carry code into a run confined less
 /// (or differently).
-pub(super) fn confinement(
+fn confinement(
     p: &crate::config::profile::Profile,
     plan: &Plan,
     cwd: &Path,
@@ -504,7 +538,7 @@ pub(super) fn confinement(
 /// The command value: its environment (with the session's state and the run
 /// marker), the script (spilled to a file when very long) and the limits.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn launch(
+fn launch(
     req: &RunRequest,
     p: &crate::config::profile::Profile,
     plan: &Plan,

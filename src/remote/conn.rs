@@ -508,10 +508,13 @@ fn route(link: &Link, lines: mpsc::Receiver<Input>) {
             if let Some(to) = to {
                 let v = match too_long {
                     None => v,
-                    Some(n) => json!({
-                        "id": id, "type": "response", "success": false,
-                        "error": format!("the remote answer is {n} bytes, more than the {MAX_LINE} a protocol line may hold; lower output.max_bytes in the target's profile"),
-                    }),
+                    Some(n) => crate::server::failure(
+                        &json!(id),
+                        None,
+                        &crate::server::CallError::failed(format!(
+                            "the remote answer is {n} bytes, more than the {MAX_LINE} a protocol line may hold; lower output.max_bytes in the target's profile"
+                        )),
+                    ),
                 };
                 let _ = to.send(Msg::Response(v));
             }

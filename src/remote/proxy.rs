@@ -19,6 +19,7 @@ use super::conn::{CallError, Connection};
 use crate::config::profile::LoadedProfile;
 use crate::process::CancelToken;
 use crate::request::ApproverRef;
+use crate::server::CallError as Failure;
 use crate::server::approve::{Questions, RpcApprover, answer_approve};
 use crate::server::lines::{Input, MAX_LINE};
 use serde_json::{Value, json};
@@ -68,7 +69,7 @@ impl Shared {
     }
 
     fn error(&self, id: &Value, msg: impl Into<String>) {
-        self.send(&json!({"id": id, "type": "response", "success": false, "error": msg.into()}));
+        self.send(&crate::server::failure(id, None, &Failure::invalid(msg)));
     }
 }
 
@@ -196,7 +197,7 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
     if kind == "bash" && shared.pending().contains_key(&key) {
         shared.send(&json!({
             "id": null, "type": "response", "command": "bash", "success": false,
-            "rejected": true, "duplicate_id": id,
+            "rejected": true, "duplicate_id": id, "error_kind": crate::server::ErrorKind::InvalidRequest,
             "error": format!("a request with id {key} is still running or queued; this request was not run: use a new id"),
         }));
         return None;
@@ -227,7 +228,11 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
         && let Some(command) = obj.get("command").and_then(Value::as_str)
         && let Some(refused) = job_refusal(command, &shared.local, &shared.invoking_dir)
     {
-        shared.send(&json!({"id": id, "type": "response", "command": kind, "success": false, "error": refused}));
+        let refused = Failure {
+            kind: crate::server::ErrorKind::Refused,
+            message: refused,
+        };
+        shared.send(&crate::server::failure(&id, Some(&kind), &refused));
         return None;
     }
     let shared = Arc::clone(shared);
@@ -288,7 +293,7 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
                     .unwrap_or(Value::Null),
                     None => json!({"exit_code": crate::exit::FAILURE, "error": message}),
                 };
-                json!({"id": id, "type": "response", "command": kind, "success": false, "error": message, "data": data})
+                json!({"id": id, "type": "response", "command": kind, "success": false, "error": message, "error_kind": crate::server::ErrorKind::Failed, "data": data})
             }
         };
         if local_req.is_some() {
@@ -311,10 +316,11 @@ fn abort(shared: &Shared, id: &Value, target: Option<&Value>) {
                     tok.cancel(libc::SIGINT);
                     shared.send(&ack);
                 }
-                None => shared.send(&json!({
-                    "id": id, "type": "response", "command": "abort_bash", "success": false,
-                    "error": format!("no running or queued request with id {key}"),
-                })),
+                None => shared.send(&crate::server::failure(
+                    id,
+                    Some("abort_bash"),
+                    &Failure::not_found(format!("no running or queued request with id {key}")),
+                )),
             }
         }
         None => {

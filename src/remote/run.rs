@@ -170,7 +170,7 @@ pub fn run(
         Ok(response) => match result_of(&response) {
             Ok(r) => r,
             // Rejected before it ran: what the remote said is wrong with the request.
-            Err(e) if response["data"].is_null() => failed(
+            Err(e) if is_invalid_request(&response) => failed(
                 req,
                 local,
                 exit::USAGE,
@@ -183,4 +183,14 @@ pub fn run(
     };
     conn.close();
     result
+}
+
+/// Whether the remote answered that the request itself is wrong (`error_kind`
+/// `invalid_request`; from a server older than `error_kind`, an answer without a
+/// result).
+fn is_invalid_request(response: &Value) -> bool {
+    match response["error_kind"].as_str() {
+        Some(kind) => kind == "invalid_request",
+        None => response["data"].is_null(),
+    }
 }

@@ -139,25 +139,21 @@ fn id_key(id: &Value) -> String {
 /// that waits for it; answered itself (through `send`) with success, or with why it
 /// fits no question.
 pub fn answer_approve(v: &Value, id: &Value, questions: &Questions, send: &dyn Fn(&Value)) {
-    let error = |e: String| {
-        send(
-            &json!({"id": id, "type": "response", "command": "approve", "success": false, "error": e}),
-        );
-    };
+    let error = |e: super::CallError| send(&super::failure(id, Some("approve"), &e));
     let req: ApproveRequest = match serde_json::from_value(v.clone()) {
         Ok(r) => r,
         Err(e) => {
-            return error(format!(
+            return error(super::CallError::invalid(format!(
                 "invalid approve request: {e} (send {{\"type\":\"approve\",\"id\":ID,\"decision\":\"allow\"|\"deny\",\"remember\":BOOL}})"
-            ));
+            )));
         }
     };
     let key = id_key(&req.id);
     let waiting = questions.waiting().remove(&key);
     let Some(tx) = waiting else {
-        return error(format!(
+        return error(super::CallError::not_found(format!(
             "no approval question waits with id {key} (it was answered, timed out or cancelled, or never asked)"
-        ));
+        )));
     };
     let answer = match (req.decision, req.remember) {
         (ApproveDecision::Allow, true) => Answer::Always,
@@ -177,8 +173,8 @@ pub fn answer_approve(v: &Value, id: &Value, questions: &Questions, send: &dyn F
         Ok(()) => {
             send(&json!({"id": id, "type": "response", "command": "approve", "success": true}))
         }
-        Err(_) => error(format!(
+        Err(_) => error(super::CallError::not_found(format!(
             "the approval question {key} stopped waiting (timed out or cancelled) before this answer"
-        )),
+        ))),
     }
 }

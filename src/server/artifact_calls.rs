@@ -3,6 +3,7 @@
 //! raw bytes `agentbash artifact show` prints, in pages that fit a protocol line), so
 //! a remote target's artifacts can be read from the client side.
 
+use super::CallError;
 use super::engine::Engine;
 use crate::output::artifact;
 use base64::Engine as _;
@@ -36,50 +37,54 @@ struct ArtifactRead {
 }
 
 /// `7`, `"7"` or `"artifact://7"`.
-fn id_of(v: &Value) -> Result<u64, String> {
+fn id_of(v: &Value) -> Result<u64, CallError> {
     let text = match v {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
         other => {
-            return Err(format!(
+            return Err(CallError::invalid(format!(
                 "`artifact` must be an id such as 7 or \"artifact://7\", not {other}"
-            ));
+            )));
         }
     };
-    artifact::parse_id(&text).map_err(|e| e.to_string())
+    artifact::parse_id(&text).map_err(|e| CallError::invalid(e.to_string()))
 }
 
-pub fn call(engine: &Engine, kind: &str, args: Value) -> Result<Value, String> {
+pub fn call(engine: &Engine, kind: &str, args: Value) -> Result<Value, CallError> {
     match kind {
         "read_artifact" => {
             let a: ReadArtifact = serde_json::from_value(args)
-                .map_err(|e| format!("invalid read_artifact request: {e}"))?;
+                .map_err(|e| CallError::invalid(format!("invalid read_artifact request: {e}")))?;
             let id = id_of(&a.artifact)?;
             if a.limit == Some(0) {
-                return Err("`limit` must be at least 1 (omit it to read 2000 lines)".into());
+                return Err(CallError::invalid(
+                    "`limit` must be at least 1 (omit it to read 2000 lines)",
+                ));
             }
             let text = engine.read_artifact_lines(&id.to_string(), a.offset, a.limit)?;
             Ok(json!({"id": id, "text": text}))
         }
         "artifact_read" => {
             let a: ArtifactRead = serde_json::from_value(args)
-                .map_err(|e| format!("invalid artifact_read request: {e}"))?;
+                .map_err(|e| CallError::invalid(format!("invalid artifact_read request: {e}")))?;
             raw_page(engine, a)
         }
-        other => Err(format!("unknown artifact request {other:?}")),
+        other => Err(CallError::invalid(format!(
+            "unknown artifact request {other:?}"
+        ))),
     }
 }
 
 /// One page of the bytes `artifact show` would print: `data` (base64) is the
 /// selection's bytes from `offset`, `next` where the next page starts, `more`
 /// whether there is one.
-fn raw_page(engine: &Engine, a: ArtifactRead) -> Result<Value, String> {
+fn raw_page(engine: &Engine, a: ArtifactRead) -> Result<Value, CallError> {
     let id = id_of(&a.artifact)?;
     for (name, v) in [("head", a.head), ("tail", a.tail)] {
         if v == Some(0) {
-            return Err(format!(
+            return Err(CallError::invalid(format!(
                 "`{name}` must be at least 1 (omit it to show all lines)"
-            ));
+            )));
         }
     }
     let max = a.max_bytes.unwrap_or(PAGE_BYTES).clamp(1, MAX_PAGE_BYTES);
@@ -93,15 +98,18 @@ fn raw_page(engine: &Engine, a: ArtifactRead) -> Result<Value, String> {
         )
     };
     if !path.is_file() {
-        return Err(missing());
+        return Err(CallError::not_found(missing()));
     }
     let open = || {
         crate::fsguard::open(&path, u64::MAX, crate::fsguard::Links::Refuse)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            .map_err(|e| CallError::failed(format!("cannot read {}: {e}", path.display())))
     };
     let mut f = open()?;
     let range = if a.head.is_none() && a.tail.is_none() {
-        let len = f.metadata().map_err(|e| e.to_string())?.len();
+        let len = f
+            .metadata()
+            .map_err(|e| CallError::failed(e.to_string()))?
+            .len();
         artifact::LineRange {
             start: 0,
             end: len,
@@ -109,17 +117,17 @@ fn raw_page(engine: &Engine, a: ArtifactRead) -> Result<Value, String> {
         }
     } else {
         artifact::line_range(std::io::BufReader::new(open()?), a.head, a.tail)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            .map_err(|e| CallError::failed(format!("cannot read {}: {e}", path.display())))?
     };
     let size = range.end - range.start;
     let from = range.start + a.offset.min(size);
     let want = (range.end - from).min(max as u64);
     f.seek(std::io::SeekFrom::Start(from))
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|e| CallError::failed(format!("cannot read {}: {e}", path.display())))?;
     let mut bytes = Vec::with_capacity(want as usize);
     f.take(want)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|e| CallError::failed(format!("cannot read {}: {e}", path.display())))?;
     let next = a.offset.min(size) + bytes.len() as u64;
     let more = next < size;
     if !more && range.pad {

@@ -1,6 +1,7 @@
 //! The real engine behind rpc and mcp: one loaded profile, the run pipeline, and
 //! artifact reading.
 
+use super::CallError;
 use super::backend::{Backend, BashCall, BashOutcome};
 use crate::config::profile::LoadedProfile;
 use crate::executor::End;
@@ -62,15 +63,16 @@ impl Engine {
         &self,
         kind: &str,
         args: serde_json::Value,
-    ) -> Result<serde_json::Value, String> {
+    ) -> Result<serde_json::Value, CallError> {
         use crate::jobs::calls;
         fn parse<T: serde::de::DeserializeOwned>(
             kind: &str,
             v: serde_json::Value,
-        ) -> Result<T, String> {
-            serde_json::from_value(v).map_err(|e| format!("invalid {kind} request: {e}"))
+        ) -> Result<T, CallError> {
+            serde_json::from_value(v)
+                .map_err(|e| CallError::invalid(format!("invalid {kind} request: {e}")))
         }
-        let jobs = crate::jobs::Jobs::open().map_err(|e| e.to_string())?;
+        let jobs = crate::jobs::Jobs::open().map_err(|e| CallError::failed(e.to_string()))?;
         let answer = match kind {
             "job_start" => {
                 let a: calls::StartArgs = parse(kind, args)?;
@@ -80,8 +82,7 @@ impl Engine {
                     &self.profile_spec,
                     &self.invoking_dir,
                     a,
-                )
-                .map_err(|e| e.to_string())?;
+                )?;
                 if let Some(owner) = owner {
                     self.owned_jobs
                         .lock()
@@ -99,9 +100,9 @@ impl Engine {
             "job_send" => calls::send(&jobs, parse(kind, args)?, &self.closing),
             "job_stop" => calls::stop(&jobs, parse(kind, args)?),
             "job_list" => Ok(calls::list(&jobs, parse(kind, args)?)),
-            other => return Err(format!("unknown job request {other:?}")),
+            other => return Err(CallError::invalid(format!("unknown job request {other:?}"))),
         };
-        answer.map_err(|e| e.to_string())
+        answer.map_err(CallError::from)
     }
 
     /// Stop the jobs this server started without `detached` (it is exiting).
@@ -123,7 +124,7 @@ impl Engine {
         call: &BashCall,
         cancel: &CancelToken,
         on_output: &mut dyn FnMut(&str),
-    ) -> Result<RunResult, String> {
+    ) -> Result<RunResult, CallError> {
         self.run_events(call, cancel, &mut |e| {
             if let Event::Output(t) = e {
                 on_output(t);
@@ -137,7 +138,7 @@ impl Engine {
         call: &BashCall,
         cancel: &CancelToken,
         on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<RunResult, String> {
+    ) -> Result<RunResult, CallError> {
         let mut req =
             super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)?;
         if !call.server_tools.is_empty() {
@@ -312,7 +313,11 @@ impl Engine {
 
     /// The answer to a call cancelled while it waited for one of the `max_concurrent`
     /// run slots: shaped like a cancelled run, but nothing was started.
-    pub fn not_started(&self, call: &BashCall, max_concurrent: usize) -> Result<RunResult, String> {
+    pub fn not_started(
+        &self,
+        call: &BashCall,
+        max_concurrent: usize,
+    ) -> Result<RunResult, CallError> {
         let req = super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)?;
         Ok(crate::pipeline::not_started(
             &req,
@@ -335,15 +340,15 @@ impl Engine {
         id: &str,
         offset: usize,
         limit: Option<usize>,
-    ) -> Result<String, String> {
-        let id = artifact::parse_id(id).map_err(|e| e.to_string())?;
+    ) -> Result<String, CallError> {
+        let id = artifact::parse_id(id).map_err(|e| CallError::invalid(e.to_string()))?;
         let store = self.store();
         let path = store.path(id);
         let f = std::fs::File::open(&path).map_err(|_| {
-            format!(
+            CallError::not_found(format!(
                 "no artifact {} (it may have been removed by gc)",
                 artifact::url(id)
-            )
+            ))
         })?;
         // The MCP server refuses 0; a library caller asking for none gets one.
         let limit = limit.unwrap_or(DEFAULT_ARTIFACT_LINES).max(1);
@@ -442,7 +447,9 @@ impl Engine {
 
 impl Backend for Engine {
     fn check(&self, call: &BashCall) -> Result<(), String> {
-        super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox).map(drop)
+        super::build_request(call, &self.invoking_dir, &self.profile.profile.sandbox)
+            .map(drop)
+            .map_err(String::from)
     }
 
     fn bash(
@@ -469,10 +476,11 @@ impl Backend for Engine {
         limit: Option<usize>,
     ) -> Result<String, String> {
         self.read_artifact_lines(id, offset, limit)
+            .map_err(String::from)
     }
 
     fn job(&self, kind: &str, args: serde_json::Value) -> Result<serde_json::Value, String> {
-        self.job_call(kind, args)
+        self.job_call(kind, args).map_err(String::from)
     }
 
     fn describe(&self) -> String {

@@ -14,6 +14,108 @@ pub mod rpc;
 
 use crate::pipeline::RunRequest;
 
+/// What kind of failure a request met: the rpc answer's `error_kind`
+/// (docs/PROTOCOL.md), so a caller acts on it without reading the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The request itself is wrong (a field, a value, a request type): fixed and
+    /// sent again, it can succeed.
+    InvalidRequest,
+    /// What it names is not there (a job, an artifact, a path).
+    NotFound,
+    /// The guard, the sandbox, the approval policy or a rule refused it.
+    Refused,
+    /// It could not be carried out (agentbash's own failure: a profile, a missing
+    /// shell, a file it cannot read).
+    Failed,
+}
+
+/// A request that failed: its kind and the message for the caller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct CallError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl CallError {
+    pub fn invalid(message: impl Into<String>) -> CallError {
+        CallError {
+            kind: ErrorKind::InvalidRequest,
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found(message: impl Into<String>) -> CallError {
+        CallError {
+            kind: ErrorKind::NotFound,
+            message: message.into(),
+        }
+    }
+
+    pub fn failed(message: impl Into<String>) -> CallError {
+        CallError {
+            kind: ErrorKind::Failed,
+            message: message.into(),
+        }
+    }
+}
+
+/// A `success: false` rpc answer: the message in `error`, its kind in `error_kind`.
+pub fn failure(id: &serde_json::Value, command: Option<&str>, e: &CallError) -> serde_json::Value {
+    let mut v = serde_json::json!({"id": id, "type": "response"});
+    if let Some(c) = command {
+        v["command"] = serde_json::json!(c);
+    }
+    v["success"] = false.into();
+    v["error"] = e.message.clone().into();
+    v["error_kind"] = serde_json::json!(e.kind);
+    v
+}
+
+/// The message alone, where the caller is a model that reads it (the MCP tools).
+impl From<CallError> for String {
+    fn from(e: CallError) -> String {
+        e.message
+    }
+}
+
+impl From<crate::jobs::JobError> for CallError {
+    fn from(e: crate::jobs::JobError) -> CallError {
+        use crate::jobs::JobError as J;
+        let kind = match &e {
+            J::NotFound(_) => ErrorKind::NotFound,
+            J::BadName(_) | J::BadReady(..) | J::BadRequest(_) | J::NameTaken(..) => {
+                ErrorKind::InvalidRequest
+            }
+            J::Refused(_) => ErrorKind::Refused,
+            _ => ErrorKind::Failed,
+        };
+        CallError {
+            kind,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<crate::toolbox::ToolError> for CallError {
+    fn from(e: crate::toolbox::ToolError) -> CallError {
+        use crate::toolbox::ToolError as T;
+        let kind = match &e {
+            T::Arguments { .. } | T::Unknown(_) | T::NoMatch { .. } | T::Ambiguous { .. } => {
+                ErrorKind::InvalidRequest
+            }
+            T::Refused(_) => ErrorKind::Refused,
+            T::Path(_) | T::Internal(_) => ErrorKind::Failed,
+        };
+        CallError {
+            kind,
+            message: e.to_string(),
+        }
+    }
+}
+
 /// The rpc protocol's version, answered to `hello` (docs/PROTOCOL.md). A remote
 /// target's client refuses a server speaking another one. Raise it when a request,
 /// an answer or an event changes in a way an older peer would misread.
@@ -53,7 +155,7 @@ pub fn build_request(
     call: &BashCall,
     invoking_dir: &Path,
     sandbox: &crate::sandbox::Policy,
-) -> Result<RunRequest, String> {
+) -> Result<RunRequest, CallError> {
     let mut req = RunRequest::new(call.command.clone());
     req.invoking_dir = invoking_dir.to_path_buf();
     req.cwd = call.cwd.as_ref().map(Into::into);
@@ -68,8 +170,10 @@ pub fn build_request(
     req.session = call.session.clone();
     req.tools = call.tools.clone();
     req.mode = crate::request::ModeChoice::Print;
-    req.sandbox = crate::pipeline::sandbox::peer_override(sandbox, call.sandbox.as_deref())?;
+    req.sandbox = crate::pipeline::sandbox::peer_override(sandbox, call.sandbox.as_deref())
+        .map_err(CallError::invalid)?;
     req.approver = call.approver.clone();
-    req.validate().map_err(|e| e.to_string())?;
+    req.validate()
+        .map_err(|e| CallError::invalid(e.to_string()))?;
     Ok(req)
 }

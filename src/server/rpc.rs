@@ -16,6 +16,7 @@
 use super::approve::{Questions, RpcApprover};
 use super::backend::BashCall;
 use super::engine::Engine;
+use super::{CallError, ErrorKind, failure};
 use crate::process::CancelToken;
 use crate::request::ApproverRef;
 use serde::Deserialize;
@@ -95,14 +96,16 @@ impl Out {
         let _ = o.flush();
     }
 
+    /// A request this server cannot read (not JSON, no id, an unknown type, a bad
+    /// field): `error_kind` `invalid_request`.
     fn error(&self, id: &Value, msg: impl Into<String>) {
-        self.send(&json!({"id": id, "type": "response", "success": false, "error": msg.into()}));
+        self.send(&failure(id, None, &CallError::invalid(msg)));
     }
 
     /// A rejected `abort_bash`: its `command` tells it apart from a `bash` answer
     /// under the same id (abort ids are not tracked).
-    fn abort_error(&self, id: &Value, msg: impl Into<String>) {
-        self.send(&json!({"id": id, "type": "response", "command": "abort_bash", "success": false, "error": msg.into()}));
+    fn abort_error(&self, id: &Value, e: &CallError) {
+        self.send(&failure(id, Some("abort_bash"), e));
     }
 
     /// A request reusing the id of one not answered yet: answered under `id: null`
@@ -111,7 +114,7 @@ impl Out {
         let key = id_key(id);
         self.send(&json!({
             "id": null, "type": "response", "command": "bash", "success": false,
-            "rejected": true, "duplicate_id": id,
+            "rejected": true, "duplicate_id": id, "error_kind": ErrorKind::InvalidRequest,
             "error": format!("a request with id {key} is still running or queued; this request was not run: use a new id"),
         }));
     }
@@ -220,7 +223,7 @@ fn answer_unstarted(engine: &Engine, out: &Out, sched: &Scheduler, job: Job) {
             let data = serde_json::to_value(&r).unwrap_or(Value::Null);
             json!({"id": job.id, "type": "response", "command": "bash", "success": true, "data": data})
         }
-        Err(e) => json!({"id": job.id, "type": "response", "success": false, "error": e}),
+        Err(e) => failure(&job.id, None, &e),
     };
     out.answer(&answer, sched, &job.key);
 }
@@ -339,7 +342,10 @@ pub fn serve(engine: Engine) -> i32 {
                 let req: AbortRequest = match serde_json::from_value(v.clone()) {
                     Ok(r) => r,
                     Err(e) => {
-                        out.abort_error(&id, format!("invalid abort_bash request: {e}"));
+                        out.abort_error(
+                            &id,
+                            &CallError::invalid(format!("invalid abort_bash request: {e}")),
+                        );
                         continue;
                     }
                 };
@@ -357,7 +363,9 @@ pub fn serve(engine: Engine) -> i32 {
                             None => {
                                 out.abort_error(
                                     &id,
-                                    format!("no running or queued request with id {key}"),
+                                    &CallError::not_found(format!(
+                                        "no running or queued request with id {key}"
+                                    )),
                                 );
                                 continue;
                             }
@@ -392,7 +400,7 @@ pub fn serve(engine: Engine) -> i32 {
                             json!({"id": id, "type": "response", "command": kind, "success": true, "data": data})
                         }
                         Err(e) => {
-                            json!({"id": id, "type": "response", "command": kind, "success": false, "error": e})
+                            failure(&id, Some(&kind), &e)
                         }
                     };
                     out.send(&answer);
@@ -448,7 +456,7 @@ pub fn serve(engine: Engine) -> i32 {
 }
 
 /// A request answered off the reader thread: jobs and artifacts.
-fn side_call(engine: &Engine, kind: &str, args: Value) -> Result<Value, String> {
+fn side_call(engine: &Engine, kind: &str, args: Value) -> Result<Value, CallError> {
     match kind {
         "read_artifact" | "artifact_read" => super::artifact_calls::call(engine, kind, args),
         _ => engine.job_call(kind, args),
@@ -492,9 +500,7 @@ fn file_tool_answer(engine: &Engine, id: &Value, kind: &str, args: Value) -> Val
             }
             v
         }
-        Err(e) => {
-            json!({"id": id, "type": "response", "command": kind, "success": false, "error": e.to_string()})
-        }
+        Err(e) => failure(id, Some(kind), &CallError::from(e)),
     }
 }
 
@@ -520,7 +526,7 @@ fn run_bash(engine: &Engine, out: &Out, job: &Job) -> Value {
             let data = serde_json::to_value(&r).unwrap_or(Value::Null);
             let mut answer = match &r.error {
                 Some(e) => {
-                    json!({"id": id, "type": "response", "command": "bash", "success": false, "error": e, "data": data})
+                    json!({"id": id, "type": "response", "command": "bash", "success": false, "error": e, "error_kind": ErrorKind::Failed, "data": data})
                 }
                 None => {
                     json!({"id": id, "type": "response", "command": "bash", "success": true, "data": data})
@@ -532,6 +538,6 @@ fn run_bash(engine: &Engine, out: &Out, job: &Job) -> Value {
             }
             answer
         }
-        Err(e) => json!({"id": id, "type": "response", "success": false, "error": e}),
+        Err(e) => failure(id, None, &e),
     }
 }

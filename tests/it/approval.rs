@@ -684,6 +684,31 @@ fn rpc_no_answer_within_the_timeout_or_after_eof_refuses() {
     assert!(!env.work().join("batch.txt").exists());
 }
 
+/// `unavailable`: the client cannot ask anyone (a remote target's client with no one
+/// to ask); `approval.unattended` decides at once, and the refusal quotes the reason
+/// (controls escaped).
+#[test]
+fn rpc_unavailable_lets_unattended_decide_quoting_the_reason() {
+    let env = env_with(POLICY);
+    let mut server = rpc(&env);
+    server.send(json!({"id": "u", "type": "bash", "command": "touch rpc-unavailable.txt"}));
+    let q = next_of(&server, "approval_request");
+    let ack = server.ask(json!({
+        "id": q["id"], "type": "approve", "decision": "unavailable",
+        "reason": "nobody home\u{1b}[31m",
+    }));
+    assert_eq!(ack["success"], true, "{ack}");
+    let r = &server.responses(&["u"])[0];
+    assert_eq!(r["blocked"]["kind"], "approval", "{r}");
+    let text = s(r, "text");
+    assert!(
+        text.contains("no one can be asked here (nobody home\\e[31m)")
+            && text.contains("approval.unattended = \"deny\" refuses it"),
+        "{text}"
+    );
+    assert!(!env.work().join("rpc-unavailable.txt").exists());
+}
+
 // ---------------------------------------------------------------------------
 // MCP
 

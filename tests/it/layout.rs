@@ -512,8 +512,22 @@ fn the_layer_table_names_exactly_what_each_layer_imports() {
 }
 
 /// The functions under src/pipeline/ that `carry_out` calls, in the order of their
-/// first call.
+/// first call, with those `prepare` (the stages runs and jobs share) calls after it.
 fn carry_out_calls() -> Vec<String> {
+    let mut calls = calls_of("carry_out");
+    if calls.iter().any(|c| c == "prepare") {
+        for c in calls_of("prepare") {
+            if !calls.contains(&c) {
+                calls.push(c);
+            }
+        }
+    }
+    calls
+}
+
+/// The functions under src/pipeline/ that function `f` calls, in the order of their
+/// first call.
+fn calls_of(f: &str) -> Vec<String> {
     let mut files = Vec::new();
     rust_files(&repo().join("src/pipeline"), &mut files);
     let texts: Vec<String> = files
@@ -527,15 +541,20 @@ fn carry_out_calls() -> Vec<String> {
                 .map(|(i, _)| ident(&t[i + 3..]).to_string())
         })
         .collect();
+    let head = format!("fn {f}(");
+    let generic = format!("fn {f}<");
     let text = texts
         .iter()
-        .find(|t| t.contains("fn carry_out("))
-        .expect("src/pipeline/ defines carry_out");
-    let start = text.find("fn carry_out(").expect("carry_out");
+        .find(|t| t.contains(&head) || t.contains(&generic))
+        .unwrap_or_else(|| panic!("src/pipeline/ defines {f}"));
+    let start = text
+        .find(&head)
+        .or_else(|| text.find(&generic))
+        .unwrap_or_else(|| panic!("{f}"));
     // The body ends at the first line that closes an item.
     let body = &text[start..];
-    let body = &body[..body.find("\n}\n").expect("carry_out ends")];
-    let body = &body[body.find(") -> ").expect("carry_out's signature")..];
+    let body = &body[..body.find("\n}\n").expect("the function ends")];
+    let body = &body[body.find(") -> ").expect("the function's signature")..];
     let mut calls: Vec<String> = Vec::new();
     for (i, _) in body.match_indices('(') {
         let before = &body[..i];

@@ -6,6 +6,7 @@ mod containment;
 mod display;
 mod ecosystem;
 mod env;
+mod error_kinds;
 mod guard;
 mod harness;
 mod intercept;

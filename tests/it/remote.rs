@@ -639,6 +639,7 @@ fn dropped_transport(env: &TestEnv, rpc: &mut LiveServer, name: &str, transport_
     }
     for long in &answered {
         assert_eq!(long["success"], false, "{long}");
+        assert_eq!(long["error_kind"], "failed", "{long}");
         assert!(
             s(long, "error").starts_with(&format!("[target {name}: the connection ended]")),
             "{long}"
