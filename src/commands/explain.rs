@@ -38,6 +38,9 @@ pub struct Explanation<'a> {
     pub snapshot: String,
     pub session: Option<SessionShown>,
     pub sandbox: SandboxShown<'a>,
+    /// How the command runs once started (limits, grace, terminal, output budgets,
+    /// job policy): the plan's, shown whole.
+    pub execution: &'a crate::pipeline::Execution,
     pub argv: Vec<String>,
     pub artifact_dir: Option<String>,
     pub usage_error: Option<&'a str>,
@@ -223,7 +226,8 @@ impl<'a> Explanation<'a> {
                 cwd: s.cwd.as_ref().map(|c| c.display().to_string()),
             }),
             sandbox: SandboxShown::of(plan),
-            argv: plan.argv(profile),
+            execution: &plan.execution,
+            argv: plan.argv(),
             artifact_dir: plan
                 .artifact_dir
                 .as_ref()
@@ -460,6 +464,12 @@ impl<'a> Explanation<'a> {
                 line("  note", show(n));
             }
         }
+        line("execution", "(every field, as in --format json)".into());
+        if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(self.execution) {
+            for (key, value) in &fields {
+                line("", format!("  {key:<16}{}", show(&field_text(value))));
+            }
+        }
         line("argv", list(&self.argv));
         line(
             "artifacts",
@@ -472,6 +482,23 @@ impl<'a> Explanation<'a> {
             line("error", show(e));
         }
         t
+    }
+}
+
+/// One field of the execution plan as text: a scalar as it is, `-` for none, a list
+/// as JSON, a table as `key=value` pairs.
+fn field_text(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) if s.is_empty() => "-".into(),
+        Value::String(s) => s.clone(),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| format!("{k}={}", field_text(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
     }
 }
 

@@ -74,14 +74,9 @@ pub fn job_launch(req: &RunRequest, profile: &LoadedProfile) -> Result<JobLaunch
         approver: Some(no_one()),
         ..req.clone()
     };
-    let ready = prepare(
-        &unattended,
-        &profile.profile,
-        &plan,
-        &CancelToken::new(),
-        &mut g,
-        |_, _| ((), false),
-    )
+    let ready = prepare(&unattended, &plan, &CancelToken::new(), &mut g, |_, _| {
+        ((), false)
+    })
     .map_err(|stop| JobRefusal::from(stop).masked(&plan.secrets))?;
     Ok(JobLaunch {
         spec: ready.launch.spec,
@@ -193,7 +188,7 @@ impl JobRun {
         if !ok {
             return None;
         }
-        let Sinks { out, .. } = sinks(&profile.profile, &plan, req);
+        let Sinks { out, .. } = sinks(&plan, req);
         let mut base = base_result(req, &plan);
         if let Ok(cwd) = &plan.cwd {
             base.cwd = cwd.display().to_string();
@@ -217,21 +212,16 @@ impl JobRun {
 
     /// The job ended (or was stopped) within the wait: the run's result. `tmpdir` is
     /// the private TMPDIR the job's supervisor made for it, when sandboxed.
-    pub fn finish(self, end: End, profile: &LoadedProfile, tmpdir: Option<PathBuf>) -> RunResult {
-        self.shaped(end, end, profile, tmpdir)
+    pub fn finish(self, end: End, tmpdir: Option<PathBuf>) -> RunResult {
+        self.shaped(end, end, tmpdir)
     }
 
     /// The result shaped for `end`, with the notices the job's sandbox gives for how
     /// it ended (`ended`) and what it printed.
-    fn shaped(
-        self,
-        end: End,
-        ended: End,
-        profile: &LoadedProfile,
-        tmpdir: Option<PathBuf>,
-    ) -> RunResult {
+    fn shaped(self, end: End, ended: End, tmpdir: Option<PathBuf>) -> RunResult {
         let secrets = self.plan.secrets.clone();
         let artifact_dir = self.plan.artifact_dir.clone();
+        let artifacts = self.plan.execution.artifacts.clone();
         let cwd = PathBuf::from(&self.base.cwd);
         let retained = self.sink.finish();
         let mut warnings = self.plan.rule_warnings.clone();
@@ -262,7 +252,7 @@ impl JobRun {
         if let Some(dir) = artifact_dir
             && let Some(a) = &r.artifact
         {
-            remember_artifact(&profile.profile, dir, a.id, r.command.clone(), &r);
+            remember_artifact(&artifacts, dir, a.id, r.command.clone(), &r);
         }
         r
     }
@@ -272,7 +262,6 @@ impl JobRun {
         self,
         after: Duration,
         job: crate::result::ContinuedAs,
-        profile: &LoadedProfile,
         tmpdir: Option<PathBuf>,
     ) -> RunResult {
         let line = format!(
@@ -283,7 +272,7 @@ impl JobRun {
         );
         // It has not ended: a write its sandbox refused is said as for a run that has
         // not succeeded (yet), not hidden as for one that did.
-        let mut r = self.shaped(End::Exited(0), End::MissingStatus, profile, tmpdir);
+        let mut r = self.shaped(End::Exited(0), End::MissingStatus, tmpdir);
         r.exit_code = None;
         r.agentbash_exit = 0;
         let rest = match r.text.strip_prefix("(no output)") {

@@ -23,7 +23,7 @@ pub mod terminal;
 
 pub use crate::request::{Preview, RequestError, RunRequest};
 pub use job::{JobLaunch, JobRefusal, JobRun, idle_limit, job_launch, job_refusal};
-pub use plan::{Plan, plan, plan_run};
+pub use plan::{Execution, Plan, plan, plan_run};
 pub use run::{execute, execute_with, refused_before_running};
 pub use shape::{failed, not_started};
 

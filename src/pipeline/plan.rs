@@ -54,18 +54,109 @@ pub struct Plan {
     pub profile_name: String,
     /// Usage-level problem with the request itself (exit 2).
     pub usage_error: Option<String>,
+    /// How the command runs once started.
+    pub execution: Execution,
+}
+
+/// How the command runs once started: every number and policy the stages that carry
+/// the run out, the executors and the sink get, decided here with the rest, so that
+/// `explain` shows them and nothing after planning reads the profile.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Execution {
+    /// The shell as the profile names it (`shell.path`) and its arguments before the
+    /// script (`shell.args`).
+    pub shell_path: String,
+    pub shell_args: Vec<String>,
+    /// `shell.prefix`, already in front of the script (it tells live shells apart).
+    pub shell_prefix: String,
+    /// The terminal of PTY mode (`[pty] cols`, `rows`) and the key that stops the
+    /// command from it (`pty.kill_key`).
+    pub pty_cols: u16,
+    pub pty_rows: u16,
+    pub kill_key: String,
+    /// `[limits]`, set in the child before exec (0: none).
+    pub limits: crate::config::schema::LimitsCfg,
+    /// TERM, then this long, then KILL (`timeout.kill_grace_ms`).
+    pub kill_grace_ms: u64,
+    /// What happens to processes that outlive the shell (`process.background`).
+    pub background: crate::config::schema::Background,
+    /// A run that neither prints nor uses CPU this long is stopped (`jobs.idle_timeout`,
+    /// only when the caller set no timeout).
+    pub idle_timeout_s: Option<u64>,
+    /// What the output sink keeps (`output.max_bytes`, `head_bytes`, `max_columns`).
+    pub max_bytes: usize,
+    pub head_bytes: usize,
+    pub max_columns: usize,
+    /// The artifact store's retention (`[artifacts]`).
+    pub artifacts: crate::config::schema::ArtifactsCfg,
+    /// Per-workspace package caches under the sandbox (`env.sandbox_caches`).
+    pub sandbox_caches: bool,
+    /// Variables the profile or the caller set by name: a sandbox cache never
+    /// replaces them.
+    pub explicit_env: Vec<String>,
+    /// The job policy: a job started for this request, and a server's hand-off of a
+    /// long foreground run (`[jobs]`).
+    pub jobs: crate::config::schema::JobsCfg,
+}
+
+impl Execution {
+    fn decide(req: &RunRequest, p: &crate::config::profile::Profile) -> Execution {
+        let mut explicit_env: Vec<String> = p
+            .env
+            .set
+            .keys()
+            .cloned()
+            .chain(req.env.iter().map(|(k, _)| k.clone()))
+            .collect();
+        explicit_env.sort();
+        explicit_env.dedup();
+        Execution {
+            shell_path: p.shell.path.clone(),
+            shell_args: p.shell.args.clone(),
+            shell_prefix: p.shell.prefix.clone(),
+            pty_cols: p.pty.cols,
+            pty_rows: p.pty.rows,
+            kill_key: p.pty.kill_key.clone(),
+            limits: p.limits.clone(),
+            kill_grace_ms: p.timeout.kill_grace_ms,
+            background: p.process.background,
+            idle_timeout_s: super::job::idle_limit(req, p).map(|d| d.as_secs()),
+            max_bytes: p.output.max_bytes,
+            head_bytes: p.output.head_bytes,
+            max_columns: p.output.max_columns,
+            artifacts: p.artifacts.clone(),
+            sandbox_caches: p.env.sandbox_caches,
+            explicit_env,
+            jobs: p.jobs.clone(),
+        }
+    }
+
+    /// The limits as the spawner takes them.
+    pub fn process_limits(&self) -> crate::process::Limits {
+        crate::process::Limits {
+            address_space_mb: self.limits.address_space_mb,
+            file_size_mb: self.limits.file_size_mb,
+            processes: self.limits.processes,
+            cpu_seconds: self.limits.cpu_seconds,
+        }
+    }
+
+    /// `jobs.idle_timeout` as a limit for the run, when it applies.
+    pub fn idle_limit(&self) -> Option<std::time::Duration> {
+        self.idle_timeout_s.map(std::time::Duration::from_secs)
+    }
 }
 
 impl Plan {
     /// The argv that would be spawned.
-    pub fn argv(&self, profile: &LoadedProfile) -> Vec<String> {
+    pub fn argv(&self) -> Vec<String> {
         let mut v = vec![
             self.shell
                 .as_ref()
                 .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| profile.profile.shell.path.clone()),
+                .unwrap_or_else(|_| self.execution.shell_path.clone()),
         ];
-        v.extend(profile.profile.shell.args.iter().cloned());
+        v.extend(self.execution.shell_args.iter().cloned());
         v.push(self.script.clone());
         v
     }
@@ -148,6 +239,7 @@ pub(super) fn plan_with(req: &RunRequest, profile: &LoadedProfile, trace_all: bo
         sandbox: sandbox::plan(&p.sandbox, req.sandbox, &req.invoking_dir),
         profile_name: profile.name.clone(),
         usage_error,
+        execution: Execution::decide(req, p),
     }
 }
 

@@ -6,7 +6,6 @@
 //! ([`refused_before_running`], for a remote target).
 
 use super::Event;
-use super::job::idle_limit;
 use super::plan::{Plan, plan_with};
 use super::shape::{base_result, finish, remember_artifact, stopped};
 use super::{approval, sandbox};
@@ -66,16 +65,17 @@ pub fn execute_with(
     let started = Instant::now();
     let plan = plan_with(req, profile, false);
     let (secrets, artifact_dir) = (plan.secrets.clone(), plan.artifact_dir.clone());
+    let artifacts = plan.execution.artifacts.clone();
     let mut on_event = |e: Event<'_>| match e {
         Event::Notice(n) => on_event(Event::Notice(&secrets.mask(n))),
         other => on_event(other),
     };
-    let mut r = carry_out(req, profile, plan, started, cancel, pool, &mut on_event);
+    let mut r = carry_out(req, plan, started, cancel, pool, &mut on_event);
     r.mask_secrets(&secrets);
     if let Some(dir) = artifact_dir {
         let stderr = r.stderr.as_ref().and_then(|e| e.artifact.as_ref());
         for a in r.artifact.iter().chain(stderr) {
-            remember_artifact(&profile.profile, dir.clone(), a.id, r.command.clone(), &r);
+            remember_artifact(&artifacts, dir.clone(), a.id, r.command.clone(), &r);
         }
     }
     r
@@ -136,23 +136,21 @@ pub(super) struct Sinks {
 /// per stage, in the order they happen.
 fn carry_out(
     req: &RunRequest,
-    profile: &LoadedProfile,
     plan: Plan,
     started: Instant,
     cancel: &CancelToken,
     pool: Option<&crate::executor::live::ShellPool>,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> RunResult {
-    let p = &profile.profile;
     let mut g = Gathered {
         warnings: plan.rule_warnings.clone(),
         ..Default::default()
     };
     let stages = (|| -> Result<_, Stop> {
-        let ready = prepare(req, p, &plan, cancel, &mut g, |shell, g| {
-            let sinks = sinks(p, &plan, req);
+        let ready = prepare(req, &plan, cancel, &mut g, |shell, g| {
+            let sinks = sinks(&plan, req);
             announce_start(&plan, g, on_event);
-            let live = pool.filter(|_| live_eligible(req, p, &plan, shell));
+            let live = pool.filter(|_| live_eligible(req, &plan, shell));
             let warm = live.is_some();
             ((sinks, live), warm)
         })?;
@@ -167,13 +165,13 @@ fn carry_out(
             timeout: Duration::from_secs(plan.timeout.effective)
                 .saturating_sub(state.waited)
                 .max(Duration::from_millis(1)),
-            kill_grace: Duration::from_millis(p.timeout.kill_grace_ms),
-            background: p.process.background,
+            kill_grace: Duration::from_millis(plan.execution.kill_grace_ms),
+            background: plan.execution.background,
             cancel,
-            idle: idle_limit(req, p),
+            idle: plan.execution.idle_limit(),
         };
         let ran = execute_command(
-            req, p, &plan, &state, &sandbox, &launch, live, watch, &mut sinks, on_event,
+            req, &plan, &state, &sandbox, &launch, live, watch, &mut sinks, on_event,
         );
         Ok((state, sandbox, cwd, sinks, ran))
     })();
@@ -186,7 +184,7 @@ fn carry_out(
         Err(stop) => return stopped(base, req, plan, stop, g, started, on_event),
     };
     finish(
-        base, req, p, plan, state, &sandbox, cwd, sinks, ran, g, started, on_event,
+        base, req, plan, state, &sandbox, cwd, sinks, ran, g, started, on_event,
     )
 }
 
@@ -207,7 +205,6 @@ pub(super) struct Ready<T> {
 /// answers recorded under it, and the launch.
 pub(super) fn prepare<T>(
     req: &RunRequest,
-    p: &crate::config::profile::Profile,
     plan: &Plan,
     cancel: &CancelToken,
     g: &mut Gathered,
@@ -219,9 +216,9 @@ pub(super) fn prepare<T>(
     let mut state = session_state(req, plan, &shell, cancel, limit, g)?;
     let cwd = working_dir(req, plan, &state, g)?;
     let (before, live) = before_sandbox(&shell, g);
-    let sandbox = confinement(p, plan, &cwd, &mut state, g)?;
+    let sandbox = confinement(plan, &cwd, &mut state, g)?;
     remember_approvals(approved, &mut state, &sandbox, g);
-    let launch = launch(req, p, plan, &mut state, &sandbox, &shell, &cwd, live, g)?;
+    let launch = launch(req, plan, &mut state, &sandbox, &shell, &cwd, live, g)?;
     Ok(Ready {
         state,
         cwd,
@@ -459,11 +456,11 @@ fn working_dir(
 
 /// The sinks the output flows into, spilling to an artifact claimed when first
 /// needed (never fatal: a failed claim is a warning).
-pub(super) fn sinks(p: &crate::config::profile::Profile, plan: &Plan, req: &RunRequest) -> Sinks {
+pub(super) fn sinks(plan: &Plan, req: &RunRequest) -> Sinks {
     let config = |lines: bool| SinkConfig {
-        max_bytes: p.output.max_bytes,
-        head_bytes: p.output.head_bytes,
-        max_columns: p.output.max_columns,
+        max_bytes: plan.execution.max_bytes,
+        head_bytes: plan.execution.head_bytes,
+        max_columns: plan.execution.max_columns,
         head_lines: plan.normalized.head.filter(|_| lines),
         tail_lines: plan.normalized.tail.filter(|_| lines),
         stop_after_lines: plan.normalized.stop_after.filter(|_| lines),
@@ -478,7 +475,7 @@ pub(super) fn sinks(p: &crate::config::profile::Profile, plan: &Plan, req: &RunR
         .stderr_separate
         .then(|| OutputSink::new(config(false), None, true));
     if let Some(dir) = &plan.artifact_dir {
-        let store = ArtifactStore::new(dir.clone(), &p.artifacts);
+        let store = ArtifactStore::new(dir.clone(), &plan.execution.artifacts);
         err = err.map(|s| s.spill_to(store.clone()));
         out = out.spill_to(store);
     }
@@ -497,15 +494,10 @@ fn announce_start(plan: &Plan, g: &mut Gathered, on_event: &mut dyn FnMut(Event<
 /// pipe outlives the command, so it cannot be closed to stop a producer the way a
 /// lifted `| head` must, and it carries stdout and stderr as one stream, which a
 /// stdout-only lift must keep apart: such runs get a shell of their own.
-fn live_eligible(
-    req: &RunRequest,
-    p: &crate::config::profile::Profile,
-    plan: &Plan,
-    shell: &Path,
-) -> bool {
+fn live_eligible(req: &RunRequest, plan: &Plan, shell: &Path) -> bool {
     crate::executor::live::eligible(
         shell,
-        &p.shell.args,
+        &plan.execution.shell_args,
         plan.mode.mode == Mode::Print,
         req.stdin,
     ) && plan.normalized.stop_after.is_none()
@@ -520,14 +512,18 @@ fn live_eligible(
 /// sourced: state made inside a sandbox must not carry code into a run confined less
 /// (or differently).
 fn confinement(
-    p: &crate::config::profile::Profile,
     plan: &Plan,
     cwd: &Path,
     state: &mut crate::shell::state::Prepared,
     g: &mut Gathered,
 ) -> Result<sandbox::RunSandbox, Stop> {
-    let sandbox = sandbox::prepare(plan, cwd, state.session_exchange(), p.env.sandbox_caches)
-        .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
+    let sandbox = sandbox::prepare(
+        plan,
+        cwd,
+        state.session_exchange(),
+        plan.execution.sandbox_caches,
+    )
+    .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
     state
         .adopt_policy(sandbox.fingerprint())
         .map_err(|e| Stop::Fail(exit::FAILURE, e))?;
@@ -540,7 +536,6 @@ fn confinement(
 #[allow(clippy::too_many_arguments)]
 fn launch(
     req: &RunRequest,
-    p: &crate::config::profile::Profile,
     plan: &Plan,
     state: &mut crate::shell::state::Prepared,
     sandbox: &sandbox::RunSandbox,
@@ -552,7 +547,7 @@ fn launch(
     use crate::shell::state::PreludeError;
     let mut env = plan.env.vars.clone();
     // Under the session's exports, which win (as the profile's and the flags' do).
-    let explicit = |k: &str| p.env.set.contains_key(k) || req.env.iter().any(|(f, _)| f == k);
+    let explicit = |k: &str| plan.execution.explicit_env.iter().any(|e| e == k);
     sandbox.apply_cache_env(&mut env, &explicit);
     state.apply_env(&mut env, &req.env);
     sandbox.apply_tmpdir(&mut env);
@@ -585,22 +580,17 @@ fn launch(
     } else {
         (plan.script.clone(), None)
     };
-    let mut args = p.shell.args.clone();
+    let mut args = plan.execution.shell_args.clone();
     args.push(script);
     let spec = SpawnSpec {
         program: shell.to_path_buf(),
         args,
         env: env.into_iter().collect(),
         cwd: cwd.to_path_buf(),
-        limits: crate::process::Limits {
-            address_space_mb: p.limits.address_space_mb,
-            file_size_mb: p.limits.file_size_mb,
-            processes: p.limits.processes,
-            cpu_seconds: p.limits.cpu_seconds,
-        },
+        limits: plan.execution.process_limits(),
         sandbox: sandbox.confinement(),
         detached: false,
-        keep_background: p.process.background == crate::config::schema::Background::Keep,
+        keep_background: plan.execution.background == crate::config::schema::Background::Keep,
     };
     Ok(Launch {
         spec,
@@ -615,7 +605,6 @@ fn launch(
 #[allow(clippy::too_many_arguments)]
 fn execute_command(
     req: &RunRequest,
-    p: &crate::config::profile::Profile,
     plan: &Plan,
     state: &crate::shell::state::Prepared,
     sandbox: &sandbox::RunSandbox,
@@ -638,7 +627,7 @@ fn execute_command(
                 key: crate::executor::live::ShellKey {
                     session: req.session.clone(),
                     shell: spec.program.clone(),
-                    prefix: p.shell.prefix.clone(),
+                    prefix: plan.execution.shell_prefix.clone(),
                     snapshot: state.snapshot_id(),
                     env: plan
                         .env
@@ -647,10 +636,10 @@ fn execute_command(
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect(),
                     limits: [
-                        p.limits.address_space_mb,
-                        p.limits.file_size_mb,
-                        p.limits.processes,
-                        p.limits.cpu_seconds,
+                        plan.execution.limits.address_space_mb,
+                        plan.execution.limits.file_size_mb,
+                        plan.execution.limits.processes,
+                        plan.execution.limits.cpu_seconds,
                     ],
                     sandbox: sandbox.key(),
                 },
@@ -691,11 +680,11 @@ fn execute_command(
         Mode::Pty => executor::pty::run(
             &executor::pty::PtyRun {
                 spawn: spec,
-                cols: p.pty.cols,
-                rows: p.pty.rows,
+                cols: plan.execution.pty_cols,
+                rows: plan.execution.pty_rows,
                 interactive: req.stdin_tty && req.stdout_tty,
                 title: &plan.shown_normalized,
-                kill_key: &p.pty.kill_key,
+                kill_key: &plan.execution.kill_key,
                 feed_stdin: req.stdin,
                 watch,
             },

@@ -76,7 +76,6 @@ pub(super) fn stopped(
 pub(super) fn finish(
     r: RunResult,
     req: &RunRequest,
-    p: &crate::config::profile::Profile,
     plan: Plan,
     mut state: crate::shell::state::Prepared,
     sandbox: &sandbox::RunSandbox,
@@ -123,7 +122,8 @@ pub(super) fn finish(
         );
         said.push_str(&e.text);
     }
-    g.notices.extend(limit_hint(&p.limits, &outcome.end, &said));
+    g.notices
+        .extend(limit_hint(&plan.execution.limits, &outcome.end, &said));
     if plan.mode.mode == Mode::Print && !req.stdin {
         g.notices
             .extend(terminal::hint(&plan.command, &outcome.end, &said));
@@ -187,13 +187,13 @@ fn announce_the_rest(
 /// The sidecar `artifact list` shows: which command wrote the artifact, where, how
 /// it ended.
 pub(super) fn remember_artifact(
-    p: &crate::config::profile::Profile,
+    artifacts: &crate::config::schema::ArtifactsCfg,
     dir: artifact::ArtifactDir,
     id: u64,
     command: String,
     r: &RunResult,
 ) {
-    ArtifactStore::new(dir, &p.artifacts).write_meta(
+    ArtifactStore::new(dir, artifacts).write_meta(
         id,
         &artifact::Meta {
             command,

@@ -283,7 +283,7 @@ impl Engine {
                     cursor,
                 };
                 let tmpdir = job_tmpdir(&record);
-                return Some(job_run.handed_off(after, job, &self.profile, tmpdir));
+                return Some(job_run.handed_off(after, job, tmpdir));
             }
             std::thread::sleep(Duration::from_millis(10));
             if let Ok(r) = jobs.find(&record.id) {
@@ -308,7 +308,7 @@ impl Engine {
         drop(owner);
         // Answered as a run: no job is left to list.
         let _ = jobs.remove(&record);
-        Some(job_run.finish(end, &self.profile, tmpdir))
+        Some(job_run.finish(end, tmpdir))
     }
 
     /// The answer to a call cancelled while it waited for one of the `max_concurrent`

@@ -481,7 +481,9 @@ impl<B: Backend> McpServer<B> {
             }
         }
         let Some(question) = self.backend.approval(call) else {
-            return Ok(ApproverRef(Arc::new(NoElicitation)));
+            // Nothing asks before the call runs; a question that comes up only while
+            // it runs (a remote target's) cannot go back to this client any more.
+            return Ok(ApproverRef(Arc::new(NotAhead)));
         };
         let state = format!("approval-{}", crate::ids::nonce());
         let mut asked = self.asked();
@@ -856,6 +858,24 @@ impl Approver for NoElicitation {
     fn ask(&self, _: &Question, _: &crate::process::CancelToken) -> Answer {
         Answer::Unavailable(
             "the MCP client did not declare the elicitation capability, so it cannot put the question to a person"
+                .into(),
+        )
+    }
+
+    fn who(&self) -> String {
+        "the MCP client".into()
+    }
+}
+
+/// A client on protocol 2026-07-28 is asked only before its call runs (it answers by
+/// calling again): a question that comes up while the call runs, as a remote
+/// target's does, finds no one to put it to.
+struct NotAhead;
+
+impl Approver for NotAhead {
+    fn ask(&self, _: &Question, _: &crate::process::CancelToken) -> Answer {
+        Answer::Unavailable(
+            "the MCP client answers approval questions by calling again (protocol 2026-07-28), and this one came up only once the call ran (a remote target's policy asked)"
                 .into(),
         )
     }

@@ -17,6 +17,7 @@ mod mcp;
 mod needs_terminal;
 mod network;
 mod output;
+mod plan;
 mod profiles;
 mod pty;
 mod redact;

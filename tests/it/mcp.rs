@@ -37,6 +37,16 @@ pub(crate) fn python_client_checks_with(
     profile: &str,
     vars: &[(&str, &str)],
 ) {
+    python_client_checks_on(env, only, &["-p", profile], vars);
+}
+
+/// [`python_client_checks_with`] against `agentbash mcp SERVER_ARGS`.
+pub(crate) fn python_client_checks_on(
+    env: &crate::support::TestEnv,
+    only: &str,
+    server_args: &[&str],
+    vars: &[(&str, &str)],
+) {
     if !python_sdk_available() {
         crate::support::skip!(
             "python3 cannot import `mcp` (the official MCP SDK)",
@@ -44,18 +54,10 @@ pub(crate) fn python_client_checks_with(
         );
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
-    let mut cmd = env.program(
-        "python3",
-        &[
-            &script.display().to_string(),
-            "--only",
-            only,
-            SERVER,
-            "mcp",
-            "-p",
-            profile,
-        ],
-    );
+    let script = script.display().to_string();
+    let mut args = vec![script.as_str(), "--only", only, SERVER, "mcp"];
+    args.extend_from_slice(server_args);
+    let mut cmd = env.program("python3", &args);
     for (k, v) in vars {
         cmd = cmd.env(k, v);
     }

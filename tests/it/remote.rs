@@ -1124,3 +1124,19 @@ fn mcp_through_a_target_without_elicitation_refuses_with_the_reason() {
     );
     assert!(!file.exists());
 }
+
+/// `mcp --target` through the official Python client (`tests/mcp/mcp_client.py`,
+/// MCP_CHECKS=approval-target): on the legacy handshake the target's question is
+/// elicited (accept runs it, decline refuses it); on 2026-07-28, which asks only
+/// before a call runs, it is refused saying why it could not be put.
+#[test]
+fn mcp_through_a_target_elicits_the_targets_question() {
+    let env = TestEnv::new();
+    let _remote = asking_target(&env);
+    crate::mcp::python_client_checks_on(
+        &env,
+        "approval-target",
+        &["--target", "box"],
+        &[("MCP_CHECKS", "approval-target")],
+    );
+}

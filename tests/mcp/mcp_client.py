@@ -676,12 +676,10 @@ async def run_toolbox_checks(suite: Suite, mode: str, client: Any, info: Any) ->
         await suite.check(label(name), body)
 
 
-async def run_approval_checks(suite: Suite, argv: list[str]) -> None:
-    """The approval policy's questions, put to this client's user by elicitation."""
+def elicitation_callback(asked: list[Any], answers: list[str]) -> Callable[..., Any]:
+    """An elicitation callback that records each question in `asked` and answers with
+    the next of `answers` ("once", "always", "decline"; "decline" when none is left)."""
     import mcp.types as types
-
-    asked: list[Any] = []
-    answers: list[str] = []
 
     async def on_elicit(context: Any, params: Any) -> Any:
         asked.append(params)
@@ -689,6 +687,15 @@ async def run_approval_checks(suite: Suite, argv: list[str]) -> None:
         if answer == "decline":
             return types.ElicitResult(action="decline")
         return types.ElicitResult(action="accept", content={"remember": answer == "always"})
+
+    return on_elicit
+
+
+async def run_approval_checks(suite: Suite, argv: list[str]) -> None:
+    """The approval policy's questions, put to this client's user by elicitation."""
+    asked: list[Any] = []
+    answers: list[str] = []
+    on_elicit = elicitation_callback(asked, answers)
 
     @asynccontextmanager
     async def legacy() -> AsyncIterator[Any]:
@@ -785,6 +792,50 @@ async def run_approval_checks(suite: Suite, argv: list[str]) -> None:
     await suite.check("[legacy] approval: a client without elicitation is refused, naming the rule", without_elicitation)
 
 
+async def run_approval_target_checks(suite: Suite, argv: list[str]) -> None:
+    """A remote target's approval questions (MCP_CHECKS=approval-target: `mcp --target`
+    whose target's policy asks before `touch`): put to this client's user by
+    elicitation on the legacy handshake; on 2026-07-28, which asks only before a call
+    runs, refused with the reason."""
+    asked: list[Any] = []
+    answers: list[str] = []
+    on_elicit = elicitation_callback(asked, answers)
+
+    def ran(name: str) -> bool:
+        return os.path.exists(os.path.join(os.getcwd(), name))
+
+    async def legacy_accept_and_decline() -> None:
+        async with stdio_client(server_params(argv)) as (read, write):
+            async with ClientSession(read, write, elicitation_callback=on_elicit) as client:
+                await client.initialize()
+                answers[:] = ["once"]
+                result = await client.call_tool("bash", {"command": "touch target-once.txt"})
+                assert not is_error(result), text_of(result)
+                assert ran("target-once.txt")
+                assert len(asked) == 1, asked
+                assert "touch target-once.txt  (rule `touch` asks)" in asked[0].message, asked[0].message
+                asked.clear()
+                answers[:] = ["decline"]
+                result = await client.call_tool("bash", {"command": "touch target-declined.txt"})
+                assert is_error(result) is True, text_of(result)
+                assert not ran("target-declined.txt")
+                assert len(asked) == 1 and "declined it" in text_of(result), text_of(result)
+
+    await suite.check("[legacy] approval through a target: accept runs it, decline refuses it", legacy_accept_and_decline)
+
+    async def modern_is_told_why() -> None:
+        asked.clear()
+        async with mcp.Client(server_params(argv), elicitation_callback=on_elicit) as client:
+            result = await client.call_tool("bash", {"command": "touch target-modern.txt"})
+            assert is_error(result) is True, text_of(result)
+            assert not ran("target-modern.txt")
+            assert not asked, asked
+            assert "came up only once the call ran" in text_of(result), text_of(result)
+
+    if hasattr(mcp, "Client"):
+        await suite.check("[auto] approval through a target: refused, saying why it could not be asked", modern_is_told_why)
+
+
 async def main(argv: list[str]) -> int:
     toolbox = argv[:1] == ["--toolbox"]
     if toolbox:
@@ -792,9 +843,12 @@ async def main(argv: list[str]) -> int:
     only = None
     if argv[:1] == ["--only"] and len(argv) > 2:
         only, argv = argv[1], argv[2:]
-    if os.environ.get("MCP_CHECKS") == "approval":
+    if os.environ.get("MCP_CHECKS") in ("approval", "approval-target"):
         suite = Suite()
-        await run_approval_checks(suite, argv)
+        if os.environ.get("MCP_CHECKS") == "approval":
+            await run_approval_checks(suite, argv)
+        else:
+            await run_approval_target_checks(suite, argv)
         print(f"{suite.passed} passed, {suite.failed} failed", flush=True)
         return 0 if suite.failed == 0 else 1
     if toolbox:
