@@ -3,10 +3,10 @@
 
 use crate::support::{Test, TestEnv, is_root, needs_program, needs_root, s, scaled, skip};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A test env with a directory outside the workspace (holding `file`), and a
@@ -455,51 +455,11 @@ fn builtin_profiles_set_the_sandbox() {
     }
 }
 
-/// A minimal rpc client: one request at a time, answered before the next.
-struct Rpc {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
-}
-
-impl Rpc {
-    fn start(env: &TestEnv, profile: &str) -> Rpc {
-        let mut child = env
-            .cmd(&["rpc", "-p", profile])
-            .into_command()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("rpc starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        Rpc {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn call(&mut self, id: u64, mut request: Value) -> Value {
-        request["id"] = json!(id);
-        request["type"] = json!("bash");
-        writeln!(self.stdin, "{request}").expect("write");
-        loop {
-            let line = self.lines.next().expect("a response").expect("read");
-            let v: Value = serde_json::from_str(&line).expect("json");
-            if v["type"] == "response" && v["id"] == json!(id) {
-                return v;
-            }
-        }
-    }
-}
-
-impl Drop for Rpc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// An rpc `bash` request `id` with the fields of `request`.
+fn bash(id: u64, mut request: Value) -> Value {
+    request["id"] = json!(id);
+    request["type"] = json!("bash");
+    request
 }
 
 fn response_output(v: &Value) -> String {
@@ -509,17 +469,17 @@ fn response_output(v: &Value) -> String {
 #[test]
 fn rpc_live_shells_are_not_shared_between_sandboxed_and_unsandboxed_requests() {
     let t = Sandboxed::new("mode = \"off\"\nallow_override = true");
-    let mut rpc = Rpc::start(&t.env, &t.profile);
-    let plain = rpc.call(1, json!({"command": "echo $$"}));
-    let plain_again = rpc.call(2, json!({"command": "echo $$"}));
-    let boxed = rpc.call(
+    let mut rpc = t.env.rpc(&["-p", &t.profile]);
+    let plain = rpc.ask(bash(1, json!({"command": "echo $$"})));
+    let plain_again = rpc.ask(bash(2, json!({"command": "echo $$"})));
+    let boxed = rpc.ask(bash(
         3,
         json!({"command": format!("echo $$; touch {}", t.o("b")), "sandbox": "workspace-write"}),
-    );
-    let boxed_again = rpc.call(
+    ));
+    let boxed_again = rpc.ask(bash(
         4,
         json!({"command": "echo $$", "sandbox": "workspace-write"}),
-    );
+    ));
     let pid = |v: &Value| {
         response_output(v)
             .lines()
@@ -531,18 +491,18 @@ fn rpc_live_shells_are_not_shared_between_sandboxed_and_unsandboxed_requests() {
     assert_eq!(pid(&boxed), pid(&boxed_again), "{boxed} {boxed_again}");
     assert_ne!(pid(&plain), pid(&boxed), "{plain} {boxed}");
     assert!(!t.outside.join("b").exists(), "{boxed}");
-    let unboxed = rpc.call(5, json!({"command": format!("touch {}", t.o("c"))}));
+    let unboxed = rpc.ask(bash(5, json!({"command": format!("touch {}", t.o("c"))})));
     assert!(t.outside.join("c").exists(), "{unboxed}");
 }
 
 #[test]
 fn rpc_refuses_a_sandbox_override_unless_the_profile_allows_it() {
     let t = Sandboxed::new("mode = \"workspace-write\"");
-    let mut rpc = Rpc::start(&t.env, &t.profile);
-    let v = rpc.call(
+    let mut rpc = t.env.rpc(&["-p", &t.profile]);
+    let v = rpc.ask(bash(
         1,
         json!({"command": format!("touch {}", t.o("b")), "sandbox": "off"}),
-    );
+    ));
     assert_eq!(v["success"], false, "{v}");
     assert!(
         v["error"]
@@ -551,7 +511,7 @@ fn rpc_refuses_a_sandbox_override_unless_the_profile_allows_it() {
         "{v}"
     );
     assert!(!t.outside.join("b").exists());
-    let v = rpc.call(2, json!({"command": format!("touch {}", t.o("b"))}));
+    let v = rpc.ask(bash(2, json!({"command": format!("touch {}", t.o("b"))})));
     assert!(!t.outside.join("b").exists(), "{v}");
 }
 
@@ -706,11 +666,11 @@ fn the_rc_snapshot_is_generated_read_only_under_a_sandboxed_run() {
 #[test]
 fn a_peer_cwd_does_not_move_the_workspace() {
     let t = Sandboxed::new("mode = \"workspace-write\"");
-    let mut rpc = Rpc::start(&t.env, &t.profile);
-    let v = rpc.call(
+    let mut rpc = t.env.rpc(&["-p", &t.profile]);
+    let v = rpc.ask(bash(
         1,
         json!({"command": format!("touch {} ; cd / ; touch {}", t.o("via-cwd"), t.o("via-cd")), "cwd": t.outside.display().to_string()}),
-    );
+    ));
     assert!(!t.outside.join("via-cwd").exists(), "{v}");
     assert!(!t.outside.join("via-cd").exists(), "{v}");
     assert_eq!(
@@ -723,9 +683,9 @@ fn a_peer_cwd_does_not_move_the_workspace() {
 #[test]
 fn a_reused_live_shell_reports_the_tmpdir_it_gives_the_command() {
     let t = Sandboxed::new("mode = \"workspace-write\"");
-    let mut rpc = Rpc::start(&t.env, &t.profile);
+    let mut rpc = t.env.rpc(&["-p", &t.profile]);
     for id in 1..=2 {
-        let v = rpc.call(id, json!({"command": "echo $TMPDIR"}));
+        let v = rpc.ask(bash(id, json!({"command": "echo $TMPDIR"})));
         let used = response_output(&v).trim().to_string();
         assert_eq!(
             v["data"]["sandbox"]["tmpdir"].as_str(),
