@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{HANG_CAP, LiveServer, TAG_VAR, TestEnv, bin, s};
+use crate::support::{LiveServer, TAG_VAR, TestEnv, bin, s};
 use crate::tmux::TmuxTerminal;
 
 /// `touch` asks, `echo refused` is denied, a pipeline form denies `printf … | sh`.
@@ -553,27 +553,6 @@ fn rpc(env: &TestEnv) -> LiveServer {
     LiveServer::start(env, &["rpc", "-p", "appr"])
 }
 
-/// Send `answer` (an `approve`) and collect both the server's ack and the response to
-/// the run it answers (`run_id`), in whichever order they come: the run may finish
-/// before the ack is written.
-fn approve(server: &mut LiveServer, answer: Value, run_id: &str) -> (Value, Value) {
-    let qid = answer["id"].clone();
-    server.send(answer);
-    let (mut ack, mut run) = (None, None);
-    while ack.is_none() || run.is_none() {
-        let m = server.next(HANG_CAP);
-        if m["type"] != "response" {
-            continue;
-        }
-        if m["command"] == "approve" && m["id"] == qid {
-            ack = Some(m);
-        } else if m["id"] == run_id {
-            run = Some(m);
-        }
-    }
-    (ack.unwrap_or_default(), run.unwrap_or_default())
-}
-
 /// The next message of `kind` (skipping others).
 fn next_of(server: &LiveServer, kind: &str) -> Value {
     loop {
@@ -600,8 +579,7 @@ fn rpc_asks_with_an_approval_request_answered_by_approve() {
     );
     // Nothing runs until the answer.
     assert!(!env.work().join("rpc-yes.txt").exists());
-    let (ack, r) = approve(
-        &mut server,
+    let (ack, r) = server.approve(
         json!({"id": q["id"], "type": "approve", "decision": "allow", "remember": true}),
         "1",
     );
@@ -717,8 +695,7 @@ fn rpc_unavailable_lets_unattended_decide_quoting_the_reason() {
     let mut server = rpc(&env);
     server.send(json!({"id": "u", "type": "bash", "command": "touch rpc-unavailable.txt"}));
     let q = next_of(&server, "approval_request");
-    let (ack, r) = approve(
-        &mut server,
+    let (ack, r) = server.approve(
         json!({
             "id": q["id"], "type": "approve", "decision": "unavailable",
             "reason": "nobody home\u{1b}[31m",

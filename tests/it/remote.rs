@@ -1078,9 +1078,12 @@ fn rpc_through_a_target_passes_the_targets_question_to_its_client() {
     assert_eq!(q["request"], "y", "{q}");
     assert_eq!(q["rule"], "touch", "{q}");
     assert!(!yes.exists());
-    let ack = rpc.ask(json!({"id": q["id"], "type": "approve", "decision": "allow"}));
+    let (ack, r) = rpc.approve(
+        json!({"id": q["id"], "type": "approve", "decision": "allow"}),
+        "y",
+    );
     assert_eq!(ack["success"], true, "{ack}");
-    let r = &rpc.responses(&["y"])[0];
+    let r = &r["data"];
     assert_eq!(r["exit_code"], 0, "{r}");
     assert!(yes.exists());
 

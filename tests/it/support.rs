@@ -833,6 +833,27 @@ impl LiveServer {
         }
     }
 
+    /// Send `answer` (an rpc `approve`) and collect both the server's ack and the
+    /// response to the run it answers (`run_id`), in whichever order they come: the
+    /// run may finish before the ack is written.
+    pub fn approve(&mut self, answer: Value, run_id: &str) -> (Value, Value) {
+        let qid = answer["id"].clone();
+        self.send(answer);
+        let (mut ack, mut run) = (None, None);
+        while ack.is_none() || run.is_none() {
+            let m = self.next(HANG_CAP);
+            if m["type"] != "response" {
+                continue;
+            }
+            if m["command"] == "approve" && m["id"] == qid {
+                ack = Some(m);
+            } else if m["id"] == run_id {
+                run = Some(m);
+            }
+        }
+        (ack.unwrap_or_default(), run.unwrap_or_default())
+    }
+
     /// `agentbash mcp ARGS`, with the MCP handshake done.
     pub fn mcp(env: &TestEnv, args: &[&str]) -> LiveServer {
         let mut args = args.to_vec();
