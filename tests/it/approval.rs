@@ -579,13 +579,15 @@ fn rpc_asks_with_an_approval_request_answered_by_approve() {
     );
     // Nothing runs until the answer.
     assert!(!env.work().join("rpc-yes.txt").exists());
-    let ack = server
-        .ask(json!({"id": q["id"], "type": "approve", "decision": "allow", "remember": true}));
+    let (ack, r) = server.approve(
+        json!({"id": q["id"], "type": "approve", "decision": "allow", "remember": true}),
+        "1",
+    );
     assert_eq!(
         ack,
         json!({"id": q["id"], "type": "response", "command": "approve", "success": true})
     );
-    let r = &server.responses(&["1"])[0];
+    let r = &r["data"];
     assert_eq!(r["exit_code"], 0, "{r}");
     assert!(env.work().join("rpc-yes.txt").exists());
     // Remembered for session "r": the next one is not asked.
@@ -693,12 +695,15 @@ fn rpc_unavailable_lets_unattended_decide_quoting_the_reason() {
     let mut server = rpc(&env);
     server.send(json!({"id": "u", "type": "bash", "command": "touch rpc-unavailable.txt"}));
     let q = next_of(&server, "approval_request");
-    let ack = server.ask(json!({
-        "id": q["id"], "type": "approve", "decision": "unavailable",
-        "reason": "nobody home\u{1b}[31m",
-    }));
+    let (ack, r) = server.approve(
+        json!({
+            "id": q["id"], "type": "approve", "decision": "unavailable",
+            "reason": "nobody home\u{1b}[31m",
+        }),
+        "u",
+    );
     assert_eq!(ack["success"], true, "{ack}");
-    let r = &server.responses(&["u"])[0];
+    let r = &r["data"];
     assert_eq!(r["blocked"]["kind"], "approval", "{r}");
     let text = s(r, "text");
     assert!(

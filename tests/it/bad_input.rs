@@ -1,7 +1,7 @@
 //! Bad input gets a clear error, never a panic or a hang (issue 2, "Bad input" and
 //! item 14's size limits).
 
-use crate::support::{TestEnv, s, u};
+use crate::support::{Test, TestEnv, s, u};
 
 #[track_caller]
 fn assert_usage_error(env: &TestEnv, args: &[&str], mention: &str) {
@@ -41,18 +41,15 @@ fn non_numeric_timeout_is_a_usage_error() {
 fn empty_command_is_a_usage_error() {
     let env = TestEnv::new();
     for cmd in ["", "   ", "\n\t"] {
-        let out = env.run(&["run", "--", cmd]);
-        out.assert_code(2);
+        let out = env.test().run_text(cmd).code(2).run();
         assert!(
             out.stderr.to_lowercase().contains("empty command"),
             "{cmd:?}: stderr: {:?}",
             out.stderr
         );
     }
-    let out = env.run(&["run", "--json", "--", ""]);
-    out.assert_code(2);
-    let out = env.run(&["run"]);
-    out.assert_code(2);
+    env.test().run_json("").code(2).run();
+    env.test().args(&["run"]).code(2).run();
 }
 
 #[test]
@@ -69,15 +66,12 @@ fn bad_enum_values_and_flags_are_usage_errors() {
 
 #[test]
 fn missing_program_is_the_shells_127() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--", "no-such-program-agentbash-it"]);
-    out.assert_code(127);
-    assert!(
-        out.stderr.contains("Command exited with code 127"),
-        "{:?}",
-        out.stderr
-    );
-    assert!(out.stdout.contains("not found"), "{:?}", out.stdout);
+    Test::new()
+        .run_text("no-such-program-agentbash-it")
+        .code(127)
+        .stderr_has("Command exited with code 127")
+        .stdout_has("not found")
+        .run();
 }
 
 #[test]
@@ -106,9 +100,12 @@ fn one_megabyte_command_runs() {
 fn artifact_dir_that_cannot_be_created_is_a_warning() {
     let env = TestEnv::new();
     env.write("p.toml", "[artifacts]\ndir = \"/proc/nope\"\n");
-    let out = env.run(&["run", "--json", "-p", "./p.toml", "--", "seq 1 100000"]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("seq 1 100000")
+        .profile("./p.toml")
+        .code(0)
+        .json();
     let warnings = v["warnings"].as_array().expect("warnings");
     assert!(
         warnings
@@ -120,8 +117,12 @@ fn artifact_dir_that_cannot_be_created_is_a_warning() {
     assert!(u(&v, "output_bytes") <= 51200);
     assert!(s(&v, "output").ends_with("100000\n"));
     // Text format still runs the command and says why nothing was saved.
-    let out = env.run(&["run", "-p", "./p.toml", "--", "seq 1 100000"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_text("seq 1 100000")
+        .profile("./p.toml")
+        .code(0)
+        .run();
     assert!(out.stdout.ends_with("\n100000\n"));
     assert!(
         out.stderr.contains("/proc/nope"),
@@ -130,8 +131,12 @@ fn artifact_dir_that_cannot_be_created_is_a_warning() {
     );
     // A run with nothing to save never tries the directory (artifacts are claimed
     // when first needed), so it has nothing to warn about.
-    let out = env.run(&["run", "-p", "./p.toml", "--", "echo hi"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_text("echo hi")
+        .profile("./p.toml")
+        .code(0)
+        .run();
     assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("hi\n", ""));
 }
 

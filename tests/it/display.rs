@@ -7,7 +7,7 @@
 //! buffer, and check the clipboard and the pane title after the run, then prove
 //! the check can fail by letting a shell print the same sequences.
 
-use crate::support::{TAG_VAR, TestEnv, bin, s};
+use crate::support::{TestEnv, bin, s};
 use crate::tmux::TmuxTerminal;
 use std::time::Duration;
 
@@ -48,28 +48,11 @@ fn terminal(env: &TestEnv, options: &str, command: &str) -> TmuxTerminal {
         bin().display(),
         ansi_c_quote(command)
     );
-    let root = env.root();
-    let mut b = TmuxTerminal::builder(&["bash", "--norc", "--noprofile", "-c", &line])
+    env.terminal(&line)
         .size(220, 30)
         .config("set -g set-clipboard on")
-        .cwd(env.work())
-        .env("HOME", env.home())
-        .env("XDG_CONFIG_HOME", root.join("config"))
-        .env("XDG_STATE_HOME", root.join("state"))
-        .env("XDG_CACHE_HOME", root.join("cache"))
-        .env("AGENTBASH_STATE_DIR", env.state_dir())
-        .env("AGENTBASH_CONFIG_DIR", env.config_dir())
-        .env(TAG_VAR, &env.tag);
-    for key in [
-        "AGENTBASH_PROFILE",
-        "AGENTBASH_NO_PTY",
-        "NO_COLOR",
-        "GITHUB_ACTIONS",
-        "CI",
-    ] {
-        b = b.env_remove(key);
-    }
-    b.start().expect("tmux starts")
+        .start()
+        .expect("tmux starts")
 }
 
 /// After the run: nothing reached the clipboard or the title. Then the control:
@@ -139,8 +122,12 @@ fn notices_and_errors_on_stderr_are_escaped() {
         "p.toml",
         "[interceptor]\nrules = [\"./warn.toml\"]\ntools = [\"x\"]\n",
     );
-    let out = env.run(&["run", "-p", "./p.toml", "--", "true"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_text("true")
+        .profile("./p.toml")
+        .code(0)
+        .run();
     assert!(
         out.stderr
             .lines()
@@ -150,15 +137,19 @@ fn notices_and_errors_on_stderr_are_escaped() {
     );
     assert!(!out.stderr.contains('\x1b'), "{:?}", out.stderr);
     // JSON keeps the real text.
-    let out = env.run(&["run", "--json", "-p", "./p.toml", "--", "true"]);
+    let out = env.test().run_json("true").profile("./p.toml").run();
     assert_eq!(
         out.json()["notices"][0],
         "careful\r\x1b[2Kfake\x1b]0;pwned\x07 line\nnext"
     );
 
     let dir = "gone\x1b]0;pwned\x07\rdir";
-    let out = env.run(&["run", "-C", dir, "--", "true"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("true")
+        .opts(&["-C", dir])
+        .code(125)
+        .run();
     assert!(
         out.stderr.contains(r"Working directory does not exist: ")
             && out.stderr.contains(r"gone\e]0;pwned\x07\rdir"),
@@ -174,10 +165,11 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
     let env = TestEnv::new();
     let command = "seq 1 100000 # \x1b]0;pwned\x07\r::error::fake";
     let out = env
-        .cmd(&["run", "--", command])
+        .test()
+        .run_text(command)
         .env("GITHUB_ACTIONS", "true")
+        .code(0)
         .run();
-    out.assert_code(0);
     assert!(
         out.stdout
             .starts_with("::group::$ seq 1 100000 # \\e]0;pwned\\x07\\r::error::fake\n"),
@@ -186,8 +178,7 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
     );
     assert!(!out.stdout.contains('\x1b') && !out.stdout.contains('\r'));
 
-    let list = env.run(&["artifact", "list"]);
-    list.assert_code(0);
+    let list = env.test().args(&["artifact", "list"]).code(0).run();
     assert!(
         list.stdout
             .contains(r"seq 1 100000 # \e]0;pwned\x07\r::error::fake"),
@@ -196,8 +187,7 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
     );
     assert!(!list.stdout.contains('\x1b'));
 
-    let explain = env.run(&["explain", "--", command]);
-    explain.assert_code(0);
+    let explain = env.test().args(&["explain", "--", command]).code(0).run();
     assert!(
         explain
             .stdout
@@ -206,12 +196,15 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
         explain.stdout
     );
     assert!(!explain.stdout.contains('\x1b'), "{}", explain.stdout);
-    let json = env.run(&["explain", "--json", "--", command]);
+    let json = env.test().explain_json(command).run();
     assert_eq!(s(&json.json(), "command"), command);
 
     let dir = env.work().join("d\x1b]0;pwned\x07");
     std::fs::create_dir_all(&dir).expect("mkdir");
-    env.run(&["run", "-s", "s1", "-C", dir.to_str().unwrap(), "--", "true"])
+    env.test()
+        .run_text("true")
+        .opts(&["-s", "s1", "-C", dir.to_str().unwrap()])
+        .run()
         .assert_code(0);
     for args in [&["session", "list"][..], &["session", "show", "s1"]] {
         let out = env.run(args);

@@ -7,7 +7,7 @@
 //! ecosystem::generated`; accept changed snapshots with `cargo insta review` (or
 //! `INSTA_UPDATE=always cargo test --test it ecosystem`).
 
-use crate::support::{TestEnv, bin, has_program, needs_program, re, s, sh_output, skip};
+use crate::support::{Test, TestEnv, bin, has_program, needs_program, re, s, sh_output, skip};
 use agentbash::cli::CompletionShell;
 use agentbash::cli::generated::{SHELLS, completion_file};
 use agentbash::config::profile::{Format, Live, Origin};
@@ -336,8 +336,7 @@ fn readme_quick_start_matches_the_server() {
 #[test]
 fn man_page_documents_exit_codes_and_environment() {
     let env = TestEnv::new();
-    let out = env.run(&["man"]);
-    out.assert_code(0);
+    let out = env.test().args(&["man"]).code(0).run();
     let man = &out.stdout;
     for needle in [
         ".SH \"EXIT STATUS\"",
@@ -587,8 +586,7 @@ zpty -d z
 #[test]
 fn profile_list_shows_origin_description_and_shadowing() {
     let env = TestEnv::trusting();
-    let out = env.run(&["profile", "list"]);
-    out.assert_code(0);
+    let out = env.test().args(&["profile", "list"]).code(0).run();
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(
         lines[0].starts_with("NAME")
@@ -613,8 +611,7 @@ fn profile_list_shows_origin_description_and_shadowing() {
         ".agentbash/profiles/broken.toml",
         "[timeout]\ndefualt = 3\n",
     );
-    let out = env.run(&["profile", "list"]);
-    out.assert_code(0);
+    let out = env.test().args(&["profile", "list"]).code(0).run();
     let project_ci = env
         .work()
         .join(".agentbash/profiles/ci.toml")
@@ -645,9 +642,11 @@ fn profile_list_shows_origin_description_and_shadowing() {
         "{broken}"
     );
 
-    let names = env.run(&["profile", "list", "--names"]);
-    names.assert_code(0);
-    assert_eq!(names.stdout, "agent\nbroken\nci\ndefault\nstrict\n");
+    env.test()
+        .args(&["profile", "list", "--names"])
+        .code(0)
+        .stdout("agent\nbroken\nci\ndefault\nstrict\n")
+        .run();
     // The completion helper is not advertised.
     assert!(
         !env.run(&["profile", "list", "--help"])
@@ -659,8 +658,7 @@ fn profile_list_shows_origin_description_and_shadowing() {
 #[test]
 fn profile_show_prints_the_resolved_toml_with_origins() {
     let env = TestEnv::trusting();
-    let out = env.run(&["profile", "show", "ci"]);
-    out.assert_code(0);
+    let out = env.test().args(&["profile", "show", "ci"]).code(0).run();
     assert!(out.stdout.starts_with(
         "# profile ci from built-in:ci\n# layers, lowest first: built-in:default < built-in:ci\n"
     ));
@@ -686,8 +684,11 @@ fn profile_show_prints_the_resolved_toml_with_origins() {
         .join(".agentbash/profiles/mine.toml")
         .display()
         .to_string();
-    let out = env.run(&["profile", "show", "--origin", "mine"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .args(&["profile", "show", "--origin", "mine"])
+        .code(0)
+        .run();
     for line in [
         format!("default = 60  # from {mine}"),
         format!("FOO = \"bar\"  # from {mine}"),
@@ -705,8 +706,11 @@ fn profile_show_prints_the_resolved_toml_with_origins() {
     // What `show` prints loads back as the same profile.
     let shown = env.run(&["profile", "show", "mine"]);
     env.write("shown.toml", &shown.stdout);
-    let again = env.run(&["profile", "show", "./shown.toml"]);
-    again.assert_code(0);
+    let again = env
+        .test()
+        .args(&["profile", "show", "./shown.toml"])
+        .code(0)
+        .run();
     let body = |s: &str| {
         s.lines()
             .filter(|l| !l.starts_with('#'))
@@ -745,28 +749,17 @@ fn profile_show_unknown_profile_is_a_clear_error() {
         assert!(out.stdout.is_empty(), "{}", out.stdout);
         assert!(out.stderr.starts_with("agentbash: "), "{}", out.stderr);
     }
-    let out = env.run(&["profile", "show", "nope"]);
-    assert!(
-        out.stderr.contains("profile \"nope\" not found"),
-        "{}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.contains("agentbash profile list"),
-        "{}",
-        out.stderr
-    );
+    env.test()
+        .args(&["profile", "show", "nope"])
+        .stderr_has("profile \"nope\" not found")
+        .stderr_has("agentbash profile list")
+        .run();
 }
 
 #[test]
 fn profile_check_reports_file_line_col() {
     let env = TestEnv::trusting();
-    let out = env.run(&["profile", "check"]);
-    out.assert_code(0);
-    assert_eq!(
-        out.stdout,
-        "ok       built-in:agent\nok       built-in:ci\nok       built-in:default\nok       built-in:strict\n4 profiles checked, 0 invalid\n"
-    );
+    env.test().args(&["profile", "check"]).code(0).stdout("ok       built-in:agent\nok       built-in:ci\nok       built-in:default\nok       built-in:strict\n4 profiles checked, 0 invalid\n").run();
 
     let bad = env.write(
         ".agentbash/profiles/bad.toml",
@@ -774,29 +767,27 @@ fn profile_check_reports_file_line_col() {
     );
     let range = env.write("range.toml", "[timeout]\nmax = 99999\n");
     let syntax = env.write("syntax.toml", "[output\nmax_bytes = 1\n");
-    let out = env.run(&["profile", "check"]);
-    out.assert_code(1);
-    assert!(
-        out.stdout.contains(&format!(
+    let out = env
+        .test()
+        .args(&["profile", "check"])
+        .code(1)
+        .stdout_has(format!(
             "invalid  {}:4:1: unknown field `defualt`",
             bad.display()
-        )),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("did you mean `default`?"),
-        "{}",
-        out.stdout
-    );
+        ))
+        .stdout_has("did you mean `default`?")
+        .run();
     assert!(
         out.stdout.ends_with("5 profiles checked, 1 invalid\n"),
         "{}",
         out.stdout
     );
 
-    let out = env.run(&["profile", "check", "range.toml", "./syntax.toml"]);
-    out.assert_code(1);
+    let out = env
+        .test()
+        .args(&["profile", "check", "range.toml", "./syntax.toml"])
+        .code(1)
+        .run();
     assert!(
         out.stdout.contains(&format!(
             "{}:2:1: timeout.max: 99999 is out of range",
@@ -813,13 +804,11 @@ fn profile_check_reports_file_line_col() {
 
     // Names and files that are fine pass; an unknown name fails the check.
     env.run(&["profile", "check", "ci", "agent"]).assert_code(0);
-    let out = env.run(&["profile", "check", "default", "nope"]);
-    out.assert_code(1);
-    assert!(
-        out.stdout.contains("invalid  profile \"nope\" not found"),
-        "{}",
-        out.stdout
-    );
+    env.test()
+        .args(&["profile", "check", "default", "nope"])
+        .code(1)
+        .stdout_has("invalid  profile \"nope\" not found")
+        .run();
 }
 
 #[test]
@@ -830,8 +819,7 @@ fn profile_check_checks_shadowed_definitions_too() {
     let user = env.config_dir().join("profiles/ci.toml");
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
     std::fs::write(&user, "[render]\nlive = \"loud\"\n").unwrap();
-    let out = env.run(&["profile", "check"]);
-    out.assert_code(1);
+    let out = env.test().args(&["profile", "check"]).code(1).run();
     assert!(
         out.stdout
             .contains(&format!("invalid  {}:2:8", user.display())),
@@ -852,7 +840,10 @@ fn profile_check_checks_shadowed_definitions_too() {
 
 /// Run `seq 1 <n>` with a one-line view, so the whole output spills to an artifact.
 fn spill(env: &TestEnv, n: u32) {
-    env.run(&["run", "--tail", "1", "--", &format!("seq 1 {n}")])
+    env.test()
+        .run_text(format!("seq 1 {n}"))
+        .opts(&["--tail", "1"])
+        .run()
         .assert_code(0);
 }
 
@@ -863,8 +854,7 @@ fn artifact_commands_accept_ids_and_urls() {
     spill(&env, 5);
     let seq = sh_output("seq 1 3000");
 
-    let list = env.run(&["artifact", "list"]);
-    list.assert_code(0);
+    let list = env.test().args(&["artifact", "list"]).code(0).run();
     let rows: Vec<&str> = list.stdout.lines().collect();
     assert!(rows[0].starts_with("ID") && rows[0].contains("SIZE") && rows[0].contains("AGE"));
     assert_eq!(rows.len(), 3, "{}", list.stdout);
@@ -876,41 +866,45 @@ fn artifact_commands_accept_ids_and_urls() {
     assert!(rows.iter().any(|r| r.starts_with("artifact://2 ")));
 
     for id in ["1", "artifact://1", " 1 "] {
-        let out = env.run(&["artifact", "show", id]);
-        out.assert_code(0);
+        let out = env.test().args(&["artifact", "show", id]).code(0).run();
         assert_eq!(out.stdout_bytes, seq, "artifact show {id:?}");
     }
-    let out = env.run(&["artifact", "show", "artifact://1", "--head", "3"]);
-    assert_eq!(out.stdout, "1\n2\n3\n");
-    let out = env.run(&["artifact", "show", "1", "--tail", "2"]);
-    assert_eq!(out.stdout, "2999\n3000\n");
-    let out = env.run(&["artifact", "show", "1", "--head", "10", "--tail", "2"]);
-    assert_eq!(out.stdout, "9\n10\n", "--tail applies to the --head lines");
+    env.test()
+        .args(&["artifact", "show", "artifact://1", "--head", "3"])
+        .stdout("1\n2\n3\n")
+        .run();
+    env.test()
+        .args(&["artifact", "show", "1", "--tail", "2"])
+        .stdout("2999\n3000\n")
+        .run();
+    env.test()
+        .args(&["artifact", "show", "1", "--head", "10", "--tail", "2"])
+        .stdout("9\n10\n")
+        .run();
     env.run(&["artifact", "show", "1", "--head", "0"])
         .assert_code(2);
 
-    let out = env.run(&["artifact", "path", "artifact://2"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .args(&["artifact", "path", "artifact://2"])
+        .code(0)
+        .run();
     let path = PathBuf::from(out.stdout.trim_end());
     assert_eq!(path, env.state_dir().join("artifacts/2.bash.log"));
     assert_eq!(std::fs::read(&path).unwrap(), b"1\n2\n3\n4\n5\n");
 
-    let out = env.run(&["artifact", "rm", "2"]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "removed artifact://2\n");
+    env.test()
+        .args(&["artifact", "rm", "2"])
+        .code(0)
+        .stdout("removed artifact://2\n")
+        .run();
     assert!(!path.exists());
-    let out = env.run(&["artifact", "show", "2"]);
-    out.assert_code(1);
-    assert!(
-        out.stderr.contains("no artifact artifact://2"),
-        "{}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.contains("agentbash artifact list"),
-        "the hint: {}",
-        out.stderr
-    );
+    env.test()
+        .args(&["artifact", "show", "2"])
+        .code(1)
+        .stderr_has("no artifact artifact://2")
+        .stderr_has("agentbash artifact list")
+        .run();
     env.run(&["artifact", "rm", "artifact://2"]).assert_code(1);
     env.run(&["artifact", "path", "2"]).assert_code(1);
 }
@@ -935,13 +929,12 @@ fn artifact_ids_are_validated() {
         "0x1",
     ] {
         for sub in ["show", "path", "rm"] {
-            let out = env.run(&["artifact", sub, bad]);
-            out.assert_code(2);
-            assert!(
-                out.stderr.contains(&format!("invalid artifact id {bad:?}")),
-                "artifact {sub} {bad:?}: {}",
-                out.stderr
-            );
+            let out = env
+                .test()
+                .args(&["artifact", sub, bad])
+                .code(2)
+                .stderr_has(format!("invalid artifact id {bad:?}"))
+                .run();
             assert!(out.stdout.is_empty());
         }
     }
@@ -951,9 +944,7 @@ fn artifact_ids_are_validated() {
 
 #[test]
 fn artifact_list_with_nothing_spilled() {
-    let env = TestEnv::new();
-    let out = env.run(&["artifact", "list"]);
-    out.assert_code(0);
+    let out = Test::new().args(&["artifact", "list"]).code(0).run();
     assert!(out.stdout.is_empty());
     assert!(out.stderr.starts_with("no artifacts in "), "{}", out.stderr);
 }
@@ -986,8 +977,11 @@ fn artifact_gc_honours_age_and_size_limits() {
     old_artifact(&dir, 4, 300, 0);
     let exists = |id: u64| dir.join(format!("{id}.bash.log")).exists();
 
-    let out = env.run(&["artifact", "gc", "--dry-run", "-p", "small"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .args(&["artifact", "gc", "--dry-run", "-p", "small"])
+        .code(0)
+        .run();
     assert!(
         out.stdout
             .contains("would remove artifact://1 (600B, 10d old)"),
@@ -1053,14 +1047,11 @@ fn artifact_gc_honours_age_and_size_limits() {
 
 #[test]
 fn artifact_commands_with_a_bad_profile_fail_like_run() {
-    let env = TestEnv::new();
-    let out = env.run(&["artifact", "list", "-p", "nope"]);
-    out.assert_code(125);
-    assert!(
-        out.stderr.contains("profile \"nope\" not found"),
-        "{}",
-        out.stderr
-    );
+    Test::new()
+        .args(&["artifact", "list", "-p", "nope"])
+        .code(125)
+        .stderr_has("profile \"nope\" not found")
+        .run();
 }
 
 // ---------------------------------------------------------------------------
@@ -1124,15 +1115,21 @@ fn shipped_profiles_are_real_configurations() {
 #[test]
 fn agent_profile_runs_as_json_with_head_and_tail() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "-p", "agent", "--", "seq 1 20000"]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_text("seq 1 20000")
+        .profile("agent")
+        .code(0)
+        .json();
     let output = s(&v, "output");
     assert!(output.starts_with("1\n2\n3\n"), "head kept");
     assert!(output.ends_with("19999\n20000\n"), "tail kept");
     assert_eq!(v["truncation"]["direction"], "middle");
-    let out = env.run(&["run", "-p", "agent", "--", "cat Cargo.toml"]);
-    out.assert_code(77);
+    env.test()
+        .run_text("cat Cargo.toml")
+        .profile("agent")
+        .code(77)
+        .run();
 }
 
 // ---------------------------------------------------------------------------
@@ -1193,8 +1190,11 @@ fn github_actions_groups_output_and_annotates_failures() {
     assert!(out.stdout.starts_with("::error title=agentbash::Command `true` did not run (exit 125): Working directory does not exist"), "{}", out.stdout);
 
     // Without GITHUB_ACTIONS, or with annotations off, nothing of the sort.
-    let out = env.run(&["run", "-p", "ci", "--", "echo hi; exit 3"]);
-    assert_eq!(out.stdout, "hi\n");
+    env.test()
+        .run_text("echo hi; exit 3")
+        .profile("ci")
+        .stdout("hi\n")
+        .run();
     env.write(
         ".agentbash/profiles/quiet-ci.toml",
         "extends = \"ci\"\n[render]\nci_annotations = \"never\"\n",
@@ -1210,7 +1210,9 @@ fn github_actions_stream_opens_the_group_before_the_output() {
     let gate = crate::support::Gate::new(&env, "second");
     let cmd = format!("echo first; {}; echo second; exit 1", gate.wait());
     let mut run = env
-        .cmd(&["run", "-p", "ci", "--", &cmd])
+        .test()
+        .run_text(&cmd)
+        .profile("ci")
         .env("GITHUB_ACTIONS", "true")
         .spawn();
     let (_, group) = run.next_line(Duration::from_secs(10)).expect("group line");
@@ -1234,23 +1236,30 @@ fn colour_in_ci_logs() {
     let env = TestEnv::new();
     let esc = |s: &str| s.contains('\x1b');
     // Into a pipe: no colour, unless forced or on GitHub Actions (which renders it).
-    let plain = env.run(&["run", "--", "echo hi; exit 3"]);
+    let plain = env.test().run_text("echo hi; exit 3").run();
     assert!(!esc(&plain.stderr) && !esc(&plain.stdout));
-    let forced = env.run(&["run", "--color", "always", "--", "echo hi; exit 3"]);
+    let forced = env
+        .test()
+        .run_text("echo hi; exit 3")
+        .opts(&["--color", "always"])
+        .run();
     assert!(esc(&forced.stderr), "{:?}", forced.stderr);
     assert_eq!(
         forced.stdout, "hi\n",
         "the command's output stays sanitized"
     );
     let clicolor = env
-        .cmd(&["run", "--", "exit 3"])
+        .test()
+        .run_text("exit 3")
         .env("CLICOLOR_FORCE", "1")
         .run();
     assert!(esc(&clicolor.stderr));
     let gha = github(&env, &["run", "-p", "ci", "--", "exit 3"]);
     assert!(esc(&gha.stderr), "{:?}", gha.stderr);
     let no_color = env
-        .cmd(&["run", "-p", "ci", "--", "exit 3"])
+        .test()
+        .run_text("exit 3")
+        .profile("ci")
         .env("GITHUB_ACTIONS", "true")
         .env("NO_COLOR", "1")
         .run();
@@ -1275,17 +1284,16 @@ fn snapshot_help() {
 
 #[test]
 fn snapshot_profile_show_default() {
-    let env = TestEnv::new();
-    let out = env.run(&["profile", "show", "default"]);
-    out.assert_code(0);
+    let out = Test::new()
+        .args(&["profile", "show", "default"])
+        .code(0)
+        .run();
     insta::assert_snapshot!("profile_show_default", out.stdout);
 }
 
 #[test]
 fn snapshot_rules_list() {
-    let env = TestEnv::new();
-    let out = env.run(&["rules", "list"]);
-    out.assert_code(0);
+    let out = Test::new().args(&["rules", "list"]).code(0).run();
     insta::assert_snapshot!("rules_list", out.stdout);
 }
 

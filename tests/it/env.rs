@@ -2,15 +2,13 @@
 //! `--env`, `inherit`/`exclude`, `AGENTBASH_NO_CI`, and `-e` validation
 //! (issue 2, item 11).
 
-use crate::support::{Cmd, TestEnv, s};
+use crate::support::{Test, TestEnv, s};
 use std::collections::BTreeMap;
 
 /// The command's environment as `env` prints it.
 #[track_caller]
-fn command_env(cmd: Cmd) -> BTreeMap<String, String> {
-    let out = cmd.run();
-    out.assert_code(0);
-    let v = out.json();
+fn command_env(test: Test) -> BTreeMap<String, String> {
+    let v = test.code(0).json();
     assert_eq!(v["truncated"], false, "env output was cut: {v:#}");
     s(&v, "output")
         .lines()
@@ -71,7 +69,8 @@ const HARDENED: &[(&str, &str)] = &[
 fn hardened_variables_are_set_over_inherited_ones() {
     let env = TestEnv::new();
     let vars = command_env(
-        env.cmd(&["run", "--json", "--", "env"])
+        env.test()
+            .run_json("env")
             .env("PAGER", "less")
             .env("TERM", "xterm-256color")
             .env("AWS_PAGER", "less")
@@ -95,14 +94,12 @@ fn hardened_variables_are_set_over_inherited_ones() {
 #[test]
 fn no_ci_drops_ci() {
     let env = TestEnv::new();
-    let vars = command_env(
-        env.cmd(&["run", "--json", "--", "env"])
-            .env("AGENTBASH_NO_CI", "1"),
-    );
+    let vars = command_env(env.test().run_json("env").env("AGENTBASH_NO_CI", "1"));
     assert!(!vars.contains_key("CI"), "CI={:?}", vars.get("CI"));
     assert_eq!(vars.get("PAGER").map(String::as_str), Some("cat"));
     let vars = command_env(
-        env.cmd(&["run", "--json", "--", "env"])
+        env.test()
+            .run_json("env")
             .env("AGENTBASH_NO_CI", "1")
             .env("CI", "true"),
     );
@@ -116,17 +113,13 @@ fn no_ci_drops_ci() {
 #[test]
 fn env_flag_wins_over_hardening() {
     let env = TestEnv::new();
-    let vars = command_env(env.cmd(&[
-        "run",
-        "--json",
+    let vars = command_env(env.test().run_json("env").opts(&[
         "-e",
         "PAGER=less",
         "-e",
         "X=a=b c",
         "-e",
         "EMPTY=",
-        "--",
-        "env",
     ]));
     assert_eq!(vars["PAGER"], "less");
     assert_eq!(vars["X"], "a=b c");
@@ -141,21 +134,17 @@ fn profile_set_wins_over_hardening_and_loses_to_the_flag() {
         "p.toml",
         "[env]\nset = { PAGER = \"more\", FOO = \"bar\", TERM = \"vt100\" }\n",
     );
-    let vars = command_env(env.cmd(&["run", "--json", "-p", "./p.toml", "--", "env"]));
+    let vars = command_env(env.test().run_json("env").profile("./p.toml"));
     assert_eq!(vars["PAGER"], "more");
     assert_eq!(vars["FOO"], "bar");
     assert_eq!(vars["TERM"], "vt100");
     assert_eq!(vars["GIT_PAGER"], "cat");
-    let vars = command_env(env.cmd(&[
-        "run",
-        "--json",
-        "-p",
-        "./p.toml",
-        "-e",
-        "PAGER=less",
-        "--",
-        "env",
-    ]));
+    let vars =
+        command_env(
+            env.test()
+                .run_json("env")
+                .opts(&["-p", "./p.toml", "-e", "PAGER=less"]),
+        );
     assert_eq!(vars["PAGER"], "less");
     assert_eq!(vars["FOO"], "bar");
 }
@@ -163,12 +152,13 @@ fn profile_set_wins_over_hardening_and_loses_to_the_flag() {
 #[test]
 fn inherit_list_keeps_only_matching_variables() {
     let env = TestEnv::new();
-    env.write(
-        "p.toml",
-        "[env]\ninherit = [\"PATH\", \"HOME\", \"LANG*\"]\n",
-    );
     let vars = command_env(
-        env.cmd(&["run", "--json", "-p", "./p.toml", "--", "env"])
+        env.test()
+            .run_json("env")
+            .profile_file(
+                "p.toml",
+                "[env]\ninherit = [\"PATH\", \"HOME\", \"LANG*\"]\n",
+            )
             .env("MY_VAR", "1")
             .env("LANGUAGE", "en"),
     );
@@ -183,12 +173,13 @@ fn inherit_list_keeps_only_matching_variables() {
 #[test]
 fn inherit_none_starts_empty() {
     let env = TestEnv::new();
-    env.write(
-        "p.toml",
-        "[env]\ninherit = \"none\"\nset = { PATH = \"/usr/bin:/bin\" }\n",
-    );
     let vars = command_env(
-        env.cmd(&["run", "--json", "-p", "./p.toml", "--", "env"])
+        env.test()
+            .run_json("env")
+            .profile_file(
+                "p.toml",
+                "[env]\ninherit = \"none\"\nset = { PATH = \"/usr/bin:/bin\" }\n",
+            )
             .env("MY_VAR", "1"),
     );
     assert!(!vars.contains_key("MY_VAR"));
@@ -199,9 +190,10 @@ fn inherit_none_starts_empty() {
 #[test]
 fn exclude_globs_remove_inherited_variables() {
     let env = TestEnv::new();
-    env.write("p.toml", "[env]\nexclude = [\"*TOKEN*\"]\n");
     let vars = command_env(
-        env.cmd(&["run", "--json", "-p", "./p.toml", "--", "env"])
+        env.test()
+            .run_json("env")
+            .profile_file("p.toml", "[env]\nexclude = [\"*TOKEN*\"]\n")
             .env("MY_TOKEN", "secret")
             .env("TOKEN_X", "secret")
             .env("OTHER", "1"),
@@ -214,9 +206,10 @@ fn exclude_globs_remove_inherited_variables() {
 #[test]
 fn harden_false_leaves_the_inherited_env() {
     let env = TestEnv::new();
-    env.write("p.toml", "[env]\nharden = false\n");
     let vars = command_env(
-        env.cmd(&["run", "--json", "-p", "./p.toml", "--", "env"])
+        env.test()
+            .run_json("env")
+            .profile_file("p.toml", "[env]\nharden = false\n")
             .env("PAGER", "less"),
     );
     assert_eq!(vars["PAGER"], "less");
@@ -227,30 +220,26 @@ fn harden_false_leaves_the_inherited_env() {
 #[test]
 fn redacted_values_are_masked_in_output() {
     let env = TestEnv::new();
-    env.write("p.toml", "[output]\nredact = [\"*SECRET*\"]\n");
-    let out = env
-        .cmd(&[
-            "run",
-            "--json",
-            "-p",
-            "./p.toml",
-            "--",
-            "echo \"pw=$MY_SECRET\"",
-        ])
+    env.test()
+        .run_json("echo \"pw=$MY_SECRET\"")
+        .profile_file("p.toml", "[output]\nredact = [\"*SECRET*\"]\n")
         .env("MY_SECRET", "hunter2hunter2")
+        .code(0)
+        .output("pw=[REDACTED:MY_SECRET]\n")
+        .stdout_lacks("hunter2")
         .run();
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "output"), "pw=[REDACTED:MY_SECRET]\n");
-    assert!(!out.stdout.contains("hunter2"));
 }
 
 #[test]
 fn invalid_env_names_are_usage_errors() {
     let env = TestEnv::new();
     for bad in ["1BAD=x", "A-B=1", "NOEQUALS", "=x", "A B=1"] {
-        let out = env.run(&["run", "-e", bad, "--", "touch ran"]);
-        out.assert_code(2);
+        let out = env
+            .test()
+            .run_text("touch ran")
+            .opts(&["-e", bad])
+            .code(2)
+            .run();
         let key = bad.split('=').next().unwrap();
         assert!(
             out.stderr.contains(key) || out.stderr.contains(bad),
@@ -262,7 +251,7 @@ fn invalid_env_names_are_usage_errors() {
             "-e {bad:?} ran the command"
         );
     }
-    let out = env.run(&["run", "-e", "1BAD=x", "--", "true"]);
+    let out = env.test().run_text("true").opts(&["-e", "1BAD=x"]).run();
     assert!(
         out.stderr.contains("variable name") || out.stderr.contains("KEY"),
         "{:?}",
@@ -273,6 +262,6 @@ fn invalid_env_names_are_usage_errors() {
 #[test]
 fn the_last_env_flag_for_a_key_wins() {
     let env = TestEnv::new();
-    let vars = command_env(env.cmd(&["run", "--json", "-e", "A=1", "-e", "A=2", "--", "env"]));
+    let vars = command_env(env.test().run_json("env").opts(&["-e", "A=1", "-e", "A=2"]));
     assert_eq!(vars["A"], "2");
 }

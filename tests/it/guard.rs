@@ -561,9 +561,7 @@ fn run_refuses_a_protected_directory_whatever_the_caller_declared() {
     }
     // Through a variable, a cd and a wrapper too; JSON says who refused and why.
     let cmd = format!("cd {target}/.. && D=precious; sudo -n env X=1 rm -rf \"$D\"");
-    let out = t.run(&["run", "-p", &p, "--json", "--", &cmd]);
-    out.assert_code(77);
-    let j = out.json();
+    let j = t.test().run_json(&cmd).profile(&p).code(77).json();
     assert_eq!(j["blocked"]["rule"], "guard:delete");
     assert!(j["blocked"]["tool"].is_null());
     assert!(s(&j, "text").starts_with("Refused: "), "{j}");
@@ -572,14 +570,11 @@ fn run_refuses_a_protected_directory_whatever_the_caller_declared() {
     // A sibling is not protected: the same command on it runs.
     let scratch = t.work().join("scratch");
     std::fs::create_dir_all(&scratch).expect("mkdir");
-    let out = t.run(&[
-        "run",
-        "-p",
-        &p,
-        "--",
-        &format!("rm -rf {}", scratch.display()),
-    ]);
-    out.assert_code(0);
+    t.test()
+        .run_text(format!("rm -rf {}", scratch.display()))
+        .profile(&p)
+        .code(0)
+        .run();
     assert!(!scratch.exists());
 }
 
@@ -620,8 +615,7 @@ fn run_refuses_every_bypass_family_on_a_protected_directory() {
         format!("rm -rf {d} \"unterminated"),
     ];
     for cmd in &forms {
-        let out = t.run(&["run", "-p", &p, "--", cmd]);
-        assert_eq!(out.code(), Some(77), "{cmd}\n{}{}", out.stdout, out.stderr);
+        let out = t.test().run_text(cmd).profile(&p).code(77).run();
         assert!(out.stdout.starts_with("Refused: "), "{cmd}\n{}", out.stdout);
         assert!(
             precious.join("inner/data").exists(),
@@ -638,8 +632,7 @@ fn run_refuses_every_bypass_family_on_a_protected_directory() {
     ] {
         std::fs::create_dir_all(scratch.join("inner")).expect("mkdir");
         let cmd = cmd.replace("{s}", &scratch.display().to_string());
-        let out = t.run(&["run", "-p", &p, "--", &cmd]);
-        out.assert_code(0);
+        t.test().run_text(&cmd).profile(&p).code(0).run();
         assert!(!scratch.exists(), "{cmd} did not run");
     }
 }
@@ -754,15 +747,12 @@ examples.not_match = ["psql -h localhost"]
         "[guard]\nrules = [\"guard\", \"deny.toml\"]\n[interceptor]\nenabled = false\n",
     );
     let p = profile.display().to_string();
-    let out = t.run(&[
-        "run",
-        "-p",
-        &p,
-        "--no-intercept",
-        "--",
-        "psql -h prod.example",
-    ]);
-    out.assert_code(77);
+    let out = t
+        .test()
+        .run_text("psql -h prod.example")
+        .opts(&["-p", &p, "--no-intercept"])
+        .code(77)
+        .run();
     assert!(
         out.stdout
             .starts_with("Refused: Never connect to the production database from an agent."),
@@ -802,14 +792,20 @@ examples.match = ["psql -h prod.db"]
         "[interceptor]\nrules = [\"deny.toml\"]\ntools = [\"read\"]\n",
     );
     let q = profile.display().to_string();
-    let out = t.run(&["run", "-p", &q, "--", "psql -h prod.example"]);
-    out.assert_code(77);
+    t.test()
+        .run_text("psql -h prod.example")
+        .profile(&q)
+        .code(77)
+        .run();
     // An invalid guard pack never runs anything.
     let profile = t.write("r.toml", "[guard]\nrules = [\"missing.toml\"]\n");
     let r = profile.display().to_string();
-    let out = t.run(&["run", "-p", &r, "--", "echo should-not-run"]);
-    out.assert_code(125);
-    assert!(!out.stdout.contains("should-not-run"));
+    t.test()
+        .run_text("echo should-not-run")
+        .profile(&r)
+        .code(125)
+        .stdout_lacks("should-not-run")
+        .run();
 }
 
 /// `guard.enabled = false` in a profile is the one switch: with it the very command
@@ -833,22 +829,20 @@ fn guard_can_be_switched_off_only_by_a_profile() {
     let out = t.run(&["explain", "-p", &on, "--", &cmd]);
     assert!(out.stdout.contains("REFUSED"), "{}", out.stdout);
     // On, the flags a caller has do not switch it off.
-    let out = t.run(&[
-        "run",
-        "-p",
-        &on,
-        "--no-intercept",
-        "--tools",
-        "",
-        "--",
-        &cmd,
-    ]);
-    out.assert_code(77);
+    t.test()
+        .run_text(&cmd)
+        .opts(&["-p", &on, "--no-intercept", "--tools", ""])
+        .code(77)
+        .run();
     assert!(precious.join("inner/data").exists(), "the guard let it run");
     // Off, the same command runs: it deletes the directory.
-    let out = t.run(&["run", "-p", &off, "--", &cmd]);
-    out.assert_code(0);
-    assert!(!out.stdout.contains("Refused"), "{}", out.stdout);
+    let out = t
+        .test()
+        .run_text(&cmd)
+        .profile(&off)
+        .code(0)
+        .stdout_lacks("Refused")
+        .run();
     assert!(
         !precious.exists(),
         "with the guard off the command ran: {out:?}"
@@ -896,16 +890,22 @@ fn every_refusal_says_who_refused_in_one_shape() {
         ("read", "cat notes.txt", &want_interceptor),
     ] {
         let tools = format!("--tools={tools}");
-        let run = t.run(&["run", "--json", "-p", &p, &tools, "--", cmd]);
-        run.assert_code(77);
+        let run = t
+            .test()
+            .run_json(cmd)
+            .opts(&["-p", &p, &tools])
+            .code(77)
+            .run();
         assert_eq!(run.json()["blocked"], *want, "run {cmd}");
-        let explain = t.run(&["explain", "--json", "-p", &p, &tools, "--", cmd]);
-        explain.assert_code(0);
+        let explain = t
+            .test()
+            .explain_json(cmd)
+            .opts(&["-p", &p, &tools])
+            .code(0)
+            .run();
         assert_eq!(explain.json()["blocked"], *want, "explain {cmd}");
     }
-    let v = t
-        .run(&["explain", "--json", "-p", &p, "--", "echo fine"])
-        .json();
+    let v = t.test().explain_json("echo fine").profile(&p).json();
     assert!(v["blocked"].is_null(), "{v:#}");
     let requests = [
         serde_json::json!({"id": "g", "type": "bash", "command": guarded}),
@@ -984,7 +984,7 @@ examples.not_match = ["echo deploy-prod"]
         out.stdout
     );
     // A command it does not match runs.
-    t.run(&["run", "-p", &p, "--", "true"]).assert_code(0);
+    t.test().run_text("true").profile(&p).run().assert_code(0);
 }
 
 /// `bash -c` nested past the depth the guard follows: what it cannot read it does not

@@ -65,12 +65,11 @@ fn a_dev_server_is_ready_outlives_its_caller_and_stop_ends_it() {
         out.elapsed
     );
     let url = format!("http://127.0.0.1:{port}/");
-    let curl = env.run(&[
-        "run",
-        "--",
-        &format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"),
-    ]);
-    curl.assert_code(0);
+    let curl = env
+        .test()
+        .run_text(format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"))
+        .code(0)
+        .run();
     assert_eq!(curl.stdout.trim(), "200");
     let (code, v) = job_json(&env, &["stop", "web"]);
     assert_eq!(code, Some(0), "{v}");
@@ -515,7 +514,7 @@ fn the_guard_refuses_a_job_as_it_refuses_a_run() {
 fn rpc_starts_reads_and_stops_a_job_and_stops_its_own_jobs_at_exit() {
     let env = TestEnv::new();
     let n = nonce();
-    let mut server = crate::support::LiveServer::start(&env, &["rpc"]);
+    let mut server = env.rpc(&[]);
     let started = server.ask(serde_json::json!({"id": 1, "type": "job_start", "command": format!("echo up; sleep 373.{n}"), "name": "kept", "ready": "up"}));
     assert_eq!(started["success"], true, "{started}");
     assert_eq!(started["data"]["job"]["state"], "ready", "{started}");
@@ -561,8 +560,12 @@ fn rpc_jobs_started_detached_outlive_the_server() {
 fn idle_timeout_stops_a_run_that_prints_nothing() {
     let env = TestEnv::new();
     env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
-    let out = env.run(&["run", "-p", "idle", "--", "echo hi; sleep 30"]);
-    out.assert_code(124);
+    let out = env
+        .test()
+        .run_text("echo hi; sleep 30")
+        .profile("idle")
+        .code(124)
+        .run();
     assert!(
         out.elapsed < scaled(Duration::from_secs(10)),
         "took {:?}",
@@ -575,14 +578,11 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
         out.stderr
     );
     // Output keeps it alive: a line every 0.3 s for 2 s is never idle for 1 s.
-    let out = env.run(&[
-        "run",
-        "-p",
-        "idle",
-        "--",
-        "for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done",
-    ]);
-    out.assert_code(0);
+    env.test()
+        .run_text("for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done")
+        .profile("idle")
+        .code(0)
+        .run();
 }
 
 #[test]
@@ -591,8 +591,12 @@ fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
     env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     let n = nonce();
     let cmd = format!("echo hi; sleep 30.{n}");
-    let out = env.run(&["run", "-p", "idle", "--pty", "--", &cmd]);
-    out.assert_code(124);
+    let out = env
+        .test()
+        .run_text(&cmd)
+        .opts(&["-p", "idle", "--pty"])
+        .code(124)
+        .run();
     assert!(
         out.elapsed < scaled(Duration::from_secs(10)),
         "took {:?}",
@@ -610,13 +614,11 @@ fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
 #[test]
 fn the_sandbox_confines_a_job_as_it_confines_a_run() {
     let env = TestEnv::new();
-    let run = env.run(&[
-        "run",
-        "--sandbox",
-        "read-only",
-        "--",
-        "touch probe-run; echo rc=$?",
-    ]);
+    let run = env
+        .test()
+        .run_text("touch probe-run; echo rc=$?")
+        .opts(&["--sandbox", "read-only"])
+        .run();
     if !run.stdout.contains("rc=1") {
         skip!(
             format!(
@@ -651,7 +653,7 @@ fn the_sandbox_confines_a_job_as_it_confines_a_run() {
 fn jobs_of_a_sigkilled_rpc_server_stop_unless_detached() {
     let env = TestEnv::new();
     let n = nonce();
-    let mut rpc = LiveServer::start(&env, &["rpc"]);
+    let mut rpc = env.rpc(&[]);
     let owned = rpc.ask(serde_json::json!({"id": 1, "type": "job_start",
         "command": format!("sleep 381.{n} & sleep 382.{n}"), "name": "owned"}));
     assert_eq!(owned["success"], true, "{owned}");
@@ -710,7 +712,7 @@ fn background_after_turns_a_long_rpc_run_into_a_job_and_leaves_a_short_one_alone
         .unwrap();
     }
     // Ends within the wait: a normal result.
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "after5"]);
+    let mut rpc = env.rpc(&["-p", "after5"]);
     let short =
         rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": "sleep 1; echo done"}));
     assert_eq!(short["success"], true, "{short}");
@@ -740,7 +742,7 @@ fn background_after_turns_a_long_rpc_run_into_a_job_and_leaves_a_short_one_alone
     drop(rpc);
 
     // Still going after 1 s: the job id and the first lines; job_output reads the rest.
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "after1"]);
+    let mut rpc = env.rpc(&["-p", "after1"]);
     let cmd = "for i in $(seq 1 50); do echo $i; sleep 0.2; done";
     let long = rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": cmd}));
     assert_eq!(long["success"], true, "{long}");
@@ -1011,15 +1013,14 @@ fn a_job_that_fails_at_once_is_reported_exited_and_stops_an_and_list() {
         "extends = \"default\"\n[jobs]\nstart_wait_ms = 20000\n",
     );
     let fails = "echo 'OSError: [Errno 98] Address already in use' >&2; exit 1";
-    let out = env.run(&[
-        "run",
-        "--",
-        &format!(
+    let out = env
+        .test()
+        .run_text(format!(
             "{} job start -p settle --name web -- \"{fails}\" && echo CARRIED-ON",
             crate::support::bin().display()
-        ),
-    ]);
-    assert!(out.stdout.contains("exited 1"), "{}", out.stdout);
+        ))
+        .stdout_has("exited 1")
+        .run();
     assert!(
         out.stdout.contains("Address already in use"),
         "{}",
@@ -1096,7 +1097,8 @@ fn the_log_keeps_the_head_and_the_tail_and_cursors_stay_exact() {
     assert!(got.ends_with("199999\n200000\n"));
     assert_eq!(cursor, all.len() as u64);
     // The text a terminal or a model reads marks the gap.
-    let v = LiveServer::start(&env, &["rpc"])
+    let v = env
+        .rpc(&[])
         .ask(serde_json::json!({"id": 1, "type": "job_output", "job": "seq", "cursor": head}));
     assert!(
         v["data"]["text"].as_str().unwrap().starts_with("[… "),
@@ -1145,8 +1147,11 @@ fn start_takes_the_run_options_and_rejects_unknown_ones() {
 fn the_interceptor_applies_to_job_start_except_its_job_rules() {
     let env = TestEnv::new();
     env.write("notes.txt", "x\n");
-    let run = env.run(&["run", "--tools", "read,job", "--", "cat notes.txt"]);
-    run.assert_code(77);
+    env.test()
+        .run_text("cat notes.txt")
+        .opts(&["--tools", "read,job"])
+        .code(77)
+        .run();
     let out = job(
         &env,
         &["start", "--tools", "read,job", "--", "cat notes.txt"],
@@ -1154,7 +1159,10 @@ fn the_interceptor_applies_to_job_start_except_its_job_rules() {
     out.assert_code(77);
     assert!(out.stderr.contains("`read` tool"), "{}", out.stderr);
     // What routes to `job` is what `job start` is for.
-    env.run(&["run", "--tools", "read,job", "--", "tail -f notes.txt"])
+    env.test()
+        .run_text("tail -f notes.txt")
+        .opts(&["--tools", "read,job"])
+        .run()
         .assert_code(77);
     let (code, v) = job_json(
         &env,
@@ -1220,15 +1228,12 @@ fn a_headless_pty_run_types_nothing_into_its_terminal() {
     env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     // Reading the terminal: it waits, as at a terminal nobody types into, until
     // idle_timeout ends it; it never gets an end of input (^D) it did not ask for.
-    let out = env.run(&[
-        "run",
-        "-p",
-        "idle",
-        "--pty",
-        "--",
-        "read -r line; echo \"read rc=$?\"",
-    ]);
-    out.assert_code(124);
+    let out = env
+        .test()
+        .run_text("read -r line; echo \"read rc=$?\"")
+        .opts(&["-p", "idle", "--pty"])
+        .code(124)
+        .run();
     assert!(!out.stdout.contains("read rc="), "{}", out.stdout);
     assert!(!out.stdout.contains("^D"), "{}", out.stdout);
     assert!(
@@ -1243,26 +1248,27 @@ fn idle_timeout_spares_a_run_with_a_timeout_and_a_run_using_cpu() {
     let env = TestEnv::new();
     env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     // The caller gave a timeout: quiet waiting is theirs to allow.
-    let out = env.run(&[
-        "run",
-        "-p",
-        "idle",
-        "-t",
-        "30",
-        "--",
-        "sleep 2.5; echo slept",
-    ]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "slept\n");
+    env.test()
+        .run_text("sleep 2.5; echo slept")
+        .opts(&["-p", "idle", "-t", "30"])
+        .code(0)
+        .stdout("slept\n")
+        .run();
     // No timeout, nothing printed, but computing: not idle.
     let busy = "python3 -c 'import time\nt = time.time()\nwhile time.time() - t < 3: pass\nprint(\"computed\")'";
-    let out = env.run(&["run", "-p", "idle", "--", busy]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "computed\n");
+    env.test()
+        .run_text(busy)
+        .profile("idle")
+        .code(0)
+        .stdout("computed\n")
+        .run();
     // The same in a headless PTY.
-    let out = env.run(&["run", "-p", "idle", "--pty", "--", busy]);
-    out.assert_code(0);
-    assert!(out.stdout.contains("computed"), "{}", out.stdout);
+    env.test()
+        .run_text(busy)
+        .opts(&["-p", "idle", "--pty"])
+        .code(0)
+        .stdout_has("computed")
+        .run();
 }
 
 /// A profile on top of `agent` for the rpc tests of `jobs.background_after`.
@@ -1277,7 +1283,7 @@ fn background_after_under_agent_keeps_the_sandbox_and_leaves_no_record() {
     let outside = env.root().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let probe = outside.join("probe");
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "agent1"]);
+    let mut rpc = env.rpc(&["-p", "agent1"]);
     // Seven calls that end in time: answered as runs, no job left behind.
     for i in 0..7 {
         let r = rpc
@@ -1326,7 +1332,8 @@ fn background_after_under_agent_keeps_the_sandbox_and_leaves_no_record() {
     let (_, v) = job_json(&env, &["status", "1"]);
     assert_eq!(v["state"], "killed", "{v}");
     // A new server lists no job of the old one.
-    let r = LiveServer::start(&env, &["rpc", "-p", "agent1"])
+    let r = env
+        .rpc(&["-p", "agent1"])
         .ask(serde_json::json!({"id": 1, "type": "job_list"}));
     assert_eq!(r["data"]["jobs"], serde_json::json!([]), "{r}");
 }
@@ -1335,7 +1342,7 @@ fn background_after_under_agent_keeps_the_sandbox_and_leaves_no_record() {
 fn background_after_idle_counts_cpu_and_spares_a_call_with_a_timeout() {
     let env = TestEnv::new();
     agent_profile(&env, "agent5", "background_after = 8\nidle_timeout = 1");
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "agent5"]);
+    let mut rpc = env.rpc(&["-p", "agent5"]);
     let busy = "python3 -c 'import time\nt = time.time()\nwhile time.time() - t < 3: pass\nprint(\"computed\")'";
     let r = rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": busy}));
     assert_eq!(r["data"]["exit_code"], 0, "{r}");
@@ -1355,7 +1362,7 @@ fn background_after_idle_counts_cpu_and_spares_a_call_with_a_timeout() {
     );
     // The same without background_after (the live shells).
     agent_profile(&env, "agentfg", "background_after = 0\nidle_timeout = 1");
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "agentfg"]);
+    let mut rpc = env.rpc(&["-p", "agentfg"]);
     let r = rpc.ask(serde_json::json!({"id": 1, "type": "bash", "command": busy}));
     assert_eq!(r["data"]["exit_code"], 0, "{r}");
     let r = rpc.ask(serde_json::json!({"id": 2, "type": "bash", "command": "sleep 3; echo slept", "timeout": 30}));
@@ -1365,7 +1372,7 @@ fn background_after_idle_counts_cpu_and_spares_a_call_with_a_timeout() {
 #[test]
 fn rpc_has_job_status_wait_and_send_with_a_window() {
     let env = TestEnv::new();
-    let mut rpc = LiveServer::start(&env, &["rpc"]);
+    let mut rpc = env.rpc(&[]);
     let r = rpc.ask(serde_json::json!({"id": 1, "type": "job_start", "command": "cat", "stdin": true, "name": "c"}));
     assert_eq!(r["success"], true, "{r}");
     let r = rpc.ask(serde_json::json!({"id": 2, "type": "job_send", "job": "c", "text": "ping\n", "wait_ms": 3000}));
@@ -1389,12 +1396,16 @@ fn rpc_has_job_status_wait_and_send_with_a_window() {
 fn completions_and_help_do_not_offer_the_supervisor() {
     let env = TestEnv::new();
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
-        let out = env.run(&["completions", shell]);
-        out.assert_code(0);
-        assert!(!out.stdout.contains("__supervise"), "{shell} offers it");
+        env.test()
+            .args(&["completions", shell])
+            .code(0)
+            .stdout_lacks("__supervise")
+            .run();
     }
-    let out = env.run(&["job", "--help"]);
-    assert!(!out.stdout.contains("supervise"), "{}", out.stdout);
+    env.test()
+        .args(&["job", "--help"])
+        .stdout_lacks("supervise")
+        .run();
 }
 
 /// Every file under `dir`, with its bytes.

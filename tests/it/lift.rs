@@ -3,8 +3,7 @@
 //! a lifted head stops the command as `head` would, an explicit `--head`/`--tail` is a
 //! view and never stops or changes anything.
 
-use crate::support::{TestEnv, s, scaled, u};
-use serde_json::Value;
+use crate::support::{Test, TestEnv, notices, s, scaled, u};
 use std::process::Command;
 use std::time::Duration;
 
@@ -17,15 +16,6 @@ fn bash_shows(env: &TestEnv, cmd: &str) -> String {
         .output()
         .expect("run bash");
     String::from_utf8(out.stdout).expect("UTF-8 output")
-}
-
-fn notices(v: &Value) -> Vec<String> {
-    v["notices"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|n| n.as_str().map(str::to_owned))
-        .collect()
 }
 
 /// Lines in any order: stderr written around a pipe reaches the stream whenever the
@@ -50,26 +40,28 @@ fn a_list_before_the_pipeline_keeps_its_output() {
         "echo a; seq 5 | tail -n 1",
         "echo a; seq 5 2>&1 | tail -n 1",
     ] {
-        let v = env.run(&["run", "--json", "--", cmd]).json();
+        let v = env.test().run_json(cmd).json();
         assert_eq!(s(&v, "output"), "a\n5\n", "{cmd}");
         assert_eq!(s(&v, "output"), bash_shows(&env, cmd));
         assert!(v["stripped"].is_null(), "{cmd}: {v:#}");
         assert_eq!(s(&v, "normalized_command"), cmd);
     }
-    let out = env.run(&["run", "-q", "--", "echo a; seq 5 | tail -n 1"]);
-    assert_eq!(out.stdout, "a\n5\n");
+    env.test()
+        .run_text("echo a; seq 5 | tail -n 1")
+        .opts(&["-q"])
+        .stdout("a\n5\n")
+        .run();
 }
 
 /// Regression: `echo first && seq 5 | head -n 2` showed `first`, `1` — the head
 /// counted `first` as one of its two lines.
 #[test]
 fn an_and_list_before_the_pipeline_keeps_its_output() {
-    let env = TestEnv::new();
     for cmd in [
         "echo first && seq 5 | head -n 2",
         "echo first && seq 5 2>&1 | head -n 2",
     ] {
-        let v = env.run(&["run", "--json", "--", cmd]).json();
+        let v = Test::new().run_json(cmd).json();
         assert_eq!(s(&v, "output"), "first\n1\n2\n", "{cmd}");
         assert!(v["stripped"].is_null(), "{cmd}: {v:#}");
     }
@@ -93,7 +85,7 @@ fn stderr_outside_the_pipe_is_shown_and_not_counted() {
             true,
         ),
     ] {
-        let v = env.run(&["run", "--json", "--", cmd]).json();
+        let v = env.test().run_json(cmd).json();
         let want = if cmd.ends_with("tail -n 1") {
             vec!["5", "warn"]
         } else {
@@ -111,9 +103,7 @@ fn stderr_outside_the_pipe_is_shown_and_not_counted() {
 fn a_pipe_belongs_to_its_last_command_only() {
     let env = TestEnv::new();
     let cmd = "perl -e 'print \"$_\\n\" for 1..5000000' && touch done | head -n 5";
-    let out = env.run(&["run", "--json", "--", cmd]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env.test().run_json(cmd).code(0).json();
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(u(&v, "total_lines"), 5_000_000);
     assert!(s(&v, "output").ends_with("4999999\n5000000\n"));
@@ -128,9 +118,12 @@ fn explicit_head_and_tail_are_views_and_never_stop_the_command() {
     let env = TestEnv::new();
     for limit in ["--head", "--tail"] {
         let _ = std::fs::remove_file(env.work().join("finished"));
-        let out = env.run(&["run", "--json", limit, "5", "--", FIVE_MILLION_THEN_EXIT_1]);
-        out.assert_code(1);
-        let v = out.json();
+        let v = env
+            .test()
+            .run_json(FIVE_MILLION_THEN_EXIT_1)
+            .opts(&[limit, "5"])
+            .code(1)
+            .json();
         assert!(
             env.work().join("finished").exists(),
             "{limit}: stopped early"
@@ -158,11 +151,14 @@ fn explicit_head_and_tail_are_views_and_never_stop_the_command() {
 fn explicit_head_never_stops_the_command_in_pty_mode() {
     let env = TestEnv::new();
     let cmd = "perl -e 'print \"$_\\n\" for 1..2500000; open(my $f, \">\", \"finished\"); exit 3'";
-    let out = env.run(&["run", "--pty", "--json", "--head", "2", "--", cmd]);
-    out.assert_code(3);
-    let v = out.json();
-    assert_eq!(s(&v, "mode"), "pty");
-    assert_eq!(s(&v, "output"), "1\n2\n");
+    let v = env
+        .test()
+        .run_json(cmd)
+        .opts(&["--pty", "--head", "2"])
+        .code(3)
+        .field("mode", "pty")
+        .output("1\n2\n")
+        .json();
     assert_eq!(u(&v, "total_lines"), 2_500_000);
     assert!(env.work().join("finished").exists(), "stopped early");
 }
@@ -173,10 +169,12 @@ fn explicit_head_never_stops_the_command_in_pty_mode() {
 #[test]
 fn a_lifted_head_that_stops_the_producer_reports_the_pipelines_counts() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "--", "yes '' 2>&1 | head -n 10000000"]);
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "stripped"), "| head -n 10000000");
+    let v = env
+        .test()
+        .run_json("yes '' 2>&1 | head -n 10000000")
+        .code(0)
+        .field("stripped", "| head -n 10000000")
+        .json();
     assert_eq!(u(&v, "total_lines"), 10_000_000);
     assert_eq!(u(&v, "total_bytes"), 10_000_000);
     let n = notices(&v);
@@ -185,18 +183,14 @@ fn a_lifted_head_that_stops_the_producer_reports_the_pipelines_counts() {
         "{n:?}"
     );
     // Run as written (in a subshell), bash's own head stops `yes`: the same counts.
-    let v = env
-        .run(&["run", "--json", "--", "(yes '') | head -n 10000000"])
-        .json();
+    let v = env.test().run_json("(yes '') | head -n 10000000").json();
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(
         (v["exit_code"].as_i64(), u(&v, "total_lines")),
         (Some(0), 10_000_000)
     );
     // Lifted with stderr around the pipe: the limit on stdout, the same counts.
-    let v = env
-        .run(&["run", "--json", "--", "yes '' | head -n 10000000"])
-        .json();
+    let v = env.test().run_json("yes '' | head -n 10000000").json();
     assert_eq!(s(&v, "stripped"), "| head -n 10000000", "{v:#}");
     assert_eq!(
         (v["exit_code"].as_i64(), u(&v, "total_lines")),
@@ -205,9 +199,7 @@ fn a_lifted_head_that_stops_the_producer_reports_the_pipelines_counts() {
     // A producer that takes the broken pipe as an error of its own (exit 3) still
     // ends the pipeline with head's status.
     let cmd = "perl -e '$SIG{PIPE} = \"IGNORE\"; $| = 1; while (1) { print \"y\" x 999, \"\\n\" or exit 3 }' 2>&1 | head -n 2";
-    let out = env.run(&["run", "--json", "-t", "60", "--", cmd]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env.test().run_json(cmd).opts(&["-t", "60"]).code(0).json();
     assert_eq!(u(&v, "total_lines"), 2);
     assert_eq!(u(&v, "total_bytes"), 2000);
     assert!(
@@ -222,12 +214,14 @@ fn a_lifted_head_that_stops_the_producer_reports_the_pipelines_counts() {
 /// its next line. agentbash now reads on for at most a second.
 #[test]
 fn a_lifted_head_stops_a_slow_producer_about_when_head_would() {
-    let env = TestEnv::new();
     let cmd = "perl -e '$| = 1; for (1..300) { print \"$_\\n\"; select(undef, undef, undef, 0.1) }' 2>&1 | head -n 2";
-    let out = env.run(&["run", "--json", "-t", "20", "--", cmd]);
-    out.assert_code(0);
+    let out = Test::new()
+        .run_json(cmd)
+        .opts(&["-t", "20"])
+        .code(0)
+        .output("1\n2\n")
+        .run();
     let v = out.json();
-    assert_eq!(s(&v, "output"), "1\n2\n");
     assert_eq!(u(&v, "total_lines"), 2);
     assert!(
         notices(&v)
@@ -256,7 +250,7 @@ fn a_pipe_that_receives_all_of_the_output_is_lifted() {
         ("seq 100 |& tail -n 3", "|& tail -n 3"),
         ("seq 100 2>&1 | grep -v 7 2>&1 | tail -n 3", "| tail -n 3"),
     ] {
-        let v = env.run(&["run", "--json", "--", cmd]).json();
+        let v = env.test().run_json(cmd).json();
         assert_eq!(s(&v, "stripped"), stripped, "{cmd}: {v:#}");
         assert_eq!(s(&v, "output"), bash_shows(&env, cmd), "{cmd}");
         let path = v["artifact"]["path"].as_str().expect("artifact");
@@ -275,44 +269,40 @@ fn a_pipe_that_receives_all_of_the_output_is_lifted() {
 fn explicit_limits_view_the_command_as_written() {
     let env = TestEnv::new();
     let cmd = "seq 100 2>&1 | tail -n 5";
-    let v = env.run(&["run", "--json", "--tail", "7", "--", cmd]).json();
-    assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100\n");
+    let v = env
+        .test()
+        .run_json(cmd)
+        .opts(&["--tail", "7"])
+        .output("96\n97\n98\n99\n100\n")
+        .json();
     assert!(v["stripped"].is_null(), "{v:#}");
-    let v = env.run(&["run", "--json", "--head", "3", "--", cmd]).json();
-    assert_eq!(s(&v, "output"), "96\n97\n98\n");
+    env.test()
+        .run_json(cmd)
+        .opts(&["--head", "3"])
+        .output("96\n97\n98\n")
+        .run();
 }
 
 /// `explain` says why a pipe was or was not lifted, in text and JSON.
 #[test]
 fn explain_says_why_a_pipe_was_or_was_not_lifted() {
     let env = TestEnv::new();
-    let out = env.run(&["explain", "--", "echo a; seq 5 2>&1 | tail -n 1"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .args(&["explain", "--", "echo a; seq 5 2>&1 | tail -n 1"])
+        .code(0)
+        .run();
     assert!(
         out.stdout
             .contains("lift        not lifted — \"echo a\" before the pipeline may also print\n"),
         "{}",
         out.stdout
     );
-    let out = env.run(&["explain", "--", "make | tail -n 5"]);
-    assert!(
-        out.stdout.contains("lift        lifted — `| tail -n 5` receives stdout only: it becomes a line limit on stdout, stderr shown in full\n"),
-        "{}",
-        out.stdout
-    );
-    let out = env.run(&["explain", "--pty", "--", "make | tail -n 5"]);
-    assert!(
-        out.stdout.contains("lift        not lifted — the pipe receives stdout only, and in a terminal (PTY mode) stdout and stderr are one stream"),
-        "{}",
-        out.stdout
-    );
+    env.test().args(&["explain", "--", "make | tail -n 5"]).stdout_has("lift        lifted — `| tail -n 5` receives stdout only: it becomes a line limit on stdout, stderr shown in full\n").run();
+    env.test().args(&["explain", "--pty", "--", "make | tail -n 5"]).stdout_has("lift        not lifted — the pipe receives stdout only, and in a terminal (PTY mode) stdout and stderr are one stream").run();
     let v = env
-        .run(&[
-            "explain",
-            "--json",
-            "--",
-            "(echo warn >&2; seq 5) | head -n 1",
-        ])
+        .test()
+        .explain_json("(echo warn >&2; seq 5) | head -n 1")
         .json();
     assert!(v["normalize"]["stripped"].is_null(), "{v:#}");
     assert_eq!(v["normalize"]["lift"]["lifted"], false);
@@ -323,25 +313,18 @@ fn explain_says_why_a_pipe_was_or_was_not_lifted() {
         "{v:#}"
     );
     let v = env
-        .run(&[
-            "explain",
-            "--json",
-            "--",
-            "cd src && cargo test 2>&1 | tail -n 20",
-        ])
+        .test()
+        .explain_json("cd src && cargo test 2>&1 | tail -n 20")
         .json();
     assert_eq!(v["normalize"]["stripped"], "| tail -n 20");
     assert_eq!(v["normalize"]["command"], "cd src && cargo test 2>&1");
     assert_eq!(v["normalize"]["lift"]["lifted"], true, "{v:#}");
-    let out = env.run(&["explain", "--", "yes 2>&1 | head -n 3"]);
-    assert!(
-        out.stdout.contains("lift        lifted — `| head -n 3` receives all of the output: it becomes a line limit, and the command is stopped after line 3 as head would stop it"),
-        "{}",
-        out.stdout
-    );
+    env.test().args(&["explain", "--", "yes 2>&1 | head -n 3"]).stdout_has("lift        lifted — `| head -n 3` receives all of the output: it becomes a line limit, and the command is stopped after line 3 as head would stop it").run();
     // No trailing head/tail, no lift line.
-    let out = env.run(&["explain", "--", "seq 5"]);
-    assert!(!out.stdout.contains("lift "), "{}", out.stdout);
+    env.test()
+        .args(&["explain", "--", "seq 5"])
+        .stdout_lacks("lift ")
+        .run();
 }
 
 /// 40 lines to stdout and 40 to stderr, alternating and unbuffered, then exit 3.
@@ -357,8 +340,7 @@ const BOTH_STREAMS_THEN_EXIT_3: &str =
 fn a_pipe_that_receives_stdout_only_is_lifted() {
     let env = TestEnv::new();
     let cmd = format!("{BOTH_STREAMS_THEN_EXIT_3} | tail -n 5");
-    let out = env.run(&["run", "--json", "--", &cmd]);
-    out.assert_code(3);
+    let out = env.test().run_json(&cmd).code(3).run();
     let v = out.json();
     assert_eq!(s(&v, "stripped"), "| tail -n 5", "{v:#}");
     // Exactly what bash shows: all of stderr, then tail's lines.
@@ -391,8 +373,7 @@ fn a_pipe_that_receives_stdout_only_is_lifted() {
         "both streams saved: {saved}"
     );
     // The simplest failure signal.
-    let out = env.run(&["run", "--", "false | tail -n 1"]);
-    out.assert_code(1);
+    let out = env.test().run_text("false | tail -n 1").code(1).run();
     assert!(
         out.stderr
             .contains("Exit code is false's; the stripped `| tail -n 1` would have returned 0"),
@@ -400,11 +381,10 @@ fn a_pipe_that_receives_stdout_only_is_lifted() {
         out.stderr
     );
     // Into a pipe, stdout carries what bash's terminal would.
-    let out = env.run(&[
-        "run",
-        "--",
-        &format!("{BOTH_STREAMS_THEN_EXIT_3} | tail -n 2"),
-    ]);
+    let out = env
+        .test()
+        .run_text(format!("{BOTH_STREAMS_THEN_EXIT_3} | tail -n 2"))
+        .run();
     assert!(
         out.stdout.ends_with("err 40\nout 39\nout 40\n"),
         "{}",
@@ -420,8 +400,7 @@ fn a_pipe_that_receives_stdout_only_is_lifted() {
 fn a_stdout_only_head_shows_what_bash_shows() {
     let env = TestEnv::new();
     let cmd = "perl -e '$| = 1; $SIG{PIPE} = \"IGNORE\"; for (1..5) { print \"out $_\\n\"; print STDERR \"err $_\\n\" } while (print \"more\\n\") {} print STDERR \"pipe closed\\n\"; exit 3' | head -n 5";
-    let out = env.run(&["run", "--json", "-t", "60", "--", cmd]);
-    out.assert_code(0);
+    let out = env.test().run_json(cmd).opts(&["-t", "60"]).code(0).run();
     let v = out.json();
     assert_eq!(s(&v, "stripped"), "| head -n 5", "{v:#}");
     let mut want = vec!["pipe closed".to_string()];
@@ -448,9 +427,7 @@ fn a_stdout_only_head_shows_what_bash_shows() {
     );
     // A producer that ends by itself before the head is full: its own exit code.
     let cmd = format!("{BOTH_STREAMS_THEN_EXIT_3} | head -n 50");
-    let out = env.run(&["run", "--json", "--", &cmd]);
-    out.assert_code(3);
-    let v = out.json();
+    let v = env.test().run_json(&cmd).code(3).json();
     assert_eq!(u(&v, "total_lines"), 80, "{v:#}");
     assert!(
         notices(&v).contains(
@@ -464,11 +441,12 @@ fn a_stdout_only_head_shows_what_bash_shows() {
 /// run reports the pipeline's exit, 0, and its counts.
 #[test]
 fn a_stdout_only_head_stops_the_producer() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "-t", "60", "--", "yes | head -n 3"]);
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "output"), "y\ny\ny\n");
+    let v = Test::new()
+        .run_json("yes | head -n 3")
+        .opts(&["-t", "60"])
+        .code(0)
+        .output("y\ny\ny\n")
+        .json();
     assert_eq!(u(&v, "total_lines"), 3);
     assert!(
         notices(&v)
@@ -486,17 +464,23 @@ fn a_stdout_only_head_stops_the_producer() {
 fn a_stdout_only_lift_in_pty_mode_rpc_and_with_separate_stderr() {
     let env = TestEnv::new();
     let v = env
-        .run(&["run", "--pty", "--json", "--", "seq 10 | tail -n 2"])
+        .test()
+        .run_json("seq 10 | tail -n 2")
+        .opts(&["--pty"])
         .json();
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(s(&v, "output"), "9\n10\n");
     let cmd = format!("{BOTH_STREAMS_THEN_EXIT_3} | tail -n 2");
-    let out = env.run(&["run", "--stderr", "separate", "--", &cmd]);
-    out.assert_code(3);
-    assert_eq!(out.stdout, "out 39\nout 40\n");
+    let out = env
+        .test()
+        .run_text(&cmd)
+        .opts(&["--stderr", "separate"])
+        .code(3)
+        .stdout("out 39\nout 40\n")
+        .run();
     assert!(out.stderr.starts_with("err 1\nerr 2\n"), "{}", out.stderr);
     assert!(out.stderr.contains("err 40\n"), "{}", out.stderr);
-    let mut rpc = crate::support::LiveServer::start(&env, &["rpc"]);
+    let mut rpc = env.rpc(&[]);
     let v = rpc.ask(serde_json::json!({"id": "1", "type": "bash", "command": cmd}));
     let data = &v["data"];
     assert_eq!(data["exit_code"], 3, "{v:#}");
@@ -527,22 +511,21 @@ fn cargo_build_piped_to_head_keeps_its_failure() {
     );
     let rustup_env = format!("RUSTUP_HOME={rustup}");
     let cargo_env = format!("CARGO_HOME={cargo_home}");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-t",
-        "300",
-        "-C",
-        "broken",
-        "-e",
-        &rustup_env,
-        "-e",
-        &cargo_env,
-        "--",
-        "cargo build --offline | head -n 5",
-    ]);
-    out.assert_code(101);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("cargo build --offline | head -n 5")
+        .opts(&[
+            "-t",
+            "300",
+            "-C",
+            "broken",
+            "-e",
+            &rustup_env,
+            "-e",
+            &cargo_env,
+        ])
+        .code(101)
+        .json();
     assert_eq!(s(&v, "stripped"), "| head -n 5", "{v:#}");
     assert!(
         s(&v, "output").contains("error[E0308]: mismatched types"),

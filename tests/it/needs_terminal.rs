@@ -4,21 +4,11 @@
 //! a notice; each names the program and how to give it a terminal. With agentbash
 //! itself on a terminal, such a program gets one. Quiet honest work is never stopped.
 
-use crate::support::{LiveServer, TestEnv, s};
-use serde_json::Value;
+use crate::support::{Test, TestEnv, notices, s};
 use std::time::Duration;
 
 /// Longest wait for anything to appear on a terminal's screen.
 const WAIT: Duration = Duration::from_secs(15);
-
-fn notices(v: &Value) -> Vec<String> {
-    v["notices"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|n| n.as_str().map(str::to_owned))
-        .collect()
-}
 
 fn require(program: &str) {
     let found = std::process::Command::new("sh")
@@ -106,7 +96,7 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
         ),
     ];
     for (command, code, want) in &cases {
-        let out = env.run(&["run", "--json", "-t", "120", "--", command]);
+        let out = env.test().run_json(command).opts(&["-t", "120"]).run();
         out.assert_code(*code);
         let v = out.json();
         let text = s(&v, "text");
@@ -123,11 +113,14 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
         }
     }
     // A pager with a file to show simply shows it: no notice.
-    let v = env.run(&["run", "--json", "--", "less README.md"]).json();
-    assert_eq!(s(&v, "output"), "readme text\n");
+    let v = env
+        .test()
+        .run_json("less README.md")
+        .output("readme text\n")
+        .json();
     assert!(notices(&v).is_empty(), "{v:#}");
     // A server's live shell stops it the same way.
-    let mut rpc = LiveServer::start(&env, &["rpc"]);
+    let mut rpc = env.rpc(&[]);
     let v = rpc.ask(
         serde_json::json!({"id": "v", "type": "bash", "command": "vim notes.txt", "timeout": 120}),
     );
@@ -138,7 +131,7 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
         "{v:#}"
     );
     // And a server whose runs go on as jobs past `jobs.background_after` (`agent`).
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", "agent"]);
+    let mut rpc = env.rpc(&["-p", "agent"]);
     let v = rpc.ask(serde_json::json!({"id": "a", "type": "bash", "command": "vim notes.txt"}));
     assert!(
         s(&v["data"], "text").starts_with("[vim is waiting for a terminal"),
@@ -153,7 +146,6 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
 /// gets.
 #[test]
 fn quiet_work_is_not_stopped() {
-    let env = TestEnv::new();
     for command in [
         "sleep 4; echo slept",
         "python3 -c 'import socket, select; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); select.select([s], [], [], 4); print(\"waited\")'",
@@ -161,9 +153,11 @@ fn quiet_work_is_not_stopped() {
         "sleep 4 0>&1; echo slept",
         "python3 -c 'import socket, select; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); select.select([s], [], [], 4); print(\"served\")' 0>&1",
     ] {
-        let out = env.run(&["run", "--json", "-t", "60", "--", command]);
-        out.assert_code(0);
-        let v = out.json();
+        let v = Test::new()
+            .run_json(command)
+            .opts(&["-t", "60"])
+            .code(0)
+            .json();
         assert!(
             !s(&v, "text").contains("waiting for a terminal"),
             "{command}: {v:#}"
@@ -196,10 +190,8 @@ fn an_editor_gets_agentbashs_terminal() {
         "hello from vim\n"
     );
     // `explain` says why.
-    let out = env.run(&["explain", "--", "vim notes.txt"]);
-    assert!(
-        out.stdout.contains("mode        print"),
-        "not a terminal here: {}",
-        out.stdout
-    );
+    env.test()
+        .args(&["explain", "--", "vim notes.txt"])
+        .stdout_has("mode        print")
+        .run();
 }

@@ -120,10 +120,14 @@ impl Net {
 
     /// `run --json -p PROFILE EXTRA -- SCRIPT`.
     fn run(&self, extra: &[&str], script: &str) -> (Option<i32>, Value) {
-        let mut args = vec!["run", "--json", "-p", &self.profile];
-        args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", script]);
-        let out = self.cmd(&args).run();
+        let out = self
+            .env
+            .test()
+            .env("AGENTBASH_TEST_PROXY_HOSTS", HOSTS)
+            .run_json(script)
+            .profile(&self.profile)
+            .opts(extra)
+            .run();
         (out.code(), out.json())
     }
 }

@@ -2,7 +2,7 @@
 //! `| head`/`| tail` normalization and output hygiene (sanitizing)
 //! (issue 2, items 3–6).
 
-use crate::support::{TestEnv, re, s, sh_output, sh_text, u};
+use crate::support::{Test, TestEnv, re, s, sh_output, sh_text, u};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -27,9 +27,7 @@ fn artifact_of(env: &TestEnv, v: &Value) -> (u64, PathBuf) {
 #[test]
 fn seq_100000_keeps_the_tail_and_spills_an_identical_artifact() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "--", "seq 1 100000"]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env.test().run_json("seq 1 100000").code(0).json();
     let output = s(&v, "output");
     assert!(
         u(&v, "output_bytes") <= 51200,
@@ -93,9 +91,7 @@ fn seq_100000_keeps_the_tail_and_spills_an_identical_artifact() {
 
 #[test]
 fn text_format_notice_goes_to_stderr() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--", "seq 1 100000"]);
-    out.assert_code(0);
+    let out = Test::new().run_text("seq 1 100000").code(0).run();
     assert!(out.stdout.ends_with("99999\n100000\n"));
     assert!(out.stdout.len() <= 51200 + 1);
     assert!(
@@ -111,8 +107,7 @@ fn text_format_notice_goes_to_stderr() {
 
 #[test]
 fn small_output_makes_no_artifact() {
-    let env = TestEnv::new();
-    let v = env.run(&["run", "--json", "--", "seq 1 10"]).json();
+    let v = Test::new().run_json("seq 1 10").json();
     assert!(v["artifact"].is_null(), "{v:#}");
     assert_eq!(v["truncated"], false);
     assert!(v["truncation"].is_null());
@@ -121,10 +116,12 @@ fn small_output_makes_no_artifact() {
 #[test]
 fn head_bytes_keeps_head_and_tail_with_the_middle_elided() {
     let env = TestEnv::new();
-    env.write("p.toml", "[output]\nhead_bytes = 1000\n");
-    let out = env.run(&["run", "--json", "-p", "./p.toml", "--", "seq 1 100000"]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("seq 1 100000")
+        .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
+        .code(0)
+        .json();
     let output = s(&v, "output");
     let marker_re = re(r"(?m)^\[…(\d+) lines elided…\]$");
     let m = marker_re
@@ -159,17 +156,12 @@ fn head_bytes_keeps_head_and_tail_with_the_middle_elided() {
 #[test]
 fn max_columns_caps_long_lines_and_saves_them() {
     let env = TestEnv::new();
-    env.write("p.toml", "[output]\nmax_columns = 20\n");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./p.toml",
-        "--",
-        "printf '%0100d\\nshort\\n' 0",
-    ]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("printf '%0100d\\nshort\\n' 0")
+        .profile_file("p.toml", "[output]\nmax_columns = 20\n")
+        .code(0)
+        .json();
     let lines: Vec<&str> = s(&v, "output").lines().collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
     let capped = lines[0];
@@ -189,18 +181,10 @@ fn max_columns_caps_long_lines_and_saves_them() {
 
 #[test]
 fn max_columns_never_cuts_through_a_character() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[output]\nmax_columns = 10\n");
     // '€' is three bytes: a 10-byte cap falls inside the fourth one.
-    let v = env
-        .run(&[
-            "run",
-            "--json",
-            "-p",
-            "./p.toml",
-            "--",
-            "printf '€€€€€€€€\\n'",
-        ])
+    let v = Test::new()
+        .run_json("printf '€€€€€€€€\\n'")
+        .profile_file("p.toml", "[output]\nmax_columns = 10\n")
         .json();
     let line = s(&v, "output")
         .strip_suffix('\n')
@@ -215,10 +199,9 @@ fn max_columns_never_cuts_through_a_character() {
 
 #[test]
 fn tail_cut_inside_a_long_line_never_splits_a_character() {
-    let env = TestEnv::new();
     // 40000 × '€' on one line = 120000 bytes; the 51200-byte tail starts mid-character.
-    let v = env
-        .run(&["run", "--json", "--", "yes € | head -n 40000 | tr -d '\\n'"])
+    let v = Test::new()
+        .run_json("yes € | head -n 40000 | tr -d '\\n'")
         .json();
     let output = s(&v, "output");
     assert!(!output.is_empty());
@@ -234,14 +217,16 @@ fn tail_cut_inside_a_long_line_never_splits_a_character() {
 #[test]
 fn trailing_tail_is_stripped_and_the_full_output_saved() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "--", "seq 1 100 2>&1 | tail -n 5"]);
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100\n");
-    assert_eq!(s(&v, "stripped"), "| tail -n 5");
-    assert_eq!(s(&v, "normalized_command"), "seq 1 100 2>&1");
-    assert_eq!(s(&v, "command"), "seq 1 100 2>&1 | tail -n 5");
-    assert_eq!(v["tail"], 5);
+    let v = env
+        .test()
+        .run_json("seq 1 100 2>&1 | tail -n 5")
+        .code(0)
+        .output("96\n97\n98\n99\n100\n")
+        .field("stripped", "| tail -n 5")
+        .field("normalized_command", "seq 1 100 2>&1")
+        .field("command", "seq 1 100 2>&1 | tail -n 5")
+        .field("tail", 5)
+        .json();
     assert!(v["head"].is_null());
     assert_eq!(u(&v, "total_lines"), 100);
     let (id, path) = artifact_of(&env, &v);
@@ -262,37 +247,23 @@ fn trailing_tail_is_stripped_and_the_full_output_saved() {
 /// An explicit limit keeps the trailing pipe: it views what the pipeline prints.
 #[test]
 fn explicit_tail_views_what_the_pipe_prints() {
-    let env = TestEnv::new();
-    let v = env
-        .run(&[
-            "run",
-            "--json",
-            "--tail",
-            "2",
-            "--",
-            "seq 1 100 | tail -n 5",
-        ])
+    let v = Test::new()
+        .run_json("seq 1 100 | tail -n 5")
+        .opts(&["--tail", "2"])
+        .output("99\n100\n")
+        .field("tail", 2)
         .json();
-    assert_eq!(s(&v, "output"), "99\n100\n");
-    assert_eq!(v["tail"], 2);
     assert!(v["stripped"].is_null(), "{v:#}");
 }
 
 #[test]
 fn explicit_head_views_what_the_pipe_prints() {
-    let env = TestEnv::new();
-    let v = env
-        .run(&[
-            "run",
-            "--json",
-            "--head",
-            "2",
-            "--",
-            "seq 1 100 | head -n 3",
-        ])
+    let v = Test::new()
+        .run_json("seq 1 100 | head -n 3")
+        .opts(&["--head", "2"])
+        .output("1\n2\n")
+        .field("head", 2)
         .json();
-    assert_eq!(s(&v, "output"), "1\n2\n");
-    assert_eq!(v["head"], 2);
     assert!(v["stripped"].is_null(), "{v:#}");
 }
 
@@ -304,7 +275,7 @@ fn trailing_head_is_stripped() {
         "seq 1 100 2>&1|head -3",
         "seq 1 100 |& head -n3  ",
     ] {
-        let v = env.run(&["run", "--json", "--", cmd]).json();
+        let v = env.test().run_json(cmd).json();
         assert_eq!(s(&v, "output"), "1\n2\n3\n", "{cmd:?}");
         assert_eq!(v["head"], 3, "{cmd:?}");
         assert!(v["stripped"].is_string(), "{cmd:?}");
@@ -313,64 +284,47 @@ fn trailing_head_is_stripped() {
             "{cmd:?}"
         );
     }
-    let v = env
-        .run(&["run", "--json", "--", "seq 1 100 2>&1 | tail -5"])
-        .json();
-    assert_eq!(s(&v, "output"), "96\n97\n98\n99\n100\n");
+    env.test()
+        .run_json("seq 1 100 2>&1 | tail -5")
+        .output("96\n97\n98\n99\n100\n")
+        .run();
 }
 
 #[test]
 fn other_head_forms_are_left_alone() {
     let env = TestEnv::new();
-    let v = env
-        .run(&["run", "--json", "--", "seq 1 100 | head -c 4"])
-        .json();
+    let v = env.test().run_json("seq 1 100 | head -c 4").json();
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(s(&v, "output"), "1\n2\n");
-    let v = env
-        .run(&["run", "--json", "--", "seq 1 20 2>&1 | head"])
-        .json();
+    let v = env.test().run_json("seq 1 20 2>&1 | head").json();
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(s(&v, "output").lines().count(), 10);
 }
 
 #[test]
 fn cr_split_across_chunks_gives_no_blank_line() {
-    let env = TestEnv::new();
-    let v = env
-        .run(&[
-            "run",
-            "--json",
-            "--",
-            "printf 'x\\r'; sleep 0.2; printf '\\ny\\n'",
-        ])
-        .json();
-    assert_eq!(s(&v, "output"), "x\ny\n");
+    Test::new()
+        .run_json("printf 'x\\r'; sleep 0.2; printf '\\ny\\n'")
+        .output("x\ny\n")
+        .run();
 }
 
 #[test]
 fn ansi_escapes_and_controls_are_removed() {
-    let env = TestEnv::new();
-    let v = env
-        .run(&[
-            "run",
-            "--json",
-            "--",
-            "printf '\\033[1;31mred\\033[0m plain\\n\\033]0;title\\007osc\\n\\033[2Kclear\\tTab\\a\\n'",
-        ])
-        .json();
-    assert_eq!(s(&v, "output"), "red plain\nosc\nclear\tTab\n");
+    Test::new().run_json("printf '\\033[1;31mred\\033[0m plain\\n\\033]0;title\\007osc\\n\\033[2Kclear\\tTab\\a\\n'")
+        .output("red plain\nosc\nclear\tTab\n").run();
 }
 
 #[test]
 fn invalid_utf8_becomes_replacement_character() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "--", "printf 'ok \\377\\n'"]);
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "output"), "ok \u{FFFD}\n");
+    env.test()
+        .run_json("printf 'ok \\377\\n'")
+        .code(0)
+        .output("ok \u{FFFD}\n")
+        .run();
     // Text format writes valid UTF-8 as well.
-    let out = env.run(&["run", "--", "printf '\\377'"]);
+    let out = env.test().run_text("printf '\\377'").run();
     assert!(String::from_utf8(out.stdout_bytes.clone()).is_ok());
     assert_eq!(out.stdout, "\u{FFFD}");
 }
@@ -379,14 +333,9 @@ fn invalid_utf8_becomes_replacement_character() {
 fn artifact_keeps_the_raw_bytes() {
     let env = TestEnv::new();
     let v = env
-        .run(&[
-            "run",
-            "--json",
-            "--tail",
-            "1",
-            "--",
-            "printf 'a\\r\\n\\033[31m\\377\\n'; seq 1 3",
-        ])
+        .test()
+        .run_json("printf 'a\\r\\n\\033[31m\\377\\n'; seq 1 3")
+        .opts(&["--tail", "1"])
         .json();
     let (_, path) = artifact_of(&env, &v);
     assert_eq!(
@@ -398,14 +347,11 @@ fn artifact_keeps_the_raw_bytes() {
 #[test]
 fn nul_bytes_in_output_are_handled() {
     let env = TestEnv::new();
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--",
-        "printf 'a\\0b\\n'; head -c 70000 /dev/zero; echo end",
-    ]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("printf 'a\\0b\\n'; head -c 70000 /dev/zero; echo end")
+        .code(0)
+        .json();
     let output = s(&v, "output");
     assert!(!output.contains('\0'), "NUL reached the shown text");
     assert!(
@@ -414,8 +360,7 @@ fn nul_bytes_in_output_are_handled() {
         &output[output.len().saturating_sub(20)..]
     );
     assert_eq!(u(&v, "total_bytes"), 4 + 70000 + 4);
-    let out = env.run(&["run", "--", "printf 'a\\0b\\n'"]);
-    out.assert_code(0);
+    let out = env.test().run_text("printf 'a\\0b\\n'").code(0).run();
     assert!(!out.stdout_bytes.contains(&0), "NUL written to stdout");
     assert!(
         out.stdout.starts_with('a') && out.stdout.contains('b'),
@@ -427,14 +372,11 @@ fn nul_bytes_in_output_are_handled() {
 #[test]
 fn hundred_megabytes_on_one_line_stays_bounded() {
     let env = TestEnv::new();
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--",
-        "head -c 100000000 /dev/zero | tr '\\0' a",
-    ]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("head -c 100000000 /dev/zero | tr '\\0' a")
+        .code(0)
+        .json();
     assert_eq!(u(&v, "total_bytes"), 100_000_000);
     assert!(
         u(&v, "output_bytes") <= 51200,
@@ -450,28 +392,17 @@ fn hundred_megabytes_on_one_line_stays_bounded() {
 
 #[test]
 fn head_and_tail_apply_in_that_order() {
-    let env = TestEnv::new();
-    let v = env
-        .run(&[
-            "run",
-            "--json",
-            "--head",
-            "10",
-            "--tail",
-            "3",
-            "--",
-            "seq 1 100",
-        ])
-        .json();
-    assert_eq!(s(&v, "output"), "8\n9\n10\n");
+    Test::new()
+        .run_json("seq 1 100")
+        .opts(&["--head", "10", "--tail", "3"])
+        .output("8\n9\n10\n")
+        .run();
 }
 
 #[test]
 fn head_view_notice_and_truncation() {
     let env = TestEnv::new();
-    let v = env
-        .run(&["run", "--json", "--", "seq 1 5000 2>&1 | head -n 20"])
-        .json();
+    let v = env.test().run_json("seq 1 5000 2>&1 | head -n 20").json();
     let (id, path) = artifact_of(&env, &v);
     assert!(
         v["notices"]
@@ -487,37 +418,29 @@ fn head_view_notice_and_truncation() {
     assert_eq!(v["truncation"]["shown_range"], serde_json::json!([1, 20]));
     assert_eq!(std::fs::read(path).unwrap(), sh_output("seq 1 5000"));
     // Text format: stdout has exactly the lines.
-    let out = env.run(&["run", "--", "seq 1 5000 2>&1 | head -n 20"]);
+    let out = env.test().run_text("seq 1 5000 2>&1 | head -n 20").run();
     assert_eq!(out.stdout, sh_text("seq 1 20"));
 }
 
 #[test]
 fn redirect_2_1_is_not_stripped() {
     let env = TestEnv::new();
-    let v = env
-        .run(&["run", "--json", "--", "seq 1 3 2>&1 | tail -n 1"])
-        .json();
-    assert_eq!(s(&v, "normalized_command"), "seq 1 3 2>&1");
-    assert_eq!(s(&v, "stripped"), "| tail -n 1");
-    assert_eq!(s(&v, "output"), "3\n");
-    let v = env.run(&["run", "--json", "--", "seq 1 3 2>&1"]).json();
+    env.test()
+        .run_json("seq 1 3 2>&1 | tail -n 1")
+        .field("normalized_command", "seq 1 3 2>&1")
+        .field("stripped", "| tail -n 1")
+        .output("3\n")
+        .run();
+    let v = env.test().run_json("seq 1 3 2>&1").json();
     assert!(v["stripped"].is_null());
     assert_eq!(s(&v, "output"), "1\n2\n3\n");
 }
 
 #[test]
 fn strip_head_tail_false_runs_the_pipe_as_written() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[output]\nstrip_head_tail = false\n");
-    let v = env
-        .run(&[
-            "run",
-            "--json",
-            "-p",
-            "./p.toml",
-            "--",
-            "seq 1 100 | tail -n 2",
-        ])
+    let v = Test::new()
+        .run_json("seq 1 100 | tail -n 2")
+        .profile_file("p.toml", "[output]\nstrip_head_tail = false\n")
         .json();
     assert!(v["stripped"].is_null());
     assert_eq!(s(&v, "output"), "99\n100\n");
@@ -526,47 +449,30 @@ fn strip_head_tail_false_runs_the_pipe_as_written() {
 
 #[test]
 fn stdout_and_stderr_are_interleaved_in_order() {
-    let env = TestEnv::new();
-    let v = env
-        .run(&[
-            "run",
-            "--json",
-            "--",
-            "echo out1; echo err1 >&2; echo out2; echo err2 >&2",
-        ])
-        .json();
-    assert_eq!(s(&v, "output"), "out1\nerr1\nout2\nerr2\n");
+    Test::new()
+        .run_json("echo out1; echo err1 >&2; echo out2; echo err2 >&2")
+        .output("out1\nerr1\nout2\nerr2\n")
+        .run();
 }
 
 #[test]
 fn counts_without_trailing_newline() {
-    let env = TestEnv::new();
-    let v = env.run(&["run", "--json", "--", "printf 'a\\nb'"]).json();
-    assert_eq!(s(&v, "output"), "a\nb");
+    let v = Test::new().run_json("printf 'a\\nb'").output("a\nb").json();
     assert_eq!(u(&v, "total_lines"), 2);
     assert_eq!(u(&v, "total_bytes"), 3);
 }
 
 #[test]
 fn c1_and_other_escape_sequences_are_removed() {
-    let env = TestEnv::new();
-    let v = env
-        .run(&[
-            "run",
-            "--json",
-            "--",
-            "printf 'a\\302\\205b\\033(B\\033[?25l\\033[38;2;1;2;3mc\\033[0m\\n'",
-        ])
-        .json();
-    assert_eq!(s(&v, "output"), "abc\n");
+    Test::new()
+        .run_json("printf 'a\\302\\205b\\033(B\\033[?25l\\033[38;2;1;2;3mc\\033[0m\\n'")
+        .output("abc\n")
+        .run();
 }
 
 #[test]
 fn ci_profile_notice_uses_its_limit() {
-    let env = TestEnv::new();
-    let v = env
-        .run(&["run", "--json", "-p", "ci", "--", "seq 1 300000"])
-        .json();
+    let v = Test::new().run_json("seq 1 300000").profile("ci").json();
     assert!(u(&v, "output_bytes") <= 1024 * 1024);
     assert!(
         v["notices"].as_array().unwrap().iter().any(|n| n
@@ -581,10 +487,7 @@ fn ci_profile_notice_uses_its_limit() {
 fn concurrent_runs_get_distinct_artifact_ids() {
     let env = TestEnv::new();
     let runs: Vec<_> = (0..6)
-        .map(|_| {
-            env.cmd(&["run", "--json", "--", "seq 1 1000 2>&1 | tail -n 1"])
-                .spawn()
-        })
+        .map(|_| env.test().run_json("seq 1 1000 2>&1 | tail -n 1").spawn())
         .collect();
     let mut ids: Vec<u64> = runs
         .into_iter()
@@ -612,7 +515,9 @@ fn artifact_limits_remove_the_oldest_at_allocation() {
     let mut ids = Vec::new();
     for _ in 0..3 {
         let v = env
-            .run(&["run", "--json", "-p", "./p.toml", "--", "seq 1 100000"])
+            .test()
+            .run_json("seq 1 100000")
+            .profile("./p.toml")
             .json();
         ids.push(artifact_of(&env, &v));
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -631,14 +536,10 @@ fn artifact_limits_remove_the_oldest_at_allocation() {
         .status()
         .unwrap();
     assert!(st.success());
-    env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./p.toml",
-        "--",
-        "seq 1 10 2>&1 | tail -n 1",
-    ]);
+    env.test()
+        .run_json("seq 1 10 2>&1 | tail -n 1")
+        .profile("./p.toml")
+        .run();
     assert!(
         !old.exists(),
         "a 10-day-old artifact survived max_age_days = 7"
@@ -647,15 +548,11 @@ fn artifact_limits_remove_the_oldest_at_allocation() {
 
 #[test]
 fn ndjson_output_events_are_coalesced() {
-    let env = TestEnv::new();
-    let out = env.run(&[
-        "run",
-        "--format",
-        "ndjson",
-        "--",
-        "i=0; while [ $i -lt 200 ]; do echo $i; sleep 0.003; i=$((i+1)); done",
-    ]);
-    out.assert_code(0);
+    let out = Test::new()
+        .run_text("i=0; while [ $i -lt 200 ]; do echo $i; sleep 0.003; i=$((i+1)); done")
+        .opts(&["--format", "ndjson"])
+        .code(0)
+        .run();
     let events = out.ndjson();
     let result = events.last().unwrap();
     let n = events.iter().filter(|e| e["type"] == "output").count() as u64;
@@ -678,16 +575,10 @@ fn ndjson_output_events_are_coalesced() {
 #[test]
 fn tail_limit_still_applies_when_head_bytes_is_set() {
     let env = TestEnv::new();
-    env.write("p.toml", "[output]\nhead_bytes = 1000\n");
     let v = env
-        .run(&[
-            "run",
-            "--json",
-            "-p",
-            "./p.toml",
-            "--",
-            "seq 1 100000 2>&1 | tail -n 5",
-        ])
+        .test()
+        .run_json("seq 1 100000 2>&1 | tail -n 5")
+        .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
         .json();
     let output = s(&v, "output");
     assert!(
@@ -697,16 +588,9 @@ fn tail_limit_still_applies_when_head_bytes_is_set() {
         output.lines().count()
     );
     let v = env
-        .run(&[
-            "run",
-            "--json",
-            "-p",
-            "agent",
-            "--tail",
-            "3",
-            "--",
-            "seq 1 100000",
-        ])
+        .test()
+        .run_json("seq 1 100000")
+        .opts(&["-p", "agent", "--tail", "3"])
         .json();
     let output = s(&v, "output");
     assert!(
@@ -722,14 +606,13 @@ fn tail_limit_still_applies_when_head_bytes_is_set() {
 /// (`Showing lines 1-1 and 2-2 of 2`), although ~99 KB of line 1 are missing.
 #[test]
 fn head_bytes_cut_inside_a_line_is_not_reported_as_complete() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[output]\nhead_bytes = 1000\n");
     for cmd in [
         "head -c 100000 /dev/zero | tr '\\0' a; echo; echo last",
         "head -c 100000 /dev/zero | tr '\\0' a",
     ] {
-        let v = env
-            .run(&["run", "--json", "-p", "./p.toml", "--", cmd])
+        let v = Test::new()
+            .run_json(cmd)
+            .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
             .json();
         assert_eq!(v["truncated"], true, "{cmd}");
         let output = s(&v, "output");
@@ -773,10 +656,9 @@ fn head_bytes_cut_inside_a_line_is_not_reported_as_complete() {
 /// lines>] instead, naming a line that is not shown.
 #[test]
 fn middle_cut_shown_range_ends_at_the_last_shown_line() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[output]\nhead_bytes = 1000\n");
-    let v = env
-        .run(&["run", "--json", "-p", "./p.toml", "--", "seq 1 100000"])
+    let v = Test::new()
+        .run_json("seq 1 100000")
+        .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
         .json();
     assert_eq!(v["truncation"]["direction"], "middle");
     assert_eq!(
@@ -816,12 +698,14 @@ fn bash_output(cmd: &str) -> Vec<u8> {
 /// profile, streaming, was exact). Now stdout is the command's bytes in every profile.
 #[test]
 fn a_pipe_gets_the_exact_text_in_every_profile() {
-    let env = TestEnv::new();
     for cmd in EXACT {
         let want = bash_output(cmd);
         for profile in ["default", "ci", "agent"] {
-            let out = env.run(&["run", "-q", "-p", profile, "--format", "text", "--", cmd]);
-            out.assert_code(0);
+            let out = Test::new()
+                .run_text(cmd)
+                .opts(&["-q", "-p", profile, "--format", "text"])
+                .code(0)
+                .run();
             assert_eq!(
                 out.stdout_bytes,
                 want,
@@ -846,8 +730,12 @@ fn json_output_is_the_exact_text_and_lines_are_counted_on_it() {
         let want = String::from_utf8(bash_output(cmd)).expect("UTF-8");
         for profile in ["default", "ci", "agent"] {
             for format in ["json", "ndjson"] {
-                let out = env.run(&["run", "-p", profile, "--format", format, "--", cmd]);
-                out.assert_code(0);
+                let out = env
+                    .test()
+                    .run_text(cmd)
+                    .opts(&["-p", profile, "--format", format])
+                    .code(0)
+                    .run();
                 let v = if format == "json" {
                     out.json()
                 } else {
@@ -886,7 +774,7 @@ fn json_output_is_the_exact_text_and_lines_are_counted_on_it() {
         ("printf 'a\\n'", 1),
         ("printf '\\n\\n'", 2),
     ] {
-        let v = env.run(&["run", "--json", "--", cmd]).json();
+        let v = env.test().run_json(cmd).json();
         assert_eq!(u(&v, "total_lines"), n, "{cmd}");
     }
 }
@@ -896,23 +784,26 @@ fn json_output_is_the_exact_text_and_lines_are_counted_on_it() {
 #[test]
 fn a_cut_output_keeps_its_exact_end_and_uncut_output_gains_no_marker() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--", "seq 1 100000; printf end"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_text("seq 1 100000; printf end")
+        .code(0)
+        .run();
     assert!(
         out.stdout.ends_with("99999\n100000\nend"),
         "{:?}",
         &out.stdout[out.stdout.len() - 20..]
     );
     assert!(out.stderr.contains("[Showing lines"), "{}", out.stderr);
-    let v = env.run(&["run", "--json", "--", "seq 1 100000"]).json();
+    let v = env.test().run_json("seq 1 100000").json();
     assert!(s(&v, "output").ends_with("100000\n"));
     assert!(!s(&v, "output").contains("[Showing"));
     // Uncut, with a non-zero exit: the notice is in `text` and `notices` only.
-    let v = env
-        .run(&["run", "--json", "--", "printf 'a\\n\\n'; exit 3"])
-        .json();
-    assert_eq!(s(&v, "output"), "a\n\n");
-    assert_eq!(s(&v, "text"), "a\n\n\nCommand exited with code 3");
+    env.test()
+        .run_json("printf 'a\\n\\n'; exit 3")
+        .output("a\n\n")
+        .field("text", "a\n\n\nCommand exited with code 3")
+        .run();
 }
 
 // ---------------------------------------------------------------------------------
@@ -922,15 +813,13 @@ fn a_cut_output_keeps_its_exact_end_and_uncut_output_gains_no_marker() {
 /// was 20,000 lines and pushed the useful output out of the 50 KiB budget.
 #[test]
 fn a_progress_bar_is_one_line_and_keeps_the_useful_output() {
-    let env = TestEnv::new();
     let cmd = "echo 'first useful line'; \
                for i in $(seq 1 20000); do printf '\\r[%-20s] %5d' x $i; done; \
                echo; echo 'last useful line'";
-    let v = env.run(&["run", "--json", "--", cmd]).json();
-    assert_eq!(
-        s(&v, "output"),
-        "first useful line\n[x                   ] 20000\nlast useful line\n"
-    );
+    let v = Test::new()
+        .run_json(cmd)
+        .output("first useful line\n[x                   ] 20000\nlast useful line\n")
+        .json();
     assert_eq!(u(&v, "total_lines"), 3);
     assert_eq!(v["truncated"], false);
     assert!(v["artifact"].is_null());
@@ -941,25 +830,16 @@ fn a_progress_bar_is_one_line_and_keeps_the_useful_output() {
 fn a_lone_cr_returns_to_the_line_start_and_crlf_is_a_line_break() {
     let env = TestEnv::new();
     let v = env
-        .run(&[
-            "run",
-            "--json",
-            "--",
-            "printf 'a\\r\\nabc\\rX\\nlong\\r\\033[Kok\\n10%%\\r'",
-        ])
+        .test()
+        .run_json("printf 'a\\r\\nabc\\rX\\nlong\\r\\033[Kok\\n10%%\\r'")
+        .output("a\nXbc\nok\n10%")
         .json();
-    assert_eq!(s(&v, "output"), "a\nXbc\nok\n10%");
     assert_eq!(u(&v, "total_lines"), 4);
     // The artifact keeps the raw bytes.
     let v = env
-        .run(&[
-            "run",
-            "--json",
-            "--tail",
-            "1",
-            "--",
-            "printf 'abc\\rX\\n'; seq 1 3",
-        ])
+        .test()
+        .run_json("printf 'abc\\rX\\n'; seq 1 3")
+        .opts(&["--tail", "1"])
         .json();
     let (_, path) = artifact_of(&env, &v);
     assert_eq!(std::fs::read(path).unwrap(), b"abc\rX\n1\n2\n3\n");
@@ -973,7 +853,7 @@ fn backspace_overstrike_is_resolved() {
     let env = TestEnv::new();
     let cmd = "printf 'N\\bNA\\bAM\\bME\\bE\\n_\\bl_\\bs x\\by\\n'";
     for mode in ["--no-pty", "--pty"] {
-        let v = env.run(&["run", "--json", mode, "--", cmd]).json();
+        let v = env.test().run_json(cmd).opts(&[mode]).json();
         assert_eq!(s(&v, "output"), "NAME\nls y\n", "{mode}");
     }
     // The real thing, when man and its page are installed.
@@ -983,10 +863,11 @@ fn backspace_overstrike_is_resolved() {
         .is_ok_and(|o| o.status.success())
     {
         let v = env
-            .cmd(&["run", "--json", "--pty", "--", "man ls | head -n 5"])
+            .test()
+            .run_json("man ls | head -n 5")
+            .opts(&["--pty"])
             .env("MANPAGER", "cat")
             .env("MAN_KEEP_FORMATTING", "1")
-            .run()
             .json();
         let output = s(&v, "output");
         assert!(output.contains("NAME"), "{output:?}");
@@ -1008,7 +889,6 @@ fn backspace_overstrike_is_resolved() {
 /// within its budget. (The README has the peak RSS for 1 GiB.)
 #[test]
 fn endless_lines_with_crs_stay_bounded() {
-    let env = TestEnv::new();
     let cases = [
         // 300 MB, a CR every 100 MB.
         "for i in 1 2 3; do head -c 107374182 /dev/zero | tr '\\0' a; printf '\\r'; done; printf 'X'",
@@ -1016,9 +896,7 @@ fn endless_lines_with_crs_stay_bounded() {
         "yes 'downloading 42%' | head -n 1000000 | tr '\\n' '\\r'",
     ];
     for cmd in cases {
-        let out = env.run(&["run", "--json", "--", cmd]);
-        out.assert_code(0);
-        let v = out.json();
+        let v = Test::new().run_json(cmd).code(0).json();
         assert!(u(&v, "output_bytes") <= 51200, "{}", v["output_bytes"]);
         let output = s(&v, "output");
         assert!(!output.contains('\r'));
@@ -1041,8 +919,12 @@ fn live_events_carry_a_progress_bar_once_finished() {
     let env = TestEnv::new();
     let cmd =
         "for i in $(seq 1 100); do printf '\\rstep %3d' $i; sleep 0.005; done; echo; echo done";
-    let out = env.run(&["run", "--format", "ndjson", "--", cmd]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_text(cmd)
+        .opts(&["--format", "ndjson"])
+        .code(0)
+        .run();
     let events = out.ndjson();
     let live: Vec<&str> = events
         .iter()
@@ -1052,6 +934,9 @@ fn live_events_carry_a_progress_bar_once_finished() {
     assert_eq!(live.concat(), "step 100\ndone\n");
     assert!(live.iter().all(|d| !d.contains("step  99")), "{live:?}");
     // The same in a pipe with render.live = "stream".
-    let out = env.run(&["run", "-p", "ci", "--", cmd]);
-    assert_eq!(out.stdout, "step 100\ndone\n");
+    env.test()
+        .run_text(cmd)
+        .profile("ci")
+        .stdout("step 100\ndone\n")
+        .run();
 }

@@ -1,16 +1,18 @@
 //! Profiles (docs/CONFIG.md): the built-ins, lookup order, `extends`, and strict validation with
 //! file:line:col (issue 2, item 12).
 
-use crate::support::{TestEnv, re, s};
+use crate::support::{Test, TestEnv, re, s};
 
 /// `echo $WHICH` under `-p <spec>`, run from `dir` (relative to the work dir).
 #[track_caller]
 fn which(env: &TestEnv, spec: &str, dir: &str) -> String {
     let out = env
-        .cmd(&["run", "--json", "-p", spec, "--", "echo \"$WHICH\""])
+        .test()
+        .run_json("echo \"$WHICH\"")
+        .profile(spec)
         .current_dir(env.work().join(dir))
+        .code(0)
         .run();
-    out.assert_code(0);
     s(&out.json(), "output").to_string()
 }
 
@@ -22,28 +24,20 @@ fn set_which(value: &str) -> String {
 fn builtin_profiles_load() {
     let env = TestEnv::new();
     for name in ["default", "ci", "agent"] {
-        let out = env.run(&["run", "--json", "-p", name, "--", "echo ok"]);
-        out.assert_code(0);
-        let v = out.json();
+        let v = env.test().run_json("echo ok").profile(name).code(0).json();
         assert_eq!(v["profile"], name);
         assert_eq!(v["output"], "ok\n", "-p {name}");
     }
-    let out = env.run(&["run", "-p", "ci", "--", "true"]);
-    out.assert_code(0);
+    env.test().run_text("true").profile("ci").code(0).run();
 }
 
 #[test]
 fn ci_profile_keeps_artifacts_in_the_workspace() {
     let env = TestEnv::new();
     let v = env
-        .run(&[
-            "run",
-            "--json",
-            "-p",
-            "ci",
-            "--",
-            "seq 1 100 2>&1 | tail -n 1",
-        ])
+        .test()
+        .run_json("seq 1 100 2>&1 | tail -n 1")
+        .profile("ci")
         .json();
     let path = s(&v["artifact"], "path");
     assert!(
@@ -92,10 +86,12 @@ fn user_dir_wins_over_builtin_and_xdg_default_is_used() {
     let xdg = env.root().join("config/agentbash/profiles/y.toml");
     std::fs::write(&xdg, set_which("xdg")).unwrap();
     let out = env
-        .cmd(&["run", "--json", "-p", "y", "--", "echo \"$WHICH\""])
+        .test()
+        .run_json("echo \"$WHICH\"")
+        .profile("y")
         .env_remove("AGENTBASH_CONFIG_DIR")
+        .code(0)
         .run();
-    out.assert_code(0);
     assert_eq!(out.json()["output"], "xdg\n");
 }
 
@@ -106,8 +102,11 @@ fn project_default_can_extend_the_builtin_default() {
         ".agentbash/profiles/default.toml",
         format!("extends = \"default\"\n{}", set_which("project-default")),
     );
-    let out = env.run(&["run", "--json", "--", "echo \"$WHICH\"; echo \"$PAGER\""]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_json("echo \"$WHICH\"; echo \"$PAGER\"")
+        .code(0)
+        .run();
     assert_eq!(out.json()["output"], "project-default\ncat\n");
 }
 
@@ -136,45 +135,29 @@ fn extends_layers_tables_key_by_key_and_replaces_arrays() {
         "child.toml",
         "extends = \"./base.toml\"\n[timeout]\nmax = 50\n[env]\nexclude = [\"B_*\"]\n",
     );
-    let out = env
-        .cmd(&[
-            "run",
-            "--json",
-            "-p",
-            "./child.toml",
-            "--",
-            "echo \"${A_VAR-unset} ${B_VAR-unset} $PAGER\"",
-        ])
+    env.test()
+        .run_json("echo \"${A_VAR-unset} ${B_VAR-unset} $PAGER\"")
+        .profile("./child.toml")
         .env("A_VAR", "a")
         .env("B_VAR", "b")
+        .code(0)
+        .field("timeout_s", 7)
+        .field("output", "a unset cat\n")
         .run();
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(v["timeout_s"], 7);
-    assert_eq!(v["output"], "a unset cat\n");
-    let v = env
-        .run(&[
-            "run",
-            "--json",
-            "-p",
-            "./child.toml",
-            "-t",
-            "60",
-            "--",
-            "true",
-        ])
-        .json();
-    assert_eq!(v["timeout_s"], 50);
+    env.test()
+        .run_json("true")
+        .opts(&["-p", "./child.toml", "-t", "60"])
+        .field("timeout_s", 50)
+        .run();
 }
 
 #[test]
 fn extends_default_keeps_the_other_defaults() {
-    let env = TestEnv::new();
-    env.write("p.toml", "extends = \"default\"\n[timeout]\ndefault = 9\n");
-    let v = env
-        .run(&["run", "--json", "-p", "./p.toml", "--", "seq 1 100000"])
+    let v = Test::new()
+        .run_json("seq 1 100000")
+        .profile_file("p.toml", "extends = \"default\"\n[timeout]\ndefault = 9\n")
+        .field("timeout_s", 9)
         .json();
-    assert_eq!(v["timeout_s"], 9);
     assert!(v["output_bytes"].as_u64().unwrap() <= 51200);
     assert!(v["artifact"].is_object());
 }
@@ -183,18 +166,13 @@ fn extends_default_keeps_the_other_defaults() {
 fn misspelled_key_names_file_line_col_and_suggests() {
     let env = TestEnv::new();
     env.write("p.toml", "[timeout]\ndefualt = 3\n");
-    let out = env.run(&["run", "-p", "./p.toml", "--", "touch ran"]);
-    out.assert_code(125);
-    assert!(
-        out.stderr.contains("p.toml:2:1"),
-        "stderr: {:?}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.contains("did you mean `default`?"),
-        "stderr: {:?}",
-        out.stderr
-    );
+    env.test()
+        .run_text("touch ran")
+        .profile("./p.toml")
+        .code(125)
+        .stderr_has("p.toml:2:1")
+        .stderr_has("did you mean `default`?")
+        .run();
     assert!(
         !env.work().join("ran").exists(),
         "an invalid profile ran the command"
@@ -208,57 +186,48 @@ fn misspelled_section_suggests_the_section() {
         "p.toml",
         "description = \"x\"\n\n[outptu]\nmax_bytes = 10\n",
     );
-    let out = env.run(&["run", "-p", "./p.toml", "--", "true"]);
-    out.assert_code(125);
-    assert!(out.stderr.contains("p.toml:3:"), "stderr: {:?}", out.stderr);
-    assert!(
-        out.stderr.contains("did you mean `output`?"),
-        "stderr: {:?}",
-        out.stderr
-    );
+    env.test()
+        .run_text("true")
+        .profile("./p.toml")
+        .code(125)
+        .stderr_has("p.toml:3:")
+        .stderr_has("did you mean `output`?")
+        .run();
 }
 
 #[test]
 fn malformed_toml_names_file_line_col() {
     let env = TestEnv::new();
-    env.write("p.toml", "[output]\nmax_bytes = = 3\n");
-    let out = env.run(&["run", "-p", "./p.toml", "--", "touch ran"]);
-    out.assert_code(125);
-    assert!(
-        re(r"p\.toml:2:\d+").is_match(&out.stderr),
-        "stderr: {:?}",
-        out.stderr
-    );
+    env.test()
+        .run_text("touch ran")
+        .profile_file("p.toml", "[output]\nmax_bytes = = 3\n")
+        .code(125)
+        .stderr_matches(r"p\.toml:2:\d+")
+        .run();
     assert!(!env.work().join("ran").exists());
-    env.write("q.toml", "[output\n");
-    let out = env.run(&["run", "-p", "./q.toml", "--", "true"]);
-    out.assert_code(125);
-    assert!(
-        re(r"q\.toml:1:\d+").is_match(&out.stderr),
-        "stderr: {:?}",
-        out.stderr
-    );
+    env.test()
+        .run_text("true")
+        .profile_file("q.toml", "[output\n")
+        .code(125)
+        .stderr_matches(r"q\.toml:1:\d+")
+        .run();
 }
 
 #[test]
 fn wrong_types_name_file_line_col() {
     let env = TestEnv::new();
-    env.write("p.toml", "# comment\n[timeout]\ndefault = \"ten\"\n");
-    let out = env.run(&["run", "-p", "./p.toml", "--", "true"]);
-    out.assert_code(125);
-    assert!(
-        re(r"p\.toml:3:\d+").is_match(&out.stderr),
-        "stderr: {:?}",
-        out.stderr
-    );
-    env.write("q.toml", "[env]\ninherit = 5\n");
-    let out = env.run(&["run", "-p", "./q.toml", "--", "true"]);
-    out.assert_code(125);
-    assert!(
-        re(r"q\.toml:2:\d+").is_match(&out.stderr),
-        "stderr: {:?}",
-        out.stderr
-    );
+    env.test()
+        .run_text("true")
+        .profile_file("p.toml", "# comment\n[timeout]\ndefault = \"ten\"\n")
+        .code(125)
+        .stderr_matches(r"p\.toml:3:\d+")
+        .run();
+    env.test()
+        .run_text("true")
+        .profile_file("q.toml", "[env]\ninherit = 5\n")
+        .code(125)
+        .stderr_matches(r"q\.toml:2:\d+")
+        .run();
 }
 
 /// Regression (issue 12): a wrong type said `invalid type: string "five", expected
@@ -326,25 +295,23 @@ fn wrong_types_name_the_key_and_the_type_in_words() {
     ];
     for (body, want) in cases {
         env.write("wt.toml", body);
-        let out = env.run(&["run", "-p", "./wt.toml", "--", "touch ran"]);
-        out.assert_code(125);
-        assert!(
-            out.stderr.contains(want),
-            "{body:?}:\n  want {want}\n  got  {}",
-            out.stderr
-        );
-        assert!(!out.stderr.contains("expected u"), "{}", out.stderr);
+        env.test()
+            .run_text("touch ran")
+            .profile("./wt.toml")
+            .code(125)
+            .stderr_has(want)
+            .stderr_lacks("expected u")
+            .run();
         assert!(!env.work().join("ran").exists());
     }
     // The did-you-mean suggestion is still there for a misspelled key.
     env.write("wt.toml", "[timeout]\ndefualt = 3\n");
-    let out = env.run(&["run", "-p", "./wt.toml", "--", "true"]);
-    assert!(out.stderr.contains("wt.toml:2:1:"), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("did you mean `default`?"),
-        "{}",
-        out.stderr
-    );
+    env.test()
+        .run_text("true")
+        .profile("./wt.toml")
+        .stderr_has("wt.toml:2:1:")
+        .stderr_has("did you mean `default`?")
+        .run();
 }
 
 #[test]
@@ -356,8 +323,12 @@ fn bad_values_name_file_line_col() {
         ("[env]\ninherit = \"some\"\n", 2),
     ] {
         env.write("p.toml", body);
-        let out = env.run(&["run", "-p", "./p.toml", "--", "touch ran"]);
-        out.assert_code(125);
+        let out = env
+            .test()
+            .run_text("touch ran")
+            .profile("./p.toml")
+            .code(125)
+            .run();
         assert!(
             re(&format!(r"p\.toml:{line}:\d+")).is_match(&out.stderr),
             "{body:?}: stderr: {:?}",
@@ -370,37 +341,30 @@ fn bad_values_name_file_line_col() {
 #[test]
 fn unknown_profile_lists_where_it_looked() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "-p", "nope", "--", "true"]);
-    out.assert_code(125);
-    assert!(out.stderr.contains("nope"), "stderr: {:?}", out.stderr);
-    assert!(
-        out.stderr.contains(".agentbash/profiles/nope.toml"),
-        "stderr: {:?}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.contains(
-            &env.config_dir()
+    env.test()
+        .run_text("true")
+        .profile("nope")
+        .code(125)
+        .stderr_has("nope")
+        .stderr_has(".agentbash/profiles/nope.toml")
+        .stderr_has(
+            env.config_dir()
                 .join("profiles/nope.toml")
                 .display()
-                .to_string()
-        ),
-        "stderr: {:?}",
-        out.stderr
-    );
-    assert!(out.stderr.contains("built-in"), "stderr: {:?}", out.stderr);
+                .to_string(),
+        )
+        .stderr_has("built-in")
+        .run();
 }
 
 #[test]
 fn missing_profile_file_says_so() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "-p", "./missing.toml", "--", "true"]);
-    out.assert_code(125);
-    assert!(
-        out.stderr.contains("missing.toml"),
-        "stderr: {:?}",
-        out.stderr
-    );
+    Test::new()
+        .run_text("true")
+        .profile("./missing.toml")
+        .code(125)
+        .stderr_has("missing.toml")
+        .run();
 }
 
 #[test]
@@ -408,9 +372,12 @@ fn circular_extends_is_an_error_not_a_hang() {
     let env = TestEnv::new();
     env.write("a.toml", "extends = \"./b.toml\"\n");
     env.write("b.toml", "extends = \"./a.toml\"\n");
-    let out = env.run(&["run", "-p", "./a.toml", "--", "true"]);
-    out.assert_code(125);
-    assert!(out.stderr.contains("extends"), "stderr: {:?}", out.stderr);
+    env.test()
+        .run_text("true")
+        .profile("./a.toml")
+        .code(125)
+        .stderr_has("extends")
+        .run();
 }
 
 #[test]
@@ -418,19 +385,23 @@ fn agentbash_profile_env_selects_the_profile() {
     let env = TestEnv::new();
     env.write("p.toml", set_which("from-env"));
     let out = env
-        .cmd(&["run", "--json", "--", "echo \"$WHICH\""])
+        .test()
+        .run_json("echo \"$WHICH\"")
         .env("AGENTBASH_PROFILE", "./p.toml")
+        .code(0)
         .run();
-    out.assert_code(0);
     assert_eq!(out.json()["output"], "from-env\n");
     let out = env
-        .cmd(&["run", "--json", "--", "true"])
+        .test()
+        .run_json("true")
         .env("AGENTBASH_PROFILE", "ci")
         .run();
     assert_eq!(out.json()["profile"], "ci");
     // The flag beats the variable.
     let out = env
-        .cmd(&["run", "--json", "-p", "default", "--", "true"])
+        .test()
+        .run_json("true")
+        .profile("default")
         .env("AGENTBASH_PROFILE", "ci")
         .run();
     assert_eq!(out.json()["profile"], "default");
@@ -490,9 +461,11 @@ fn a_rule_pack_that_cannot_load_stops_the_run() {
             );
             assert!(!env.work().join("ran").exists(), "{what}: the command ran");
         }
-        let check = env.run(&["profile", "check", "p.toml"]);
-        check.assert_code(1);
-        assert!(check.stdout.contains(want), "{what}: {}", check.stdout);
+        env.test()
+            .args(&["profile", "check", "p.toml"])
+            .code(1)
+            .stdout_has(*want)
+            .run();
     }
 
     // An unknown built-in pack name, over rpc.
@@ -528,25 +501,24 @@ fn an_invalid_regex_in_a_valid_pack_is_only_skipped() {
         "packs/pack.toml",
         "[[rule]]\nid = \"bad\"\npattern = '(x'\ntool = \"t\"\nmessage = \"m\"\n",
     );
-    let out = env.run(&[
-        "run", "--json", "-p", "p.toml", "--tools", "t", "--", "echo ok",
-    ]);
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(v["output"], "ok\n");
+    let v = env
+        .test()
+        .run_json("echo ok")
+        .opts(&["-p", "p.toml", "--tools", "t"])
+        .code(0)
+        .field("output", "ok\n")
+        .json();
     assert!(
         v["warnings"]
             .to_string()
             .contains("rule `bad` (line 3) skipped"),
         "{v}"
     );
-    let check = env.run(&["profile", "check", "p.toml"]);
-    check.assert_code(0);
-    assert!(
-        check.stdout.contains("warning: rule pack"),
-        "{}",
-        check.stdout
-    );
+    env.test()
+        .args(&["profile", "check", "p.toml"])
+        .code(0)
+        .stdout_has("warning: rule pack")
+        .run();
     let rules = env.run(&["rules", "check", "packs/pack.toml"]);
     assert_ne!(rules.code(), Some(0), "{}", rules.stdout);
 }

@@ -10,23 +10,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::{TAG_VAR, TestEnv, bin, nonce, processes, s, scaled, u};
+use crate::support::{Test, TestEnv, bin, nonce, processes, s, scaled, u};
 use crate::tmux::TmuxTerminal;
 
 /// Longest wait for anything to appear on the screen.
 const WAIT: Duration = Duration::from_secs(15);
-
-/// Variables that change agentbash's behaviour; the terminal's program must not
-/// inherit them from the developer's shell or the CI runner.
-const CLEARED: &[&str] = &[
-    "AGENTBASH_PROFILE",
-    "AGENTBASH_NO_PTY",
-    "AGENTBASH_NO_CI",
-    "NO_COLOR",
-    "CLICOLOR_FORCE",
-    "GITHUB_ACTIONS",
-    "CI",
-];
 
 /// Printed when the whole `bash -c` line is done. Waiting for it rather than for
 /// the pane to die keeps the tests independent of when tmux reaps.
@@ -45,21 +33,10 @@ fn sh_quote(text: &str) -> String {
 /// A terminal running `bash -c line` in `env`'s working directory, with `env`'s
 /// hermetic environment.
 fn terminal(env: &TestEnv, line: &str, cols: u16, rows: u16) -> TmuxTerminal {
-    let root = env.root();
-    let mut builder = TmuxTerminal::builder(&["bash", "--norc", "--noprofile", "-c", line])
+    env.terminal(line)
         .size(cols, rows)
-        .cwd(env.work())
-        .env("HOME", env.home())
-        .env("XDG_CONFIG_HOME", root.join("config"))
-        .env("XDG_STATE_HOME", root.join("state"))
-        .env("XDG_CACHE_HOME", root.join("cache"))
-        .env("AGENTBASH_STATE_DIR", env.state_dir())
-        .env("AGENTBASH_CONFIG_DIR", env.config_dir())
-        .env(TAG_VAR, &env.tag);
-    for key in CLEARED {
-        builder = builder.env_remove(key);
-    }
-    builder.start().expect("tmux starts")
+        .start()
+        .expect("tmux starts")
 }
 
 /// `agentbash run <options> -- <command>` in a `cols`×`rows` terminal, followed
@@ -440,9 +417,7 @@ fn print_mode_flags_win_over_the_profile_in_a_terminal() {
 
 #[test]
 fn tty_is_a_pts_device() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--pty", "--", "tty"]);
-    out.assert_code(0);
+    let out = Test::new().run_text("tty").opts(&["--pty"]).code(0).run();
     let re = crate::support::re(r"^/dev/pts/\d+\n$");
     assert!(re.is_match(&out.stdout), "{:?}", out.stdout);
 }
@@ -451,11 +426,14 @@ fn tty_is_a_pts_device() {
 fn stdin_and_stdout_are_terminals() {
     let env = TestEnv::new();
     let command = "test -t 0 && test -t 1 && echo both-terminals";
-    let out = env.run(&["run", "--pty", "--", command]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "both-terminals\n");
+    env.test()
+        .run_text(command)
+        .opts(&["--pty"])
+        .code(0)
+        .stdout("both-terminals\n")
+        .run();
     // Without --pty they are not.
-    env.run(&["run", "--", command]).assert_code(1);
+    env.test().run_text(command).run().assert_code(1);
 }
 
 /// The command leads a session of its own whose controlling terminal is the PTY, as in
@@ -463,10 +441,8 @@ fn stdin_and_stdout_are_terminals() {
 /// and job control reach it) and `/dev/tty` opens.
 #[test]
 fn the_pty_is_the_controlling_terminal_of_the_commands_session() {
-    let env = TestEnv::new();
     let command = "tty; ps -o pid=,sid=,pgid=,tpgid=,tty= -p $$; echo via-dev-tty > /dev/tty";
-    let out = env.run(&["run", "--pty", "--", command]);
-    out.assert_code(0);
+    let out = Test::new().run_text(command).opts(&["--pty"]).code(0).run();
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 3, "{:?}", out.stdout);
     let tty = lines[0].strip_prefix("/dev/").expect("a /dev path");
@@ -489,10 +465,12 @@ fn the_pty_is_the_controlling_terminal_of_the_commands_session() {
 /// its own output back).
 #[test]
 fn the_command_gets_the_slave_and_not_the_master() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--pty", "--", "exec ls -l /proc/self/fd/"]);
-    out.assert_code(0);
-    assert!(!out.stdout.contains("ptmx"), "{}", out.stdout);
+    let out = Test::new()
+        .run_text("exec ls -l /proc/self/fd/")
+        .opts(&["--pty"])
+        .code(0)
+        .stdout_lacks("ptmx")
+        .run();
     for fd in ["0", "1", "2"] {
         let re = crate::support::re(&format!(r"(?m) {fd} -> /dev/pts/\d+\s*$"));
         assert!(re.is_match(&out.stdout), "fd {fd}: {}", out.stdout);
@@ -509,8 +487,12 @@ fn a_bad_cwd_is_refused_as_in_print_mode() {
         ("missing", "Working directory does not exist"),
         ("a-file", "Working directory is not a directory"),
     ] {
-        let print = env.run(&["run", "-C", cwd, "--", "touch ran"]);
-        let pty = env.run(&["run", "--pty", "-C", cwd, "--", "touch ran"]);
+        let print = env.test().run_text("touch ran").opts(&["-C", cwd]).run();
+        let pty = env
+            .test()
+            .run_text("touch ran")
+            .opts(&["--pty", "-C", cwd])
+            .run();
         for out in [&print, &pty] {
             out.assert_code(125);
             assert!(out.stderr.contains(says), "{cwd}: {}", out.stderr);
@@ -523,51 +505,49 @@ fn a_bad_cwd_is_refused_as_in_print_mode() {
 #[test]
 fn pty_has_the_profile_size() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--pty", "--", "stty size"]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "40 120\n", "default pty.rows × pty.cols");
+    env.test()
+        .run_text("stty size")
+        .opts(&["--pty"])
+        .code(0)
+        .stdout("40 120\n")
+        .run();
     env.write("p.toml", "[pty]\ncols = 77\nrows = 13\n");
-    let out = env.run(&["run", "-p", "./p.toml", "--pty", "--", "stty size"]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "13 77\n");
+    env.test()
+        .run_text("stty size")
+        .opts(&["-p", "./p.toml", "--pty"])
+        .code(0)
+        .stdout("13 77\n")
+        .run();
 }
 
 #[test]
 fn stdin_is_fed_to_the_pty_with_stdin() {
     let env = TestEnv::new();
-    let out = env
-        .cmd(&["run", "--pty", "--stdin", "--", "read -r x; echo got=$x"])
+    env.test()
+        .run_text("read -r x; echo got=$x")
+        .opts(&["--pty", "--stdin"])
         .stdin("abc\n")
+        .code(0)
+        .stdout_has("got=abc")
         .run();
-    out.assert_code(0);
-    assert!(out.stdout.contains("got=abc"), "{:?}", out.stdout);
 
     // A last line without a newline still arrives, and EOF follows it.
-    let out = env
-        .cmd(&[
-            "run",
-            "--pty",
-            "--stdin",
-            "--",
-            "n=$(cat | wc -c); echo n=$n",
-        ])
+    env.test()
+        .run_text("n=$(cat | wc -c); echo n=$n")
+        .opts(&["--pty", "--stdin"])
         .stdin("one\ntwo")
+        .code(0)
+        .stdout_has("n=7")
         .run();
-    out.assert_code(0);
-    assert!(out.stdout.contains("n=7"), "{:?}", out.stdout);
 
     // Without --stdin the PTY gets nothing.
-    let out = env
-        .cmd(&[
-            "run",
-            "--pty",
-            "--",
-            "read -t 1 x && echo read=$x || echo no-input",
-        ])
+    env.test()
+        .run_text("read -t 1 x && echo read=$x || echo no-input")
+        .opts(&["--pty"])
         .stdin("abc\n")
+        .code(0)
+        .stdout_has("no-input")
         .run();
-    out.assert_code(0);
-    assert!(out.stdout.contains("no-input"), "{:?}", out.stdout);
 }
 
 #[test]
@@ -576,8 +556,12 @@ fn timeout_kills_the_whole_tree() {
     let sleep = format!("sleep 100.{}", nonce());
     let command = format!("{sleep} & {sleep} & ({sleep} &); echo started; wait");
 
-    let out = env.run(&["run", "--pty", "-t", "1", "--", &command]);
-    out.assert_code(124);
+    let out = env
+        .test()
+        .run_text(&command)
+        .opts(&["--pty", "-t", "1"])
+        .code(124)
+        .run();
     assert_eq!(
         out.stderr.lines().next(),
         Some("[Command timed out after 1 second]"),
@@ -588,8 +572,12 @@ fn timeout_kills_the_whole_tree() {
     let left = survivors(&sleep);
     assert!(left.is_empty(), "survived the timeout: {left:?}");
 
-    let out = env.run(&["run", "--pty", "-t", "1", "--json", "--", &command]);
-    out.assert_code(124);
+    let out = env
+        .test()
+        .run_json(&command)
+        .opts(&["--pty", "-t", "1"])
+        .code(124)
+        .run();
     let v = out.json();
     assert_eq!(
         s(&v, "text").lines().next(),
@@ -605,10 +593,9 @@ fn timeout_kills_the_whole_tree() {
 #[test]
 fn json_mode_is_pty() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--pty", "--json", "--", "true"]);
-    out.assert_code(0);
+    let out = env.test().run_json("true").opts(&["--pty"]).code(0).run();
     assert_eq!(s(&out.json(), "mode"), "pty");
-    let out = env.run(&["run", "--json", "--", "true"]);
+    let out = env.test().run_json("true").run();
     assert_eq!(s(&out.json(), "mode"), "print");
 }
 
@@ -618,10 +605,12 @@ fn env_is_hardened_for_a_terminal() {
     let has = |out: &str, line: &str| out.lines().any(|l| l == line);
     // Even an inherited TERM=dumb gives way to the PTY's terminal type.
     let out = env
-        .cmd(&["run", "--pty", "--", "env"])
+        .test()
+        .run_text("env")
+        .opts(&["--pty"])
         .env("TERM", "dumb")
+        .code(0)
         .run();
-    out.assert_code(0);
     let pty = &out.stdout;
     assert!(has(pty, "TERM=xterm-256color"), "{pty}");
     assert!(!pty.lines().any(|l| l.starts_with("NO_COLOR=")), "{pty}");
@@ -636,7 +625,7 @@ fn env_is_hardened_for_a_terminal() {
     }
 
     // Print mode hardens TERM and NO_COLOR (the contrast the PTY drops).
-    let out = env.run(&["run", "--", "env"]);
+    let out = env.test().run_text("env").run();
     assert!(has(&out.stdout, "TERM=dumb"), "{}", out.stdout);
     assert!(has(&out.stdout, "NO_COLOR=1"), "{}", out.stdout);
 }
@@ -644,11 +633,17 @@ fn env_is_hardened_for_a_terminal() {
 #[test]
 fn transcript_line_endings_are_normalized() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--pty", "--", "printf 'a\\nb\\n'"]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "a\nb\n");
-    let out = env.run(&["run", "--pty", "--json", "--", "printf 'a\\nb\\n'"]);
-    let v = out.json();
+    env.test()
+        .run_text("printf 'a\\nb\\n'")
+        .opts(&["--pty"])
+        .code(0)
+        .stdout("a\nb\n")
+        .run();
+    let v = env
+        .test()
+        .run_json("printf 'a\\nb\\n'")
+        .opts(&["--pty"])
+        .json();
     assert_eq!(s(&v, "output"), "a\nb\n", "{v:#}");
     assert_eq!(u(&v, "output_lines"), 2, "{v:#}");
 }
@@ -657,20 +652,22 @@ fn transcript_line_endings_are_normalized() {
 fn no_pty_env_runs_a_forced_pty_without_a_terminal() {
     let env = TestEnv::new();
     let notice = "PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal";
-    let out = env
-        .cmd(&["run", "--pty", "--", "tty"])
+    env.test()
+        .run_text("tty")
+        .opts(&["--pty"])
         .env("AGENTBASH_NO_PTY", "1")
+        .code(1)
+        .stdout("not a tty\n")
+        .stderr_has(notice)
         .run();
-    out.assert_code(1);
-    assert_eq!(out.stdout, "not a tty\n");
-    assert!(out.stderr.contains(notice), "{}", out.stderr);
 
-    let out = env
-        .cmd(&["run", "--pty", "--json", "--", "tty"])
+    let v = env
+        .test()
+        .run_json("tty")
+        .opts(&["--pty"])
         .env("AGENTBASH_NO_PTY", "1")
-        .run();
-    let v = out.json();
-    assert_eq!(s(&v, "mode"), "print");
+        .field("mode", "print")
+        .json();
     let notices = v["notices"].as_array().expect("notices");
     assert!(notices.iter().any(|n| n == notice), "{v:#}");
 }
@@ -684,8 +681,11 @@ fn explain_shows_the_mode() {
             .find(|l| l.starts_with("mode "))
             .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
     };
-    let out = env.run(&["explain", "--pty", "--", "echo", "hi"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .args(&["explain", "--pty", "--", "echo", "hi"])
+        .code(0)
+        .run();
     assert_eq!(
         mode_line(&out).as_deref(),
         Some("mode pty"),
@@ -724,18 +724,23 @@ fn big_output_is_retained_like_print_mode() {
             .to_string();
         mask.replace(&line, "artifact://N").into_owned()
     };
-    let print = env.run(&["run", "--", "seq 100000"]);
-    print.assert_code(0);
-    let pty = env.run(&["run", "--pty", "--", "seq 100000"]);
-    pty.assert_code(0);
+    let print = env.test().run_text("seq 100000").code(0).run();
+    let pty = env
+        .test()
+        .run_text("seq 100000")
+        .opts(&["--pty"])
+        .code(0)
+        .run();
     assert_eq!(notice(&pty), notice(&print));
     assert_eq!(pty.stdout, print.stdout);
 
     let v = env
-        .run(&["run", "--pty", "--json", "--", "seq 100000"])
+        .test()
+        .run_json("seq 100000")
+        .opts(&["--pty"])
+        .field("mode", "pty")
+        .field("truncated", true)
         .json();
-    assert_eq!(s(&v, "mode"), "pty");
-    assert_eq!(v["truncated"], true);
     assert_eq!(u(&v, "total_lines"), 100_000);
     let path = v["artifact"]["path"]
         .as_str()
@@ -752,20 +757,16 @@ fn big_output_is_retained_like_print_mode() {
 #[test]
 fn lifted_head_stops_the_producer_in_pty_mode() {
     let env = TestEnv::new();
-    let out = env.run(&[
-        "run",
-        "--pty",
-        "-t",
-        "60",
-        "--json",
-        "--",
-        "yes 2>&1 | head -n 3",
-    ]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_json("yes 2>&1 | head -n 3")
+        .opts(&["--pty", "-t", "60"])
+        .code(0)
+        .field("mode", "pty")
+        .field("timed_out", false)
+        .output("y\ny\ny\n")
+        .run();
     let v = out.json();
-    assert_eq!(s(&v, "mode"), "pty");
-    assert_eq!(v["timed_out"], false);
-    assert_eq!(s(&v, "output"), "y\ny\ny\n");
     // The counts are the pipeline's: head's three lines.
     assert_eq!(v["total_lines"], 3);
     assert!(
@@ -785,36 +786,29 @@ fn lifted_head_stops_the_producer_in_pty_mode() {
 #[test]
 fn terminal_queries_are_answered_headless() {
     let env = TestEnv::new();
-    let out = env.run(&[
-        "run",
-        "--pty",
-        "--",
-        "printf 'abc\\033[6n'; read -rs -d R pos; echo; echo \"got ${pos#*[}\"",
-    ]);
-    out.assert_code(0);
-    assert!(out.stdout.contains("got 1;4"), "{:?}", out.stdout);
+    env.test()
+        .run_text("printf 'abc\\033[6n'; read -rs -d R pos; echo; echo \"got ${pos#*[}\"")
+        .opts(&["--pty"])
+        .code(0)
+        .stdout_has("got 1;4")
+        .run();
 
-    let out = env.run(&[
-        "run",
-        "--pty",
-        "--",
-        "printf '\\033[c'; read -rs -d c da; printf '\\033[5n'; read -rs -d n st; echo; echo \"da=${da#*[} st=${st#*[}\"",
-    ]);
-    out.assert_code(0);
-    assert!(out.stdout.contains("da=?1;2 st=0"), "{:?}", out.stdout);
+    env.test().run_text("printf '\\033[c'; read -rs -d c da; printf '\\033[5n'; read -rs -d n st; echo; echo \"da=${da#*[} st=${st#*[}\"").opts(&["--pty"]).code(0).stdout_has("da=?1;2 st=0").run();
 }
 
 #[test]
 fn exit_codes_and_signals_are_reported() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--pty", "--", "exit 3"]);
-    out.assert_code(3);
-    assert!(
-        out.stderr.contains("Command exited with code 3"),
-        "{}",
-        out.stderr
-    );
-    env.run(&["run", "--pty", "--", "kill -KILL $$"])
+    env.test()
+        .run_text("exit 3")
+        .opts(&["--pty"])
+        .code(3)
+        .stderr_has("Command exited with code 3")
+        .run();
+    env.test()
+        .run_text("kill -KILL $$")
+        .opts(&["--pty"])
+        .run()
         .assert_code(137);
 }
 
@@ -828,9 +822,12 @@ fn background_job_holding_the_pty_is_killed_not_waited_for() {
         "(trap '' HUP; touch job-ready; exec {sleep}) & \
          while [ ! -e job-ready ]; do sleep 0.05; done; echo started"
     );
-    let out = env.run(&["run", "--pty", "--json", "--", &command]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json(&command)
+        .opts(&["--pty"])
+        .code(0)
+        .json();
     assert_eq!(s(&v, "output"), "started\n", "{v:#}");
     let killed = v["background_killed"]
         .as_array()

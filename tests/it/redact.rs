@@ -64,19 +64,13 @@ fn globs_match_names_case_insensitively() {
     profile(&env, r#"["*my_token*", "*SECRET*"]"#, "");
     for format in FORMATS {
         let out = env
-            .cmd(&[
-                "run",
-                "--format",
-                format,
-                "-p",
-                "./p.toml",
-                "--",
-                "echo \"a=$MY_TOKEN b=$lower_secret\"",
-            ])
+            .test()
+            .run_text("echo \"a=$MY_TOKEN b=$lower_secret\"")
+            .opts(&["--format", format, "-p", "./p.toml"])
             .env("MY_TOKEN", "upper-token-value")
             .env("lower_secret", "lower-secret-value")
+            .code(0)
             .run();
-        out.assert_code(0);
         let sh = shown(format, &out);
         assert!(
             sh.all
@@ -103,19 +97,12 @@ fn crlf_and_multi_line_secrets_are_masked_in_the_text_and_the_artifact() {
     for (mode, value) in cases {
         for format in ["json", "ndjson"] {
             let out = env
-                .cmd(&[
-                    "run",
-                    "--format",
-                    format,
-                    mode,
-                    "-p",
-                    "./p.toml",
-                    "--",
-                    "printf 'x=%s.\\n' \"$MULTI_KEY\"; seq 1 2000",
-                ])
+                .test()
+                .run_text("printf 'x=%s.\\n' \"$MULTI_KEY\"; seq 1 2000")
+                .opts(&["--format", format, mode, "-p", "./p.toml"])
                 .env("MULTI_KEY", value)
+                .code(0)
                 .run();
-            out.assert_code(0);
             let sh = shown(format, &out);
             let r = sh.result.expect("result");
             assert!(
@@ -153,10 +140,12 @@ fn a_secret_split_across_writes_and_lines_is_masked() {
                sleep 0.1; printf '%s>\\n' \"${SPLIT_TOKEN:26}\"; seq 1 2000";
     for format in FORMATS {
         let out = env
-            .cmd(&["run", "--format", format, "-p", "./p.toml", "--", cmd])
+            .test()
+            .run_text(cmd)
+            .opts(&["--format", format, "-p", "./p.toml"])
             .env("SPLIT_TOKEN", value)
+            .code(0)
             .run();
-        out.assert_code(0);
         let sh = shown(format, &out);
         for part in ["split-token-first", "second-line"] {
             assert!(!sh.all.contains(part), "{format}: {part} leaked");
@@ -182,29 +171,18 @@ fn a_secret_split_across_writes_and_lines_is_masked() {
 fn a_secret_a_session_exported_is_masked_in_later_runs() {
     let env = TestEnv::new();
     profile(&env, r#"["*TOKEN*"]"#, "");
-    env.run(&[
-        "run",
-        "-p",
-        "./p.toml",
-        "-s",
-        "s1",
-        "--",
-        "export API_TOKEN=session-token-abc123",
-    ])
-    .assert_code(0);
+    env.test()
+        .run_text("export API_TOKEN=session-token-abc123")
+        .opts(&["-p", "./p.toml", "-s", "s1"])
+        .run()
+        .assert_code(0);
     for format in FORMATS {
-        let out = env.run(&[
-            "run",
-            "--format",
-            format,
-            "-p",
-            "./p.toml",
-            "-s",
-            "s1",
-            "--",
-            "echo \"t=$API_TOKEN\"",
-        ]);
-        out.assert_code(0);
+        let out = env
+            .test()
+            .run_text("echo \"t=$API_TOKEN\"")
+            .opts(&["--format", format, "-p", "./p.toml", "-s", "s1"])
+            .code(0)
+            .run();
         let sh = shown(format, &out);
         assert!(
             sh.all.contains("t=[REDACTED:API_TOKEN]"),
@@ -307,7 +285,9 @@ fn notices_and_the_session_name_are_masked() {
     let n = nonce();
     let sleeper = format!("sleep 30.{n}");
     let holder = env
-        .cmd(&["run", "-s", secret, "--", &sleeper])
+        .test()
+        .run_text(&sleeper)
+        .opts(&["-s", secret])
         .env("BUSY_SECRET", secret)
         .spawn();
     assert!(
@@ -316,8 +296,10 @@ fn notices_and_the_session_name_are_masked() {
     );
     for format in ["json", "ndjson"] {
         let out = env
-            .cmd(&[
-                "run", "--format", format, "-p", "./p.toml", "-t", "1", "-s", secret, "--", "true",
+            .test()
+            .run_text("true")
+            .opts(&[
+                "--format", format, "-p", "./p.toml", "-t", "1", "-s", secret,
             ])
             .env("BUSY_SECRET", secret)
             .run();
@@ -342,15 +324,7 @@ fn the_agent_profile_masks_url_passwords_and_not_pwd() {
     let work = env.work().display().to_string();
     for format in FORMATS {
         let out = env
-            .cmd(&[
-                "run",
-                "--format",
-                format,
-                "-p",
-                "agent",
-                "--",
-                "echo \"db=$DATABASE_URL pwd=$PWD old=$OLDPWD d=$DB_PWD k=$X_APIKEY p=$GH_PAT c=$AWS_CREDENTIALS_FILE\"",
-            ])
+            .test().run_text("echo \"db=$DATABASE_URL pwd=$PWD old=$OLDPWD d=$DB_PWD k=$X_APIKEY p=$GH_PAT c=$AWS_CREDENTIALS_FILE\"").opts(&["--format", format, "-p", "agent"])
             .env("DATABASE_URL", "postgres://u:secret@h/db")
             .env("PWD", &work)
             .env("OLDPWD", "/tmp")
@@ -358,8 +332,7 @@ fn the_agent_profile_masks_url_passwords_and_not_pwd() {
             .env("X_APIKEY", "api-key-value-2")
             .env("GH_PAT", "gh-pat-value-3")
             .env("AWS_CREDENTIALS_FILE", "/creds/file-value-4")
-            .run();
-        out.assert_code(0);
+            .code(0).run();
         let sh = shown(format, &out);
         let want = format!(
             "db=postgres://u:[REDACTED:DATABASE_URL]@h/db pwd={work} old=/tmp \
@@ -393,10 +366,12 @@ fn line_edits_cannot_reveal_a_secret() {
         for mode in ["--no-pty", "--pty"] {
             for format in FORMATS {
                 let out = env
-                    .cmd(&["run", "--format", format, mode, "-p", "./p.toml", "--", cmd])
+                    .test()
+                    .run_text(cmd)
+                    .opts(&["--format", format, mode, "-p", "./p.toml"])
                     .env("MY_TOKEN", secret)
+                    .code(0)
                     .run();
-                out.assert_code(0);
                 let sh = shown(format, &out);
                 assert!(sh.all.contains(want), "{mode} {format} `{cmd}`: {}", sh.all);
                 for piece in ["CRET", "secret", "value-42"] {

@@ -16,15 +16,14 @@
 //! `AGENTBASH_REQUIRE_ALL=1` (CI).
 
 use crate::support::{
-    HANG_CAP, Missing, Output, TestEnv, bin, has_program, is_root, needs_program, needs_root,
-    nonce, procs_with_cmdline, s, scaled, sh_output, skip, u, wait_for_cmdline, wait_for_watchdog,
+    HANG_CAP, Missing, Output, Test, TestEnv, bin, has_program, is_root, needs_program, needs_root,
+    nonce, notices, procs_with_cmdline, s, scaled, sh_output, skip, strings, u, wait_for_cmdline,
+    wait_for_watchdog,
 };
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------------
@@ -78,26 +77,8 @@ fn strip_output(v: &Value) -> Value {
     v
 }
 
-fn notices(v: &Value) -> Vec<String> {
-    v["notices"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|n| n.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn warnings(v: &Value) -> Vec<String> {
-    v["warnings"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|n| n.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    strings(v, "warnings")
 }
 
 /// Shown text must be clean: valid UTF-8 (guaranteed by `&str`) with no escape or
@@ -211,115 +192,6 @@ impl Drop for Tmpfs {
     }
 }
 
-/// `agentbash rpc` over real pipes, hermetic like [`TestEnv`].
-struct Rpc {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<Value>,
-}
-
-impl Rpc {
-    fn start(env: &TestEnv, args: &[&str]) -> Rpc {
-        let r = env.root();
-        let mut child = Command::new(bin())
-            .arg("rpc")
-            .args(args)
-            .current_dir(env.work())
-            .env_remove("AGENTBASH_PROFILE")
-            .env("HOME", env.home())
-            .env("XDG_CONFIG_HOME", r.join("config"))
-            .env("XDG_STATE_HOME", r.join("state"))
-            .env("XDG_CACHE_HOME", r.join("cache"))
-            .env("AGENTBASH_STATE_DIR", env.state_dir())
-            .env("AGENTBASH_CONFIG_DIR", env.config_dir())
-            .env(crate::support::TAG_VAR, &env.tag)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("agentbash rpc starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("non-JSON line on rpc stdout ({e}): {line}"));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        Rpc {
-            stdin: child.stdin.take(),
-            child,
-            lines: rx,
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    fn send_raw(&mut self, line: &[u8]) {
-        let s = self.stdin.as_mut().expect("stdin open");
-        s.write_all(line).expect("write");
-        s.write_all(b"\n").expect("write");
-        s.flush().expect("flush");
-    }
-
-    fn send(&mut self, v: Value) {
-        self.send_raw(v.to_string().as_bytes());
-    }
-
-    fn next(&self, within: Duration) -> Option<Value> {
-        self.lines.recv_timeout(within).ok()
-    }
-
-    /// Messages until `n` responses (of any id) have arrived.
-    fn responses(&self, n: usize) -> Vec<Value> {
-        let deadline = Instant::now() + HANG_CAP;
-        let mut got = Vec::new();
-        while got
-            .iter()
-            .filter(|m: &&Value| m["type"] == "response")
-            .count()
-            < n
-        {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.next(left) {
-                Some(m) => got.push(m),
-                None => panic!(
-                    "only {} of {n} responses within {HANG_CAP:?}: {got:#?}",
-                    got.iter().filter(|m| m["type"] == "response").count()
-                ),
-            }
-        }
-        got
-    }
-
-    /// Close stdin and wait for exit 0.
-    fn close(mut self) -> Vec<Value> {
-        drop(self.stdin.take());
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                assert_eq!(status.code(), Some(0), "rpc exit status");
-                return self.lines.try_iter().collect();
-            }
-            assert!(start.elapsed() < HANG_CAP, "rpc did not exit after EOF");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Rpc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 // ---------------------------------------------------------------------------------
 // 1. integrity
 
@@ -329,7 +201,7 @@ fn random_stream_integrity(len: usize) {
     let env = TestEnv::new();
     let data = random_bytes(0x5eed_0008, len);
     env.write("random.bin", &data);
-    let run = env.cmd(&["run", "--json", "--", "cat random.bin"]).spawn();
+    let run = env.test().run_json("cat random.bin").spawn();
     let rss = PeakRss::watch(run.pid());
     let out = run.wait_within(HEAVY_CAP);
     let peak = rss.kib();
@@ -382,7 +254,9 @@ fn load_32_concurrent_runs_share_one_artifacts_dir_and_session_dir() {
     let runs: Vec<_> = (0..N)
         .map(|i| {
             let cmd = format!("export LOAD_V={i}; mkdir -p d{i}; cd d{i}; {}", script(i));
-            env.cmd(&["run", "--json", "-s", &format!("name{i}"), "--", &cmd])
+            env.test()
+                .run_json(&cmd)
+                .opts(&["-s", &format!("name{i}")])
                 .spawn()
         })
         .collect();
@@ -411,15 +285,10 @@ fn load_32_concurrent_runs_share_one_artifacts_dir_and_session_dir() {
     // Every session's state file is intact: each carries its own variable and cwd.
     let runs: Vec<_> = (0..N)
         .map(|i| {
-            env.cmd(&[
-                "run",
-                "--json",
-                "-s",
-                &format!("name{i}"),
-                "--",
-                "echo \"$LOAD_V $(basename \"$PWD\")\"",
-            ])
-            .spawn()
+            env.test()
+                .run_json("echo \"$LOAD_V $(basename \"$PWD\")\"")
+                .opts(&["-s", &format!("name{i}")])
+                .spawn()
         })
         .collect();
     for (i, r) in runs.into_iter().enumerate() {
@@ -431,8 +300,7 @@ fn load_32_concurrent_runs_share_one_artifacts_dir_and_session_dir() {
             "session name{i}"
         );
     }
-    let list = env.run(&["session", "list"]);
-    list.assert_code(0);
+    let list = env.test().args(&["session", "list"]).code(0).run();
     for i in 0..N {
         assert!(
             list.stdout.contains(&format!("name{i}")),
@@ -447,7 +315,7 @@ fn load_32_concurrent_runs_share_one_artifacts_dir_and_session_dir() {
 fn load_16_concurrent_rpc_requests_with_aborts_answer_each_exactly_once() {
     const N: usize = 16;
     let env = TestEnv::new();
-    let mut rpc = Rpc::start(&env, &[]);
+    let mut rpc = env.rpc(&[]);
     let sleep = format!("sleep 391.{}", nonce());
     let aborted = |i: usize| i % 4 == 1;
     for i in 0..N {
@@ -466,9 +334,10 @@ fn load_16_concurrent_rpc_requests_with_aborts_answer_each_exactly_once() {
         rpc.send(json!({"id": format!("a{i}"), "type": "abort_bash", "target": format!("r{i}")}));
     }
     let started = Instant::now();
-    let msgs = rpc.responses(N + N / 4);
+    let msgs = rpc.first_responses(N + N / 4);
     // Anything answered twice would arrive now.
-    let late: Vec<Value> = std::iter::from_fn(|| rpc.next(Duration::from_millis(300))).collect();
+    let late: Vec<Value> =
+        std::iter::from_fn(|| rpc.try_next(Duration::from_millis(300))).collect();
     let mut answered = std::collections::BTreeMap::<String, Value>::new();
     for m in msgs.iter().chain(&late).filter(|m| m["type"] == "response") {
         let id = m["id"].as_str().expect("string id").to_string();
@@ -509,7 +378,8 @@ fn load_16_concurrent_rpc_requests_with_aborts_answer_each_exactly_once() {
         zombie_children(rpc.pid()).is_empty(),
         "rpc has <defunct> children"
     );
-    let rest = rpc.close();
+    let (status, rest) = rpc.finish();
+    assert_eq!(status.code(), Some(0), "rpc exit status");
     assert!(
         rest.iter().all(|m| m["type"] != "response"),
         "answers after EOF: {rest:?}"
@@ -536,9 +406,12 @@ fn fault_artifacts_on_a_full_filesystem() {
         format!("[artifacts]\ndir = \"{}\"\n", dir.display()),
     );
     // 2 MB of output into 1 MB of space: the run goes on, nothing half-written stays.
-    let out = env.run(&["run", "--json", "-p", "./p.toml", "--", "seq 1 300000"]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("seq 1 300000")
+        .profile("./p.toml")
+        .code(0)
+        .json();
     assert!(v["artifact"].is_null(), "{:#}", strip_output(&v));
     assert!(
         warnings(&v).iter().any(|w| w.contains("No space left")),
@@ -554,8 +427,12 @@ fn fault_artifacts_on_a_full_filesystem() {
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
     assert!(left.is_empty(), "a partial artifact was left: {left:?}");
     // Output that fits spills nowhere, and a full disk does not bother it.
-    let out = env.run(&["run", "--json", "-p", "./p.toml", "--", "seq 1 1000"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_json("seq 1 1000")
+        .profile("./p.toml")
+        .code(0)
+        .run();
     assert!(warnings(&out.json()).is_empty());
 }
 
@@ -585,9 +462,12 @@ fn fault_artifacts_on_a_read_only_filesystem() {
         "p.toml",
         format!("[artifacts]\ndir = \"{}\"\n", dir.display()),
     );
-    let out = env.run(&["run", "--json", "-p", "./p.toml", "--", "seq 1 100000"]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("seq 1 100000")
+        .profile("./p.toml")
+        .code(0)
+        .json();
     assert!(v["artifact"].is_null());
     let w = warnings(&v);
     assert!(
@@ -603,12 +483,12 @@ fn fault_state_dir_missing_or_impossible() {
     let env = TestEnv::new();
     // Missing: created on demand, private.
     let deep = env.root().join("not/yet/there");
-    let out = env
-        .cmd(&["run", "--json", "--", "seq 1 30000"])
+    let v = env
+        .test()
+        .run_json("seq 1 30000")
         .env("AGENTBASH_STATE_DIR", &deep)
-        .run();
-    out.assert_code(0);
-    let v = out.json();
+        .code(0)
+        .json();
     assert!(artifact_path(&v).starts_with(&deep));
     let mode = std::fs::metadata(deep.join("artifacts"))
         .unwrap()
@@ -617,20 +497,22 @@ fn fault_state_dir_missing_or_impossible() {
     assert_eq!(mode & 0o777, 0o700);
     // Impossible (below a regular file): the command still runs, with a warning...
     let blocked = env.write("state-file", "x").join("state");
-    let out = env
-        .cmd(&["run", "--json", "--", "seq 1 30000"])
+    let v = env
+        .test()
+        .run_json("seq 1 30000")
         .env("AGENTBASH_STATE_DIR", &blocked)
-        .run();
-    out.assert_code(0);
-    let v = out.json();
+        .code(0)
+        .json();
     assert!(v["artifact"].is_null());
     assert!(warnings(&v).iter().any(|w| w.contains("Not a directory")));
     // ...but a session, which cannot work without it, fails clearly and runs nothing.
     let out = env
-        .cmd(&["run", "--json", "-s", "s", "--", "touch ran"])
+        .test()
+        .run_json("touch ran")
+        .opts(&["-s", "s"])
         .env("AGENTBASH_STATE_DIR", &blocked)
+        .code(125)
         .run();
-    out.assert_code(125);
     assert!(s(&out.json(), "error").contains("Not a directory"));
     assert!(!env.work().join("ran").exists());
 }
@@ -638,9 +520,12 @@ fn fault_state_dir_missing_or_impossible() {
 #[test]
 fn fault_shell_binary_missing() {
     let env = TestEnv::new();
-    env.write("p.toml", "[shell]\npath = \"/nonexistent/bin/bash\"\n");
-    let out = env.run(&["run", "--json", "-p", "./p.toml", "--", "touch ran"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_json("touch ran")
+        .profile_file("p.toml", "[shell]\npath = \"/nonexistent/bin/bash\"\n")
+        .code(125)
+        .run();
     let err = s(&out.json(), "error").to_string();
     assert!(
         err.contains("/nonexistent/bin/bash") && err.contains("shell.path"),
@@ -663,10 +548,8 @@ fn fault_snapshot_rc_that_hangs() {
         ),
     )
     .unwrap();
-    let out = env.run(&["run", "--json", "--", "echo hi"]);
-    out.assert_code(0);
+    let out = env.test().run_json("echo hi").code(0).output("hi\n").run();
     let v = out.json();
-    assert_eq!(s(&v, "output"), "hi\n");
     assert!(
         warnings(&v)
             .iter()
@@ -682,8 +565,7 @@ fn fault_snapshot_rc_that_hangs() {
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
     let read_once = std::fs::read_to_string(&reads).expect("the rc was read");
     // The verdict is cached: the next run does not read (and wait for) the rc again.
-    let out = env.run(&["run", "--json", "--", "echo again"]);
-    out.assert_code(0);
+    let out = env.test().run_json("echo again").code(0).run();
     assert_eq!(s(&out.json(), "output"), "again\n");
     assert_eq!(
         std::fs::read_to_string(&reads).expect("read"),
@@ -704,7 +586,7 @@ fn fault_sigkill_of_agentbash_mid_run() {
     let [direct, bg, setsid, sub] =
         ["393", "394", "395", "396"].map(|n| format!("sleep {n}.{tag}"));
     let cmd = format!("{bg} & setsid {setsid} & ( {sub} & ) ; exec {direct}");
-    let run = env.cmd(&["run", "--json", "--", &cmd]).spawn();
+    let run = env.test().run_json(&cmd).spawn();
     assert!(wait_for_cmdline(&direct, Duration::from_secs(10)));
     for p in [&bg, &setsid, &sub] {
         assert!(
@@ -744,7 +626,7 @@ fn fault_sigstop_and_sigcont_of_the_command() {
     let env = TestEnv::new();
     let mark = format!("stop-me-{}", nonce());
     let cmd = format!(": {mark}; for i in $(seq 1 10); do echo tick-$i; sleep 0.05; done");
-    let run = env.cmd(&["run", "--json", "--", &cmd]).spawn();
+    let run = env.test().run_json(&cmd).spawn();
     let deadline = Instant::now() + Duration::from_secs(10);
     let shell = loop {
         if let Some(p) = procs_with_cmdline(&mark, Duration::ZERO).first() {
@@ -765,15 +647,12 @@ fn fault_sigstop_and_sigcont_of_the_command() {
     assert_eq!(s(&v, "output"), want.join("\n") + "\n");
     assert!(out.elapsed >= Duration::from_millis(700));
     // A command that stops itself is still stopped by the timeout, at once.
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-t",
-        "1",
-        "--",
-        "echo a; kill -STOP $$; echo b",
-    ]);
-    out.assert_code(124);
+    let out = env
+        .test()
+        .run_json("echo a; kill -STOP $$; echo b")
+        .opts(&["-t", "1"])
+        .code(124)
+        .run();
     assert!(
         out.elapsed < scaled(Duration::from_secs(5)),
         "took {:?}",
@@ -790,8 +669,12 @@ fn fault_command_ignoring_sigterm_is_killed_after_the_grace() {
     env.write("p.toml", "[timeout]\nkill_grace_ms = 300\n");
     let sleep = format!("sleep 397.{}", nonce());
     let cmd = format!("trap '' TERM; {sleep} & trap '' TERM; echo armed; {sleep}");
-    let out = env.run(&["run", "--json", "-p", "./p.toml", "-t", "1", "--", &cmd]);
-    out.assert_code(124);
+    let out = env
+        .test()
+        .run_json(&cmd)
+        .opts(&["-p", "./p.toml", "-t", "1"])
+        .code(124)
+        .run();
     assert!(
         out.elapsed >= Duration::from_millis(1250),
         "no grace: {:?}",
@@ -811,10 +694,13 @@ fn fault_fork_burst_is_torn_down_completely() {
     let env = TestEnv::new();
     let sleep = format!("sleep 398.{}", nonce());
     let burst = format!("for i in $(seq 200); do {sleep} & done; echo started");
-    let out = env.run(&["run", "--json", "--", &burst]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_json(&burst)
+        .code(0)
+        .output("started\n")
+        .run();
     let v = out.json();
-    assert_eq!(s(&v, "output"), "started\n");
     let killed = v["background_killed"]
         .as_array()
         .expect("background_killed");
@@ -822,15 +708,12 @@ fn fault_fork_burst_is_torn_down_completely() {
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(3)).is_empty());
     let burst_elapsed = out.elapsed;
     // The same burst when the run times out instead of ending.
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-t",
-        "1",
-        "--",
-        &format!("{burst}; {sleep}"),
-    ]);
-    out.assert_code(124);
+    let out = env
+        .test()
+        .run_json(format!("{burst}; {sleep}"))
+        .opts(&["-t", "1"])
+        .code(124)
+        .run();
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(3)).is_empty());
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
     eprintln!(
@@ -843,8 +726,8 @@ fn fault_fork_burst_is_torn_down_completely() {
 fn fault_no_zombies_left_in_a_long_lived_server() {
     let env = TestEnv::new();
     env.write("keep.toml", "[process]\nbackground = \"keep\"\n");
-    let mut kill = Rpc::start(&env, &[]);
-    let mut keep = Rpc::start(&env, &["--profile", "./keep.toml"]);
+    let mut kill = env.rpc(&[]);
+    let mut keep = env.rpc(&["--profile", "./keep.toml"]);
     let tag = nonce();
     // Killed by teardown (setsid: outside the command's session), and left to exit
     // by themselves after the run (background = "keep").
@@ -854,7 +737,7 @@ fn fault_no_zombies_left_in_a_long_lived_server() {
     );
     for rpc in [&mut kill, &mut keep] {
         rpc.send(json!({"id": 1, "type": "bash", "command": cmd}));
-        let r = rpc.responses(1);
+        let r = rpc.first_responses(1);
         assert_eq!(r.last().unwrap()["data"]["output"], "hi\n");
     }
     // The brief ones have exited (a zombie has no command line in /proc).
@@ -862,7 +745,7 @@ fn fault_no_zombies_left_in_a_long_lived_server() {
     assert!(left.is_empty(), "still running: {left:?}");
     // Any later run reaps what exited meanwhile.
     keep.send(json!({"id": 2, "type": "bash", "command": "echo next"}));
-    keep.responses(1);
+    keep.first_responses(1);
     for rpc in [&kill, &keep] {
         let z = zombie_children(rpc.pid());
         assert!(z.is_empty(), "<defunct> children of agentbash rpc: {z:?}");
@@ -876,23 +759,27 @@ fn fault_no_zombies_left_in_a_long_lived_server() {
 #[test]
 fn fault_exec_replacing_the_shell_and_kill_9_of_the_shell() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "--", "echo a; exec sh -c 'echo b; exit 7'"]);
-    out.assert_code(7);
+    let out = env
+        .test()
+        .run_json("echo a; exec sh -c 'echo b; exit 7'")
+        .code(7)
+        .run();
     assert_eq!(s(&out.json(), "output"), "a\nb\n");
-    let out = env.run(&["run", "--json", "-t", "1", "--", "echo a; exec sleep 30"]);
-    out.assert_code(124);
+    let out = env
+        .test()
+        .run_json("echo a; exec sleep 30")
+        .opts(&["-t", "1"])
+        .code(124)
+        .run();
     assert!(out.elapsed < scaled(Duration::from_secs(4)));
     let sleep = format!("sleep 400.{}", nonce());
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--",
-        &format!("{sleep} & echo a; kill -9 $$; echo never"),
-    ]);
-    out.assert_code(137);
-    let v = out.json();
-    assert_eq!(v["signal"], "SIGKILL");
-    assert_eq!(s(&v, "output"), "a\n");
+    let v = env
+        .test()
+        .run_json(format!("{sleep} & echo a; kill -9 $$; echo never"))
+        .code(137)
+        .field("signal", "SIGKILL")
+        .output("a\n")
+        .json();
     assert_eq!(v["background_killed"].as_array().map(Vec::len), Some(1));
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
 }
@@ -987,21 +874,32 @@ fn hostile_working_directories() {
     for name in HOSTILE {
         let dir = env.work().join(name);
         std::fs::create_dir_all(&dir).unwrap();
-        let out = env.run(&["run", "--json", &format!("--cwd={name}"), "--", "pwd"]);
-        out.assert_code(0);
-        let v = out.json();
+        let v = env
+            .test()
+            .run_json("pwd")
+            .opts(&[&format!("--cwd={name}")])
+            .code(0)
+            .json();
         assert_eq!(s(&v, "output"), format!("{}\n", dir.display()), "{name:?}");
         assert_eq!(s(&v, "final_cwd"), dir.display().to_string(), "{name:?}");
     }
     // `..` folds lexically; a path longer than PATH_MAX is a clean error.
-    let out = env.run(&["run", "--json", "--cwd=a b/../q'uote", "--", "pwd"]);
+    let out = env
+        .test()
+        .run_json("pwd")
+        .opts(&["--cwd=a b/../q'uote"])
+        .run();
     assert_eq!(
         s(&out.json(), "output"),
         format!("{}\n", env.work().join("q'uote").display())
     );
     let long = "x".repeat(4096);
-    let out = env.run(&["run", "--json", "--cwd", &long, "--", "touch ran"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_json("touch ran")
+        .opts(&["--cwd", &long])
+        .code(125)
+        .run();
     assert!(s(&out.json(), "error").contains("Working directory"));
     // A session remembers a hostile cwd and hostile values exactly.
     let name = "$(touch PWNED)/new\nline'q";
@@ -1010,17 +908,17 @@ fn hostile_working_directories() {
         "cd {}; export HOSTILE_V=\"a'b\\$(touch PWNED)\\\"c\"",
         shell_quote(name)
     );
-    env.run(&["run", "-s", "hostile", "--", &set])
+    env.test()
+        .run_text(&set)
+        .opts(&["-s", "hostile"])
+        .run()
         .assert_code(0);
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-s",
-        "hostile",
-        "--",
-        "pwd; printf '%s' \"$HOSTILE_V\"",
-    ]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_json("pwd; printf '%s' \"$HOSTILE_V\"")
+        .opts(&["-s", "hostile"])
+        .code(0)
+        .run();
     assert_eq!(
         s(&out.json(), "output"),
         format!("{}\na'b$(touch PWNED)\"c", env.work().join(name).display())
@@ -1042,9 +940,12 @@ fn hostile_session_names_artifact_ids_and_profile_paths() {
         .filter(|n| *n != "-dash") // a valid name
         .chain([".", "..", "../x", "a/b", "", long.as_str()])
     {
-        let out = env.run(&["run", &format!("--session={name}"), "--", "touch ran"]);
-        assert_eq!(out.code(), Some(2), "session {name:?}: {out:?}");
-        assert!(out.stderr.contains("session"), "{name:?}: {}", out.stderr);
+        env.test()
+            .run_text("touch ran")
+            .opts(&[&format!("--session={name}")])
+            .code(2)
+            .stderr_has("session")
+            .run();
         for sub in ["show", "rm"] {
             let out = env.run(&["session", sub, "--", name]);
             assert!(
@@ -1054,7 +955,10 @@ fn hostile_session_names_artifact_ids_and_profile_paths() {
         }
     }
     assert!(!env.work().join("ran").exists());
-    env.run(&["run", "-s", &"s".repeat(64), "--", "true"])
+    env.test()
+        .run_text("true")
+        .opts(&["-s", &"s".repeat(64)])
+        .run()
         .assert_code(0);
     let digits = "9".repeat(4096);
     for id in HOSTILE.iter().copied().chain([
@@ -1078,27 +982,26 @@ fn hostile_session_names_artifact_ids_and_profile_paths() {
     for name in HOSTILE {
         let path = env.write(format!("{name}/p.toml"), "[output]\nmax_bytes = 300\n");
         let rel = format!("./{name}/p.toml");
-        let out = env.run(&["run", "--json", "-p", &rel, "--", "echo ok"]);
-        out.assert_code(0);
+        let out = env.test().run_json("echo ok").profile(&rel).code(0).run();
         assert_eq!(s(&out.json(), "output"), "ok\n", "{}", path.display());
     }
-    let out = env.run(&[
-        "run",
-        "-p",
-        &format!("./{}.toml", "p".repeat(4096)),
-        "--",
-        "touch ran",
-    ]);
-    out.assert_code(125);
-    let out = env.run(&["run", "-p", "./a b/../q'uote/p.toml", "--", "true"]);
-    out.assert_code(0);
+    env.test()
+        .run_text("touch ran")
+        .profile(&format!("./{}.toml", "p".repeat(4096)))
+        .code(125)
+        .run();
+    env.test()
+        .run_text("true")
+        .profile("./a b/../q'uote/p.toml")
+        .code(0)
+        .run();
     assert!(!env.work().join("PWNED").exists() && !env.work().join("ran").exists());
 }
 
 #[test]
 fn hostile_rpc_requests_nul_bytes_and_huge_lines() {
     let env = TestEnv::new();
-    let mut rpc = Rpc::start(&env, &[]);
+    let mut rpc = env.rpc(&[]);
     let bad = [
         json!({"id": 1, "type": "bash", "command": "echo a\u{0}b"}),
         json!({"id": 2, "type": "bash", "command": "echo hi", "env": {"A\u{0}": "x"}}),
@@ -1109,7 +1012,7 @@ fn hostile_rpc_requests_nul_bytes_and_huge_lines() {
     for b in &bad {
         rpc.send(b.clone());
     }
-    for m in rpc.responses(bad.len()) {
+    for m in rpc.first_responses(bad.len()) {
         assert_eq!(m["success"], false, "{m}");
         assert!(m["error"].as_str().is_some_and(|e| !e.is_empty()), "{m}");
     }
@@ -1117,13 +1020,13 @@ fn hostile_rpc_requests_nul_bytes_and_huge_lines() {
     // the server.
     let filler = "a".repeat(1 << 20);
     rpc.send(json!({"id": 6, "type": "bash", "command": format!(": {filler}; echo big-ok")}));
-    let r = rpc.responses(1);
+    let r = rpc.first_responses(1);
     assert_eq!(r.last().unwrap()["data"]["output"], "big-ok\n");
     let mut huge = b"{\"id\":7,\"type\":\"bash\",\"command\":\"".to_vec();
     huge.resize(17 << 20, b'a');
     huge.extend_from_slice(b"\"}");
     rpc.send_raw(&huge);
-    let r = rpc.responses(1);
+    let r = rpc.first_responses(1);
     assert!(
         r.last().unwrap()["error"]
             .as_str()
@@ -1132,9 +1035,10 @@ fn hostile_rpc_requests_nul_bytes_and_huge_lines() {
     );
     rpc.send_raw(b"\x00\xff{not json");
     rpc.send(json!({"id": 8, "type": "bash", "command": "echo still-serving"}));
-    let r = rpc.responses(2);
+    let r = rpc.first_responses(2);
     assert_eq!(r.last().unwrap()["data"]["output"], "still-serving\n");
-    rpc.close();
+    let (status, _) = rpc.finish();
+    assert_eq!(status.code(), Some(0), "rpc exit status");
 }
 
 #[test]
@@ -1142,24 +1046,21 @@ fn hostile_output_all_escape_sequences_and_invalid_utf8() {
     let env = TestEnv::new();
     // 20000 rounds of CSI, OSC (BEL and ST), DCS, charset and C1 CSI: nothing visible.
     let escapes = "for i in $(seq 20000); do printf '\\033[31;1m\\033]0;title\\007\\033]8;;http://x\\033\\\\\\033P1;2q\\033\\\\\\033(B'; done";
-    let out = env.run(&["run", "--json", "--", escapes]);
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "output"), "");
-    assert_eq!(s(&v, "text"), "(no output)");
+    let v = env
+        .test()
+        .run_json(escapes)
+        .code(0)
+        .output("")
+        .field("text", "(no output)")
+        .json();
     assert_eq!(u(&v, "total_bytes"), 43 * 20_000);
     // An unterminated control string is abandoned (after 64 KiB), not allowed to
     // eat the rest of the output.
-    env.write("big.toml", "[output]\nmax_bytes = 1000000\n");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./big.toml",
-        "--",
-        "printf '\\033]'; head -c 200000 /dev/zero | tr '\\0' x; printf '\\nvisible\\n'",
-    ]);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("printf '\\033]'; head -c 200000 /dev/zero | tr '\\0' x; printf '\\nvisible\\n'")
+        .profile_file("big.toml", "[output]\nmax_bytes = 1000000\n")
+        .json();
     let output = s(&v, "output");
     let xs = output.len() - "\nvisible\n".len();
     assert!(output.ends_with("\nvisible\n"), "{:#}", strip_output(&v));
@@ -1168,8 +1069,7 @@ fn hostile_output_all_escape_sequences_and_invalid_utf8() {
         "{xs} bytes before the last line"
     );
     // Every flavour of invalid UTF-8.
-    let out = env.run(&["run", "--", "printf '\\377\\376 \\303\\050 \\342\\202\\050 \\360\\050\\214\\274 \\355\\240\\200 \\300\\257 end\\n'"]);
-    out.assert_code(0);
+    let out = env.test().run_text("printf '\\377\\376 \\303\\050 \\342\\202\\050 \\360\\050\\214\\274 \\355\\240\\200 \\300\\257 end\\n'").code(0).run();
     let text = std::str::from_utf8(&out.stdout_bytes).expect("stdout is valid UTF-8");
     assert!(
         text.contains('\u{FFFD}') && text.ends_with(" end\n"),
@@ -1182,7 +1082,7 @@ fn hostile_output_all_escape_sequences_and_invalid_utf8() {
 fn one_line_without_newline(mb: u64) -> (Duration, u64) {
     let env = TestEnv::new();
     let cmd = format!("head -c {} /dev/zero | tr '\\0' a", mb << 20);
-    let run = env.cmd(&["run", "--json", "--", &cmd]).spawn();
+    let run = env.test().run_json(&cmd).spawn();
     let rss = PeakRss::watch(run.pid());
     let out = run.wait_within(HEAVY_CAP);
     let peak = rss.kib();
@@ -1216,7 +1116,8 @@ fn hostile_output_ten_million_empty_lines_stays_bounded() {
     // The trailing `| cat` keeps `head` in the pipeline (a last `| head -n N` would
     // become a line limit), so agentbash reads all ten million lines.
     let run = env
-        .cmd(&["run", "--json", "--", "yes '' | head -n 10000000 | cat"])
+        .test()
+        .run_json("yes '' | head -n 10000000 | cat")
         .spawn();
     let rss = PeakRss::watch(run.pid());
     let out = run.wait();
@@ -1235,11 +1136,15 @@ fn hostile_stripped_head_on_an_endless_producer_ends_like_head() {
     let env = TestEnv::new();
     // `| head -n 3` is lifted into a limit; `yes` must still be stopped the way head
     // would stop it, not run until the timeout filling the artifact.
-    let out = env.run(&["run", "--json", "-t", "60", "--", "yes 2>&1 | head -n 3"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_json("yes 2>&1 | head -n 3")
+        .opts(&["-t", "60"])
+        .code(0)
+        .output("y\ny\ny\n")
+        .field("timed_out", false)
+        .run();
     let v = out.json();
-    assert_eq!(s(&v, "output"), "y\ny\ny\n");
-    assert_eq!(v["timed_out"], false);
     assert!(
         out.elapsed < scaled(Duration::from_secs(15)),
         "took {:?}",
@@ -1258,9 +1163,12 @@ fn hostile_stripped_head_on_an_endless_producer_ends_like_head() {
 fn hostile_endless_output_cannot_fill_the_disk() {
     let env = TestEnv::new();
     env.write("p.toml", "[artifacts]\nmax_total_bytes = 2000000\n");
-    let out = env.run(&["run", "--json", "-p", "./p.toml", "-t", "2", "--", "yes"]);
-    out.assert_code(124);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("yes")
+        .opts(&["-p", "./p.toml", "-t", "2"])
+        .code(124)
+        .json();
     let art = std::fs::metadata(artifact_path(&v)).unwrap().len();
     assert_eq!(art, 2_000_000);
     assert!(u(&v, "total_bytes") > art);
@@ -1301,8 +1209,12 @@ fn hostile_toml_bombs_fail_fast_with_a_position() {
     for (name, text) in &bombs {
         let file = format!("{name}.toml");
         env.write(&file, text);
-        let out = env.run(&["run", "-p", &format!("./{file}"), "--", "touch ran"]);
-        out.assert_code(125);
+        let out = env
+            .test()
+            .run_text("touch ran")
+            .profile(&format!("./{file}"))
+            .code(125)
+            .run();
         let first = out.stderr.lines().next().unwrap_or("");
         assert!(
             first.contains(&format!("{name}.toml:")),
@@ -1570,10 +1482,12 @@ fn secrets_are_redacted_everywhere_even_split_across_writes() {
     let masked = "[REDACTED:REL_TOKEN]";
     for format in ["json", "ndjson", "text"] {
         let out = env
-            .cmd(&["run", "--format", format, "-p", "./p.toml", "--", cmd])
+            .test()
+            .run_text(cmd)
+            .opts(&["--format", format, "-p", "./p.toml"])
             .env("REL_TOKEN", SECRET)
+            .code(0)
             .run();
-        out.assert_code(0);
         assert!(
             !out.stdout.contains(SECRET) && !out.stderr.contains(SECRET),
             "{format}: leaked"
@@ -1630,21 +1544,20 @@ fn secrets_in_the_command_and_in_the_runs_env_are_masked() {
     let cmd = format!("echo {SECRET}; echo $CLI_KEY $SET_KEY; seq 1 1000");
     for format in ["json", "ndjson", "text"] {
         let out = env
-            .cmd(&[
-                "run",
+            .test()
+            .run_text(&cmd)
+            .opts(&[
                 "--format",
                 format,
                 "-p",
                 "./p.toml",
                 "-e",
                 "CLI_KEY=cli-key-value-123",
-                "--",
-                &cmd,
             ])
             .env("REL_TOKEN", SECRET)
             .env("GITHUB_ACTIONS", "true")
+            .code(0)
             .run();
-        out.assert_code(0);
         for leak in [SECRET, "cli-key-value-123", "set-key-value-123"] {
             assert!(
                 !out.stdout.contains(leak) && !out.stderr.contains(leak),
@@ -1662,48 +1575,34 @@ fn secrets_in_the_command_and_in_the_runs_env_are_masked() {
             assert!(s(&v, "normalized_command").contains("[REDACTED:REL_TOKEN]"));
         }
     }
-    let list = env.run(&["artifact", "list"]);
-    list.assert_code(0);
-    assert!(
-        list.stdout.contains("[REDACTED:REL_TOKEN]"),
-        "{}",
-        list.stdout
-    );
-    assert!(!list.stdout.contains(SECRET), "{}", list.stdout);
+    env.test()
+        .args(&["artifact", "list"])
+        .code(0)
+        .stdout_has("[REDACTED:REL_TOKEN]")
+        .stdout_lacks(SECRET)
+        .run();
 }
 
 #[test]
 fn secrets_env_exclude_and_the_agent_profile() {
     let env = TestEnv::new();
-    env.write("p.toml", "[env]\nexclude = [\"*TOKEN*\"]\n");
     let out = env
-        .cmd(&[
-            "run",
-            "--json",
-            "-p",
-            "./p.toml",
-            "--",
-            "echo \"[${REL_TOKEN:-unset}]\"",
-        ])
+        .test()
+        .run_json("echo \"[${REL_TOKEN:-unset}]\"")
+        .profile_file("p.toml", "[env]\nexclude = [\"*TOKEN*\"]\n")
         .env("REL_TOKEN", SECRET)
         .run();
     assert_eq!(s(&out.json(), "output"), "[unset]\n");
     // The agent profile both keeps tokens out and masks keys it lets through.
-    let out = env
-        .cmd(&[
-            "run",
-            "-p",
-            "agent",
-            "--",
-            "echo \"t=[${REL_TOKEN:-unset}] k=$REL_API_KEY\"",
-        ])
+    env.test()
+        .run_text("echo \"t=[${REL_TOKEN:-unset}] k=$REL_API_KEY\"")
+        .profile("agent")
         .env("REL_TOKEN", SECRET)
         .env("REL_API_KEY", "key-value-12345")
+        .code(0)
+        .output("t=[unset] k=[REDACTED:REL_API_KEY]\n")
+        .stdout_lacks("key-value-12345")
         .run();
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "output"), "t=[unset] k=[REDACTED:REL_API_KEY]\n");
-    assert!(!out.stdout.contains("key-value-12345"));
 }
 
 #[test]
@@ -1748,19 +1647,13 @@ fn secrets_files_agentbash_creates_are_private_whatever_the_umask() {
 
 #[test]
 fn limits_cpu_seconds_fires_with_a_reason() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[limits]\ncpu_seconds = 1\n");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./p.toml",
-        "--",
-        "while :; do :; done",
-    ]);
-    out.assert_code(152);
+    let out = Test::new()
+        .run_json("while :; do :; done")
+        .profile_file("p.toml", "[limits]\ncpu_seconds = 1\n")
+        .code(152)
+        .field("signal", "SIGXCPU")
+        .run();
     let v = out.json();
-    assert_eq!(v["signal"], "SIGXCPU");
     assert!(
         notices(&v).iter().any(|n| n.contains("limits.cpu_seconds")),
         "{:?}",
@@ -1774,31 +1667,21 @@ fn limits_cpu_seconds_fires_with_a_reason() {
 fn limits_apply_in_pty_mode_too() {
     let env = TestEnv::new();
     env.write("p.toml", "[limits]\ncpu_seconds = 1\nfile_size_mb = 1\n");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--pty",
-        "-p",
-        "./p.toml",
-        "--",
-        "while :; do :; done",
-    ]);
-    out.assert_code(152);
-    let v = out.json();
-    assert_eq!(v["mode"], "pty");
-    assert_eq!(v["signal"], "SIGXCPU");
+    let out = env
+        .test()
+        .run_json("while :; do :; done")
+        .opts(&["--pty", "-p", "./p.toml"])
+        .code(152)
+        .field("mode", "pty")
+        .field("signal", "SIGXCPU")
+        .run();
     assert!(out.elapsed < scaled(Duration::from_secs(8)));
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--pty",
-        "-p",
-        "./p.toml",
-        "--",
-        "ulimit -f; ulimit -t; exec head -c 2000000 /dev/zero > big.bin",
-    ]);
-    out.assert_code(153);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("ulimit -f; ulimit -t; exec head -c 2000000 /dev/zero > big.bin")
+        .opts(&["--pty", "-p", "./p.toml"])
+        .code(153)
+        .json();
     assert!(s(&v, "output").starts_with("1024\n1"), "{v}");
     assert_eq!(
         std::fs::metadata(env.work().join("big.bin")).unwrap().len(),
@@ -1815,18 +1698,13 @@ fn pty_limits_bind_the_first_command_of_any_shell() {
         "p.toml",
         "[shell]\npath = \"/bin/sh\"\n[limits]\ncpu_seconds = 7\nfile_size_mb = 1\n",
     );
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--pty",
-        "-p",
-        "./p.toml",
-        "--",
-        "grep -E '^Max (cpu time|file size)' /proc/self/limits",
-    ]);
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(v["mode"], "pty");
+    let v = env
+        .test()
+        .run_json("grep -E '^Max (cpu time|file size)' /proc/self/limits")
+        .opts(&["--pty", "-p", "./p.toml"])
+        .code(0)
+        .field("mode", "pty")
+        .json();
     let limits: Vec<Vec<&str>> = s(&v, "output")
         .lines()
         .map(|l| l.split_whitespace().skip(3).take(2).collect())
@@ -1842,17 +1720,13 @@ fn pty_limits_bind_the_first_command_of_any_shell() {
 fn limits_file_size_fires_with_a_reason() {
     let env = TestEnv::new();
     env.write("p.toml", "[limits]\nfile_size_mb = 1\n");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./p.toml",
-        "--",
-        "exec head -c 2000000 /dev/zero > big.bin",
-    ]);
-    out.assert_code(153);
-    let v = out.json();
-    assert_eq!(v["signal"], "SIGXFSZ");
+    let v = env
+        .test()
+        .run_json("exec head -c 2000000 /dev/zero > big.bin")
+        .profile("./p.toml")
+        .code(153)
+        .field("signal", "SIGXFSZ")
+        .json();
     assert!(
         notices(&v)
             .iter()
@@ -1865,30 +1739,22 @@ fn limits_file_size_fires_with_a_reason() {
         1 << 20
     );
     // When a child of the shell hits it, the shell says so in the output.
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./p.toml",
-        "--",
-        "head -c 2000000 /dev/zero > big2.bin",
-    ]);
+    let out = env
+        .test()
+        .run_json("head -c 2000000 /dev/zero > big2.bin")
+        .profile("./p.toml")
+        .run();
     assert!(s(&out.json(), "output").contains("File size limit exceeded"));
 }
 
 #[test]
 fn limits_address_space_makes_allocations_fail_visibly() {
     let env = TestEnv::new();
-    env.write("p.toml", "[limits]\naddress_space_mb = 64\n");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./p.toml",
-        "--",
-        "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}",
-    ]);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}")
+        .profile_file("p.toml", "[limits]\naddress_space_mb = 64\n")
+        .json();
     assert_ne!(v["exit_code"], 0);
     assert!(
         s(&v, "output").contains("cannot allocate"),
@@ -1904,12 +1770,10 @@ fn limits_address_space_makes_allocations_fail_visibly() {
         notices(&v)
     );
     // Without that limit, the same words in a failing command's output are just words.
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--",
-        "echo 'Cannot allocate memory'; exit 1",
-    ]);
+    let out = env
+        .test()
+        .run_json("echo 'Cannot allocate memory'; exit 1")
+        .run();
     assert!(
         !notices(&out.json()).iter().any(|n| n.contains("limits.")),
         "{:?}",
@@ -1954,7 +1818,9 @@ fn limits_processes_fires_for_non_root_users() {
             );
             env.program("sh", &["-c", &script, &cmd]).run()
         } else {
-            env.cmd(&["run", "--json", "-p", &format!("./{profile}"), "--", &cmd])
+            env.test()
+                .run_json(&cmd)
+                .profile(&format!("./{profile}"))
                 .current_dir(&dir)
                 .run()
         };

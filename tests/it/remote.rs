@@ -191,9 +191,12 @@ fn a_cut_output_keeps_its_artifact_on_the_remote_side_and_artifact_show_reads_it
     target_profile(&env, "box", &remote.argv(&env), "");
     same_as_local(&env, "box", &["run", "--", "seq 100000"]);
     same_as_local(&env, "box", &["run", "--json", "--", "seq 200000"]);
-    let r = env.run(&["run", "--json", "--target", "box", "--", "seq 1500000"]);
-    r.assert_code(0);
-    let v = r.json();
+    let v = env
+        .test()
+        .run_json("seq 1500000")
+        .opts(&["--target", "box"])
+        .code(0)
+        .json();
     let id = v["artifact"]["id"]
         .as_u64()
         .expect("an artifact")
@@ -205,19 +208,29 @@ fn a_cut_output_keeps_its_artifact_on_the_remote_side_and_artifact_show_reads_it
         path.display()
     );
     // The whole artifact (over 4 MiB: several pages), byte for byte.
-    let shown = env.run(&["artifact", "show", "--target", "box", &id]);
-    shown.assert_code(0);
+    let shown = env
+        .test()
+        .args(&["artifact", "show", "--target", "box", &id])
+        .code(0)
+        .run();
     assert_eq!(shown.stdout_bytes, std::fs::read(&path).expect("artifact"));
-    let tail = env.run(&["artifact", "show", "--target", "box", &id, "--tail", "2"]);
-    assert_eq!(tail.stdout, "1499999\n1500000\n");
-    let head = env.run(&[
-        "artifact", "show", "--target", "box", "--head", "3", "--tail", "1", &id,
-    ]);
-    assert_eq!(head.stdout, "3\n");
+    env.test()
+        .args(&["artifact", "show", "--target", "box", &id, "--tail", "2"])
+        .stdout("1499999\n1500000\n")
+        .run();
+    env.test()
+        .args(&[
+            "artifact", "show", "--target", "box", "--head", "3", "--tail", "1", &id,
+        ])
+        .stdout("3\n")
+        .run();
     // Not here: this side has no such artifact.
     env.run(&["artifact", "show", &id]).assert_code(1);
-    let missing = env.run(&["artifact", "show", "--target", "box", "999"]);
-    missing.assert_code(1);
+    let missing = env
+        .test()
+        .args(&["artifact", "show", "--target", "box", "999"])
+        .code(1)
+        .run();
     assert!(
         missing
             .stderr
@@ -235,25 +248,24 @@ fn sessions_and_jobs_live_on_the_remote_side() {
     let dir = env.root().join("elsewhere");
     std::fs::create_dir_all(&dir).expect("dir");
     let first = format!("cd {} && export FLAVOUR=remote", dir.display());
-    env.run(&["run", "--target", "box", "-s", "s1", "--", &first])
+    env.test()
+        .run_text(&first)
+        .opts(&["--target", "box", "-s", "s1"])
+        .run()
         .assert_code(0);
-    let second = env.run(&[
-        "run",
-        "--target",
-        "box",
-        "-s",
-        "s1",
-        "--",
-        "echo $FLAVOUR $PWD",
-    ]);
-    second.assert_code(0);
+    let second = env
+        .test()
+        .run_text("echo $FLAVOUR $PWD")
+        .opts(&["--target", "box", "-s", "s1"])
+        .code(0)
+        .run();
     assert_eq!(second.stdout, format!("remote {}\n", dir.display()));
     let listed = |o: crate::support::Output| o.stdout.contains("s1");
     assert!(listed(remote.agentbash(&env, &["session", "list"])));
     assert!(!listed(env.run(&["session", "list"])), "no session here");
 
     // A job started through the target runs there, listed there and not here.
-    let mut rpc = LiveServer::start(&env, &["rpc", "--target", "box"]);
+    let mut rpc = env.rpc(&["--target", "box"]);
     let sleep = format!("sleep 300.{}", crate::support::nonce());
     let started = rpc.ask(json!({"id": "j", "type": "job_start", "command": sleep}));
     assert_eq!(started["success"], true, "{started}");
@@ -295,17 +307,12 @@ fn the_local_guard_and_interceptor_refuse_before_anything_travels() {
         .join(".agentbash/guard.toml")
         .display()
         .to_string();
-    let refused = env.run(&[
-        "run",
-        "--target",
-        "box",
-        "-p",
-        &guard,
-        "--json",
-        "--",
-        &format!("rm -rf {}", protected.display()),
-    ]);
-    refused.assert_code(77);
+    let refused = env
+        .test()
+        .run_json(format!("rm -rf {}", protected.display()))
+        .opts(&["--target", "box", "-p", &guard])
+        .code(77)
+        .run();
     assert!(
         refused.json()["blocked"]["rule"]
             .as_str()
@@ -314,22 +321,20 @@ fn the_local_guard_and_interceptor_refuse_before_anything_travels() {
         "{}",
         refused.stdout
     );
-    let blocked = env.run(&[
-        "run",
-        "--target",
-        "box",
-        "--tools",
-        "read",
-        "--",
-        "cat notes.txt",
-    ]);
-    blocked.assert_code(77);
+    env.test()
+        .run_text("cat notes.txt")
+        .opts(&["--target", "box", "--tools", "read"])
+        .code(77)
+        .run();
     assert!(
         !marker.exists(),
         "the transport started for a refused command"
     );
     assert!(protected.exists());
-    env.run(&["run", "--target", "box", "--", "true"])
+    env.test()
+        .run_text("true")
+        .opts(&["--target", "box"])
+        .run()
         .assert_code(0);
     assert!(
         marker.exists(),
@@ -365,8 +370,12 @@ fn a_namespace_transport_stands_in_for_a_container() {
     for case in &CASES[..3] {
         same_as_local(&env, "ctr", case);
     }
-    let pid = env.run(&["run", "--target", "ctr", "-q", "--", "echo $$"]);
-    pid.assert_code(0);
+    let pid = env
+        .test()
+        .run_text("echo $$")
+        .opts(&["--target", "ctr", "-q"])
+        .code(0)
+        .run();
     let n: u32 = pid.stdout.trim().parse().expect("a pid");
     assert!(n < 100, "the command's pid {n} is the namespace's own");
 }
@@ -374,8 +383,12 @@ fn a_namespace_transport_stands_in_for_a_container() {
 fn handshake_fails(env: &TestEnv, body: &str, extra: &str) -> String {
     let fake = script(env, "fake.sh", body);
     target_profile(env, "fake", &[fake], extra);
-    let out = env.run(&["run", "--target", "fake", "--", "true"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("true")
+        .opts(&["--target", "fake"])
+        .code(125)
+        .run();
     out.stderr
 }
 
@@ -437,8 +450,12 @@ fn a_transport_answering_garbage_nothing_or_dying_is_a_clear_error() {
         &["no-such-transport-anywhere".to_string()],
         "",
     );
-    let gone = env.run(&["run", "--target", "gone", "--", "true"]);
-    gone.assert_code(125);
+    let gone = env
+        .test()
+        .run_text("true")
+        .opts(&["--target", "gone"])
+        .code(125)
+        .run();
     assert!(
         gone.stderr
             .contains("cannot start the transport `no-such-transport-anywhere`"),
@@ -453,15 +470,22 @@ fn target_configuration_errors_name_the_profile_and_key() {
     let dir = env.config_dir().join("profiles");
     std::fs::create_dir_all(&dir).expect("dir");
     std::fs::write(dir.join("plain.toml"), "description = \"no target\"\n").expect("write");
-    let none = env.run(&["run", "--target", "plain", "--", "true"]);
-    none.assert_code(125);
+    let none = env
+        .test()
+        .run_text("true")
+        .opts(&["--target", "plain"])
+        .code(125)
+        .run();
     assert!(
         none.stderr
             .contains("--target plain: the profile has no [target] transport"),
         "{}",
         none.stderr
     );
-    env.run(&["run", "--target", "missing-profile", "--", "true"])
+    env.test()
+        .run_text("true")
+        .opts(&["--target", "missing-profile"])
+        .run()
         .assert_code(125);
     std::fs::write(dir.join("empty.toml"), "[target]\ntransport = [\"\"]\n").expect("write");
     let empty = env.run(&["profile", "check", "empty"]);
@@ -478,18 +502,13 @@ fn target_configuration_errors_name_the_profile_and_key() {
         "[target]\ntransport = [\"ssh\", 22]\n",
     )
     .expect("write");
-    let typed = env.run(&["run", "--target", "typed", "--", "true"]);
-    typed.assert_code(125);
-    assert!(
-        typed.stderr.contains("target.transport"),
-        "{}",
-        typed.stderr
-    );
-    assert!(
-        typed.stderr.contains("an array of strings"),
-        "{}",
-        typed.stderr
-    );
+    env.test()
+        .run_text("true")
+        .opts(&["--target", "typed"])
+        .code(125)
+        .stderr_has("target.transport")
+        .stderr_has("an array of strings")
+        .run();
 }
 
 #[test]
@@ -498,15 +517,22 @@ fn explain_names_the_target_and_sends_nothing() {
     let marker = env.root().join("transport-started");
     let transport = script(&env, "never.sh", &format!("touch '{}'", marker.display()));
     target_profile(&env, "box", std::slice::from_ref(&transport), "");
-    let text = env.run(&["explain", "--target", "box", "--", "echo hi"]);
-    text.assert_code(0);
+    let text = env
+        .test()
+        .args(&["explain", "--target", "box", "--", "echo hi"])
+        .code(0)
+        .run();
     assert!(
         text.stdout
             .contains("\ntarget      box: the command runs there"),
         "{}",
         text.stdout
     );
-    let json = env.run(&["explain", "--json", "--target", "box", "--", "echo hi"]);
+    let json = env
+        .test()
+        .explain_json("echo hi")
+        .opts(&["--target", "box"])
+        .run();
     assert_eq!(json.json()["target"]["transport"], json!([transport]));
     assert!(!marker.exists(), "explain started the transport");
 }
@@ -517,7 +543,7 @@ fn rpc_through_a_target_multiplexes_one_transport_and_reconnects_after_a_drop() 
     let env = TestEnv::new();
     let remote = RemoteSide::new();
     target_profile(&env, "box", &remote.argv(&env), "");
-    let mut rpc = LiveServer::start(&env, &["rpc", "--target", "box"]);
+    let mut rpc = env.rpc(&["--target", "box"]);
     let hello = rpc.ask(json!({"id": "h", "type": "hello"}));
     assert_eq!(
         hello["data"]["protocol"],
@@ -814,48 +840,37 @@ fn an_ssh_target_renders_as_local_persists_sessions_and_survives_a_drop() {
         same_as_local(&env, "build-host", case);
     }
     same_as_local(&env, "build-host", &["run", "--", "seq 100000"]);
-    let cut = env.run(&[
-        "run",
-        "--json",
-        "--target",
-        "build-host",
-        "--",
-        "seq 100000",
-    ]);
+    let cut = env
+        .test()
+        .run_json("seq 100000")
+        .opts(&["--target", "build-host"])
+        .run();
     let id = cut.json()["artifact"]["id"]
         .as_u64()
         .expect("artifact")
         .to_string();
-    let tail = env.run(&[
-        "artifact",
-        "show",
-        "--target",
-        "build-host",
-        &id,
-        "--tail",
-        "1",
-    ]);
-    assert_eq!(tail.stdout, "100000\n");
-    env.run(&[
-        "run",
-        "--target",
-        "build-host",
-        "-s",
-        "w",
-        "--",
-        "export SEEN=over-ssh",
-    ])
-    .assert_code(0);
-    let seen = env.run(&[
-        "run",
-        "--target",
-        "build-host",
-        "-s",
-        "w",
-        "--",
-        "echo $SEEN",
-    ]);
-    assert_eq!(seen.stdout, "over-ssh\n");
+    env.test()
+        .args(&[
+            "artifact",
+            "show",
+            "--target",
+            "build-host",
+            &id,
+            "--tail",
+            "1",
+        ])
+        .stdout("100000\n")
+        .run();
+    env.test()
+        .run_text("export SEEN=over-ssh")
+        .opts(&["--target", "build-host", "-s", "w"])
+        .run()
+        .assert_code(0);
+    env.test()
+        .run_text("echo $SEEN")
+        .opts(&["--target", "build-host", "-s", "w"])
+        .stdout("over-ssh\n")
+        .run();
     assert!(
         remote
             .agentbash(&env, &["session", "list"])
@@ -868,7 +883,7 @@ fn an_ssh_target_renders_as_local_persists_sessions_and_survives_a_drop() {
         "and not here"
     );
 
-    let mut rpc = LiveServer::start(&env, &["rpc", "--target", "build-host"]);
+    let mut rpc = env.rpc(&["--target", "build-host"]);
     concurrent_requests(&mut rpc, "build-host", "ssh");
     dropped_transport(&env, &mut rpc, "build-host", "ssh");
 }
@@ -892,8 +907,10 @@ fn the_kubernetes_manifests_profile_passes_profile_check() {
     assert!(body.contains("[sandbox]"), "{body}");
     let path = env.root().join("pod.toml");
     std::fs::write(&path, body).expect("write");
-    let out = env.run(&["profile", "check", &path.display().to_string()]);
-    out.assert_code(0);
+    env.test()
+        .args(&["profile", "check", &path.display().to_string()])
+        .code(0)
+        .run();
 }
 
 #[test]
@@ -903,8 +920,12 @@ fn what_a_remote_run_cannot_do_is_a_usage_error_and_nothing_travels() {
     let transport = script(&env, "never.sh", &format!("touch '{}'", marker.display()));
     target_profile(&env, "box", &[transport], "");
     for (flag, word) in [("--pty", "--pty"), ("--stdin", "--stdin")] {
-        let out = env.run(&["run", "--target", "box", flag, "--", "true"]);
-        out.assert_code(2);
+        let out = env
+            .test()
+            .run_text("true")
+            .opts(&["--target", "box", flag])
+            .code(2)
+            .run();
         assert!(
             out.stderr
                 .contains(&format!("{word} is not available with --target")),
@@ -912,10 +933,11 @@ fn what_a_remote_run_cannot_do_is_a_usage_error_and_nothing_travels() {
             out.stderr
         );
     }
-    let out = env.run(&[
-        "run", "--target", "box", "--stderr", "separate", "--", "true",
-    ]);
-    out.assert_code(2);
+    env.test()
+        .run_text("true")
+        .opts(&["--target", "box", "--stderr", "separate"])
+        .code(2)
+        .run();
     assert!(!marker.exists());
 }
 
@@ -928,13 +950,9 @@ fn an_interrupted_remote_run_is_aborted_there_and_answers_cancelled() {
     target_profile(&env, "box", &remote.argv(&env), "");
     let sleep = format!("sleep 77.{}", crate::support::nonce());
     let running = env
-        .cmd(&[
-            "run",
-            "--target",
-            "box",
-            "--",
-            &format!("echo started; {sleep}"),
-        ])
+        .test()
+        .run_text(format!("echo started; {sleep}"))
+        .opts(&["--target", "box"])
         .own_process_group()
         .spawn();
     assert!(
@@ -1029,16 +1047,12 @@ fn with_no_one_to_ask_here_the_targets_unattended_decides_at_once() {
     let env = TestEnv::new();
     let _remote = asking_target(&env);
     let file = env.work().join("remote-unattended.txt");
-    let out = env.run(&[
-        "run",
-        "--target",
-        "box",
-        "--json",
-        "--",
-        &format!("touch {}", file.display()),
-    ]);
-    out.assert_code(77);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json(format!("touch {}", file.display()))
+        .opts(&["--target", "box"])
+        .code(77)
+        .json();
     assert_eq!(v["blocked"]["kind"], "approval", "{v}");
     let text = s(&v, "text");
     assert!(
@@ -1056,7 +1070,7 @@ fn with_no_one_to_ask_here_the_targets_unattended_decides_at_once() {
 fn rpc_through_a_target_passes_the_targets_question_to_its_client() {
     let env = TestEnv::new();
     let _remote = asking_target(&env);
-    let mut rpc = LiveServer::start(&env, &["rpc", "--target", "box"]);
+    let mut rpc = env.rpc(&["--target", "box"]);
     let yes = env.work().join("rpc-remote-yes.txt");
     let no = env.work().join("rpc-remote-no.txt");
     rpc.send(json!({"id": "y", "type": "bash", "command": format!("touch {}", yes.display())}));
@@ -1064,9 +1078,12 @@ fn rpc_through_a_target_passes_the_targets_question_to_its_client() {
     assert_eq!(q["request"], "y", "{q}");
     assert_eq!(q["rule"], "touch", "{q}");
     assert!(!yes.exists());
-    let ack = rpc.ask(json!({"id": q["id"], "type": "approve", "decision": "allow"}));
+    let (ack, r) = rpc.approve(
+        json!({"id": q["id"], "type": "approve", "decision": "allow"}),
+        "y",
+    );
     assert_eq!(ack["success"], true, "{ack}");
-    let r = &rpc.responses(&["y"])[0];
+    let r = &r["data"];
     assert_eq!(r["exit_code"], 0, "{r}");
     assert!(yes.exists());
 

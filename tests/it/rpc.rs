@@ -1,133 +1,17 @@
 //! `agentbash rpc` driven over real pipes (docs/PROTOCOL.md).
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    Gate, HANG_CAP, descendants, nonce, scaled, thread_count, wait_for_cmdline, wait_for_path,
+    Gate, HANG_CAP, LiveServer, TestEnv, descendants, nonce, scaled, thread_count,
+    wait_for_cmdline, wait_for_path,
 };
-
-struct Rpc {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<Value>,
-    _state: tempfile::TempDir,
-    _profile: Option<tempfile::TempDir>,
-}
-
-impl Rpc {
-    fn start() -> Rpc {
-        Self::start_with(&[])
-    }
-
-    /// With a profile whose TOML is `profile` (empty: the default profile).
-    fn start_with_profile(profile: &str) -> Rpc {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("server.toml");
-        std::fs::write(&path, profile).expect("write profile");
-        let mut rpc = Self::start_with(&["--profile", &path.display().to_string()]);
-        rpc._profile = Some(dir);
-        rpc
-    }
-
-    fn start_with(args: &[&str]) -> Rpc {
-        let state = tempfile::tempdir().expect("temp dir");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentbash"))
-            .arg("rpc")
-            .args(args)
-            .env("AGENTBASH_STATE_DIR", state.path())
-            .env("HOME", state.path())
-            .env_remove("AGENTBASH_PROFILE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("agentbash rpc starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("non-JSON line on stdout ({e}): {line}"));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        Rpc {
-            stdin: child.stdin.take(),
-            child,
-            lines: rx,
-            _state: state,
-            _profile: None,
-        }
-    }
-
-    fn send_raw(&mut self, line: &str) {
-        let s = self.stdin.as_mut().expect("stdin open");
-        s.write_all(line.as_bytes()).expect("write");
-        s.write_all(b"\n").expect("write");
-        s.flush().expect("flush");
-    }
-
-    fn send(&mut self, v: Value) {
-        self.send_raw(&v.to_string());
-    }
-
-    fn next(&self) -> Value {
-        self.lines
-            .recv_timeout(HANG_CAP)
-            .expect("a message within the hang cap")
-    }
-
-    /// Messages until the response for `id` (inclusive).
-    fn until_response(&self, id: &Value) -> Vec<Value> {
-        let mut got = Vec::new();
-        loop {
-            let m = self.next();
-            let done = m["type"] == "response" && &m["id"] == id;
-            got.push(m);
-            if done {
-                return got;
-            }
-        }
-    }
-
-    fn close(mut self) -> (std::process::ExitStatus, Vec<Value>) {
-        drop(self.stdin.take());
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                // The reader thread may still be reading the last lines from the pipe.
-                let mut rest = Vec::new();
-                while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
-                    rest.push(line);
-                }
-                return (status, rest);
-            }
-            assert!(
-                start.elapsed() < scaled(Duration::from_secs(15)),
-                "rpc did not exit after EOF"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Rpc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 fn bash_request_answers_with_the_result() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     rpc.send(json!({"id": "1", "type": "bash", "command": "echo hi; exit 4"}));
     let msgs = rpc.until_response(&json!("1"));
     let r = msgs.last().expect("response");
@@ -146,13 +30,14 @@ fn bash_request_answers_with_the_result() {
 
 #[test]
 fn streamed_output_comes_in_order_before_the_response() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     // `two` waits at a gate the test opens once `one` has arrived on its own.
     let dir = tempfile::tempdir().expect("temp dir");
     let gate = Gate::in_dir(dir.path(), "two");
     let command = format!("echo one; {}; echo two", gate.wait());
     rpc.send(json!({"id": 7, "type": "bash", "command": command, "stream": true}));
-    let first = rpc.next();
+    let first = rpc.next(HANG_CAP);
     assert_eq!(
         (&first["type"], &first["data"]),
         (&json!("output"), &json!("one\n")),
@@ -179,7 +64,8 @@ fn streamed_output_comes_in_order_before_the_response() {
 /// would wait for ever and the others never start).
 #[test]
 fn requests_run_concurrently() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     let dir = tempfile::tempdir().expect("temp dir");
     let gate = Gate::in_dir(dir.path(), "go");
     for i in 0..4 {
@@ -197,7 +83,7 @@ fn requests_run_concurrently() {
     gate.open();
     let mut done = 0;
     while done < 4 {
-        let m = rpc.next();
+        let m = rpc.next(HANG_CAP);
         if m["type"] == "response" {
             assert_eq!(m["data"]["exit_code"], 0, "{m}");
             done += 1;
@@ -207,7 +93,8 @@ fn requests_run_concurrently() {
 
 #[test]
 fn abort_with_and_without_target() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     let [a, b] = ["a", "b"].map(|_| format!("sleep 30.{}", nonce()));
     rpc.send(json!({"id": "a", "type": "bash", "command": a}));
     rpc.send(json!({"id": "b", "type": "bash", "command": b}));
@@ -237,7 +124,8 @@ fn abort_with_and_without_target() {
 /// stopped; nothing outlived it. The annotation leads `text` and is not `output`.
 #[test]
 fn abort_lists_no_live_shell_as_background() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     for (id, rest) in [("s", "; true"), ("p", "")] {
         let sleep = format!("sleep 30.{}", nonce());
         let command = format!("{sleep}{rest}");
@@ -260,7 +148,8 @@ fn abort_lists_no_live_shell_as_background() {
 
 #[test]
 fn malformed_input_is_answered_and_the_server_keeps_serving() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     let cases: Vec<(String, &str)> = vec![
         ("not json".into(), "malformed JSON"),
         (
@@ -295,7 +184,7 @@ fn malformed_input_is_answered_and_the_server_keeps_serving() {
     ];
     for (line, want) in &cases {
         rpc.send_raw(line);
-        let m = rpc.next();
+        let m = rpc.next(HANG_CAP);
         assert_eq!(m["success"], false, "{line}: {m}");
         assert!(
             m["error"].as_str().unwrap_or("").contains(want),
@@ -307,7 +196,7 @@ fn malformed_input_is_answered_and_the_server_keeps_serving() {
         "a".repeat(20 << 20)
     );
     rpc.send_raw(&huge);
-    let m = rpc.next();
+    let m = rpc.next(HANG_CAP);
     assert_eq!(m["success"], false);
     assert!(
         m["error"].as_str().unwrap_or("").contains("too long"),
@@ -321,10 +210,11 @@ fn malformed_input_is_answered_and_the_server_keeps_serving() {
 /// EOF means "no more requests": what was accepted still runs and is answered.
 #[test]
 fn eof_lets_every_accepted_request_finish_and_answer_then_exits_zero() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     rpc.send(json!({"id": "slow", "type": "bash", "command": "sleep 0.5; echo done"}));
     rpc.send(json!({"id": "fast", "type": "bash", "command": "echo quick"}));
-    let (status, rest) = rpc.close();
+    let (status, rest) = rpc.finish();
     assert!(status.success(), "{status}");
     let answer = |id: &str| {
         rest.iter()
@@ -366,15 +256,16 @@ fn requests_piped_in_are_a_batch() {
 /// A stop signal still aborts what runs after EOF (the batch is being finished).
 #[test]
 fn a_stop_signal_after_eof_aborts_what_still_runs() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     let sleep = format!("sleep 30.{}", nonce());
     rpc.send(json!({"id": "long", "type": "bash", "command": sleep}));
     assert!(wait_for_cmdline(&sleep, HANG_CAP), "{sleep} never started");
-    drop(rpc.stdin.take());
+    rpc.close_stdin();
     // SAFETY: signalling our own child.
-    unsafe { libc::kill(rpc.child.id() as i32, libc::SIGTERM) };
+    unsafe { libc::kill(rpc.pid(), libc::SIGTERM) };
     let start = Instant::now();
-    let (status, rest) = rpc.close();
+    let (status, rest) = rpc.finish();
     assert!(status.success(), "{status}");
     assert!(start.elapsed() < scaled(Duration::from_secs(5)));
     let r = rest
@@ -387,7 +278,8 @@ fn a_stop_signal_after_eof_aborts_what_still_runs() {
 /// The handshake a remote target's client starts with (docs/PROTOCOL.md).
 #[test]
 fn hello_answers_the_protocol_version_and_capabilities() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     rpc.send(json!({"id": "h", "type": "hello"}));
     let m = rpc.until_response(&json!("h")).pop().expect("answer");
     assert_eq!(m["success"], true, "{m}");
@@ -402,7 +294,8 @@ fn hello_answers_the_protocol_version_and_capabilities() {
 /// exit with, so a remote run renders as a local one.
 #[test]
 fn events_add_start_notices_and_the_exit_code() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     rpc.send(
         json!({"id": "e", "type": "bash", "command": "echo hi", "timeout": 99999, "events": true}),
     );
@@ -426,23 +319,25 @@ fn events_add_start_notices_and_the_exit_code() {
 
 #[test]
 fn sigterm_aborts_and_exits_zero() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     let sleep = format!("sleep 30.{}", nonce());
     rpc.send(json!({"id": "long", "type": "bash", "command": sleep}));
     assert!(wait_for_cmdline(&sleep, HANG_CAP), "{sleep} never started");
     // SAFETY: signalling our own child.
-    unsafe { libc::kill(rpc.child.id() as i32, libc::SIGTERM) };
+    unsafe { libc::kill(rpc.pid(), libc::SIGTERM) };
     let r = rpc.until_response(&json!("long"));
     assert_eq!(r.last().expect("long")["data"]["cancelled"], true);
-    let (status, _) = rpc.close();
+    let (status, _) = rpc.finish();
     assert!(status.success(), "{status}");
 }
 
 #[test]
 fn requests_beyond_max_concurrent_queue_without_threads_or_processes() {
     const REQUESTS: usize = 300;
-    let mut rpc = Rpc::start_with_profile("[server]\nmax_concurrent = 4\n");
-    let pid = rpc.child.id() as i32;
+    let env = TestEnv::new();
+    let mut rpc = LiveServer::rpc_with_profile(&env, "[server]\nmax_concurrent = 4\n");
+    let pid = rpc.pid();
     let idle_threads = thread_count(pid);
     rpc.send(json!({"id": "first", "type": "bash", "command": "sleep 30"}));
     for i in 0..REQUESTS {
@@ -456,7 +351,7 @@ fn requests_beyond_max_concurrent_queue_without_threads_or_processes() {
     while sampling.elapsed() < Duration::from_millis(1500) {
         max_threads = max_threads.max(thread_count(pid));
         max_procs = max_procs.max(descendants(pid).len());
-        answered.extend(rpc.lines.try_iter());
+        answered.extend(rpc.drain());
         std::thread::sleep(Duration::from_millis(20));
     }
     eprintln!(
@@ -478,7 +373,7 @@ fn requests_beyond_max_concurrent_queue_without_threads_or_processes() {
     rpc.send(json!({"id": "abort", "type": "abort_bash", "target": "last"}));
     let mut got = answered;
     let aborted = loop {
-        let m = rpc.next();
+        let m = rpc.next(HANG_CAP);
         if m["id"] == "last" {
             break m;
         }
@@ -497,7 +392,7 @@ fn requests_beyond_max_concurrent_queue_without_threads_or_processes() {
         < REQUESTS + 1
     {
         assert!(Instant::now() < deadline, "only {} answers", got.len());
-        got.push(rpc.next());
+        got.push(rpc.next(HANG_CAP));
     }
     let bash: Vec<&Value> = got.iter().filter(|m| m["command"] == "bash").collect();
     for i in 0..REQUESTS {
@@ -505,15 +400,13 @@ fn requests_beyond_max_concurrent_queue_without_threads_or_processes() {
         assert_eq!(answers.len(), 1, "request {i}: {answers:?}");
         assert_eq!(answers[0]["data"]["output"], "42\n", "{}", answers[0]);
     }
-    assert!(
-        !rpc._state.path().join("ran").exists(),
-        "the aborted request ran"
-    );
+    assert!(!env.home().join("ran").exists(), "the aborted request ran");
 }
 
 #[test]
 fn a_command_defining_builtin_functions_does_not_break_the_live_shell() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     let hijack = "builtin() { echo hijacked; }; printf() { echo hijacked; }";
     let requests = [
         (
@@ -550,7 +443,8 @@ fn a_command_defining_builtin_functions_does_not_break_the_live_shell() {
 /// takes it — is a view: the command runs to completion with its own exit code.
 #[test]
 fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     let dir = tempfile::tempdir().expect("temp dir");
     let cwd = dir.path().display().to_string();
     rpc.send(json!({"id": "1", "type": "bash", "command": "export X=7", "session": "s"}));
@@ -613,7 +507,8 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
 /// run. They are answered as soon as the line is read.
 #[test]
 fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
-    let mut rpc = Rpc::start_with_profile("[server]\nmax_concurrent = 1\n");
+    let env = TestEnv::new();
+    let mut rpc = LiveServer::rpc_with_profile(&env, "[server]\nmax_concurrent = 1\n");
     // The one slot is held until the test opens the gate: every answer below comes
     // while it is taken.
     let dir = tempfile::tempdir().expect("temp dir");
@@ -649,7 +544,7 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
         request["id"] = json!(i);
         request["type"] = json!("bash");
         rpc.send(request.clone());
-        let m = rpc.next();
+        let m = rpc.next(HANG_CAP);
         assert_eq!(m["id"], i, "{request}: answered {m} first");
         assert_eq!(m["success"], false, "{m}");
         assert!(
@@ -669,7 +564,8 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
 /// is wrong with it — and the pending request still gets its own answer.
 #[test]
 fn a_duplicate_pending_id_is_rejected_unmistakably() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     rpc.send(json!({"id": "a", "type": "bash", "command": "sleep 1; echo real"}));
     for dup in [
         json!({"id": "a", "type": "bash", "command": "echo dup"}),
@@ -677,7 +573,7 @@ fn a_duplicate_pending_id_is_rejected_unmistakably() {
         json!({"id": "a", "type": "launch"}),
     ] {
         rpc.send(dup.clone());
-        let m = rpc.next();
+        let m = rpc.next(HANG_CAP);
         assert_eq!(m["id"], Value::Null, "{dup}: {m}");
         assert_eq!(m["rejected"], true, "{m}");
         assert_eq!(m["duplicate_id"], "a", "{m}");
@@ -700,7 +596,8 @@ fn a_duplicate_pending_id_is_rejected_unmistakably() {
 /// (it said `requested 0s`).
 #[test]
 fn numeric_strings_a_bom_and_negative_timeouts_are_read_as_mcp_reads_them() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     rpc.send(
         json!({"id": "t", "type": "bash", "command": "seq 1 9", "timeout": "5", "tail": " 2 "}),
     );
@@ -722,7 +619,7 @@ fn numeric_strings_a_bom_and_negative_timeouts_are_read_as_mcp_reads_them() {
         assert!(notices.contains("requested -5s"), "{notices}");
     }
     rpc.send(json!({"id": "bad", "type": "bash", "command": "true", "timeout": "1.5"}));
-    let m = rpc.next();
+    let m = rpc.next(HANG_CAP);
     assert!(
         m["error"]
             .as_str()
@@ -738,7 +635,8 @@ fn numeric_strings_a_bom_and_negative_timeouts_are_read_as_mcp_reads_them() {
 /// notice, and the next request gets a fresh shell silently.
 #[test]
 fn a_command_killing_its_live_shell_reports_the_shells_end() {
-    let mut rpc = Rpc::start();
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
     let cases = [
         ("kill -TERM $$", "", 143, "SIGTERM"),
         ("echo a; kill -KILL $$", "a\n", 137, "SIGKILL"),
@@ -790,13 +688,15 @@ fn job_start_with_an_invalid_ready_regex_starts_nothing() {
         "the readiness regex \"(unclosed\" (--ready, or `ready` over rpc and mcp) is invalid: unclosed group",
         "{v}"
     );
-    let list = env.run(&["job", "list", "--json"]);
-    let jobs = list.json();
+    let jobs = env.test().args(&["job", "list", "--json"]).json();
     assert_eq!(jobs["jobs"], json!([]), "{jobs}");
     assert!(!env.work().join("started").exists(), "the command ran");
     // The CLI refuses it the same way, as a usage error.
-    let out = env.run(&["job", "start", "--ready", "(", "--", "touch started"]);
-    out.assert_code(2);
+    let out = env
+        .test()
+        .args(&["job", "start", "--ready", "(", "--", "touch started"])
+        .code(2)
+        .run();
     assert!(
         out.stderr.contains("the readiness regex \"(\""),
         "{}",

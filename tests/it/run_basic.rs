@@ -3,7 +3,7 @@
 //! (issue 2, items 1, 2, 8, 9, 10 and 13).
 
 use crate::support::{
-    Gate, HANG_CAP, TestEnv, bin, has_program, kill_cmdline, needs_program, nonce,
+    Gate, HANG_CAP, Test, TestEnv, bin, has_program, kill_cmdline, needs_program, nonce,
     procs_with_cmdline, re, s, scaled, skip, u,
 };
 use std::process::Command;
@@ -11,10 +11,11 @@ use std::time::Duration;
 
 #[test]
 fn echo_prints_and_exits_zero() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--", "echo", "hi"]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "hi\n");
+    Test::new()
+        .args(&["run", "--", "echo", "hi"])
+        .code(0)
+        .stdout("hi\n")
+        .run();
 }
 
 /// One word after `--` is a shell command text; several are an argv whose words
@@ -23,8 +24,11 @@ fn echo_prints_and_exits_zero() {
 #[test]
 fn words_after_the_separator_keep_their_quoting() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--", "printf '%s\\n' a b | wc -l"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_text("printf '%s\\n' a b | wc -l")
+        .code(0)
+        .run();
     assert_eq!(out.stdout.trim(), "2", "one word is a command text");
     let cases: &[(&[&str], &str)] = &[
         (&["printf", "%s\\n", "a b"], "a b\n"),
@@ -49,15 +53,17 @@ fn words_after_the_separator_keep_their_quoting() {
         "printf '%s\\n' 'a b'",
         "{v:#}"
     );
-    let out = env.run(&["rules", "test", "--", "cat", "my file"]);
-    assert!(out.stdout.contains("cat 'my file'"), "{}", out.stdout);
+    env.test()
+        .args(&["rules", "test", "--", "cat", "my file"])
+        .stdout_has("cat 'my file'")
+        .run();
 }
 
 /// The README's own example: `curl -w '%{http_code}\n'` printed `200n`.
 #[test]
 fn the_readme_curl_example_prints_the_status_code() {
-    use std::io::{Read, Write};
     let env = TestEnv::new();
+    use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     let port = listener.local_addr().expect("addr").port();
     let server = std::thread::spawn(move || {
@@ -68,37 +74,32 @@ fn the_readme_curl_example_prints_the_status_code() {
             conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
     });
     let url = format!("127.0.0.1:{port}");
-    let out = env.run(&[
-        "run",
-        "--",
-        "curl",
-        "-s",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_code}\\n",
-        &url,
-    ]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "200\n");
+    env.test()
+        .args(&[
+            "run",
+            "--",
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}\\n",
+            &url,
+        ])
+        .code(0)
+        .stdout("200\n")
+        .run();
     server.join().expect("server thread");
 }
 
 #[test]
 fn nonzero_exit_is_passed_through_and_reported_on_stderr() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--", "exit 3"]);
-    out.assert_code(3);
-    assert!(
-        out.stderr.contains("Command exited with code 3"),
-        "stderr: {:?}",
-        out.stderr
-    );
-    assert!(
-        !out.stdout.contains("Command exited"),
-        "notices belong on stderr when stdout is a pipe; stdout: {:?}",
-        out.stdout
-    );
+    Test::new()
+        .run_text("exit 3")
+        .code(3)
+        .stderr_has("Command exited with code 3")
+        .stdout_lacks("Command exited")
+        .run();
 }
 
 /// Every field of the result object (docs/PROTOCOL.md).
@@ -137,9 +138,11 @@ const RESULT_FIELDS: &[&str] = &[
 
 #[test]
 fn json_has_every_result_field() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--format", "json", "--", "echo hi"]);
-    out.assert_code(0);
+    let out = Test::new()
+        .run_text("echo hi")
+        .opts(&["--format", "json"])
+        .code(0)
+        .run();
     let v = out.json();
     let obj = v.as_object().expect("a JSON object");
     let missing: Vec<&&str> = RESULT_FIELDS
@@ -181,10 +184,12 @@ fn json_has_every_result_field() {
 #[test]
 fn json_flag_is_format_json_and_reports_cwds() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "--", "cd /; exit 4"]);
-    out.assert_code(4);
-    let v = out.json();
-    assert_eq!(v["exit_code"], 4);
+    let v = env
+        .test()
+        .run_json("cd /; exit 4")
+        .code(4)
+        .field("exit_code", 4)
+        .json();
     assert_eq!(s(&v, "cwd"), env.work().display().to_string());
     assert!(
         v["notices"]
@@ -203,7 +208,11 @@ fn ndjson_streams_output_while_the_command_runs() {
     let env = TestEnv::new();
     let gate = Gate::new(&env, "b");
     let cmd = format!("echo a; {}; echo b", gate.wait());
-    let mut run = env.cmd(&["run", "--format", "ndjson", "--", &cmd]).spawn();
+    let mut run = env
+        .test()
+        .run_text(&cmd)
+        .opts(&["--format", "ndjson"])
+        .spawn();
     let (_, first) = run.wait_for_event("start", HANG_CAP);
     assert_eq!(first["command"], cmd.as_str());
     let (_, ev) = run.wait_for_event("output", HANG_CAP);
@@ -237,9 +246,11 @@ fn ndjson_streams_output_while_the_command_runs() {
 /// must not come before it.
 #[test]
 fn ndjson_start_comes_before_notices() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--format", "ndjson", "-t", "99999", "--", "echo hi"]);
-    out.assert_code(0);
+    let out = Test::new()
+        .run_text("echo hi")
+        .opts(&["--format", "ndjson", "-t", "99999"])
+        .code(0)
+        .run();
     let events = out.ndjson();
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert!(
@@ -258,13 +269,11 @@ fn ndjson_start_comes_before_notices() {
 fn background_job_holding_the_pipe_does_not_hang() {
     let env = TestEnv::new();
     let sleep = format!("sleep 5.{}", nonce());
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--",
-        &format!("{{ {sleep}; echo late; }} & echo immediate"),
-    ]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_json(format!("{{ {sleep}; echo late; }} & echo immediate"))
+        .code(0)
+        .run();
     assert!(
         out.elapsed < scaled(Duration::from_millis(1500)),
         "took {:?}",
@@ -277,13 +286,12 @@ fn background_job_holding_the_pipe_does_not_hang() {
 
 #[test]
 fn stdin_is_the_null_device_by_default() {
-    let env = TestEnv::new();
     // Even with data waiting on agentbash's stdin, `cat` must not see it.
-    let out = env
-        .cmd(&["run", "--json", "--", "cat"])
+    let out = Test::new()
+        .run_json("cat")
         .stdin("should not be read\n")
+        .code(0)
         .run();
-    out.assert_code(0);
     assert!(
         out.elapsed < scaled(Duration::from_secs(3)),
         "took {:?}",
@@ -295,13 +303,13 @@ fn stdin_is_the_null_device_by_default() {
 
 #[test]
 fn stdin_flag_passes_stdin_through() {
-    let env = TestEnv::new();
-    let out = env
-        .cmd(&["run", "--stdin", "--", "cat"])
+    Test::new()
+        .run_text("cat")
+        .opts(&["--stdin"])
         .stdin("piped\n")
+        .code(0)
+        .stdout("piped\n")
         .run();
-    out.assert_code(0);
-    assert_eq!(out.stdout, "piped\n");
 }
 
 /// The command has no controlling terminal even when agentbash runs on one: opening
@@ -364,17 +372,20 @@ fn git_log_with_long_history_does_not_wait_on_a_pager() {
         "git setup failed: {}",
         String::from_utf8_lossy(&setup.stderr)
     );
-    let out = env.run(&["run", "--json", "-C", "repo", "--", "git log"]);
-    out.assert_code(0);
-    let v = out.json();
-    assert!(
-        s(&v, "output").contains("    msg 300"),
-        "{}",
-        s(&v, "output")
-    );
+    let v = env
+        .test()
+        .run_json("git log")
+        .opts(&["-C", "repo"])
+        .code(0)
+        .output_has("    msg 300")
+        .json();
     assert!(u(&v, "total_lines") >= 300 * 5, "{v:#}");
-    let out = env.run(&["run", "-C", "repo", "--", "git log --oneline"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_text("git log --oneline")
+        .opts(&["-C", "repo"])
+        .code(0)
+        .run();
     assert_eq!(out.stdout.lines().count(), 300);
     assert!(out.stdout.lines().last().unwrap().ends_with("msg 1"));
 }
@@ -383,10 +394,12 @@ fn git_log_with_long_history_does_not_wait_on_a_pager() {
 fn background_kill_lists_and_ends_the_job() {
     let env = TestEnv::new();
     let sleep = format!("sleep 399.{}", nonce());
-    let out = env.run(&["run", "--json", "--", &format!("{sleep} & echo started")]);
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "output"), "started\n");
+    let v = env
+        .test()
+        .run_json(format!("{sleep} & echo started"))
+        .code(0)
+        .output("started\n")
+        .json();
     let killed = v["background_killed"]
         .as_array()
         .expect("background_killed");
@@ -404,16 +417,12 @@ fn background_kill_lists_and_ends_the_job() {
 #[test]
 fn background_keep_lets_the_job_survive() {
     let env = TestEnv::new();
-    env.write("keep.toml", "[process]\nbackground = \"keep\"\n");
     let sleep = format!("sleep 398.{}", nonce());
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./keep.toml",
-        "--",
-        &format!("{sleep} & echo started"),
-    ]);
+    let out = env
+        .test()
+        .run_json(format!("{sleep} & echo started"))
+        .profile_file("keep.toml", "[process]\nbackground = \"keep\"\n")
+        .run();
     let alive = procs_with_cmdline(&sleep, Duration::ZERO);
     kill_cmdline(&sleep);
     out.assert_code(0);
@@ -433,8 +442,12 @@ fn background_keep_lets_the_job_survive() {
 fn missing_cwd_is_an_error_and_runs_nothing() {
     let env = TestEnv::new();
     let missing = format!("/nonexistent-{}", nonce());
-    let out = env.run(&["run", "-C", &missing, "--", "touch ran"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("touch ran")
+        .opts(&["-C", &missing])
+        .code(125)
+        .run();
     assert!(
         out.stderr
             .contains(&format!("Working directory does not exist: {missing}")),
@@ -442,8 +455,12 @@ fn missing_cwd_is_an_error_and_runs_nothing() {
         out.stderr
     );
     assert!(!env.work().join("ran").exists());
-    let out = env.run(&["run", "--json", "-C", &missing, "--", "touch ran"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_json("touch ran")
+        .opts(&["-C", &missing])
+        .code(125)
+        .run();
     assert!(
         out.json()["text"]
             .as_str()
@@ -458,16 +475,15 @@ fn missing_cwd_is_an_error_and_runs_nothing() {
 fn file_as_cwd_is_an_error() {
     let env = TestEnv::new();
     let f = env.write("f.txt", "x");
-    let out = env.run(&["run", "-C", "f.txt", "--", "true"]);
-    out.assert_code(125);
-    assert!(
-        out.stderr.contains(&format!(
+    env.test()
+        .run_text("true")
+        .opts(&["-C", "f.txt"])
+        .code(125)
+        .stderr_has(format!(
             "Working directory is not a directory: {}",
             f.display()
-        )),
-        "stderr: {:?}",
-        out.stderr
-    );
+        ))
+        .run();
 }
 
 #[test]
@@ -475,8 +491,12 @@ fn relative_cwd_resolves_against_the_invoking_dir() {
     let env = TestEnv::new();
     std::fs::create_dir_all(env.work().join("a/sub")).unwrap();
     std::fs::create_dir_all(env.work().join("b")).unwrap();
-    let out = env.run(&["run", "--json", "-C", "a/sub", "--", "pwd -P"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_json("pwd -P")
+        .opts(&["-C", "a/sub"])
+        .code(0)
+        .run();
     let want = env.work().join("a/sub").canonicalize().unwrap();
     assert_eq!(s(&out.json(), "output"), format!("{}\n", want.display()));
     assert_eq!(
@@ -484,10 +504,12 @@ fn relative_cwd_resolves_against_the_invoking_dir() {
         env.work().join("a/sub").display().to_string()
     );
     let out = env
-        .cmd(&["run", "--json", "-C", "../b", "--", "pwd -P"])
+        .test()
+        .run_json("pwd -P")
+        .opts(&["-C", "../b"])
         .current_dir(env.work().join("a"))
+        .code(0)
         .run();
-    out.assert_code(0);
     let want = env.work().join("b").canonicalize().unwrap();
     assert_eq!(s(&out.json(), "output"), format!("{}\n", want.display()));
 }
@@ -495,9 +517,12 @@ fn relative_cwd_resolves_against_the_invoking_dir() {
 #[test]
 fn missing_shell_names_the_profile_key() {
     let env = TestEnv::new();
-    env.write("p.toml", "[shell]\npath = \"/no/such/shell\"\n");
-    let out = env.run(&["run", "-p", "./p.toml", "--", "touch ran"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("touch ran")
+        .profile_file("p.toml", "[shell]\npath = \"/no/such/shell\"\n")
+        .code(125)
+        .run();
     assert!(
         out.stderr.contains("shell.path") && out.stderr.contains("/no/such/shell"),
         "stderr: {:?}",
@@ -510,54 +535,61 @@ fn missing_shell_names_the_profile_key() {
 fn color_always_is_accepted_in_a_pipe() {
     let env = TestEnv::new();
     for when in ["always", "never", "auto"] {
-        let out = env.run(&["run", "--color", when, "--", "echo hi"]);
-        out.assert_code(0);
-        assert_eq!(out.stdout, "hi\n", "--color {when}");
+        env.test()
+            .run_text("echo hi")
+            .opts(&["--color", when])
+            .code(0)
+            .stdout("hi\n")
+            .run();
     }
-    let out = env.run(&["run", "--color", "sometimes", "--", "echo hi"]);
-    out.assert_code(2);
+    env.test()
+        .run_text("echo hi")
+        .opts(&["--color", "sometimes"])
+        .code(2)
+        .run();
 }
 
 #[test]
 fn quiet_suppresses_notices() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "-q", "-t", "99999", "--", "echo hi; exit 3"]);
-    out.assert_code(3);
-    assert_eq!(out.stdout, "hi\n");
-    assert_eq!(out.stderr, "", "-q must keep stderr free of notices");
+    env.test()
+        .run_text("echo hi; exit 3")
+        .opts(&["-q", "-t", "99999"])
+        .code(3)
+        .stdout("hi\n")
+        .stderr("")
+        .run();
     // Without -q the same run does talk.
-    let out = env.run(&["run", "-t", "99999", "--", "echo hi; exit 3"]);
-    assert!(out.stderr.contains("Timeout clamped"), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("Command exited with code 3"),
-        "{}",
-        out.stderr
-    );
+    env.test()
+        .run_text("echo hi; exit 3")
+        .opts(&["-t", "99999"])
+        .stderr_has("Timeout clamped")
+        .stderr_has("Command exited with code 3")
+        .run();
 }
 
 #[test]
 fn a_command_exiting_124_is_not_a_timeout() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "--", "exit 124"]);
-    out.assert_code(124);
-    let v = out.json();
-    assert_eq!(v["timed_out"], false);
-    assert_eq!(v["exit_code"], 124);
+    Test::new()
+        .run_json("exit 124")
+        .code(124)
+        .field("timed_out", false)
+        .field("exit_code", 124)
+        .run();
 }
 
 #[test]
 fn daemonized_job_detached_from_the_pipe_is_killed_and_listed() {
     let env = TestEnv::new();
     let sleep = format!("sleep 397.{}", nonce());
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--",
-        &format!("( setsid {sleep} > /dev/null 2>&1 < /dev/null & ) ; echo done"),
-    ]);
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "output"), "done\n");
+    let v = env
+        .test()
+        .run_json(format!(
+            "( setsid {sleep} > /dev/null 2>&1 < /dev/null & ) ; echo done"
+        ))
+        .code(0)
+        .output("done\n")
+        .json();
     let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
     assert!(
         left.is_empty(),
@@ -577,14 +609,15 @@ fn daemonized_job_detached_from_the_pipe_is_killed_and_listed() {
 #[test]
 fn no_pty_env_overrides_a_forced_pty_with_a_notice() {
     let env = TestEnv::new();
-    let out = env
-        .cmd(&["run", "--json", "--pty", "--", "echo hi"])
+    let v = env
+        .test()
+        .run_json("echo hi")
+        .opts(&["--pty"])
         .env("AGENTBASH_NO_PTY", "1")
-        .run();
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "mode"), "print");
-    assert_eq!(s(&v, "output"), "hi\n");
+        .code(0)
+        .field("mode", "print")
+        .output("hi\n")
+        .json();
     assert!(
         v["notices"]
             .as_array()
@@ -598,34 +631,22 @@ fn no_pty_env_overrides_a_forced_pty_with_a_notice() {
 
 #[test]
 fn auto_mode_in_a_pipe_is_print_mode() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[pty]\nmode = \"on\"\n");
-    let v = env
-        .run(&[
-            "run",
-            "--json",
-            "-p",
-            "./p.toml",
-            "--",
-            "test -t 1 && echo tty || echo pipe",
-        ])
-        .json();
-    assert_eq!(s(&v, "mode"), "print");
-    assert_eq!(s(&v, "output"), "pipe\n");
+    Test::new()
+        .run_json("test -t 1 && echo tty || echo pipe")
+        .profile_file("p.toml", "[pty]\nmode = \"on\"\n")
+        .field("mode", "print")
+        .output("pipe\n")
+        .run();
 }
 
 #[test]
 fn file_size_limit_kills_the_writer() {
     let env = TestEnv::new();
-    env.write("p.toml", "[limits]\nfile_size_mb = 1\n");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./p.toml",
-        "--",
-        "head -c 2000000 /dev/zero > big",
-    ]);
+    let out = env
+        .test()
+        .run_json("head -c 2000000 /dev/zero > big")
+        .profile_file("p.toml", "[limits]\nfile_size_mb = 1\n")
+        .run();
     // SIGXFSZ is signal 25.
     out.assert_code(128 + 25);
     assert!(std::fs::metadata(env.work().join("big")).unwrap().len() <= 1024 * 1024);
@@ -636,16 +657,10 @@ fn file_size_limit_kills_the_writer() {
 /// "exit 137" without the "CPU time limit (limits.cpu_seconds)" explanation.
 #[test]
 fn cpu_limit_is_reported_as_such() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[limits]\ncpu_seconds = 1\n");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./p.toml",
-        "--",
-        "while :; do :; done",
-    ]);
+    let out = Test::new()
+        .run_json("while :; do :; done")
+        .profile_file("p.toml", "[limits]\ncpu_seconds = 1\n")
+        .run();
     assert_ne!(out.code(), Some(0));
     let v = out.json();
     assert!(
@@ -664,48 +679,43 @@ fn cpu_limit_is_reported_as_such() {
 #[test]
 fn shell_prefix_and_args_are_applied() {
     let env = TestEnv::new();
-    env.write("p.toml", "[shell]\nprefix = \"env FOO=bar\"\n");
-    let v = env
-        .run(&["run", "--json", "-p", "./p.toml", "--", "printenv FOO"])
-        .json();
-    assert_eq!(s(&v, "output"), "bar\n");
-    env.write("q.toml", "[shell]\nargs = [\"-e\", \"-c\"]\n");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./q.toml",
-        "--",
-        "echo before; false; echo after",
-    ]);
-    out.assert_code(1);
+    env.test()
+        .run_json("printenv FOO")
+        .profile_file("p.toml", "[shell]\nprefix = \"env FOO=bar\"\n")
+        .output("bar\n")
+        .run();
+    let out = env
+        .test()
+        .run_json("echo before; false; echo after")
+        .profile_file("q.toml", "[shell]\nargs = [\"-e\", \"-c\"]\n")
+        .code(1)
+        .run();
     assert_eq!(s(&out.json(), "output"), "before\n");
-    env.write("r.toml", "[shell]\npath = \"sh\"\n");
-    let out = env.run(&["run", "--json", "-p", "./r.toml", "--", "echo hi"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_json("echo hi")
+        .profile_file("r.toml", "[shell]\npath = \"sh\"\n")
+        .code(0)
+        .run();
     assert_eq!(s(&out.json(), "output"), "hi\n");
 }
 
 #[test]
 fn command_signalling_its_own_group_does_not_take_agentbash_down() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "--", "echo x; kill 0"]);
-    out.assert_code(143);
-    let v = out.json();
-    assert_eq!(v["signal"], "SIGTERM");
-    assert_eq!(s(&v, "output"), "x\n");
+    Test::new()
+        .run_json("echo x; kill 0")
+        .code(143)
+        .field("signal", "SIGTERM")
+        .output("x\n")
+        .run();
 }
 
 #[test]
 fn closing_stdout_early_still_waits_for_the_exit_status() {
-    let env = TestEnv::new();
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--",
-        "exec >/dev/null 2>&1; sleep 1; exit 5",
-    ]);
-    out.assert_code(5);
+    let out = Test::new()
+        .run_json("exec >/dev/null 2>&1; sleep 1; exit 5")
+        .code(5)
+        .run();
     assert!(
         out.elapsed >= Duration::from_millis(900),
         "took {:?}",
@@ -719,7 +729,7 @@ fn ci_profile_streams_output_into_a_pipe() {
     let env = TestEnv::new();
     let gate = Gate::new(&env, "b");
     let cmd = format!("echo a; {}; echo b", gate.wait());
-    let mut run = env.cmd(&["run", "-p", "ci", "--", &cmd]).spawn();
+    let mut run = env.test().run_text(&cmd).profile("ci").spawn();
     let (_, line) = run.next_line(HANG_CAP).expect("a line");
     assert_eq!(line, "a\n");
     gate.open();
@@ -747,9 +757,11 @@ fn broken_stdout_pipe_exits_zero() {
 /// `168596`, ... instead of starting at `1`.
 #[test]
 fn stream_mode_writes_every_line_in_order() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "-p", "ci", "--", "seq 1 1000000"]);
-    out.assert_code(0);
+    let out = Test::new()
+        .run_text("seq 1 1000000")
+        .profile("ci")
+        .code(0)
+        .run();
     let gap = out
         .stdout
         .lines()
@@ -772,14 +784,9 @@ fn stream_mode_writes_every_line_in_order() {
 fn setsid_job_with_a_cleared_env_is_still_killed() {
     let env = TestEnv::new();
     let sleep = format!("sleep 395.{}", nonce());
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--",
-        &format!(
+    let out = env.test().run_json(format!(
             "( setsid env -i {sleep} > /dev/null 2>&1 & ) ; until pgrep -fx '{sleep}' > /dev/null; do sleep 0.01; done; echo done"
-        ),
-    ]);
+        )).run();
     let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
     kill_cmdline(&sleep);
     out.assert_code(0);
@@ -799,14 +806,11 @@ fn a_stopped_background_server_is_named_in_the_text() {
     let notice = re(
         r#"\[Stopped 1 background process the command left running: python3[\d.]* -m http\.server 0 --bind 127\.0\.0\.1 \(pid (\d+)\)\. To keep a process running, start it as a job: `agentbash job start …` \(MCP: `bash` with `background: true`; rpc: `job_start`\)\]"#,
     );
-    let out = env.run(&["run", "--", cmd]);
-    out.assert_code(0);
+    let out = env.test().run_text(cmd).code(0).run();
     assert!(notice.is_match(&out.stderr), "stderr: {:?}", out.stderr);
     assert!(!out.stdout.contains("Stopped"), "stdout: {:?}", out.stdout);
 
-    let out = env.run(&["run", "--json", "--", cmd]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env.test().run_json(cmd).code(0).json();
     let killed = v["background_killed"]
         .as_array()
         .expect("background_killed");
@@ -828,14 +832,13 @@ fn a_stopped_background_server_is_named_in_the_text() {
 fn the_background_notice_names_five_and_counts_the_rest() {
     let env = TestEnv::new();
     let sleep = format!("sleep 373.{}", nonce());
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--",
-        &format!("for i in 1 2 3 4 5 6 7; do {sleep} & done; echo started"),
-    ]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json(format!(
+            "for i in 1 2 3 4 5 6 7; do {sleep} & done; echo started"
+        ))
+        .code(0)
+        .json();
     assert_eq!(
         v["background_killed"].as_array().map(Vec::len),
         Some(7),

@@ -1,12 +1,12 @@
 //! The kernel sandbox through the real binary: every write, read and connection is
 //! tried for real, on directories each test creates under its own temp root.
 
-use crate::support::{TestEnv, is_root, needs_program, needs_root, s, scaled, skip};
+use crate::support::{Test, TestEnv, is_root, needs_program, needs_root, s, scaled, skip};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A test env with a directory outside the workspace (holding `file`), and a
@@ -38,10 +38,13 @@ impl Sandboxed {
 
     /// `run --json -p sandbox.toml <extra> -- script`.
     fn run(&self, extra: &[&str], script: &str) -> (Option<i32>, Value) {
-        let mut args = vec!["run", "--json", "-p", &self.profile];
-        args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", script]);
-        let out = self.env.run(&args);
+        let out = self
+            .env
+            .test()
+            .run_json(script)
+            .profile(&self.profile)
+            .opts(extra)
+            .run();
         (out.code(), out.json())
     }
 
@@ -393,8 +396,7 @@ fn required_with_an_unavailable_engine_exits_125_and_unrequired_runs_with_a_warn
 #[test]
 fn sandbox_check_reports_each_mechanism() {
     let env = TestEnv::new();
-    let out = env.run(&["sandbox", "check"]);
-    out.assert_code(0);
+    let out = env.test().args(&["sandbox", "check"]).code(0).run();
     for line in [
         "landlock:          ABI ",
         "network isolation: ",
@@ -404,9 +406,11 @@ fn sandbox_check_reports_each_mechanism() {
     ] {
         assert!(out.stdout.contains(line), "{line}\n{}", out.stdout);
     }
-    let out = env.run(&["sandbox", "check", "--json"]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .args(&["sandbox", "check", "--json"])
+        .code(0)
+        .json();
     assert!(
         v["landlock_abi"].as_i64().is_some_and(|abi| abi >= 1),
         "{v}"
@@ -432,10 +436,7 @@ fn explain_shows_mode_engine_workspace_writable_deny_read_and_network() {
     ] {
         assert!(out.stdout.contains(&line), "{line}\n{}", out.stdout);
     }
-    let out = t
-        .env
-        .run(&["explain", "--json", "-p", "strict", "--", "ls"]);
-    let v = out.json();
+    let v = t.env.test().explain_json("ls").profile("strict").json();
     assert_eq!(v["sandbox"]["mode"], "read-only");
     assert_eq!(v["sandbox"]["network"], false);
     assert!(v["sandbox"]["deny_read"].to_string().contains("~/.ssh"));
@@ -443,63 +444,22 @@ fn explain_shows_mode_engine_workspace_writable_deny_read_and_network() {
 
 #[test]
 fn builtin_profiles_set_the_sandbox() {
-    let env = TestEnv::new();
     for (profile, mode) in [
         ("default", "off"),
         ("ci", "off"),
         ("agent", "workspace-write"),
         ("strict", "read-only"),
     ] {
-        let out = env.run(&["explain", "--json", "-p", profile, "--", "true"]);
+        let out = Test::new().explain_json("true").profile(profile).run();
         assert_eq!(out.json()["sandbox"]["mode"], mode, "{profile}");
     }
 }
 
-/// A minimal rpc client: one request at a time, answered before the next.
-struct Rpc {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
-}
-
-impl Rpc {
-    fn start(env: &TestEnv, profile: &str) -> Rpc {
-        let mut child = env
-            .cmd(&["rpc", "-p", profile])
-            .into_command()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("rpc starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        Rpc {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn call(&mut self, id: u64, mut request: Value) -> Value {
-        request["id"] = json!(id);
-        request["type"] = json!("bash");
-        writeln!(self.stdin, "{request}").expect("write");
-        loop {
-            let line = self.lines.next().expect("a response").expect("read");
-            let v: Value = serde_json::from_str(&line).expect("json");
-            if v["type"] == "response" && v["id"] == json!(id) {
-                return v;
-            }
-        }
-    }
-}
-
-impl Drop for Rpc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// An rpc `bash` request `id` with the fields of `request`.
+fn bash(id: u64, mut request: Value) -> Value {
+    request["id"] = json!(id);
+    request["type"] = json!("bash");
+    request
 }
 
 fn response_output(v: &Value) -> String {
@@ -509,17 +469,17 @@ fn response_output(v: &Value) -> String {
 #[test]
 fn rpc_live_shells_are_not_shared_between_sandboxed_and_unsandboxed_requests() {
     let t = Sandboxed::new("mode = \"off\"\nallow_override = true");
-    let mut rpc = Rpc::start(&t.env, &t.profile);
-    let plain = rpc.call(1, json!({"command": "echo $$"}));
-    let plain_again = rpc.call(2, json!({"command": "echo $$"}));
-    let boxed = rpc.call(
+    let mut rpc = t.env.rpc(&["-p", &t.profile]);
+    let plain = rpc.ask(bash(1, json!({"command": "echo $$"})));
+    let plain_again = rpc.ask(bash(2, json!({"command": "echo $$"})));
+    let boxed = rpc.ask(bash(
         3,
         json!({"command": format!("echo $$; touch {}", t.o("b")), "sandbox": "workspace-write"}),
-    );
-    let boxed_again = rpc.call(
+    ));
+    let boxed_again = rpc.ask(bash(
         4,
         json!({"command": "echo $$", "sandbox": "workspace-write"}),
-    );
+    ));
     let pid = |v: &Value| {
         response_output(v)
             .lines()
@@ -531,18 +491,18 @@ fn rpc_live_shells_are_not_shared_between_sandboxed_and_unsandboxed_requests() {
     assert_eq!(pid(&boxed), pid(&boxed_again), "{boxed} {boxed_again}");
     assert_ne!(pid(&plain), pid(&boxed), "{plain} {boxed}");
     assert!(!t.outside.join("b").exists(), "{boxed}");
-    let unboxed = rpc.call(5, json!({"command": format!("touch {}", t.o("c"))}));
+    let unboxed = rpc.ask(bash(5, json!({"command": format!("touch {}", t.o("c"))})));
     assert!(t.outside.join("c").exists(), "{unboxed}");
 }
 
 #[test]
 fn rpc_refuses_a_sandbox_override_unless_the_profile_allows_it() {
     let t = Sandboxed::new("mode = \"workspace-write\"");
-    let mut rpc = Rpc::start(&t.env, &t.profile);
-    let v = rpc.call(
+    let mut rpc = t.env.rpc(&["-p", &t.profile]);
+    let v = rpc.ask(bash(
         1,
         json!({"command": format!("touch {}", t.o("b")), "sandbox": "off"}),
-    );
+    ));
     assert_eq!(v["success"], false, "{v}");
     assert!(
         v["error"]
@@ -551,7 +511,7 @@ fn rpc_refuses_a_sandbox_override_unless_the_profile_allows_it() {
         "{v}"
     );
     assert!(!t.outside.join("b").exists());
-    let v = rpc.call(2, json!({"command": format!("touch {}", t.o("b"))}));
+    let v = rpc.ask(bash(2, json!({"command": format!("touch {}", t.o("b"))})));
     assert!(!t.outside.join("b").exists(), "{v}");
 }
 
@@ -581,7 +541,9 @@ fn another_runs_artifacts_cannot_be_written() {
     let t = Sandboxed::new("mode = \"workspace-write\"");
     let v = t
         .env
-        .run(&["run", "--json", "--tail", "3", "--", "seq 1 200000"])
+        .test()
+        .run_json("seq 1 200000")
+        .opts(&["--tail", "3"])
         .json();
     let artifacts = t.env.state_dir().join("artifacts");
     let files: Vec<PathBuf> = walk(&artifacts);
@@ -680,15 +642,12 @@ fn the_rc_snapshot_is_generated_read_only_under_a_sandboxed_run() {
         ),
     )
     .expect("rc");
-    let out = t.env.run(&[
-        "run",
-        "--json",
-        "-p",
-        &profile.display().to_string(),
-        "--",
-        "rc_function",
-    ]);
-    let v = out.json();
+    let v = t
+        .env
+        .test()
+        .run_json("rc_function")
+        .profile(&profile.display().to_string())
+        .json();
     assert_eq!(
         s(&v, "text"),
         "from-the-rc",
@@ -707,11 +666,11 @@ fn the_rc_snapshot_is_generated_read_only_under_a_sandboxed_run() {
 #[test]
 fn a_peer_cwd_does_not_move_the_workspace() {
     let t = Sandboxed::new("mode = \"workspace-write\"");
-    let mut rpc = Rpc::start(&t.env, &t.profile);
-    let v = rpc.call(
+    let mut rpc = t.env.rpc(&["-p", &t.profile]);
+    let v = rpc.ask(bash(
         1,
         json!({"command": format!("touch {} ; cd / ; touch {}", t.o("via-cwd"), t.o("via-cd")), "cwd": t.outside.display().to_string()}),
-    );
+    ));
     assert!(!t.outside.join("via-cwd").exists(), "{v}");
     assert!(!t.outside.join("via-cd").exists(), "{v}");
     assert_eq!(
@@ -724,9 +683,9 @@ fn a_peer_cwd_does_not_move_the_workspace() {
 #[test]
 fn a_reused_live_shell_reports_the_tmpdir_it_gives_the_command() {
     let t = Sandboxed::new("mode = \"workspace-write\"");
-    let mut rpc = Rpc::start(&t.env, &t.profile);
+    let mut rpc = t.env.rpc(&["-p", &t.profile]);
     for id in 1..=2 {
-        let v = rpc.call(id, json!({"command": "echo $TMPDIR"}));
+        let v = rpc.ask(bash(id, json!({"command": "echo $TMPDIR"})));
         let used = response_output(&v).trim().to_string();
         assert_eq!(
             v["data"]["sandbox"]["tmpdir"].as_str(),
@@ -747,8 +706,7 @@ fn a_reused_live_shell_reports_the_tmpdir_it_gives_the_command() {
 #[test]
 fn sandbox_check_judges_every_built_in_profile() {
     let env = TestEnv::new();
-    let out = env.run(&["sandbox", "check"]);
-    out.assert_code(0);
+    let out = env.test().args(&["sandbox", "check"]).code(0).run();
     for line in [
         "  default   off              runs here (no confinement asked)",
         "  ci        off              runs here (no confinement asked)",

@@ -126,7 +126,9 @@ fn a_sandboxed_cli_session_keeps_ten_state_changes_and_leaves_no_pending_file() 
     let profile = workspace_write(&env);
     for n in 0..STEPS.len() {
         let out = env
-            .cmd(&["run", "--json", "-p", &profile, "-s", "dev", "--", &step(n)])
+            .test()
+            .run_json(step(n))
+            .opts(&["-p", &profile, "-s", "dev"])
             .env("XDG_RUNTIME_DIR", &rt)
             .run();
         assert_step(n, &out.json());
@@ -138,16 +140,9 @@ fn a_sandboxed_cli_session_keeps_ten_state_changes_and_leaves_no_pending_file() 
         );
     }
     let out = env
-        .cmd(&[
-            "run",
-            "--json",
-            "-p",
-            &profile,
-            "-s",
-            "dev",
-            "--",
-            PENDING_MODE,
-        ])
+        .test()
+        .run_json(PENDING_MODE)
+        .opts(&["-p", &profile, "-s", "dev"])
         .env("XDG_RUNTIME_DIR", &rt)
         .run();
     assert_eq!(s(&out.json(), "output"), "600\n", "{}", out.stdout);
@@ -254,19 +249,17 @@ fn a_session_made_in_the_sandbox_is_refused_under_another_policy() {
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["output"], "1\n", "{v}");
     assert!(env.work().join("PLANTED").exists(), "{v}");
-    let shown = env.run(&["session", "show", "dev"]);
-    assert!(
-        shown.stdout.contains("sandbox    workspace-write (engine"),
-        "{}",
-        shown.stdout
-    );
+    env.test()
+        .args(&["session", "show", "dev"])
+        .stdout_has("sandbox    workspace-write (engine")
+        .run();
 }
 
 #[test]
 fn a_session_made_unsandboxed_is_refused_in_the_sandbox_over_rpc_too() {
     let env = TestEnv::new();
     let open = profile(&env, "open", "mode = \"off\"\nallow_override = true", "");
-    let mut rpc = LiveServer::start(&env, &["rpc", "-p", &open]);
+    let mut rpc = env.rpc(&["-p", &open]);
     let made = rpc.ask(json!({"id": 1, "type": "bash", "command": "export X=1", "session": "s"}));
     assert_eq!(made["data"]["exit_code"], 0, "{made}");
     let boxed = rpc.ask(json!({"id": 2, "type": "bash", "command": "echo $X",
@@ -371,12 +364,13 @@ fn sandboxed_package_managers_get_a_private_cache_per_workspace() {
         user_pip.display()
     );
     // The user's CARGO_HOME, as rustup's cargo proxy exports it.
-    let out = env
-        .cmd(&["run", "--json", "-p", &ww, "--", &script])
+    let v = env
+        .test()
+        .run_json(&script)
+        .profile(&ww)
         .env("CARGO_HOME", env.home().join(".cargo"))
-        .run();
-    let v = out.json();
-    assert_eq!(out.code(), Some(0), "{v}");
+        .code(0)
+        .json();
     let cache = PathBuf::from(
         v["sandbox"]["package_cache"]
             .as_str()
@@ -458,11 +452,12 @@ fn sandboxed_package_managers_get_a_private_cache_per_workspace() {
     // Another workspace has a cache of its own.
     let other = env.root().join("other");
     std::fs::create_dir_all(&other).expect("other");
-    let out = env
-        .cmd(&["run", "--json", "-p", &ww, "--", "echo $PIP_CACHE_DIR"])
+    let there = env
+        .test()
+        .run_json("echo $PIP_CACHE_DIR")
+        .profile(&ww)
         .current_dir(&other)
-        .run();
-    let there = out.json();
+        .json();
     assert!(
         !s(&there, "output").starts_with(&cache.display().to_string()),
         "{there}"
@@ -490,13 +485,7 @@ fn artifacts_never_follow_a_symlinked_agentbash_out_of_the_tree() {
     std::os::unix::fs::symlink(&elsewhere, env.work().join(".agentbash")).expect("link");
     // More than the ci profile's 1 MiB tail: the full output would be an artifact.
     let big = "head -c 1500000 /dev/zero | tr '\\0' x; echo";
-    let out = env.run(&["run", "--json", "-p", "ci", "--", big]);
-    let v = out.json();
-    assert_eq!(
-        out.code(),
-        Some(0),
-        "the run goes on without artifacts: {v}"
-    );
+    let v = env.test().run_json(big).profile("ci").code(0).json();
     assert!(v["artifact"].is_null(), "{}", v["artifact"]);
     assert_eq!(
         files(&elsewhere),
@@ -515,11 +504,11 @@ fn artifacts_never_follow_a_symlinked_agentbash_out_of_the_tree() {
     std::fs::remove_file(&link).expect("unlink");
     std::fs::create_dir_all(&link).expect("real .agentbash");
     std::os::unix::fs::symlink(&elsewhere, link.join("artifacts")).expect("link");
-    let v = env.run(&["run", "--json", "-p", "ci", "--", big]).json();
+    let v = env.test().run_json(big).profile("ci").json();
     assert!(v["artifact"].is_null(), "{v}");
     assert_eq!(files(&elsewhere), Vec::<PathBuf>::new());
     std::fs::remove_file(link.join("artifacts")).expect("unlink");
-    let v = env.run(&["run", "--json", "-p", "ci", "--", big]).json();
+    let v = env.test().run_json(big).profile("ci").json();
     let path = PathBuf::from(v["artifact"]["path"].as_str().expect("an artifact"));
     assert!(path.starts_with(link.join("artifacts")), "{v}");
     assert_eq!(std::fs::metadata(&path).expect("artifact").len(), 1_500_001);

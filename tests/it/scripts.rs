@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use std::path::PathBuf;
 
-use crate::support::{Gate, HANG_CAP, TestEnv, s, wait_for_path};
+use crate::support::{Gate, HANG_CAP, Test, TestEnv, s, wait_for_path};
 
 fn sh_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
@@ -28,7 +28,7 @@ fn slow(env: &TestEnv) -> (String, Gate, PathBuf) {
 fn stream_sends_output_into_a_pipe_as_it_is_produced() {
     let env = TestEnv::new();
     let (cmd, gate, _) = slow(&env);
-    let mut run = env.cmd(&["run", "--stream", "--", &cmd]).spawn();
+    let mut run = env.test().run_text(&cmd).opts(&["--stream"]).spawn();
     let (_, line) = run.next_line(HANG_CAP).expect("a first line");
     assert_eq!(line, "first\n");
     assert!(!gate.is_open());
@@ -45,7 +45,7 @@ fn without_stream_the_default_profile_prints_into_a_pipe_at_the_end() {
     // comes through for half a second while it is held; all of it comes at the end.
     let env = TestEnv::new();
     let (cmd, gate, reached) = slow(&env);
-    let mut run = env.cmd(&["run", "--", &cmd]).spawn();
+    let mut run = env.test().run_text(&cmd).spawn();
     assert!(wait_for_path(&reached, HANG_CAP), "the command never ran");
     let early = run.next_line(Duration::from_millis(500));
     assert!(early.is_none(), "printed while the command ran: {early:?}");
@@ -57,27 +57,35 @@ fn without_stream_the_default_profile_prints_into_a_pipe_at_the_end() {
 
 #[test]
 fn stream_with_json_is_a_usage_error() {
-    let env = TestEnv::new();
-    let out = env.run(&["run", "--stream", "--json", "--", "true"]);
-    out.assert_code(2);
-    assert!(out.stderr.contains("--format ndjson"), "{}", out.stderr);
+    Test::new()
+        .run_json("true")
+        .opts(&["--stream"])
+        .code(2)
+        .stderr_has("--format ndjson")
+        .run();
 }
 
 #[test]
 fn profile_ci_creates_its_artifacts_dir_only_for_an_artifact() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "-p", "ci", "--", "echo short"]);
-    out.assert_code(0);
-    assert_eq!(out.stdout, "short\n");
+    env.test()
+        .run_text("echo short")
+        .profile("ci")
+        .code(0)
+        .stdout("short\n")
+        .run();
     assert!(
         !env.work().join(".agentbash").exists(),
         "a short run left .agentbash/ in the working directory"
     );
 
     // 1.9 MB of lines overflow ci's 1 MiB: the artifact is kept, in .agentbash/artifacts.
-    let out = env.run(&["run", "-p", "ci", "--json", "--", "seq 1 300000"]);
-    out.assert_code(0);
-    let v = out.json();
+    let v = env
+        .test()
+        .run_json("seq 1 300000")
+        .profile("ci")
+        .code(0)
+        .json();
     let path = std::path::PathBuf::from(s(&v["artifact"], "path"));
     assert!(
         path.starts_with(env.work().join(".agentbash/artifacts")),
@@ -104,13 +112,16 @@ fn stderr_separate_keeps_stdout_parseable_for_scripts() {
     assert_eq!(out.stderr, "warning: config is deprecated\n");
 
     // The control: merged (the default) puts the warning into $out.
-    let out = env.run(&["run", "--", TOOL]);
-    out.assert_code(0);
-    assert_eq!(
-        out.stdout,
-        "{\"ok\": true}\nwarning: config is deprecated\n"
-    );
-    let out = env.run(&["run", "--stderr", "merged", "--json", "--", TOOL]);
+    env.test()
+        .run_text(TOOL)
+        .code(0)
+        .stdout("{\"ok\": true}\nwarning: config is deprecated\n")
+        .run();
+    let out = env
+        .test()
+        .run_json(TOOL)
+        .opts(&["--stderr", "merged"])
+        .run();
     assert!(out.json().get("stderr").is_none(), "{}", out.stdout);
 }
 
@@ -122,7 +133,9 @@ fn stderr_separate_passes_stderr_through_as_it_is_produced() {
     let gate = Gate::new(&env, "late");
     let command = format!("echo early >&2; {}; echo late >&2; echo out", gate.wait());
     let mut cmd = env
-        .cmd(&["run", "--stderr", "separate", "--", &command])
+        .test()
+        .run_text(&command)
+        .opts(&["--stderr", "separate"])
         .into_command();
     cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -146,18 +159,14 @@ fn stderr_separate_passes_stderr_through_as_it_is_produced() {
 #[test]
 fn stderr_separate_in_json_has_its_own_field_and_retention() {
     let env = TestEnv::new();
-    let out = env.run(&[
-        "run",
-        "--json",
-        "--stderr",
-        "separate",
-        "--",
-        "echo out1; seq 1 30000 >&2; echo out2",
-    ]);
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(s(&v, "output"), "out1\nout2\n");
-    assert_eq!(v["truncated"], false);
+    let v = env
+        .test()
+        .run_json("echo out1; seq 1 30000 >&2; echo out2")
+        .opts(&["--stderr", "separate"])
+        .code(0)
+        .output("out1\nout2\n")
+        .field("truncated", false)
+        .json();
     assert!(v["artifact"].is_null(), "stdout was not cut: {v}");
     let e = &v["stderr"];
     assert_eq!(e["truncated"], true, "{e}");
@@ -184,15 +193,11 @@ fn stderr_separate_in_json_has_its_own_field_and_retention() {
     );
 
     // NDJSON tells the streams apart.
-    let out = env.run(&[
-        "run",
-        "--format",
-        "ndjson",
-        "--stderr",
-        "separate",
-        "--",
-        "echo o; echo e >&2",
-    ]);
+    let out = env
+        .test()
+        .run_text("echo o; echo e >&2")
+        .opts(&["--format", "ndjson", "--stderr", "separate"])
+        .run();
     let events = out.ndjson();
     let data = |kind: &str| -> String {
         events
@@ -209,19 +214,18 @@ fn stderr_separate_in_json_has_its_own_field_and_retention() {
 
 #[test]
 fn stderr_separate_is_redacted_like_the_output() {
-    let env = TestEnv::new();
-    let out = env.run(&[
-        "run",
-        "-p",
-        "agent",
-        "--stderr",
-        "separate",
-        "-e",
-        "MY_TOKEN=supersecretvalue123",
-        "--",
-        "echo \"token $MY_TOKEN\" >&2",
-    ]);
-    out.assert_code(0);
+    let out = Test::new()
+        .run_text("echo \"token $MY_TOKEN\" >&2")
+        .opts(&[
+            "-p",
+            "agent",
+            "--stderr",
+            "separate",
+            "-e",
+            "MY_TOKEN=supersecretvalue123",
+        ])
+        .code(0)
+        .run();
     let v = out.json();
     assert_eq!(s(&v["stderr"], "output"), "token [REDACTED:MY_TOKEN]");
     assert!(!out.stdout.contains("supersecretvalue123"));
@@ -230,21 +234,20 @@ fn stderr_separate_is_redacted_like_the_output() {
 #[test]
 fn stderr_separate_refuses_a_terminal() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--pty", "--stderr", "separate", "--", "touch ran"]);
-    out.assert_code(2);
-    assert!(out.stderr.contains("needs print mode"), "{}", out.stderr);
+    env.test()
+        .run_text("touch ran")
+        .opts(&["--pty", "--stderr", "separate"])
+        .code(2)
+        .stderr_has("needs print mode")
+        .run();
     assert!(!env.work().join("ran").exists(), "the command ran");
     // Auto mode picks print mode for it, even where the profile asks for a PTY.
     env.write("on.toml", "[pty]\nmode = \"on\"\n");
-    let out = env.run(&[
-        "run",
-        "-p",
-        "./on.toml",
-        "--stderr",
-        "separate",
-        "--",
-        "echo o; echo e >&2",
-    ]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_text("echo o; echo e >&2")
+        .opts(&["-p", "./on.toml", "--stderr", "separate"])
+        .code(0)
+        .run();
     assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("o\n", "e\n"));
 }

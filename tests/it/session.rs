@@ -94,10 +94,11 @@ fn exports_unsets_variables_functions_and_aliases_persist() {
     // is inherited.
     let with_parent = |cmd: &str| {
         let v = env
-            .cmd(&["run", "--json", "-s", "st", "--", cmd])
+            .test()
+            .run_json(cmd)
+            .opts(&["-s", "st"])
             .env("FROM_PARENT", "inherited")
             .env("UNTOUCHED", "inherited")
-            .run()
             .json();
         s(&v, "output").to_string()
     };
@@ -154,8 +155,11 @@ fn snapshot_names_removed_in_a_session_stay_removed() {
         "gone"
     );
     // Only the session's own definitions are stored, not the snapshot's.
-    let show = env.run(&["session", "show", "r"]);
-    assert!(show.stdout.contains("functions  -"), "{}", show.stdout);
+    let show = env
+        .test()
+        .args(&["session", "show", "r"])
+        .stdout_has("functions  -")
+        .run();
     assert!(
         show.stdout
             .contains("removed    functions: greet; aliases: hey"),
@@ -280,15 +284,9 @@ fn a_cancelled_run_leaves_the_session_unchanged() {
     in_session(&env, "c", "export KEEP=before");
     let n = crate::support::nonce();
     let mut r = env
-        .cmd(&[
-            "run",
-            "--format",
-            "ndjson",
-            "-s",
-            "c",
-            "--",
-            &format!("export KEEP=during; echo go; sleep 43.{n}"),
-        ])
+        .test()
+        .run_text(format!("export KEEP=during; echo go; sleep 43.{n}"))
+        .opts(&["--format", "ndjson", "-s", "c"])
         .spawn();
     r.wait_for_event("output", Duration::from_secs(10));
     r.signal(libc::SIGINT);
@@ -303,15 +301,10 @@ fn concurrent_runs_on_one_session_are_serialized() {
     in_session(&env, "par", "export V=");
     let runs: Vec<_> = (1..=8)
         .map(|i| {
-            env.cmd(&[
-                "run",
-                "-q",
-                "-s",
-                "par",
-                "--",
-                &format!("export V=\"$V {i}\"; sleep 0.05"),
-            ])
-            .spawn()
+            env.test()
+                .run_text(format!("export V=\"$V {i}\"; sleep 0.05"))
+                .opts(&["-q", "-s", "par"])
+                .spawn()
         })
         .collect();
     for r in runs {
@@ -342,12 +335,18 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
         held.display(),
         gate.wait()
     );
-    let holder = env.cmd(&["run", "-q", "-s", "busy", "--", &hold]).spawn();
+    let holder = env
+        .test()
+        .run_text(&hold)
+        .opts(&["-q", "-s", "busy"])
+        .spawn();
     assert!(wait_for_path(&held, HANG_CAP), "the holder never ran");
     let started = Instant::now();
     // The same wait seen by a person (text on a pipe) and by a program (JSON).
     let text_run = env
-        .cmd(&["run", "-s", "busy", "-t", "2", "--", "touch ran-anyway"])
+        .test()
+        .run_text("touch ran-anyway")
+        .opts(&["-s", "busy", "-t", "2"])
         .spawn();
     let v = run_json(&env, &["-s", "busy", "-t", "2", "--", "touch ran-anyway"]);
     assert!(
@@ -396,8 +395,12 @@ fn a_deleted_session_directory_is_a_cwd_error_with_a_hint() {
     std::fs::create_dir_all(env.work().join("gone")).expect("mkdir");
     in_session(&env, "g", "cd gone");
     std::fs::remove_dir(env.work().join("gone")).expect("rmdir");
-    let out = env.run(&["run", "-s", "g", "--", "pwd"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("pwd")
+        .opts(&["-s", "g"])
+        .code(125)
+        .run();
     let want = format!(
         "Working directory does not exist: {}/gone",
         env.work().display()
@@ -420,19 +423,21 @@ fn invalid_names_are_usage_errors() {
     let env = TestEnv::new();
     let long = "x".repeat(65);
     for name in ["../x", "", ".", "..", "a/b", long.as_str()] {
-        let out = env.run(&["run", "-s", name, "--", "true"]);
-        out.assert_code(2);
-        assert!(
-            out.stderr.contains("invalid session name"),
-            "{name:?}: {}",
-            out.stderr
-        );
+        env.test()
+            .run_text("true")
+            .opts(&["-s", name])
+            .code(2)
+            .stderr_has("invalid session name")
+            .run();
         env.run(&["session", "show", name]).assert_code(2);
         env.run(&["session", "rm", name]).assert_code(2);
     }
     assert!(!env.state_dir().join("x").exists());
     let ok = "y".repeat(64);
-    env.run(&["run", "-q", "-s", &ok, "--", "true"])
+    env.test()
+        .run_text("true")
+        .opts(&["-q", "-s", &ok])
+        .run()
         .assert_code(0);
 }
 
@@ -454,9 +459,11 @@ fn session_files_are_private() {
 #[test]
 fn list_show_and_rm() {
     let env = TestEnv::new();
-    let out = env.run(&["session", "list"]);
-    out.assert_code(0);
-    assert!(out.stderr.contains("no sessions"), "{}", out.stderr);
+    env.test()
+        .args(&["session", "list"])
+        .code(0)
+        .stderr_has("no sessions")
+        .run();
     std::fs::create_dir_all(env.work().join("proj")).expect("mkdir");
     in_session(
         &env,
@@ -464,8 +471,7 @@ fn list_show_and_rm() {
         "cd proj; export TOKEN_VALUE=hunter2; myfn() { :; }; alias al='true'; localvar=1",
     );
     in_session(&env, "beta", "true");
-    let out = env.run(&["session", "list"]);
-    out.assert_code(0);
+    let out = env.test().args(&["session", "list"]).code(0).run();
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(lines[0].starts_with("NAME"), "{}", out.stdout);
     assert!(
@@ -475,8 +481,7 @@ fn list_show_and_rm() {
         out.stdout
     );
     assert!(lines[2].starts_with("beta"), "{}", out.stdout);
-    let out = env.run(&["session", "show", "alpha"]);
-    out.assert_code(0);
+    let out = env.test().args(&["session", "show", "alpha"]).code(0).run();
     for want in [
         "exported   TOKEN_VALUE",
         "functions  myfn",
@@ -514,13 +519,12 @@ fn sessions_need_bash() {
         skip!(needs_program("dash", "dash"));
     }
     env.write("sh.toml", "[shell]\npath = \"dash\"\n");
-    let out = env.run(&["run", "-p", "./sh.toml", "-s", "x", "--", "true"]);
-    out.assert_code(125);
-    assert!(
-        out.stderr.contains("--session needs bash"),
-        "{}",
-        out.stderr
-    );
+    env.test()
+        .run_text("true")
+        .opts(&["-p", "./sh.toml", "-s", "x"])
+        .code(125)
+        .stderr_has("--session needs bash")
+        .run();
 }
 
 /// The library's live shells: what rpc and mcp use. These tests run in a
@@ -587,66 +591,80 @@ mod pool {
         }
     }
 
+    /// A pool, its profile and a hermetic env, for one `child_` test; `None` outside
+    /// the child process. (Fields drop in order: the pool's shells go first.)
+    struct Live {
+        pool: ShellPool,
+        p: LoadedProfile,
+        env: TestEnv,
+    }
+
+    impl Live {
+        fn new() -> Option<Live> {
+            if !in_child() {
+                return None;
+            }
+            let env = TestEnv::new();
+            Some(Live {
+                pool: ShellPool::new(),
+                p: profile(env.root()),
+                env,
+            })
+        }
+
+        /// A request for `cmd` from the env's working directory.
+        fn req(&self, cmd: &str) -> RunRequest {
+            req(&self.env.work(), cmd)
+        }
+
+        /// Run `cmd` through the pool.
+        fn run(&self, cmd: &str) -> RunResult {
+            self.run_req(&self.req(cmd))
+        }
+
+        fn run_req(&self, r: &RunRequest) -> RunResult {
+            run(&self.pool, &self.p, r)
+        }
+
+        fn pid_of(&self, r: &RunRequest) -> i32 {
+            pid_of(&self.pool, &self.p, r)
+        }
+    }
+
     #[test]
     #[ignore = "run by pool_tests_in_their_own_process"]
     fn child_one_shell_is_reused_and_runs_are_isolated() {
-        if !in_child() {
+        let Some(live) = Live::new() else {
             return;
-        }
-        let env = TestEnv::new();
-        let p = profile(env.root());
-        let pool = ShellPool::new();
-        let base = req(&env.work(), "");
-        let pid = pid_of(&pool, &p, &base);
-        assert!(pool.pids().contains(&pid));
-        let r = run(
-            &pool,
-            &p,
-            &req(
-                &env.work(),
-                "cd /; export LEAK=1; f() { :; }; echo out; echo err >&2; printf tail; exit 7",
-            ),
-        );
+        };
+        let base = live.req("");
+        let pid = live.pid_of(&base);
+        assert!(live.pool.pids().contains(&pid));
+        let r = live
+            .run("cd /; export LEAK=1; f() { :; }; echo out; echo err >&2; printf tail; exit 7");
         assert_eq!(r.exit_code, Some(7));
         assert_eq!(r.output, "out\nerr\ntail");
         assert!(r.text.contains("Command exited with code 7"));
-        let r = run(
-            &pool,
-            &p,
-            &req(
-                &env.work(),
-                "pwd; echo ${LEAK-unset}; type -t f || echo no-f",
-            ),
+        let r = live.run("pwd; echo ${LEAK-unset}; type -t f || echo no-f");
+        assert_eq!(
+            r.output,
+            format!("{}\nunset\nno-f\n", live.env.work().display())
         );
-        assert_eq!(r.output, format!("{}\nunset\nno-f\n", env.work().display()));
-        assert_eq!(r.final_cwd, env.work().display().to_string());
+        assert_eq!(r.final_cwd, live.env.work().display().to_string());
         // Commands that replace the subshell or its EXIT trap still end cleanly.
-        let r = run(&pool, &p, &req(&env.work(), "exec echo via-exec"));
+        let r = live.run("exec echo via-exec");
         assert_eq!((r.exit_code, r.output.as_str()), (Some(0), "via-exec\n"));
-        let r = run(
-            &pool,
-            &p,
-            &req(&env.work(), "trap 'echo bye' EXIT; echo hi; exit 4"),
-        );
+        let r = live.run("trap 'echo bye' EXIT; echo hi; exit 4");
         assert_eq!((r.exit_code, r.output.as_str()), (Some(4), "hi\nbye\n"));
-        let r = run(
-            &pool,
-            &p,
-            &req(&env.work(), "cat; read -r x || echo stdin-is-empty"),
-        );
+        let r = live.run("cat; read -r x || echo stdin-is-empty");
         assert_eq!(r.output, "stdin-is-empty\n");
         // A plain program runs in the shell itself (no subshell: its parent is the
         // shell), in its own directory, and leaves the shell as it was.
-        std::fs::create_dir_all(env.work().join("plain")).expect("mkdir");
-        let before = run(
-            &pool,
-            &p,
-            &req(&env.work(), "pwd; echo \"${OLDPWD-unset}\"; hash"),
-        )
-        .output;
-        let mut plain = req(&env.work(), "cat /proc/self/stat");
-        plain.cwd = Some(env.work().join("plain"));
-        let r = run(&pool, &p, &plain);
+        std::fs::create_dir_all(live.env.work().join("plain")).expect("mkdir");
+        let before = live.run("pwd; echo \"${OLDPWD-unset}\"; hash").output;
+        let mut plain = live.req("cat /proc/self/stat");
+        plain.cwd = Some(live.env.work().join("plain"));
+        let r = live.run_req(&plain);
         let ppid: i32 = r
             .output
             .rsplit(')')
@@ -655,41 +673,32 @@ mod pool {
             .and_then(|f| f.parse().ok())
             .unwrap_or_else(|| panic!("stat: {r:?}"));
         assert_eq!(ppid, pid, "run by the shell itself");
-        assert_eq!(r.final_cwd, env.work().join("plain").display().to_string());
-        let r = run(
-            &pool,
-            &p,
-            &req(&env.work(), "pwd; echo \"${OLDPWD-unset}\"; hash"),
+        assert_eq!(
+            r.final_cwd,
+            live.env.work().join("plain").display().to_string()
         );
+        let r = live.run("pwd; echo \"${OLDPWD-unset}\"; hash");
         assert_eq!(
             r.output, before,
             "cwd, OLDPWD and the hash table are put back"
         );
-        let r = run(&pool, &p, &req(&env.work(), "false"));
+        let r = live.run("false");
         assert_eq!(r.exit_code, Some(1));
         // What a plain program leaves running is stopped like anything else.
         let tag = format!("402.{}", crate::support::nonce());
-        let r = run(
-            &pool,
-            &p,
-            &req(&env.work(), &format!("setsid -f sleep {tag}")),
-        );
+        let r = live.run(&format!("setsid -f sleep {tag}"));
         assert_eq!(r.exit_code, Some(0), "{r:?}");
         assert!(!r.background_killed.is_empty(), "{r:?}");
         assert!(procs_with_cmdline(&tag, Duration::from_millis(200)).is_empty());
-        assert_eq!(
-            pid_of(&pool, &p, &base),
-            pid,
-            "the same shell served every run"
-        );
-        assert_eq!(pool.len(), 1);
+        assert_eq!(live.pid_of(&base), pid, "the same shell served every run");
+        assert_eq!(live.pool.len(), 1);
         // Live output events arrive as in print mode.
         let mut seen = String::new();
         let r = execute_with(
-            &req(&env.work(), "seq 1 3000"),
-            &p,
+            &live.req("seq 1 3000"),
+            &live.p,
             &CancelToken::new(),
-            Some(&pool),
+            Some(&live.pool),
             &mut |e| {
                 if let agentbash::Event::Output(t) = e {
                     seen.push_str(t);
@@ -698,23 +707,20 @@ mod pool {
         );
         assert_eq!(r.total_lines, 3000);
         assert_eq!(seen.lines().count(), 3000);
-        drop(pool);
+        drop(live.pool);
         assert!(!alive(pid), "dropping the pool stops its shells");
     }
 
     #[test]
     #[ignore = "run by pool_tests_in_their_own_process"]
     fn child_a_dead_shell_is_replaced_with_a_notice() {
-        if !in_child() {
+        let Some(live) = Live::new() else {
             return;
-        }
-        let env = TestEnv::new();
-        let p = profile(env.root());
-        let pool = ShellPool::new();
-        let base = req(&env.work(), "");
-        let pid = pid_of(&pool, &p, &base);
+        };
+        let base = live.req("");
+        let pid = live.pid_of(&base);
         kill_shell(pid);
-        let r = run(&pool, &p, &req(&env.work(), "echo $$"));
+        let r = live.run("echo $$");
         assert_eq!(r.exit_code, Some(0), "{r:?}");
         let new_pid: i32 = r.output.trim_end().parse().expect("pid");
         assert_ne!(new_pid, pid);
@@ -725,32 +731,29 @@ mod pool {
             "{:?}",
             r.notices
         );
-        let r = run(&pool, &p, &req(&env.work(), "true"));
+        let r = live.run("true");
         assert!(r.notices.is_empty(), "{:?}", r.notices);
     }
 
     #[test]
     #[ignore = "run by pool_tests_in_their_own_process"]
     fn child_a_timeout_stops_only_that_keys_shell() {
-        if !in_child() {
+        let Some(live) = Live::new() else {
             return;
-        }
-        let env = TestEnv::new();
-        let p = profile(env.root());
-        let pool = ShellPool::new();
-        let mut a = req(&env.work(), "");
+        };
+        let mut a = live.req("");
         a.env = vec![("KEY".into(), "a".into())];
-        let mut b = req(&env.work(), "");
+        let mut b = live.req("");
         b.env = vec![("KEY".into(), "b".into())];
-        let pid_a = pid_of(&pool, &p, &a);
-        let pid_b = pid_of(&pool, &p, &b);
+        let pid_a = live.pid_of(&a);
+        let pid_b = live.pid_of(&b);
         assert_ne!(pid_a, pid_b, "different env, different shell");
         let n = crate::support::nonce();
         let mut slow = a.clone();
         slow.command = format!("sleep 47.{n} & sleep 46.{n}");
         slow.timeout = Some(1);
         let started = Instant::now();
-        let r = run(&pool, &p, &slow);
+        let r = live.run_req(&slow);
         assert!(r.timed_out, "{r:?}");
         assert_eq!(r.exit_code, Some(124));
         assert!(r.text.starts_with("[Command timed out after 1 second]"));
@@ -758,26 +761,19 @@ mod pool {
         assert!(!alive(pid_a), "the timed-out shell is gone");
         assert!(alive(pid_b), "another key's shell is untouched");
         assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(2)).is_empty());
-        assert_eq!(pid_of(&pool, &p, &b), pid_b);
-        let again = pid_of(&pool, &p, &a);
+        assert_eq!(live.pid_of(&b), pid_b);
+        let again = live.pid_of(&a);
         assert_ne!(again, pid_a, "a fresh shell for the timed-out key");
     }
 
     #[test]
     #[ignore = "run by pool_tests_in_their_own_process"]
     fn child_cancel_and_background_jobs() {
-        if !in_child() {
+        let Some(live) = Live::new() else {
             return;
-        }
-        let env = TestEnv::new();
-        let p = profile(env.root());
-        let pool = ShellPool::new();
+        };
         let n = crate::support::nonce();
-        let r = run(
-            &pool,
-            &p,
-            &req(&env.work(), &format!("sleep 48.{n} & echo started")),
-        );
+        let r = live.run(&format!("sleep 48.{n} & echo started"));
         assert_eq!(r.output, "started\n");
         // (Under load the job may be caught between fork and exec: listed as bash.)
         assert!(!r.background_killed.is_empty(), "{r:?}");
@@ -795,34 +791,28 @@ mod pool {
         });
         let started = Instant::now();
         let r = execute_with(
-            &req(&env.work(), &format!("sleep 49.{n}")),
-            &p,
+            &live.req(&format!("sleep 49.{n}")),
+            &live.p,
             &token,
-            Some(&pool),
+            Some(&live.pool),
             &mut |_| {},
         );
         h.join().expect("thread");
         assert!(r.cancelled);
         assert_eq!(r.exit_code, Some(130));
         assert!(started.elapsed() < scaled(Duration::from_secs(5)));
-        assert_eq!(
-            run(&pool, &p, &req(&env.work(), "echo fine")).output,
-            "fine\n"
-        );
+        assert_eq!(live.run("echo fine").output, "fine\n");
     }
 
     #[test]
     #[ignore = "run by pool_tests_in_their_own_process"]
     fn child_the_pool_serves_several_threads() {
-        if !in_child() {
+        let Some(live) = Live::new() else {
             return;
-        }
-        let env = TestEnv::new();
-        let p = profile(env.root());
-        let pool = ShellPool::new();
+        };
         std::thread::scope(|sc| {
             for t in 0..4 {
-                let (pool, p, work) = (&pool, &p, env.work());
+                let (pool, p, work) = (&live.pool, &live.p, live.env.work());
                 sc.spawn(move || {
                     for i in 0..5 {
                         let r = run(pool, p, &req(&work, &format!("echo {t}-{i}")));
@@ -831,7 +821,7 @@ mod pool {
                 });
             }
         });
-        assert!(!pool.is_empty());
+        assert!(!live.pool.is_empty());
     }
 
     /// Session runs through the pool, in a process of its own (sessions live in
@@ -1033,12 +1023,13 @@ mod pool {
 #[test]
 fn shell_set_by_bash_is_not_session_state() {
     let env = TestEnv::new();
-    env.cmd(&["run", "-q", "-s", "bare", "--", "mine=1"])
+    env.test()
+        .run_text("mine=1")
+        .opts(&["-q", "-s", "bare"])
         .env_remove("SHELL")
         .run()
         .assert_code(0);
-    let out = env.run(&["session", "show", "bare"]);
-    out.assert_code(0);
+    let out = env.test().args(&["session", "show", "bare"]).code(0).run();
     let vars = out
         .stdout
         .lines()
@@ -1058,13 +1049,12 @@ fn shell_set_by_bash_is_not_session_state() {
 fn explain_shows_snapshot_and_session() {
     let env = TestEnv::new();
     std::fs::write(env.home().join(".bashrc"), "hello() { echo hi; }\n").expect("rc");
-    let out = env.run(&["explain", "-s", "dev", "--", "cd /"]);
-    out.assert_code(0);
-    assert!(
-        out.stdout.contains("(to be generated from"),
-        "{}",
-        out.stdout
-    );
+    let out = env
+        .test()
+        .args(&["explain", "-s", "dev", "--", "cd /"])
+        .code(0)
+        .stdout_has("(to be generated from")
+        .run();
     assert!(
         out.stdout.contains("session     dev (") && out.stdout.contains("new: created by this run"),
         "{}",
@@ -1074,7 +1064,10 @@ fn explain_shows_snapshot_and_session() {
         !env.state_dir().join("sessions/dev").exists(),
         "explain runs nothing"
     );
-    env.run(&["run", "-q", "-s", "dev", "--", "cd /"])
+    env.test()
+        .run_text("cd /")
+        .opts(&["-q", "-s", "dev"])
+        .run()
         .assert_code(0);
     let v = env
         .run(&["explain", "--format", "json", "-s", "dev", "--", "ls"])

@@ -114,8 +114,7 @@ fn functions_aliases_and_options_are_carried_and_shadowing_names_dropped() {
 #[test]
 fn report_lists_captured_and_dropped_names_with_reasons() {
     let env = with_rc(BASHRC);
-    let out = env.run(&["snapshot", "report"]);
-    out.assert_code(0);
+    let out = env.test().args(&["snapshot", "report"]).code(0).run();
     let r = &out.stdout;
     for want in [
         "functions  _zz _zz_inner greet",
@@ -131,8 +130,7 @@ fn report_lists_captured_and_dropped_names_with_reasons() {
     ] {
         assert!(r.contains(want), "report lacks {want:?}:\n{r}");
     }
-    let show = env.run(&["snapshot", "show"]);
-    show.assert_code(0);
+    let show = env.test().args(&["snapshot", "show"]).code(0).run();
     assert!(
         show.stdout.starts_with("# /"),
         "show starts with the path: {}",
@@ -184,9 +182,11 @@ fn snapshot_files_are_private_and_reused_until_the_rc_changes() {
     let v = run_json(&env, &["--", "newfn"]);
     assert_eq!(s(&v, "output"), "new\n");
     // `snapshot refresh` regenerates on demand.
-    let out = env.run(&["snapshot", "refresh"]);
-    out.assert_code(0);
-    assert!(out.stdout.contains("4 functions"), "{}", out.stdout);
+    env.test()
+        .args(&["snapshot", "refresh"])
+        .code(0)
+        .stdout_has("4 functions")
+        .run();
 }
 
 #[test]
@@ -302,9 +302,11 @@ fn no_rc_means_no_snapshot_and_no_warning() {
     assert_eq!(s(&v, "output"), "\nok\n");
     assert_eq!(warnings(&v), "");
     assert!(snapshot_files(&env).is_empty());
-    let out = env.run(&["snapshot", "show"]);
-    assert_eq!(out.code(), Some(1));
-    assert!(out.stderr.contains("does not exist"), "{}", out.stderr);
+    env.test()
+        .args(&["snapshot", "show"])
+        .code(1)
+        .stderr_has("does not exist")
+        .run();
 }
 
 #[test]
@@ -326,7 +328,7 @@ fn line_numbers_and_child_scripts_are_unaffected() {
         "child.sh",
         "type -t greet || echo child-has-no-greet\necho \"BASH_ENV=${BASH_ENV-unset}\"\n",
     );
-    let out: Output = env.run(&["run", "--json", "--", "bash child.sh; echo $LINENO"]);
+    let out: Output = env.test().run_json("bash child.sh; echo $LINENO").run();
     let v = out.json();
     assert_eq!(s(&v, "output"), "child-has-no-greet\nBASH_ENV=unset\n1\n");
 }
@@ -335,9 +337,11 @@ fn line_numbers_and_child_scripts_are_unaffected() {
 fn prefix_wraps_the_command_and_explain_shows_it() {
     let env = TestEnv::new();
     env.write("nice.toml", "[shell]\nprefix = \"nice -n 7\"\n");
-    let out = env.run(&["explain", "-p", "./nice.toml", "--", "echo hi"]);
-    out.assert_code(0);
-    assert!(out.stdout.contains("nice -n 7 echo hi"), "{}", out.stdout);
+    env.test()
+        .args(&["explain", "-p", "./nice.toml", "--", "echo hi"])
+        .code(0)
+        .stdout_has("nice -n 7 echo hi")
+        .run();
     let v = run_json(
         &env,
         &[
@@ -386,8 +390,7 @@ fn rc_functions_named_like_builtins_never_break_sessions() {
     );
     let v = run_json(&env, &["--", "if true; then echo plain; fi"]);
     assert_eq!(s(&v, "output"), "plain\n", "{v:#}");
-    let report = env.run(&["snapshot", "report"]);
-    report.assert_code(0);
+    let report = env.test().args(&["snapshot", "report"]).code(0).run();
     let r = &report.stdout;
     for want in [
         "function builtin",

@@ -786,31 +786,7 @@ impl LiveServer {
 
     /// A server started from a command line of the test's own (extra variables).
     pub fn start_cmd(cmd: Cmd) -> LiveServer {
-        use std::io::BufRead;
-        let mut c = cmd.into_command();
-        c.stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        let mut child = c.spawn().expect("server starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                    continue;
-                };
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        LiveServer {
-            child,
-            stdin: Some(stdin),
-            lines,
-        }
+        Self::launch(cmd, false)
     }
 
     /// The next message (an event or a response), within `within`; `None` when none
@@ -868,6 +844,27 @@ impl LiveServer {
                 return m;
             }
         }
+    }
+
+    /// Send `answer` (an rpc `approve`) and collect both the server's ack and the
+    /// response to the run it answers (`run_id`), in whichever order they come: the
+    /// run may finish before the ack is written.
+    pub fn approve(&mut self, answer: Value, run_id: &str) -> (Value, Value) {
+        let qid = answer["id"].clone();
+        self.send(answer);
+        let (mut ack, mut run) = (None, None);
+        while ack.is_none() || run.is_none() {
+            let m = self.next(HANG_CAP);
+            if m["type"] != "response" {
+                continue;
+            }
+            if m["command"] == "approve" && m["id"] == qid {
+                ack = Some(m);
+            } else if m["id"] == run_id {
+                run = Some(m);
+            }
+        }
+        (ack.unwrap_or_default(), run.unwrap_or_default())
     }
 
     /// `agentbash mcp ARGS`, with the MCP handshake done.
@@ -959,4 +956,590 @@ impl Drop for LiveServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+// ---------------------------------------------------------------------------------
+// The test builder: one agentbash invocation stated as what differs from the default.
+
+/// One agentbash invocation, built up from what the test cares about and checked
+/// against what it expects, in the manner of
+/// `Test::new().run_json("echo hi").output("hi\n").json()`:
+///
+/// - where it runs: [`Test::new`] (a fresh [`TestEnv`] of its own), [`Test::trusting`],
+///   or [`TestEnv::test`] (an env the test keeps, for several runs or a look at its
+///   files afterwards);
+/// - what it runs: [`Test::run_json`] / [`Test::run_text`] (`agentbash run [--json]
+///   OPTS -- CMD`) or [`Test::explain_json`], with [`Test::opts`] and
+///   [`Test::profile`] / [`Test::profile_file`] / [`Test::user_profile`], or any argv
+///   with [`Test::args`];
+///   [`Test::env`], [`Test::stdin`], [`Test::current_dir`] as on [`Cmd`];
+/// - what it expects: [`Test::code`], [`Test::stdout`] / [`Test::stderr`] (exact),
+///   [`Test::stdout_has`] / [`Test::stderr_has`] and [`Test::stdout_lacks`] /
+///   [`Test::stderr_lacks`] (text in them or not), [`Test::stdout_matches`] /
+///   [`Test::stderr_matches`] (a regex), and for a JSON result
+///   [`Test::output`], [`Test::output_has`] and [`Test::field`];
+/// - the end: [`Test::run`] (the [`Output`]) or [`Test::json`] (the result object),
+///   both after every expectation is checked.
+///
+/// An owned env is dropped (its tagged processes killed, its files deleted) when the
+/// builder is used up, so a test that looks afterwards for leftover processes or at
+/// files the run wrote (artifacts, state) keeps its own [`TestEnv`]; `spawn` and
+/// `into_cmd` refuse an owned env.
+#[must_use = "a Test does nothing until .run() or .json()"]
+pub struct Test<'e> {
+    env: Holder<'e>,
+    args: Vec<String>,
+    opts: Vec<String>,
+    /// `Some((verb, json, command))`: `agentbash VERB [--json] OPTS -- command`.
+    shell: Option<(&'static str, bool, String)>,
+    vars: Vec<(String, Option<std::ffi::OsString>)>,
+    stdin: Option<Vec<u8>>,
+    dir: Option<PathBuf>,
+    process_group: bool,
+    code: Option<i32>,
+    stdout: Option<String>,
+    stdout_has: Vec<String>,
+    stderr_has: Vec<String>,
+    stdout_lacks: Vec<String>,
+    stderr_lacks: Vec<String>,
+    stderr: Option<String>,
+    /// `(stderr?, pattern)`: a regex the stream must match.
+    matches: Vec<(bool, String)>,
+    output: Option<String>,
+    output_has: Vec<String>,
+    fields: Vec<(String, Value)>,
+}
+
+enum Holder<'e> {
+    Owned(Box<TestEnv>),
+    Shared(&'e TestEnv),
+}
+
+impl TestEnv {
+    /// A [`Test`] run in this env.
+    pub fn test(&self) -> Test<'_> {
+        Test::with(Holder::Shared(self))
+    }
+
+    /// `agentbash rpc ARGS` in this env (see [`LiveServer::rpc`]).
+    pub fn rpc(&self, args: &[&str]) -> LiveServer {
+        LiveServer::rpc(self, args)
+    }
+}
+
+impl Default for Test<'static> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Test<'static> {
+    /// A test in a fresh hermetic env of its own.
+    pub fn new() -> Self {
+        Test::with(Holder::Owned(Box::default()))
+    }
+
+    /// A test in a fresh env that trusts project profiles ([`TestEnv::trusting`]).
+    pub fn trusting() -> Self {
+        Test::with(Holder::Owned(Box::new(TestEnv::trusting())))
+    }
+}
+
+impl<'e> Test<'e> {
+    fn with(env: Holder<'e>) -> Self {
+        Test {
+            env,
+            args: Vec::new(),
+            opts: Vec::new(),
+            shell: None,
+            vars: Vec::new(),
+            stdin: None,
+            dir: None,
+            process_group: false,
+            code: None,
+            stdout: None,
+            stdout_has: Vec::new(),
+            stderr_has: Vec::new(),
+            stdout_lacks: Vec::new(),
+            stderr_lacks: Vec::new(),
+            stderr: None,
+            matches: Vec::new(),
+            output: None,
+            output_has: Vec::new(),
+            fields: Vec::new(),
+        }
+    }
+
+    /// The env the test runs in (to write files or profiles before the run).
+    pub fn test_env(&self) -> &TestEnv {
+        match &self.env {
+            Holder::Owned(env) => env,
+            Holder::Shared(env) => env,
+        }
+    }
+
+    /// Arguments of the invocation, in order (all of them, for anything but `run`).
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// `agentbash run --json OPTS -- command`.
+    pub fn run_json(mut self, command: impl AsRef<str>) -> Self {
+        self.shell = Some(("run", true, command.as_ref().to_string()));
+        self
+    }
+
+    /// `agentbash run OPTS -- command` (the text the caller reads).
+    pub fn run_text(mut self, command: impl AsRef<str>) -> Self {
+        self.shell = Some(("run", false, command.as_ref().to_string()));
+        self
+    }
+
+    /// `agentbash explain --json OPTS -- command`: what a run would do.
+    pub fn explain_json(mut self, command: impl AsRef<str>) -> Self {
+        self.shell = Some(("explain", true, command.as_ref().to_string()));
+        self
+    }
+
+    /// Options of `run` (or `explain`), before the `--`.
+    pub fn opts(mut self, opts: &[&str]) -> Self {
+        self.opts.extend(opts.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// `-p NAME` among the options.
+    pub fn profile(self, name: &str) -> Self {
+        self.opts(&["-p", name])
+    }
+
+    /// Write `toml` to `rel` in the working directory and select it (`-p ./REL`).
+    pub fn profile_file(self, rel: &str, toml: &str) -> Self {
+        self.test_env().write(rel, toml);
+        self.profile(&format!("./{rel}"))
+    }
+
+    /// Write `toml` as the user profile `name` and select it (`-p NAME`).
+    pub fn user_profile(self, name: &str, toml: &str) -> Self {
+        self.test_env().user_profile(name, toml);
+        self.profile(name)
+    }
+
+    pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.vars.push((k.to_string(), Some(v.as_ref().to_owned())));
+        self
+    }
+
+    pub fn env_remove(mut self, k: &str) -> Self {
+        self.vars.push((k.to_string(), None));
+        self
+    }
+
+    /// Feed these bytes on stdin (default: the null device).
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(bytes.into());
+        self
+    }
+
+    pub fn current_dir(mut self, d: impl AsRef<Path>) -> Self {
+        self.dir = Some(d.as_ref().to_path_buf());
+        self
+    }
+
+    /// Start in a new process group of its own.
+    pub fn own_process_group(mut self) -> Self {
+        self.process_group = true;
+        self
+    }
+
+    /// Expect this exit code.
+    pub fn code(mut self, want: i32) -> Self {
+        self.code = Some(want);
+        self
+    }
+
+    /// Expect exactly this stdout.
+    pub fn stdout(mut self, want: impl Into<String>) -> Self {
+        self.stdout = Some(want.into());
+        self
+    }
+
+    /// Expect stdout to contain this text.
+    pub fn stdout_has(mut self, want: impl Into<String>) -> Self {
+        self.stdout_has.push(want.into());
+        self
+    }
+
+    /// Expect stderr to contain this text.
+    pub fn stderr_has(mut self, want: impl Into<String>) -> Self {
+        self.stderr_has.push(want.into());
+        self
+    }
+
+    /// Expect stdout not to contain this text.
+    pub fn stdout_lacks(mut self, text: impl Into<String>) -> Self {
+        self.stdout_lacks.push(text.into());
+        self
+    }
+
+    /// Expect stderr not to contain this text.
+    pub fn stderr_lacks(mut self, text: impl Into<String>) -> Self {
+        self.stderr_lacks.push(text.into());
+        self
+    }
+
+    /// Expect exactly this stderr.
+    pub fn stderr(mut self, want: impl Into<String>) -> Self {
+        self.stderr = Some(want.into());
+        self
+    }
+
+    /// Expect stdout to match this regex.
+    pub fn stdout_matches(mut self, pattern: &str) -> Self {
+        self.matches.push((false, pattern.to_string()));
+        self
+    }
+
+    /// Expect stderr to match this regex.
+    pub fn stderr_matches(mut self, pattern: &str) -> Self {
+        self.matches.push((true, pattern.to_string()));
+        self
+    }
+
+    /// Expect the JSON result's `output` to contain this text.
+    pub fn output_has(mut self, want: impl Into<String>) -> Self {
+        self.output_has.push(want.into());
+        self
+    }
+
+    /// Expect the JSON result's `output` to be exactly this.
+    pub fn output(mut self, want: impl Into<String>) -> Self {
+        self.output = Some(want.into());
+        self
+    }
+
+    /// Expect the JSON result's `key` to equal `want`.
+    pub fn field(mut self, key: &str, want: impl Into<Value>) -> Self {
+        self.fields.push((key.to_string(), want.into()));
+        self
+    }
+
+    /// The hermetic command line the builder describes, for a test that drives it
+    /// itself (its expectations are not checked). Only for a test on a [`TestEnv`] the
+    /// test keeps: an env of the builder's own would go, and its files with it.
+    #[track_caller]
+    pub fn into_cmd(self) -> Cmd {
+        assert!(
+            matches!(self.env, Holder::Shared(_)),
+            "into_cmd needs env.test(): the command would outlive Test::new()'s env"
+        );
+        self.command()
+    }
+
+    /// [`Test::into_cmd`] as a [`Command`], for a test that needs its own pipes.
+    #[track_caller]
+    pub fn into_command(self) -> Command {
+        self.into_cmd().into_command()
+    }
+
+    fn command(&self) -> Cmd {
+        let mut argv: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        if let Some((verb, json, command)) = &self.shell {
+            argv.push(verb);
+            if *json {
+                argv.push("--json");
+            }
+            argv.extend(self.opts.iter().map(String::as_str));
+            argv.push("--");
+            argv.push(command);
+        } else {
+            assert!(
+                self.opts.is_empty(),
+                "opts() goes with run_json or run_text"
+            );
+        }
+        let mut cmd = self.test_env().cmd(&argv);
+        for (k, v) in &self.vars {
+            cmd = match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        if let Some(d) = &self.dir {
+            cmd = cmd.current_dir(d);
+        }
+        if let Some(bytes) = &self.stdin {
+            cmd = cmd.stdin(bytes.clone());
+        }
+        if self.process_group {
+            cmd = cmd.own_process_group();
+        }
+        cmd
+    }
+
+    /// Start it without waiting (nothing is checked).
+    #[track_caller]
+    pub fn spawn(self) -> Running {
+        self.into_cmd().spawn()
+    }
+
+    /// Run it (capped at [`HANG_CAP`]) and check every expectation.
+    #[track_caller]
+    pub fn run(self) -> Output {
+        let out = self.command().run();
+        self.check(&out);
+        out
+    }
+
+    /// Run it, check every expectation, and return stdout as the JSON result object.
+    #[track_caller]
+    pub fn json(self) -> Value {
+        self.run().json()
+    }
+
+    #[track_caller]
+    fn check(&self, out: &Output) {
+        if let Some(want) = self.code {
+            out.assert_code(want);
+        }
+        let streams = || {
+            format!(
+                "--- stdout ---\n{}\n--- stderr ---\n{}",
+                out.stdout, out.stderr
+            )
+        };
+        if let Some(want) = &self.stdout {
+            assert_eq!(&out.stdout, want, "stdout\n{}", streams());
+        }
+        for want in &self.stdout_has {
+            assert!(
+                out.stdout.contains(want.as_str()),
+                "stdout lacks {want:?}\n{}",
+                streams()
+            );
+        }
+        for want in &self.stderr_has {
+            assert!(
+                out.stderr.contains(want.as_str()),
+                "stderr lacks {want:?}\n{}",
+                streams()
+            );
+        }
+        if let Some(want) = &self.stderr {
+            assert_eq!(&out.stderr, want, "stderr\n{}", streams());
+        }
+        for (on_stderr, pattern) in &self.matches {
+            let (name, text) = if *on_stderr {
+                ("stderr", &out.stderr)
+            } else {
+                ("stdout", &out.stdout)
+            };
+            assert!(
+                re(pattern).is_match(text),
+                "{name} does not match {pattern:?}\n{}",
+                streams()
+            );
+        }
+        for text in &self.stdout_lacks {
+            assert!(
+                !out.stdout.contains(text.as_str()),
+                "stdout has {text:?}\n{}",
+                streams()
+            );
+        }
+        for text in &self.stderr_lacks {
+            assert!(
+                !out.stderr.contains(text.as_str()),
+                "stderr has {text:?}\n{}",
+                streams()
+            );
+        }
+        if self.output.is_some() || !self.output_has.is_empty() || !self.fields.is_empty() {
+            let v = out.json();
+            if let Some(want) = &self.output {
+                assert_eq!(s(&v, "output"), want, "output of {v:#}");
+            }
+            for want in &self.output_has {
+                assert!(
+                    s(&v, "output").contains(want.as_str()),
+                    "output lacks {want:?} in {v:#}"
+                );
+            }
+            for (key, want) in &self.fields {
+                assert_eq!(&v[key], want, "{key} of {v:#}");
+            }
+        }
+    }
+}
+
+impl LiveServer {
+    /// `agentbash rpc ARGS` in `env`, strict: every line it writes must be JSON (a line
+    /// that is not ends the conversation, so the next wait fails and shows it).
+    pub fn rpc(env: &TestEnv, args: &[&str]) -> LiveServer {
+        let mut argv = vec!["rpc"];
+        argv.extend_from_slice(args);
+        Self::launch(env.cmd(&argv), true)
+    }
+
+    /// Start `cmd` with its stdin kept open and its stdout read as JSON lines; a line
+    /// that is not JSON is skipped, or, when `strict`, ends the conversation.
+    fn launch(cmd: Cmd, strict: bool) -> LiveServer {
+        let mut c = cmd.into_command();
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = c.spawn().expect("the server starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let v = match serde_json::from_str::<Value>(&line) {
+                    Ok(v) => v,
+                    Err(e) if strict => {
+                        panic!("non-JSON line on the server's stdout ({e}): {line}")
+                    }
+                    Err(_) => continue,
+                };
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        LiveServer {
+            child,
+            stdin: Some(stdin),
+            lines,
+        }
+    }
+
+    /// `agentbash rpc --profile FILE` with `toml` written to FILE in the env's root.
+    pub fn rpc_with_profile(env: &TestEnv, toml: &str) -> LiveServer {
+        let path = env.root().join("server.toml");
+        std::fs::write(&path, toml).expect("write the server profile");
+        LiveServer::rpc(env, &["--profile", &path.display().to_string()])
+    }
+
+    /// End the server's input (EOF) without waiting for it.
+    pub fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// Every message already read and not yet taken, without waiting.
+    pub fn drain(&self) -> Vec<Value> {
+        self.lines.try_iter().collect()
+    }
+
+    /// Write `bytes` and a newline as they are (a malformed line, a BOM, a huge one).
+    pub fn send_raw(&mut self, bytes: impl AsRef<[u8]>) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes.as_ref()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// Every message up to and including the response to `id`.
+    #[track_caller]
+    pub fn until_response(&self, id: &Value) -> Vec<Value> {
+        let mut got = Vec::new();
+        loop {
+            let m = self
+                .lines
+                .recv_timeout(HANG_CAP)
+                .unwrap_or_else(|_| panic!("no response to {id} within the hang cap: {got:#?}"));
+            let done = m["type"] == "response" && &m["id"] == id;
+            got.push(m);
+            if done {
+                return got;
+            }
+        }
+    }
+
+    /// Every message until `n` responses (of any id) have come.
+    #[track_caller]
+    pub fn first_responses(&self, n: usize) -> Vec<Value> {
+        let deadline = Instant::now() + HANG_CAP;
+        let mut got: Vec<Value> = Vec::new();
+        let count = |got: &[Value]| got.iter().filter(|m| m["type"] == "response").count();
+        while count(&got) < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(m) => got.push(m),
+                Err(_) => panic!(
+                    "only {} of {n} responses within {HANG_CAP:?}: {got:#?}",
+                    count(&got)
+                ),
+            }
+        }
+        got
+    }
+
+    /// Close stdin, wait for the exit (capped at [`HANG_CAP`]) and take what the
+    /// server wrote after the last message read.
+    #[track_caller]
+    pub fn finish(mut self) -> (ExitStatus, Vec<Value>) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + HANG_CAP;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not exit after end of input"
+            );
+            thread::sleep(Duration::from_millis(10));
+        };
+        // The reader may still be reading the last lines from the pipe.
+        let mut rest = Vec::new();
+        while let Ok(m) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            rest.push(m);
+        }
+        (status, rest)
+    }
+}
+
+impl TestEnv {
+    /// A tmux terminal (not started) running `bash -c line` from the working
+    /// directory, with the hermetic environment of [`TestEnv::cmd`].
+    pub fn terminal(&self, line: &str) -> crate::tmux::TmuxBuilder {
+        let r = self.root();
+        let mut b =
+            crate::tmux::TmuxTerminal::builder(&["bash", "--norc", "--noprofile", "-c", line])
+                .cwd(self.work())
+                .env("HOME", self.home())
+                .env("XDG_CONFIG_HOME", r.join("config"))
+                .env("XDG_STATE_HOME", r.join("state"))
+                .env("XDG_CACHE_HOME", r.join("cache"))
+                .env("AGENTBASH_STATE_DIR", self.state_dir())
+                .env("AGENTBASH_CONFIG_DIR", self.config_dir())
+                .env(TAG_VAR, &self.tag);
+        for k in CLEARED
+            .iter()
+            .copied()
+            .chain(agentbash::shell::env::hardened_names())
+        {
+            b = b.env_remove(k);
+        }
+        if self.trust_projects {
+            b = b.env("AGENTBASH_TRUST_PROJECT", "1");
+        }
+        b
+    }
+}
+
+/// The strings of the JSON result's array `key` (`notices`, `warnings`); none when
+/// it is missing.
+pub fn strings(v: &Value, key: &str) -> Vec<String> {
+    v[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The result's notices ([`strings`]).
+pub fn notices(v: &Value) -> Vec<String> {
+    strings(v, "notices")
 }

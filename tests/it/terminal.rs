@@ -4,21 +4,10 @@
 
 use std::time::Duration;
 
-use crate::support::{TAG_VAR, TestEnv, bin};
-use crate::tmux::TmuxTerminal;
+use crate::support::{Test, TestEnv, bin};
 
 const WAIT: Duration = Duration::from_secs(15);
 const LINE_DONE: &str = "shell-line-done";
-
-/// Variables that change agentbash's behaviour; the terminal must not inherit them.
-const CLEARED: &[&str] = &[
-    "AGENTBASH_PROFILE",
-    "AGENTBASH_NO_PTY",
-    "NO_COLOR",
-    "CLICOLOR_FORCE",
-    "GITHUB_ACTIONS",
-    "CI",
-];
 
 fn sh_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
@@ -33,21 +22,11 @@ fn run_in_terminal(env: &TestEnv, options: &str, command: &str) -> String {
         sh_quote(&bin().to_string_lossy()),
         sh_quote(command),
     );
-    let root = env.root();
-    let mut builder = TmuxTerminal::builder(&["bash", "--norc", "--noprofile", "-c", &line])
+    let term = env
+        .terminal(&line)
         .size(100, 60)
-        .cwd(env.work())
-        .env("HOME", env.home())
-        .env("XDG_CONFIG_HOME", root.join("config"))
-        .env("XDG_STATE_HOME", root.join("state"))
-        .env("XDG_CACHE_HOME", root.join("cache"))
-        .env("AGENTBASH_STATE_DIR", env.state_dir())
-        .env("AGENTBASH_CONFIG_DIR", env.config_dir())
-        .env(TAG_VAR, &env.tag);
-    for key in CLEARED {
-        builder = builder.env_remove(key);
-    }
-    let term = builder.start().expect("tmux starts");
+        .start()
+        .expect("tmux starts");
     term.wait_for_in_history(LINE_DONE, WAIT)
         .expect("the shell line ends")
 }
@@ -191,10 +170,11 @@ fn stream_on_a_terminal_prints_everything_as_produced() {
 
 #[test]
 fn preview_lines_on_failure_is_validated() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[render]\npreview_lines_on_failure = 0\n");
-    let out = env.run(&["run", "-p", "./p.toml", "--", "echo never"]);
-    out.assert_code(125);
+    let out = Test::new()
+        .run_text("echo never")
+        .profile_file("p.toml", "[render]\npreview_lines_on_failure = 0\n")
+        .code(125)
+        .run();
     assert!(
         out.stderr.contains("preview_lines_on_failure") && out.stderr.contains("at least 1"),
         "{}",

@@ -42,7 +42,7 @@ impl Files {
                 keep.display()
             ),
         );
-        let rpc = LiveServer::start(&env, &["rpc", "-p", "files"]);
+        let rpc = env.rpc(&["-p", "files"]);
         Files { env, rpc, next: 0 }
     }
 

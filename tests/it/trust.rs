@@ -33,8 +33,7 @@ fn assert_skipped_warning(out: &Output, env: &TestEnv) {
 fn an_untrusted_prefix_never_runs_until_trusted_and_again_after_an_edit() {
     let env = TestEnv::new();
     let marker = hostile_default(&env);
-    let out = env.run(&["run", "--", "true"]);
-    out.assert_code(0);
+    let out = env.test().run_text("true").code(0).run();
     assert!(!marker.exists(), "the untrusted prefix ran");
     assert_skipped_warning(&out, &env);
 
@@ -44,8 +43,7 @@ fn an_untrusted_prefix_never_runs_until_trusted_and_again_after_an_edit() {
         "trust says what it hashed: {}",
         trusted.stdout
     );
-    let out = env.run(&["run", "--", "true"]);
-    out.assert_code(0);
+    let out = env.test().run_text("true").code(0).run();
     assert!(marker.exists(), "a trusted prefix runs: {}", out.stderr);
     assert!(!out.stderr.contains("not trusted"), "{}", out.stderr);
 
@@ -55,8 +53,7 @@ fn an_untrusted_prefix_never_runs_until_trusted_and_again_after_an_edit() {
     let mut text = std::fs::read_to_string(&f).unwrap();
     text.push_str("# edited\n");
     std::fs::write(&f, text).unwrap();
-    let out = env.run(&["run", "--", "true"]);
-    out.assert_code(0);
+    let out = env.test().run_text("true").code(0).run();
     assert!(!marker.exists(), "an edited profile ran without new trust");
     assert_skipped_warning(&out, &env);
     assert!(
@@ -68,7 +65,7 @@ fn an_untrusted_prefix_never_runs_until_trusted_and_again_after_an_edit() {
     // So does a new file (a rule pack a profile could name), once re-trusted.
     env.trust(".");
     env.write(".agentbash/rules/extra.toml", "");
-    let out = env.run(&["run", "--", "true"]);
+    let out = env.test().run_text("true").run();
     assert!(!marker.exists(), "a new file went unnoticed");
     assert!(
         out.stderr.contains("new rules/extra.toml"),
@@ -84,13 +81,20 @@ fn an_explicit_builtin_name_is_not_shadowed_by_an_untrusted_project() {
         ".agentbash/profiles/agent.toml",
         "[interceptor]\nenabled = false\n[env.set]\nWHICH = \"project\"\n",
     );
-    let out = env.run(&["run", "--json", "-p", "agent", "--", "echo \"[$WHICH]\""]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_json("echo \"[$WHICH]\"")
+        .profile("agent")
+        .code(0)
+        .run();
     let v = out.json();
     assert_eq!(v["output"], "[]\n", "the built-in agent ran");
     assert_skipped_warning(&out, &env);
     // The built-in agent intercepts `cat`; the project's would not have.
-    env.run(&["run", "-p", "agent", "--", "cat README.md"])
+    env.test()
+        .run_text("cat README.md")
+        .profile("agent")
+        .run()
         .assert_code(77);
 }
 
@@ -106,25 +110,31 @@ fn builtin_prefix_skips_even_a_trusted_project() {
         "extends = \"builtin:default\"\n[env.set]\nWHICH = \"x-on-builtin\"\n",
     );
     env.trust(".");
-    let out = env.run(&["run", "--json", "-p", "agent", "--", "echo \"[$WHICH]\""]);
+    let out = env
+        .test()
+        .run_json("echo \"[$WHICH]\"")
+        .profile("agent")
+        .run();
     assert_eq!(out.json()["output"], "[project]\n");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "builtin:agent",
-        "--",
-        "echo \"[$WHICH]\"",
-    ]);
-    out.assert_code(0);
-    let v = out.json();
-    assert_eq!(v["output"], "[]\n");
-    assert_eq!(v["profile"], "agent");
-    let out = env.run(&["run", "--json", "-p", "x", "--", "echo \"[$WHICH] $PAGER\""]);
-    out.assert_code(0);
+    env.test()
+        .run_json("echo \"[$WHICH]\"")
+        .profile("builtin:agent")
+        .code(0)
+        .field("output", "[]\n")
+        .field("profile", "agent")
+        .run();
+    let out = env
+        .test()
+        .run_json("echo \"[$WHICH] $PAGER\"")
+        .profile("x")
+        .code(0)
+        .run();
     assert_eq!(out.json()["output"], "[x-on-builtin] cat\n");
-    let out = env.run(&["run", "-p", "builtin:nope", "--", "true"]);
-    out.assert_code(125);
+    env.test()
+        .run_text("true")
+        .profile("builtin:nope")
+        .code(125)
+        .run();
 }
 
 #[test]
@@ -132,10 +142,11 @@ fn the_environment_variable_trusts_without_a_record() {
     let env = TestEnv::new();
     let marker = hostile_default(&env);
     let out = env
-        .cmd(&["run", "--", "true"])
+        .test()
+        .run_text("true")
         .env("AGENTBASH_TRUST_PROJECT", "1")
+        .code(0)
         .run();
-    out.assert_code(0);
     assert!(marker.exists(), "{}", out.stderr);
     assert!(!env.state_dir().join("trust").exists(), "no record written");
 }
@@ -148,8 +159,7 @@ fn a_name_only_an_untrusted_project_defines_is_exit_125() {
         ".agentbash/profiles/mine.toml",
         format!("[shell]\nprefix = \"touch '{}';\"\n", marker.display()),
     );
-    let out = env.run(&["run", "-p", "mine", "--", "true"]);
-    out.assert_code(125);
+    let out = env.test().run_text("true").profile("mine").code(125).run();
     assert!(!marker.exists());
     assert!(
         out.stderr.contains("exists only as")
@@ -159,18 +169,19 @@ fn a_name_only_an_untrusted_project_defines_is_exit_125() {
         out.stderr
     );
     // extends by name reports the same.
-    env.write("p.toml", "extends = \"mine\"\n");
-    let out = env.run(&["run", "-p", "./p.toml", "--", "true"]);
-    out.assert_code(125);
-    assert!(out.stderr.contains("is not trusted"), "{}", out.stderr);
+    env.test()
+        .run_text("true")
+        .profile_file("p.toml", "extends = \"mine\"\n")
+        .code(125)
+        .stderr_has("is not trusted")
+        .run();
 }
 
 #[test]
 fn profile_list_and_explain_show_the_untrusted_project() {
     let env = TestEnv::new();
     hostile_default(&env);
-    let out = env.run(&["profile", "list"]);
-    out.assert_code(0);
+    let out = env.test().args(&["profile", "list"]).code(0).run();
     let line = out
         .stdout
         .lines()
@@ -178,8 +189,7 @@ fn profile_list_and_explain_show_the_untrusted_project() {
         .unwrap_or_else(|| panic!("{}", out.stdout));
     assert!(line.contains("UNTRUSTED"), "{}", out.stdout);
     assert!(out.stdout.contains("built-in:default"), "{}", out.stdout);
-    let out = env.run(&["explain", "--", "true"]);
-    out.assert_code(0);
+    let out = env.test().args(&["explain", "--", "true"]).code(0).run();
     assert!(
         out.stdout.contains("warning") && out.stdout.contains("is not trusted"),
         "{}",
@@ -197,13 +207,12 @@ fn a_project_profile_cannot_load_files_its_record_does_not_cover() {
         "extends = \"../../tools/base.toml\"\n",
     );
     env.trust(".");
-    let out = env.run(&["run", "-p", "x", "--", "true"]);
-    out.assert_code(125);
-    assert!(
-        out.stderr.contains("may only extend files under"),
-        "{}",
-        out.stderr
-    );
+    env.test()
+        .run_text("true")
+        .profile("x")
+        .code(125)
+        .stderr_has("may only extend files under")
+        .run();
 }
 
 #[test]
@@ -213,9 +222,11 @@ fn trust_list_and_revoke() {
     let project = env.work().canonicalize().unwrap();
     // Nothing to trust outside a project, nothing to revoke before trust.
     std::fs::create_dir_all(env.root().join("plain")).unwrap();
-    let out = env.run(&["trust", "../plain"]);
-    out.assert_code(1);
-    assert!(out.stderr.contains("has no .agentbash/"), "{}", out.stderr);
+    env.test()
+        .args(&["trust", "../plain"])
+        .code(1)
+        .stderr_has("has no .agentbash/")
+        .run();
     env.run(&["trust", "--revoke"]).assert_code(1);
 
     // From a subdirectory, the nearest project is the one trusted.
@@ -230,8 +241,7 @@ fn trust_list_and_revoke() {
     for e in std::fs::read_dir(&dir).unwrap() {
         assert_eq!(mode(&e.unwrap().path()), 0o600);
     }
-    let out = env.run(&["trust", "--list"]);
-    out.assert_code(0);
+    let out = env.test().args(&["trust", "--list"]).code(0).run();
     let row = out
         .stdout
         .lines()
@@ -248,14 +258,18 @@ fn trust_list_and_revoke() {
     );
     std::fs::remove_file(env.work().join(".agentbash/profiles/new.toml")).unwrap();
 
-    let out = env.run(&["trust", "--revoke", "."]);
-    out.assert_code(0);
-    assert!(out.stdout.contains("revoked"), "{}", out.stdout);
-    env.run(&["run", "--", "true"]).assert_code(0);
+    env.test()
+        .args(&["trust", "--revoke", "."])
+        .code(0)
+        .stdout_has("revoked")
+        .run();
+    env.test().run_text("true").run().assert_code(0);
     assert!(!marker.exists(), "a revoked project's prefix ran");
-    let out = env.run(&["trust", "--list"]);
-    out.assert_code(0);
-    assert!(!out.stdout.contains(&project.display().to_string()));
+    env.test()
+        .args(&["trust", "--list"])
+        .code(0)
+        .stdout_lacks(project.display().to_string())
+        .run();
 }
 
 #[test]
@@ -266,8 +280,7 @@ fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_belie
         ".agentbash/profiles/broken.toml",
         "[timeout]\ndefualt = 3\n",
     );
-    let out = env.run(&["profile", "check"]);
-    out.assert_code(1);
+    let out = env.test().args(&["profile", "check"]).code(1).run();
     assert!(
         out.stdout
             .contains("(untrusted project: not used until trusted)")
@@ -280,8 +293,7 @@ fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_belie
     // A trust directory others can write could hold any record: it is not believed.
     let dir = env.state_dir().join("trust");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = env.run(&["run", "--", "true"]);
-    out.assert_code(0);
+    let out = env.test().run_text("true").code(0).run();
     assert!(
         !marker.exists(),
         "a record in a world-writable dir was believed"
@@ -292,11 +304,12 @@ fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_belie
         "{}",
         out.stderr
     );
-    let out = env.run(&["trust", "--list"]);
-    out.assert_code(125);
-    assert!(out.stderr.contains("writable by group"), "{}", out.stderr);
-    let out = env.run(&["trust", "."]);
-    out.assert_code(125);
+    env.test()
+        .args(&["trust", "--list"])
+        .code(125)
+        .stderr_has("writable by group")
+        .run();
+    env.test().args(&["trust", "."]).code(125).run();
     assert_eq!(
         std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
         0o777,
@@ -312,8 +325,7 @@ fn trust_refuses_to_hash_a_fifo_at_once() {
     std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let t = std::time::Instant::now();
-    let out = env.run(&["trust"]);
-    out.assert_code(125);
+    let out = env.test().args(&["trust"]).code(125).run();
     assert!(t.elapsed() < scaled(std::time::Duration::from_secs(5)));
     assert!(
         out.stderr.contains(&fifo.display().to_string()) && out.stderr.contains("FIFO"),
@@ -339,17 +351,15 @@ fn a_builtin_profile_extends_only_builtins() {
             marker.display()
         ),
     );
-    let untrusted = env.run(&["run", "-q", "-p", "builtin:agent", "--", "true"]);
-    untrusted.assert_code(0);
-    assert!(
-        !untrusted.stderr.contains("ignoring project profile"),
-        "{}",
-        untrusted.stderr
-    );
+    env.test()
+        .run_text("true")
+        .opts(&["-q", "-p", "builtin:agent"])
+        .code(0)
+        .stderr_lacks("ignoring project profile")
+        .run();
     env.run(&["trust"]).assert_code(0);
     for p in ["agent", "builtin:agent"] {
-        let out = env.run(&["run", "--json", "-p", p, "--", "true"]);
-        out.assert_code(0);
+        let out = env.test().run_json("true").profile(p).code(0).run();
         assert_eq!(out.json()["timeout_s"], 120, "{p}: {}", out.stdout);
         assert!(
             !marker.exists(),

@@ -61,9 +61,10 @@ impl Hostile {
     }
 }
 
-fn timed(cmd: Cmd) -> (Output, Duration) {
+/// Run `test` (its expectations checked), and how long it took.
+fn timed(test: Test) -> (Output, Duration) {
     let t = Instant::now();
-    let out = cmd.run();
+    let out = test.run();
     (out, t.elapsed())
 }
 
@@ -87,8 +88,12 @@ fn hostile_profile_paths_are_exit_125_at_once() {
             _ => env.root().join(format!("p-{h:?}.toml")),
         };
         let _keep = (!matches!(h, Hostile::DevZero)).then(|| h.make(&path));
-        let (out, took) = timed(env.cmd(&["run", "-p", &path.display().to_string(), "--", "true"]));
-        out.assert_code(125);
+        let (out, took) = timed(
+            env.test()
+                .run_text("true")
+                .profile(&path.display().to_string())
+                .code(125),
+        );
         assert_refused("profile", h, &out, took, &path, h.reason(false));
     }
 }
@@ -98,8 +103,12 @@ fn a_symlinked_profile_is_followed_to_a_file_of_ours() {
     let env = TestEnv::new();
     let real = env.write("real.toml", "[env.set]\nWHICH = \"linked\"\n");
     symlink(&real, env.work().join("link.toml")).unwrap();
-    let out = env.run(&["run", "--json", "-p", "./link.toml", "--", "echo $WHICH"]);
-    out.assert_code(0);
+    let out = env
+        .test()
+        .run_json("echo $WHICH")
+        .profile("./link.toml")
+        .code(0)
+        .run();
     assert_eq!(out.json()["output"], "linked\n");
 }
 
@@ -114,15 +123,12 @@ fn hostile_rule_packs_are_refused_at_once() {
             format!("[interceptor]\nrules = [\"pack-{h:?}.toml\"]\ntools = [\"read\"]\n"),
         );
         // A pack that cannot be loaded stops the run (as for any bad pack), saying why.
-        let (out, took) = timed(env.cmd(&[
-            "run",
-            "--json",
-            "-p",
-            &profile.display().to_string(),
-            "--",
-            "true",
-        ]));
-        out.assert_code(125);
+        let (out, took) = timed(
+            env.test()
+                .run_json("true")
+                .profile(&profile.display().to_string())
+                .code(125),
+        );
         let v = out.json();
         let warnings = v["error"].to_string();
         eprintln!("rule pack {h:?} (run): refused in {took:?}");
@@ -131,7 +137,10 @@ fn hostile_rule_packs_are_refused_at_once() {
             warnings.contains(&pack.display().to_string()) && warnings.contains(h.reason(false)),
             "{h:?}: {warnings}"
         );
-        let (out, took) = timed(env.cmd(&["rules", "check", &pack.display().to_string()]));
+        let (out, took) = timed(
+            env.test()
+                .args(&["rules", "check", &pack.display().to_string()]),
+        );
         assert_ne!(out.code(), Some(0), "{h:?}");
         let all = format!("{}{}", out.stdout, out.stderr);
         assert!(took < PROMPT, "{h:?} took {took:?}");
@@ -144,7 +153,10 @@ fn hostile_rule_packs_are_refused_at_once() {
 
 /// A session that has run once, so its `state.sh` exists.
 fn session(env: &TestEnv, name: &str) -> PathBuf {
-    env.run(&["run", "-s", name, "--", "export A=1"])
+    env.test()
+        .run_text("export A=1")
+        .opts(&["-s", name])
+        .run()
         .assert_code(0);
     let state = env.state_dir().join("sessions").join(name).join("state.sh");
     assert!(state.is_file());
@@ -159,8 +171,12 @@ fn a_hostile_session_state_is_never_sourced() {
         let state = session(&env, &name);
         std::fs::remove_file(&state).unwrap();
         let _keep = h.make(&state);
-        let (out, took) = timed(env.cmd(&["run", "-s", &name, "--", "echo ran"]));
-        out.assert_code(125);
+        let (out, took) = timed(
+            env.test()
+                .run_text("echo ran")
+                .opts(&["-s", &name])
+                .code(125),
+        );
         assert!(!out.stdout.contains("ran"), "{h:?}: {}", out.stdout);
         assert_refused("session state", h, &out, took, &state, h.reason(true));
     }
@@ -176,8 +192,12 @@ fn a_session_state_of_another_user_or_linked_to_one_is_never_sourced() {
     let state = session(&env, "foreign");
     std::fs::write(&state, format!("touch '{}'\n", marker.display())).unwrap();
     std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
-    let out = env.run(&["run", "-s", "foreign", "--", "true"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("true")
+        .opts(&["-s", "foreign"])
+        .code(125)
+        .run();
     assert!(!marker.exists(), "a foreign state.sh was sourced");
     assert!(
         out.stderr.contains(&state.display().to_string()) && out.stderr.contains("uid 65534"),
@@ -188,8 +208,12 @@ fn a_session_state_of_another_user_or_linked_to_one_is_never_sourced() {
     let theirs = env.root().join("theirs.sh");
     std::fs::rename(&state, &theirs).unwrap();
     symlink(&theirs, &state).unwrap();
-    let out = env.run(&["run", "-s", "foreign", "--", "true"]);
-    out.assert_code(125);
+    let out = env
+        .test()
+        .run_text("true")
+        .opts(&["-s", "foreign"])
+        .code(125)
+        .run();
     assert!(!marker.exists());
     assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
 }
@@ -206,8 +230,7 @@ fn hostile_artifact_sidecars_are_named_and_skipped() {
         std::fs::write(dir.join(format!("{id}.bash.log")), "x\n").unwrap();
         keep.push(h.make(&dir.join(format!("{id}.json"))));
     }
-    let (out, took) = timed(env.cmd(&["artifact", "list"]));
-    out.assert_code(0);
+    let (out, took) = timed(env.test().args(&["artifact", "list"]).code(0));
     for (i, h) in ALL.iter().enumerate() {
         let meta = dir.join(format!("{}.json", i + 1));
         assert_refused("artifact sidecar", *h, &out, took, &meta, h.reason(true));
@@ -308,9 +331,13 @@ fn a_hostile_session_dir_is_exit_125() {
     )
     .unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = env.run(&["run", "-s", "open", "--", "echo ran"]);
-    out.assert_code(125);
-    assert!(!out.stdout.contains("ran"));
+    let out = env
+        .test()
+        .run_text("echo ran")
+        .opts(&["-s", "open"])
+        .code(125)
+        .stdout_lacks("ran")
+        .run();
     assert!(
         out.stderr.contains(&dir.display().to_string()) && out.stderr.contains("writable by group"),
         "{}",
@@ -320,9 +347,12 @@ fn a_hostile_session_dir_is_exit_125() {
     if is_root() {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
         std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
-        let out = env.run(&["run", "-s", "open", "--", "echo ran"]);
-        out.assert_code(125);
-        assert!(out.stderr.contains("uid 65534"), "{}", out.stderr);
+        env.test()
+            .run_text("echo ran")
+            .opts(&["-s", "open"])
+            .code(125)
+            .stderr_has("uid 65534")
+            .run();
     } else {
         needs_root("the session dir owned by nobody").skip_part();
     }
@@ -331,9 +361,12 @@ fn a_hostile_session_dir_is_exit_125() {
     std::fs::create_dir(&real).unwrap();
     std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).unwrap();
     symlink(&real, env.state_dir().join("sessions/linked")).unwrap();
-    let out = env.run(&["run", "-s", "linked", "--", "echo ran"]);
-    out.assert_code(125);
-    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    env.test()
+        .run_text("echo ran")
+        .opts(&["-s", "linked"])
+        .code(125)
+        .stderr_has("symbolic link")
+        .run();
 }
 
 #[test]
@@ -369,8 +402,7 @@ fn a_group_writable_snapshot_cache_means_no_snapshot() {
     let v = run_json(&env, &["--", "greet"]);
     assert_eq!(v["output"], "hi\n", "{}", warnings(&v));
     std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = env.run(&["run", "--json", "--", "greet"]);
-    let v = out.json();
+    let v = env.test().run_json("greet").json();
     assert!(
         warnings(&v).contains("shell snapshot unavailable")
             && warnings(&v).contains("writable by group"),
@@ -406,7 +438,9 @@ fn a_command_cannot_read_agentbash_environment() {
             .run()
     } else {
         env.write("p.toml", "[env]\nexclude = [\"AB_SECRET\"]\n");
-        env.cmd(&["run", "--json", "-p", "./p.toml", "--", cmd])
+        env.test()
+            .run_json(cmd)
+            .profile("./p.toml")
             .env("AB_SECRET", &secret)
             .run()
     };
