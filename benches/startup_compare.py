@@ -1,6 +1,8 @@
 """Start-up of two agentbash builds side by side: `run -q -- true` of OLD and NEW, NEW
 without its run cgroup, and `bash -c true`, all four alternated in every round so a
-change in machine load hits each alike. Medians of N rounds.
+change in machine load hits each alike. Medians of N rounds: wall time, and the CPU
+time (user + system, from wait4's rusage: the process and the children it waited for),
+which the load of other processes disturbs less.
 
 Usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]
 """
@@ -13,15 +15,20 @@ cases = [("old run -q -- true", [old, "run", "-q", "--", "true"], env),
          ("new, AGENTBASH_NO_CGROUP=1", [new, "run", "-q", "--", "true"], dict(env, AGENTBASH_NO_CGROUP="1")),
          ("bash -c true", ["/bin/bash", "-c", "true"], env)]
 times = {c[0]: [] for c in cases}
+cpu = {c[0]: [] for c in cases}
 devnull = os.open("/dev/null", os.O_RDWR)
 fa = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
 for i in range(n):
     for name, argv, e in cases:
         t = time.perf_counter()
         pid = os.posix_spawn(argv[0], argv, e, file_actions=fa)
-        os.waitpid(pid, 0)
+        _, _, ru = os.wait4(pid, 0)
         times[name].append(time.perf_counter() - t)
+        cpu[name].append(ru.ru_utime + ru.ru_stime)
 bare = statistics.median(times["bash -c true"])
+bare_cpu = statistics.median(cpu["bash -c true"])
+print(f"{'':<34} {'wall':>10} {'ratio':>6}   {'cpu':>10} {'ratio':>6}")
 for name, _, _ in cases:
     m = statistics.median(times[name])
-    print(f"{name:<34} {m*1e3:7.3f} ms  ratio {m/bare:5.2f}")
+    c = statistics.median(cpu[name])
+    print(f"{name:<34} {m*1e3:7.3f} ms {m/bare:6.2f}   {c*1e3:7.3f} ms {c/bare_cpu:6.2f}")

@@ -15,6 +15,11 @@ pub fn set_one_run() {
     ONE_RUN.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether [`set_one_run`] was called: the one-run CLI, which exits after its run.
+pub fn one_run() -> bool {
+    ONE_RUN.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// agentbash's own helper children, each with the command it serves (or -1): the init
 /// processes of commands running in a PID namespace of their own, and the sandbox's
 /// probes. Part of a run at most, never one of its members: teardown neither stops nor
@@ -46,7 +51,7 @@ pub fn forget_helper(pid: i32) {
 /// path: a process that leaves namespaces behind exits only once the kernel has taken
 /// them apart, which takes milliseconds.
 pub fn reap_later(pid: i32) {
-    if ONE_RUN.load(std::sync::atomic::Ordering::Relaxed) {
+    if one_run() {
         // The one-run CLI exits in a moment: its zombies go with it, and a thread
         // that waits for them would only be one more thing to schedule.
         return;

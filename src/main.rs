@@ -4,6 +4,9 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     agentbash::process::spawn::make_non_dumpable();
+    // Every handler the binary installs is noted (`on_stop_signals`, the MCP
+    // server's tokio handlers): its commands reset just those.
+    agentbash::process::signals::every_handler_is_noted();
     if let Some(dir) = agentbash::jobs::supervise::requested() {
         return ExitCode::from(agentbash::jobs::supervise::main(&dir).clamp(0, 255) as u8);
     }

@@ -23,7 +23,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 pub fn install_signal_handlers(token: &CancelToken) {
     let _ = SIGNAL_TOKEN.set(token.clone());
     // The handler only does an atomic compare-exchange.
-    crate::process::spawn::on_stop_signals(on_signal);
+    crate::process::signals::on_stop_signals(on_signal);
 }
 
 /// `word` as one shell word: as it is when it needs no quoting, else single-quoted.
@@ -141,7 +141,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         (None, Some(p)) => format!(" -p {}", shell_word(p)),
     };
     if target.is_none() {
-        crate::process::spawn::set_exclusive_process();
+        crate::process::teardown::set_exclusive_process();
     }
     let token = CancelToken::new();
     install_signal_handlers(&token);

@@ -247,8 +247,17 @@ impl LoadedProfile {
 
     /// Pack paths are relative to the file that named them.
     fn rules_base(&self, which: Packs) -> Option<&Path> {
+        self.rules_origin(which).and_then(Origin::base_dir)
+    }
+
+    /// The layer that set `which`'s packs, when it matters: a built-in profile whose
+    /// layers are not parsed yet names no file (no base, no trust to check), and its
+    /// text is not parsed on every run to learn that.
+    fn rules_origin(&self, which: Packs) -> Option<&Origin> {
+        if self.layers.get().is_none() && matches!(self.top, Origin::Builtin(_)) {
+            return None;
+        }
         self.origin_of(which.section(), "rules")
-            .and_then(Origin::base_dir)
     }
 
     fn pack_error(&self, which: Packs, source: super::rules::RulesError) -> PackError {
@@ -264,7 +273,7 @@ impl LoadedProfile {
 
     /// A project profile's packs must be covered by its trust record.
     fn check_pack_paths(&self, which: Packs, specs: &[String]) -> Result<(), PackError> {
-        let origin = self.origin_of(which.section(), "rules");
+        let origin = self.rules_origin(which);
         let base = self.rules_base(which);
         if let Some(Origin::File(f)) = origin
             && let Some(project) = crate::config::trust::project_of(f)

@@ -30,6 +30,15 @@ use toml::Spanned;
 const DEFAULT_PACK: &str = include_str!("../../rules/default.toml");
 /// The guard's `deny` pack, checked on every run (profile key `guard.rules`).
 const GUARD_PACK: &str = include_str!("../../rules/guard.toml");
+/// The `keywords` of each rule of the built-in guard pack, as its text says (a test
+/// holds them equal): [`might_match`] answers for it on every run, and parsing the
+/// pack for them cost about as much as the rest of the plan.
+const GUARD_KEYWORDS: &[&[&str]] = &[
+    &["shutdown", "reboot", "poweroff", "halt", "init", "kexec"],
+    &["sysrq"],
+    &["kill"],
+    &["crontab"],
+];
 
 /// Names of the built-in packs, usable in `interceptor.rules` without a path.
 pub const BUILTIN_PACKS: &[&str] = &["default", "guard"];
@@ -454,6 +463,11 @@ pub fn might_match(specs: &[String], base_dir: Option<&Path>, text: &str) -> boo
         keywords: Vec<String>,
     }
     specs.iter().any(|spec| {
+        if spec == "guard" {
+            return GUARD_KEYWORDS
+                .iter()
+                .any(|k| k.is_empty() || k.iter().any(|k| text.contains(k)));
+        }
         let Ok((_, pack)) = read_pack(spec, base_dir) else {
             return true;
         };
@@ -946,4 +960,37 @@ pub fn format_list(set: &RuleSet) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `might_match` knows of the guard pack's keywords is what the pack says.
+    #[test]
+    fn the_guard_keywords_are_the_packs_own() {
+        #[derive(Deserialize)]
+        struct Pack {
+            rule: Vec<Rule>,
+        }
+        #[derive(Deserialize)]
+        struct Rule {
+            #[serde(default)]
+            keywords: Vec<String>,
+        }
+        let pack: Pack = toml::from_str(GUARD_PACK).expect("the guard pack parses");
+        let said: Vec<Vec<String>> = pack.rule.into_iter().map(|r| r.keywords).collect();
+        let known: Vec<Vec<String>> = GUARD_KEYWORDS
+            .iter()
+            .map(|k| k.iter().map(|w| w.to_string()).collect())
+            .collect();
+        assert_eq!(known, said, "update GUARD_KEYWORDS to rules/guard.toml");
+        for (command, could) in [("reboot", true), ("kill 1", true), ("ls -l", false)] {
+            assert_eq!(
+                might_match(&["guard".into()], None, command),
+                could,
+                "{command}"
+            );
+        }
+    }
 }

@@ -7,7 +7,7 @@
 //! at most once a second while the run is quiet.
 
 use crate::process::cgroup::RunGroup;
-use crate::process::spawn::Teardown;
+use crate::process::teardown::Teardown;
 use std::time::{Duration, Instant};
 
 /// How often the CPU time is sampled while the run is quiet, at most.

@@ -29,7 +29,8 @@ use super::{
 use crate::config::profile::Background;
 use crate::output::sink::OutputSink;
 use crate::process::cgroup::{RunGroup, watchdog_pid};
-use crate::process::spawn::{self, Child, ChildIo, Teardown};
+use crate::process::spawn::{self, Child, ChildIo};
+use crate::process::teardown::Teardown;
 use crate::process::{KilledProcess, Limits, SpawnSpec};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -147,7 +148,7 @@ impl ShellPool {
     pub fn with_capacity(capacity: usize) -> Self {
         // Several commands run at once from now on: teardown must only ever touch
         // what it can attribute to its own run.
-        spawn::set_shared_process();
+        crate::process::teardown::set_shared_process();
         ShellPool {
             idle: Mutex::new(Vec::new()),
             pids: Mutex::new(HashSet::new()),

@@ -13,7 +13,8 @@ use crate::config::profile::Background;
 use crate::output::sink::OutputSink;
 use crate::process::SpawnSpec;
 use crate::process::cgroup::RunGroup;
-use crate::process::spawn::{self, ChildIo, Teardown};
+use crate::process::spawn::{self, ChildIo};
+use crate::process::teardown::Teardown;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -340,9 +341,11 @@ pub fn run(
     drop(pipes);
     let mut background_killed = Vec::new();
     // Descendants left behind are reparented to us (we are their subreaper), so
-    // with no children left there is nothing to look for and no /proc scan to pay.
-    let in_group = teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
-    if in_group || spawn::has_children() {
+    // with no child at all (one `waitid`) there is nothing to look for: no cgroup
+    // read, no /proc scan.
+    let in_group = || teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
+    if crate::process::procfs::any_child() && (in_group() || crate::process::procfs::has_children())
+    {
         if req.watch.background == Background::Kill && !teardown.others().is_empty() {
             background_killed = teardown.terminate(req.watch.kill_grace, false);
         }

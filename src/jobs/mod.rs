@@ -131,7 +131,7 @@ pub struct ProcId {
 
 impl ProcId {
     pub fn of(pid: i32) -> Option<ProcId> {
-        crate::process::spawn::start_time(pid).map(|started| ProcId { pid, started })
+        crate::process::procfs::start_time(pid).map(|started| ProcId { pid, started })
     }
 
     pub fn alive(&self) -> bool {
@@ -142,7 +142,7 @@ impl ProcId {
                     .map(|i| s[i + 2..].starts_with('Z') || s[i + 2..].starts_with('X'))
             })
             .unwrap_or(true);
-        !zombie && crate::process::spawn::start_time(self.pid) == Some(self.started)
+        !zombie && crate::process::procfs::start_time(self.pid) == Some(self.started)
     }
 }
 
@@ -426,7 +426,7 @@ impl Jobs {
             return r;
         }
         if let Some(marker) = &r.marker {
-            crate::process::spawn::kill_orphans(marker, r.leader.map(|l| (l.pid, l.started)));
+            crate::process::teardown::kill_orphans(marker, r.leader.map(|l| (l.pid, l.started)));
         }
         r.state = State::Lost;
         r.reason = Some("supervisor gone".into());
@@ -754,7 +754,10 @@ impl Jobs {
             .collect();
         for r in &lost {
             if let Some(marker) = &r.marker {
-                crate::process::spawn::kill_orphans(marker, r.leader.map(|l| (l.pid, l.started)));
+                crate::process::teardown::kill_orphans(
+                    marker,
+                    r.leader.map(|l| (l.pid, l.started)),
+                );
             }
         }
         let removed = match self.lock() {

@@ -8,7 +8,8 @@
 use super::{JobRecord, JobSpec, ProcId, State, log::LogWriter, now_ms, write_record};
 use crate::executor::{Read, pipe, poll_fds, read_some};
 use crate::fsguard::{self, Links};
-use crate::process::spawn::{self, ChildIo, Teardown};
+use crate::process::spawn::{self, ChildIo};
+use crate::process::teardown::Teardown;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -104,7 +105,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 
 /// The supervisor's life; returns its exit code.
 pub fn main(dir: &Path) -> i32 {
-    spawn::on_stop_signals(on_signal);
+    crate::process::signals::on_stop_signals(on_signal);
     let read =
         |name: &str| fsguard::read_text(&dir.join(name), super::MAX_RECORD_BYTES, Links::Refuse);
     let (Ok(spec), Ok(record)) = (read("spec.json"), read("state.json")) else {

@@ -16,7 +16,7 @@
 use super::artifact::{Allocated, ArtifactRef, ArtifactStore};
 use super::notice::{count, format_size, full_ref};
 use super::redact::{Form, Redactor, Secrets};
-use super::sanitize::{Decoder, LineEditor};
+use super::sanitize::{Decoder, LineEditor, has_line_edit};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::time::{Duration, Instant};
@@ -281,6 +281,9 @@ pub struct OutputSink {
     view: Option<StdoutView>,
     /// Raw bytes pushed as stderr (all of them are also in `raw_bytes`).
     stderr_bytes: u64,
+    /// Plain text skips the work it does not need (see `Decoder::decode` and
+    /// `LineEditor::push_unedited`); off only in tests, which compare the two ways.
+    fast_text: bool,
 }
 
 /// A `| head -n N` / `| tail -n N` lifted off a pipe that received stdout alone,
@@ -395,10 +398,19 @@ impl OutputSink {
             stopped_reading: false,
             view,
             stderr_bytes: 0,
+            fast_text: true,
             collect_events,
             pending: String::new(),
             cfg,
         }
+    }
+
+    /// This sink with every read taking the general way through the decoder and the
+    /// line editor, for tests that compare it with the fast one.
+    #[cfg(test)]
+    fn general_text_only(mut self) -> Self {
+        self.fast_text = false;
+        self
     }
 
     /// Claim the artifact from `store` only when the output first needs one (it
@@ -446,21 +458,24 @@ impl OutputSink {
         }
         let mut clean = std::mem::take(&mut self.clean);
         clean.clear();
-        self.decoder.push(raw, &mut clean);
+        let (decoded, edits) = self.decode(raw, &mut clean);
+        let unchanged = std::ptr::eq(decoded.as_bytes(), raw) || decoded.as_bytes() == raw;
         if twins
-            && clean.as_bytes() == raw
+            && unchanged
             && let (Some(t), Some(r)) = (self.text_redactor.as_mut(), &self.raw_redactor)
         {
             // One search serves both streams (most output is plain text).
             t.catch_up(r);
             let out = std::mem::take(&mut self.redacted);
             match std::str::from_utf8(&out) {
-                Ok(s) => self.resolve(s, false),
-                Err(_) => self.resolve(&String::from_utf8_lossy(&out), false),
+                // What the redactor released may include an edit it held back from
+                // an earlier read: looked for (`edits: None`).
+                Ok(s) => self.resolve(s, false, None),
+                Err(_) => self.resolve(&String::from_utf8_lossy(&out), false, None),
             }
             self.redacted = out;
         } else {
-            self.text(&clean);
+            self.text(decoded, edits);
         }
         self.clean = clean;
     }
@@ -558,8 +573,8 @@ impl OutputSink {
     fn show_raw(&mut self, raw: &[u8]) {
         let mut clean = std::mem::take(&mut self.clean);
         clean.clear();
-        self.decoder.push(raw, &mut clean);
-        self.text(&clean);
+        let (decoded, edits) = self.decode(raw, &mut clean);
+        self.text(decoded, edits);
         self.clean = clean;
     }
 
@@ -621,7 +636,21 @@ impl OutputSink {
         self.pending.len() >= PENDING_CAP
     }
 
-    fn text(&mut self, clean: &str) {
+    /// `raw` decoded, and whether the decoder wrote a line edit: plain text comes
+    /// back as `raw` itself (see `Decoder::decode`), anything else in `clean`.
+    fn decode<'a>(&mut self, raw: &'a [u8], clean: &'a mut String) -> (&'a str, bool) {
+        let text = if self.fast_text {
+            self.decoder.decode(raw, clean)
+        } else {
+            self.decoder.push(raw, clean);
+            clean.as_str()
+        };
+        (text, self.decoder.take_wrote_edit())
+    }
+
+    /// Decoded text on to the line editor, through the text redactor. `edits`: the
+    /// decoder wrote a line edit into `clean` (or may have).
+    fn text(&mut self, clean: &str, edits: bool) {
         if clean.is_empty() {
             return;
         }
@@ -631,20 +660,37 @@ impl OutputSink {
             out.clear();
             r.push(clean.as_bytes(), &mut out);
             // Valid: clean text with whole replacements, held back on character
-            // boundaries.
+            // boundaries. What it releases may include an edit it held back from an
+            // earlier read: looked for (`None`).
             match std::str::from_utf8(&out) {
-                Ok(s) => self.resolve(s, false),
-                Err(_) => self.resolve(&String::from_utf8_lossy(&out), false),
+                Ok(s) => self.resolve(s, false, None),
+                Err(_) => self.resolve(&String::from_utf8_lossy(&out), false, None),
             }
             self.redacted_text = out;
         } else {
-            self.resolve(clean, false);
+            self.resolve(clean, false, Some(edits));
         }
     }
 
     /// Resolve the line edits in `s`; the finished lines go on, masked again from the
     /// first line edit on. `last`: end of the input (release everything held).
-    fn resolve(&mut self, s: &str, last: bool) {
+    /// `edits`: whether `s` holds a line edit, when known (`None`: looked for).
+    fn resolve(&mut self, s: &str, last: bool, edits: Option<bool>) {
+        // A quick look (the editor's own) when not known spares its copy when none.
+        let edits = !self.fast_text || edits.unwrap_or_else(|| has_line_edit(s));
+        if !edits && !self.line_redacting {
+            // Text without edits: the lines pass on as they are, not copied.
+            let mut resolved = std::mem::take(&mut self.resolved);
+            resolved.clear();
+            let lines = self.editor.push_unedited(s, &mut resolved);
+            if last {
+                self.editor.finish(&mut resolved);
+            }
+            self.after_redact(lines);
+            self.after_redact(&resolved);
+            self.resolved = resolved;
+            return;
+        }
         let mut resolved = std::mem::take(&mut self.resolved);
         resolved.clear();
         self.editor.push(s, &mut resolved);
@@ -750,6 +796,18 @@ impl OutputSink {
         if rest.is_empty() {
             return;
         }
+        if rest.len() > self.tail_cap {
+            // Only its last `tail_cap` bytes can stay (cut where `trim_tail` would cut
+            // them): not copied whole only to be cut.
+            let mut cut = rest.len() - self.tail_cap;
+            while !rest.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.tail.clear();
+            self.tail.push_str(&rest[cut..]);
+            self.tail_trimmed = true;
+            return;
+        }
         self.tail.push_str(rest);
         // Trim in amortized steps so a flood of small chunks costs O(1) each.
         if self.tail.len() > self.tail_cap.saturating_mul(2).max(self.tail_cap + 65536) {
@@ -846,7 +904,7 @@ impl OutputSink {
             r.finish(&mut out);
             rest = String::from_utf8_lossy(&out).into_owned();
         }
-        self.resolve(&rest, true);
+        self.resolve(&rest, true, None);
         if let Some(r) = self.raw_redactor.as_mut() {
             let mut out = Vec::new();
             r.finish(&mut out);
@@ -1348,6 +1406,138 @@ mod tests {
                     want_raw,
                     "artifact, cuts {a} {b}"
                 );
+            }
+        }
+    }
+
+    /// The fast way for plain text (no copy of what the decoder and the line editor
+    /// leave as it is) gives exactly what the general way gives, for any bytes, any
+    /// reads and any settings: text, counts, cuts and the live stream.
+    mod fast_text {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn stream() -> impl Strategy<Value = Vec<&'static [u8]>> {
+            let atoms: Vec<&'static [u8]> = vec![
+                b"plain text ",
+                b"a line\n",
+                b"\n",
+                b"\t",
+                b"\r",
+                b"\r\n",
+                b"\x08",
+                b"\x1b[2K",
+                b"\x1b[K",
+                b"\x1b[3D",
+                b"\x1b[G",
+                b"\x1b[31m",
+                b"\x1b]0;title\x07",
+                b"\x1b",
+                b"\x00",
+                b"\x7f",
+                b"\xc3\xa9",
+                b"\xe2\x98",
+                b"\x83",
+                b"\xc2\x85",
+                b"\xff",
+                b"token-value-",
+                b"0123456789",
+                b"crlf-key\r\nvalue-xy",
+                &[b'x'; 9000],
+                &[b'y'; 70_000],
+                &[b'z'; crate::output::sanitize::MAX_OPEN_LINE],
+            ];
+            prop::collection::vec(prop::sample::select(atoms), 0..60)
+        }
+
+        fn config() -> impl Strategy<Value = SinkConfig> {
+            (200usize..3000, any::<u8>(), 1usize..20).prop_map(|(max_bytes, flags, lines)| {
+                SinkConfig {
+                    max_bytes,
+                    head_bytes: if flags & 1 == 1 { max_bytes / 3 } else { 0 },
+                    max_columns: if flags & 2 == 2 { 12 + lines } else { 0 },
+                    head_lines: (flags & 4 == 4).then_some(lines),
+                    tail_lines: (flags & 8 == 8).then_some(lines),
+                    stop_after_lines: None,
+                    redact: if flags & 16 == 16 {
+                        Secrets::new(&[
+                            ("A_TOKEN".into(), TOKEN.into()),
+                            ("B_KEY".into(), KEY.into()),
+                        ])
+                    } else {
+                        Secrets::default()
+                    },
+                    stdout_only: flags & 32 == 32,
+                }
+            })
+        }
+
+        /// `atoms` in reads that end at `cuts` (at the end of an atom, as a program's
+        /// writes do, or anywhere; every other read as stderr when `stderr`) through
+        /// `sink`: what it retains, and its live text.
+        fn feed(
+            mut sink: OutputSink,
+            atoms: &[&[u8]],
+            cuts: &[(bool, usize)],
+            stderr: bool,
+        ) -> (Retained, String) {
+            let data = atoms.concat();
+            let ends: Vec<usize> = atoms
+                .iter()
+                .scan(0, |at, a| {
+                    *at += a.len();
+                    Some(*at)
+                })
+                .collect();
+            let mut points: Vec<usize> = cuts
+                .iter()
+                .map(|&(aligned, n)| match aligned {
+                    true if !ends.is_empty() => ends[n % ends.len()],
+                    _ => n % (data.len() + 1),
+                })
+                .collect();
+            points.sort_unstable();
+            let (mut at, mut live) = (0, String::new());
+            for (n, p) in points.into_iter().chain([data.len()]).enumerate() {
+                let read = &data[at..p.max(at)];
+                if stderr && n % 2 == 1 {
+                    sink.push_stderr(read);
+                } else {
+                    sink.push(read);
+                }
+                at = p.max(at);
+                live.extend(sink.take_pending());
+            }
+            sink.end_input();
+            live.extend(sink.take_pending());
+            (sink.finish(), live)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(384))]
+
+            #[test]
+            fn fast_and_general_text_agree(
+                atoms in stream(),
+                cuts in prop::collection::vec((any::<bool>(), any::<usize>()), 0..16),
+                cfg in config(),
+                stderr in any::<bool>(),
+            ) {
+                let fast = feed(OutputSink::new(cfg.clone(), None, true), &atoms, &cuts, stderr);
+                let general = feed(
+                    OutputSink::new(cfg, None, true).general_text_only(),
+                    &atoms,
+                    &cuts,
+                    stderr,
+                );
+                let counts = |r: &Retained| {
+                    (r.total_bytes, r.total_lines, r.output_bytes, r.output_lines, r.truncated)
+                };
+                prop_assert_eq!(&fast.0.text, &general.0.text);
+                prop_assert_eq!(&fast.0.notice, &general.0.notice);
+                prop_assert_eq!(&fast.0.truncation, &general.0.truncation);
+                prop_assert_eq!(counts(&fast.0), counts(&general.0));
+                prop_assert_eq!(&fast.1, &general.1);
             }
         }
     }

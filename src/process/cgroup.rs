@@ -7,15 +7,23 @@
 //! processes. Teardown freezes the group (nothing in it can fork), lists it, and ends
 //! it with `cgroup.kill`.
 //!
-//! All of one agentbash process's groups are children of one parent group,
-//! `agentbash-<pid>`. A watchdog — one small forked child per agentbash process, not
-//! per run — holds the read end of a pipe whose write end only agentbash holds: when
-//! agentbash dies by any means (SIGKILL included) the pipe reads end-of-file, and the
-//! watchdog writes `cgroup.kill` of the parent group, which ends every run at once,
-//! and removes the groups. Where no group can be made, teardown falls back to the
-//! /proc scan by run marker (see `process::Teardown`), and nothing outlives a
-//! SIGKILL of agentbash but its direct child's parent-death signal.
+//! The run groups of one user are leaves of one parent group, `agentbash-user-<uid>`
+//! beside agentbash's own group (or at the root of the hierarchy when that one is not
+//! writable), made by the first agentbash that needs it and then kept: a run pays for
+//! its own leaf only. A parent owned by anyone else is never used. Each agentbash
+//! process names its leaves `<pid>-<token>-<n>`, the token telling it apart from an
+//! earlier process with the same pid that left a group behind. A watchdog — one small
+//! forked child per agentbash process, not per run — holds the read end of a pipe
+//! whose write end only agentbash holds: when agentbash dies by any means (SIGKILL
+//! included) the pipe reads end-of-file, and the watchdog writes `cgroup.kill` of each
+//! leaf of its agentbash (never another process's) and removes them. A leaf left
+//! behind all the same (agentbash killed before its watchdog started; the one-run CLI
+//! not waiting for its sandbox's init to leave) is removed by the next agentbash
+//! process when it makes its first leaf. Where no group can be made, teardown falls
+//! back to the /proc scan by run marker (see `process::Teardown`), and nothing
+//! outlives a SIGKILL of agentbash but its direct child's parent-death signal.
 
+use super::teardown::FREEZE_LIMIT;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -23,16 +31,19 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// How long a freeze may take before teardown goes on without it.
-const FREEZE_LIMIT: Duration = Duration::from_millis(500);
 /// How long an emptied group's removal is retried.
 const RMDIR_LIMIT: Duration = Duration::from_millis(500);
+/// How many leaf names a run tries (a name taken is someone else's: the next one).
+const LEAF_TRIES: usize = 8;
 
-/// This process's parent group, made once.
+/// The user's parent group as this process uses it, found (or made) once.
 struct Parent {
+    /// `<group>/agentbash-user-<uid>`, shared by the user's agentbash processes.
     dir: PathBuf,
     /// `cgroup.procs` of the group agentbash itself is in: kept processes go back there.
     home_procs: PathBuf,
+    /// This process's leaves are `<prefix><n>`: `<pid>-<token>-`.
+    prefix: String,
     next: AtomicU64,
 }
 
@@ -50,9 +61,23 @@ fn disabled() -> bool {
     std::env::var_os("AGENTBASH_NO_CGROUP").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// The cgroup2 mount point, from /proc/self/mountinfo.
+/// The cgroup2 mount point: where systemd and most distributions put it (unified:
+/// `/sys/fs/cgroup`; hybrid: `/sys/fs/cgroup/unified`), asked with one `statfs` each;
+/// elsewhere, the first cgroup2 line of /proc/self/mountinfo (a file of a few
+/// kilobytes the kernel formats on every read).
 fn cgroup2_mount() -> Option<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    use nix::sys::statfs::{CGROUP2_SUPER_MAGIC, statfs};
+    for usual in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+        if statfs(usual).is_ok_and(|s| s.filesystem_type() == CGROUP2_SUPER_MAGIC) {
+            return Some(PathBuf::from(usual));
+        }
+    }
+    let info = super::read_kernel_file("/proc/self/mountinfo").ok()?;
+    mountinfo_cgroup2(&info)
+}
+
+/// The mount point of the first cgroup2 line of a mountinfo text.
+fn mountinfo_cgroup2(info: &str) -> Option<PathBuf> {
     for line in info.lines() {
         let Some((pre, post)) = line.split_once(" - ") else {
             continue;
@@ -88,10 +113,20 @@ fn unescape_mount(s: &str) -> String {
 
 /// This process's cgroup v2 path, from the `0::/path` line of /proc/self/cgroup.
 fn own_cgroup() -> Option<String> {
-    let s = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let s = super::read_kernel_file("/proc/self/cgroup").ok()?;
     s.lines()
         .find_map(|l| l.strip_prefix("0::"))
         .map(|p| p.trim_start_matches('/').to_string())
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() }
+}
+
+/// The name of the parent group of user `uid`'s runs.
+fn parent_name(uid: u32) -> String {
+    format!("agentbash-user-{uid}")
 }
 
 fn make_parent() -> Option<Parent> {
@@ -101,15 +136,135 @@ fn make_parent() -> Option<Parent> {
     let mount = cgroup2_mount()?;
     let own = own_cgroup()?;
     let home = mount.join(&own);
-    let name = format!("agentbash-{}", std::process::id());
+    let name = parent_name(euid());
     let dir = [home.join(&name), mount.join(&name)]
         .into_iter()
-        .find(|d| make_dir(d) && d.join("cgroup.kill").exists())?;
+        .find(|d| usable_parent(d))?;
+    // The token only tells this process's leaves apart from those of an earlier
+    // process that had the same pid.
+    let token = crate::ids::nonce();
+    let prefix = format!("{}-{}-", std::process::id(), &token[..16]);
+    remove_stale_leaves(&dir, &prefix);
     Some(Parent {
         dir,
         home_procs: home.join("cgroup.procs"),
+        prefix,
         next: AtomicU64::new(0),
     })
+}
+
+/// How old the leaf of an agentbash process that is gone must be before another one
+/// removes it: a process of the same name in another PID namespace (a sandboxed
+/// agentbash sharing the hierarchy) may look gone from here, and its leaf is empty
+/// only for the moment between its making and the first process joining it.
+const STALE_AFTER: Duration = Duration::from_secs(2);
+
+/// Remove the leaves in `parent` of agentbash processes that are gone, once they are
+/// empty (a run's leaf the one-run CLI did not wait for, see `RunGroup`'s drop; the
+/// leaves of one killed before its watchdog started). Done when a process makes its
+/// first leaf, so leaves left behind never pile up; one read of the parent's entries
+/// (its interface files and few leaves), nothing more unless a leaf is another's.
+fn remove_stale_leaves(parent: &Path, mine: &str) {
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in rd.flatten() {
+        // The type comes with the entry: no `stat` for the interface files.
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let name = e.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let owner = name.split('-').next().unwrap_or_default();
+        if name.starts_with(mine) || !pid_gone(owner) {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age >= STALE_AFTER));
+        if old {
+            remove_tree(&e.path(), 0);
+        }
+    }
+}
+
+/// Whether `pid` (decimal) names no process of this PID namespace.
+fn pid_gone(pid: &str) -> bool {
+    pid.parse::<u32>()
+        .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+}
+
+/// How deep [`remove_tree`] goes: a run's leaf holds the parent group of an
+/// agentbash run inside it, which holds that one's leaves; deeper nesting is rare.
+const TREE_DEPTH: usize = 8;
+
+/// Remove group `dir` and the groups under it, deepest first, each only once it is
+/// empty (the kernel refuses a populated group, and one with groups under it).
+/// Returns whether `dir` is gone.
+fn remove_tree(dir: &Path, depth: usize) -> bool {
+    if std::fs::remove_dir(dir).is_ok() {
+        return true;
+    }
+    if depth >= TREE_DEPTH {
+        return false;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    for e in rd.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_tree(&e.path(), depth + 1);
+        }
+    }
+    std::fs::remove_dir(dir).is_ok()
+}
+
+/// Whether `dir` is a parent group for this user's runs, made here when it is not
+/// there yet: a directory owned by us (one another user made in a group they can
+/// write is not ours to fill) of a kernel that has `cgroup.kill` (5.14).
+fn usable_parent(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            match std::fs::create_dir(dir) {
+                // Made by another agentbash at the same moment: as good.
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return false,
+                _ => {}
+            }
+            match std::fs::symlink_metadata(dir) {
+                Ok(m) => m,
+                Err(_) => return false,
+            }
+        }
+        Err(_) => return false,
+    };
+    meta.is_dir() && meta.uid() == euid() && dir.join("cgroup.kill").exists()
+}
+
+impl Parent {
+    /// A new leaf for one run.
+    fn make_leaf(&self) -> Option<PathBuf> {
+        for _ in 0..LEAF_TRIES {
+            let n = self.next.fetch_add(1, Ordering::Relaxed);
+            let dir = self.dir.join(format!("{}{n}", self.prefix));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Some(dir),
+                // The parent is gone (removed by hand): made again.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if !usable_parent(&self.dir) {
+                        return None;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(_) => return None,
+            }
+        }
+        None
+    }
 }
 
 /// Start the watchdog unless it runs (or could not be started). Not at the first
@@ -121,10 +276,8 @@ pub fn ensure_watchdog() {
     static STARTED: OnceLock<bool> = OnceLock::new();
     if let Some(Some(parent)) = PARENT.get() {
         STARTED.get_or_init(|| {
-            if let Some(home) = parent.home_procs.parent() {
-                remove_stale(home);
-            }
-            start_watchdog(&parent.dir)
+            remove_stale(parent);
+            start_watchdog(&parent.dir, &parent.prefix)
         });
     }
 }
@@ -132,39 +285,24 @@ pub fn ensure_watchdog() {
 /// How long a run lasts before the watchdog is started (see [`ensure_watchdog`]).
 pub const WATCHDOG_AFTER: Duration = Duration::from_millis(20);
 
-/// Remove the empty groups of agentbash processes that are gone (their watchdog was
-/// killed before it could). Never touches a populated group.
-fn remove_stale(home: &Path) {
+/// Remove the empty per-process parents (`agentbash-<pid>`) that agentbash versions
+/// before the shared per-user parent left beside agentbash's own group, with the run
+/// groups in them. Never touches a populated group: the kernel refuses to remove one.
+fn remove_stale(parent: &Parent) {
+    let Some(home) = parent.home_procs.parent() else {
+        return;
+    };
     let Ok(rd) = std::fs::read_dir(home) else {
         return;
     };
     for e in rd.flatten() {
         let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("agentbash-"))
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("agentbash-")) else {
             continue;
         };
-        if Path::new(&format!("/proc/{pid}")).exists() {
-            continue;
+        if pid_gone(pid) {
+            remove_tree(&e.path(), 0);
         }
-        if let Ok(runs) = std::fs::read_dir(e.path()) {
-            for r in runs.flatten().filter(|r| r.path().is_dir()) {
-                let _ = std::fs::remove_dir(r.path());
-            }
-        }
-        let _ = std::fs::remove_dir(e.path());
-    }
-}
-
-fn make_dir(d: &Path) -> bool {
-    match std::fs::create_dir(d) {
-        Ok(()) => true,
-        // Left by an earlier process with our pid whose watchdog could not remove it.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => d.is_dir(),
-        Err(_) => false,
     }
 }
 
@@ -186,16 +324,7 @@ impl RunGroup {
     /// A new group, or `None` where cgroup v2 is unavailable or not writable.
     pub fn create() -> Option<RunGroup> {
         let parent = PARENT.get_or_init(make_parent).as_ref()?;
-        let n = parent.next.fetch_add(1, Ordering::Relaxed);
-        let dir = parent
-            .dir
-            .join(format!("agentbash-{}-{n}", std::process::id()));
-        // Without a watchdog the parent is removed after each run (nothing else
-        // would): made again here.
-        let made = make_dir(&dir) || (make_dir(&parent.dir) && make_dir(&dir));
-        if !made {
-            return None;
-        }
+        let dir = parent.make_leaf()?;
         let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()).ok()?;
         let dir_fd = std::fs::File::open(&dir).ok().map(Into::into);
         Some(RunGroup {
@@ -228,7 +357,7 @@ impl RunGroup {
 
     /// The live processes in the group.
     pub fn pids(&self) -> Vec<i32> {
-        std::fs::read_to_string(self.dir.join("cgroup.procs"))
+        super::read_kernel_file(self.dir.join("cgroup.procs"))
             .map(|s| {
                 s.split_ascii_whitespace()
                     .filter_map(|p| p.parse().ok())
@@ -240,7 +369,7 @@ impl RunGroup {
     /// The CPU time the group's processes have used (`cpu.stat` `usage_usec`, which
     /// cgroup v2 keeps whether or not the cpu controller is enabled).
     pub fn cpu_time(&self) -> Option<Duration> {
-        let stat = std::fs::read_to_string(self.dir.join("cpu.stat")).ok()?;
+        let stat = super::read_kernel_file(self.dir.join("cpu.stat")).ok()?;
         let usec = stat
             .lines()
             .find_map(|l| l.strip_prefix("usage_usec "))?
@@ -259,7 +388,7 @@ impl RunGroup {
         let deadline = Instant::now() + FREEZE_LIMIT;
         let events = self.dir.join("cgroup.events");
         while Instant::now() < deadline {
-            let done = std::fs::read_to_string(&events)
+            let done = super::read_kernel_file(&events)
                 .map(|e| e.lines().any(|l| l == "frozen 1"))
                 .unwrap_or(true);
             if done {
@@ -276,14 +405,13 @@ impl RunGroup {
 
     /// Move the processes in the group, except `spare`, back to agentbash's own
     /// group: they are no longer this run's (a kept background job).
+    /// agentbash's own helpers (a sandbox's init on its way out, see
+    /// `crate::children`) are not moved: no job to keep, and moving a process between
+    /// groups waits for the kernel's cgroup lock, which its exit holds a while.
     pub fn release(&self, spare: &[i32]) {
         let deadline = Instant::now() + RMDIR_LIMIT;
         loop {
-            let left: Vec<i32> = self
-                .pids()
-                .into_iter()
-                .filter(|p| !spare.contains(p))
-                .collect();
+            let left = self.members_but(spare);
             if left.is_empty() || Instant::now() >= deadline {
                 return;
             }
@@ -295,34 +423,55 @@ impl RunGroup {
     }
 }
 
+impl RunGroup {
+    /// The processes in the group but `spare` and agentbash's helpers.
+    fn members_but(&self, spare: &[i32]) -> Vec<i32> {
+        let pids = self.pids();
+        if pids.is_empty() {
+            return pids;
+        }
+        let helpers: Vec<i32> = crate::children::helpers().iter().map(|&(p, _)| p).collect();
+        pids.into_iter()
+            .filter(|p| !spare.contains(p) && !helpers.contains(p))
+            .collect()
+    }
+}
+
 impl Drop for RunGroup {
     fn drop(&mut self) {
-        self.release(&[]);
-        let deadline = Instant::now() + RMDIR_LIMIT;
-        // An exiting process leaves the group a moment after it is gone from procs.
-        while std::fs::remove_dir(&self.dir).is_err()
-            && self.dir.exists()
-            && Instant::now() < deadline
-        {
-            std::thread::sleep(Duration::from_millis(2));
+        // Usually empty by now, and removed at once; the parent stays for the next run.
+        if std::fs::remove_dir(&self.dir).is_ok() {
+            return;
         }
-        if watchdog_pid() == 0 {
-            // Fails while another run's group is in it.
-            if let Some(parent) = self.dir.parent() {
-                let _ = std::fs::remove_dir(parent);
+        self.release(&[]);
+        let one_run = crate::children::one_run();
+        let deadline = Instant::now() + RMDIR_LIMIT;
+        // An exiting process leaves the group a moment after it is gone from procs;
+        // a group of a nested agentbash (a run of agentbash inside this run) goes
+        // first.
+        while !remove_tree(&self.dir, 0) && self.dir.exists() && Instant::now() < deadline {
+            // The one-run CLI does not wait for its own helpers to leave (a sandbox's
+            // init exits only once the kernel has taken its namespaces apart): it
+            // exits, and the next agentbash removes the leaf (`remove_stale_leaves`).
+            // Nothing of the run is in it: the helpers are agentbash's.
+            if one_run && !self.pids().is_empty() && self.members_but(&[]).is_empty() {
+                return;
             }
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
 }
 
-/// Fork the watchdog (see the module doc). Returns whether it runs.
-fn start_watchdog(dir: &Path) -> bool {
+/// Fork the watchdog (see the module doc) of the leaves named `prefix…` in `dir`.
+/// Returns whether it runs.
+fn start_watchdog(dir: &Path, prefix: &str) -> bool {
     let Ok(dir_c) = CString::new(dir.as_os_str().as_bytes()) else {
         return false;
     };
-    if dir_c.as_bytes().len() > PATH_ROOM - 300 {
+    if dir_c.as_bytes().len() > PATH_ROOM - 300 || prefix.is_empty() {
         return false;
     }
+    let prefix = prefix.as_bytes();
     let mut fds = [0; 2];
     // SAFETY: pipe2 with a valid two-int array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -337,7 +486,7 @@ fn start_watchdog(dir: &Path) -> bool {
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         // SAFETY: see above.
-        unsafe { watchdog_main(r, &dir_c, args) }
+        unsafe { watchdog_main(r, &dir_c, prefix, args) }
     }
     // SAFETY: closing our copy of the read end; the write end stays open for good.
     unsafe { libc::close(r) };
@@ -353,7 +502,7 @@ fn start_watchdog(dir: &Path) -> bool {
 /// Where this process's argv and environment strings live: `arg_start`, `arg_end`,
 /// `env_start`, `env_end` (fields 48 to 51 of /proc/self/stat).
 fn argv_span() -> Option<[usize; 4]> {
-    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let s = super::read_kernel_file("/proc/self/stat").ok()?;
     let rest = &s[s.rfind(')')? + 2..];
     let mut f = rest.split_ascii_whitespace().skip(45);
     let mut out = [0usize; 4];
@@ -365,9 +514,15 @@ fn argv_span() -> Option<[usize; 4]> {
 
 const PATH_ROOM: usize = 4096;
 
-/// The watchdog: wait for end-of-file on `r`, then kill and remove every group under
-/// `dir`. Async-signal-safe calls only, no allocation.
-unsafe fn watchdog_main(r: libc::c_int, dir: &CString, args: Option<[usize; 4]>) -> ! {
+/// The watchdog: wait for end-of-file on `r`, then kill and remove the leaves of
+/// `dir` whose names start with `prefix` (its agentbash's runs; the parent and the
+/// other processes' leaves stay). Async-signal-safe calls only, no allocation.
+unsafe fn watchdog_main(
+    r: libc::c_int,
+    dir: &CString,
+    prefix: &[u8],
+    args: Option<[usize; 4]>,
+) -> ! {
     // SAFETY: plain syscalls; every buffer is on this stack or prepared before fork.
     unsafe {
         // Our copy of agentbash's argv and environment (Rust keeps its own copies):
@@ -418,55 +573,46 @@ unsafe fn watchdog_main(r: libc::c_int, dir: &CString, args: Option<[usize; 4]>)
         let mut path = [0u8; PATH_ROOM];
         let d = dir.as_bytes();
         path[..d.len()].copy_from_slice(d);
-        let at = |path: &mut [u8; PATH_ROOM], tail: &[u8]| -> bool {
-            if d.len() + 1 + tail.len() + 1 > PATH_ROOM {
+        // `dir/leaf` or `dir/leaf/file` into `path`, NUL-terminated.
+        let at = |path: &mut [u8; PATH_ROOM], leaf: &[u8], file: &[u8]| -> bool {
+            let mut tail = [0u8; 300];
+            let extra = if file.is_empty() { 0 } else { 1 + file.len() };
+            if leaf.len() + extra > tail.len() || d.len() + 1 + leaf.len() + extra + 1 > PATH_ROOM {
                 return false;
             }
+            tail[..leaf.len()].copy_from_slice(leaf);
+            if !file.is_empty() {
+                tail[leaf.len()] = b'/';
+                tail[leaf.len() + 1..leaf.len() + extra].copy_from_slice(file);
+            }
+            let tail = &tail[..leaf.len() + extra];
             path[d.len()] = b'/';
             path[d.len() + 1..d.len() + 1 + tail.len()].copy_from_slice(tail);
             path[d.len() + 1 + tail.len()] = 0;
             true
         };
-        at(&mut path, b"cgroup.kill");
-        let k = libc::open(path.as_ptr().cast(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if k >= 0 {
-            libc::write(k, b"1".as_ptr().cast(), 1);
-            libc::close(k);
-        }
-        // Remove the groups as their processes go (bounded: two seconds).
-        for _ in 0..200 {
-            let dfd = libc::open(dir.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY);
-            if dfd >= 0 {
-                let mut buf = [0u8; 4096];
-                loop {
-                    let n = libc::syscall(libc::SYS_getdents64, dfd, buf.as_mut_ptr(), buf.len());
-                    if n <= 0 {
-                        break;
-                    }
-                    let mut off = 0usize;
-                    while off + 19 < n as usize {
-                        let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
-                        let kind = buf[off + 18];
-                        let name = &buf[off + 19..off + reclen];
-                        let len = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-                        let name = &name[..len];
-                        if kind == libc::DT_DIR && name != b"." && name != b".." {
-                            let mut tail = [0u8; 256];
-                            let l = name.len().min(255);
-                            tail[..l].copy_from_slice(&name[..l]);
-                            if at(&mut path, &tail[..l]) {
-                                libc::rmdir(path.as_ptr().cast());
-                            }
-                        }
-                        if reclen == 0 {
-                            break;
-                        }
-                        off += reclen;
-                    }
+        // Every leaf of ours killed first (cgroup.kill: none can fork past it), ...
+        for_each_leaf(dir, prefix, |leaf| {
+            if at(&mut path, leaf, b"cgroup.kill") {
+                let k = libc::open(path.as_ptr().cast(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if k >= 0 {
+                    libc::write(k, b"1".as_ptr().cast(), 1);
+                    libc::close(k);
                 }
-                libc::close(dfd);
             }
-            if libc::rmdir(dir.as_ptr()) == 0 {
+        });
+        // ... then removed as their processes go (bounded: two seconds), until a pass
+        // finds none (one that removed some may have missed an entry: the directory
+        // changed while it was read).
+        for _ in 0..200 {
+            let mut found = false;
+            for_each_leaf(dir, prefix, |leaf| {
+                found = true;
+                if at(&mut path, leaf, b"") {
+                    libc::rmdir(path.as_ptr().cast());
+                }
+            });
+            if !found {
                 break;
             }
             let ts = libc::timespec {
@@ -479,6 +625,45 @@ unsafe fn watchdog_main(r: libc::c_int, dir: &CString, args: Option<[usize; 4]>)
     }
 }
 
+/// Call `f` with the name of every directory in `dir` that starts with `prefix`.
+/// Async-signal-safe: for the watchdog.
+unsafe fn for_each_leaf(dir: &CString, prefix: &[u8], mut f: impl FnMut(&[u8])) {
+    // SAFETY: open/getdents64/close on a buffer of this stack; every entry is read
+    // within the length the kernel returned.
+    unsafe {
+        let dfd = libc::open(
+            dir.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if dfd < 0 {
+            return;
+        }
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = libc::syscall(libc::SYS_getdents64, dfd, buf.as_mut_ptr(), buf.len());
+            if n <= 0 {
+                break;
+            }
+            let mut off = 0usize;
+            while off + 19 < n as usize {
+                let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
+                if reclen == 0 || off + reclen > n as usize {
+                    break;
+                }
+                let kind = buf[off + 18];
+                let name = &buf[off + 19..off + reclen];
+                let len = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+                let name = &name[..len];
+                if kind == libc::DT_DIR && name.starts_with(prefix) {
+                    f(name);
+                }
+                off += reclen;
+            }
+        }
+        libc::close(dfd);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,5 +673,44 @@ mod tests {
         assert_eq!(unescape_mount("/sys/fs/a\\040b"), "/sys/fs/a b");
         assert_eq!(unescape_mount("/plain"), "/plain");
         assert_eq!(unescape_mount("/end\\04"), "/end\\04");
+    }
+
+    #[test]
+    fn the_cgroup2_mount_is_the_first_cgroup2_line() {
+        let info = "22 27 0:21 / /proc rw,relatime - proc proc rw\n\
+                    31 30 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
+                    32 30 0:28 / /sys/fs/cgroup/uni\\040fied rw - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            mountinfo_cgroup2(info),
+            Some(PathBuf::from("/sys/fs/cgroup/uni fied"))
+        );
+        assert_eq!(
+            mountinfo_cgroup2("22 27 0:21 / /proc rw - proc proc rw\n"),
+            None
+        );
+    }
+
+    /// The user's parent group is made when missing and used only when it is a
+    /// directory of ours with `cgroup.kill` (here a plain directory stands in for the
+    /// group, and a file for its `cgroup.kill`): one another user made is never
+    /// filled with our runs.
+    #[test]
+    fn a_parent_group_is_used_only_when_it_is_ours() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join(parent_name(euid()));
+        assert!(
+            !usable_parent(&dir),
+            "no cgroup.kill: not a cgroup v2 group"
+        );
+        assert!(dir.is_dir(), "made when missing");
+        std::fs::write(dir.join("cgroup.kill"), "").expect("cgroup.kill");
+        assert!(usable_parent(&dir));
+        let file = tmp.path().join("a-file");
+        std::fs::write(&file, "").expect("file");
+        assert!(!usable_parent(&file));
+        if euid() == 0 {
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
+            assert!(!usable_parent(&dir), "another user's group");
+        }
     }
 }

@@ -1,10 +1,14 @@
 //! Processes: the one spawner every process agentbash starts goes through (`spawn`),
 //! the run groups that bind a run's processes to it and the watchdog that ends them
-//! if agentbash dies (`cgroup`), and tree teardown.
+//! if agentbash dies (`cgroup`), tree teardown (`teardown`), what is read of /proc
+//! (`procfs`), and the signal dispositions commands inherit (`signals`).
 
 pub mod cgroup;
 mod pidns;
+pub mod procfs;
+pub mod signals;
 pub mod spawn;
+pub mod teardown;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,6 +26,33 @@ pub fn set_nonblocking(fd: impl std::os::fd::AsFd) -> nix::Result<()> {
 /// Set in every command so teardown can find descendants that left the process
 /// group (setsid, double fork) but kept the environment.
 pub const RUN_MARKER: &str = "AGENTBASH_RUN_ID";
+
+/// Read a small file the kernel generates (`/proc`, cgroupfs) whole, with reads as
+/// large as such a file usually is: `std::fs::read_to_string` sizes its buffer from
+/// the file's length, which these files report as 0, and so starts with 32 bytes and
+/// doubles, a system call each time (and a `statx` first). Errors as `read_to_string`
+/// (invalid UTF-8 included).
+pub fn read_kernel_file(path: impl AsRef<std::path::Path>) -> std::io::Result<String> {
+    use std::io::Read;
+    /// Most of these files fit: a `stat` line, `cgroup.procs` of a run, `cpu.stat`.
+    const FIRST_READ: usize = 4096;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; FIRST_READ];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
 
 /// The command value: what to run, with exactly which environment, where.
 #[derive(Debug, Clone, Default)]

@@ -31,7 +31,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
-use super::spawn::{BadCwd, Child, Launch, apply_limits, install_stdio, reset_signals};
+use super::signals::reset_signals;
+use super::spawn::{BadCwd, Child, Launch, apply_limits, install_stdio};
 use crate::sandbox::{ChildError, ChildStep, Prepared};
 
 /// A PID namespace's init, as its parent holds it.
@@ -145,22 +146,9 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
     let (argv, envp) = (ptrs(&l.argv), ptrs(&l.envp));
     let raw = |f: &Option<OwnedFd>| f.as_ref().map_or(-1, |f| f.as_raw_fd());
     let fds = [raw(&l.fds[0]), raw(&l.fds[1]), raw(&l.fds[2])];
-    let mut keep: Vec<libc::c_int> =
-        vec![go_r.as_raw_fd(), report_w.as_raw_fd(), status_w.as_raw_fd()];
-    for (i, fd) in fds.iter().enumerate() {
-        // An inherited descriptor is agentbash's own 0, 1 or 2.
-        keep.push(if *fd < 0 { i as libc::c_int } else { *fd });
-    }
-    if let Some(fd) = prepared.ruleset_fd() {
-        keep.push(fd);
-    }
-    if let Some((_, theirs)) = &handoff {
-        keep.push(theirs.as_raw_fd());
-    }
-    keep.sort_unstable();
-    keep.dedup();
-    let mut keep_arr = [-1; 10];
-    keep_arr[..keep.len()].copy_from_slice(&keep);
+    let ours = [go_r.as_raw_fd(), report_w.as_raw_fd(), status_w.as_raw_fd()];
+    let theirs = handoff.as_ref().map(|(_, theirs)| theirs.as_raw_fd());
+    let (keep_arr, keep_len) = kept_fds(ours, fds, prepared.ruleset_fd(), theirs);
     let mut args = InitArgs {
         launch: l,
         prepared,
@@ -175,42 +163,13 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
             .as_ref()
             .map_or(-1, |(_, theirs)| theirs.as_raw_fd()),
         keep: keep_arr,
-        keep_len: keep.len(),
+        keep_len,
         in_group: false,
         pdeathsig: !l.detached && !l.keep_background,
         // SAFETY: geteuid cannot fail.
         dumpable_for_maps: unsafe { libc::geteuid() } != 0 && ns.flags & libc::CLONE_NEWUSER != 0,
     };
-    let flags = ns.flags;
-    // No handler may run in the child before it has reset them: block everything
-    // around the clone.
-    // SAFETY: sigset operations on local, initialised sets.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-    }
-    let mut pid = -1;
-    if let Some(fd) = l.cgroup_fd {
-        args.in_group = true;
-        pid = fork_into(flags, Some(fd));
-        if pid == 0 {
-            init_main(&args);
-        }
-        if pid < 0 {
-            args.in_group = false;
-        }
-    }
-    if pid < 0 {
-        pid = fork_into(flags, None);
-        if pid == 0 {
-            init_main(&args);
-        }
-    }
-    let clone_err = std::io::Error::last_os_error();
-    // SAFETY: restoring the mask saved above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    let (pid, clone_err) = fork_init(&mut args, ns.flags, l.cgroup_fd);
     if pid < 0 {
         crate::sandbox::forget_probe();
         return Err(std::io::Error::new(
@@ -248,30 +207,7 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
     // The go byte: init may proceed. (If we die first, init reads EOF and leaves.)
     let _ = nix::unistd::write(&go_w, b"g");
     drop(go_w);
-    let mut host_pid = None;
-    let mut joined = args.in_group;
-    let mut failure: Option<std::io::Error> = None;
-    while let Some(record) = read_record(&mut file) {
-        match record.kind {
-            HOST_PID => host_pid = Some(record.value),
-            JOINED => joined = true,
-            BAD_CWD => {
-                let e = std::io::Error::from_raw_os_error(record.value);
-                failure = Some(std::io::Error::new(e.kind(), BadCwd(e)));
-            }
-            SANDBOX_FAILED => {
-                crate::sandbox::forget_probe();
-                let error = ChildError {
-                    step: step_from(record.step),
-                    index: record.index,
-                    errno: record.value,
-                };
-                failure = Some(std::io::Error::other(prepared.explain(error)));
-            }
-            FAILED => failure = Some(std::io::Error::from_raw_os_error(record.value)),
-            _ => {}
-        }
-    }
+    let (host_pid, joined, failure) = read_start(&mut file, args.in_group, prepared);
     let _ = super::set_nonblocking(&init.status);
     if let Some(e) = failure {
         init.reap(true);
@@ -304,6 +240,100 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
         joined,
         init: Some(init),
     })
+}
+
+/// The descriptors init keeps open (the others it closes): `ours`, the pipes to
+/// agentbash; the command's three (an inherited one, -1, is agentbash's own 0, 1 or
+/// 2); the Landlock ruleset; the proxy's hand-off socket. Sorted, without repeats.
+fn kept_fds(
+    ours: [libc::c_int; 3],
+    fds: [libc::c_int; 3],
+    ruleset: Option<libc::c_int>,
+    handoff: Option<libc::c_int>,
+) -> ([libc::c_int; 10], usize) {
+    let mut keep: Vec<libc::c_int> = ours.to_vec();
+    for (i, fd) in fds.iter().enumerate() {
+        keep.push(if *fd < 0 { i as libc::c_int } else { *fd });
+    }
+    keep.extend(ruleset);
+    keep.extend(handoff);
+    keep.sort_unstable();
+    keep.dedup();
+    let mut out = [-1; 10];
+    out[..keep.len()].copy_from_slice(&keep);
+    (out, keep.len())
+}
+
+/// Clone init into new namespaces `flags` (into the run's group `cgroup_fd` when it
+/// can), every signal blocked around the clone: no handler may run in the child
+/// before it has reset them. The pid (-1 on failure) and the clone's error.
+fn fork_init(
+    args: &mut InitArgs<'_>,
+    flags: libc::c_int,
+    cgroup_fd: Option<libc::c_int>,
+) -> (libc::pid_t, std::io::Error) {
+    // SAFETY: sigset operations on local, initialised sets.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
+    let mut pid = -1;
+    if let Some(fd) = cgroup_fd {
+        args.in_group = true;
+        pid = fork_into(flags, Some(fd));
+        if pid == 0 {
+            init_main(args);
+        }
+        if pid < 0 {
+            args.in_group = false;
+        }
+    }
+    if pid < 0 {
+        pid = fork_into(flags, None);
+        if pid == 0 {
+            init_main(args);
+        }
+    }
+    let clone_err = std::io::Error::last_os_error();
+    // SAFETY: restoring the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    (pid, clone_err)
+}
+
+/// What init reported of the command's start, until it closed the report pipe: the
+/// command's host pid, whether it joined the run's group (`joined`: already, init
+/// having been cloned into it), and why it did not start.
+fn read_start(
+    file: &mut std::fs::File,
+    mut joined: bool,
+    prepared: &Prepared,
+) -> (Option<i32>, bool, Option<std::io::Error>) {
+    let mut host_pid = None;
+    let mut failure: Option<std::io::Error> = None;
+    while let Some(record) = read_record(file) {
+        match record.kind {
+            HOST_PID => host_pid = Some(record.value),
+            JOINED => joined = true,
+            BAD_CWD => {
+                let e = std::io::Error::from_raw_os_error(record.value);
+                failure = Some(std::io::Error::new(e.kind(), BadCwd(e)));
+            }
+            SANDBOX_FAILED => {
+                crate::sandbox::forget_probe();
+                let error = ChildError {
+                    step: step_from(record.step),
+                    index: record.index,
+                    errno: record.value,
+                };
+                failure = Some(std::io::Error::other(prepared.explain(error)));
+            }
+            FAILED => failure = Some(std::io::Error::from_raw_os_error(record.value)),
+            _ => {}
+        }
+    }
+    (host_pid, joined, failure)
 }
 
 fn read_record(file: &mut std::fs::File) -> Option<Record> {
@@ -669,7 +699,7 @@ fn command_main(a: &InitArgs<'_>) -> ! {
 /// The `/proc/<pid>/status` line `NSpid:` of `pid`: its pid in each namespace, the
 /// host's first.
 fn ns_pids(pid: i32) -> Option<Vec<i32>> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status = super::read_kernel_file(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
     Some(
         line["NSpid:".len()..]
@@ -683,7 +713,7 @@ fn ns_pids(pid: i32) -> Option<Vec<i32>> {
 /// children (a shell reports `$BASHPID` in its own numbering): found among the
 /// children of `parent` (host pid).
 pub fn host_pid_of_child(parent: i32, inner: i32) -> Option<i32> {
-    let kids = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).ok()?;
+    let kids = super::read_kernel_file(format!("/proc/{parent}/task/{parent}/children")).ok()?;
     kids.split_ascii_whitespace()
         .filter_map(|p| p.parse::<i32>().ok())
         .find(|&p| ns_pids(p).and_then(|v| v.last().copied()) == Some(inner))

@@ -88,7 +88,7 @@ pub fn serve(conn: Connection, local: LoadedProfile, invoking_dir: PathBuf) -> i
         crate::render::report_error(e);
         return crate::exit::FAILURE;
     }
-    crate::process::spawn::on_stop_signals(on_stop);
+    crate::process::signals::on_stop_signals(on_stop);
     let shared = Arc::new(Shared {
         conn,
         local,

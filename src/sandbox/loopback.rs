@@ -68,10 +68,14 @@ unsafe fn loopback_up() -> Result<(), ChildError> {
             _rest: [0; 22],
         };
         req.name[..2].copy_from_slice(b"lo");
-        let mut rc = libc::ioctl(s, libc::SIOCGIFFLAGS, &mut req as *mut IfFlags);
+        let mut rc = libc::ioctl(
+            s,
+            libc::SIOCGIFFLAGS as libc::Ioctl,
+            &mut req as *mut IfFlags,
+        );
         if rc == 0 {
             req.flags |= libc::IFF_UP as libc::c_short;
-            rc = libc::ioctl(s, libc::SIOCSIFFLAGS, &req as *const IfFlags);
+            rc = libc::ioctl(s, libc::SIOCSIFFLAGS as libc::Ioctl, &req as *const IfFlags);
         }
         let error = (rc != 0).then(|| fail(ChildStep::Network, 0));
         libc::close(s);

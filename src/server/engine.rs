@@ -39,7 +39,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(profile: LoadedProfile, invoking_dir: PathBuf) -> Self {
-        crate::process::spawn::set_shared_process();
+        crate::process::teardown::set_shared_process();
         let toolbox = crate::toolbox::Toolbox::new(&profile.profile, &invoking_dir);
         Engine {
             toolbox,
@@ -245,7 +245,7 @@ impl Engine {
                 && let Some(pid) = record.pid
             {
                 let marker = record.marker.clone().unwrap_or_default();
-                let members = || crate::process::spawn::Teardown::new(pid, &marker).members();
+                let members = || crate::process::teardown::Teardown::new(pid, &marker).members();
                 if let Some(end) = terminal_wait
                     .check(Instant::now(), last_output, members)
                     .map(End::NeedsTerminal)

@@ -123,6 +123,10 @@ pub async fn serve_stdio<B: Backend>(backend: Arc<B>) -> anyhow::Result<()> {
 /// Resolves at the first SIGTERM, SIGINT or SIGHUP.
 fn stop_signals() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
+    // tokio's handlers are this process's code: the commands it spawns reset them.
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        crate::process::signals::note_handler(sig);
+    }
     let mut term = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut hangup = signal(SignalKind::hangup())?;

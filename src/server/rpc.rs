@@ -230,7 +230,7 @@ fn answer_unstarted(engine: &Engine, out: &Out, sched: &Scheduler, job: Job) {
 
 pub fn serve(engine: Engine) -> i32 {
     // The handler only stores to an atomic; the reader thread polls it.
-    crate::process::spawn::on_stop_signals(on_stop);
+    crate::process::signals::on_stop_signals(on_stop);
     let sched = Arc::new(Scheduler {
         max: engine.profile.profile.server.max_concurrent.max(1),
         state: Mutex::default(),

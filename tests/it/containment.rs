@@ -470,21 +470,9 @@ fn a_required_sandbox_never_runs_unconfined_nor_with_a_workspace_of_everything()
     out.assert_code(0);
 }
 
-/// The cgroup2 mount point, when there is one.
-fn cgroup2() -> Option<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines().find_map(|l| {
-        let (pre, post) = l.split_once(" - ")?;
-        if post.split_whitespace().next() != Some("cgroup2") {
-            return None;
-        }
-        pre.split_whitespace().nth(4).map(PathBuf::from)
-    })
-}
-
 #[test]
 fn a_process_that_moves_out_of_the_run_cgroup_is_still_stopped() {
-    let Some(mount) = cgroup2() else {
+    let Some(mount) = crate::support::cgroup2_mount() else {
         have(false, "a cgroup2 mount");
         return;
     };

@@ -593,6 +593,18 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// The cgroup2 mount point, when there is one.
+pub fn cgroup2_mount() -> Option<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        if post.split_whitespace().next() != Some("cgroup2") {
+            return None;
+        }
+        pre.split_whitespace().nth(4).map(PathBuf::from)
+    })
+}
+
 /// What a test that needs root says when it is not (see [`skip!`]).
 pub fn needs_root(why: &str) -> Missing {
     Missing::new(
@@ -727,17 +739,18 @@ pub fn descendants(ancestor: i32) -> Vec<i32> {
 /// itself `agentbash-watch`): from then on a SIGKILL of agentbash leaves nothing of its
 /// runs. A run starts it once it has lasted 20 ms; a test that kills agentbash waits
 /// for it instead of sleeping past that.
+/// Returns the watchdog's pid.
 #[track_caller]
-pub fn wait_for_watchdog(pid: i32) {
+pub fn wait_for_watchdog(pid: i32) -> i32 {
     let deadline = Instant::now() + HANG_CAP;
     loop {
-        let started = descendants(pid).into_iter().any(|c| {
+        let started = descendants(pid).into_iter().find(|&c| {
             parent_of(c) == Some(pid)
                 && std::fs::read_to_string(format!("/proc/{c}/comm"))
                     .is_ok_and(|n| n.trim_end() == "agentbash-watch")
         });
-        if started {
-            return;
+        if let Some(watchdog) = started {
+            return watchdog;
         }
         assert!(
             Instant::now() < deadline,

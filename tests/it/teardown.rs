@@ -3,10 +3,11 @@
 //! (issue 2, item 7); what a teardown lists and says (issue 12, part 4).
 
 use crate::support::{
-    Gate, LiveServer, Missing, TestEnv, bin, is_root, needs_root, nonce, procs_with_cmdline, s,
-    scaled, skip, wait_for_cmdline, wait_for_watchdog,
+    Gate, LiveServer, Missing, TestEnv, bin, cgroup2_mount, is_root, needs_root, nonce,
+    procs_with_cmdline, s, scaled, skip, wait_for_cmdline, wait_for_watchdog,
 };
 use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -713,6 +714,325 @@ fn sigkill_of_agentbash_mcp_ends_the_run_in_flight() {
     mcp.sigkill();
     let left = left_after(&tag, Duration::from_secs(2));
     assert!(left.is_empty(), "outlived a SIGKILLed mcp: {left:?}");
+}
+
+/// Every run group is a leaf of one parent per user, made once and kept: a run makes
+/// and removes its own leaf only, and the next agentbash process finds the same parent.
+#[test]
+fn runs_are_leaves_of_one_kept_parent_group_per_user() {
+    if !is_root() {
+        skip!(no_run_groups());
+    }
+    let Some(mount) = cgroup2_mount() else {
+        skip!(no_run_groups());
+    };
+    let env = TestEnv::new();
+    let group = || {
+        let out = env.run(&["run", "--", "cat /proc/self/cgroup"]);
+        out.assert_code(0);
+        let line = out.stdout.lines().find_map(|l| l.strip_prefix("0::"));
+        PathBuf::from(line.unwrap_or_else(|| panic!("no cgroup v2 line: {}", out.stdout)))
+    };
+    let (first, second) = (group(), group());
+    assert_ne!(first, second, "each run has a group of its own");
+    let parent = first.parent().expect("a parent group");
+    assert_eq!(second.parent(), Some(parent), "{first:?} {second:?}");
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(
+        parent.file_name().and_then(|n| n.to_str()),
+        Some(format!("agentbash-user-{uid}").as_str())
+    );
+    let on_disk = |g: &Path| mount.join(g.strip_prefix("/").unwrap_or(g));
+    assert!(on_disk(parent).is_dir(), "the parent is kept: {parent:?}");
+    for leaf in [&first, &second] {
+        assert!(
+            !on_disk(leaf).exists(),
+            "a run's group outlived it: {leaf:?}"
+        );
+    }
+}
+
+/// The watchdog of a SIGKILLed agentbash ends that agentbash's runs and no other's:
+/// the runs of another agentbash in the same parent group go on.
+#[test]
+fn a_sigkilled_agentbash_ends_its_own_runs_and_no_one_elses() {
+    if !is_root() {
+        skip!(no_run_groups());
+    }
+    let env = TestEnv::new();
+    let (mine, theirs) = (format!("{}1", nonce()), format!("{}2", nonce()));
+    let start = |tag: &str| {
+        let cmd = format!("{} exec sleep 303.{tag}", escapees(tag));
+        env.cmd(&["run", "--", &cmd]).spawn()
+    };
+    let (killed, other) = (start(&mine), start(&theirs));
+    wait_started(&mine);
+    wait_started(&theirs);
+    let watchdog = wait_for_watchdog(killed.pid());
+    wait_for_watchdog(other.pid());
+    killed.signal(libc::SIGKILL);
+    let _ = killed.wait();
+    let left = left_after(&mine, Duration::from_secs(2));
+    assert!(left.is_empty(), "outlived a SIGKILLed agentbash: {left:?}");
+    // Once its watchdog is gone, it has killed all it ever will.
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    while std::fs::read_to_string(format!("/proc/{watchdog}/stat"))
+        .is_ok_and(|s| !s.contains(") Z "))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the watchdog {watchdog} never ended"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for n in ["300", "301", "302", "303"] {
+        let p = format!("sleep {n}.{theirs}");
+        assert!(
+            !procs_with_cmdline(&p, Duration::ZERO).is_empty(),
+            "{p}, of the other agentbash, was killed"
+        );
+    }
+    other.signal(libc::SIGTERM);
+    let _ = other.wait();
+    let left = left_after(&theirs, Duration::from_secs(2));
+    assert!(left.is_empty(), "outlived its run: {left:?}");
+}
+
+/// The parent group of this user's runs, on disk (from where a run finds itself).
+fn runs_parent(env: &TestEnv, mount: &Path) -> PathBuf {
+    let out = env.run(&["run", "--", "cat /proc/self/cgroup"]);
+    let group = out.stdout.lines().find_map(|l| l.strip_prefix("0::"));
+    let group = PathBuf::from(group.unwrap_or_else(|| panic!("{}", out.stdout)));
+    let parent = group.parent().expect("parent");
+    mount.join(parent.strip_prefix("/").expect("absolute"))
+}
+
+/// Make `dir`'s modification time an hour old: a leaf left long ago.
+fn age(dir: &Path) {
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::open(dir)
+        .and_then(|f| f.set_modified(an_hour_ago))
+        .unwrap_or_else(|e| panic!("{dir:?}: {e}"));
+}
+
+/// A leaf left by an agentbash that is gone is removed by the next agentbash process
+/// when it makes its first leaf (no watchdog needed: a run of `true`), with the groups
+/// a nested agentbash made in it; the leaf of a live agentbash, one that still holds
+/// a process, and one just made (its owner may live in another PID namespace) are
+/// left alone.
+#[test]
+fn the_next_agentbash_removes_the_empty_leaves_of_gone_ones_only() {
+    if !is_root() {
+        skip!(no_run_groups());
+    }
+    let Some(mount) = cgroup2_mount() else {
+        skip!(no_run_groups());
+    };
+    let env = TestEnv::new();
+    let parent = runs_parent(&env, &mount);
+    // No process has a pid above pid_max.
+    let gone: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .expect("pid_max")
+        .trim()
+        .parse::<u64>()
+        .expect("a number")
+        + 1;
+    let token = format!("{:0>16}", nonce());
+    let leaf = |owner: &dyn std::fmt::Display, n: u32| parent.join(format!("{owner}-{token}-{n}"));
+    let (dead, nested, held, fresh) = (
+        leaf(&gone, 0),
+        leaf(&gone, 1),
+        leaf(&gone, 2),
+        leaf(&gone, 3),
+    );
+    let alive = leaf(&std::process::id(), 0);
+    let inner = nested
+        .join("agentbash-user-0")
+        .join(format!("{gone}-{token}-0"));
+    for dir in [&dead, &nested, &held, &fresh, &alive, &inner] {
+        std::fs::create_dir_all(dir).expect("a leaf");
+    }
+    for dir in [&dead, &nested, &held, &alive] {
+        age(dir);
+    }
+    let tag = nonce();
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg(format!("305.{tag}"))
+        .spawn()
+        .expect("sleep");
+    std::fs::write(held.join("cgroup.procs"), sleeper.id().to_string()).expect("join");
+    env.run(&["run", "--", "true"]).assert_code(0);
+    let left = |d: &PathBuf| d.exists();
+    let (dead_left, nested_left, held_left, fresh_left, alive_left) = (
+        left(&dead),
+        left(&nested),
+        left(&held),
+        left(&fresh),
+        left(&alive),
+    );
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    for dir in [
+        &inner,
+        &inner.parent().expect("inner parent").to_path_buf(),
+        &nested,
+        &held,
+        &fresh,
+        &alive,
+    ] {
+        let _ = std::fs::remove_dir(dir);
+    }
+    assert!(!dead_left, "the empty leaf of a gone agentbash stayed");
+    assert!(
+        !nested_left,
+        "a leaf with a nested agentbash's groups in it stayed"
+    );
+    assert!(held_left, "a leaf with a process in it was removed");
+    assert!(fresh_left, "a leaf just made was removed");
+    assert!(alive_left, "the leaf of a live agentbash was removed");
+}
+
+/// The one-run CLI with a sandbox in its own PID namespace does not wait for the
+/// sandbox's init to leave the run's leaf (it leaves once the kernel has taken the
+/// namespaces apart), yet nothing of the run outlives agentbash: its processes are
+/// gone when it has exited, the init leaves the leaf by itself, and the next
+/// agentbash removes the leaf.
+#[test]
+fn a_sandboxed_one_run_leaves_nothing_of_its_run_behind() {
+    if !is_root() {
+        skip!(no_run_groups());
+    }
+    let Some(mount) = cgroup2_mount() else {
+        skip!(no_run_groups());
+    };
+    let env = TestEnv::new();
+    let parent = runs_parent(&env, &mount);
+    let profile = env.write(
+        "ns.toml",
+        "extends = \"default\"\n[shell]\nsnapshot = false\n[sandbox]\nmode = \"workspace-write\"\nengine = \"namespaces\"\n",
+    );
+    let tag = nonce();
+    let cmd = format!("{} echo started", escapees(&tag));
+    let run = env
+        .cmd(&[
+            "run",
+            "--json",
+            "-p",
+            profile.to_str().expect("utf-8"),
+            "--",
+            &cmd,
+        ])
+        .spawn();
+    let pid = run.pid();
+    let out = run.wait();
+    let v = out.json();
+    if v["sandbox"]["engine"] != "namespaces" {
+        skip!(Missing::new(
+            "user and PID namespaces for the sandbox",
+            "run the suite where unprivileged namespaces are allowed, or as root"
+        ));
+    }
+    assert!(s(&v, "output").contains("started"), "{v}");
+    // At once: what the run started is gone with agentbash.
+    let left = left_after(&tag, Duration::ZERO);
+    assert!(left.is_empty(), "outlived its run: {left:?}");
+    // Its leaves, if still there, empty by themselves (the init exits).
+    let mine = format!("{pid}-");
+    let leaves: Vec<PathBuf> = std::fs::read_dir(&parent)
+        .expect("parent")
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(&mine)))
+        .map(|e| e.path())
+        .collect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    for leaf in &leaves {
+        while std::fs::read_to_string(leaf.join("cgroup.events"))
+            .is_ok_and(|e| e.lines().any(|l| l == "populated 1"))
+        {
+            assert!(Instant::now() < deadline, "{leaf:?} still holds a process");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if leaf.exists() {
+            age(leaf);
+        }
+    }
+    env.run(&["run", "--", "true"]).assert_code(0);
+    for leaf in &leaves {
+        assert!(!leaf.exists(), "{leaf:?} was left for good");
+    }
+}
+
+/// What a command inherits of signal dispositions: ignored ones agentbash inherited
+/// stay ignored (`nohup` keeps working through it), except the stop signals and
+/// SIGPIPE, which a command expects live; agentbash's own handlers are not its.
+#[test]
+fn a_command_keeps_inherited_ignores_but_not_agentbash_handlers_or_stop_signals() {
+    let env = TestEnv::new();
+    let out = env
+        .program(
+            "bash",
+            &[
+                "-c",
+                "trap '' USR1 INT; exec \"$0\" run -- 'exec cat /proc/self/status'",
+                bin().to_str().expect("utf-8"),
+            ],
+        )
+        .run();
+    out.assert_code(0);
+    let mask = |field: &str| {
+        let hex = out.stdout.lines().find_map(|l| l.strip_prefix(field));
+        u64::from_str_radix(hex.expect(field).trim(), 16).expect("hex")
+    };
+    let bit = |sig: i32| 1u64 << (sig - 1);
+    let ignored = mask("SigIgn:");
+    assert_ne!(ignored & bit(libc::SIGUSR1), 0, "{}", out.stdout);
+    for sig in [libc::SIGINT, libc::SIGPIPE, libc::SIGTERM, libc::SIGHUP] {
+        assert_eq!(ignored & bit(sig), 0, "signal {sig}: {}", out.stdout);
+    }
+    assert_eq!(mask("SigCgt:"), 0, "{}", out.stdout);
+    assert_eq!(mask("SigBlk:"), 0, "{}", out.stdout);
+}
+
+/// Between clone and exec a child runs agentbash's code, so every handler agentbash
+/// installed must be back to the default there. The sandbox's init never execs: what
+/// it holds shows what a child of agentbash holds (nothing but the C library's own).
+#[test]
+fn the_sandbox_init_holds_none_of_agentbash_handlers() {
+    let env = TestEnv::new();
+    let profile = env.write(
+        "ns.toml",
+        "extends = \"default\"\n[shell]\nsnapshot = false\n[sandbox]\nmode = \"workspace-write\"\nengine = \"namespaces\"\n",
+    );
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-p",
+        profile.to_str().expect("utf-8"),
+        "--",
+        "grep -E '^(Name|SigCgt):' /proc/1/status",
+    ]);
+    let v = out.json();
+    if v["sandbox"]["engine"] != "namespaces" {
+        skip!(Missing::new(
+            "user and PID namespaces for the sandbox",
+            "run the suite where unprivileged namespaces are allowed, or as root"
+        ));
+    }
+    let text = s(&v, "output");
+    let caught = text
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("{v}"));
+    // Signals 32 to 34 are the C library's own (thread cancellation, set*id), which
+    // no program can change.
+    let libc_own = 0b111u64 << 31;
+    assert_eq!(
+        caught & !libc_own,
+        0,
+        "init still runs agentbash handlers: {text}"
+    );
 }
 
 /// Each killed list as "pid command" strings.

@@ -27,7 +27,8 @@ use crate::executor::idle::{self, IdleClock};
 use crate::executor::{DRAIN_IDLE, DRAIN_TOTAL, EVENT_INTERVAL, End, ExecOutcome, Watch};
 use crate::output::sink::OutputSink;
 use crate::process::cgroup::{self, RunGroup};
-use crate::process::spawn::{self, Child, Teardown};
+use crate::process::spawn::{self, Child};
+use crate::process::teardown::Teardown;
 use crate::process::{KilledProcess, SpawnSpec};
 
 /// Largest single read from the master; big reads keep syscalls per byte low.
@@ -618,9 +619,13 @@ fn settle_background(
     let teardown = Teardown::new(leader, marker).in_group(group);
     let mut background_killed: Vec<KilledProcess> =
         killed.into_iter().filter(|k| k.pid != leader).collect();
-    // As in print mode: with no children and an empty group there is nothing to find.
-    let in_group = teardown.grouped() && group.is_some_and(|g| !g.pids().is_empty());
-    if watch.background == Background::Kill && (in_group || spawn::has_children()) {
+    // As in print mode: with no child at all (one `waitid`) there is nothing to find:
+    // no cgroup read, no /proc scan.
+    let in_group = || teardown.grouped() && group.is_some_and(|g| !g.pids().is_empty());
+    if watch.background == Background::Kill
+        && crate::process::procfs::any_child()
+        && (in_group() || crate::process::procfs::has_children())
+    {
         background_killed.extend(teardown.terminate(watch.kill_grace, true));
     }
     teardown.reap_orphans();
