@@ -263,6 +263,21 @@ impl<'a> Explanation<'a> {
                 t.push_str(&format!("{label:<12}{value}\n"));
             }
         };
+        self.head_text(&mut line, &show, &opt);
+        self.intercept_text(&mut line, &show, &list);
+        self.run_text(&mut line, &show);
+        self.sandbox_text(&mut line, &show);
+        self.tail_text(&mut line, &show, &list);
+        t
+    }
+
+    /// The command, the profile it ran under, its normalized form, the guard and approval.
+    fn head_text(
+        &self,
+        line: &mut dyn FnMut(&str, String),
+        show: &dyn Fn(&str) -> String,
+        opt: &dyn Fn(Option<usize>) -> String,
+    ) {
         line("command", show(self.command));
         line(
             "profile",
@@ -295,6 +310,15 @@ impl<'a> Explanation<'a> {
         for (i, a) in self.approval_lines.iter().enumerate() {
             line(if i == 0 { "approval" } else { "" }, show(a));
         }
+    }
+
+    /// The interceptor: the caller's tools, each candidate checked and the verdict.
+    fn intercept_text(
+        &self,
+        mut line: &mut dyn FnMut(&str, String),
+        show: &dyn Fn(&str) -> String,
+        list: &dyn Fn(&[String]) -> String,
+    ) {
         let i = &self.intercept;
         if i.enabled {
             line("intercept", format!("tools: {}", list(i.tools)));
@@ -357,6 +381,11 @@ impl<'a> Explanation<'a> {
         for w in i.warnings {
             line("  warning", show(w));
         }
+    }
+
+    /// Where and how the command runs: cwd, timeout, mode, env, redaction, shell,
+    /// snapshot and session.
+    fn run_text(&self, mut line: &mut dyn FnMut(&str, String), show: &dyn Fn(&str) -> String) {
         line("cwd", show(self.cwd.text()));
         line(
             "timeout",
@@ -402,6 +431,10 @@ impl<'a> Explanation<'a> {
             ),
             None => line("session", "none".into()),
         }
+    }
+
+    /// The sandbox: off, or its engine, network and paths.
+    fn sandbox_text(&self, line: &mut dyn FnMut(&str, String), show: &dyn Fn(&str) -> String) {
         let sb = &self.sandbox;
         if sb.is_off() {
             line("sandbox", "off".into());
@@ -464,6 +497,15 @@ impl<'a> Explanation<'a> {
                 line("  note", show(n));
             }
         }
+    }
+
+    /// The execution fields, the argv, the artifact directory and any error.
+    fn tail_text(
+        &self,
+        line: &mut dyn FnMut(&str, String),
+        show: &dyn Fn(&str) -> String,
+        list: &dyn Fn(&[String]) -> String,
+    ) {
         line("execution", "(every field, as in --format json)".into());
         if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(self.execution) {
             for (key, value) in &fields {
@@ -478,10 +520,9 @@ impl<'a> Explanation<'a> {
         if let Some(u) = self.usage_error {
             line("error", show(u));
         }
-        if let Some(e) = i.error.as_deref() {
+        if let Some(e) = self.intercept.error.as_deref() {
             line("error", show(e));
         }
-        t
     }
 }
 

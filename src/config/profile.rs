@@ -10,6 +10,11 @@ use super::schema;
 
 pub use schema::*;
 
+mod wording;
+
+pub use wording::edit_distance;
+use wording::{entry_offset, shorten, type_error, with_suggestion};
+
 use std::path::{Path, PathBuf};
 
 /// Built-in profiles, embedded so the binary works from anywhere.
@@ -540,63 +545,7 @@ impl Lookup {
                         .join(" -> "),
                 });
             }
-            let next = if Self::is_path(&parent) {
-                let base = current.base_dir().unwrap_or(&self.invoking_dir);
-                let path = crate::paths::absolute(base, Path::new(&parent));
-                // What a project profile loads must be covered by its trust record.
-                if let Origin::File(f) = &current
-                    && let Some(project) = crate::config::trust::project_of(f)
-                    && !crate::config::trust::covers(&project, &path)
-                {
-                    let text = read_origin(&current)?;
-                    let (line, col) = locate(&text, "", "extends");
-                    return Err(ProfileError::Invalid {
-                        origin: current,
-                        line,
-                        col,
-                        message: format!(
-                            "extends = {parent:?}: a project profile may only extend files under {0}/.agentbash/profiles or {0}/.agentbash/rules, which `agentbash trust` covers",
-                            project.display()
-                        ),
-                    });
-                }
-                Origin::File(path)
-            } else {
-                // A built-in extends built-ins only: `-p builtin:agent` must not pick
-                // up a project's or the user's `default.toml` underneath.
-                let lookup_name = match &current {
-                    Origin::Builtin(_) if !parent.starts_with(BUILTIN_PREFIX) => {
-                        format!("{BUILTIN_PREFIX}{parent}")
-                    }
-                    _ => parent.clone(),
-                };
-                // A project `default.toml` may extend the built-in `default`: skip
-                // candidates up to and including the layer we are in.
-                let cands = self.candidates(&lookup_name);
-                let skip = if parent == current_name {
-                    cands
-                        .iter()
-                        .position(|c| *c == current)
-                        .map_or(0, |i| i + 1)
-                } else {
-                    0
-                };
-                match cands.into_iter().nth(skip) {
-                    Some(o) => o,
-                    None => {
-                        let why = match self.not_found(&parent) {
-                            e @ ProfileError::Untrusted { .. } => e.to_string(),
-                            _ => format!("no such profile ({})", self.looked_in(&parent)),
-                        };
-                        return Err(ProfileError::Invalid {
-                            line: locate(&read_origin(&current)?, "", "extends").0,
-                            col: locate(&read_origin(&current)?, "", "extends").1,
-                            origin: current,
-                            message: format!("extends = {parent:?}: {why}"),
-                        });
-                    }
-                }
-            };
+            let next = self.resolve_parent(&current, &current_name, &parent)?;
             if layers.iter().any(|(o, _)| *o == next) {
                 layers.push((next, toml::Table::new()));
                 return Err(ProfileError::ExtendsLoop {
@@ -632,7 +581,92 @@ impl Lookup {
             col: 1,
             message: format!("after merging `extends`: {}", e.message()),
         })?;
-        if let Some((sec, key, msg)) = semantic_errors(&profile).into_iter().next() {
+        self.check_merged(&profile, &layers)?;
+        let top = layers[layers.len() - 1].0.clone();
+        Ok(LoadedProfile {
+            name,
+            profile,
+            layers: layers.into(),
+            top,
+            rules: std::sync::OnceLock::new(),
+            guard_rules: std::sync::OnceLock::new(),
+            warnings: self.take_warnings(),
+        })
+    }
+
+    /// The layer an `extends = "parent"` in `current` names: a file (which a project
+    /// profile's trust record must cover) or a profile looked up by name.
+    fn resolve_parent(
+        &self,
+        current: &Origin,
+        current_name: &str,
+        parent: &str,
+    ) -> Result<Origin, ProfileError> {
+        let next = if Self::is_path(parent) {
+            let base = current.base_dir().unwrap_or(&self.invoking_dir);
+            let path = crate::paths::absolute(base, Path::new(parent));
+            // What a project profile loads must be covered by its trust record.
+            if let Origin::File(f) = current
+                && let Some(project) = crate::config::trust::project_of(f)
+                && !crate::config::trust::covers(&project, &path)
+            {
+                let text = read_origin(current)?;
+                let (line, col) = locate(&text, "", "extends");
+                return Err(ProfileError::Invalid {
+                    origin: current.clone(),
+                    line,
+                    col,
+                    message: format!(
+                        "extends = {parent:?}: a project profile may only extend files under {0}/.agentbash/profiles or {0}/.agentbash/rules, which `agentbash trust` covers",
+                        project.display()
+                    ),
+                });
+            }
+            Origin::File(path)
+        } else {
+            // A built-in extends built-ins only: `-p builtin:agent` must not pick
+            // up a project's or the user's `default.toml` underneath.
+            let lookup_name = match &current {
+                Origin::Builtin(_) if !parent.starts_with(BUILTIN_PREFIX) => {
+                    format!("{BUILTIN_PREFIX}{parent}")
+                }
+                _ => parent.to_string(),
+            };
+            // A project `default.toml` may extend the built-in `default`: skip
+            // candidates up to and including the layer we are in.
+            let cands = self.candidates(&lookup_name);
+            let skip = if parent == current_name {
+                cands.iter().position(|c| c == current).map_or(0, |i| i + 1)
+            } else {
+                0
+            };
+            match cands.into_iter().nth(skip) {
+                Some(o) => o,
+                None => {
+                    let why = match self.not_found(parent) {
+                        e @ ProfileError::Untrusted { .. } => e.to_string(),
+                        _ => format!("no such profile ({})", self.looked_in(parent)),
+                    };
+                    return Err(ProfileError::Invalid {
+                        line: locate(&read_origin(current)?, "", "extends").0,
+                        col: locate(&read_origin(current)?, "", "extends").1,
+                        origin: current.clone(),
+                        message: format!("extends = {parent:?}: {why}"),
+                    });
+                }
+            }
+        };
+        Ok(next)
+    }
+
+    /// The checks of the merged profile, each error blamed on the layer that set the
+    /// key: range checks, then the approval rules.
+    fn check_merged(
+        &self,
+        profile: &Profile,
+        layers: &[(Origin, toml::Table)],
+    ) -> Result<(), ProfileError> {
+        if let Some((sec, key, msg)) = semantic_errors(profile).into_iter().next() {
             // Blame the top-most layer that set the key.
             let origin = layers
                 .iter()
@@ -653,7 +687,7 @@ impl Lookup {
                 message: format!("{sec}.{key}: {msg}"),
             });
         }
-        if let Some((index, key, msg)) = approval_rule_errors(&profile).into_iter().next() {
+        if let Some((index, key, msg)) = approval_rule_errors(profile).into_iter().next() {
             // Arrays replace: the top-most layer that set `approval.rule` holds them all.
             let origin = layers
                 .iter()
@@ -674,16 +708,7 @@ impl Lookup {
                 message: format!("approval.rule[{index}].{key}: {msg}"),
             });
         }
-        let top = layers[layers.len() - 1].0.clone();
-        Ok(LoadedProfile {
-            name,
-            profile,
-            layers: layers.into(),
-            top,
-            rules: std::sync::OnceLock::new(),
-            guard_rules: std::sync::OnceLock::new(),
-            warnings: self.take_warnings(),
-        })
+        Ok(())
     }
 }
 
@@ -745,97 +770,6 @@ pub fn parse_layer(origin: &Origin, text: &str) -> Result<(toml::Table, Profile)
             Err(spanned) => Err(typing(spanned)),
             Ok(_) => Err(typing(e)),
         },
-    }
-}
-
-/// Where an error about one entry of an array points: serde's span covers the whole
-/// array, so an `invalid entry "X"` error points at `"X"` itself when it is there.
-fn entry_offset(text: &str, start: usize, message: &str) -> usize {
-    let quoted = message
-        .strip_prefix("invalid entry ")
-        .and_then(|rest| rest.find("\": ").map(|end| &rest[..=end]));
-    match quoted.and_then(|q| text.get(start..)?.find(q)) {
-        Some(at) => start + at,
-        None => start,
-    }
-}
-
-/// serde's "invalid type: string \"five\", expected u64" in the profile's own words:
-/// `timeout.default: expected a whole number of seconds, found the string "five"`.
-/// `None` for errors that are not about a value's type (unknown keys, syntax).
-fn type_error(e: &toml::de::Error, table: &toml::Table, text: &str) -> Option<String> {
-    let key = error_key(e)?;
-    let msg = e.message();
-    // serde's, toml's (an enum given a number) and our own (env.inherit) wordings.
-    let about_type = [
-        "invalid type:",
-        "invalid value:",
-        "unknown variant",
-        "invalid length",
-        "wanted string or table",
-        "expected ",
-    ]
-    .iter()
-    .any(|p| msg.starts_with(p));
-    if !about_type {
-        // Our own deserializers' other messages say what is wrong, not where.
-        return (msg.starts_with("unknown value")
-            || msg.starts_with("prefix ")
-            || msg.starts_with("invalid entry"))
-        .then(|| format!("{key}: {msg}"));
-    }
-    let expected = schema::expected_type(&key)?;
-    let mut parts = key.split('.');
-    let value = table
-        .get(parts.next()?)
-        .and_then(|first| parts.try_fold(first, |at, k| at.as_table()?.get(k)))
-        .map(|v| describe_value(v, msg, expected.starts_with("an array")));
-    // Inside an array of tables the path has no index: the value is where toml points.
-    let at_span = e
-        .span()
-        .and_then(|sp| text.get(sp))
-        .filter(|v| !v.is_empty() && v.len() <= 200 && !v.contains('\n'))
-        .map(|v| format!("`{v}`"));
-    let found = value.or(at_span).unwrap_or_else(|| {
-        // The serde wording of what was found: "invalid type: string \"x\", expected …".
-        msg.split_once(':')
-            .and_then(|(_, rest)| rest.rsplit_once(", expected").map(|(f, _)| f.trim()))
-            .unwrap_or("something else")
-            .to_string()
-    });
-    Some(format!("{key}: expected {expected}, found {found}"))
-}
-
-/// The dotted key a typing error is about. toml records it, and shows it only when
-/// the error carries no input text.
-fn error_key(e: &toml::de::Error) -> Option<String> {
-    let mut bare = e.clone();
-    bare.set_input(None);
-    let shown = bare.to_string();
-    let last = shown.trim_end().lines().last()?;
-    let key = last.strip_prefix("in `")?.strip_suffix('`')?;
-    (!key.is_empty()).then(|| key.to_string())
-}
-
-/// A TOML value as an error message names it: `the string "five"`, `the integer -3`;
-/// with `in_array`, an array by the element that is not a string.
-fn describe_value(v: &toml::Value, msg: &str, in_array: bool) -> String {
-    use toml::Value;
-    match v {
-        Value::String(s) => format!("the string {s:?}"),
-        Value::Integer(i) if *i < 0 => format!("the negative integer {i}"),
-        Value::Integer(i) if msg.starts_with("invalid value") => {
-            format!("the integer {i}, which is too large")
-        }
-        Value::Integer(i) => format!("the integer {i}"),
-        Value::Float(f) => format!("the number {f}"),
-        Value::Boolean(b) => format!("the boolean {b}"),
-        Value::Datetime(d) => format!("the date-time {d}"),
-        Value::Array(items) => match items.iter().find(|i| !i.is_str()).filter(|_| in_array) {
-            Some(odd) => format!("an array holding {}", describe_value(odd, msg, false)),
-            None => "an array".into(),
-        },
-        Value::Table(_) => "a table".into(),
     }
 }
 
@@ -928,58 +862,6 @@ pub fn locate_in_array(text: &str, array: &str, index: usize, key: &str) -> (usi
         }
     }
     header.unwrap_or_else(|| locate(text, "approval", "rule"))
-}
-
-/// Error messages quote the offending key or value; a hostile profile can make that
-/// a megabyte. Keep the start and say how much was left out.
-fn shorten(msg: &str) -> String {
-    const MAX: usize = 1000;
-    if msg.len() <= MAX {
-        return msg.to_string();
-    }
-    let mut cut = MAX;
-    while !msg.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}… [{} more bytes]", &msg[..cut], msg.len() - cut)
-}
-
-/// serde says "unknown field `tiemout`, expected one of `a`, `b`": add "did you mean".
-fn with_suggestion(msg: &str) -> String {
-    let msg = msg.trim_end().to_string();
-    let Some(rest) = msg.strip_prefix("unknown field `") else {
-        return msg;
-    };
-    let Some((bad, expected)) = rest.split_once('`') else {
-        return msg;
-    };
-    let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
-    // A key whose length is far from a candidate's cannot be near it: skipping those
-    // keeps a hostile megabyte-long key from costing seconds of edit distance.
-    let best = candidates
-        .iter()
-        .filter(|c| bad.len().abs_diff(c.len()) <= 2.max(c.len() / 3))
-        .map(|c| (edit_distance(bad, c), *c))
-        .min()
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3));
-    match best {
-        Some((_, c)) => format!("{msg}\n  did you mean `{c}`?"),
-        None => msg,
-    }
-}
-
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

@@ -542,7 +542,14 @@ pub fn expected_type(key: &str) -> Option<&'static str> {
 /// Range checks serde cannot express: (section, key, message) for each bad value.
 pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)> {
     let mut errs = Vec::new();
-    let mut bad = |sec, key, msg: String| errs.push((sec, key, msg));
+    let mut bad = |sec: &'static str, key: &'static str, msg: String| errs.push((sec, key, msg));
+    run_errors(p, &mut bad);
+    service_errors(p, &mut bad);
+    errs
+}
+
+/// The checks of how one command runs: shell, timeout, output, pty, render, guard.
+fn run_errors(p: &Profile, bad: &mut impl FnMut(&'static str, &'static str, String)) {
     if p.shell.path.trim().is_empty() {
         bad(
             "shell",
@@ -640,6 +647,11 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
             );
         }
     }
+}
+
+/// The checks of the services around runs: jobs, server, target, approval, the
+/// sandbox's network allowlist and the environment.
+fn service_errors(p: &Profile, bad: &mut impl FnMut(&'static str, &'static str, String)) {
     if p.jobs.log_max_bytes < 8192 {
         bad(
             "jobs",
@@ -737,7 +749,6 @@ pub fn semantic_errors(p: &Profile) -> Vec<(&'static str, &'static str, String)>
             bad("env", "set", format!("{k:?} is not a valid variable name"));
         }
     }
-    errs
 }
 
 /// What is wrong with the `[[approval.rule]]` tables serde cannot see: (index of the

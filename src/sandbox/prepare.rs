@@ -84,6 +84,77 @@ pub fn prepare(
     };
 
     let mut notes = Vec::new();
+    let p = paths(policy, cwd, private_tmpdir, &mut notes)?;
+
+    let (network_namespace, proxy, net_rule) =
+        network(policy, use_namespaces, namespaces.network, &mut notes);
+    let mut prepared = Prepared::none(None);
+    prepared.notes = notes;
+    prepared.proxy = proxy;
+    prepared.seccomp = seccomp::program();
+    if prepared.seccomp.is_none() {
+        prepared
+            .notes
+            .push("no syscall filter: seccomp is not available for this architecture".into());
+    }
+    if use_namespaces {
+        namespace_plan(
+            &mut prepared,
+            policy,
+            cwd,
+            &p,
+            root,
+            namespaces.user,
+            network_namespace,
+            use_landlock,
+        )?;
+    } else {
+        prepared.resolved = Resolved::Landlock;
+        prepared.keep = Keep::Nothing;
+        if policy.engine == Engine::Auto {
+            prepared.reason = Some(
+                "mount namespaces are unavailable: chmod/chown/utime and .git/hooks are not protected"
+                    .into(),
+            );
+        }
+    }
+    if use_landlock {
+        // In the namespaces engine the tmpfs already hides denied paths (and /dev is
+        // private), so reads can be granted on the whole tree. Alone, Landlock must
+        // withhold the host's /dev, whose disk nodes root owns.
+        let read_denied: Vec<PathBuf> = if use_namespaces {
+            Vec::new()
+        } else {
+            let mut d = p.denied.clone();
+            d.push(PathBuf::from("/dev"));
+            d
+        };
+        let (ruleset, ruleset_notes) =
+            ruleset(&p.writable, &read_denied, net_rule, !use_namespaces)?;
+        prepared.ruleset = Some(ruleset);
+        prepared.notes.extend(ruleset_notes);
+    }
+    Ok(prepared)
+}
+
+/// The paths a sandbox is made of, resolved once: the private TMPDIR, the writable
+/// roots the user named, agentbash's own writable paths and the hidden ones.
+struct Paths {
+    tmpdir: PathBuf,
+    roots: Vec<PathBuf>,
+    own_writable: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
+    denied: Vec<PathBuf>,
+}
+
+/// Resolve the policy's paths: the workspace and writable ones must exist; a
+/// `deny_read` path that does not is noted (there is nothing to hide).
+fn paths(
+    policy: &Policy,
+    cwd: &Path,
+    private_tmpdir: &Path,
+    notes: &mut Vec<String>,
+) -> Result<Paths, SandboxError> {
     let tmpdir = existing(private_tmpdir, "private TMPDIR", "writable")?;
     let mut roots = Vec::new();
     if policy.mode == Mode::WorkspaceWrite {
@@ -121,10 +192,26 @@ pub fn prepare(
             )),
         }
     }
+    Ok(Paths {
+        tmpdir,
+        roots,
+        own_writable,
+        writable,
+        denied,
+    })
+}
 
+/// The network plan: whether the command gets a network namespace, the allowlist
+/// proxy when it has one, and the rule Landlock applies to TCP.
+fn network(
+    policy: &Policy,
+    use_namespaces: bool,
+    network_here: bool,
+    notes: &mut Vec<String>,
+) -> (bool, Option<ProxyPlan>, NetRule) {
     let confined_network = !policy.network.is_on();
-    let network_namespace = use_namespaces && confined_network && namespaces.network;
-    if use_namespaces && confined_network && !namespaces.network {
+    let network_namespace = use_namespaces && confined_network && network_here;
+    if use_namespaces && confined_network && !network_here {
         notes.push("network namespaces are unavailable; only Landlock limits TCP".into());
     }
     // An allowlist needs a namespace whose only way out is the proxy; without one the
@@ -149,120 +236,101 @@ pub fn prepare(
         (None, true) => NetRule::Closed,
         (None, false) => NetRule::Open,
     };
-    let mut prepared = Prepared::none(None);
-    prepared.notes = notes;
-    prepared.proxy = proxy;
-    prepared.seccomp = seccomp::program();
-    if prepared.seccomp.is_none() {
-        prepared
-            .notes
-            .push("no syscall filter: seccomp is not available for this architecture".into());
+    (network_namespace, proxy, net_rule)
+}
+
+/// The namespaces engine's part: clone flags, id maps, the mount plan (binds, hidden
+/// and protected paths) and the private /dev.
+#[allow(clippy::too_many_arguments)]
+fn namespace_plan(
+    prepared: &mut Prepared,
+    policy: &Policy,
+    cwd: &Path,
+    p: &Paths,
+    root: bool,
+    user_ns_here: bool,
+    network_namespace: bool,
+    use_landlock: bool,
+) -> Result<(), SandboxError> {
+    prepared.resolved = Resolved::Namespaces {
+        landlock: use_landlock,
+        network_namespace,
+    };
+    // As root, a user namespace of its own still, where the kernel allows one:
+    // capabilities there are worth nothing over the host.
+    let userns = !root || user_ns_here;
+    prepared.keep = if root && userns {
+        Keep::NamespaceRoot
+    } else {
+        Keep::Nothing
+    };
+    let mut flags =
+        libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC;
+    if userns {
+        flags |= libc::CLONE_NEWUSER;
     }
-    if use_namespaces {
-        prepared.resolved = Resolved::Namespaces {
-            landlock: use_landlock,
-            network_namespace,
-        };
-        // As root, a user namespace of its own still, where the kernel allows one:
-        // capabilities there are worth nothing over the host.
-        let userns = !root || namespaces.user;
-        prepared.keep = if root && userns {
-            Keep::NamespaceRoot
-        } else {
-            Keep::Nothing
-        };
-        let mut flags =
-            libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC;
-        if userns {
-            flags |= libc::CLONE_NEWUSER;
+    if network_namespace {
+        flags |= libc::CLONE_NEWNET;
+    }
+    if root && !userns {
+        prepared.notes.push(
+            "user namespaces are unavailable: the command runs as root without capabilities, so files of other users are not p.writable".into(),
+        );
+    }
+    let git = git_plan(&p.roots, &p.writable, &mut prepared.notes);
+    prepared.git_watch = git.watch.clone();
+    let mut protected = git.read_only;
+    for dir in workspace_agentbash(policy, &p.roots) {
+        protected.push(dir);
+    }
+    for dir in &policy.own_dirs {
+        let dir = expand_home(dir);
+        // One that does not exist yet is made now (0700), so the command cannot
+        // make it instead: a profile planted in the user's config directory would
+        // be trusted by every later run.
+        if std::fs::symlink_metadata(&dir).is_err() && p.roots.iter().any(|r| dir.starts_with(r)) {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir);
         }
-        if network_namespace {
-            flags |= libc::CLONE_NEWNET;
-        }
-        if root && !userns {
-            prepared.notes.push(
-                "user namespaces are unavailable: the command runs as root without capabilities, so files of other users are not writable".into(),
-            );
-        }
-        let git = git_plan(&roots, &writable, &mut prepared.notes);
-        prepared.git_watch = git.watch.clone();
-        let mut protected = git.read_only;
-        for dir in workspace_agentbash(policy, &roots) {
+        if let Ok(dir) = std::fs::canonicalize(&dir)
+            && p.roots.iter().any(|r| dir.starts_with(r))
+        {
             protected.push(dir);
         }
-        for dir in &policy.own_dirs {
-            let dir = expand_home(dir);
-            // One that does not exist yet is made now (0700), so the command cannot
-            // make it instead: a profile planted in the user's config directory would
-            // be trusted by every later run.
-            if std::fs::symlink_metadata(&dir).is_err() && roots.iter().any(|r| dir.starts_with(r))
-            {
-                use std::os::unix::fs::DirBuilderExt;
-                let _ = std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&dir);
-            }
-            if let Ok(dir) = std::fs::canonicalize(&dir)
-                && roots.iter().any(|r| dir.starts_with(r))
-            {
-                protected.push(dir);
-            }
-        }
-        protected.sort_by_key(|p| p.as_os_str().len());
-        protected.dedup();
-        // The run's TMPDIR lives in agentbash's state directory.
-        let reopen: Vec<PathBuf> = own_writable
-            .iter()
-            .chain(std::iter::once(&tmpdir))
-            .filter(|p| protected.iter().any(|d| p.starts_with(d)))
-            .cloned()
-            .collect();
-        let mut binds = writable.clone();
-        binds.extend(git.mount_points);
-        binds.sort_by_key(|p| p.as_os_str().len());
-        binds.dedup();
-        let dev = dev::DevPlan::new(&writable, &mut prepared.notes)?;
-        prepared.namespaces = Some(Namespaces {
-            flags,
-            id_maps: userns.then(|| id_maps(root)),
-            mounts: mount_plan(&binds, &denied, &protected, &reopen)?,
-            dev: Some(dev),
-            chdir: c_path(cwd)?,
-            devnull: c"/dev/null".to_owned(),
-            hide_options: c"size=4k,mode=0".to_owned(),
-        });
-        prepared.landlock_dev = use_landlock;
-        if !use_landlock {
-            prepared.reason =
-                Some("no Landlock: the kernel's second layer over the mounts is missing".into());
-        }
-    } else {
-        prepared.resolved = Resolved::Landlock;
-        prepared.keep = Keep::Nothing;
-        if policy.engine == Engine::Auto {
-            prepared.reason = Some(
-                "mount namespaces are unavailable: chmod/chown/utime and .git/hooks are not protected"
-                    .into(),
-            );
-        }
     }
-    if use_landlock {
-        // In the namespaces engine the tmpfs already hides denied paths (and /dev is
-        // private), so reads can be granted on the whole tree. Alone, Landlock must
-        // withhold the host's /dev, whose disk nodes root owns.
-        let read_denied: Vec<PathBuf> = if use_namespaces {
-            Vec::new()
-        } else {
-            let mut d = denied.clone();
-            d.push(PathBuf::from("/dev"));
-            d
-        };
-        let (ruleset, ruleset_notes) = ruleset(&writable, &read_denied, net_rule, !use_namespaces)?;
-        prepared.ruleset = Some(ruleset);
-        prepared.notes.extend(ruleset_notes);
+    protected.sort_by_key(|p| p.as_os_str().len());
+    protected.dedup();
+    // The run's TMPDIR lives in agentbash's state directory.
+    let reopen: Vec<PathBuf> = p
+        .own_writable
+        .iter()
+        .chain(std::iter::once(&p.tmpdir))
+        .filter(|p| protected.iter().any(|d| p.starts_with(d)))
+        .cloned()
+        .collect();
+    let mut binds = p.writable.clone();
+    binds.extend(git.mount_points);
+    binds.sort_by_key(|p| p.as_os_str().len());
+    binds.dedup();
+    let dev = dev::DevPlan::new(&p.writable, &mut prepared.notes)?;
+    prepared.namespaces = Some(Namespaces {
+        flags,
+        id_maps: userns.then(|| id_maps(root)),
+        mounts: mount_plan(&binds, &p.denied, &protected, &reopen)?,
+        dev: Some(dev),
+        chdir: c_path(cwd)?,
+        devnull: c"/dev/null".to_owned(),
+        hide_options: c"size=4k,mode=0".to_owned(),
+    });
+    prepared.landlock_dev = use_landlock;
+    if !use_landlock {
+        prepared.reason =
+            Some("no Landlock: the kernel's second layer over the mounts is missing".into());
     }
-    Ok(prepared)
+    Ok(())
 }
 
 /// `/` and the home directory itself are no workspace: `workspace-write` there is no
