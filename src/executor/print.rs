@@ -165,7 +165,7 @@ pub fn run(
     };
     // Dropped last (declared first): removed once nothing of the run is in it.
     let group = RunGroup::create();
-    let mut child = spawn::spawn_in(
+    let child = spawn::spawn_in(
         req.spawn,
         group.as_ref(),
         stdin,
@@ -176,12 +176,6 @@ pub fn run(
         program: req.spawn.program.clone(),
         err,
     })?;
-    let leader = child.id() as i32;
-    let pidfd = child.exit_watch();
-    let teardown = Teardown::new(leader, req.marker).in_group(group.as_ref());
-    let start = Instant::now();
-    let deadline = start + req.watch.timeout;
-    let mut buf = vec![0u8; READ_BUF];
     // pipes[0] is the output; pipes[1], when there is one, stderr.
     let mut pipes = vec![Pipe::new(r, sink, on_output)];
     let mut split = None;
@@ -195,180 +189,283 @@ pub fn run(
         }
         (None, _) => {}
     }
-    let mut closed_early = false;
-    let mut status: Option<std::process::ExitStatus> = None;
-    let mut exited_at: Option<Instant> = None;
-    let mut last_output = Instant::now();
-    let mut idle = req.watch.idle.map(IdleClock::new);
-    let mut stopped: Option<End> = None;
-    let mut killed = Vec::new();
-    let mut watchdog_due = teardown.grouped();
-    // With agentbash's own stdin the command may well be read from a person.
-    let mut terminal_wait = (!req.stdin_inherit).then(super::terminal_wait::TerminalWait::new);
+    let mut run = PrintRun::new(req, child, group.as_ref(), pipes, split);
+    while !run.step() {}
+    Ok(run.finish())
+}
 
-    loop {
-        let now = Instant::now();
-        if watchdog_due && now.duration_since(start) >= crate::process::cgroup::WATCHDOG_AFTER {
-            crate::process::cgroup::ensure_watchdog();
-            watchdog_due = false;
+/// A print-mode run from its spawn to its end: what the poll loop watches (the
+/// pipes, the child, the clocks) and what it found out, one step at a time.
+struct PrintRun<'r, 'q, 'g, 'p> {
+    req: &'r PrintRequest<'q>,
+    child: spawn::Child,
+    leader: i32,
+    pidfd: Option<OwnedFd>,
+    group: Option<&'g RunGroup>,
+    teardown: Teardown<'g>,
+    start: Instant,
+    deadline: Instant,
+    buf: Vec<u8>,
+    pipes: Vec<Pipe<'p>>,
+    split: Option<SplitStderr>,
+    closed_early: bool,
+    status: Option<std::process::ExitStatus>,
+    exited_at: Option<Instant>,
+    last_output: Instant,
+    idle: Option<IdleClock>,
+    stopped: Option<End>,
+    killed: Vec<crate::process::KilledProcess>,
+    watchdog_due: bool,
+    terminal_wait: Option<super::terminal_wait::TerminalWait>,
+}
+
+impl<'r, 'q, 'g, 'p> PrintRun<'r, 'q, 'g, 'p> {
+    fn new(
+        req: &'r PrintRequest<'q>,
+        child: spawn::Child,
+        group: Option<&'g RunGroup>,
+        pipes: Vec<Pipe<'p>>,
+        split: Option<SplitStderr>,
+    ) -> Self {
+        let leader = child.id() as i32;
+        let pidfd = child.exit_watch();
+        let teardown = Teardown::new(leader, req.marker).in_group(group);
+        let start = Instant::now();
+        let watchdog_due = teardown.grouped();
+        PrintRun {
+            req,
+            child,
+            leader,
+            pidfd,
+            group,
+            teardown,
+            start,
+            deadline: start + req.watch.timeout,
+            buf: vec![0u8; READ_BUF],
+            pipes,
+            split,
+            closed_early: false,
+            status: None,
+            exited_at: None,
+            last_output: Instant::now(),
+            idle: req.watch.idle.map(IdleClock::new),
+            stopped: None,
+            killed: Vec::new(),
+            watchdog_due,
+            // With agentbash's own stdin the command may well be read from a person.
+            terminal_wait: (!req.stdin_inherit).then(super::terminal_wait::TerminalWait::new),
         }
-        for p in pipes.iter_mut() {
+    }
+
+    /// One turn of the loop; `true` once the output is drained after the exit.
+    fn step(&mut self) -> bool {
+        let now = Instant::now();
+        if self.watchdog_due
+            && now.duration_since(self.start) >= crate::process::cgroup::WATCHDOG_AFTER
+        {
+            crate::process::cgroup::ensure_watchdog();
+            self.watchdog_due = false;
+        }
+        for p in self.pipes.iter_mut() {
             p.emit(now, false);
         }
-        if status.is_none() {
-            match child.try_wait() {
-                Ok(Some(s)) => {
-                    status = Some(s);
-                    exited_at = Some(now);
-                }
-                Ok(None) => {}
-                Err(_) => {
-                    exited_at = Some(now);
-                    stopped.get_or_insert(End::MissingStatus);
-                }
+        self.check_exit(now);
+        if self.stopped.is_none()
+            && self.status.is_none()
+            && let Some(end) = self.stop_reason(now)
+        {
+            self.stop(end);
+        }
+        if self.drained(now) {
+            return true;
+        }
+        self.wait_and_read(now);
+        false
+    }
+
+    /// Note the child's exit, if it has exited.
+    fn check_exit(&mut self, now: Instant) {
+        if self.status.is_some() {
+            return;
+        }
+        match self.child.try_wait() {
+            Ok(Some(s)) => {
+                self.status = Some(s);
+                self.exited_at = Some(now);
+            }
+            Ok(None) => {}
+            Err(_) => {
+                self.exited_at = Some(now);
+                self.stopped.get_or_insert(End::MissingStatus);
             }
         }
-        if stopped.is_none() && status.is_none() {
-            let reason = if let Some(sig) = req.watch.cancel.reason() {
-                Some(End::Cancelled(sig))
-            } else if now >= deadline {
-                Some(End::TimedOut)
-            } else if let Some(clock) = idle.as_mut()
-                && clock.expired(|| idle::cpu_time(&teardown, group.as_ref()))
-            {
-                Some(End::Idle(clock.limit().as_secs()))
-            } else {
-                terminal_wait
-                    .as_mut()
-                    .and_then(|w| w.check(now, last_output, || teardown.members()))
-                    .map(End::NeedsTerminal)
-            };
-            if let Some(end) = reason {
-                stopped = Some(end);
-                // Keep reading while the tree winds down so nothing is lost or blocked.
-                killed = terminate_while_draining(
-                    &teardown,
-                    req.watch.kill_grace,
-                    &mut pipes,
-                    split.as_mut(),
-                    &mut buf,
-                );
-                status = child.wait().ok();
-                exited_at = Some(Instant::now());
-                for p in pipes.iter_mut() {
-                    p.emit(Instant::now(), true);
-                }
-            }
+    }
+
+    /// Why the running command must be stopped now, if it must.
+    fn stop_reason(&mut self, now: Instant) -> Option<End> {
+        let (teardown, group) = (&self.teardown, self.group);
+        if let Some(sig) = self.req.watch.cancel.reason() {
+            Some(End::Cancelled(sig))
+        } else if now >= self.deadline {
+            Some(End::TimedOut)
+        } else if let Some(clock) = self.idle.as_mut()
+            && clock.expired(|| idle::cpu_time(teardown, group))
+        {
+            Some(End::Idle(clock.limit().as_secs()))
+        } else {
+            let last_output = self.last_output;
+            self.terminal_wait
+                .as_mut()
+                .and_then(|w| w.check(now, last_output, || teardown.members()))
+                .map(End::NeedsTerminal)
         }
-        if let Some(at) = exited_at {
-            let idle = now.duration_since(last_output);
-            let eof = pipes.iter().all(|p| p.open_fd().is_none())
-                && split.as_ref().is_none_or(|e| e.open_fd().is_none());
-            if eof || idle >= DRAIN_IDLE || now.duration_since(at) >= DRAIN_TOTAL {
-                break;
-            }
+    }
+
+    /// Stop the command for `end`, reading while the tree winds down so nothing is
+    /// lost or blocked.
+    fn stop(&mut self, end: End) {
+        self.stopped = Some(end);
+        self.killed = terminate_while_draining(
+            &self.teardown,
+            self.req.watch.kill_grace,
+            &mut self.pipes,
+            self.split.as_mut(),
+            &mut self.buf,
+        );
+        self.status = self.child.wait().ok();
+        self.exited_at = Some(Instant::now());
+        for p in self.pipes.iter_mut() {
+            p.emit(Instant::now(), true);
         }
-        let open: Vec<Option<BorrowedFd<'_>>> = pipes
+    }
+
+    /// After the exit: every pipe at EOF, or quiet long enough, or drained long enough.
+    fn drained(&self, now: Instant) -> bool {
+        let Some(at) = self.exited_at else {
+            return false;
+        };
+        let idle = now.duration_since(self.last_output);
+        let eof = self.pipes.iter().all(|p| p.open_fd().is_none())
+            && self.split.as_ref().is_none_or(|e| e.open_fd().is_none());
+        eof || idle >= DRAIN_IDLE || now.duration_since(at) >= DRAIN_TOTAL
+    }
+
+    /// Wait for output (or the exit, or the next thing due) and read it.
+    fn wait_and_read(&mut self, now: Instant) {
+        let open: Vec<Option<BorrowedFd<'_>>> = self
+            .pipes
             .iter()
             .map(Pipe::open_fd)
-            .chain(split.iter().map(SplitStderr::open_fd))
+            .chain(self.split.iter().map(SplitStderr::open_fd))
             .filter(Option::is_some)
             .collect();
-        if !open.is_empty() {
-            let mut wait = if exited_at.is_some() {
-                Duration::from_millis(10)
-            } else {
-                deadline.saturating_duration_since(now).min(EVENT_INTERVAL)
-            };
-            for p in pipes.iter().filter(|p| p.sink.has_pending()) {
-                wait = wait.min(EVENT_INTERVAL.saturating_sub(now.duration_since(p.last_emit)));
+        if open.is_empty() {
+            if self.exited_at.is_none() {
+                // The command closed its output but is still running: wait for it.
+                let cap = if self.pidfd.is_some() {
+                    EVENT_INTERVAL
+                } else {
+                    Duration::from_millis(5)
+                };
+                poll_fds(
+                    &[self.pidfd.as_ref().map(|f| f.as_fd())],
+                    cap.min(self.deadline.saturating_duration_since(now)),
+                );
             }
-            if watchdog_due {
-                let due = crate::process::cgroup::WATCHDOG_AFTER
-                    .saturating_sub(now.duration_since(start));
-                wait = wait.min(due.max(Duration::from_millis(1)));
+            return;
+        }
+        let mut wait = if self.exited_at.is_some() {
+            Duration::from_millis(10)
+        } else {
+            self.deadline
+                .saturating_duration_since(now)
+                .min(EVENT_INTERVAL)
+        };
+        for p in self.pipes.iter().filter(|p| p.sink.has_pending()) {
+            wait = wait.min(EVENT_INTERVAL.saturating_sub(now.duration_since(p.last_emit)));
+        }
+        if self.watchdog_due {
+            let due = crate::process::cgroup::WATCHDOG_AFTER
+                .saturating_sub(now.duration_since(self.start));
+            wait = wait.min(due.max(Duration::from_millis(1)));
+        }
+        let pid_watch = if self.status.is_none() {
+            self.pidfd.as_ref().map(|f| f.as_fd())
+        } else {
+            None
+        };
+        let mut fds = open;
+        fds.push(pid_watch);
+        poll_fds(&fds, wait);
+        let mut n = 0;
+        // Stderr first: what it wrote before stdout ended is shown before a
+        // lifted tail's lines, as bash's terminal would show it.
+        if let Some(e) = self.split.as_mut() {
+            n += e.read(&mut self.buf, &mut self.pipes[0]);
+        }
+        for p in self.pipes.iter_mut() {
+            n += p.read(&mut self.buf);
+        }
+        if n > 0 {
+            self.last_output = Instant::now();
+            if let Some(clock) = self.idle.as_mut() {
+                clock.printed();
             }
-            let pid_watch = if status.is_none() {
-                pidfd.as_ref().map(|f| f.as_fd())
-            } else {
-                None
-            };
-            let mut fds = open;
-            fds.push(pid_watch);
-            poll_fds(&fds, wait);
-            let mut n = 0;
-            // Stderr first: what it wrote before stdout ended is shown before a
-            // lifted tail's lines, as bash's terminal would show it.
-            if let Some(e) = split.as_mut() {
-                n += e.read(&mut buf, &mut pipes[0]);
-            }
-            for p in pipes.iter_mut() {
-                n += p.read(&mut buf);
-            }
-            if n > 0 {
-                last_output = Instant::now();
-                if let Some(clock) = idle.as_mut() {
-                    clock.printed();
-                }
-            }
-            let out = &mut pipes[0];
-            if out.open_fd().is_some() && !out.sink.wants_more() {
-                // Writers now get SIGPIPE (or EPIPE), exactly as with `| head`.
-                out.fd = None;
-                closed_early = true;
-                out.sink.stopped_reading();
-            }
-        } else if exited_at.is_none() {
-            // The command closed its output but is still running: wait for it.
-            let cap = if pidfd.is_some() {
-                EVENT_INTERVAL
-            } else {
-                Duration::from_millis(5)
-            };
-            poll_fds(
-                &[pidfd.as_ref().map(|f| f.as_fd())],
-                cap.min(deadline.saturating_duration_since(now)),
-            );
+        }
+        let out = &mut self.pipes[0];
+        if out.open_fd().is_some() && !out.sink.wants_more() {
+            // Writers now get SIGPIPE (or EPIPE), exactly as with `| head`.
+            out.fd = None;
+            self.closed_early = true;
+            out.sink.stopped_reading();
         }
     }
-    drop(split);
-    for p in pipes.iter_mut() {
-        p.fd = None;
-        // What the sanitizer and redactors held back is output too: stream it now.
-        p.sink.end_input();
-        p.emit(Instant::now(), true);
-    }
-    drop(pipes);
-    let mut background_killed = Vec::new();
-    // Descendants left behind are reparented to us (we are their subreaper), so
-    // with no child at all (one `waitid`) there is nothing to look for: no cgroup
-    // read, no /proc scan.
-    let in_group = || teardown.grouped() && group.as_ref().is_some_and(|g| !g.pids().is_empty());
-    if crate::process::procfs::any_child() && (in_group() || crate::process::procfs::has_children())
-    {
-        if req.watch.background == Background::Kill && !teardown.others().is_empty() {
-            background_killed = teardown.terminate(req.watch.kill_grace, false);
+
+    /// The run's end: the last output sent, what is left of the tree dealt with, and
+    /// the end named.
+    fn finish(mut self) -> ExecOutcome {
+        drop(self.split.take());
+        for p in self.pipes.iter_mut() {
+            p.fd = None;
+            // What the sanitizer and redactors held back is output too: stream it now.
+            p.sink.end_input();
+            p.emit(Instant::now(), true);
         }
-        teardown.reap_orphans();
+        drop(std::mem::take(&mut self.pipes));
+        let (teardown, group) = (&self.teardown, self.group);
+        let mut background_killed = Vec::new();
+        // Descendants left behind are reparented to us (we are their subreaper), so
+        // with no child at all (one `waitid`) there is nothing to look for: no cgroup
+        // read, no /proc scan.
+        let in_group = || teardown.grouped() && group.is_some_and(|g| !g.pids().is_empty());
+        if crate::process::procfs::any_child()
+            && (in_group() || crate::process::procfs::has_children())
+        {
+            if self.req.watch.background == Background::Kill && !teardown.others().is_empty() {
+                background_killed = teardown.terminate(self.req.watch.kill_grace, false);
+            }
+            teardown.reap_orphans();
+        }
+        let leader = self.leader;
+        if self.stopped.is_some() {
+            background_killed.extend(self.killed.into_iter().filter(|k| k.pid != leader));
+        }
+        let end = match self.stopped {
+            Some(e) => e,
+            None => match self.status {
+                // We closed the pipe as the lifted `| head` would have: the pipeline's
+                // status is then head's, 0, however the producer took the broken pipe
+                // (SIGPIPE, or an EPIPE error and an exit code of its own).
+                Some(_) if self.closed_early => End::Exited(0),
+                Some(s) => exit_to_end(s),
+                None => End::MissingStatus,
+            },
+        };
+        ExecOutcome {
+            end,
+            background_killed,
+        }
     }
-    if stopped.is_some() {
-        background_killed.extend(killed.into_iter().filter(|k| k.pid != leader));
-    }
-    let end = match stopped {
-        Some(e) => e,
-        None => match status {
-            // We closed the pipe as the lifted `| head` would have: the pipeline's
-            // status is then head's, 0, however the producer took the broken pipe
-            // (SIGPIPE, or an EPIPE error and an exit code of its own).
-            Some(_) if closed_early => End::Exited(0),
-            Some(s) => exit_to_end(s),
-            None => End::MissingStatus,
-        },
-    };
-    Ok(ExecOutcome {
-        end,
-        background_killed,
-    })
 }
 
 fn terminate_while_draining(

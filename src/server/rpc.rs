@@ -231,193 +231,109 @@ fn answer_unstarted(engine: &Engine, out: &Out, sched: &Scheduler, job: Job) {
 pub fn serve(engine: Engine) -> i32 {
     // The handler only stores to an atomic; the reader thread polls it.
     crate::process::signals::on_stop_signals(on_stop);
-    let sched = Arc::new(Scheduler {
-        max: engine.profile.profile.server.max_concurrent.max(1),
-        state: Mutex::default(),
-        pending: Mutex::default(),
-    });
-    let engine = Arc::new(engine);
-    let out = Out(Arc::new(Mutex::new(std::io::stdout())));
-    let questions = Arc::new(Questions::default());
-    let mut threads = Vec::new();
+    let mut server = Server::new(engine);
     let rx = super::lines::spawn_reader(std::io::stdin(), MAX_LINE);
+    while let Some(input) = next_input(&rx) {
+        match input {
+            Input::Eof => break,
+            Input::TooLong(n, _) => server.out.error(
+                &Value::Null,
+                format!("request line too long ({n} bytes; at most {MAX_LINE} bytes)"),
+            ),
+            Input::Line(l) => server.request(&l),
+        }
+    }
+    server.finish();
+    0
+}
+
+/// The reader's next input; `None` once a stop signal arrived or the reader is gone.
+fn next_input(rx: &mpsc::Receiver<Input>) -> Option<Input> {
     loop {
         if STOP_SIGNAL.load(Ordering::SeqCst) != 0 {
-            break;
+            return None;
         }
-        let input = match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(i) => i,
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(i) => return Some(i),
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        };
-        let line = match input {
-            Input::Eof => break,
-            Input::TooLong(n, _) => {
-                out.error(
-                    &Value::Null,
-                    format!("request line too long ({n} bytes; at most {MAX_LINE} bytes)"),
-                );
-                continue;
-            }
-            Input::Line(l) => l,
-        };
+            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+        }
+    }
+}
+
+/// What the serve loop holds: the engine, the queue, the output, the approval
+/// questions asked, and the threads whose answers are still to come.
+struct Server {
+    engine: Arc<Engine>,
+    sched: Arc<Scheduler>,
+    out: Out,
+    questions: Arc<Questions>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    fn new(engine: Engine) -> Self {
+        let sched = Arc::new(Scheduler {
+            max: engine.profile.profile.server.max_concurrent.max(1),
+            state: Mutex::default(),
+            pending: Mutex::default(),
+        });
+        Self {
+            engine: Arc::new(engine),
+            sched,
+            out: Out(Arc::new(Mutex::new(std::io::stdout()))),
+            questions: Arc::new(Questions::default()),
+            threads: Vec::new(),
+        }
+    }
+
+    /// One request line: checked, then answered or started.
+    fn request(&mut self, line: &[u8]) {
+        let out = &self.out;
         // A byte-order mark some editors and Windows tools put first is not JSON.
-        let line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&line);
+        let line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
         if line.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
+            return;
         }
         let v: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(e) => {
                 out.error(&Value::Null, format!("malformed JSON: {e}"));
-                continue;
+                return;
             }
         };
         let id = v.get("id").cloned().unwrap_or(Value::Null);
         let Some(obj) = v.as_object() else {
             out.error(&id, "a request must be a JSON object");
-            continue;
+            return;
         };
         if !matches!(id, Value::String(_) | Value::Number(_)) {
             out.error(&id, "missing or invalid `id`: use a string or a number");
-            continue;
+            return;
         }
         let kind = obj.get("type").and_then(Value::as_str);
         if kind == Some("hello") {
-            out.send(&json!({"id": id, "type": "response", "command": "hello", "success": true, "data": super::hello(&engine)}));
-            continue;
+            out.send(&json!({"id": id, "type": "response", "command": "hello", "success": true, "data": super::hello(&self.engine)}));
+            return;
         }
         if kind == Some("approve") {
-            super::approve::answer_approve(&v, &id, &questions, &|m| out.send(m));
-            continue;
+            super::approve::answer_approve(&v, &id, &self.questions, &|m| out.send(m));
+            return;
         }
         // Any answer carrying a pending id could be taken for that request's answer:
         // reject the newcomer under `id: null`, naming the id, before anything else.
-        if kind != Some("abort_bash") && sched.pending().contains_key(&id_key(&id)) {
+        if kind != Some("abort_bash") && self.sched.pending().contains_key(&id_key(&id)) {
             out.duplicate(&id);
-            continue;
+            return;
         }
         match kind {
-            Some("bash") => {
-                let req: BashRequest = match serde_json::from_value(v.clone()) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        out.error(&id, format!("invalid bash request: {e}"));
-                        continue;
-                    }
-                };
-                let events = req.events.unwrap_or(false);
-                let stream = req.stream.unwrap_or(false) || events;
-                let mut call = bash_call(req);
-                let to = out.clone();
-                call.approver = Some(ApproverRef(Arc::new(RpcApprover {
-                    send: Arc::new(move |m| to.send(m)),
-                    questions: Arc::clone(&questions),
-                    request: id.clone(),
-                })));
-                // Answered now, not when a concurrency slot frees.
-                if let Err(e) = super::build_request(
-                    &call,
-                    &engine.invoking_dir,
-                    &engine.profile.profile.sandbox,
-                ) {
-                    out.error(&id, e);
-                    continue;
-                }
-                let key = id_key(&id);
-                let token = CancelToken::new();
-                sched.pending().insert(key.clone(), token.clone());
-                let job = Job {
-                    id,
-                    key,
-                    stream,
-                    events,
-                    call,
-                    token,
-                };
-                threads.extend(sched.submit(job, &engine, &out));
-                threads.retain(|t| !t.is_finished());
-            }
-            Some("abort_bash") => {
-                let req: AbortRequest = match serde_json::from_value(v.clone()) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        out.abort_error(
-                            &id,
-                            &CallError::invalid(format!("invalid abort_bash request: {e}")),
-                        );
-                        continue;
-                    }
-                };
-                // A queued request is answered at once, without running; a running
-                // one answers when its teardown is done.
-                let unstarted = match req.target {
-                    Some(t) => {
-                        let key = id_key(&t);
-                        let token = sched.pending().get(&key).cloned();
-                        match token {
-                            Some(tok) => {
-                                tok.cancel(libc::SIGINT);
-                                sched.unqueue(&key).into_iter().collect()
-                            }
-                            None => {
-                                out.abort_error(
-                                    &id,
-                                    &CallError::not_found(format!(
-                                        "no running or queued request with id {key}"
-                                    )),
-                                );
-                                continue;
-                            }
-                        }
-                    }
-                    None => {
-                        sched
-                            .pending()
-                            .values()
-                            .for_each(|t| t.cancel(libc::SIGINT));
-                        sched.unqueue_all()
-                    }
-                };
-                out.send(&json!({"id": id, "type": "response", "command": "abort_bash", "success": true}));
-                for job in unstarted {
-                    answer_unstarted(&engine, &out, &sched, job);
-                }
-            }
+            Some("bash") => self.bash(&v, id),
+            Some("abort_bash") => self.abort(&v, id),
             Some(
                 kind @ ("job_start" | "job_status" | "job_wait" | "job_output" | "job_send"
                 | "job_stop" | "job_list" | "read_artifact" | "artifact_read"),
-            ) => {
-                let mut args = obj.clone();
-                args.remove("id");
-                args.remove("type");
-                let (engine, out, kind) = (Arc::clone(&engine), out.clone(), kind.to_string());
-                // Off the reader: a start waits for readiness, an output read for
-                // output, an artifact read for the disk.
-                threads.push(std::thread::spawn(move || {
-                    let answer = match side_call(&engine, &kind, Value::Object(args)) {
-                        Ok(data) => {
-                            json!({"id": id, "type": "response", "command": kind, "success": true, "data": data})
-                        }
-                        Err(e) => {
-                            failure(&id, Some(&kind), &e)
-                        }
-                    };
-                    out.send(&answer);
-                }));
-                threads.retain(|t| !t.is_finished());
-            }
-            Some(kind) if crate::toolbox::TOOLS.contains(&kind) => {
-                let mut args = obj.clone();
-                args.remove("id");
-                args.remove("type");
-                let (engine, out, kind) = (Arc::clone(&engine), out.clone(), kind.to_string());
-                // Off the reader: a grep may search for seconds.
-                threads.push(std::thread::spawn(move || {
-                    out.send(&file_tool_answer(&engine, &id, &kind, Value::Object(args)));
-                }));
-                threads.retain(|t| !t.is_finished());
-            }
+            ) => self.side(kind, obj, id),
+            Some(kind) if crate::toolbox::TOOLS.contains(&kind) => self.file_tool(kind, obj, id),
             Some(other) => out.error(
                 &id,
                 format!("unknown request type {other:?}: use \"hello\", \"bash\", \"abort_bash\", \"approve\", a file request (read, grep, glob, edit, write), a job request (job_start, job_status, job_wait, job_output, job_send, job_stop, job_list) or an artifact request (read_artifact, artifact_read)"),
@@ -425,34 +341,163 @@ pub fn serve(engine: Engine) -> i32 {
             None => out.error(&id, "missing `type`: use \"bash\" or \"abort_bash\""),
         }
     }
-    // No answer to a question can come any more.
-    questions.close();
-    // EOF: no more requests, but every accepted one runs and is answered (a job
-    // request's wait within its own bound). A stop signal, then or during that wait:
-    // abort what runs and let each answer; what waits is answered as cancelled
-    // without running, and a job request that waits is answered now.
-    let mut aborted = false;
-    loop {
-        if !aborted && STOP_SIGNAL.load(Ordering::SeqCst) != 0 {
-            aborted = true;
-            for t in sched.pending().values() {
-                t.cancel(libc::SIGINT);
+
+    /// A `bash` request: checked now, then run when a slot frees.
+    fn bash(&mut self, v: &Value, id: Value) {
+        let out = &self.out;
+        let req: BashRequest = match serde_json::from_value(v.clone()) {
+            Ok(r) => r,
+            Err(e) => {
+                out.error(&id, format!("invalid bash request: {e}"));
+                return;
             }
-            for job in sched.unqueue_all() {
-                answer_unstarted(&engine, &out, &sched, job);
-            }
-            engine.close();
+        };
+        let events = req.events.unwrap_or(false);
+        let stream = req.stream.unwrap_or(false) || events;
+        let mut call = bash_call(req);
+        let to = out.clone();
+        call.approver = Some(ApproverRef(Arc::new(RpcApprover {
+            send: Arc::new(move |m| to.send(m)),
+            questions: Arc::clone(&self.questions),
+            request: id.clone(),
+        })));
+        // Answered now, not when a concurrency slot frees.
+        if let Err(e) = super::build_request(
+            &call,
+            &self.engine.invoking_dir,
+            &self.engine.profile.profile.sandbox,
+        ) {
+            out.error(&id, e);
+            return;
         }
-        threads.retain(|t| !t.is_finished());
-        // Workers take queued requests themselves; a queue with no worker left
-        // cannot happen, but would leave requests unanswered: check both.
-        if threads.is_empty() && sched.queue().waiting.is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+        let key = id_key(&id);
+        let token = CancelToken::new();
+        self.sched.pending().insert(key.clone(), token.clone());
+        let job = Job {
+            id,
+            key,
+            stream,
+            events,
+            call,
+            token,
+        };
+        self.threads
+            .extend(self.sched.submit(job, &self.engine, &self.out));
+        self.threads.retain(|t| !t.is_finished());
     }
-    engine.stop_owned_jobs();
-    0
+
+    /// An `abort_bash` request: one run (or every run) cancelled, its queued requests
+    /// answered.
+    fn abort(&mut self, v: &Value, id: Value) {
+        let (out, sched) = (&self.out, &self.sched);
+        let req: AbortRequest = match serde_json::from_value(v.clone()) {
+            Ok(r) => r,
+            Err(e) => {
+                out.abort_error(
+                    &id,
+                    &CallError::invalid(format!("invalid abort_bash request: {e}")),
+                );
+                return;
+            }
+        };
+        // A queued request is answered at once, without running; a running
+        // one answers when its teardown is done.
+        let unstarted = match req.target {
+            Some(t) => {
+                let key = id_key(&t);
+                let token = sched.pending().get(&key).cloned();
+                match token {
+                    Some(tok) => {
+                        tok.cancel(libc::SIGINT);
+                        sched.unqueue(&key).into_iter().collect()
+                    }
+                    None => {
+                        out.abort_error(
+                            &id,
+                            &CallError::not_found(format!(
+                                "no running or queued request with id {key}"
+                            )),
+                        );
+                        return;
+                    }
+                }
+            }
+            None => {
+                sched
+                    .pending()
+                    .values()
+                    .for_each(|t| t.cancel(libc::SIGINT));
+                sched.unqueue_all()
+            }
+        };
+        out.send(&json!({"id": id, "type": "response", "command": "abort_bash", "success": true}));
+        for job in unstarted {
+            answer_unstarted(&self.engine, out, sched, job);
+        }
+    }
+
+    /// A job or artifact request, answered off the reader: a start waits for
+    /// readiness, an output read for output, an artifact read for the disk.
+    fn side(&mut self, kind: &str, obj: &serde_json::Map<String, Value>, id: Value) {
+        let mut args = obj.clone();
+        args.remove("id");
+        args.remove("type");
+        let (engine, out, kind) = (Arc::clone(&self.engine), self.out.clone(), kind.to_string());
+        self.threads.push(std::thread::spawn(move || {
+            let answer = match side_call(&engine, &kind, Value::Object(args)) {
+                Ok(data) => {
+                    json!({"id": id, "type": "response", "command": kind, "success": true, "data": data})
+                }
+                Err(e) => failure(&id, Some(&kind), &e),
+            };
+            out.send(&answer);
+        }));
+        self.threads.retain(|t| !t.is_finished());
+    }
+
+    /// A file request, answered off the reader: a grep may search for seconds.
+    fn file_tool(&mut self, kind: &str, obj: &serde_json::Map<String, Value>, id: Value) {
+        let mut args = obj.clone();
+        args.remove("id");
+        args.remove("type");
+        let (engine, out, kind) = (Arc::clone(&self.engine), self.out.clone(), kind.to_string());
+        self.threads.push(std::thread::spawn(move || {
+            out.send(&file_tool_answer(&engine, &id, &kind, Value::Object(args)));
+        }));
+        self.threads.retain(|t| !t.is_finished());
+    }
+
+    /// After the last request: every accepted one runs and is answered.
+    fn finish(mut self) {
+        let (engine, out, sched) = (&self.engine, &self.out, &self.sched);
+        // No answer to a question can come any more.
+        self.questions.close();
+        // EOF: no more requests, but every accepted one runs and is answered (a job
+        // request's wait within its own bound). A stop signal, then or during that wait:
+        // abort what runs and let each answer; what waits is answered as cancelled
+        // without running, and a job request that waits is answered now.
+        let mut aborted = false;
+        loop {
+            if !aborted && STOP_SIGNAL.load(Ordering::SeqCst) != 0 {
+                aborted = true;
+                for t in sched.pending().values() {
+                    t.cancel(libc::SIGINT);
+                }
+                for job in sched.unqueue_all() {
+                    answer_unstarted(engine, out, sched, job);
+                }
+                engine.close();
+            }
+            self.threads.retain(|t| !t.is_finished());
+            // Workers take queued requests themselves; a queue with no worker left
+            // cannot happen, but would leave requests unanswered: check both.
+            if self.threads.is_empty() && sched.queue().waiting.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        engine.stop_owned_jobs();
+    }
 }
 
 /// A request answered off the reader thread: jobs and artifacts.
