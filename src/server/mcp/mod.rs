@@ -3,13 +3,12 @@
 //! Stock MCP clients (desktop, IDE and CLI agents) get `bash`, whose text content is
 //! the result's `text` and whose structured content is the whole result (with
 //! `background: true`, it starts a job instead), `read_artifact`, which pages through
-//! the full output of a run that was cut, and the job tools `job_output`, `job_send`,
-//! `job_stop` and `job_list`; with the toolbox (`--toolbox`, `mcp.toolbox`), the file
-//! tools `read`, `grep`, `glob`, `edit` and `write` (`crate::toolbox`), under the
-//! same sandbox, guard and redaction as `bash`. The interceptor routes a `bash`
-//! command only to a tool that exists: this server's own, or one the call declares.
 //! the full output of a run that was cut, and the job tools `job_status`, `job_wait`,
-//! `job_output`, `job_send`, `job_stop` and `job_list`.
+//! `job_output`, `job_send`, `job_stop` and `job_list`; with the toolbox (`--toolbox`,
+//! `mcp.toolbox`), the file tools `read`, `grep`, `glob`, `edit` and `write`
+//! (`crate::toolbox`), under the same sandbox, guard and redaction as `bash`. The
+//! interceptor routes a `bash` command only to a tool that exists: this server's own,
+//! or one the call declares.
 //! This module speaks the protocol (through the official SDK, `rmcp`) and nothing
 //! else: running commands is the [`Backend`]'s job, on a blocking thread.
 //!
