@@ -137,22 +137,7 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
             let v = calls::status(&jobs, calls::JobArgs { job: name.into() })?;
             Ok(Answer::ok(v.clone(), text_of(&v)))
         }
-        JobCommand::Wait { name, timeout, .. } => {
-            let a = calls::WaitArgs {
-                job: name.into(),
-                timeout: Some(timeout.unwrap_or(f64::INFINITY)),
-            };
-            let (r, v) = calls::wait(&jobs, a, Duration::MAX, &never)?;
-            // Its own exit code once it ended; 124 when the wait ran out first.
-            let code = r.exit_status().unwrap_or(crate::exit::TIMEOUT);
-            Ok(Answer {
-                code,
-                text: text_of(&v),
-                value: v,
-                lead: Vec::new(),
-                notes: Vec::new(),
-            })
-        }
+        JobCommand::Wait { name, timeout, .. } => wait(&jobs, name, timeout, &never),
         JobCommand::Output {
             name,
             cursor,
@@ -167,38 +152,9 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
                 return follow_output(&jobs, &name, cursor);
             }
             if screen || tail.is_some() {
-                let a = calls::OutputArgs {
-                    job: name.into(),
-                    cursor: None,
-                    wait: None,
-                    tail,
-                    screen,
-                    max_bytes: None,
-                };
-                let v = calls::output(&jobs, a, &never)?;
-                let mut text = text_of(&v);
-                if !text.is_empty() && !text.ends_with('\n') {
-                    text.push('\n');
-                }
-                return Ok(Answer::ok(v, text));
+                return screen_or_tail(&jobs, name, tail, screen, &never);
             }
-            let r = jobs.find(&name)?;
-            let (r, chunk) = jobs.output(&r, cursor, secs(wait), max_bytes, &never);
-            // The JSON of the same read, so it and the text agree.
-            let v = calls::chunk_json(
-                &jobs,
-                &r,
-                &chunk,
-                jobs::JobText::of(&chunk.bytes),
-                String::new(),
-            );
-            let mut shown = for_stdout(&chunk.bytes);
-            if !shown.is_empty() && !shown.ends_with('\n') && !r.state.running() {
-                shown.push('\n');
-            }
-            // The cursor for the next read, where a script can find it without JSON.
-            let note = format!("[next cursor: {}; {}]", chunk.next, r.state.word());
-            Ok(Answer::ok(v, shown).skipped(chunk.skipped).note(note))
+            read_output(&jobs, &name, cursor, wait, max_bytes, &never)
         }
         JobCommand::Send {
             name,
@@ -206,55 +162,12 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
             keys,
             wait_ms,
             ..
-        } => {
-            let a = calls::SendArgs {
-                job: name.into(),
-                text,
-                keys,
-                wait_ms: Some(wait_ms),
-            };
-            let v = calls::send(&jobs, a, &never)?;
-            let note = format!(
-                "[sent {} bytes to {}; next cursor: {}]",
-                v["sent"],
-                v["job"]["url"].as_str().unwrap_or_default(),
-                v["cursor"]
-            );
-            let skipped = v["skipped_bytes"].as_u64().unwrap_or(0);
-            let mut shown = for_stdout(v["output"].as_str().unwrap_or_default().as_bytes());
-            // On a terminal the note starts a line of its own (a prompt the job printed
-            // last has no newline); a pipe gets the exact bytes.
-            if std::io::stdout().is_terminal() && !shown.is_empty() && !shown.ends_with('\n') {
-                shown.push('\n');
-            }
-            Ok(Answer::ok(v, shown).skipped(skipped).note(note))
-        }
+        } => send(&jobs, name, text, keys, wait_ms, &never),
         JobCommand::Stop { name, .. } => {
             let v = calls::stop(&jobs, calls::JobArgs { job: name.into() })?;
             Ok(Answer::ok(v.clone(), text_of(&v)))
         }
-        JobCommand::List { all, .. } => {
-            let v = calls::list(&jobs, calls::ListArgs { all });
-            let lines: String = jobs
-                .list()
-                .iter()
-                .filter(|r| all || r.state.running())
-                .map(|r| jobs::one_line(r) + "\n")
-                .collect();
-            let hidden = if all {
-                0
-            } else {
-                jobs.list().iter().filter(|r| !r.state.running()).count()
-            };
-            let mut answer = Answer::ok(v, lines);
-            if hidden > 0 {
-                answer = answer.note(format!(
-                    "[{} not shown: `agentbash job list --all`]",
-                    crate::output::notice::count(hidden as u64, "finished job")
-                ));
-            }
-            Ok(answer)
-        }
+        JobCommand::List { all, .. } => Ok(list(&jobs, all)),
         JobCommand::Rm { name, .. } => {
             let v = calls::rm(&jobs, calls::JobArgs { job: name.into() })?;
             Ok(Answer::ok(v.clone(), text_of(&v)))
@@ -265,6 +178,136 @@ fn run(c: JobCommand) -> Result<Answer, JobError> {
             Ok(Answer::ok(v.clone(), text_of(&v)))
         }
     }
+}
+
+/// `job wait`: the job's own exit code once it ended; 124 when the wait ran out first.
+fn wait(
+    jobs: &Jobs,
+    name: String,
+    timeout: Option<f64>,
+    never: &CancelToken,
+) -> Result<Answer, JobError> {
+    let a = calls::WaitArgs {
+        job: name.into(),
+        timeout: Some(timeout.unwrap_or(f64::INFINITY)),
+    };
+    let (r, v) = calls::wait(jobs, a, Duration::MAX, never)?;
+    let code = r.exit_status().unwrap_or(crate::exit::TIMEOUT);
+    Ok(Answer {
+        code,
+        text: text_of(&v),
+        value: v,
+        lead: Vec::new(),
+        notes: Vec::new(),
+    })
+}
+
+/// `job output --screen` / `--tail N`: a view of the job's output, not a cursor read.
+fn screen_or_tail(
+    jobs: &Jobs,
+    name: String,
+    tail: Option<usize>,
+    screen: bool,
+    never: &CancelToken,
+) -> Result<Answer, JobError> {
+    let a = calls::OutputArgs {
+        job: name.into(),
+        cursor: None,
+        wait: None,
+        tail,
+        screen,
+        max_bytes: None,
+    };
+    let v = calls::output(jobs, a, never)?;
+    let mut text = text_of(&v);
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(Answer::ok(v, text))
+}
+
+/// `job output [--cursor N]`: the exact bytes from the cursor, and the next cursor in
+/// a note where a script can find it without JSON.
+fn read_output(
+    jobs: &Jobs,
+    name: &str,
+    cursor: Option<u64>,
+    wait: f64,
+    max_bytes: usize,
+    never: &CancelToken,
+) -> Result<Answer, JobError> {
+    let r = jobs.find(name)?;
+    let (r, chunk) = jobs.output(&r, cursor, secs(wait), max_bytes, never);
+    // The JSON of the same read, so it and the text agree.
+    let v = calls::chunk_json(
+        jobs,
+        &r,
+        &chunk,
+        jobs::JobText::of(&chunk.bytes),
+        String::new(),
+    );
+    let mut shown = for_stdout(&chunk.bytes);
+    if !shown.is_empty() && !shown.ends_with('\n') && !r.state.running() {
+        shown.push('\n');
+    }
+    let note = format!("[next cursor: {}; {}]", chunk.next, r.state.word());
+    Ok(Answer::ok(v, shown).skipped(chunk.skipped).note(note))
+}
+
+/// `job send`: what the job printed in the window after the input, and the cursor.
+fn send(
+    jobs: &Jobs,
+    name: String,
+    text: Option<String>,
+    keys: Vec<String>,
+    wait_ms: u64,
+    never: &CancelToken,
+) -> Result<Answer, JobError> {
+    let a = calls::SendArgs {
+        job: name.into(),
+        text,
+        keys,
+        wait_ms: Some(wait_ms),
+    };
+    let v = calls::send(jobs, a, never)?;
+    let note = format!(
+        "[sent {} bytes to {}; next cursor: {}]",
+        v["sent"],
+        v["job"]["url"].as_str().unwrap_or_default(),
+        v["cursor"]
+    );
+    let skipped = v["skipped_bytes"].as_u64().unwrap_or(0);
+    let mut shown = for_stdout(v["output"].as_str().unwrap_or_default().as_bytes());
+    // On a terminal the note starts a line of its own (a prompt the job printed
+    // last has no newline); a pipe gets the exact bytes.
+    if std::io::stdout().is_terminal() && !shown.is_empty() && !shown.ends_with('\n') {
+        shown.push('\n');
+    }
+    Ok(Answer::ok(v, shown).skipped(skipped).note(note))
+}
+
+/// `job list [--all]`: a line per job, and how many finished ones were not shown.
+fn list(jobs: &Jobs, all: bool) -> Answer {
+    let v = calls::list(jobs, calls::ListArgs { all });
+    let lines: String = jobs
+        .list()
+        .iter()
+        .filter(|r| all || r.state.running())
+        .map(|r| jobs::one_line(r) + "\n")
+        .collect();
+    let hidden = if all {
+        0
+    } else {
+        jobs.list().iter().filter(|r| !r.state.running()).count()
+    };
+    let answer = Answer::ok(v, lines);
+    if hidden > 0 {
+        return answer.note(format!(
+            "[{} not shown: `agentbash job list --all`]",
+            crate::output::notice::count(hidden as u64, "finished job")
+        ));
+    }
+    answer
 }
 
 /// `job output --follow`: what the job prints, as it prints it, until it has ended
