@@ -57,98 +57,14 @@ pub fn command(c: ArtifactCommand) -> i32 {
 
 fn run(c: ArtifactCommand) -> Result<i32, i32> {
     match c {
-        ArtifactCommand::List { profile } => {
-            let st = store(profile.as_deref())?;
-            let entries = st.list().map_err(|e| {
-                report_error(format!("cannot list {}: {e}", st.dir.display()));
-                crate::exit::FAILURE
-            })?;
-            if entries.is_empty() {
-                err(&format!(
-                    "no artifacts in {}\n",
-                    escape_controls(&st.dir.display().to_string())
-                ));
-                return Ok(0);
-            }
-            let mut s = format!("{:<14} {:>9} {:>5}  COMMAND\n", "ID", "SIZE", "AGE");
-            for e in entries.iter().rev() {
-                let cmd = match st.read_meta(e.id) {
-                    Ok(m) => m.command,
-                    Err(x) if x.is_not_found() => String::new(),
-                    Err(x) => {
-                        err(&format!(
-                            "agentbash: ignoring {}: {x}\n",
-                            x.path().display()
-                        ));
-                        String::new()
-                    }
-                };
-                s.push_str(&format!(
-                    "{:<14} {:>9} {:>5}  {}\n",
-                    artifact::url(e.id),
-                    format_size(e.size),
-                    age(e.modified),
-                    crate::render::text::clamp_display(&escape_controls(&cmd), 80)
-                ));
-            }
-            out(&s);
-            Ok(0)
-        }
+        ArtifactCommand::List { profile } => list(profile.as_deref()),
         ArtifactCommand::Show {
             id,
             head,
             tail,
             profile,
             target,
-        } => {
-            let id = id_of(&id)?;
-            if let Some(name) = target {
-                let target = super::load_target(&name)?;
-                return Ok(crate::remote::artifact::show(&target, id, head, tail));
-            }
-            let st = store(profile.as_deref())?;
-            let path = existing(&st, id)?;
-            let f = crate::fsguard::open(&path, u64::MAX, crate::fsguard::Links::Refuse).map_err(
-                |e| {
-                    report_error(format!("cannot read {}: {e}", path.display()));
-                    crate::exit::FAILURE
-                },
-            )?;
-            let stdout = std::io::stdout();
-            let mut o = stdout.lock();
-            if head.is_none() && tail.is_none() {
-                let mut f = f;
-                let _ = std::io::copy(&mut f, &mut o);
-                return Ok(0);
-            }
-            let reader = std::io::BufReader::new(f);
-            let mut ring = std::collections::VecDeque::new();
-            for (i, line) in reader.split(b'\n').enumerate() {
-                let Ok(line) = line else { break };
-                if let Some(h) = head
-                    && i >= h
-                {
-                    break;
-                }
-                ring.push_back(line);
-                if let Some(t) = tail
-                    && head.is_none()
-                    && ring.len() > t
-                {
-                    ring.pop_front();
-                }
-            }
-            if let (Some(_), Some(t)) = (head, tail) {
-                while ring.len() > t {
-                    ring.pop_front();
-                }
-            }
-            for l in ring {
-                let _ = o.write_all(&l);
-                let _ = o.write_all(b"\n");
-            }
-            Ok(0)
-        }
+        } => show(&id, head, tail, profile.as_deref(), target),
         ArtifactCommand::Path { id, profile } => {
             let id = id_of(&id)?;
             let st = store(profile.as_deref())?;
@@ -195,4 +111,98 @@ fn run(c: ArtifactCommand) -> Result<i32, i32> {
             Ok(0)
         }
     }
+}
+
+/// `artifact list`: newest first, with the command that wrote each.
+fn list(profile: Option<&str>) -> Result<i32, i32> {
+    let st = store(profile)?;
+    let entries = st.list().map_err(|e| {
+        report_error(format!("cannot list {}: {e}", st.dir.display()));
+        crate::exit::FAILURE
+    })?;
+    if entries.is_empty() {
+        err(&format!(
+            "no artifacts in {}\n",
+            escape_controls(&st.dir.display().to_string())
+        ));
+        return Ok(0);
+    }
+    let mut s = format!("{:<14} {:>9} {:>5}  COMMAND\n", "ID", "SIZE", "AGE");
+    for e in entries.iter().rev() {
+        let cmd = match st.read_meta(e.id) {
+            Ok(m) => m.command,
+            Err(x) if x.is_not_found() => String::new(),
+            Err(x) => {
+                err(&format!(
+                    "agentbash: ignoring {}: {x}\n",
+                    x.path().display()
+                ));
+                String::new()
+            }
+        };
+        s.push_str(&format!(
+            "{:<14} {:>9} {:>5}  {}\n",
+            artifact::url(e.id),
+            format_size(e.size),
+            age(e.modified),
+            crate::render::text::clamp_display(&escape_controls(&cmd), 80)
+        ));
+    }
+    out(&s);
+    Ok(0)
+}
+
+/// `artifact show`: the whole artifact, or its first/last lines, as bytes.
+fn show(
+    id: &str,
+    head: Option<usize>,
+    tail: Option<usize>,
+    profile: Option<&str>,
+    target: Option<String>,
+) -> Result<i32, i32> {
+    let id = id_of(id)?;
+    if let Some(name) = target {
+        let target = super::load_target(&name)?;
+        return Ok(crate::remote::artifact::show(&target, id, head, tail));
+    }
+    let st = store(profile)?;
+    let path = existing(&st, id)?;
+    let f = crate::fsguard::open(&path, u64::MAX, crate::fsguard::Links::Refuse).map_err(|e| {
+        report_error(format!("cannot read {}: {e}", path.display()));
+        crate::exit::FAILURE
+    })?;
+    let stdout = std::io::stdout();
+    let mut o = stdout.lock();
+    if head.is_none() && tail.is_none() {
+        let mut f = f;
+        let _ = std::io::copy(&mut f, &mut o);
+        return Ok(0);
+    }
+    let reader = std::io::BufReader::new(f);
+    let mut ring = std::collections::VecDeque::new();
+    for (i, line) in reader.split(b'\n').enumerate() {
+        let Ok(line) = line else { break };
+        if let Some(h) = head
+            && i >= h
+        {
+            break;
+        }
+        ring.push_back(line);
+        if let Some(t) = tail
+            && head.is_none()
+            && ring.len() > t
+        {
+            ring.pop_front();
+        }
+    }
+    if let (Some(_), Some(t)) = (head, tail) {
+        while ring.len() > t {
+            ring.pop_front();
+        }
+    }
+    for l in ring {
+        let _ = o.write_all(&l);
+        let _ = o.write_all(b"\n");
+    }
+    Ok(0)
 }
