@@ -68,40 +68,7 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
         Err(code) => return code,
     };
     let stdout_tty = std::io::stdout().is_terminal();
-    let stdin_tty = std::io::stdin().is_terminal();
-    let separate = args.stderr == Some(StderrArg::Separate);
-    let req = RunRequest {
-        command: crate::request::command_from_words(&args.command),
-        invoking_dir: cwd.clone(),
-        cwd: args.cwd.clone(),
-        timeout: args.timeout,
-        head: args.head,
-        tail: args.tail,
-        mode: match args.mode() {
-            // Only print mode can keep stderr apart (a terminal is one stream).
-            ModeArg::Auto if separate => ModeChoice::Print,
-            ModeArg::Auto => ModeChoice::Auto,
-            ModeArg::Print => ModeChoice::Print,
-            ModeArg::Pty => ModeChoice::Pty,
-        },
-        tools: args.tools.clone(),
-        no_intercept: args.no_intercept,
-        env: args.env.clone(),
-        session: args.session.clone(),
-        stdin: args.stdin,
-        stdin_tty,
-        stdout_tty,
-        live_output: true,
-        preview: None,
-        stderr_separate: separate,
-        sandbox: args.sandbox.map(crate::cli::SandboxArg::mode),
-        // On a terminal, the person there answers what the approval policy asks.
-        approver: (stdin_tty && stdout_tty && !explain).then(|| {
-            crate::request::ApproverRef(std::sync::Arc::new(
-                crate::render::prompt::TerminalApprover,
-            ))
-        }),
-    };
+    let req = request(&args, &cwd, explain, stdout_tty);
     let format = match (args.format, args.json, profile.profile.render.format) {
         (_, true, _) => FormatArg::Json,
         (Some(f), _, _) => f,
@@ -146,10 +113,79 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
     let token = CancelToken::new();
     install_signal_handlers(&token);
     let p = &profile.profile;
+    let mut renderer = renderer(
+        &args,
+        format,
+        p,
+        stdout_tty,
+        live,
+        preview,
+        &profile_flag,
+        &cwd,
+    );
+    let result = match &target {
+        Some(t) => crate::remote::run::run(t, &req, &profile, &token, renderer.as_mut()),
+        None => execute(&req, &profile, &token, &mut |e| renderer.event(e)),
+    };
+    renderer.finish(&result);
+    let _ = out;
+    result.agentbash_exit
+}
+
+/// The request `run` (or `explain`) makes of its arguments.
+fn request(args: &RunArgs, cwd: &std::path::Path, explain: bool, stdout_tty: bool) -> RunRequest {
+    let stdin_tty = std::io::stdin().is_terminal();
+    let separate = args.stderr == Some(StderrArg::Separate);
+    RunRequest {
+        command: crate::request::command_from_words(&args.command),
+        invoking_dir: cwd.to_path_buf(),
+        cwd: args.cwd.clone(),
+        timeout: args.timeout,
+        head: args.head,
+        tail: args.tail,
+        mode: match args.mode() {
+            // Only print mode can keep stderr apart (a terminal is one stream).
+            ModeArg::Auto if separate => ModeChoice::Print,
+            ModeArg::Auto => ModeChoice::Auto,
+            ModeArg::Print => ModeChoice::Print,
+            ModeArg::Pty => ModeChoice::Pty,
+        },
+        tools: args.tools.clone(),
+        no_intercept: args.no_intercept,
+        env: args.env.clone(),
+        session: args.session.clone(),
+        stdin: args.stdin,
+        stdin_tty,
+        stdout_tty,
+        live_output: true,
+        preview: None,
+        stderr_separate: separate,
+        sandbox: args.sandbox.map(crate::cli::SandboxArg::mode),
+        // On a terminal, the person there answers what the approval policy asks.
+        approver: (stdin_tty && stdout_tty && !explain).then(|| {
+            crate::request::ApproverRef(std::sync::Arc::new(
+                crate::render::prompt::TerminalApprover,
+            ))
+        }),
+    }
+}
+
+/// The renderer the format and the terminal call for.
+#[allow(clippy::too_many_arguments)]
+fn renderer(
+    args: &RunArgs,
+    format: FormatArg,
+    p: &crate::config::profile::Profile,
+    stdout_tty: bool,
+    live: crate::config::profile::Live,
+    preview: crate::pipeline::Preview,
+    profile_flag: &str,
+    cwd: &std::path::Path,
+) -> Box<dyn Renderer> {
     let github = std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true")
         && p.render.ci_annotations != crate::config::profile::CiAnnotations::Never
         || p.render.ci_annotations == crate::config::profile::CiAnnotations::Always;
-    let mut renderer: Box<dyn Renderer> = match format {
+    match format {
         FormatArg::Json => Box::new(JsonRenderer { ndjson: false }),
         FormatArg::Ndjson => Box::new(JsonRenderer { ndjson: true }),
         FormatArg::Text => Box::new(TextRenderer::new(
@@ -159,16 +195,9 @@ pub fn run(args: RunArgs, explain: bool) -> i32 {
             args.expand,
             live,
             preview,
-            crate::display::escape_controls(&profile_flag).into_owned(),
+            crate::display::escape_controls(profile_flag).into_owned(),
             cwd.display().to_string(),
             github,
         )),
-    };
-    let result = match &target {
-        Some(t) => crate::remote::run::run(t, &req, &profile, &token, renderer.as_mut()),
-        None => execute(&req, &profile, &token, &mut |e| renderer.event(e)),
-    };
-    renderer.finish(&result);
-    let _ = out;
-    result.agentbash_exit
+    }
 }
