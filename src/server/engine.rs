@@ -181,31 +181,9 @@ impl Engine {
         cancel: &CancelToken,
         on_output: &mut dyn FnMut(&str),
     ) -> Option<RunResult> {
-        use crate::jobs::{IdleWhile, JobSpec, Jobs, StartWait, log, now_ms};
+        use crate::jobs::{Jobs, StartWait, log};
         let jobs = Jobs::open().ok()?;
-        // Until it is handed off it is a foreground run: `jobs.idle_timeout` ends it
-        // (its supervisor watches the output and the CPU), cancellation too (below).
-        let idle = crate::pipeline::idle_limit(req, &self.profile.profile).map(|d| IdleWhile {
-            secs: d.as_secs(),
-            until_ms: now_ms() + after.as_millis() as u64,
-        });
-        let spec = JobSpec {
-            command: req.command.clone(),
-            name: None,
-            invoking_dir: req.invoking_dir.clone(),
-            cwd: req.cwd.clone(),
-            profile: self.profile_spec.clone(),
-            env: req.env.clone(),
-            sandbox: req.sandbox,
-            tools: req.tools.clone(),
-            no_intercept: req.no_intercept,
-            ready: Default::default(),
-            pty: false,
-            stdin: false,
-            ttl: None,
-            stop_with_caller: true,
-            idle,
-        };
+        let spec = self.job_spec(req, after);
         let wait = StartWait {
             ready_timeout: crate::jobs::DEFAULT_READY_TIMEOUT,
             settle: Duration::ZERO,
@@ -290,25 +268,40 @@ impl Engine {
                 record = r;
             }
         }
-        let end = match (
-            stopped,
-            record.idle_secs(),
-            record.exit_code,
-            &record.signal,
-        ) {
-            (Some(end), ..) => end,
-            (None, Some(secs), ..) => End::Idle(secs),
-            (None, None, Some(code), _) => End::Exited(code),
-            (None, None, None, Some(name)) => {
-                crate::jobs::signal_number(name).map_or(End::MissingStatus, End::Signaled)
-            }
-            (None, None, None, None) => End::MissingStatus,
-        };
+        let end = job_end(stopped, &record);
         let tmpdir = job_tmpdir(&record);
         drop(owner);
         // Answered as a run: no job is left to list.
         let _ = jobs.remove(&record);
         Some(job_run.finish(end, tmpdir))
+    }
+
+    /// The job a foreground request runs as (see [`Engine::run_as_job`]). Until it is
+    /// handed off it is a foreground run: `jobs.idle_timeout` ends it (its supervisor
+    /// watches the output and the CPU), cancellation too.
+    fn job_spec(&self, req: &crate::RunRequest, after: Duration) -> crate::jobs::JobSpec {
+        use crate::jobs::{IdleWhile, JobSpec, now_ms};
+        let idle = crate::pipeline::idle_limit(req, &self.profile.profile).map(|d| IdleWhile {
+            secs: d.as_secs(),
+            until_ms: now_ms() + after.as_millis() as u64,
+        });
+        JobSpec {
+            command: req.command.clone(),
+            name: None,
+            invoking_dir: req.invoking_dir.clone(),
+            cwd: req.cwd.clone(),
+            profile: self.profile_spec.clone(),
+            env: req.env.clone(),
+            sandbox: req.sandbox,
+            tools: req.tools.clone(),
+            no_intercept: req.no_intercept,
+            ready: Default::default(),
+            pty: false,
+            stdin: false,
+            ttl: None,
+            stop_with_caller: true,
+            idle,
+        }
     }
 
     /// The answer to a call cancelled while it waited for one of the `max_concurrent`
@@ -517,6 +510,25 @@ impl Backend for Engine {
             plan.approval
                 .question(&plan.shown_command, req.session.as_deref(), &plan.secrets)
         })
+    }
+}
+
+/// How a foreground run carried out as a job ended: stopped by this server, ended
+/// idle, or the job's own exit status.
+fn job_end(stopped: Option<End>, record: &crate::jobs::JobRecord) -> End {
+    match (
+        stopped,
+        record.idle_secs(),
+        record.exit_code,
+        &record.signal,
+    ) {
+        (Some(end), ..) => end,
+        (None, Some(secs), ..) => End::Idle(secs),
+        (None, None, Some(code), _) => End::Exited(code),
+        (None, None, None, Some(name)) => {
+            crate::jobs::signal_number(name).map_or(End::MissingStatus, End::Signaled)
+        }
+        (None, None, None, None) => End::MissingStatus,
     }
 }
 
