@@ -354,7 +354,16 @@ fn judge(
         cwd: cwd.as_deref().unwrap_or(&base),
         protected: &p.guard.protected,
     };
-    let walk = (p.guard.enabled || !p.approval.is_inert()).then(|| guard::walk(&req.command, &ctx));
+    // A session's saved functions are walked first, so that a call to one is judged by
+    // its body.
+    let prelude = state
+        .session
+        .as_ref()
+        .and_then(|s| s.saved_definitions.as_deref());
+    let walk = (p.guard.enabled || !p.approval.is_inert()).then(|| match prelude {
+        Some(prelude) => guard::walk_after(prelude, &req.command, &ctx),
+        None => guard::walk(&req.command, &ctx),
+    });
     let guard = match &walk {
         Some(walk) if p.guard.enabled => guard::GuardPlan::decide_walk(walk, &ctx, |lines| {
             let packs = profile.rule_packs(Packs::Guard);
@@ -364,8 +373,15 @@ fn judge(
     };
     let approval = match &walk {
         Some(walk) if !p.approval.is_inert() => {
+            // Functions whose bodies were walked are judged by them; aliases (and
+            // functions whose bodies could not be read) stay unseen.
             let (approved, definitions) = state.session.as_ref().map_or((&[][..], &[][..]), |s| {
-                (&s.approved[..], &s.definitions[..])
+                let names = if s.saved_definitions.is_some() {
+                    &s.aliases[..]
+                } else {
+                    &s.definitions[..]
+                };
+                (&s.approved[..], names)
             });
             approval::Policy::for_session(&p.approval, approved, definitions).judge(walk)
         }

@@ -326,6 +326,24 @@ impl SessionStore {
         }
     }
 
+    /// The functions and aliases the session saved, as the bash that defines them (the
+    /// part of `state.sh` after its variables), read as [`SessionStore::load`] reads
+    /// the file; `None` when there are none or the file cannot be read.
+    pub fn saved_definitions(&self, name: &str) -> Option<String> {
+        validate_name(name).ok()?;
+        let path = self.dir(name).join("state.sh");
+        let text = crate::fsguard::read_file(
+            &path,
+            crate::fsguard::SESSION_STATE_CAP,
+            crate::fsguard::Links::Refuse,
+        )
+        .ok()?;
+        let text = String::from_utf8_lossy(&text);
+        let at = text.find(DEFINITIONS)?;
+        let defs = &text[at + DEFINITIONS.len()..];
+        (!defs.trim().is_empty()).then(|| defs.to_string())
+    }
+
     /// The saved state, or `None` for a session that never saved anything.
     pub fn load(&self, name: &str) -> Result<Option<SessionState>, SessionError> {
         validate_name(name)?;

@@ -42,6 +42,11 @@ pub struct SessionPlan {
     /// The functions and aliases the session holds (names): their bodies are not in
     /// the command line.
     pub definitions: Vec<String>,
+    /// The aliases among them (a walk does not expand aliases).
+    pub aliases: Vec<String>,
+    /// The bash that defines them, as saved: a walk of the command after it sees
+    /// through a call to a session function to its body.
+    pub saved_definitions: Option<String>,
     /// The prefixes approved "always" for the session (see
     /// `SessionStore::honoured_approvals`).
     pub approved: Vec<String>,
@@ -99,6 +104,10 @@ pub fn plan(
             cwd: saved.cwd,
             exported: saved.env_set,
             unset: saved.env_unset.into_iter().collect(),
+            saved_definitions: (!saved.functions.is_empty())
+                .then(|| store.saved_definitions(name))
+                .flatten(),
+            aliases: saved.aliases.clone(),
             definitions: saved.functions.into_iter().chain(saved.aliases).collect(),
             approved,
         }

@@ -780,3 +780,35 @@ fn remembered_approvals_count_only_under_the_sessions_sandbox_policy() {
         show.stdout
     );
 }
+
+/// A function the session saved is judged by its body, not refused unseen: a harmless
+/// one runs under a policy with `ask` rules and no one to ask, one whose body asks is
+/// refused naming the rule, and an alias (which the walk does not expand) stays
+/// unseen. The functions are made under a profile without a policy (the same sandbox
+/// policy, so the session carries over).
+#[test]
+fn a_session_function_is_judged_by_its_body() {
+    let env = env_with(POLICY);
+    env.user_profile("free", "extends = \"default\"\n");
+    let defs = "greet() { echo hello-$1; }; mk() { touch \"$1\"; }; alias al='echo aliased'";
+    env.run(&["run", "-p", "free", "--session", "s", "--", defs])
+        .assert_code(0);
+    // Harmless: runs, judged through its body.
+    let out = env.run(&["run", "-p", "appr", "--session", "s", "--", "greet x"]);
+    out.assert_code(0);
+    assert_eq!(out.stdout, "hello-x\n");
+    let (list, _) = approval_of(&env, &["--session", "s"], "greet x");
+    assert!(
+        list.iter().any(|j| s(j, "command") == "echo hello-x"),
+        "{list:?}"
+    );
+    // Its body asks: refused with the body's rule; nothing ran.
+    let out = env.run(&["run", "-p", "appr", "--session", "s", "--", "mk made.txt"]);
+    out.assert_code(77);
+    assert!(out.stdout.contains("rule `touch` asks"), "{}", out.stdout);
+    assert!(!env.work().join("made.txt").exists());
+    // An alias's expansion is not walked: unseen, so it asks.
+    let (list, _) = approval_of(&env, &["--session", "s"], "al");
+    let (decision, _) = line_decision(&list);
+    assert_eq!(decision, "ask", "{list:?}");
+}

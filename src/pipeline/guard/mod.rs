@@ -85,6 +85,18 @@ pub fn refused_message(reason: &str, original: &str) -> String {
 
 /// The walk of `command` the guard judges: from its start directory, in its
 /// environment.
+/// [`walk`] after a session's saved definitions (see [`parse::walk_after`]).
+pub fn walk_after(prelude: &str, command: &str, ctx: &Context<'_>) -> Walk {
+    parse::walk_after(
+        prelude,
+        command,
+        &parse::Context {
+            env: ctx.env,
+            cwd: Some(ctx.cwd),
+        },
+    )
+}
+
 pub fn walk(command: &str, ctx: &Context<'_>) -> Walk {
     parse::walk(
         command,

@@ -25,7 +25,7 @@ pub use expand::Field;
 pub use parser::{ErrorKind, MAX_DEPTH, ParseError, Parsed, parse, parse_lines};
 pub use walk::{
     Context, Hidden, Origin, Redirection, Runner, SimpleCommand, Unparsed, Walk, program_name,
-    walk, walk_with,
+    walk, walk_after, walk_with,
 };
 
 #[cfg(test)]

@@ -73,6 +73,28 @@ pub fn walk_with(src: &str, ctx: &Context, parse: fn(&str) -> Parsed) -> Walk {
     w.out
 }
 
+/// [`walk`] of `src` after `prelude` has run in the same scope (a session's saved
+/// functions and aliases): a call in `src` to a function the prelude defined is walked
+/// through its body. What the prelude itself runs is not in the result.
+pub fn walk_after(prelude: &str, src: &str, ctx: &Context) -> Walk {
+    let mut scope = Scope::new(ctx.env, ctx.cwd.map(Path::to_path_buf));
+    let mut w = Walker {
+        parse: parse_lines,
+        out: Walk::default(),
+        next_pipeline: 0,
+        frames: Vec::new(),
+        exit_traps: Vec::new(),
+    };
+    let at = At::top(Arc::from(""));
+    w.script_text(prelude, &mut scope, &at);
+    w.out = Walk::default();
+    w.next_pipeline = 0;
+    w.frames.clear();
+    w.exit_traps.clear();
+    w.script_text(src, &mut scope, &at);
+    w.out
+}
+
 /// Where the walk is.
 #[derive(Clone)]
 struct At {
