@@ -355,12 +355,20 @@ fn judge(
         protected: &p.guard.protected,
     };
     // A session's saved functions are walked first, so that a call to one is judged by
-    // its body.
-    let prelude = state
+    // its body; its aliases too, each read as a function that runs its text with the
+    // call's arguments (those that do not parse stay unseen).
+    let (prelude, unread_aliases) = match state
         .session
         .as_ref()
-        .and_then(|s| s.saved_definitions.as_deref());
-    let walk = (p.guard.enabled || !p.approval.is_inert()).then(|| match prelude {
+        .and_then(|s| s.saved_definitions.as_deref())
+    {
+        Some(defs) => {
+            let (as_functions, unread) = aliases_as_functions(defs, &ctx);
+            (Some(format!("{defs}\n{as_functions}")), unread)
+        }
+        None => (None, Vec::new()),
+    };
+    let walk = (p.guard.enabled || !p.approval.is_inert()).then(|| match &prelude {
         Some(prelude) => guard::walk_after(prelude, &req.command, &ctx),
         None => guard::walk(&req.command, &ctx),
     });
@@ -377,7 +385,7 @@ fn judge(
             // functions whose bodies could not be read) stay unseen.
             let (approved, definitions) = state.session.as_ref().map_or((&[][..], &[][..]), |s| {
                 let names = if s.saved_definitions.is_some() {
-                    &s.aliases[..]
+                    &unread_aliases[..]
                 } else {
                     &s.definitions[..]
                 };
@@ -388,6 +396,34 @@ fn judge(
         _ => approval::ApprovalPlan::default(),
     };
     (guard, approval)
+}
+
+/// The aliases `defs` (a session's saved definitions) makes, as functions for a walk:
+/// `alias ll='ls -l'` is read as `ll() { ls -l "$@"; }`, which is what the alias runs
+/// for a judge. The names of those whose text does not parse on its own are returned:
+/// they stay unseen.
+fn aliases_as_functions(defs: &str, ctx: &guard::Context<'_>) -> (String, Vec<String>) {
+    let (mut functions, mut unread) = (String::new(), Vec::new());
+    for c in guard::walk(defs, ctx).commands {
+        if c.name() != Some("alias") || !c.wrappers.is_empty() {
+            continue;
+        }
+        for field in c.argv.iter().skip(1) {
+            let Some((name, text)) = field.text.split_once('=') else {
+                continue;
+            };
+            let plain_name = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || "_-.".contains(ch));
+            if field.known() && plain_name && crate::shell::parse::parse(text).is_ok() {
+                functions.push_str(&format!("{name}() {{\n{text} \"$@\"\n}}\n"));
+            } else if !name.is_empty() {
+                unread.push(name.to_string());
+            }
+        }
+    }
+    (functions, unread)
 }
 
 /// The environment a walk of the command resolves variables in: the run's, with

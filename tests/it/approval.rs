@@ -783,14 +783,14 @@ fn remembered_approvals_count_only_under_the_sessions_sandbox_policy() {
 
 /// A function the session saved is judged by its body, not refused unseen: a harmless
 /// one runs under a policy with `ask` rules and no one to ask, one whose body asks is
-/// refused naming the rule, and an alias (which the walk does not expand) stays
-/// unseen. The functions are made under a profile without a policy (the same sandbox
+/// refused naming the rule; an alias likewise by its text, unless that text does not
+/// parse on its own (then it stays unseen). The functions are made under a profile without a policy (the same sandbox
 /// policy, so the session carries over).
 #[test]
 fn a_session_function_is_judged_by_its_body() {
     let env = env_with(POLICY);
     env.user_profile("free", "extends = \"default\"\n");
-    let defs = "greet() { echo hello-$1; }; mk() { touch \"$1\"; }; alias al='echo aliased'";
+    let defs = "greet() { echo hello-$1; }; mk() { touch \"$1\"; }; alias al='echo aliased' t='touch' broken='if true; then'";
     env.run(&["run", "-p", "free", "--session", "s", "--", defs])
         .assert_code(0);
     // Harmless: runs, judged through its body.
@@ -807,8 +807,16 @@ fn a_session_function_is_judged_by_its_body() {
     out.assert_code(77);
     assert!(out.stdout.contains("rule `touch` asks"), "{}", out.stdout);
     assert!(!env.work().join("made.txt").exists());
-    // An alias's expansion is not walked: unseen, so it asks.
-    let (list, _) = approval_of(&env, &["--session", "s"], "al");
+    // An alias is judged by its text with the call's arguments: `al` runs, `t` asks.
+    let out = env.run(&["run", "-p", "appr", "--session", "s", "--", "al"]);
+    out.assert_code(0);
+    assert_eq!(out.stdout, "aliased\n");
+    let out = env.run(&["run", "-p", "appr", "--session", "s", "--", "t made2.txt"]);
+    out.assert_code(77);
+    assert!(out.stdout.contains("rule `touch` asks"), "{}", out.stdout);
+    assert!(!env.work().join("made2.txt").exists());
+    // An alias whose text does not parse on its own stays unseen, so it asks.
+    let (list, _) = approval_of(&env, &["--session", "s"], "broken");
     let (decision, _) = line_decision(&list);
     assert_eq!(decision, "ask", "{list:?}");
 }
