@@ -104,7 +104,7 @@ pub fn plan(
             cwd: saved.cwd,
             exported: saved.env_set,
             unset: saved.env_unset.into_iter().collect(),
-            saved_definitions: (!saved.functions.is_empty())
+            saved_definitions: (!saved.functions.is_empty() || !saved.aliases.is_empty())
                 .then(|| store.saved_definitions(name))
                 .flatten(),
             aliases: saved.aliases.clone(),

@@ -819,4 +819,18 @@ fn a_session_function_is_judged_by_its_body() {
     let (list, _) = approval_of(&env, &["--session", "s"], "broken");
     let (decision, _) = line_decision(&list);
     assert_eq!(decision, "ask", "{list:?}");
+    // A session that holds aliases and no function: its aliases are read too.
+    env.run(&[
+        "run",
+        "-p",
+        "free",
+        "--session",
+        "a",
+        "--",
+        "alias hi='echo hi-there'",
+    ])
+    .assert_code(0);
+    let out = env.run(&["run", "-p", "appr", "--session", "a", "--", "hi"]);
+    out.assert_code(0);
+    assert_eq!(out.stdout, "hi-there\n");
 }
