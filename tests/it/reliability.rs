@@ -756,6 +756,42 @@ fn fault_no_zombies_left_in_a_long_lived_server() {
     }
 }
 
+/// A fork of the live shell stopped before it ran its program (here, held in a
+/// command substitution) still holds the subshell's EXIT trap: it must print no
+/// marker and no bash diagnostic into the output, and is listed by what it is, not
+/// by the shell's internal program.
+#[test]
+fn a_fork_stopped_before_its_program_prints_nothing_and_is_named_plainly() {
+    let env = TestEnv::new();
+    let mut rpc = env.rpc(&[]);
+    for id in 1..=3 {
+        rpc.send(
+            json!({"id": id, "type": "bash", "command": "sleep $(sleep 30; echo 1) & echo hi"}),
+        );
+        let r = rpc.first_responses(1);
+        let data = &r.last().unwrap()["data"];
+        assert_eq!(data["output"], "hi\n", "{data}");
+        let killed = data["background_killed"].as_array().unwrap();
+        assert!(!killed.is_empty(), "{data}");
+        for k in killed {
+            let c = k["command"].as_str().unwrap();
+            assert!(!c.contains("__agentbash"), "internal program shown: {c}");
+        }
+        assert!(
+            killed.iter().any(|k| k["command"]
+                .as_str()
+                .unwrap()
+                .ends_with("(a subshell of the command)")),
+            "{data}"
+        );
+    }
+    rpc.send(json!({"id": 9, "type": "bash", "command": "echo next"}));
+    assert_eq!(
+        rpc.first_responses(1).last().unwrap()["data"]["output"],
+        "next\n"
+    );
+}
+
 #[test]
 fn fault_exec_replacing_the_shell_and_kill_9_of_the_shell() {
     let env = TestEnv::new();

@@ -212,6 +212,7 @@ impl<'a, 'j, 'g, 'o> LiveRun<'a, 'j, 'g, 'o> {
             killed.extend(Teardown::new(-1, &self.command_marker).terminate(grace, false));
         }
         killed.retain(|k| k.pid != self.shell.pid);
+        self.shell.name_subshells(&mut killed);
         let _ = self.shell.child.wait();
         self.shell.dead = true;
         killed
@@ -254,6 +255,7 @@ impl<'a, 'j, 'g, 'o> LiveRun<'a, 'j, 'g, 'o> {
         let mut bg = Vec::new();
         if self.job.watch.background == Background::Kill {
             bg = self.teardown.terminate(self.job.watch.kill_grace, false);
+            self.shell.name_subshells(&mut bg);
         }
         self.teardown.reap_orphans();
         self.shell.ended = Some(describe_status(s));
@@ -381,6 +383,7 @@ impl<'a, 'j, 'g, 'o> LiveRun<'a, 'j, 'g, 'o> {
             scope.reap_orphans();
             self.teardown.reap_orphans();
         }
+        self.shell.name_subshells(&mut background_killed);
         background_killed
     }
 }

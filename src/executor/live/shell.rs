@@ -65,11 +65,14 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
     let read =
         "IFS= builtin read -r -d '' __agentbash_d && IFS= builtin read -r -d '' __agentbash_c";
     if job.key.session.is_some() {
+        // The EXIT trap saves the session and says the shell is exiting only in the
+        // shell itself: a fork of it stopped by teardown before it ran its program
+        // runs the trap too.
         t.push_str(
             "__agentbash_opts=\"$(builtin set +o; builtin shopt -p)\"\n\
              __agentbash_optsig=\"$-:$SHELLOPTS:$BASHOPTS\"\n\
              __agentbash_live_exit() {\n  __agentbash_session_save \"$1\" \"$__agentbash_v\"\n  builtin printf '\\036%sx%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$1\" >&\"$__agentbash_out\"\n}\n\
-             builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT\n",
+             builtin trap '{ __agentbash_e=$?; builtin [ \"$BASHPID\" = \"$$\" ] && __agentbash_live_exit \"$__agentbash_e\"; } 2>/dev/null' EXIT\n",
         );
         t.push_str(&format!(
             "while {read} && IFS= builtin read -r -d '' __agentbash_v; do\n"
@@ -85,7 +88,7 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
         t.push_str("    ");
         t.push_str(&crate::shell::dump::unshadow(None));
         t.push_str(
-            "    builtin [ $__agentbash_k = u ] || __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin [ ${#BASH_ALIASES[@]} = 0 ] || builtin shopt -q expand_aliases || { builtin shopt -s expand_aliases; __agentbash_opts=\"$__agentbash_opts\"$'\\n'\"builtin shopt -s expand_aliases\"; __agentbash_optsig=\"$-:$SHELLOPTS:$BASHOPTS\"; }; builtin trap '{ __agentbash_live_exit \"$?\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
+            "    builtin [ $__agentbash_k = u ] || __agentbash_session_save \"$__agentbash_s\" \"$__agentbash_v\"; builtin [ \"$-:$SHELLOPTS:$BASHOPTS\" = \"$__agentbash_optsig\" ] || builtin eval \"$__agentbash_opts\"; builtin [ ${#BASH_ALIASES[@]} = 0 ] || builtin shopt -q expand_aliases || { builtin shopt -s expand_aliases; __agentbash_opts=\"$__agentbash_opts\"$'\\n'\"builtin shopt -s expand_aliases\"; __agentbash_optsig=\"$-:$SHELLOPTS:$BASHOPTS\"; }; builtin trap '{ __agentbash_e=$?; builtin [ \"$BASHPID\" = \"$$\" ] && __agentbash_live_exit \"$__agentbash_e\"; } 2>/dev/null' EXIT; } 2>/dev/null\n\
              \x20 exec 1>&\"$__agentbash_out\" 2>&1\n\
              \x20 builtin printf '\\036%s%s%s %s\\n' \"$__agentbash_t\" \"$__agentbash_k\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\
              done\n",
@@ -96,6 +99,12 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
         // the command hash table (marker `u`). Anything else runs in a subshell so
         // nothing it changes leaks into the next caller's command (marker `s`, with
         // the subshell's pid, then `c` when the subshell has exited).
+        // A fork of the subshell that teardown stops before it has run its program
+        // (`cmd &` under load) still holds the subshell's EXIT trap and runs it: the
+        // trap prints its marker only in the subshell itself, and its stderr is
+        // /dev/null, where bash 5.2 writes `wait_for: No record of process N` from
+        // such a fork (tests/it/reliability.rs
+        // `a_fork_stopped_before_its_program_prints_nothing_and_is_named_plainly`).
         t.push_str(&format!(
             "__agentbash_r=\"$AGENTBASH_RUN_ID\" __agentbash_h=\"$PWD\" __agentbash_o=\"${{OLDPWD-}}\" __agentbash_os=\"${{OLDPWD+set}}\"\n\
              while {read} && IFS= builtin read -r -d '' __agentbash_v; do\n\
@@ -110,8 +119,8 @@ fn shell_program(job: &LiveJob<'_>, token: &str) -> String {
              \x20   builtin printf '\\036%su%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$__agentbash_s\" >&\"$__agentbash_out\"\n\
              \x20 else\n\
              \x20 (\n\
-             \x20   builtin export AGENTBASH_RUN_ID=\"$__agentbash_r.$__agentbash_i\"\n\
-             \x20   builtin trap '__agentbash_s=$?; {unshadow}builtin printf \"\\036%ss%s %s %s\\n\" \"$__agentbash_t\" \"$__agentbash_i\" \"$__agentbash_s\" \"$BASHPID\" >&\"$__agentbash_out\"' EXIT\n\
+             \x20   builtin export AGENTBASH_RUN_ID=\"$__agentbash_r.$__agentbash_i\"; __agentbash_w=$BASHPID\n\
+             \x20   builtin trap '{{ __agentbash_s=$?; {unshadow}builtin [ \"$BASHPID\" = \"$__agentbash_w\" ] && builtin printf \"\\036%ss%s %s %s\\n\" \"$__agentbash_t\" \"$__agentbash_i\" \"$__agentbash_s\" \"$BASHPID\" >&\"$__agentbash_out\"; }} 2>/dev/null' EXIT\n\
              \x20   builtin cd -- \"$__agentbash_d\" && builtin eval \"$__agentbash_c\" </dev/null\n\
              \x20 )\n\
              \x20 builtin printf '\\036%sc%s %s\\n' \"$__agentbash_t\" \"$__agentbash_i\" \"$?\" >&\"$__agentbash_out\"\n\
@@ -147,6 +156,19 @@ fn own_children() -> Option<Vec<i32>> {
 }
 
 impl LiveShell {
+    /// Name what a command's teardown stopped: a process that is still a copy of
+    /// this shell (a subshell of the command, or a fork caught before it ran its
+    /// program) would otherwise be listed by the shell's whole internal program.
+    pub(super) fn name_subshells(&self, killed: &mut [KilledProcess]) {
+        let own = format!(
+            "{} --norc --noprofile -c exec {{__agentbash_out}}>&1",
+            self.key.shell.display()
+        );
+        for k in killed.iter_mut().filter(|k| k.command.starts_with(&own)) {
+            k.command = format!("{} (a subshell of the command)", self.key.shell.display());
+        }
+    }
+
     /// The log of the network proxy this shell's namespace goes out through, when its
     /// sandbox has a network allowlist.
     pub(super) fn network_log(&self) -> Option<Arc<crate::sandbox::NetworkLog>> {
