@@ -17,6 +17,7 @@ use super::AskedOnce;
 use super::backend::{job_refusal, local_request};
 use super::conn::{CallError, Connection};
 use crate::config::profile::LoadedProfile;
+use crate::pipeline::RunRequest;
 use crate::process::CancelToken;
 use crate::request::ApproverRef;
 use crate::server::CallError as Failure;
@@ -144,6 +145,19 @@ pub fn serve(conn: Connection, local: LoadedProfile, invoking_dir: PathBuf) -> i
 
 /// Handle one request line: answered here, or forwarded on a thread (returned).
 fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<()>> {
+    let (v, id) = read_request(shared, line)?;
+    let kind = v.get("type").and_then(Value::as_str).map(str::to_string);
+    if answered_here(shared, &v, &id, kind.as_deref()) {
+        return None;
+    }
+    let forward = prepare(shared, &v, id, kind.unwrap_or_default())?;
+    let shared = Arc::clone(shared);
+    Some(std::thread::spawn(move || run_forward(&shared, forward)))
+}
+
+/// The request object and its id, or `None` once a blank line is skipped or a bad
+/// one answered (the id is checked before anything else reads the request).
+fn read_request(shared: &Shared, line: &[u8]) -> Option<(Value, Value)> {
     let line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
     if line.iter().all(|b| b.is_ascii_whitespace()) {
         return None;
@@ -156,44 +170,62 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
         }
     };
     let id = v.get("id").cloned().unwrap_or(Value::Null);
-    let Some(obj) = v.as_object() else {
+    if !v.is_object() {
         shared.error(&id, "a request must be a JSON object");
         return None;
-    };
+    }
     if !matches!(id, Value::String(_) | Value::Number(_)) {
         shared.error(&id, "missing or invalid `id`: use a string or a number");
         return None;
     }
-    let kind = obj.get("type").and_then(Value::as_str).map(str::to_string);
-    let key = id_key(&id);
-    match kind.as_deref() {
-        Some("hello") => {
-            let remote = shared.conn.hello().unwrap_or(Value::Null);
-            shared.send(&json!({"id": id, "type": "response", "command": "hello", "success": true, "data": {
-                "protocol": crate::server::PROTOCOL,
-                "version": env!("CARGO_PKG_VERSION"),
-                "capabilities": remote["capabilities"].clone(),
-                "profile": remote["profile"].clone(),
-                "description": remote["description"].clone(),
-                "target": {"name": shared.conn.target.name, "version": remote["version"].clone()},
-            }}));
-            return None;
-        }
-        Some("abort_bash") => {
-            abort(shared, &id, obj.get("target"));
-            return None;
-        }
-        Some("approve") => {
-            answer_approve(&v, &id, &shared.questions, &|m| shared.send(m));
-            return None;
-        }
-        None => {
-            shared.error(&id, "missing `type`: use \"bash\" or \"abort_bash\"");
-            return None;
-        }
-        _ => {}
+    Some((v, id))
+}
+
+/// The types this side answers itself (never forwarded); true when `kind` was one.
+fn answered_here(shared: &Shared, v: &Value, id: &Value, kind: Option<&str>) -> bool {
+    match kind {
+        Some("hello") => hello(shared, id),
+        Some("abort_bash") => abort(shared, id, v.get("target")),
+        Some("approve") => answer_approve(v, id, &shared.questions, &|m| shared.send(m)),
+        None => shared.error(id, "missing `type`: use \"bash\" or \"abort_bash\""),
+        _ => return false,
     }
-    let kind = kind.unwrap_or_default();
+    true
+}
+
+/// `hello`: this side's protocol and version, the target's capabilities and profile.
+fn hello(shared: &Shared, id: &Value) {
+    let remote = shared.conn.hello().unwrap_or(Value::Null);
+    shared.send(
+        &json!({"id": id, "type": "response", "command": "hello", "success": true, "data": {
+            "protocol": crate::server::PROTOCOL,
+            "version": env!("CARGO_PKG_VERSION"),
+            "capabilities": remote["capabilities"].clone(),
+            "profile": remote["profile"].clone(),
+            "description": remote["description"].clone(),
+            "target": {"name": shared.conn.target.name, "version": remote["version"].clone()},
+        }}),
+    );
+}
+
+/// A request on its way to the target: what the forwarding thread needs.
+struct Forward {
+    id: Value,
+    key: String,
+    kind: String,
+    /// The request as sent, without the caller's id.
+    request: serde_json::Map<String, Value>,
+    events: bool,
+    /// A `bash` request's local view (judged here before it travels) and the token
+    /// that aborts it; `None` for the other types.
+    bash: Option<(RunRequest, CancelToken)>,
+}
+
+/// Judge a request before it travels: a duplicate `bash` id, an invalid `bash`
+/// request and a refused `job_start` are answered here (`None`). A `bash` request
+/// is registered as pending under the caller's id.
+fn prepare(shared: &Shared, v: &Value, id: Value, kind: String) -> Option<Forward> {
+    let key = id_key(&id);
     if kind == "bash" && shared.pending().contains_key(&key) {
         shared.send(&json!({
             "id": null, "type": "response", "command": "bash", "success": false,
@@ -202,13 +234,12 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
         }));
         return None;
     }
-    let mut request = obj.clone();
+    let mut request = v.as_object().cloned().unwrap_or_default();
     request.remove("id");
     let events = v["events"] == true;
-    let mut token = None;
-    let mut local_req = None;
+    let mut bash = None;
     if kind == "bash" {
-        let call = match crate::server::rpc::parse_bash(&v) {
+        let call = match crate::server::rpc::parse_bash(v) {
             Ok(c) => c,
             Err(e) => {
                 shared.error(&id, e);
@@ -220,12 +251,11 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
             shared.error(&id, e.to_string());
             return None;
         }
-        let t = CancelToken::new();
-        shared.pending().insert(key.clone(), t.clone());
-        token = Some(t);
-        local_req = Some(req);
+        let token = CancelToken::new();
+        shared.pending().insert(key.clone(), token.clone());
+        bash = Some((req, token));
     } else if kind == "job_start"
-        && let Some(command) = obj.get("command").and_then(Value::as_str)
+        && let Some(command) = v.get("command").and_then(Value::as_str)
         && let Some(refused) = job_refusal(command, &shared.local, &shared.invoking_dir)
     {
         let refused = Failure {
@@ -235,73 +265,103 @@ fn accept(shared: &Arc<Shared>, line: &[u8]) -> Option<std::thread::JoinHandle<(
         shared.send(&crate::server::failure(&id, Some(&kind), &refused));
         return None;
     }
-    let shared = Arc::clone(shared);
-    Some(std::thread::spawn(move || {
-        // The client answers what this side's policy and the target's ask about a
-        // run (`approval_request` / `approve`, as from `agentbash rpc`), once each.
-        let approver = local_req.as_ref().and_then(|_| {
-            let to = Arc::clone(&shared);
-            AskedOnce::wrap(Some(&ApproverRef(Arc::new(RpcApprover {
-                send: Arc::new(move |m| to.send(m)),
-                questions: Arc::clone(&shared.questions),
-                request: id.clone(),
-            }))))
-        });
-        if let (Some(req), Some(tok)) = (&local_req, &token) {
-            let mut req = req.clone();
-            req.approver = approver.clone();
-            if let Some(refused) = crate::pipeline::refused_before_running(&req, &shared.local, tok)
-            {
-                let mut answer = json!({"id": id, "type": "response", "command": "bash", "success": true, "data": refused});
-                if events {
-                    answer["exit"] = json!(refused.agentbash_exit);
-                    answer["annotation"] = json!(refused.annotation);
-                }
-                shared.answer(&answer, &key);
-                return;
-            }
+    Some(Forward {
+        id,
+        key,
+        kind,
+        request,
+        events,
+        bash,
+    })
+}
+
+/// The forwarding thread: a `bash` request the local policy refuses is answered
+/// here; anything else travels, its events and answer coming back under the
+/// caller's id.
+fn run_forward(shared: &Arc<Shared>, mut f: Forward) {
+    // The client answers what this side's policy and the target's ask about a
+    // run (`approval_request` / `approve`, as from `agentbash rpc`), once each.
+    let approver = f.bash.as_ref().and_then(|_| {
+        let to = Arc::clone(shared);
+        AskedOnce::wrap(Some(&ApproverRef(Arc::new(RpcApprover {
+            send: Arc::new(move |m| to.send(m)),
+            questions: Arc::clone(&shared.questions),
+            request: f.id.clone(),
+        }))))
+    });
+    if let Some((req, tok)) = &f.bash
+        && refused_here(shared, &f, req, tok, approver.clone())
+    {
+        return;
+    }
+    let wire = shared.conn.next_id();
+    let request = std::mem::take(&mut f.request);
+    let answer = shared.conn.call_as(
+        wire,
+        request,
+        &mut |e| {
+            let mut e = e.clone();
+            e["id"] = f.id.clone();
+            shared.send(&e);
+        },
+        f.bash.as_ref().map(|(_, tok)| tok),
+        approver.as_ref(),
+    );
+    let answer = match answer {
+        Ok(mut a) => {
+            a["id"] = f.id.clone();
+            a
         }
-        let wire = shared.conn.next_id();
-        let answer = shared.conn.call_as(
-            wire,
-            request,
-            &mut |e| {
-                let mut e = e.clone();
-                e["id"] = id.clone();
-                shared.send(&e);
-            },
-            token.as_ref(),
-            approver.as_ref(),
-        );
-        let answer = match answer {
-            Ok(mut a) => {
-                a["id"] = id.clone();
-                a
-            }
-            Err(e) => {
-                let message = match &e {
-                    CallError::Connect(c) => c.to_string(),
-                    CallError::Dropped(m) => m.clone(),
-                };
-                let data = match &local_req {
-                    Some(req) => serde_json::to_value(crate::pipeline::failed(
-                        req,
-                        &shared.local,
-                        crate::exit::FAILURE,
-                        message.clone(),
-                    ))
-                    .unwrap_or(Value::Null),
-                    None => json!({"exit_code": crate::exit::FAILURE, "error": message}),
-                };
-                json!({"id": id, "type": "response", "command": kind, "success": false, "error": message, "error_kind": crate::server::ErrorKind::Failed, "data": data})
-            }
-        };
-        if local_req.is_some() {
-            shared.answer(&answer, &key);
-        } else {
-            shared.send(&answer);
-        }
-    }))
+        Err(e) => failed_answer(shared, &f, &e),
+    };
+    if f.bash.is_some() {
+        shared.answer(&answer, &f.key);
+    } else {
+        shared.send(&answer);
+    }
+}
+
+/// Answer a `bash` request the local guard, interceptor or approval refuses (true);
+/// such a request never travels.
+fn refused_here(
+    shared: &Shared,
+    f: &Forward,
+    req: &RunRequest,
+    tok: &CancelToken,
+    approver: Option<ApproverRef>,
+) -> bool {
+    let mut req = req.clone();
+    req.approver = approver;
+    let Some(refused) = crate::pipeline::refused_before_running(&req, &shared.local, tok) else {
+        return false;
+    };
+    let mut answer = json!({"id": f.id, "type": "response", "command": "bash", "success": true, "data": refused});
+    if f.events {
+        answer["exit"] = json!(refused.agentbash_exit);
+        answer["annotation"] = json!(refused.annotation);
+    }
+    shared.answer(&answer, &f.key);
+    true
+}
+
+/// The caller's answer when the call could not reach the target or the connection
+/// ended: a `bash` request still gets a whole result (exit 125) to read.
+fn failed_answer(shared: &Shared, f: &Forward, e: &CallError) -> Value {
+    let message = match e {
+        CallError::Connect(c) => c.to_string(),
+        CallError::Dropped(m) => m.clone(),
+    };
+    let data = match &f.bash {
+        Some((req, _)) => serde_json::to_value(crate::pipeline::failed(
+            req,
+            &shared.local,
+            crate::exit::FAILURE,
+            message.clone(),
+        ))
+        .unwrap_or(Value::Null),
+        None => json!({"exit_code": crate::exit::FAILURE, "error": message}),
+    };
+    json!({"id": f.id, "type": "response", "command": f.kind, "success": false, "error": message, "error_kind": crate::server::ErrorKind::Failed, "data": data})
 }
 
 /// `abort_bash`: cancel the forwarded request(s); each still answers (cancelled).
