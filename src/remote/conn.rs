@@ -323,143 +323,19 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 
 /// Start the transport and shake hands: the link, and the remote's `hello` data.
 fn start(target: &Target) -> Result<(Arc<Link>, Value), TargetError> {
-    let fail = |message: String| TargetError::Connect {
-        name: target.name.clone(),
-        message,
-    };
-    let (program, args) = target
-        .transport
-        .split_first()
-        .ok_or_else(|| TargetError::NoTransport(target.name.clone()))?;
-    let spec = SpawnSpec {
-        program: program.into(),
-        args: args.to_vec(),
-        // `vars()` would panic on a variable that is not UTF-8; such a one is left out.
-        env: std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect(),
-        cwd: std::env::current_dir().unwrap_or_else(|_| "/".into()),
-        ..Default::default()
-    };
-    let io = |e: std::io::Error| fail(format!("cannot start the transport: {e}"));
-    let (in_r, in_w) = pipe().map_err(io)?;
-    let (out_r, out_w) = pipe().map_err(io)?;
-    let (err_r, err_w) = pipe().map_err(io)?;
-    let mut child = crate::process::spawn::spawn(
-        &spec,
-        ChildIo::Fd(in_r),
-        ChildIo::Fd(out_w),
-        ChildIo::Fd(err_w),
-    )
-    .map_err(|e| {
-        fail(format!(
-            "cannot start the transport `{}`: {e}",
-            crate::display::escape_controls(program)
-        ))
-    })?;
-    let pid = child.id() as i32;
-    let pidfd = crate::process::spawn::pidfd_open(pid);
-    let exited = Arc::new((Mutex::new(false), Condvar::new()));
-    {
-        let exited = Arc::clone(&exited);
-        std::thread::spawn(move || {
-            let _ = child.wait();
-            let (lock, cv) = &*exited;
-            *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
-            cv.notify_all();
-        });
-    }
-    let stderr = Arc::new(StderrTail::default());
-    {
-        let stderr = Arc::clone(&stderr);
-        let mut r = File::from(err_r);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            loop {
-                match r.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => stderr.push(&buf[..n]),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                }
-            }
-            let (lock, cv) = &stderr.done;
-            *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
-            cv.notify_all();
-        });
-    }
-    let link = Arc::new(Link {
-        pid,
-        pidfd,
-        stdin: Mutex::new(Some(File::from(in_w))),
-        pending: Mutex::default(),
-        ended: AtomicBool::new(false),
-        stderr,
-        exited,
-    });
+    let (link, out_r) = launch(target)?;
     let lines = lines::spawn_reader(File::from(out_r), MAX_LINE);
-    let said = |link: &Link| {
-        let tail = link.stderr.text(Duration::from_millis(500));
-        if tail.is_empty() {
-            String::new()
-        } else {
-            format!("; transport stderr (last lines): {tail}")
-        }
-    };
-    const ENDED: &str = "the transport ended before it answered the handshake (is `agentbash rpc` at the end of its argv, and installed on the other side?)";
-    let handshake = (|| {
-        // A transport that already exited cannot be written to: it ended, as below.
-        link.write_line(&json!({"id": "hello", "type": "hello"}))
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::BrokenPipe => ENDED.to_string(),
-                _ => format!("cannot write to the transport: {e}"),
-            })?;
-        let first = match lines.recv_timeout(target.connect_timeout) {
-            Ok(Input::Line(l)) => l,
-            Ok(Input::TooLong(n, _)) => {
-                return Err(format!(
-                    "the transport answered the handshake with a {n}-byte line, not an rpc answer"
-                ));
-            }
-            Ok(Input::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(ENDED.to_string());
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                return Err(format!(
-                    "no answer to the handshake within {} s (target.connect_timeout)",
-                    target.connect_timeout.as_secs()
-                ));
-            }
-        };
-        let v: Value = serde_json::from_slice(&first).map_err(|_| {
-            let shown: String = String::from_utf8_lossy(&first).chars().take(200).collect();
-            format!(
-                "the transport did not answer the handshake with rpc: it said {:?}",
-                crate::display::escape_controls(&shown)
-            )
-        })?;
-        if v["id"] != "hello" || v["type"] != "response" {
-            return Err(format!(
-                "the transport did not answer the handshake with rpc: it said {}",
-                crate::display::escape_controls(
-                    &v.to_string().chars().take(200).collect::<String>()
-                )
-            ));
-        }
-        if v["success"] != true {
-            return Err(format!(
-                "the remote agentbash does not know the handshake (older than protocol 1?): {}",
-                crate::display::escape_controls(v["error"].as_str().unwrap_or(""))
-            ));
-        }
-        Ok(v["data"].clone())
-    })();
-    let hello = match handshake {
+    let hello = match handshake(&link, &lines, target.connect_timeout) {
         Ok(h) => h,
         Err(message) => {
             link.kill();
-            let message = format!("{message}{}", said(&link));
-            return Err(fail(message));
+            let tail = link.stderr.text(Duration::from_millis(500));
+            let said = if tail.is_empty() {
+                String::new()
+            } else {
+                format!("; transport stderr (last lines): {tail}")
+            };
+            return Err(connect_error(target, format!("{message}{said}")));
         }
     };
     let remote = hello["protocol"].as_u64().unwrap_or(0);
@@ -474,6 +350,155 @@ fn start(target: &Target) -> Result<(Arc<Link>, Value), TargetError> {
     let router = Arc::clone(&link);
     std::thread::spawn(move || route(&router, lines));
     Ok((link, hello))
+}
+
+fn connect_error(target: &Target, message: String) -> TargetError {
+    TargetError::Connect {
+        name: target.name.clone(),
+        message,
+    }
+}
+
+/// Spawn the transport with its three pipes and the threads that watch its exit
+/// and keep its stderr tail: the link, and the read end of its stdout.
+fn launch(target: &Target) -> Result<(Arc<Link>, OwnedFd), TargetError> {
+    let (program, args) = target
+        .transport
+        .split_first()
+        .ok_or_else(|| TargetError::NoTransport(target.name.clone()))?;
+    let spec = SpawnSpec {
+        program: program.into(),
+        args: args.to_vec(),
+        // `vars()` would panic on a variable that is not UTF-8; such a one is left out.
+        env: std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect(),
+        cwd: std::env::current_dir().unwrap_or_else(|_| "/".into()),
+        ..Default::default()
+    };
+    let io = |e: std::io::Error| connect_error(target, format!("cannot start the transport: {e}"));
+    let (in_r, in_w) = pipe().map_err(io)?;
+    let (out_r, out_w) = pipe().map_err(io)?;
+    let (err_r, err_w) = pipe().map_err(io)?;
+    let child = crate::process::spawn::spawn(
+        &spec,
+        ChildIo::Fd(in_r),
+        ChildIo::Fd(out_w),
+        ChildIo::Fd(err_w),
+    )
+    .map_err(|e| {
+        connect_error(
+            target,
+            format!(
+                "cannot start the transport `{}`: {e}",
+                crate::display::escape_controls(program)
+            ),
+        )
+    })?;
+    let pid = child.id() as i32;
+    let pidfd = crate::process::spawn::pidfd_open(pid);
+    let exited = reap(child);
+    let stderr = keep_stderr(err_r);
+    let link = Arc::new(Link {
+        pid,
+        pidfd,
+        stdin: Mutex::new(Some(File::from(in_w))),
+        pending: Mutex::default(),
+        ended: AtomicBool::new(false),
+        stderr,
+        exited,
+    });
+    Ok((link, out_r))
+}
+
+/// Wait for the transport on a thread of its own; the flag says its pid is free.
+fn reap(mut child: crate::process::spawn::Child) -> Arc<(Mutex<bool>, Condvar)> {
+    let exited = Arc::new((Mutex::new(false), Condvar::new()));
+    let flag = Arc::clone(&exited);
+    std::thread::spawn(move || {
+        let _ = child.wait();
+        let (lock, cv) = &*flag;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_all();
+    });
+    exited
+}
+
+/// Drain the transport's stderr on a thread, keeping its tail for error messages
+/// (a pipe left unread would block the transport once full).
+fn keep_stderr(err_r: OwnedFd) -> Arc<StderrTail> {
+    let stderr = Arc::new(StderrTail::default());
+    let tail = Arc::clone(&stderr);
+    let mut r = File::from(err_r);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => tail.push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        let (lock, cv) = &tail.done;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_all();
+    });
+    stderr
+}
+
+const ENDED: &str = "the transport ended before it answered the handshake (is `agentbash rpc` at the end of its argv, and installed on the other side?)";
+
+/// Send `hello` and read the first line back: the remote's `hello` data, or why
+/// the other end is not a working `agentbash rpc`.
+fn handshake(
+    link: &Link,
+    lines: &mpsc::Receiver<Input>,
+    connect_timeout: Duration,
+) -> Result<Value, String> {
+    // A transport that already exited cannot be written to: it ended, as below.
+    link.write_line(&json!({"id": "hello", "type": "hello"}))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => ENDED.to_string(),
+            _ => format!("cannot write to the transport: {e}"),
+        })?;
+    let first = match lines.recv_timeout(connect_timeout) {
+        Ok(Input::Line(l)) => l,
+        Ok(Input::TooLong(n, _)) => {
+            return Err(format!(
+                "the transport answered the handshake with a {n}-byte line, not an rpc answer"
+            ));
+        }
+        Ok(Input::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+            return Err(ENDED.to_string());
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            return Err(format!(
+                "no answer to the handshake within {} s (target.connect_timeout)",
+                connect_timeout.as_secs()
+            ));
+        }
+    };
+    let v: Value = serde_json::from_slice(&first).map_err(|_| {
+        let shown: String = String::from_utf8_lossy(&first).chars().take(200).collect();
+        format!(
+            "the transport did not answer the handshake with rpc: it said {:?}",
+            crate::display::escape_controls(&shown)
+        )
+    })?;
+    if v["id"] != "hello" || v["type"] != "response" {
+        return Err(format!(
+            "the transport did not answer the handshake with rpc: it said {}",
+            crate::display::escape_controls(&v.to_string().chars().take(200).collect::<String>())
+        ));
+    }
+    if v["success"] != true {
+        return Err(format!(
+            "the remote agentbash does not know the handshake (older than protocol 1?): {}",
+            crate::display::escape_controls(v["error"].as_str().unwrap_or(""))
+        ));
+    }
+    Ok(v["data"].clone())
 }
 
 /// Hand each line the transport writes to the request it belongs to; when it ends,
