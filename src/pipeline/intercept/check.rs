@@ -2,7 +2,7 @@
 //! the interceptor, each failure reported with the rule and where it is written.
 
 use super::{Verdict, intercept};
-use crate::config::rules::{Action, Location, RuleSet, has_keyword, parse_pack, read_pack};
+use crate::config::rules::{Action, Location, Rule, RuleSet, has_keyword, parse_pack, read_pack};
 use serde::Serialize;
 use std::fmt;
 
@@ -127,16 +127,13 @@ pub fn check_pack(spec: &str) -> CheckReport {
         failures: Vec::new(),
         notes: Vec::new(),
     };
+    let load_failed = |report: &mut CheckReport, error: String| {
+        report.fail(None, None, CheckProblem::Load { error });
+    };
     let (name, text) = match read_pack(spec, None) {
         Ok(found) => found,
         Err(e) => {
-            report.fail(
-                None,
-                None,
-                CheckProblem::Load {
-                    error: e.to_string(),
-                },
-            );
+            load_failed(&mut report, e.to_string());
             return report;
         }
     };
@@ -144,13 +141,7 @@ pub fn check_pack(spec: &str) -> CheckReport {
     let parsed = match parse_pack(&name, &text) {
         Ok(parsed) => parsed,
         Err(e) => {
-            report.fail(
-                None,
-                None,
-                CheckProblem::Load {
-                    error: e.to_string(),
-                },
-            );
+            load_failed(&mut report, e.to_string());
             return report;
         }
     };
@@ -180,79 +171,80 @@ pub fn check_pack(spec: &str) -> CheckReport {
         }
     }
     for rule in set.rules() {
-        let tools = [rule.tool.clone()];
-        let at = Some(rule.location());
-        for example in &rule.examples_match {
-            report.examples += 1;
-            // A deny rule's keywords are looked for in the canonical lines it sees.
-            let seen = if rule.action == Action::Deny {
-                super::deny_lines(&super::walk_of(example)).join("\n")
-            } else {
-                example.clone()
-            };
-            if !has_keyword(&rule.keywords, &seen) {
-                report.fail(
-                    Some(&rule.id),
-                    at,
-                    CheckProblem::MissedMatch {
-                        example: example.clone(),
-                        got: format!(
-                            "it contains none of the rule's keywords {:?}, so the rule can never see it",
-                            rule.keywords
-                        ),
-                    },
-                );
-                continue;
-            }
-            let result = intercept(example, &set, &tools);
-            let caught = match rule.action {
-                Action::Block | Action::Deny => {
-                    result.blocked.as_ref().is_some_and(|h| h.rule == rule.id)
-                }
-                Action::Warn => result.warnings.iter().any(|h| h.rule == rule.id),
-            };
-            if !caught {
-                let got = describe_outcome(&result, &rule.id);
-                report.fail(
-                    Some(&rule.id),
-                    at,
-                    CheckProblem::MissedMatch {
-                        example: example.clone(),
-                        got,
-                    },
-                );
-            }
-        }
-        for example in &rule.examples_not_match {
-            report.examples += 1;
-            let result = intercept(example, &set, &tools);
-            let hit = result.candidates.iter().find(|c| {
-                c.verdict != Verdict::Skipped && c.matches.iter().any(|m| m.rule == rule.id)
-            });
-            if let Some(candidate) = hit {
-                report.fail(
-                    Some(&rule.id),
-                    at,
-                    CheckProblem::UnexpectedMatch {
-                        example: example.clone(),
-                        candidate: candidate.text.clone(),
-                    },
-                );
-            }
-        }
-        if rule.examples_match.is_empty() || rule.examples_not_match.is_empty() {
-            report.notes.push(format!(
-                "rule `{}` has no {} examples",
-                rule.id,
-                if rule.examples_match.is_empty() {
-                    "match"
-                } else {
-                    "not_match"
-                }
-            ));
-        }
+        check_examples(&mut report, &set, rule);
     }
     report
+}
+
+/// Run one rule's examples, each with only the rule's own tool available, and note
+/// a rule that lacks examples of a kind.
+fn check_examples(report: &mut CheckReport, set: &RuleSet, rule: &Rule) {
+    let tools = [rule.tool.clone()];
+    for example in &rule.examples_match {
+        report.examples += 1;
+        if let Some(got) = missed_match(set, rule, &tools, example) {
+            report.fail(
+                Some(&rule.id),
+                Some(rule.location()),
+                CheckProblem::MissedMatch {
+                    example: example.clone(),
+                    got,
+                },
+            );
+        }
+    }
+    for example in &rule.examples_not_match {
+        report.examples += 1;
+        let result = intercept(example, set, &tools);
+        let hit = result
+            .candidates
+            .iter()
+            .find(|c| c.verdict != Verdict::Skipped && c.matches.iter().any(|m| m.rule == rule.id));
+        if let Some(candidate) = hit {
+            report.fail(
+                Some(&rule.id),
+                Some(rule.location()),
+                CheckProblem::UnexpectedMatch {
+                    example: example.clone(),
+                    candidate: candidate.text.clone(),
+                },
+            );
+        }
+    }
+    if rule.examples_match.is_empty() || rule.examples_not_match.is_empty() {
+        report.notes.push(format!(
+            "rule `{}` has no {} examples",
+            rule.id,
+            if rule.examples_match.is_empty() {
+                "match"
+            } else {
+                "not_match"
+            }
+        ));
+    }
+}
+
+/// What happened instead, when a match example is not caught by `rule` (blocked,
+/// or warned about for a warn rule); `None` when it is.
+fn missed_match(set: &RuleSet, rule: &Rule, tools: &[String], example: &str) -> Option<String> {
+    // A deny rule's keywords are looked for in the canonical lines it sees.
+    let seen = if rule.action == Action::Deny {
+        super::deny_lines(&super::walk_of(example)).join("\n")
+    } else {
+        example.to_string()
+    };
+    if !has_keyword(&rule.keywords, &seen) {
+        return Some(format!(
+            "it contains none of the rule's keywords {:?}, so the rule can never see it",
+            rule.keywords
+        ));
+    }
+    let result = intercept(example, set, tools);
+    let caught = match rule.action {
+        Action::Block | Action::Deny => result.blocked.as_ref().is_some_and(|h| h.rule == rule.id),
+        Action::Warn => result.warnings.iter().any(|h| h.rule == rule.id),
+    };
+    (!caught).then(|| describe_outcome(&result, &rule.id))
 }
 
 /// Explains why a match example was not caught by `rule`.
