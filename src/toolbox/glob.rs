@@ -8,13 +8,13 @@
 //! memory for the answer only; the walk has the same time budget as `grep`.
 
 use super::args::{GLOB_DEFAULT_RESULTS, GLOB_MAX_RESULTS, GlobArgs};
-use super::policy::FilePolicy;
+use super::policy::{FilePolicy, Located};
 use super::walk::{self, Shown};
 use super::{Answer, ToolError};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -48,69 +48,125 @@ pub fn glob_within(
     args: GlobArgs,
     budget: Duration,
 ) -> Result<Answer, ToolError> {
-    let bad = |message: String| ToolError::Arguments {
-        tool: "glob",
-        message,
-    };
-    let pattern = args.pattern.trim();
-    if pattern.is_empty() {
-        return Err(bad("`pattern` is empty: give a glob such as **/*.rs".into()));
-    }
-    let limit = args.limit.unwrap_or(GLOB_DEFAULT_RESULTS);
-    if !(1..=GLOB_MAX_RESULTS).contains(&limit) {
-        return Err(bad(format!(
-            "`limit` must be 1-{GLOB_MAX_RESULTS}, not {limit}"
-        )));
-    }
-    let given = args.path.clone().unwrap_or_else(|| ".".into());
-    // `/abs/dir/**/x` without a path: the literal part is the directory.
-    let (prefix, rest) = split_literal(pattern);
-    let (start, rest) = if pattern.starts_with('/') {
-        if args.path.is_some() {
-            return Err(bad(format!(
-                "`pattern` {pattern:?} is absolute: make it relative to `path`, or leave `path` out"
-            )));
-        }
-        (prefix, rest)
-    } else if prefix.is_empty() {
-        (given.clone(), rest)
-    } else {
-        (format!("{}/{prefix}", given.trim_end_matches('/')), rest)
-    };
-    let matcher = globset::GlobBuilder::new(&rest)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map_err(|e| bad(format!("`pattern` is not a valid glob: {e}")))?
-        .compile_matcher();
-    let root_given = policy.locate(&given).map_err(ToolError::Path)?;
+    let query = GlobQuery::new(&args)?;
+    let root_given = policy.locate(&query.given).map_err(ToolError::Path)?;
     policy.check_read("glob", &root_given)?;
-    let at = policy.locate(&start).map_err(ToolError::Path)?;
+    let at = policy.locate(&query.start).map_err(ToolError::Path)?;
     policy.check_read("glob", &at)?;
-    match std::fs::metadata(&root_given.target) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(ToolError::Path(format!(
-                "{} is a file, not a directory: `glob` lists the files under a directory",
-                root_given.describe()
+    require_dir(&root_given)?;
+    let walked = walk_newest(policy, &at.target, &query, budget);
+    let shown = Shown::new(policy);
+    let truncated_by = if walked.timed_out {
+        Some("time")
+    } else if walked.matched > walked.found.len() as u64 {
+        Some("limit")
+    } else {
+        None
+    };
+    let output = GlobOutput {
+        pattern: args.pattern.clone(),
+        path: query.given,
+        files: walked.found.iter().map(|(_, p)| shown.path(p)).collect(),
+        matched: walked.matched,
+        truncated: truncated_by.is_some(),
+        truncated_by,
+    };
+    let text = render(&output, query.limit);
+    Answer::new(text, &output)
+}
+
+/// A `glob` call's arguments checked: the directory given, the one the walk starts
+/// in (narrowed by the pattern's literal part), and what is matched below it.
+struct GlobQuery {
+    limit: usize,
+    given: String,
+    start: String,
+    matcher: globset::GlobMatcher,
+}
+
+impl GlobQuery {
+    fn new(args: &GlobArgs) -> Result<GlobQuery, ToolError> {
+        let bad = |message: String| ToolError::Arguments {
+            tool: "glob",
+            message,
+        };
+        let pattern = args.pattern.trim();
+        if pattern.is_empty() {
+            return Err(bad("`pattern` is empty: give a glob such as **/*.rs".into()));
+        }
+        let limit = args.limit.unwrap_or(GLOB_DEFAULT_RESULTS);
+        if !(1..=GLOB_MAX_RESULTS).contains(&limit) {
+            return Err(bad(format!(
+                "`limit` must be 1-{GLOB_MAX_RESULTS}, not {limit}"
             )));
         }
-        Err(_) => {
-            return Err(ToolError::Path(format!(
-                "{}: no such directory",
-                root_given.describe()
-            )));
-        }
+        let given = args.path.clone().unwrap_or_else(|| ".".into());
+        // `/abs/dir/**/x` without a path: the literal part is the directory.
+        let (prefix, rest) = split_literal(pattern);
+        let (start, rest) = if pattern.starts_with('/') {
+            if args.path.is_some() {
+                return Err(bad(format!(
+                    "`pattern` {pattern:?} is absolute: make it relative to `path`, or leave `path` out"
+                )));
+            }
+            (prefix, rest)
+        } else if prefix.is_empty() {
+            (given.clone(), rest)
+        } else {
+            (format!("{}/{prefix}", given.trim_end_matches('/')), rest)
+        };
+        let matcher = globset::GlobBuilder::new(&rest)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| bad(format!("`pattern` is not a valid glob: {e}")))?
+            .compile_matcher();
+        Ok(GlobQuery {
+            limit,
+            given,
+            start,
+            matcher,
+        })
     }
+}
+
+/// The directory given must exist and be one (the walk's start, narrowed by the
+/// pattern, may be missing: then nothing matches).
+fn require_dir(root_given: &Located) -> Result<(), ToolError> {
+    match std::fs::metadata(&root_given.target) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(ToolError::Path(format!(
+            "{} is a file, not a directory: `glob` lists the files under a directory",
+            root_given.describe()
+        ))),
+        Err(_) => Err(ToolError::Path(format!(
+            "{}: no such directory",
+            root_given.describe()
+        ))),
+    }
+}
+
+/// What the walk found: the kept matches newest first, how many matched in all,
+/// and whether the time budget ran out.
+struct Walked {
+    found: Vec<(SystemTime, PathBuf)>,
+    matched: u64,
+    timed_out: bool,
+}
+
+/// Walk `start` in parallel, keeping only the `limit` newest matches (a bounded
+/// heap), until done or the budget ends.
+fn walk_newest(policy: &FilePolicy, start: &Path, query: &GlobQuery, budget: Duration) -> Walked {
+    let limit = query.limit;
     let deadline = walk::deadline(budget);
     let newest: Mutex<Newest> = Mutex::new(BinaryHeap::with_capacity(limit + 1));
     let matched = AtomicU64::new(0);
     let timed_out = AtomicBool::new(false);
-    if at.target.is_dir() {
-        let root = at.target.clone();
+    if start.is_dir() {
+        let root = start.to_path_buf();
         walk::walker(policy, &root).build_parallel().run(|| {
             let (root, matcher, newest, matched, timed_out) =
-                (&root, &matcher, &newest, &matched, &timed_out);
+                (&root, &query.matcher, &newest, &matched, &timed_out);
             Box::new(move |entry| {
                 if Instant::now() >= deadline {
                     timed_out.store(true, Ordering::Relaxed);
@@ -143,7 +199,6 @@ pub fn glob_within(
             })
         });
     }
-    let shown = Shown::new(policy);
     let mut found: Vec<(SystemTime, PathBuf)> = newest
         .into_inner()
         .unwrap_or_else(|p| p.into_inner())
@@ -151,24 +206,11 @@ pub fn glob_within(
         .map(|Reverse((t, Reverse(p)))| (t, p))
         .collect();
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    let matched = matched.into_inner();
-    let truncated_by = if timed_out.into_inner() {
-        Some("time")
-    } else if matched > found.len() as u64 {
-        Some("limit")
-    } else {
-        None
-    };
-    let output = GlobOutput {
-        pattern: args.pattern.clone(),
-        path: given,
-        files: found.iter().map(|(_, p)| shown.path(p)).collect(),
-        matched,
-        truncated: truncated_by.is_some(),
-        truncated_by,
-    };
-    let text = render(&output, limit);
-    Answer::new(text, &output)
+    Walked {
+        found,
+        matched: matched.into_inner(),
+        timed_out: timed_out.into_inner(),
+    }
 }
 
 /// The directories at the start of `pattern` that hold no glob character, and the
