@@ -171,8 +171,31 @@ impl TextRenderer {
         if !self.err_partial.is_empty() {
             err(&format!("{}\n", std::mem::take(&mut self.err_partial)));
         }
-        let dim = owo_colors::Style::new().dimmed();
-        let yellow = owo_colors::Style::new().yellow();
+        if let Some(refusal) = self.tty_refusal(r) {
+            out(&refusal);
+            return;
+        }
+        let mut s = String::new();
+        // Why the run ended early comes first, never hidden by the preview (the
+        // viewport leaves the final screen in view, but cannot show this either).
+        if let Some(a) = &r.annotation {
+            s.push_str(&self.paint(a, red_bold()));
+            s.push('\n');
+        }
+        if self.streamed && self.stream_open {
+            // The stream ended inside a line.
+            s.push('\n');
+        }
+        self.push_tty_lines(&mut s, r);
+        if !self.quiet {
+            self.push_tty_status(&mut s, r);
+        }
+        out(&s);
+    }
+
+    /// A blocked or failed run on a terminal: the headline and the message that
+    /// stand in place of output (nothing ran, or it could not be run).
+    fn tty_refusal(&self, r: &RunResult) -> Option<String> {
         let mut s = String::new();
         if let Some(b) = &r.blocked {
             let headline = match &b.tool {
@@ -186,28 +209,21 @@ impl TextRenderer {
             s.push('\n');
             s.push_str(&escape_controls_multiline(&r.text));
             s.push('\n');
-            out(&s);
-            return;
+            return Some(s);
         }
-        if let Some(e) = &r.error {
-            s.push_str(&self.paint(
-                &format!("agentbash: {}", escape_controls_multiline(e)),
-                owo_colors::Style::new().red().bold(),
-            ));
-            s.push('\n');
-            out(&s);
-            return;
-        }
-        // Why the run ended early comes first, never hidden by the preview (the
-        // viewport leaves the final screen in view, but cannot show this either).
-        if let Some(a) = &r.annotation {
-            s.push_str(&self.paint(a, red_bold()));
-            s.push('\n');
-        }
-        if self.streamed && self.stream_open {
-            // The stream ended inside a line.
-            s.push('\n');
-        }
+        let e = r.error.as_ref()?;
+        s.push_str(&self.paint(
+            &format!("agentbash: {}", escape_controls_multiline(e)),
+            owo_colors::Style::new().red().bold(),
+        ));
+        s.push('\n');
+        Some(s)
+    }
+
+    /// The output's last lines on a terminal (the preview), after a line saying how
+    /// many earlier ones the artifact holds; none when they were streamed or the
+    /// viewport shows them.
+    fn push_tty_lines(&self, s: &mut String, r: &RunResult) {
         // The output's lines: its final newline ends the last one.
         let lines: Vec<&str> = match (r.body.is_empty(), &r.annotation) {
             (false, _) => r
@@ -238,7 +254,7 @@ impl TextRenderer {
                     count(hidden as u64, "earlier line"),
                     self.profile_flag
                 ),
-                dim,
+                owo_colors::Style::new().dimmed(),
             ));
             s.push('\n');
         }
@@ -246,48 +262,52 @@ impl TextRenderer {
             s.push_str(&clamp_display(l, DISPLAY_CLAMP));
             s.push('\n');
         }
-        if !self.quiet {
-            for note in own_notices(r) {
-                let note = escape_controls(note);
-                if note.starts_with("[Showing") {
-                    s.push_str(&self.paint(&format!("⚠ output cut: {note}"), yellow));
-                } else {
-                    s.push_str(&self.paint(&note, dim));
-                }
-                s.push('\n');
-            }
-            for w in &r.warnings {
-                let w = escape_controls(w);
-                s.push_str(&self.paint(&format!("warning: {w}"), yellow));
-                s.push('\n');
-            }
-            let code = r.exit_code.map_or("-".to_string(), |c| c.to_string());
-            let status = if r.timed_out {
-                format!("timed out (exit {code})")
-            } else if r.cancelled {
-                format!("cancelled (exit {code})")
+    }
+
+    /// What agentbash says after the output on a terminal: its notices, warnings,
+    /// and the status line (exit, duration, timeout).
+    fn push_tty_status(&self, s: &mut String, r: &RunResult) {
+        let dim = owo_colors::Style::new().dimmed();
+        let yellow = owo_colors::Style::new().yellow();
+        for note in own_notices(r) {
+            let note = escape_controls(note);
+            if note.starts_with("[Showing") {
+                s.push_str(&self.paint(&format!("⚠ output cut: {note}"), yellow));
             } else {
-                format!("exit {code}")
-            };
-            let status_style = if r.exit_code == Some(0) {
-                owo_colors::Style::new().green().bold()
-            } else {
-                owo_colors::Style::new().red().bold()
-            };
-            s.push_str(&format!(
-                "{} {}\n",
-                self.paint(&status, status_style),
-                self.paint(
-                    &format!(
-                        "· {} · timeout {}s",
-                        format_duration(r.duration_ms),
-                        r.timeout_s
-                    ),
-                    dim
-                )
-            ));
+                s.push_str(&self.paint(&note, dim));
+            }
+            s.push('\n');
         }
-        out(&s);
+        for w in &r.warnings {
+            let w = escape_controls(w);
+            s.push_str(&self.paint(&format!("warning: {w}"), yellow));
+            s.push('\n');
+        }
+        let code = r.exit_code.map_or("-".to_string(), |c| c.to_string());
+        let status = if r.timed_out {
+            format!("timed out (exit {code})")
+        } else if r.cancelled {
+            format!("cancelled (exit {code})")
+        } else {
+            format!("exit {code}")
+        };
+        let status_style = if r.exit_code == Some(0) {
+            owo_colors::Style::new().green().bold()
+        } else {
+            owo_colors::Style::new().red().bold()
+        };
+        s.push_str(&format!(
+            "{} {}\n",
+            self.paint(&status, status_style),
+            self.paint(
+                &format!(
+                    "· {} · timeout {}s",
+                    format_duration(r.duration_ms),
+                    r.timeout_s
+                ),
+                dim
+            )
+        ));
     }
 
     fn finish_pipe(&mut self, r: &RunResult) {
