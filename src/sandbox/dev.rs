@@ -101,34 +101,26 @@ impl DevPlan {
     /// node is bound in as `/dev/console`, so `ttyname` (which falls back to searching
     /// `/dev` for the device) names it although the private `pts` does not hold it.
     pub fn apply(&self, tty: Option<libc::c_int>) -> Result<(), ChildError> {
-        let fail = |index: usize| Err(super::child::fail(ChildStep::Dev, index));
         let mut fds = [-1; MAX_BINDS];
-        let mut console = -1;
-        if let Some(fd) = tty {
-            let mut link = [0u8; 40];
-            let mut path = [0u8; 128];
-            let mut n = 0;
-            for &b in b"/proc/self/fd/" {
-                link[n] = b;
-                n += 1;
-            }
-            n += write_decimal(&mut link[n..], fd);
-            link[n] = 0;
-            // SAFETY: both buffers are on our stack and NUL-terminated by hand.
-            let len = unsafe {
-                libc::readlink(
-                    link.as_ptr().cast(),
-                    path.as_mut_ptr().cast(),
-                    path.len() - 1,
-                )
-            };
-            if len > 0 && (len as usize) < path.len() - 1 {
-                path[len as usize] = 0;
-                if let Ok(p) = CStr::from_bytes_until_nul(&path) {
-                    console = open_tree(p);
-                }
-            }
+        let console = tty.map_or(-1, console_tree);
+        self.open_sources(&mut fds)?;
+        self.mount_devices(&fds)?;
+        mount_pts_and_shm()?;
+        if console >= 0 {
+            bind_console(console)?;
         }
+        link_std_fds()?;
+        self.reattach_writable(&fds)?;
+        // Nothing new may be created in /dev itself (its mounts keep their own flags).
+        if super::child::set_attr(c"/dev", super::child::MOUNT_ATTR_RDONLY, 0, false) < 0 {
+            return Err(fail(104));
+        }
+        Ok(())
+    }
+
+    /// Detach a copy of every node to bind in while the host's `/dev` is still in
+    /// view (the tmpfs about to be mounted hides it); `fds` is indexed as the binds.
+    fn open_sources(&self, fds: &mut [libc::c_int; MAX_BINDS]) -> Result<(), ChildError> {
         let sources = self
             .devices
             .iter()
@@ -137,10 +129,16 @@ impl DevPlan {
         for (i, source) in sources.enumerate().take(MAX_BINDS) {
             fds[i] = open_tree(source);
             if fds[i] < 0 {
-                return fail(i);
+                return Err(fail(i));
             }
         }
-        // SAFETY: all strings are NUL-terminated and built before fork.
+        Ok(())
+    }
+
+    /// The new `/dev` tmpfs, with the devices bound in at their own names.
+    fn mount_devices(&self, fds: &[libc::c_int; MAX_BINDS]) -> Result<(), ChildError> {
+        // SAFETY: all strings are NUL-terminated and built before fork; each fd is a
+        // detached tree from `open_sources`, closed once moved.
         unsafe {
             if libc::mount(
                 c"tmpfs".as_ptr(),
@@ -150,60 +148,30 @@ impl DevPlan {
                 c"mode=0755,size=1m".as_ptr().cast(),
             ) != 0
             {
-                return fail(100);
+                return Err(fail(100));
             }
             for (i, device) in self.devices.iter().enumerate() {
                 if !make_file(device) || move_into(fds[i], device) != 0 {
-                    return fail(i);
+                    return Err(fail(i));
                 }
                 libc::close(fds[i]);
             }
-            if libc::mkdir(c"/dev/pts".as_ptr(), 0o755) != 0
-                || libc::mount(
-                    c"devpts".as_ptr(),
-                    c"/dev/pts".as_ptr(),
-                    c"devpts".as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NOEXEC,
-                    c"newinstance,ptmxmode=0666,mode=620".as_ptr().cast(),
-                ) != 0
-                || libc::symlink(c"pts/ptmx".as_ptr(), c"/dev/ptmx".as_ptr()) != 0
-            {
-                return fail(101);
-            }
-            if libc::mkdir(c"/dev/shm".as_ptr(), 0o1777) != 0
-                || libc::mount(
-                    c"tmpfs".as_ptr(),
-                    c"/dev/shm".as_ptr(),
-                    c"tmpfs".as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NODEV,
-                    c"mode=1777".as_ptr().cast(),
-                ) != 0
-            {
-                return fail(102);
-            }
-            if console >= 0 {
-                if !make_file(c"/dev/console") || move_into(console, c"/dev/console") != 0 {
-                    return fail(105);
-                }
-                libc::close(console);
-            }
-            for (link, target) in [
-                (c"/dev/fd", c"/proc/self/fd"),
-                (c"/dev/stdin", c"/proc/self/fd/0"),
-                (c"/dev/stdout", c"/proc/self/fd/1"),
-                (c"/dev/stderr", c"/proc/self/fd/2"),
-            ] {
-                if libc::symlink(target.as_ptr(), link.as_ptr()) != 0 {
-                    return fail(103);
-                }
-            }
-            let base = self.devices.len();
+        }
+        Ok(())
+    }
+
+    /// Bind the run's writable paths under `/dev` back in, creating their parents.
+    fn reattach_writable(&self, fds: &[libc::c_int; MAX_BINDS]) -> Result<(), ChildError> {
+        let base = self.devices.len();
+        // SAFETY: all strings are NUL-terminated and built before fork; each fd is a
+        // detached tree from `open_sources`, closed once moved.
+        unsafe {
             for (i, r) in self.reattach.iter().enumerate() {
                 for dir in &r.parents {
                     if libc::mkdir(dir.as_ptr(), 0o700) != 0
                         && *libc::__errno_location() != libc::EEXIST
                     {
-                        return fail(base + i);
+                        return Err(fail(base + i));
                     }
                 }
                 let made = if r.is_dir {
@@ -212,17 +180,105 @@ impl DevPlan {
                     make_file(&r.path)
                 };
                 if !made || move_into(fds[base + i], &r.path) != 0 {
-                    return fail(base + i);
+                    return Err(fail(base + i));
                 }
                 libc::close(fds[base + i]);
             }
         }
-        // Nothing new may be created in /dev itself (its mounts keep their own flags).
-        if super::child::set_attr(c"/dev", super::child::MOUNT_ATTR_RDONLY, 0, false) < 0 {
-            return fail(104);
-        }
         Ok(())
     }
+}
+
+/// The failed `/dev` step `index` (a bind's index, or 100 and up for the fixed steps),
+/// with the errno of the call that just failed.
+fn fail(index: usize) -> ChildError {
+    super::child::fail(ChildStep::Dev, index)
+}
+
+/// A detached copy of the terminal `fd` refers to, found through `/proc/self/fd`
+/// (stack buffers only: this runs between fork and exec); -1 when there is none.
+fn console_tree(fd: libc::c_int) -> libc::c_int {
+    let mut link = [0u8; 40];
+    let mut path = [0u8; 128];
+    let mut n = 0;
+    for &b in b"/proc/self/fd/" {
+        link[n] = b;
+        n += 1;
+    }
+    n += write_decimal(&mut link[n..], fd);
+    link[n] = 0;
+    // SAFETY: both buffers are on our stack and NUL-terminated by hand.
+    let len = unsafe {
+        libc::readlink(
+            link.as_ptr().cast(),
+            path.as_mut_ptr().cast(),
+            path.len() - 1,
+        )
+    };
+    if len > 0 && (len as usize) < path.len() - 1 {
+        path[len as usize] = 0;
+        if let Ok(p) = CStr::from_bytes_until_nul(&path) {
+            return open_tree(p);
+        }
+    }
+    -1
+}
+
+/// A private `devpts` instance (`ptmx` pointing into it) and a private `shm`.
+fn mount_pts_and_shm() -> Result<(), ChildError> {
+    // SAFETY: all strings are NUL-terminated literals.
+    unsafe {
+        if libc::mkdir(c"/dev/pts".as_ptr(), 0o755) != 0
+            || libc::mount(
+                c"devpts".as_ptr(),
+                c"/dev/pts".as_ptr(),
+                c"devpts".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NOEXEC,
+                c"newinstance,ptmxmode=0666,mode=620".as_ptr().cast(),
+            ) != 0
+            || libc::symlink(c"pts/ptmx".as_ptr(), c"/dev/ptmx".as_ptr()) != 0
+        {
+            return Err(fail(101));
+        }
+        if libc::mkdir(c"/dev/shm".as_ptr(), 0o1777) != 0
+            || libc::mount(
+                c"tmpfs".as_ptr(),
+                c"/dev/shm".as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                c"mode=1777".as_ptr().cast(),
+            ) != 0
+        {
+            return Err(fail(102));
+        }
+    }
+    Ok(())
+}
+
+/// The terminal's node as `/dev/console` (`console` is its tree from [`console_tree`]).
+fn bind_console(console: libc::c_int) -> Result<(), ChildError> {
+    if !make_file(c"/dev/console") || move_into(console, c"/dev/console") != 0 {
+        return Err(fail(105));
+    }
+    // SAFETY: console is our descriptor, moved into place and no longer needed.
+    unsafe { libc::close(console) };
+    Ok(())
+}
+
+/// `/dev/fd` and the standard streams, as links into `/proc/self/fd`.
+fn link_std_fds() -> Result<(), ChildError> {
+    for (link, target) in [
+        (c"/dev/fd", c"/proc/self/fd"),
+        (c"/dev/stdin", c"/proc/self/fd/0"),
+        (c"/dev/stdout", c"/proc/self/fd/1"),
+        (c"/dev/stderr", c"/proc/self/fd/2"),
+    ] {
+        // SAFETY: both strings are NUL-terminated literals.
+        if unsafe { libc::symlink(target.as_ptr(), link.as_ptr()) } != 0 {
+            return Err(fail(103));
+        }
+    }
+    Ok(())
 }
 
 /// `value` in decimal into `buf`; returns the number of bytes written.
