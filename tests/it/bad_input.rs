@@ -41,14 +41,14 @@ fn non_numeric_timeout_is_a_usage_error() {
 fn empty_command_is_a_usage_error() {
     let env = TestEnv::new();
     for cmd in ["", "   ", "\n\t"] {
-        let out = env.test().run_text(cmd).code(2).run();
+        let out = env.run_text(cmd).code(2).run();
         assert!(
             out.stderr.to_lowercase().contains("empty command"),
             "{cmd:?}: stderr: {:?}",
             out.stderr
         );
     }
-    env.test().run_json("").code(2).run();
+    env.run_json("").code(2).run();
     env.test().args(&["run"]).code(2).run();
 }
 
@@ -101,7 +101,6 @@ fn artifact_dir_that_cannot_be_created_is_a_warning() {
     let env = TestEnv::new();
     env.write("p.toml", "[artifacts]\ndir = \"/proc/nope\"\n");
     let v = env
-        .test()
         .run_json("seq 1 100000")
         .profile("./p.toml")
         .code(0)
@@ -118,7 +117,6 @@ fn artifact_dir_that_cannot_be_created_is_a_warning() {
     assert!(s(&v, "output").ends_with("100000\n"));
     // Text format still runs the command and says why nothing was saved.
     let out = env
-        .test()
         .run_text("seq 1 100000")
         .profile("./p.toml")
         .code(0)
@@ -131,12 +129,7 @@ fn artifact_dir_that_cannot_be_created_is_a_warning() {
     );
     // A run with nothing to save never tries the directory (artifacts are claimed
     // when first needed), so it has nothing to warn about.
-    let out = env
-        .test()
-        .run_text("echo hi")
-        .profile("./p.toml")
-        .code(0)
-        .run();
+    let out = env.run_text("echo hi").profile("./p.toml").code(0).run();
     assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("hi\n", ""));
 }
 

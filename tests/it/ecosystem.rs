@@ -7,7 +7,10 @@
 //! ecosystem::generated`; accept changed snapshots with `cargo insta review` (or
 //! `INSTA_UPDATE=always cargo test --test it ecosystem`).
 
-use crate::support::{Test, TestEnv, bin, has_program, needs_program, re, s, sh_output, skip};
+use crate::support::{
+    Test, TestEnv, assert_ends_with, assert_has, assert_lacks, assert_starts_with, bin,
+    has_program, needs_program, re, s, sh_output, skip, strings,
+};
 use agentbash::cli::CompletionShell;
 use agentbash::cli::generated::{SHELLS, completion_file};
 use agentbash::config::profile::{Format, Live, Origin};
@@ -273,12 +276,8 @@ fn readme_quick_start_matches_the_server() {
     let config: serde_json::Value = serde_json::from_str(json).expect("the configuration is JSON");
     let server = &config["mcpServers"]["agentbash"];
     assert_eq!(server["command"], "agentbash", "{config}");
-    let args: Vec<&str> = server["args"]
-        .as_array()
-        .expect("args")
-        .iter()
-        .filter_map(|a| a.as_str())
-        .collect();
+    let args = strings(server, "args");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert_eq!(args[0], "mcp");
     // The tools the README lists are those that server offers.
     let listed: std::collections::BTreeSet<String> = quick
@@ -622,11 +621,8 @@ fn profile_list_shows_origin_description_and_shadowing() {
         .iter()
         .position(|l| l.starts_with("ci "))
         .expect("ci row");
-    assert!(
-        lines[i].contains(&project_ci) && lines[i].ends_with("our CI"),
-        "{}",
-        lines[i]
-    );
+    assert_has(lines[i], &project_ci);
+    assert_ends_with(lines[i], "our CI");
     assert!(
         lines[i + 1].trim_start().starts_with("built-in:ci")
             && lines[i + 1].contains(&format!("(shadowed by {project_ci})")),
@@ -724,12 +720,7 @@ fn profile_show_prints_the_resolved_toml_with_origins() {
         .cmd(&["profile", "show"])
         .env("AGENTBASH_PROFILE", "agent")
         .run();
-    assert!(
-        out.stdout
-            .starts_with("# profile agent from built-in:agent\n"),
-        "{}",
-        out.stdout
-    );
+    assert_starts_with(&out.stdout, "# profile agent from built-in:agent\n");
     assert!(
         env.run(&["profile", "show"])
             .stdout
@@ -777,11 +768,7 @@ fn profile_check_reports_file_line_col() {
         ))
         .stdout_has("did you mean `default`?")
         .run();
-    assert!(
-        out.stdout.ends_with("5 profiles checked, 1 invalid\n"),
-        "{}",
-        out.stdout
-    );
+    assert_ends_with(&out.stdout, "5 profiles checked, 1 invalid\n");
 
     let out = env
         .test()
@@ -796,11 +783,7 @@ fn profile_check_reports_file_line_col() {
         "{}",
         out.stdout
     );
-    assert!(
-        out.stdout.contains(&format!("{}:1:", syntax.display())),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, format!("{}:1:", syntax.display()));
 
     // Names and files that are fine pass; an unknown name fails the check.
     env.run(&["profile", "check", "ci", "agent"]).assert_code(0);
@@ -820,17 +803,8 @@ fn profile_check_checks_shadowed_definitions_too() {
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
     std::fs::write(&user, "[render]\nlive = \"loud\"\n").unwrap();
     let out = env.test().args(&["profile", "check"]).code(1).run();
-    assert!(
-        out.stdout
-            .contains(&format!("invalid  {}:2:8", user.display())),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("ok       built-in:ci"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, format!("invalid  {}:2:8", user.display()));
+    assert_has(&out.stdout, "ok       built-in:ci");
     // Checking the name checks what `-p ci` would load, which is fine.
     env.run(&["profile", "check", "ci"]).assert_code(0);
 }
@@ -840,8 +814,7 @@ fn profile_check_checks_shadowed_definitions_too() {
 
 /// Run `seq 1 <n>` with a one-line view, so the whole output spills to an artifact.
 fn spill(env: &TestEnv, n: u32) {
-    env.test()
-        .run_text(format!("seq 1 {n}"))
+    env.run_text(format!("seq 1 {n}"))
         .opts(&["--tail", "1"])
         .run()
         .assert_code(0);
@@ -862,7 +835,7 @@ fn artifact_commands_accept_ids_and_urls() {
         .iter()
         .find(|r| r.starts_with("artifact://1 "))
         .expect("row for 1");
-    assert!(row1.contains("13.6KB"), "{row1}");
+    assert_has(row1, "13.6KB");
     assert!(rows.iter().any(|r| r.starts_with("artifact://2 ")));
 
     for id in ["1", "artifact://1", " 1 "] {
@@ -982,25 +955,10 @@ fn artifact_gc_honours_age_and_size_limits() {
         .args(&["artifact", "gc", "--dry-run", "-p", "small"])
         .code(0)
         .run();
-    assert!(
-        out.stdout
-            .contains("would remove artifact://1 (600B, 10d old)"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout
-            .contains("would remove artifact://2 (600B, 1d old)"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, "would remove artifact://1 (600B, 10d old)");
+    assert_has(&out.stdout, "would remove artifact://2 (600B, 1d old)");
     assert!(!out.stdout.contains("artifact://3") && !out.stdout.contains("artifact://4"));
-    assert!(
-        out.stdout
-            .ends_with("would free 2 artifact(s), 1.2KB; 2 kept\n"),
-        "{}",
-        out.stdout
-    );
+    assert_ends_with(&out.stdout, "would free 2 artifact(s), 1.2KB; 2 kept\n");
     assert!((1..=4).all(exists), "--dry-run removed something");
 
     let out = env
@@ -1008,16 +966,8 @@ fn artifact_gc_honours_age_and_size_limits() {
         .env("AGENTBASH_PROFILE", "small")
         .run();
     out.assert_code(0);
-    assert!(
-        out.stdout.contains("removed artifact://1 "),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.ends_with("freed 2 artifact(s), 1.2KB; 2 kept\n"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, "removed artifact://1 ");
+    assert_ends_with(&out.stdout, "freed 2 artifact(s), 1.2KB; 2 kept\n");
     assert!(!exists(1) && !exists(2) && exists(3) && exists(4));
     assert!(
         !dir.join("1.json").exists(),
@@ -1035,14 +985,10 @@ fn artifact_gc_honours_age_and_size_limits() {
         .find(|l| l.starts_with("artifact://3 "))
         .expect("row 3");
     assert!(row.ends_with(r"  cargo test\n--all"), "{row}");
-    assert!(!listed.contains("artifact://1 "), "{listed}");
+    assert_lacks(&listed, "artifact://1 ");
 
     let out = env.run(&["artifact", "gc", "-p", "small"]);
-    assert!(
-        out.stdout.ends_with("freed 0 artifact(s), 0B; 2 kept\n"),
-        "{}",
-        out.stdout
-    );
+    assert_ends_with(&out.stdout, "freed 0 artifact(s), 0B; 2 kept\n");
 }
 
 #[test]
@@ -1115,18 +1061,12 @@ fn shipped_profiles_are_real_configurations() {
 #[test]
 fn agent_profile_runs_as_json_with_head_and_tail() {
     let env = TestEnv::new();
-    let v = env
-        .test()
-        .run_text("seq 1 20000")
-        .profile("agent")
-        .code(0)
-        .json();
+    let v = env.run_text("seq 1 20000").profile("agent").code(0).json();
     let output = s(&v, "output");
     assert!(output.starts_with("1\n2\n3\n"), "head kept");
     assert!(output.ends_with("19999\n20000\n"), "tail kept");
     assert_eq!(v["truncation"]["direction"], "middle");
-    env.test()
-        .run_text("cat Cargo.toml")
+    env.run_text("cat Cargo.toml")
         .profile("agent")
         .code(77)
         .run();
@@ -1190,8 +1130,7 @@ fn github_actions_groups_output_and_annotates_failures() {
     assert!(out.stdout.starts_with("::error title=agentbash::Command `true` did not run (exit 125): Working directory does not exist"), "{}", out.stdout);
 
     // Without GITHUB_ACTIONS, or with annotations off, nothing of the sort.
-    env.test()
-        .run_text("echo hi; exit 3")
+    env.run_text("echo hi; exit 3")
         .profile("ci")
         .stdout("hi\n")
         .run();
@@ -1210,7 +1149,6 @@ fn github_actions_stream_opens_the_group_before_the_output() {
     let gate = crate::support::Gate::new(&env, "second");
     let cmd = format!("echo first; {}; echo second; exit 1", gate.wait());
     let mut run = env
-        .test()
         .run_text(&cmd)
         .profile("ci")
         .env("GITHUB_ACTIONS", "true")
@@ -1236,10 +1174,9 @@ fn colour_in_ci_logs() {
     let env = TestEnv::new();
     let esc = |s: &str| s.contains('\x1b');
     // Into a pipe: no colour, unless forced or on GitHub Actions (which renders it).
-    let plain = env.test().run_text("echo hi; exit 3").run();
+    let plain = env.run_text("echo hi; exit 3").run();
     assert!(!esc(&plain.stderr) && !esc(&plain.stdout));
     let forced = env
-        .test()
         .run_text("echo hi; exit 3")
         .opts(&["--color", "always"])
         .run();
@@ -1248,16 +1185,11 @@ fn colour_in_ci_logs() {
         forced.stdout, "hi\n",
         "the command's output stays sanitized"
     );
-    let clicolor = env
-        .test()
-        .run_text("exit 3")
-        .env("CLICOLOR_FORCE", "1")
-        .run();
+    let clicolor = env.run_text("exit 3").env("CLICOLOR_FORCE", "1").run();
     assert!(esc(&clicolor.stderr));
     let gha = github(&env, &["run", "-p", "ci", "--", "exit 3"]);
     assert!(esc(&gha.stderr), "{:?}", gha.stderr);
     let no_color = env
-        .test()
         .run_text("exit 3")
         .profile("ci")
         .env("GITHUB_ACTIONS", "true")

@@ -2,7 +2,10 @@
 //! with `agentbash job start`, read, typed into and stopped through the real binary;
 //! limits (ttl, max_running) and leaks (a killed supervisor, stop, gc).
 
-use crate::support::{LiveServer, Output, TestEnv, nonce, procs_with_cmdline, scaled, skip};
+use crate::support::{
+    LiveServer, Output, TestEnv, assert_has, assert_starts_with, nonce, procs_with_cmdline, scaled,
+    skip,
+};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -59,14 +62,9 @@ fn a_dev_server_is_ready_outlives_its_caller_and_stop_ends_it() {
     let n = v["job"]["id"].as_u64().expect("a job number");
     assert_eq!(v["job"]["url"], format!("job://{n}"));
     assert!(v["job"]["pid"].as_i64().unwrap() > 0);
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(10)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(10);
     let url = format!("http://127.0.0.1:{port}/");
     let curl = env
-        .test()
         .run_text(format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"))
         .code(0)
         .run();
@@ -303,7 +301,7 @@ fn a_python_repl_on_a_pty_answers_and_c_c_interrupts() {
     assert!(out.lines().any(|l| l.trim() == "spinning"), "{out}");
     job(&env, &["send", "py", "--keys", "C-c"]).assert_code(0);
     let out = wait_for_output(&env, "py", "KeyboardInterrupt", Duration::from_secs(20));
-    assert!(out.contains("KeyboardInterrupt"), "{out}");
+    assert_has(&out, "KeyboardInterrupt");
     // The REPL itself lived through it and answers again.
     job(
         &env,
@@ -476,11 +474,9 @@ fn the_guard_refuses_a_job_as_it_refuses_a_run() {
     let rm = |dir: &std::path::Path| format!("rm -rf {}", dir.display());
     let out = job(&env, &["start", "-p", "guarded", "--", &rm(&precious)]);
     out.assert_code(77);
-    assert!(
-        out.stderr
-            .starts_with("agentbash: Refused: `rm` would recursively delete"),
-        "{}",
-        out.stderr
+    assert_starts_with(
+        &out.stderr,
+        "agentbash: Refused: `rm` would recursively delete",
     );
     let (_, v) = job_json(&env, &["list", "--all"]);
     assert_eq!(v["jobs"].as_array().map(Vec::len), Some(0), "{v}");
@@ -561,25 +557,15 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
     let env = TestEnv::new();
     env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     let out = env
-        .test()
         .run_text("echo hi; sleep 30")
         .profile("idle")
         .code(124)
         .run();
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(10)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(10);
     assert_eq!(out.stdout, "hi\n");
-    assert!(
-        out.stderr.contains("[No output for 1 second; stopped]"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "[No output for 1 second; stopped]");
     // Output keeps it alive: a line every 0.3 s for 2 s is never idle for 1 s.
-    env.test()
-        .run_text("for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done")
+    env.run_text("for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done")
         .profile("idle")
         .code(0)
         .run();
@@ -592,22 +578,13 @@ fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
     let n = nonce();
     let cmd = format!("echo hi; sleep 30.{n}");
     let out = env
-        .test()
         .run_text(&cmd)
         .opts(&["-p", "idle", "--pty"])
         .code(124)
         .run();
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(10)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(10);
     assert!(out.stdout.contains("hi"), "{}", out.stdout);
-    assert!(
-        out.stderr.contains("[No output for 1 second; stopped]"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "[No output for 1 second; stopped]");
     assert!(procs_with_cmdline(&format!("sleep 30.{n}"), Duration::from_secs(3)).is_empty());
 }
 
@@ -615,7 +592,6 @@ fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
 fn the_sandbox_confines_a_job_as_it_confines_a_run() {
     let env = TestEnv::new();
     let run = env
-        .test()
         .run_text("touch probe-run; echo rc=$?")
         .opts(&["--sandbox", "read-only"])
         .run();
@@ -863,11 +839,7 @@ fn status_wait_rm_and_list_all_answer_for_a_job() {
     // rm: a running job is refused, a finished one removed with its log.
     let refused = job(&env, &["rm", "long"]);
     refused.assert_code(125);
-    assert!(
-        refused.stderr.contains("still running"),
-        "{}",
-        refused.stderr
-    );
+    assert_has(&refused.stderr, "still running");
     let log_path = status["log_path"].as_str().unwrap().to_string();
     job(&env, &["rm", "three"]).assert_code(0);
     assert!(!std::path::Path::new(&log_path).exists());
@@ -1014,18 +986,13 @@ fn a_job_that_fails_at_once_is_reported_exited_and_stops_an_and_list() {
     );
     let fails = "echo 'OSError: [Errno 98] Address already in use' >&2; exit 1";
     let out = env
-        .test()
         .run_text(format!(
             "{} job start -p settle --name web -- \"{fails}\" && echo CARRIED-ON",
             crate::support::bin().display()
         ))
         .stdout_has("exited 1")
         .run();
-    assert!(
-        out.stdout.contains("Address already in use"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, "Address already in use");
     assert!(!out.stdout.contains("CARRIED-ON"), "{}", out.stdout);
     let (_, v) = job_json(&env, &["status", "web"]);
     assert_eq!(v["state"], "exited", "{v}");
@@ -1147,8 +1114,7 @@ fn start_takes_the_run_options_and_rejects_unknown_ones() {
 fn the_interceptor_applies_to_job_start_except_its_job_rules() {
     let env = TestEnv::new();
     env.write("notes.txt", "x\n");
-    env.test()
-        .run_text("cat notes.txt")
+    env.run_text("cat notes.txt")
         .opts(&["--tools", "read,job"])
         .code(77)
         .run();
@@ -1159,8 +1125,7 @@ fn the_interceptor_applies_to_job_start_except_its_job_rules() {
     out.assert_code(77);
     assert!(out.stderr.contains("`read` tool"), "{}", out.stderr);
     // What routes to `job` is what `job start` is for.
-    env.test()
-        .run_text("tail -f notes.txt")
+    env.run_text("tail -f notes.txt")
         .opts(&["--tools", "read,job"])
         .run()
         .assert_code(77);
@@ -1229,18 +1194,13 @@ fn a_headless_pty_run_types_nothing_into_its_terminal() {
     // Reading the terminal: it waits, as at a terminal nobody types into, until
     // idle_timeout ends it; it never gets an end of input (^D) it did not ask for.
     let out = env
-        .test()
         .run_text("read -r line; echo \"read rc=$?\"")
         .opts(&["-p", "idle", "--pty"])
         .code(124)
         .run();
     assert!(!out.stdout.contains("read rc="), "{}", out.stdout);
     assert!(!out.stdout.contains("^D"), "{}", out.stdout);
-    assert!(
-        out.stderr.contains("[No output for 1 second; stopped]"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "[No output for 1 second; stopped]");
 }
 
 #[test]
@@ -1248,23 +1208,20 @@ fn idle_timeout_spares_a_run_with_a_timeout_and_a_run_using_cpu() {
     let env = TestEnv::new();
     env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
     // The caller gave a timeout: quiet waiting is theirs to allow.
-    env.test()
-        .run_text("sleep 2.5; echo slept")
+    env.run_text("sleep 2.5; echo slept")
         .opts(&["-p", "idle", "-t", "30"])
         .code(0)
         .stdout("slept\n")
         .run();
     // No timeout, nothing printed, but computing: not idle.
     let busy = "python3 -c 'import time\nt = time.time()\nwhile time.time() - t < 3: pass\nprint(\"computed\")'";
-    env.test()
-        .run_text(busy)
+    env.run_text(busy)
         .profile("idle")
         .code(0)
         .stdout("computed\n")
         .run();
     // The same in a headless PTY.
-    env.test()
-        .run_text(busy)
+    env.run_text(busy)
         .opts(&["-p", "idle", "--pty"])
         .code(0)
         .stdout_has("computed")
@@ -1483,11 +1440,7 @@ fn secrets_are_masked_in_every_job_path() {
     wait_for_output(&env, "screen", "prompt>", Duration::from_secs(10));
     let screen = cli(&["job", "output", "--json", "screen", "--screen"]);
     leaked("job output --screen", &screen.stdout);
-    assert!(
-        screen.stdout.contains("[REDACTED:API_TOKEN]"),
-        "{}",
-        screen.stdout
-    );
+    assert_has(&screen.stdout, "[REDACTED:API_TOKEN]");
     // Over rpc: job_start, job_output, job_list, job_stop.
     let mut rpc = LiveServer::start_cmd(env.cmd(&["rpc", "-p", "red"]).env("API_TOKEN", OWN));
     let answers = [

@@ -2,6 +2,7 @@
 //! (`tests/mcp_client.py`) and by hand-written JSON-RPC lines for the cases a stock
 //! client cannot provoke (EOF mid-run, EOF before initialize, junk on stdin).
 
+use crate::support::assert_has;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -489,10 +490,7 @@ fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
     assert_eq!(reply["id"], serde_json::Value::Null, "{}", reply["error"]);
     assert_eq!(reply["error"]["code"], -32600, "{}", reply["error"]);
     let message = reply["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("more than the limit of 16777216 bytes"),
-        "{message}"
-    );
+    assert_has(message, "more than the limit of 16777216 bytes");
     server.call(8, "bash", serde_json::json!({"command": "echo still here"}));
     let reply = server.answer(8, Duration::from_secs(10));
     assert_eq!(
@@ -577,7 +575,7 @@ fn numeric_arguments_may_be_strings() {
     let text = reply["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default();
-    assert!(text.contains("`timeout` must be a whole number"), "{text}");
+    assert_has(text, "`timeout` must be a whole number");
     assert!(!server.state.path().join("ran").exists());
 
     // A negative timeout is clamped as on the CLI and over rpc, and the notice names
@@ -728,15 +726,15 @@ fn tool_descriptions(args: &[&str]) -> (String, serde_json::Value) {
 #[test]
 fn the_bash_tool_description_reads_naturally_and_says_each_thing_once() {
     let (bash, read) = tool_descriptions(&[]);
-    assert!(
-        bash.contains("Commands run in bash (profile `default`), non-interactively"),
-        "{bash}"
+    assert_has(
+        &bash,
+        "Commands run in bash (profile `default`), non-interactively",
     );
     assert!(
         !bash.contains("with auto"),
         "the raw `auto` shell setting: {bash}"
     );
-    assert!(bash.contains("the last 50.0KB is kept"), "{bash}");
+    assert_has(&bash, "the last 50.0KB is kept");
     assert_eq!(bash.matches("artifact://N").count(), 1, "{bash}");
     assert_eq!(bash.matches("interleaved").count(), 1, "{bash}");
     assert!(!bash.contains("blocked"), "no tools declared: {bash}");
@@ -752,14 +750,8 @@ fn the_bash_tool_description_reads_naturally_and_says_each_thing_once() {
     );
 
     let (bash, _) = tool_descriptions(&["-p", "agent"]);
-    assert!(
-        bash.contains("the first 8.0KB and the last 24.0KB are kept"),
-        "{bash}"
-    );
-    assert!(
-        bash.contains("(read, grep, glob, edit, write) instead are blocked"),
-        "{bash}"
-    );
+    assert_has(&bash, "the first 8.0KB and the last 24.0KB are kept");
+    assert_has(&bash, "(read, grep, glob, edit, write) instead are blocked");
     assert_eq!(bash.matches("artifact://N").count(), 1, "{bash}");
 }
 
@@ -921,7 +913,7 @@ fn zero_limits_are_refused_as_the_schemas_say() {
     let text = reply["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default();
-    assert!(text.contains("`limit` must be at least 1"), "{text}");
+    assert_has(text, "`limit` must be at least 1");
     server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
 }

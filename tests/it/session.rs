@@ -4,8 +4,8 @@
 //! reused by long-lived callers.
 
 use crate::support::{
-    Gate, HANG_CAP, TestEnv, has_program, needs_program, procs_with_cmdline, s, scaled, skip,
-    wait_for_path,
+    Gate, HANG_CAP, TestEnv, assert_has, assert_lacks, has_program, needs_program,
+    procs_with_cmdline, s, scaled, skip, wait_for_path,
 };
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
@@ -94,7 +94,6 @@ fn exports_unsets_variables_functions_and_aliases_persist() {
     // is inherited.
     let with_parent = |cmd: &str| {
         let v = env
-            .test()
             .run_json(cmd)
             .opts(&["-s", "st"])
             .env("FROM_PARENT", "inherited")
@@ -160,12 +159,7 @@ fn snapshot_names_removed_in_a_session_stay_removed() {
         .args(&["session", "show", "r"])
         .stdout_has("functions  -")
         .run();
-    assert!(
-        show.stdout
-            .contains("removed    functions: greet; aliases: hey"),
-        "{}",
-        show.stdout
-    );
+    assert_has(&show.stdout, "removed    functions: greet; aliases: hey");
 }
 
 #[test]
@@ -284,7 +278,6 @@ fn a_cancelled_run_leaves_the_session_unchanged() {
     in_session(&env, "c", "export KEEP=before");
     let n = crate::support::nonce();
     let mut r = env
-        .test()
         .run_text(format!("export KEEP=during; echo go; sleep 43.{n}"))
         .opts(&["--format", "ndjson", "-s", "c"])
         .spawn();
@@ -301,8 +294,7 @@ fn concurrent_runs_on_one_session_are_serialized() {
     in_session(&env, "par", "export V=");
     let runs: Vec<_> = (1..=8)
         .map(|i| {
-            env.test()
-                .run_text(format!("export V=\"$V {i}\"; sleep 0.05"))
+            env.run_text(format!("export V=\"$V {i}\"; sleep 0.05"))
                 .opts(&["-q", "-s", "par"])
                 .spawn()
         })
@@ -335,16 +327,11 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
         held.display(),
         gate.wait()
     );
-    let holder = env
-        .test()
-        .run_text(&hold)
-        .opts(&["-q", "-s", "busy"])
-        .spawn();
+    let holder = env.run_text(&hold).opts(&["-q", "-s", "busy"]).spawn();
     assert!(wait_for_path(&held, HANG_CAP), "the holder never ran");
     let started = Instant::now();
     // The same wait seen by a person (text on a pipe) and by a program (JSON).
     let text_run = env
-        .test()
         .run_text("touch ran-anyway")
         .opts(&["-s", "busy", "-t", "2"])
         .spawn();
@@ -365,11 +352,7 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
     let text = text_run.wait();
     text.assert_code(124);
     assert!(text.stderr.starts_with(line), "{}", text.stderr);
-    assert!(
-        !text.stderr.contains("Command timed out"),
-        "{}",
-        text.stderr
-    );
+    assert_lacks(&text.stderr, "Command timed out");
     assert!(!env.work().join("ran-anyway").exists());
     gate.open();
     holder.wait().assert_code(0);
@@ -395,22 +378,13 @@ fn a_deleted_session_directory_is_a_cwd_error_with_a_hint() {
     std::fs::create_dir_all(env.work().join("gone")).expect("mkdir");
     in_session(&env, "g", "cd gone");
     std::fs::remove_dir(env.work().join("gone")).expect("rmdir");
-    let out = env
-        .test()
-        .run_text("pwd")
-        .opts(&["-s", "g"])
-        .code(125)
-        .run();
+    let out = env.run_text("pwd").opts(&["-s", "g"]).code(125).run();
     let want = format!(
         "Working directory does not exist: {}/gone",
         env.work().display()
     );
     assert!(out.stderr.contains(&want), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("agentbash session rm g"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "agentbash session rm g");
     // An absolute -C still works, and moves the session somewhere that exists.
     let work = env.work().display().to_string();
     let v = run_json(&env, &["-s", "g", "-C", &work, "--", "pwd"]);
@@ -423,8 +397,7 @@ fn invalid_names_are_usage_errors() {
     let env = TestEnv::new();
     let long = "x".repeat(65);
     for name in ["../x", "", ".", "..", "a/b", long.as_str()] {
-        env.test()
-            .run_text("true")
+        env.run_text("true")
             .opts(&["-s", name])
             .code(2)
             .stderr_has("invalid session name")
@@ -434,8 +407,7 @@ fn invalid_names_are_usage_errors() {
     }
     assert!(!env.state_dir().join("x").exists());
     let ok = "y".repeat(64);
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["-q", "-s", &ok])
         .run()
         .assert_code(0);
@@ -519,8 +491,7 @@ fn sessions_need_bash() {
         skip!(needs_program("dash", "dash"));
     }
     env.write("sh.toml", "[shell]\npath = \"dash\"\n");
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["-p", "./sh.toml", "-s", "x"])
         .code(125)
         .stderr_has("--session needs bash")
@@ -1023,8 +994,7 @@ mod pool {
 #[test]
 fn shell_set_by_bash_is_not_session_state() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("mine=1")
+    env.run_text("mine=1")
         .opts(&["-q", "-s", "bare"])
         .env_remove("SHELL")
         .run()
@@ -1055,17 +1025,13 @@ fn explain_shows_snapshot_and_session() {
         .code(0)
         .stdout_has("(to be generated from")
         .run();
-    assert!(
-        out.stdout.contains("session     dev (") && out.stdout.contains("new: created by this run"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, "session     dev (");
+    assert_has(&out.stdout, "new: created by this run");
     assert!(
         !env.state_dir().join("sessions/dev").exists(),
         "explain runs nothing"
     );
-    env.test()
-        .run_text("cd /")
+    env.run_text("cd /")
         .opts(&["-q", "-s", "dev"])
         .run()
         .assert_code(0);

@@ -2,7 +2,7 @@
 //! what is dropped and why, reuse and invalidation, and rc files that are slow,
 //! failing, noisy or hostile — none of which may break a run. Also `shell.prefix`.
 
-use crate::support::{Output, TestEnv, procs_with_cmdline, s};
+use crate::support::{Output, TestEnv, assert_has, assert_lacks, procs_with_cmdline, s};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -34,6 +34,11 @@ fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
     let mut a = vec!["run", "--json"];
     a.extend_from_slice(args);
     env.run(&a).json()
+}
+
+/// `agentbash snapshot report`, which must succeed.
+fn snapshot_report(env: &TestEnv) -> Output {
+    env.test().args(&["snapshot", "report"]).code(0).run()
 }
 
 fn snapshot_files(env: &TestEnv) -> Vec<PathBuf> {
@@ -114,7 +119,7 @@ fn functions_aliases_and_options_are_carried_and_shadowing_names_dropped() {
 #[test]
 fn report_lists_captured_and_dropped_names_with_reasons() {
     let env = with_rc(BASHRC);
-    let out = env.test().args(&["snapshot", "report"]).code(0).run();
+    let out = snapshot_report(&env);
     let r = &out.stdout;
     for want in [
         "functions  _zz _zz_inner greet",
@@ -215,8 +220,8 @@ fn a_run_sources_only_what_its_command_can_reach() {
         part.contains("_zz ()") && part.contains("_zz_inner ()"),
         "{part}"
     );
-    assert!(part.contains("shopt -s extglob"), "{part}");
-    assert!(!part.contains("alias hey"), "{part}");
+    assert_has(&part, "shopt -s extglob");
+    assert_lacks(&part, "alias hey");
 }
 
 #[test]
@@ -328,7 +333,7 @@ fn line_numbers_and_child_scripts_are_unaffected() {
         "child.sh",
         "type -t greet || echo child-has-no-greet\necho \"BASH_ENV=${BASH_ENV-unset}\"\n",
     );
-    let out: Output = env.test().run_json("bash child.sh; echo $LINENO").run();
+    let out: Output = env.run_json("bash child.sh; echo $LINENO").run();
     let v = out.json();
     assert_eq!(s(&v, "output"), "child-has-no-greet\nBASH_ENV=unset\n1\n");
 }
@@ -390,7 +395,7 @@ fn rc_functions_named_like_builtins_never_break_sessions() {
     );
     let v = run_json(&env, &["--", "if true; then echo plain; fi"]);
     assert_eq!(s(&v, "output"), "plain\n", "{v:#}");
-    let report = env.test().args(&["snapshot", "report"]).code(0).run();
+    let report = snapshot_report(&env);
     let r = &report.stdout;
     for want in [
         "function builtin",
