@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{LiveServer, TestEnv, agentbash_line, assert_has, s, tool_error_text};
+use crate::support::{
+    LiveServer, TestEnv, agentbash_line, assert_has, assert_lacks, s, tool_error_text,
+};
 
 /// `touch` asks, `echo refused` is denied, a pipeline form denies `printf … | sh`.
 pub(crate) const POLICY: &str = r#"
@@ -161,7 +163,7 @@ not_match = ["git -C x push", "git push --tags"]
         "{}",
         out.stdout
     );
-    assert!(!out.stdout.contains("git -C x push"), "{}", out.stdout);
+    assert_lacks(&out.stdout, "git -C x push");
     // The shipped agent profile's examples all hold.
     env.run(&["profile", "check", "agent"]).assert_code(0);
 }
@@ -390,11 +392,7 @@ pub(crate) fn run_in_terminal(
 ) -> String {
     const DONE: &str = "approval-line-done";
     let line = agentbash_line(args, command, DONE);
-    let term = env
-        .terminal(&line)
-        .size(200, 40)
-        .start()
-        .expect("tmux starts");
+    let term = env.start_terminal(&line, 200, 40);
     let wait = crate::support::scaled(Duration::from_secs(30));
     if let Some(key) = key {
         term.wait_for("[n] no", wait)
@@ -769,7 +767,7 @@ fn a_session_function_is_judged_by_its_body() {
         .opts(&["-p", "appr", "--session", "s"])
         .code(77)
         .run();
-    assert!(out.stdout.contains("rule `touch` asks"), "{}", out.stdout);
+    assert_has(&out.stdout, "rule `touch` asks");
     assert!(!env.work().join("made.txt").exists());
     // An alias is judged by its text with the call's arguments: `al` runs, `t` asks.
     let out = env
@@ -783,7 +781,7 @@ fn a_session_function_is_judged_by_its_body() {
         .opts(&["-p", "appr", "--session", "s"])
         .code(77)
         .run();
-    assert!(out.stdout.contains("rule `touch` asks"), "{}", out.stdout);
+    assert_has(&out.stdout, "rule `touch` asks");
     assert!(!env.work().join("made2.txt").exists());
     // An alias whose text does not parse on its own stays unseen, so it asks.
     let (list, _) = approval_of(&env, &["--session", "s"], "broken");

@@ -53,6 +53,36 @@ fn run_json(env: &TestEnv, profile: &str, script: &str) -> (Option<i32>, Value) 
     (out.code(), out.json())
 }
 
+/// Runs git in `dir` (without the user's global config); it must succeed.
+fn git(dir: &Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git")
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+/// A workspace-write sandbox whose working directory is a new git repository:
+/// `(env, profile, working directory)`; `None` (the test skips, see `have`) without git.
+fn git_workspace() -> Option<(TestEnv, String, PathBuf)> {
+    if !have(on_path("git"), "git") {
+        return None;
+    }
+    let (env, profile) = sandboxed("mode = \"workspace-write\"");
+    let work = env.work();
+    git(&work, &["init", "-q", "."]);
+    Some((env, profile, work))
+}
+
+/// No process whose command line holds `needle` is left (after up to 2 s).
+fn no_process_runs(needle: &str) -> bool {
+    crate::support::procs_with_cmdline(needle, std::time::Duration::from_secs(2)).is_empty()
+}
+
 #[test]
 fn a_root_command_holds_no_capability_over_the_host_and_makes_no_device() {
     if !have(is_root(), "root") {
@@ -187,7 +217,7 @@ for name, args in calls.items():
     }
     let listed = env.run(&["sandbox", "check"]);
     for name in ["mount", "io_uring_setup", "bpf", "setns", "CLONE_NEWUSER"] {
-        assert!(listed.stdout.contains(name), "{}", listed.stdout);
+        assert_has(&listed.stdout, name);
     }
 }
 
@@ -246,23 +276,9 @@ fn a_sandboxed_command_cannot_signal_the_server_that_runs_it() {
 
 #[test]
 fn git_cannot_be_swapped_nor_made_to_run_planted_code() {
-    if !have(on_path("git"), "git") {
+    let Some((env, profile, work)) = git_workspace() else {
         return;
-    }
-    let (env, profile) = sandboxed("mode = \"workspace-write\"");
-    let work = env.work();
-    let git = |dir: &Path, args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .expect("git")
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
     };
-    git(&work, &["init", "-q", "."]);
     std::fs::create_dir_all(work.join("sub")).expect("sub");
     git(&work.join("sub"), &["init", "-q", "."]);
     std::fs::create_dir_all(work.join(".agentbash/profiles")).expect(".agentbash");
@@ -415,7 +431,7 @@ fn only_stdin_stdout_and_stderr_reach_the_command() {
             out.stdout,
             out.stderr
         );
-        assert!(!out.stdout.contains(" 7 "), "{}", out.stdout);
+        assert_lacks(&out.stdout, " 7 ");
     }
     assert_eq!(
         std::fs::read_to_string(&outside).expect("read"),
@@ -429,7 +445,7 @@ fn a_required_sandbox_never_runs_unconfined_nor_with_a_workspace_of_everything()
     let marker = env.root().join("ran");
     let cmd = format!("touch {}", marker.display());
     let out = env.run_text(&cmd).opts(&["-p", &profile]).code(125).run();
-    assert!(out.stderr.contains("engine = \"none\""), "{}", out.stderr);
+    assert_has(&out.stderr, "engine = \"none\"");
     assert!(!marker.exists());
 
     // Started in / (or in HOME), workspace-write would open everything.
@@ -440,7 +456,7 @@ fn a_required_sandbox_never_runs_unconfined_nor_with_a_workspace_of_everything()
             .current_dir(&dir)
             .run();
         out.assert_code(125);
-        assert!(out.stderr.contains("[sandbox] workspace"), "{}", out.stderr);
+        assert_has(&out.stderr, "[sandbox] workspace");
         assert!(!marker.exists());
     }
     // Named on purpose, it is the user's choice.
@@ -492,14 +508,7 @@ fn a_process_that_moves_out_of_the_run_cgroup_is_still_stopped() {
         "{v}"
     );
     assert!(s(&v, "text").contains(&format!("sleep {tag}")), "{v}");
-    assert!(
-        crate::support::procs_with_cmdline(
-            &format!("sleep {tag}"),
-            std::time::Duration::from_secs(2)
-        )
-        .is_empty(),
-        "it is gone"
-    );
+    assert!(no_process_runs(&format!("sleep {tag}")), "it is gone");
 }
 
 /// A user other than root gets the same confinement, through a user namespace that
@@ -589,27 +598,14 @@ fn teardown_lists_and_stops_what_the_sandboxed_command_left() {
         killed[0]["pid"].as_i64().is_some_and(|p| p > 2),
         "a host pid: {v}"
     );
-    assert!(
-        crate::support::procs_with_cmdline(
-            &format!("sleep {tag}"),
-            std::time::Duration::from_secs(2)
-        )
-        .is_empty()
-    );
+    assert!(no_process_runs(&format!("sleep {tag}")));
     let out = env
         .run_json(format!("sleep {tag}1 & sleep {tag}2"))
         .opts(&["-t", "1", "-p", &profile])
         .run();
     let v = out.json();
     assert_eq!(v["exit_code"], 124, "{v}");
-    assert!(
-        crate::support::procs_with_cmdline(
-            &format!("sleep {tag}"),
-            std::time::Duration::from_secs(2)
-        )
-        .is_empty(),
-        "{v}"
-    );
+    assert!(no_process_runs(&format!("sleep {tag}")), "{v}");
 }
 
 /// On a terminal the command's own terminal keeps its name (`ttyname` finds it in the
@@ -631,36 +627,28 @@ fn a_sandboxed_command_on_a_terminal_knows_its_terminal() {
 /// `gitdir` pointer) is read-only too: git follows them when it runs in that worktree.
 #[test]
 fn a_worktree_gitdir_inside_the_workspace_stays_read_only() {
-    if !have(on_path("git"), "git") {
+    let Some((env, profile, work)) = git_workspace() else {
         return;
-    }
-    let (env, profile) = sandboxed("mode = \"workspace-write\"");
-    let work = env.work();
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&work)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .expect("git")
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
     };
-    git(&["init", "-q", "."]);
-    git(&[
-        "-c",
-        "user.name=a",
-        "-c",
-        "user.email=a@b",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "x",
-    ]);
+    git(
+        &work,
+        &[
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+    );
     let elsewhere = env.root().join("wt");
-    git(&["worktree", "add", "-q", elsewhere.to_str().expect("utf-8")]);
+    git(
+        &work,
+        &["worktree", "add", "-q", elsewhere.to_str().expect("utf-8")],
+    );
     let inner = work.join(".git/worktrees/wt");
     let before = std::fs::read(inner.join("commondir")).expect("commondir");
     let (_, v) = run_json(

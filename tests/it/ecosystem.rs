@@ -350,7 +350,7 @@ fn man_page_documents_exit_codes_and_environment() {
         ".SS \"agentbash profile check",
         ".SS \"agentbash artifact show",
     ] {
-        assert!(man.contains(needle), "man page lacks {needle:?}");
+        assert_has(man, needle);
     }
     // Subcommands are documented in this page, not in pages we do not ship.
     assert!(
@@ -611,11 +611,7 @@ fn profile_list_shows_origin_description_and_shadowing() {
         "[timeout]\ndefualt = 3\n",
     );
     let out = env.test().args(&["profile", "list"]).code(0).run();
-    let project_ci = env
-        .work()
-        .join(".agentbash/profiles/ci.toml")
-        .display()
-        .to_string();
+    let project_ci = env.work_path(".agentbash/profiles/ci.toml");
     let lines: Vec<&str> = out.stdout.lines().collect();
     let i = lines
         .iter()
@@ -675,11 +671,7 @@ fn profile_show_prints_the_resolved_toml_with_origins() {
         ".agentbash/profiles/mine.toml",
         "extends = \"ci\"\n[env]\nset = { FOO = \"bar\" }\n[timeout]\ndefault = 60\n",
     );
-    let mine = env
-        .work()
-        .join(".agentbash/profiles/mine.toml")
-        .display()
-        .to_string();
+    let mine = env.work_path(".agentbash/profiles/mine.toml");
     let out = env
         .test()
         .args(&["profile", "show", "--origin", "mine"])
@@ -1126,7 +1118,7 @@ fn github_actions_groups_output_and_annotates_failures() {
     assert!(out.stdout.ends_with("::endgroup::\n::error title=agentbash::Command `sleep 5` timed out after 1s (exit 124)\n"), "{}", out.stdout);
     let out = github(&env, &["run", "-p", "ci", "-C", "nowhere", "--", "true"]);
     out.assert_code(125);
-    assert!(!out.stdout.contains("::group::"), "{}", out.stdout);
+    assert_lacks(&out.stdout, "::group::");
     assert!(out.stdout.starts_with("::error title=agentbash::Command `true` did not run (exit 125): Working directory does not exist"), "{}", out.stdout);
 
     // Without GITHUB_ACTIONS, or with annotations off, nothing of the sort.

@@ -374,7 +374,7 @@ fn refusal_names_the_resolved_target() {
     let v = verdict("rm -rf \"$EMPTY/\"");
     let r = v.refused.expect("refused");
     assert_eq!(r.rule, "guard:delete");
-    assert!(r.reason.contains("recursively delete /"), "{}", r.reason);
+    assert_has(&r.reason, "recursively delete /");
     let t = &v.checked[0].targets[0];
     assert_eq!(t.resolved.as_deref(), Some("/"));
     let v = verdict("cd / && rm -rf *");
@@ -645,9 +645,9 @@ fn explain_shows_the_guard_verdict_and_targets() {
         "rm -rf \"$EMPTY_GUARD_VAR/\" --no-preserve-root",
     ]);
     out.assert_code(0);
-    assert!(out.stdout.contains("guard:"), "{}", out.stdout);
-    assert!(out.stdout.contains("REFUSED"), "{}", out.stdout);
-    assert!(out.stdout.contains("-> /"), "{}", out.stdout);
+    assert_has(&out.stdout, "guard:");
+    assert_has(&out.stdout, "REFUSED");
+    assert_has(&out.stdout, "-> /");
     let out = t.run(&["explain", "--format", "json", "--", "rm -rf ~/"]);
     let j = out.json();
     assert_eq!(j["guard"]["refused"]["rule"], "guard:delete", "{j}");
@@ -663,12 +663,12 @@ fn explain_shows_the_guard_verdict_and_targets() {
 fn rules_test_reports_the_guard() {
     let t = TestEnv::new();
     let out = t.run(&["rules", "test", "--", "dd if=/dev/zero of=/dev/sda"]);
-    assert!(out.stdout.contains("guard:   REFUSED"), "{}", out.stdout);
-    assert!(out.stdout.contains("/dev/sda"), "{}", out.stdout);
+    assert_has(&out.stdout, "guard:   REFUSED");
+    assert_has(&out.stdout, "/dev/sda");
     let out = t.run(&["rules", "test", "--", "shutdown -h now"]);
     assert_has(&out.stdout, "guard:   REFUSED by rule `power`");
     let out = t.run(&["rules", "test", "--", "ls -la"]);
-    assert!(out.stdout.contains("guard:   passes"), "{}", out.stdout);
+    assert_has(&out.stdout, "guard:   passes");
 }
 
 /// `rules check guard` runs every example of the shipped pack (counted from the file
@@ -808,9 +808,9 @@ fn guard_can_be_switched_off_only_by_a_profile() {
     let (on, off) = (on.display().to_string(), off.display().to_string());
     let cmd = format!("rm -rf {}", precious.display());
     let out = t.run(&["explain", "-p", &off, "--", &cmd]);
-    assert!(out.stdout.contains("guard       off"), "{}", out.stdout);
+    assert_has(&out.stdout, "guard       off");
     let out = t.run(&["explain", "-p", &on, "--", &cmd]);
-    assert!(out.stdout.contains("REFUSED"), "{}", out.stdout);
+    assert_has(&out.stdout, "REFUSED");
     // On, the flags a caller has do not switch it off.
     t.run_text(&cmd)
         .opts(&["-p", &on, "--no-intercept", "--tools", ""])

@@ -452,7 +452,7 @@ fn a_stdout_only_lift_in_pty_mode_rpc_and_with_separate_stderr() {
         .stdout("out 39\nout 40\n")
         .run();
     assert!(out.stderr.starts_with("err 1\nerr 2\n"), "{}", out.stderr);
-    assert!(out.stderr.contains("err 40\n"), "{}", out.stderr);
+    assert_has(&out.stderr, "err 40\n");
     let mut rpc = env.rpc(&[]);
     let v = rpc.ask(serde_json::json!({"id": "1", "type": "bash", "command": cmd}));
     let data = &v["data"];

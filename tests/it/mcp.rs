@@ -54,7 +54,7 @@ pub(crate) fn python_client_checks_on(
             "python3 -m pip install 'mcp==2.3.0', as .ci/run does"
         );
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
+    let script = client_script();
     let script = script.display().to_string();
     let mut args = vec![script.as_str(), "--only", only, SERVER, "mcp"];
     args.extend_from_slice(server_args);
@@ -83,35 +83,19 @@ fn python_sdk_client_passes() {
             "python3 -m pip install 'mcp==2.3.0', as .ci/run does"
         );
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
+    let script = client_script();
     let state = tempfile::tempdir().expect("temp dir");
     // The server's directory: what its commands create (a session's `sub/.venv`) goes
     // there, not into the source tree.
     let work = tempfile::tempdir().expect("temp dir");
-    let output = Command::new("python3")
+    let mut python = Command::new("python3");
+    python
         .arg(&script)
         .arg(SERVER)
         .arg("mcp")
         .env("AGENTBASH_STATE_DIR", state.path())
-        .current_dir(work.path())
-        .output()
-        .expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the Python MCP client failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
-    // `N passed, 0 failed` (maybe `, K skipped`), with N > 0.
-    let summary = stdout.lines().last().unwrap_or_default();
-    let passed = summary
-        .split_once(" passed, 0 failed")
-        .and_then(|(passed, _)| passed.parse::<u32>().ok());
-    assert!(
-        passed.is_some_and(|n| n > 0),
-        "unexpected summary `{summary}`:\n{stdout}"
-    );
+        .current_dir(work.path());
+    let summary = assert_python_client_passes(python);
     // An older SDK leaves cases out (the client says `, K skipped`): a skip too.
     if let Some((_, skipped)) = summary.split_once(" passed, 0 failed, ") {
         crate::support::Missing::new(
@@ -175,7 +159,10 @@ fn python_sdk_client_passes_the_toolbox_checks() {
     assert_python_client_passes(python);
 }
 
-fn assert_python_client_passes(mut python: Command) {
+/// Runs the official client and asserts it passed (`N passed, 0 failed`, N > 0);
+/// returns that summary line.
+#[track_caller]
+fn assert_python_client_passes(mut python: Command) -> String {
     let output = python.output().expect("python3 runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -193,6 +180,7 @@ fn assert_python_client_passes(mut python: Command) {
         passed.is_some_and(|n| n > 0),
         "unexpected summary `{summary}`:\n{stdout}"
     );
+    summary.to_string()
 }
 
 #[test]
@@ -203,7 +191,7 @@ fn python_sdk_client_sees_background_after_keep_the_sandbox_under_agent() {
             "python3 -m pip install 'mcp==2.3.0', as .ci/run does"
         );
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
+    let script = client_script();
     let root = tempfile::tempdir().expect("temp dir");
     let (state, config, work) = (
         root.path().join("state"),

@@ -3,7 +3,7 @@
 //! (issue 2, items 3–6).
 
 use crate::support::{
-    Test, TestEnv, assert_has, assert_notice_is, must_run, re, s, sh_output, sh_text, u,
+    Test, TestEnv, assert_has, assert_notice_is, must_run, notices, re, s, sh_output, sh_text, u,
 };
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
@@ -590,14 +590,10 @@ fn head_bytes_cut_inside_a_line_is_not_reported_as_complete() {
             "{cmd}: marker claims nothing was elided"
         );
         let total = u(&v, "total_lines");
-        let notice = v["notices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|n| n.as_str())
+        let notice = notices(&v)
+            .into_iter()
             .find(|n| n.starts_with("[Showing"))
-            .unwrap_or_else(|| panic!("{cmd}: no notice"))
-            .to_string();
+            .unwrap_or_else(|| panic!("{cmd}: no notice"));
         let m = re(r"^\[Showing lines 1-(\d+) and (\d+)-(\d+) of (\d+)")
             .captures(&notice)
             .map(|c| {
@@ -755,7 +751,7 @@ fn a_cut_output_keeps_its_exact_end_and_uncut_output_gains_no_marker() {
         "{:?}",
         &out.stdout[out.stdout.len() - 20..]
     );
-    assert!(out.stderr.contains("[Showing lines"), "{}", out.stderr);
+    assert_has(&out.stderr, "[Showing lines");
     let v = env.run_json("seq 1 100000").json();
     assert!(s(&v, "output").ends_with("100000\n"));
     assert!(!s(&v, "output").contains("[Showing"));

@@ -39,12 +39,7 @@ fn ci_profile_keeps_artifacts_in_the_workspace() {
         .json();
     let path = s(&v["artifact"], "path");
     assert!(
-        path.starts_with(
-            &env.work()
-                .join(".agentbash/artifacts")
-                .display()
-                .to_string()
-        ),
+        path.starts_with(&env.work_path(".agentbash/artifacts")),
         "ci artifact at {path}"
     );
 }

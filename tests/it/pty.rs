@@ -26,15 +26,6 @@ const LINE_DONE: &str = "shell-line-done";
 const TTY_REPORT: &str = "if [ \"$(stty -g)\" = \"$before\" ]; then echo tty-restored; else echo tty-changed; fi; \
      echo \"flags: $(stty -a | tr -s ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo|isig|icrnl|opost)' | tr '\\n' ' ')\"";
 
-/// A terminal running `bash -c line` in `env`'s working directory, with `env`'s
-/// hermetic environment.
-fn terminal(env: &TestEnv, line: &str, cols: u16, rows: u16) -> TmuxTerminal {
-    env.terminal(line)
-        .size(cols, rows)
-        .start()
-        .expect("tmux starts")
-}
-
 /// `agentbash run <options> -- <command>` in a `cols`×`rows` terminal, followed
 /// by the exit status and the terminal report.
 pub(crate) fn interactive(
@@ -49,7 +40,7 @@ pub(crate) fn interactive(
         sh_quote(&bin().to_string_lossy()),
         sh_quote(command),
     );
-    terminal(env, &line, cols, rows)
+    env.start_terminal(&line, cols, rows)
 }
 
 /// `agentbash run --pty -- command` without a terminal (the text result).
@@ -340,7 +331,7 @@ fn sigterm_restores_the_terminal() {
         "before=$(stty -g); {} run --pty -- 'sleep 100' </dev/tty & echo $! >agentbash.pid; wait $!; echo ab-exit=$?; {TTY_REPORT}; echo {LINE_DONE}",
         sh_quote(&bin().to_string_lossy()),
     );
-    let term = terminal(&env, &line, 100, 30);
+    let term = env.start_terminal(&line, 100, 30);
     term.wait_for("Console sleep 100 [running]", WAIT).unwrap();
     let pid: i32 = std::fs::read_to_string(env.work().join("agentbash.pid"))
         .expect("pid file")
@@ -384,7 +375,7 @@ fn print_mode_flags_win_over_the_profile_in_a_terminal() {
         run("modeprint", "--mode print"),
         run("noptyenv", ""),
     );
-    let term = terminal(&env, &line, 100, 30);
+    let term = env.start_terminal(&line, 100, 30);
     let all = finished(&term);
     assert!(all.contains("auto-0"), "auto picks the PTY: {all}");
     assert!(all.contains("noflag-1"), "--no-pty wins: {all}");
@@ -532,7 +523,7 @@ fn timeout_kills_the_whole_tree() {
         "{}",
         out.stderr
     );
-    assert!(out.stdout.contains("started"), "{:?}", out.stdout);
+    assert_has(&out.stdout, "started");
     let left = survivors(&sleep);
     assert!(left.is_empty(), "survived the timeout: {left:?}");
 

@@ -16,9 +16,10 @@
 //! `AGENTBASH_REQUIRE_ALL=1` (CI).
 
 use crate::support::{
-    HANG_CAP, Missing, Output, Test, TestEnv, assert_no_notice, assert_notice, bin, has_program,
-    is_root, needs_program, needs_root, nonce, notices, procs_with_cmdline, s, scaled, sh_output,
-    sh_quote, skip, strings, u, wait_for_cmdline, wait_for_watchdog,
+    HANG_CAP, Missing, Output, Test, TestEnv, assert_has, assert_no_notice, assert_notice,
+    assert_warning, bin, has_program, is_root, needs_program, needs_root, nonce, notices,
+    procs_with_cmdline, s, scaled, sh_output, sh_quote, skip, strings, u, wait_for_cmdline,
+    wait_for_watchdog,
 };
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
@@ -415,11 +416,7 @@ fn fault_artifacts_on_a_full_filesystem() {
         .code(0)
         .json();
     assert!(v["artifact"].is_null(), "{:#}", strip_output(&v));
-    assert!(
-        warnings(&v).iter().any(|w| w.contains("No space left")),
-        "{:?}",
-        warnings(&v)
-    );
+    assert_warning(&v, "No space left");
     assert!(s(&v, "output").ends_with("299999\n300000\n"));
     assert!(
         notices(&v)
@@ -498,7 +495,7 @@ fn fault_state_dir_missing_or_impossible() {
         .code(0)
         .json();
     assert!(v["artifact"].is_null());
-    assert!(warnings(&v).iter().any(|w| w.contains("Not a directory")));
+    assert_warning(&v, "Not a directory");
     // ...but a session, which cannot work without it, fails clearly and runs nothing.
     let out = env
         .run_json("touch ran")
@@ -966,7 +963,7 @@ fn hostile_session_names_artifact_ids_and_profile_paths() {
                 matches!(out.code(), Some(c) if c != 0 && c != 101),
                 "artifact {sub} {id:?}: {out:?}"
             );
-            assert!(out.stderr.contains("artifact"), "{}", out.stderr);
+            assert_has(&out.stderr, "artifact");
         }
     }
     // Profiles at hostile paths load; impossible paths are clean errors.
@@ -1141,20 +1138,16 @@ fn hostile_stripped_head_on_an_endless_producer_ends_like_head() {
 #[test]
 fn hostile_endless_output_cannot_fill_the_disk() {
     let env = TestEnv::new();
-    env.write("p.toml", "[artifacts]\nmax_total_bytes = 2000000\n");
     let v = env
         .run_json("yes")
-        .opts(&["-p", "./p.toml", "-t", "2"])
+        .profile_file("p.toml", "[artifacts]\nmax_total_bytes = 2000000\n")
+        .opts(&["-t", "2"])
         .code(124)
         .json();
     let art = std::fs::metadata(artifact_path(&v)).unwrap().len();
     assert_eq!(art, 2_000_000);
     assert!(u(&v, "total_bytes") > art);
-    assert!(
-        warnings(&v).iter().any(|w| w.contains("max_total_bytes")),
-        "{:?}",
-        warnings(&v)
-    );
+    assert_warning(&v, "max_total_bytes");
 }
 
 #[test]

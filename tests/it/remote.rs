@@ -302,11 +302,7 @@ fn the_local_guard_and_interceptor_refuse_before_anything_travels() {
         ".agentbash/guard.toml",
         format!("[guard]\nprotected = [\"{}\"]\n", protected.display()),
     );
-    let guard = env
-        .work()
-        .join(".agentbash/guard.toml")
-        .display()
-        .to_string();
+    let guard = env.work_path(".agentbash/guard.toml");
     let refused = env
         .run_json(format!("rm -rf {}", protected.display()))
         .opts(&["--target", "box", "-p", &guard])
@@ -405,7 +401,7 @@ sleep 10"#,
     // rpc and mcp refuse to start on it too.
     let rpc = env.cmd(&["rpc", "--target", "fake"]).stdin("").run();
     rpc.assert_code(125);
-    assert!(rpc.stderr.contains("protocol 99"), "{}", rpc.stderr);
+    assert_has(&rpc.stderr, "protocol 99");
     let mcp = env.cmd(&["mcp", "--target", "fake"]).stdin("").run();
     mcp.assert_code(125);
 }
@@ -926,7 +922,7 @@ fn an_interrupted_remote_run_is_aborted_there_and_answers_cancelled() {
     let out = running.wait();
     out.assert_code(130);
     assert_eq!(out.stdout, "started\n");
-    assert!(out.stderr.contains("[Command cancelled]"), "{}", out.stderr);
+    assert_has(&out.stderr, "[Command cancelled]");
     assert!(
         crate::support::procs_with_cmdline(&sleep, Duration::from_secs(5)).is_empty(),
         "the remote command still runs"

@@ -3,8 +3,8 @@
 //! (issue 2, items 1, 2, 8, 9, 10 and 13).
 
 use crate::support::{
-    Gate, HANG_CAP, Test, TestEnv, bin, has_program, kill_cmdline, needs_program, nonce,
-    procs_with_cmdline, re, s, scaled, skip, u,
+    Gate, HANG_CAP, Test, TestEnv, assert_has, assert_lacks, assert_notice_is, bin, has_program,
+    kill_cmdline, needs_program, nonce, procs_with_cmdline, re, s, scaled, skip, u,
 };
 use std::process::Command;
 use std::time::Duration;
@@ -186,14 +186,7 @@ fn json_flag_is_format_json_and_reports_cwds() {
         .field("exit_code", 4)
         .json();
     assert_eq!(s(&v, "cwd"), env.work().display().to_string());
-    assert!(
-        v["notices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n == "Command exited with code 4"),
-        "{v:#}"
-    );
+    assert_notice_is(&v, "Command exited with code 4");
 }
 
 /// The first line is streamed while the command is held at a gate: it cannot have
@@ -487,11 +480,8 @@ fn missing_shell_names_the_profile_key() {
         .profile_file("p.toml", "[shell]\npath = \"/no/such/shell\"\n")
         .code(125)
         .run();
-    assert!(
-        out.stderr.contains("shell.path") && out.stderr.contains("/no/such/shell"),
-        "stderr: {:?}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "shell.path");
+    assert_has(&out.stderr, "/no/such/shell");
     assert!(!env.work().join("ran").exists());
 }
 
@@ -575,14 +565,9 @@ fn no_pty_env_overrides_a_forced_pty_with_a_notice() {
         .field("mode", "print")
         .output("hi\n")
         .json();
-    assert!(
-        v["notices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n == "PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal"),
-        "{:#}",
-        v["notices"]
+    assert_notice_is(
+        &v,
+        "PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal",
     );
 }
 
@@ -761,7 +746,7 @@ fn a_stopped_background_server_is_named_in_the_text() {
     );
     let out = env.run_text(cmd).code(0).run();
     assert!(notice.is_match(&out.stderr), "stderr: {:?}", out.stderr);
-    assert!(!out.stdout.contains("Stopped"), "stdout: {:?}", out.stdout);
+    assert_lacks(&out.stdout, "Stopped");
 
     let v = env.json_of(cmd);
     let killed = v["background_killed"]

@@ -2,7 +2,7 @@
 //! tried for real, on directories each test creates under its own temp root.
 
 use crate::support::{
-    Output, Test, TestEnv, assert_has, is_root, needs_program, needs_root, s, scaled, skip,
+    Output, Test, TestEnv, assert_has, is_root, needs_program, needs_root, notices, s, scaled, skip,
 };
 use serde_json::{Value, json};
 use std::io::Write;
@@ -851,14 +851,11 @@ fn a_read_hidden_by_deny_read_is_named() {
                 !output(&v).contains("original"),
                 "{engine}: the secret was read: {v}"
             );
-            let notice = v["notices"]
-                .as_array()
+            let notice = notices(&v)
                 .into_iter()
-                .flatten()
-                .filter_map(|n| n.as_str())
                 .find(|n| n.contains("is hidden by [sandbox] deny_read"))
                 .unwrap_or_else(|| panic!("{engine} {script}: no notice in {v:#}"));
-            assert_has(notice, "secret");
+            assert_has(&notice, "secret");
         }
         // A run that touches nothing hidden gets no such notice.
         let (code, v) = t.run(&[], "echo fine");

@@ -39,6 +39,12 @@ fn in_session(env: &TestEnv, name: &str, cmd: &str) -> String {
     out.strip_suffix('\n').unwrap_or(out).to_string()
 }
 
+/// Asserts what `cmd`, run in session `name`, prints ([`in_session`]).
+#[track_caller]
+fn assert_session_says(env: &TestEnv, name: &str, cmd: &str, want: &str) {
+    assert_eq!(in_session(env, name, cmd), want, "{cmd} in session {name}");
+}
+
 #[test]
 fn cwd_persists_and_cwd_flag_is_relative_to_it() {
     let env = TestEnv::new();
@@ -126,9 +132,11 @@ fn functions_defined_indirectly_are_saved() {
     in_session(&env, "ind", "mkfn");
     in_session(&env, "ind", "source defs.sh");
     in_session(&env, "ind", "true"); // saves without re-reading definitions
-    assert_eq!(
-        in_session(&env, "ind", "made; sourced; al2"),
-        "made-by-mkfn\nfrom-file\nal2"
+    assert_session_says(
+        &env,
+        "ind",
+        "made; sourced; al2",
+        "made-by-mkfn\nfrom-file\nal2",
     );
 }
 
@@ -145,14 +153,8 @@ fn env_flag_wins_for_one_run_without_persisting() {
 fn snapshot_names_removed_in_a_session_stay_removed() {
     let env = TestEnv::new();
     std::fs::write(env.home().join(".bashrc"), crate::snapshot::BASHRC).expect("rc");
-    assert_eq!(
-        in_session(&env, "r", "greet s; unalias hey; unset -f greet"),
-        "hello s"
-    );
-    assert_eq!(
-        in_session(&env, "r", "type -t greet hey || echo gone"),
-        "gone"
-    );
+    assert_session_says(&env, "r", "greet s; unalias hey; unset -f greet", "hello s");
+    assert_session_says(&env, "r", "type -t greet hey || echo gone", "gone");
     // Only the session's own definitions are stored, not the snapshot's.
     let show = env
         .test()
@@ -206,9 +208,11 @@ fn venv_activation_and_deactivation_carry_over() {
         ],
     );
     assert_eq!(v["exit_code"], 0, "{v:#}");
-    assert_eq!(
-        in_session(&env, "py", "command -v python; echo $VIRTUAL_ENV"),
-        format!("{work}/v/bin/python\n{work}/v")
+    assert_session_says(
+        &env,
+        "py",
+        "command -v python; echo $VIRTUAL_ENV",
+        &format!("{work}/v/bin/python\n{work}/v"),
     );
     in_session(&env, "py", "deactivate");
     let after = in_session(
@@ -233,16 +237,20 @@ fn exit_code_passes_through_and_state_is_still_saved() {
         ],
     );
     assert_eq!(v["exit_code"], 3);
-    assert_eq!(
-        in_session(&env, "x", "echo $AFTER_EXIT; pwd"),
-        format!("yes\n{}/d", env.work().display())
+    assert_session_says(
+        &env,
+        "x",
+        "echo $AFTER_EXIT; pwd",
+        &format!("yes\n{}/d", env.work().display()),
     );
     // set -e in one run does not leak into the next.
     let v = run_json(&env, &["-s", "x", "--", "set -e; false; echo unreachable"]);
     assert_eq!(v["exit_code"], 1);
-    assert_eq!(
-        in_session(&env, "x", "false; echo next-run-continues"),
-        "next-run-continues"
+    assert_session_says(
+        &env,
+        "x",
+        "false; echo next-run-continues",
+        "next-run-continues",
     );
 }
 
@@ -265,9 +273,11 @@ fn a_timed_out_run_leaves_the_session_unchanged() {
     assert_eq!(v["timed_out"], true);
     assert_eq!(v["exit_code"], 124);
     assert_eq!(s(&v, "final_cwd"), env.work().display().to_string());
-    assert_eq!(
-        in_session(&env, "t", "echo $KEEP; pwd; type -t f || echo no-f"),
-        format!("before\n{}\nno-f", env.work().display())
+    assert_session_says(
+        &env,
+        "t",
+        "echo $KEEP; pwd; type -t f || echo no-f",
+        &format!("before\n{}\nno-f", env.work().display()),
     );
     assert!(procs_with_cmdline(&format!("sleep 41.{n}"), Duration::from_secs(2)).is_empty());
 }
@@ -366,9 +376,11 @@ fn pty_mode_runs_keep_the_session_too() {
     let v = run_json(&env, &["--pty", "-s", "tty", "--", "cd p; export VIA=pty"]);
     assert_eq!(v["mode"], "pty", "{v:#}");
     assert_eq!(v["exit_code"], 0, "{v:#}");
-    assert_eq!(
-        in_session(&env, "tty", "pwd; echo $VIA"),
-        format!("{}/p\npty", env.work().display())
+    assert_session_says(
+        &env,
+        "tty",
+        "pwd; echo $VIA",
+        &format!("{}/p\npty", env.work().display()),
     );
 }
 
@@ -383,7 +395,7 @@ fn a_deleted_session_directory_is_a_cwd_error_with_a_hint() {
         "Working directory does not exist: {}/gone",
         env.work().display()
     );
-    assert!(out.stderr.contains(&want), "{}", out.stderr);
+    assert_has(&out.stderr, &want);
     assert_has(&out.stderr, "agentbash session rm g");
     // An absolute -C still works, and moves the session somewhere that exists.
     let work = env.work().display().to_string();
@@ -477,9 +489,11 @@ fn list_show_and_rm() {
     env.run(&["session", "show", "alpha"]).assert_code(1);
     env.run(&["session", "rm", "alpha"]).assert_code(1);
     // A removed session starts afresh.
-    assert_eq!(
-        in_session(&env, "alpha", "echo ${TOKEN_VALUE-unset}; pwd"),
-        format!("unset\n{}", env.work().display())
+    assert_session_says(
+        &env,
+        "alpha",
+        "echo ${TOKEN_VALUE-unset}; pwd",
+        &format!("unset\n{}", env.work().display()),
     );
 }
 
@@ -1064,9 +1078,11 @@ fn plain_programs_on_the_cli_leave_the_session_untouched() {
         );
     }
     assert_eq!(generation(), g, "plain programs commit nothing");
-    assert_eq!(
-        in_session(&env, "a", "echo $X; pwd"),
-        format!("1\n{}", env.work().join("sub").display())
+    assert_session_says(
+        &env,
+        "a",
+        "echo $X; pwd",
+        &format!("1\n{}", env.work().join("sub").display()),
     );
     // A session function of that name may change state: saved.
     let v = run_json(&env, &["-s", "a", "--", "hop"]);

@@ -133,7 +133,7 @@ fn report_lists_captured_and_dropped_names_with_reasons() {
         "set -o pipefail",
         "would change the exit status of pipelines",
     ] {
-        assert!(r.contains(want), "report lacks {want:?}:\n{r}");
+        assert_has(r, want);
     }
     let show = env.test().args(&["snapshot", "show"]).code(0).run();
     assert!(
@@ -141,8 +141,8 @@ fn report_lists_captured_and_dropped_names_with_reasons() {
         "show starts with the path: {}",
         show.stdout
     );
-    assert!(show.stdout.contains("greet ()"), "{}", show.stdout);
-    assert!(!show.stdout.contains("grep ()"), "{}", show.stdout);
+    assert_has(&show.stdout, "greet ()");
+    assert_lacks(&show.stdout, "grep ()");
 }
 
 #[test]
@@ -405,7 +405,7 @@ fn rc_functions_named_like_builtins_never_break_sessions() {
         "alias    if",
         "named like the shell keyword `if`",
     ] {
-        assert!(r.contains(want), "report lacks {want:?}:\n{r}");
+        assert_has(r, want);
     }
     assert!(
         r.contains("functions  cd greet"),

@@ -121,6 +121,11 @@ impl TestEnv {
         self.root().join("work")
     }
 
+    /// The path of `rel` in the working directory, as text.
+    pub fn work_path(&self, rel: &str) -> String {
+        self.work().join(rel).display().to_string()
+    }
+
     pub fn home(&self) -> PathBuf {
         self.root().join("home")
     }
@@ -1577,6 +1582,12 @@ impl LiveServer {
 }
 
 impl TestEnv {
+    /// [`TestEnv::terminal`] of this size, started.
+    pub fn start_terminal(&self, line: &str, cols: u16, rows: u16) -> crate::tmux::TmuxTerminal {
+        let builder = self.terminal(line).size(cols, rows);
+        builder.start().expect("tmux starts")
+    }
+
     /// A tmux terminal (not started) running `bash -c line` from the working
     /// directory, with the hermetic environment of [`TestEnv::cmd`].
     pub fn terminal(&self, line: &str) -> crate::tmux::TmuxBuilder {
@@ -1696,6 +1707,16 @@ pub fn assert_notice(v: &Value, part: &str) {
 pub fn assert_notice_is(v: &Value, want: &str) {
     let notices = v["notices"].as_array().unwrap();
     assert!(notices.iter().any(|n| n == want), "{:#}", v["notices"]);
+}
+
+/// Assert that one of the result's warnings contains `part`.
+#[track_caller]
+pub fn assert_warning(v: &Value, part: &str) {
+    let all = strings(v, "warnings");
+    assert!(
+        all.iter().any(|w| w.contains(part)),
+        "no warning has {part:?}: {all:?}"
+    );
 }
 
 /// Assert that none of the result's notices contains `part`.

@@ -83,7 +83,7 @@ fn huge_timeout_is_clamped_with_a_notice() {
     let want = "Timeout clamped to 3600s (requested 99999s; allowed range 1-3600s).";
     assert_notice_is(&v, want);
     let out = env.run_text("true").opts(&["-t", "99999"]).code(0).run();
-    assert!(out.stderr.contains(want), "stderr: {:?}", out.stderr);
+    assert_has(&out.stderr, want);
 }
 
 #[test]
@@ -303,7 +303,7 @@ fn clamp_notice_repeats_the_requested_value() {
         .opts(&["-t", "99999999999999999999"])
         .code(2)
         .run();
-    assert!(out.stderr.contains("too large"), "{}", out.stderr);
+    assert_has(&out.stderr, "too large");
 }
 
 /// Regression (issue 12): a timeout stops the command's own tree, and its foreground

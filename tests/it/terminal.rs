@@ -14,11 +14,7 @@ const LINE_DONE: &str = "shell-line-done";
 /// the line is done.
 fn run_in_terminal(env: &TestEnv, options: &str, command: &str) -> String {
     let line = agentbash_line(options, command, LINE_DONE);
-    let term = env
-        .terminal(&line)
-        .size(100, 60)
-        .start()
-        .expect("tmux starts");
+    let term = env.start_terminal(&line, 100, 60);
     term.wait_for_in_history(LINE_DONE, WAIT)
         .expect("the shell line ends")
 }

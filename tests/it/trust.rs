@@ -45,7 +45,7 @@ fn an_untrusted_prefix_never_runs_until_trusted_and_again_after_an_edit() {
     );
     let out = env.run_text("true").code(0).run();
     assert!(marker.exists(), "a trusted prefix runs: {}", out.stderr);
-    assert!(!out.stderr.contains("not trusted"), "{}", out.stderr);
+    assert_lacks(&out.stderr, "not trusted");
 
     // An edit makes the project untrusted again.
     std::fs::remove_file(&marker).unwrap();
@@ -166,11 +166,11 @@ fn profile_list_and_explain_show_the_untrusted_project() {
         .find(|l| l.contains(".agentbash/profiles/default.toml"))
         .unwrap_or_else(|| panic!("{}", out.stdout));
     assert!(line.contains("UNTRUSTED"), "{}", out.stdout);
-    assert!(out.stdout.contains("built-in:default"), "{}", out.stdout);
+    assert_has(&out.stdout, "built-in:default");
     let out = env.test().args(&["explain", "--", "true"]).code(0).run();
     assert_has(&out.stdout, "warning");
     assert_has(&out.stdout, "is not trusted");
-    assert!(out.stdout.contains("built-in:default"), "{}", out.stdout);
+    assert_has(&out.stdout, "built-in:default");
 }
 
 #[test]

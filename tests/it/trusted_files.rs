@@ -212,7 +212,7 @@ fn a_session_state_of_another_user_or_linked_to_one_is_never_sourced() {
         .code(125)
         .run();
     assert!(!marker.exists());
-    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert_has(&out.stderr, "symbolic link");
 }
 
 #[test]
