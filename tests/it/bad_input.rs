@@ -5,18 +5,8 @@ use crate::support::{Test, TestEnv, assert_warning, s, u};
 
 #[track_caller]
 fn assert_usage_error(env: &TestEnv, args: &[&str], mention: &str) {
-    let out = env.run(args);
-    out.assert_code(2);
-    assert!(
-        out.stderr.contains(mention),
-        "{args:?}: stderr should mention {mention:?}: {:?}",
-        out.stderr
-    );
-    assert!(
-        !out.stderr.contains("panicked"),
-        "{args:?} panicked: {}",
-        out.stderr
-    );
+    let usage_error = env.test().args(args).code(2).stderr_has(mention);
+    usage_error.stderr_lacks("panicked").run();
     assert!(!env.work().join("ran").exists(), "{args:?} ran the command");
 }
 

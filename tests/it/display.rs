@@ -167,14 +167,14 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
     );
     assert!(!out.stdout.contains('\x1b') && !out.stdout.contains('\r'));
 
-    let list = env.test().args(&["artifact", "list"]).code(0).run();
+    let list = env.run_ok(&["artifact", "list"]);
     assert_has(
         &list.stdout,
         r"seq 1 100000 # \e]0;pwned\x07\r::error::fake",
     );
     assert!(!list.stdout.contains('\x1b'));
 
-    let explain = env.test().args(&["explain", "--", command]).code(0).run();
+    let explain = env.run_ok(&["explain", "--", command]);
     assert!(
         explain
             .stdout

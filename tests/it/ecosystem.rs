@@ -335,7 +335,7 @@ fn readme_quick_start_matches_the_server() {
 #[test]
 fn man_page_documents_exit_codes_and_environment() {
     let env = TestEnv::new();
-    let out = env.test().args(&["man"]).code(0).run();
+    let out = env.run_ok(&["man"]);
     let man = &out.stdout;
     for needle in [
         ".SH \"EXIT STATUS\"",
@@ -585,7 +585,7 @@ zpty -d z
 #[test]
 fn profile_list_shows_origin_description_and_shadowing() {
     let env = TestEnv::trusting();
-    let out = env.test().args(&["profile", "list"]).code(0).run();
+    let out = env.run_ok(&["profile", "list"]);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(
         lines[0].starts_with("NAME")
@@ -610,7 +610,7 @@ fn profile_list_shows_origin_description_and_shadowing() {
         ".agentbash/profiles/broken.toml",
         "[timeout]\ndefualt = 3\n",
     );
-    let out = env.test().args(&["profile", "list"]).code(0).run();
+    let out = env.run_ok(&["profile", "list"]);
     let project_ci = env.work_path(".agentbash/profiles/ci.toml");
     let lines: Vec<&str> = out.stdout.lines().collect();
     let i = lines
@@ -650,7 +650,7 @@ fn profile_list_shows_origin_description_and_shadowing() {
 #[test]
 fn profile_show_prints_the_resolved_toml_with_origins() {
     let env = TestEnv::trusting();
-    let out = env.test().args(&["profile", "show", "ci"]).code(0).run();
+    let out = env.run_ok(&["profile", "show", "ci"]);
     assert!(out.stdout.starts_with(
         "# profile ci from built-in:ci\n# layers, lowest first: built-in:default < built-in:ci\n"
     ));
@@ -672,11 +672,7 @@ fn profile_show_prints_the_resolved_toml_with_origins() {
         "extends = \"ci\"\n[env]\nset = { FOO = \"bar\" }\n[timeout]\ndefault = 60\n",
     );
     let mine = env.work_path(".agentbash/profiles/mine.toml");
-    let out = env
-        .test()
-        .args(&["profile", "show", "--origin", "mine"])
-        .code(0)
-        .run();
+    let out = env.run_ok(&["profile", "show", "--origin", "mine"]);
     for line in [
         format!("default = 60  # from {mine}"),
         format!("FOO = \"bar\"  # from {mine}"),
@@ -694,11 +690,7 @@ fn profile_show_prints_the_resolved_toml_with_origins() {
     // What `show` prints loads back as the same profile.
     let shown = env.run(&["profile", "show", "mine"]);
     env.write("shown.toml", &shown.stdout);
-    let again = env
-        .test()
-        .args(&["profile", "show", "./shown.toml"])
-        .code(0)
-        .run();
+    let again = env.run_ok(&["profile", "show", "./shown.toml"]);
     let body = |s: &str| {
         s.lines()
             .filter(|l| !l.starts_with('#'))
@@ -819,7 +811,7 @@ fn artifact_commands_accept_ids_and_urls() {
     spill(&env, 5);
     let seq = sh_output("seq 1 3000");
 
-    let list = env.test().args(&["artifact", "list"]).code(0).run();
+    let list = env.run_ok(&["artifact", "list"]);
     let rows: Vec<&str> = list.stdout.lines().collect();
     assert!(rows[0].starts_with("ID") && rows[0].contains("SIZE") && rows[0].contains("AGE"));
     assert_eq!(rows.len(), 3, "{}", list.stdout);
@@ -831,7 +823,7 @@ fn artifact_commands_accept_ids_and_urls() {
     assert!(rows.iter().any(|r| r.starts_with("artifact://2 ")));
 
     for id in ["1", "artifact://1", " 1 "] {
-        let out = env.test().args(&["artifact", "show", id]).code(0).run();
+        let out = env.run_ok(&["artifact", "show", id]);
         assert_eq!(out.stdout_bytes, seq, "artifact show {id:?}");
     }
     env.test()
@@ -849,11 +841,7 @@ fn artifact_commands_accept_ids_and_urls() {
     env.run(&["artifact", "show", "1", "--head", "0"])
         .assert_code(2);
 
-    let out = env
-        .test()
-        .args(&["artifact", "path", "artifact://2"])
-        .code(0)
-        .run();
+    let out = env.run_ok(&["artifact", "path", "artifact://2"]);
     let path = PathBuf::from(out.stdout.trim_end());
     assert_eq!(path, env.state_dir().join("artifacts/2.bash.log"));
     assert_eq!(std::fs::read(&path).unwrap(), b"1\n2\n3\n4\n5\n");
@@ -942,11 +930,7 @@ fn artifact_gc_honours_age_and_size_limits() {
     old_artifact(&dir, 4, 300, 0);
     let exists = |id: u64| dir.join(format!("{id}.bash.log")).exists();
 
-    let out = env
-        .test()
-        .args(&["artifact", "gc", "--dry-run", "-p", "small"])
-        .code(0)
-        .run();
+    let out = env.run_ok(&["artifact", "gc", "--dry-run", "-p", "small"]);
     assert_has(&out.stdout, "would remove artifact://1 (600B, 10d old)");
     assert_has(&out.stdout, "would remove artifact://2 (600B, 1d old)");
     assert!(!out.stdout.contains("artifact://3") && !out.stdout.contains("artifact://4"));

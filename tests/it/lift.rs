@@ -276,11 +276,7 @@ fn explicit_limits_view_the_command_as_written() {
 #[test]
 fn explain_says_why_a_pipe_was_or_was_not_lifted() {
     let env = TestEnv::new();
-    let out = env
-        .test()
-        .args(&["explain", "--", "echo a; seq 5 2>&1 | tail -n 1"])
-        .code(0)
-        .run();
+    let out = env.run_ok(&["explain", "--", "echo a; seq 5 2>&1 | tail -n 1"]);
     assert_has(
         &out.stdout,
         "lift        not lifted — \"echo a\" before the pipeline may also print\n",

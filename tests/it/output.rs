@@ -246,26 +246,24 @@ fn trailing_tail_is_stripped_and_the_full_output_saved() {
 }
 
 /// An explicit limit keeps the trailing pipe: it views what the pipeline prints.
-#[test]
-fn explicit_tail_views_what_the_pipe_prints() {
-    let v = Test::new()
-        .run_json("seq 1 100 | tail -n 5")
-        .opts(&["--tail", "2"])
-        .output("99\n100\n")
-        .field("tail", 2)
-        .json();
+/// `command` with `--LIMIT 2` (`limit` is `head` or `tail`) shows `want` and keeps the
+/// pipe as written.
+#[track_caller]
+fn explicit_limit_views_the_pipe(command: &str, limit: &str, want: &str) {
+    let flag = format!("--{limit}");
+    let test = Test::new().run_json(command).opts(&[&flag, "2"]);
+    let v = test.output(want).field(limit, 2).json();
     assert!(v["stripped"].is_null(), "{v:#}");
 }
 
 #[test]
+fn explicit_tail_views_what_the_pipe_prints() {
+    explicit_limit_views_the_pipe("seq 1 100 | tail -n 5", "tail", "99\n100\n");
+}
+
+#[test]
 fn explicit_head_views_what_the_pipe_prints() {
-    let v = Test::new()
-        .run_json("seq 1 100 | head -n 3")
-        .opts(&["--head", "2"])
-        .output("1\n2\n")
-        .field("head", 2)
-        .json();
-    assert!(v["stripped"].is_null(), "{v:#}");
+    explicit_limit_views_the_pipe("seq 1 100 | head -n 3", "head", "1\n2\n");
 }
 
 #[test]
@@ -541,6 +539,15 @@ fn ndjson_output_events_are_coalesced() {
     assert_eq!(streamed, sh_text("seq 0 199"));
 }
 
+/// The result shows exactly `want`: the line limit `limit` held.
+#[track_caller]
+fn assert_shows_only(v: &Value, want: &str, limit: &str) {
+    let output = s(v, "output");
+    let lines = output.lines().count();
+    let shown = format!("{} bytes / {lines} lines shown", output.len());
+    assert!(output == want, "{limit} ignored: {shown}");
+}
+
 /// Regression (fixed): with `head_bytes` set (as in the built-in `agent` profile), a tail
 /// line limit (`| tail -n N` or `--tail N`) is ignored once the output overflows
 /// `max_bytes`: the caller gets ~32 KB of head+tail instead of N lines.
@@ -553,24 +560,12 @@ fn tail_limit_still_applies_when_head_bytes_is_set() {
         "seq 1 100000 2>&1 | tail -n 5",
     )
     .json();
-    let output = s(&v, "output");
-    assert!(
-        output == "99996\n99997\n99998\n99999\n100000\n",
-        "`| tail -n 5` ignored: {} bytes / {} lines shown",
-        output.len(),
-        output.lines().count()
-    );
+    assert_shows_only(&v, "99996\n99997\n99998\n99999\n100000\n", "`| tail -n 5`");
     let v = env
         .run_json("seq 1 100000")
         .opts(&["-p", "agent", "--tail", "3"])
         .json();
-    let output = s(&v, "output");
-    assert!(
-        output == "99998\n99999\n100000\n",
-        "`--tail 3` ignored under -p agent: {} bytes / {} lines shown",
-        output.len(),
-        output.lines().count()
-    );
+    assert_shows_only(&v, "99998\n99999\n100000\n", "`--tail 3` under -p agent");
 }
 
 /// Regression (fixed): when `head_bytes` cuts inside a long line, the elision marker says

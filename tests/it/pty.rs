@@ -625,11 +625,7 @@ fn explain_shows_the_mode() {
             .find(|l| l.starts_with("mode "))
             .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
     };
-    let out = env
-        .test()
-        .args(&["explain", "--pty", "--", "echo", "hi"])
-        .code(0)
-        .run();
+    let out = env.run_ok(&["explain", "--pty", "--", "echo", "hi"]);
     assert_eq!(
         mode_line(&out).as_deref(),
         Some("mode pty"),

@@ -304,7 +304,7 @@ fn load_32_concurrent_runs_share_one_artifacts_dir_and_session_dir() {
             "session name{i}"
         );
     }
-    let list = env.test().args(&["session", "list"]).code(0).run();
+    let list = env.run_ok(&["session", "list"]);
     for i in 0..N {
         assert!(
             list.stdout.contains(&format!("name{i}")),
@@ -529,14 +529,10 @@ fn fault_snapshot_rc_that_hangs() {
     let sleep = format!("sleep 392.{}", nonce());
     // Each time the rc is read it adds a line here.
     let reads = env.root().join("rc-reads");
-    std::fs::write(
-        env.home().join(".bashrc"),
-        format!(
-            "echo read >> '{}'\n{sleep}\nalias ok=true\n",
-            reads.display()
-        ),
-    )
-    .unwrap();
+    env.write_rc(format!(
+        "echo read >> '{}'\n{sleep}\nalias ok=true\n",
+        reads.display()
+    ));
     let out = env.run_json("echo hi").code(0).output("hi\n").run();
     let v = out.json();
     assert!(
@@ -1574,11 +1570,7 @@ fn secrets_env_exclude_and_the_agent_profile() {
 #[test]
 fn secrets_files_agentbash_creates_are_private_whatever_the_umask() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home().join(".bashrc"),
-        "alias ll='ls -l'\nf() { echo f; }\n",
-    )
-    .unwrap();
+    env.write_rc("alias ll='ls -l'\nf() { echo f; }\n");
     let script = format!(
         "umask 000; a='{}'; \"$a\" run -q -- 'seq 1 100000' >/dev/null && \
          \"$a\" run -q -s priv -- 'export X=1; cd /' >/dev/null && \

@@ -210,11 +210,7 @@ fn a_cut_output_keeps_its_artifact_on_the_remote_side_and_artifact_show_reads_it
         path.display()
     );
     // The whole artifact (over 4 MiB: several pages), byte for byte.
-    let shown = env
-        .test()
-        .args(&["artifact", "show", "--target", "box", &id])
-        .code(0)
-        .run();
+    let shown = env.run_ok(&["artifact", "show", "--target", "box", &id]);
     assert_eq!(shown.stdout_bytes, std::fs::read(&path).expect("artifact"));
     env.test()
         .args(&["artifact", "show", "--target", "box", &id, "--tail", "2"])
@@ -491,11 +487,7 @@ fn explain_names_the_target_and_sends_nothing() {
     let marker = env.root().join("transport-started");
     let transport = script(&env, "never.sh", &format!("touch '{}'", marker.display()));
     target_profile(&env, "box", std::slice::from_ref(&transport), "");
-    let text = env
-        .test()
-        .args(&["explain", "--target", "box", "--", "echo hi"])
-        .code(0)
-        .run();
+    let text = env.run_ok(&["explain", "--target", "box", "--", "echo hi"]);
     assert_has(&text.stdout, "\ntarget      box: the command runs there");
     let json = env.explain_json("echo hi").opts(&["--target", "box"]).run();
     assert_eq!(json.json()["target"]["transport"], json!([transport]));
@@ -869,10 +861,7 @@ fn the_kubernetes_manifests_profile_passes_profile_check() {
     assert_has(&body, "[sandbox]");
     let path = env.root().join("pod.toml");
     std::fs::write(&path, body).expect("write");
-    env.test()
-        .args(&["profile", "check", &path.display().to_string()])
-        .code(0)
-        .run();
+    env.run_ok(&["profile", "check", &path.display().to_string()]);
 }
 
 #[test]

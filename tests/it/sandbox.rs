@@ -396,7 +396,7 @@ fn required_with_an_unavailable_engine_exits_125_and_unrequired_runs_with_a_warn
 
 /// `agentbash sandbox check`, which must succeed.
 fn sandbox_check(env: &TestEnv) -> Output {
-    env.test().args(&["sandbox", "check"]).code(0).run()
+    env.run_ok(&["sandbox", "check"])
 }
 
 #[test]
@@ -630,14 +630,10 @@ fn the_rc_snapshot_is_generated_read_only_under_a_sandboxed_run() {
     .expect("profile");
     let planted = t.o("from-rc");
     let in_workspace = t.env.work().join("from-rc");
-    std::fs::write(
-        t.env.home().join(".bashrc"),
-        format!(
-            "touch {planted}\ntouch {}\nrc_function() {{ echo from-the-rc; }}\n",
-            in_workspace.display()
-        ),
-    )
-    .expect("rc");
+    t.env.write_rc(format!(
+        "touch {planted}\ntouch {}\nrc_function() {{ echo from-the-rc; }}\n",
+        in_workspace.display()
+    ));
     let v = t
         .env
         .run_json("rc_function")

@@ -293,11 +293,7 @@ fn snapshot_files(env: &TestEnv) -> (PathBuf, PathBuf) {
 #[test]
 fn a_snapshot_changed_behind_agentbash_is_never_sourced() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home().join(".bashrc"),
-        "rc_function() { echo from-the-rc; }\n",
-    )
-    .expect("rc");
+    env.write_rc("rc_function() { echo from-the-rc; }\n");
     let snap = profile(&env, "snap", "mode = \"off\"", "");
     std::fs::write(
         &snap,

@@ -120,11 +120,7 @@ fn exports_unsets_variables_functions_and_aliases_persist() {
 #[test]
 fn functions_defined_indirectly_are_saved() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home().join(".bashrc"),
-        "mkfn() { eval 'made() { echo made-by-mkfn; }'; }\n",
-    )
-    .expect("rc");
+    env.write_rc("mkfn() { eval 'made() { echo made-by-mkfn; }'; }\n");
     env.write(
         "defs.sh",
         "sourced() { echo from-file; }\nalias al2='echo al2'\n",
@@ -152,7 +148,7 @@ fn env_flag_wins_for_one_run_without_persisting() {
 #[test]
 fn snapshot_names_removed_in_a_session_stay_removed() {
     let env = TestEnv::new();
-    std::fs::write(env.home().join(".bashrc"), crate::snapshot::BASHRC).expect("rc");
+    env.write_rc(crate::snapshot::BASHRC);
     assert_session_says(&env, "r", "greet s; unalias hey; unset -f greet", "hello s");
     assert_session_says(&env, "r", "type -t greet hey || echo gone", "gone");
     // Only the session's own definitions are stored, not the snapshot's.
@@ -167,7 +163,7 @@ fn snapshot_names_removed_in_a_session_stay_removed() {
 #[test]
 fn session_definitions_win_over_the_snapshot_whatever_the_command_names() {
     let env = TestEnv::new();
-    std::fs::write(env.home().join(".bashrc"), crate::snapshot::BASHRC).expect("rc");
+    env.write_rc(crate::snapshot::BASHRC);
     in_session(&env, "o", "greet() { echo mine; }");
     // Named directly (only part of the snapshot is sourced), then dynamically.
     assert_eq!(in_session(&env, "o", "greet"), "mine");
@@ -455,7 +451,7 @@ fn list_show_and_rm() {
         "cd proj; export TOKEN_VALUE=hunter2; myfn() { :; }; alias al='true'; localvar=1",
     );
     in_session(&env, "beta", "true");
-    let out = env.test().args(&["session", "list"]).code(0).run();
+    let out = env.run_ok(&["session", "list"]);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(lines[0].starts_with("NAME"), "{}", out.stdout);
     assert!(
@@ -465,7 +461,7 @@ fn list_show_and_rm() {
         out.stdout
     );
     assert!(lines[2].starts_with("beta"), "{}", out.stdout);
-    let out = env.test().args(&["session", "show", "alpha"]).code(0).run();
+    let out = env.run_ok(&["session", "show", "alpha"]);
     for want in [
         "exported   TOKEN_VALUE",
         "functions  myfn",
@@ -473,17 +469,10 @@ fn list_show_and_rm() {
         "variables  localvar",
         "/proj",
     ] {
-        assert!(
-            out.stdout.contains(want),
-            "{want:?} missing:\n{}",
-            out.stdout
-        );
+        assert_has(&out.stdout, want);
     }
-    assert!(
-        !out.stdout.contains("hunter2"),
-        "values are never shown:\n{}",
-        out.stdout
-    );
+    // Values are never shown.
+    assert_lacks(&out.stdout, "hunter2");
     env.run(&["session", "rm", "alpha"]).assert_code(0);
     assert!(!env.state_dir().join("sessions/alpha").exists());
     env.run(&["session", "show", "alpha"]).assert_code(1);
@@ -814,7 +803,7 @@ mod pool {
     #[test]
     fn pool_tests_in_their_own_process() {
         let env = TestEnv::new();
-        std::fs::write(env.home().join(".bashrc"), crate::snapshot::BASHRC).expect("rc");
+        env.write_rc(crate::snapshot::BASHRC);
         // Not current_exe(): a concurrent rebuild may have replaced that file.
         let exe = std::path::PathBuf::from("/proc/self/exe");
         let out = env
@@ -1013,7 +1002,7 @@ fn shell_set_by_bash_is_not_session_state() {
         .env_remove("SHELL")
         .run()
         .assert_code(0);
-    let out = env.test().args(&["session", "show", "bare"]).code(0).run();
+    let out = env.run_ok(&["session", "show", "bare"]);
     let vars = out
         .stdout
         .lines()
@@ -1032,7 +1021,7 @@ fn shell_set_by_bash_is_not_session_state() {
 #[test]
 fn explain_shows_snapshot_and_session() {
     let env = TestEnv::new();
-    std::fs::write(env.home().join(".bashrc"), "hello() { echo hi; }\n").expect("rc");
+    env.write_rc("hello() { echo hi; }\n");
     let out = env
         .test()
         .args(&["explain", "-s", "dev", "--", "cd /"])

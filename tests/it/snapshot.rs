@@ -26,7 +26,7 @@ set -o pipefail
 
 fn with_rc(rc: &str) -> TestEnv {
     let env = TestEnv::new();
-    std::fs::write(env.home().join(".bashrc"), rc).expect("write .bashrc");
+    env.write_rc(rc);
     env
 }
 
@@ -38,7 +38,7 @@ fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
 
 /// `agentbash snapshot report`, which must succeed.
 fn snapshot_report(env: &TestEnv) -> Output {
-    env.test().args(&["snapshot", "report"]).code(0).run()
+    env.run_ok(&["snapshot", "report"])
 }
 
 fn snapshot_files(env: &TestEnv) -> Vec<PathBuf> {
@@ -135,7 +135,7 @@ fn report_lists_captured_and_dropped_names_with_reasons() {
     ] {
         assert_has(r, want);
     }
-    let show = env.test().args(&["snapshot", "show"]).code(0).run();
+    let show = env.run_ok(&["snapshot", "show"]);
     assert!(
         show.stdout.starts_with("# /"),
         "show starts with the path: {}",
@@ -179,11 +179,7 @@ fn snapshot_files_are_private_and_reused_until_the_rc_changes() {
         "reused, not regenerated"
     );
     // A changed rc is picked up by the next run.
-    std::fs::write(
-        env.home().join(".bashrc"),
-        format!("{BASHRC}\nnewfn() {{ echo new; }}\n"),
-    )
-    .expect("write");
+    env.write_rc(format!("{BASHRC}\nnewfn() {{ echo new; }}\n"));
     let v = run_json(&env, &["--", "newfn"]);
     assert_eq!(s(&v, "output"), "new\n");
     // `snapshot refresh` regenerates on demand.
@@ -230,14 +226,10 @@ fn a_slow_rc_is_stopped_and_the_run_goes_on_with_a_warning() {
     // Each time the rc is read it adds a line to `reads`.
     let env = TestEnv::new();
     let reads = env.root().join("rc-reads");
-    std::fs::write(
-        env.home().join(".bashrc"),
-        format!(
-            "echo read >> '{}'\nf() {{ echo f; }}\nsleep 37.{n}\n",
-            reads.display()
-        ),
-    )
-    .expect("write .bashrc");
+    env.write_rc(format!(
+        "echo read >> '{}'\nf() {{ echo f; }}\nsleep 37.{n}\n",
+        reads.display()
+    ));
     let v = run_json(&env, &["--", "echo ran; type -t f || echo no-f"]);
     assert_eq!(v["exit_code"], 0);
     assert_eq!(s(&v, "output"), "ran\nno-f\n");

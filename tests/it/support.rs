@@ -121,6 +121,11 @@ impl TestEnv {
         self.root().join("work")
     }
 
+    /// Write the shell's rc file (`~/.bashrc`, what snapshots capture).
+    pub fn write_rc(&self, text: impl AsRef<[u8]>) {
+        std::fs::write(self.home().join(".bashrc"), text).expect("write ~/.bashrc");
+    }
+
     /// The path of `rel` in the working directory, as text.
     pub fn work_path(&self, rel: &str) -> String {
         self.work().join(rel).display().to_string()
@@ -1065,6 +1070,12 @@ impl TestEnv {
     /// A [`Test`] run in this env.
     pub fn test(&self) -> Test<'_> {
         Test::with(Holder::Shared(self))
+    }
+
+    /// `agentbash ARGS`, which must exit 0.
+    #[track_caller]
+    pub fn run_ok(&self, args: &[&str]) -> Output {
+        self.test().args(args).code(0).run()
     }
 
     /// `env.test().run_json(command)`: a [`Test`] of `agentbash run --json -- command`

@@ -100,20 +100,21 @@ fn builtin_prefix_skips_even_a_trusted_project() {
         "extends = \"builtin:default\"\n[env.set]\nWHICH = \"x-on-builtin\"\n",
     );
     env.trust(".");
-    let out = env.run_json("echo \"[$WHICH]\"").profile("agent").run();
-    assert_eq!(out.json()["output"], "[project]\n");
+    env.run_json("echo \"[$WHICH]\"")
+        .profile("agent")
+        .output("[project]\n")
+        .run();
     env.run_json("echo \"[$WHICH]\"")
         .profile("builtin:agent")
         .code(0)
         .field("output", "[]\n")
         .field("profile", "agent")
         .run();
-    let out = env
-        .run_json("echo \"[$WHICH] $PAGER\"")
+    env.run_json("echo \"[$WHICH] $PAGER\"")
         .profile("x")
         .code(0)
+        .output("[x-on-builtin] cat\n")
         .run();
-    assert_eq!(out.json()["output"], "[x-on-builtin] cat\n");
     env.run_text("true").profile("builtin:nope").code(125).run();
 }
 
@@ -159,7 +160,7 @@ fn a_name_only_an_untrusted_project_defines_is_exit_125() {
 fn profile_list_and_explain_show_the_untrusted_project() {
     let env = TestEnv::new();
     hostile_default(&env);
-    let out = env.test().args(&["profile", "list"]).code(0).run();
+    let out = env.run_ok(&["profile", "list"]);
     let line = out
         .stdout
         .lines()
@@ -167,7 +168,7 @@ fn profile_list_and_explain_show_the_untrusted_project() {
         .unwrap_or_else(|| panic!("{}", out.stdout));
     assert!(line.contains("UNTRUSTED"), "{}", out.stdout);
     assert_has(&out.stdout, "built-in:default");
-    let out = env.test().args(&["explain", "--", "true"]).code(0).run();
+    let out = env.run_ok(&["explain", "--", "true"]);
     assert_has(&out.stdout, "warning");
     assert_has(&out.stdout, "is not trusted");
     assert_has(&out.stdout, "built-in:default");
@@ -215,7 +216,7 @@ fn trust_list_and_revoke() {
     for e in std::fs::read_dir(&dir).unwrap() {
         assert_eq!(mode(&e.unwrap().path()), 0o600);
     }
-    let out = env.test().args(&["trust", "--list"]).code(0).run();
+    let out = env.run_ok(&["trust", "--list"]);
     let row = out
         .stdout
         .lines()
