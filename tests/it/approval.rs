@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{LiveServer, TAG_VAR, TestEnv, bin, s};
-use crate::tmux::TmuxTerminal;
+use crate::support::{
+    LiveServer, TestEnv, agentbash_line, assert_has, assert_lacks, s, tool_error_text,
+};
 
 /// `touch` asks, `echo refused` is denied, a pipeline form denies `printf … | sh`.
 pub(crate) const POLICY: &str = r#"
@@ -138,8 +139,7 @@ fn bad_approval_tables_are_errors_at_their_file_line_and_column() {
             out.stdout
         );
         // A profile that does not load runs nothing.
-        let run = env.run(&["run", "-p", &path, "--", "true"]);
-        run.assert_code(125);
+        env.run_text("true").opts(&["-p", &path]).code(125).run();
     }
 }
 
@@ -163,7 +163,7 @@ not_match = ["git -C x push", "git push --tags"]
         "{}",
         out.stdout
     );
-    assert!(!out.stdout.contains("git -C x push"), "{}", out.stdout);
+    assert_lacks(&out.stdout, "git -C x push");
     // The shipped agent profile's examples all hold.
     env.run(&["profile", "check", "agent"]).assert_code(0);
 }
@@ -281,15 +281,11 @@ decision = "deny"
 #[test]
 fn a_deny_refuses_with_exit_77_and_names_the_rule() {
     let env = env_with(POLICY);
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "appr",
-        "--",
-        "touch ran.txt; echo refused now",
-    ]);
-    out.assert_code(77);
+    let out = env
+        .run_json("touch ran.txt; echo refused now")
+        .opts(&["-p", "appr"])
+        .code(77)
+        .run();
     let v = out.json();
     assert_eq!(
         v["blocked"],
@@ -307,14 +303,11 @@ fn a_deny_refuses_with_exit_77_and_names_the_rule() {
     // Nothing of the line ran, not even the allowed part before it.
     assert!(!env.work().join("ran.txt").exists());
     // A pipeline form, through a wrapper, with the pipeline named.
-    let out = env.run(&[
-        "run",
-        "-p",
-        "appr",
-        "--",
-        "printf 'touch piped.txt' | env sh",
-    ]);
-    out.assert_code(77);
+    let out = env
+        .run_text("printf 'touch piped.txt' | env sh")
+        .opts(&["-p", "appr"])
+        .code(77)
+        .run();
     assert!(
         out.stdout
             .contains("`printf 'touch piped.txt' | sh` is denied by rule `pipe-to-shell`")
@@ -331,15 +324,11 @@ fn a_deny_refuses_with_exit_77_and_names_the_rule() {
 fn with_no_one_to_ask_unattended_decides_and_the_refusal_says_what_to_change() {
     let env = env_with(POLICY);
     // No terminal: stdin and stdout are pipes.
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "appr",
-        "--",
-        "FOO=1 touch asked.txt 2>&1",
-    ]);
-    out.assert_code(77);
+    let out = env
+        .run_json("FOO=1 touch asked.txt 2>&1")
+        .opts(&["-p", "appr"])
+        .code(77)
+        .run();
     let v = out.json();
     assert_eq!(v["blocked"]["kind"], "approval");
     assert_eq!(v["blocked"]["rule"], "touch");
@@ -360,8 +349,11 @@ fn with_no_one_to_ask_unattended_decides_and_the_refusal_says_what_to_change() {
         "lenient",
         &format!("{POLICY}\n").replace("timeout = 60", "timeout = 60\nunattended = \"allow\""),
     );
-    let out = env.run(&["run", "--json", "-p", "lenient", "--", "touch asked.txt"]);
-    out.assert_code(0);
+    let out = env
+        .run_json("touch asked.txt")
+        .opts(&["-p", "lenient"])
+        .code(0)
+        .run();
     assert!(env.work().join("asked.txt").exists());
     let notices = out.json()["notices"].to_string();
     assert!(
@@ -376,21 +368,12 @@ fn a_job_is_never_asked_and_unattended_decides() {
     let env = env_with(POLICY);
     let out = env.run(&["job", "start", "-p", "appr", "--", "touch job.txt"]);
     out.assert_code(77);
-    assert!(
-        out.stderr
-            .contains("a job starts with no one waiting to answer"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "a job starts with no one waiting to answer");
     assert!(!env.work().join("job.txt").exists());
 }
 
 // ---------------------------------------------------------------------------
 // The terminal
-
-fn sh_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
 
 /// `agentbash run -p appr OPTIONS -- COMMAND` in a terminal, waiting for the
 /// question; then `key` is typed and the line's end awaited. Returns what the
@@ -408,26 +391,8 @@ pub(crate) fn run_in_terminal(
     key: Option<&str>,
 ) -> String {
     const DONE: &str = "approval-line-done";
-    let line = format!(
-        "{} run {args} -- {}; echo ab-exit=$?; echo {DONE}",
-        sh_quote(&bin().to_string_lossy()),
-        sh_quote(command),
-    );
-    let root = env.root();
-    let term = TmuxTerminal::builder(&["bash", "--norc", "--noprofile", "-c", &line])
-        .size(200, 40)
-        .cwd(env.work())
-        .env("HOME", env.home())
-        .env("XDG_CONFIG_HOME", root.join("config"))
-        .env("XDG_STATE_HOME", root.join("state"))
-        .env("XDG_CACHE_HOME", root.join("cache"))
-        .env("AGENTBASH_STATE_DIR", env.state_dir())
-        .env("AGENTBASH_CONFIG_DIR", env.config_dir())
-        .env(TAG_VAR, &env.tag)
-        .env_remove("AGENTBASH_PROFILE")
-        .env_remove("NO_COLOR")
-        .start()
-        .expect("tmux starts");
+    let line = agentbash_line(args, command, DONE);
+    let term = env.start_terminal(&line, 200, 40);
     let wait = crate::support::scaled(Duration::from_secs(30));
     if let Some(key) = key {
         term.wait_for("[n] no", wait)
@@ -448,7 +413,7 @@ fn on_a_terminal_the_prompt_names_the_command_and_the_rule_and_y_runs_it_once() 
             && shown.contains("[a] always in session t1 (commands starting with `touch`)"),
         "{shown}"
     );
-    assert!(shown.contains("ab-exit=0"), "{shown}");
+    assert_has(&shown, "ab-exit=0");
     assert!(env.work().join("once.txt").exists());
     assert!(
         shown.contains(
@@ -465,7 +430,7 @@ fn on_a_terminal_the_prompt_names_the_command_and_the_rule_and_y_runs_it_once() 
 fn on_a_terminal_n_refuses_with_exit_77() {
     let env = env_with(POLICY);
     let shown = answer_in_terminal(&env, "", "touch no.txt", Some("n"));
-    assert!(shown.contains("ab-exit=77"), "{shown}");
+    assert_has(&shown, "ab-exit=77");
     assert!(
         shown.contains(
             "needs approval (rule `touch` asks), and the person at the terminal declined it"
@@ -479,20 +444,14 @@ fn on_a_terminal_n_refuses_with_exit_77() {
 fn on_a_terminal_a_remembers_the_rules_prefix_for_the_session_and_nothing_wider() {
     let env = env_with(POLICY);
     let shown = answer_in_terminal(&env, "-s work", "touch first.txt", Some("a"));
-    assert!(shown.contains("ab-exit=0"), "{shown}");
+    assert_has(&shown, "ab-exit=0");
     assert!(env.work().join("first.txt").exists());
     // The session's next `touch` runs without a question, and says why.
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "appr",
-        "-s",
-        "work",
-        "--",
-        "touch second.txt",
-    ]);
-    out.assert_code(0);
+    let out = env
+        .run_json("touch second.txt")
+        .opts(&["-p", "appr", "-s", "work"])
+        .code(0)
+        .run();
     assert!(env.work().join("second.txt").exists());
     assert!(
         out.json()["notices"]
@@ -502,19 +461,21 @@ fn on_a_terminal_a_remembers_the_rules_prefix_for_the_session_and_nothing_wider(
         out.json()["notices"]
     );
     // Nothing wider: the deny stays, another session asks.
-    env.run(&["run", "-p", "appr", "-s", "work", "--", "echo refused"])
+    env.run_text("echo refused")
+        .opts(&["-p", "appr", "-s", "work"])
+        .run()
         .assert_code(77);
-    let other = env.run(&["run", "-p", "appr", "-s", "other", "--", "touch third.txt"]);
-    other.assert_code(77);
+    env.run_text("touch third.txt")
+        .opts(&["-p", "appr", "-s", "other"])
+        .code(77)
+        .run();
     assert!(!env.work().join("third.txt").exists());
     // `session show` lists it.
     let show = env.run(&["session", "show", "work"]);
     show.assert_code(0);
-    assert!(
-        show.stdout
-            .contains("approved   `touch` always (rule `touch`; by the person at the terminal"),
-        "{}",
-        show.stdout
+    assert_has(
+        &show.stdout,
+        "approved   `touch` always (rule `touch`; by the person at the terminal",
     );
 }
 
@@ -522,15 +483,15 @@ fn on_a_terminal_a_remembers_the_rules_prefix_for_the_session_and_nothing_wider(
 fn on_a_terminal_a_without_a_session_counts_once_and_says_so() {
     let env = env_with(POLICY);
     let shown = answer_in_terminal(&env, "", "touch nosession.txt", Some("a"));
-    assert!(
-        shown.contains("[a] always: there is no session to remember it in (-s NAME), so once"),
-        "{shown}"
+    assert_has(
+        &shown,
+        "[a] always: there is no session to remember it in (-s NAME), so once",
     );
-    assert!(shown.contains("ab-exit=0"), "{shown}");
+    assert_has(&shown, "ab-exit=0");
     assert!(env.work().join("nosession.txt").exists());
-    assert!(
-        shown.contains("\"always\" needs a session to remember it in (-s NAME)"),
-        "{shown}"
+    assert_has(
+        &shown,
+        "\"always\" needs a session to remember it in (-s NAME)",
     );
 }
 
@@ -538,11 +499,8 @@ fn on_a_terminal_a_without_a_session_counts_once_and_says_so() {
 fn on_a_terminal_no_answer_within_the_timeout_refuses() {
     let env = env_with(&POLICY.replace("timeout = 60", "timeout = 1"));
     let shown = answer_in_terminal(&env, "", "touch late.txt", None);
-    assert!(shown.contains("ab-exit=77"), "{shown}");
-    assert!(
-        shown.contains("did not answer within approval.timeout (1 s)"),
-        "{shown}"
-    );
+    assert_has(&shown, "ab-exit=77");
+    assert_has(&shown, "did not answer within approval.timeout (1 s)");
     assert!(!env.work().join("late.txt").exists());
 }
 
@@ -609,11 +567,9 @@ fn rpc_asks_with_an_approval_request_answered_by_approve() {
     );
     drop(server);
     let show = env.run(&["session", "show", "r"]);
-    assert!(
-        show.stdout
-            .contains("`touch` always (rule `touch`; by the rpc client"),
-        "{}",
-        show.stdout
+    assert_has(
+        &show.stdout,
+        "`touch` always (rule `touch`; by the rpc client",
     );
 }
 
@@ -723,12 +679,14 @@ fn mcp_without_elicitation_refuses_naming_the_rule() {
     let env = env_with(POLICY);
     let mut server = LiveServer::mcp(&env, &["-p", "appr"]);
     let result = server.call_tool(2, "bash", json!({"command": "touch mcp-no.txt"}));
-    assert_eq!(result["isError"], true, "{result}");
-    let text = result["content"][0]["text"].as_str().unwrap_or_default();
-    assert!(
-        text.contains("`touch mcp-no.txt` needs approval (rule `touch` asks)")
-            && text.contains("the MCP client did not declare the elicitation capability"),
-        "{text}"
+    let text = tool_error_text(&result);
+    assert_has(
+        text,
+        "`touch mcp-no.txt` needs approval (rule `touch` asks)",
+    );
+    assert_has(
+        text,
+        "the MCP client did not declare the elicitation capability",
     );
     assert_eq!(result["structuredContent"]["blocked"]["kind"], "approval");
     assert!(!env.work().join("mcp-no.txt").exists());
@@ -743,11 +701,9 @@ fn mcp_elicitation_through_the_python_client() {
     let env = env_with(POLICY);
     crate::mcp::python_client_checks_with(&env, "approval", "appr", &[("MCP_CHECKS", "approval")]);
     let show = env.run(&["session", "show", "mcp-legacy"]);
-    assert!(
-        show.stdout
-            .contains("`touch` always (rule `touch`; by the MCP client's user"),
-        "{}",
-        show.stdout
+    assert_has(
+        &show.stdout,
+        "`touch` always (rule `touch`; by the MCP client's user",
     );
 }
 
@@ -773,11 +729,9 @@ fn remembered_approvals_count_only_under_the_sessions_sandbox_policy() {
     let (list, _) = approval_of(&env, &["-s", "fp"], "touch next.txt");
     assert_eq!(s(&list[0], "decision"), "ask", "{list:?}");
     let show = env.run(&["session", "show", "fp"]);
-    assert!(
-        show.stdout
-            .contains("not in force: given under another sandbox policy"),
-        "{}",
-        show.stdout
+    assert_has(
+        &show.stdout,
+        "not in force: given under another sandbox policy",
     );
 }
 
@@ -791,11 +745,16 @@ fn a_session_function_is_judged_by_its_body() {
     let env = env_with(POLICY);
     env.user_profile("free", "extends = \"default\"\n");
     let defs = "greet() { echo hello-$1; }; mk() { touch \"$1\"; }; alias al='echo aliased' t='touch' broken='if true; then'";
-    env.run(&["run", "-p", "free", "--session", "s", "--", defs])
+    env.run_text(defs)
+        .opts(&["-p", "free", "--session", "s"])
+        .run()
         .assert_code(0);
     // Harmless: runs, judged through its body.
-    let out = env.run(&["run", "-p", "appr", "--session", "s", "--", "greet x"]);
-    out.assert_code(0);
+    let out = env
+        .run_text("greet x")
+        .opts(&["-p", "appr", "--session", "s"])
+        .code(0)
+        .run();
     assert_eq!(out.stdout, "hello-x\n");
     let (list, _) = approval_of(&env, &["--session", "s"], "greet x");
     assert!(
@@ -803,34 +762,40 @@ fn a_session_function_is_judged_by_its_body() {
         "{list:?}"
     );
     // Its body asks: refused with the body's rule; nothing ran.
-    let out = env.run(&["run", "-p", "appr", "--session", "s", "--", "mk made.txt"]);
-    out.assert_code(77);
-    assert!(out.stdout.contains("rule `touch` asks"), "{}", out.stdout);
+    let out = env
+        .run_text("mk made.txt")
+        .opts(&["-p", "appr", "--session", "s"])
+        .code(77)
+        .run();
+    assert_has(&out.stdout, "rule `touch` asks");
     assert!(!env.work().join("made.txt").exists());
     // An alias is judged by its text with the call's arguments: `al` runs, `t` asks.
-    let out = env.run(&["run", "-p", "appr", "--session", "s", "--", "al"]);
-    out.assert_code(0);
+    let out = env
+        .run_text("al")
+        .opts(&["-p", "appr", "--session", "s"])
+        .code(0)
+        .run();
     assert_eq!(out.stdout, "aliased\n");
-    let out = env.run(&["run", "-p", "appr", "--session", "s", "--", "t made2.txt"]);
-    out.assert_code(77);
-    assert!(out.stdout.contains("rule `touch` asks"), "{}", out.stdout);
+    let out = env
+        .run_text("t made2.txt")
+        .opts(&["-p", "appr", "--session", "s"])
+        .code(77)
+        .run();
+    assert_has(&out.stdout, "rule `touch` asks");
     assert!(!env.work().join("made2.txt").exists());
     // An alias whose text does not parse on its own stays unseen, so it asks.
     let (list, _) = approval_of(&env, &["--session", "s"], "broken");
     let (decision, _) = line_decision(&list);
     assert_eq!(decision, "ask", "{list:?}");
     // A session that holds aliases and no function: its aliases are read too.
-    env.run(&[
-        "run",
-        "-p",
-        "free",
-        "--session",
-        "a",
-        "--",
-        "alias hi='echo hi-there'",
-    ])
-    .assert_code(0);
-    let out = env.run(&["run", "-p", "appr", "--session", "a", "--", "hi"]);
-    out.assert_code(0);
+    env.run_text("alias hi='echo hi-there'")
+        .opts(&["-p", "free", "--session", "a"])
+        .run()
+        .assert_code(0);
+    let out = env
+        .run_text("hi")
+        .opts(&["-p", "appr", "--session", "a"])
+        .code(0)
+        .run();
     assert_eq!(out.stdout, "hi-there\n");
 }

@@ -1,22 +1,12 @@
 //! Bad input gets a clear error, never a panic or a hang (issue 2, "Bad input" and
 //! item 14's size limits).
 
-use crate::support::{Test, TestEnv, s, u};
+use crate::support::{Test, TestEnv, assert_warning, s, u};
 
 #[track_caller]
 fn assert_usage_error(env: &TestEnv, args: &[&str], mention: &str) {
-    let out = env.run(args);
-    out.assert_code(2);
-    assert!(
-        out.stderr.contains(mention),
-        "{args:?}: stderr should mention {mention:?}: {:?}",
-        out.stderr
-    );
-    assert!(
-        !out.stderr.contains("panicked"),
-        "{args:?} panicked: {}",
-        out.stderr
-    );
+    let usage_error = env.test().args(args).code(2).stderr_has(mention);
+    usage_error.stderr_lacks("panicked").run();
     assert!(!env.work().join("ran").exists(), "{args:?} ran the command");
 }
 
@@ -41,14 +31,14 @@ fn non_numeric_timeout_is_a_usage_error() {
 fn empty_command_is_a_usage_error() {
     let env = TestEnv::new();
     for cmd in ["", "   ", "\n\t"] {
-        let out = env.test().run_text(cmd).code(2).run();
+        let out = env.run_text(cmd).code(2).run();
         assert!(
             out.stderr.to_lowercase().contains("empty command"),
             "{cmd:?}: stderr: {:?}",
             out.stderr
         );
     }
-    env.test().run_json("").code(2).run();
+    env.run_json("").code(2).run();
     env.test().args(&["run"]).code(2).run();
 }
 
@@ -101,24 +91,16 @@ fn artifact_dir_that_cannot_be_created_is_a_warning() {
     let env = TestEnv::new();
     env.write("p.toml", "[artifacts]\ndir = \"/proc/nope\"\n");
     let v = env
-        .test()
         .run_json("seq 1 100000")
         .profile("./p.toml")
         .code(0)
         .json();
-    let warnings = v["warnings"].as_array().expect("warnings");
-    assert!(
-        warnings
-            .iter()
-            .any(|w| w.as_str().is_some_and(|w| w.contains("/proc/nope"))),
-        "no warning about the artifact dir: {warnings:?}"
-    );
+    assert_warning(&v, "/proc/nope");
     assert!(v["artifact"].is_null());
     assert!(u(&v, "output_bytes") <= 51200);
     assert!(s(&v, "output").ends_with("100000\n"));
     // Text format still runs the command and says why nothing was saved.
     let out = env
-        .test()
         .run_text("seq 1 100000")
         .profile("./p.toml")
         .code(0)
@@ -131,12 +113,7 @@ fn artifact_dir_that_cannot_be_created_is_a_warning() {
     );
     // A run with nothing to save never tries the directory (artifacts are claimed
     // when first needed), so it has nothing to warn about.
-    let out = env
-        .test()
-        .run_text("echo hi")
-        .profile("./p.toml")
-        .code(0)
-        .run();
+    let out = env.run_text("echo hi").profile("./p.toml").code(0).run();
     assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("hi\n", ""));
 }
 

@@ -8,7 +8,7 @@
 //! tried inside an outer network and UTS namespace the test makes itself, and every
 //! process a test starts is killed by pid.
 
-use crate::support::{TestEnv, nonce, s};
+use crate::support::{TestEnv, assert_has, assert_lacks, nonce, run_json_as_nobody, s};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -49,8 +49,38 @@ fn sandboxed(section: &str) -> (TestEnv, String) {
 }
 
 fn run_json(env: &TestEnv, profile: &str, script: &str) -> (Option<i32>, Value) {
-    let out = env.run(&["run", "--json", "-p", profile, "--", script]);
+    let out = env.run_json(script).opts(&["-p", profile]).run();
     (out.code(), out.json())
+}
+
+/// Runs git in `dir` (without the user's global config); it must succeed.
+fn git(dir: &Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git")
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+/// A workspace-write sandbox whose working directory is a new git repository:
+/// `(env, profile, working directory)`; `None` (the test skips, see `have`) without git.
+fn git_workspace() -> Option<(TestEnv, String, PathBuf)> {
+    if !have(on_path("git"), "git") {
+        return None;
+    }
+    let (env, profile) = sandboxed("mode = \"workspace-write\"");
+    let work = env.work();
+    git(&work, &["init", "-q", "."]);
+    Some((env, profile, work))
+}
+
+/// No process whose command line holds `needle` is left (after up to 2 s).
+fn no_process_runs(needle: &str) -> bool {
+    crate::support::procs_with_cmdline(needle, std::time::Duration::from_secs(2)).is_empty()
 }
 
 #[test]
@@ -81,9 +111,9 @@ fn a_root_command_holds_no_capability_over_the_host_and_makes_no_device() {
     let out = s(&v, "output");
     // Only the file capabilities root keeps in its own user namespace (0-7), none of
     // them over the host: the namespace maps the whole id range to itself.
-    assert!(out.contains("CapEff:\t00000000000000ff"), "{out}");
-    assert!(out.contains("CapBnd:\t00000000000000ff"), "{out}");
-    assert!(out.contains("CapAmb:\t0000000000000000"), "{out}");
+    assert_has(out, "CapEff:\t00000000000000ff");
+    assert_has(out, "CapBnd:\t00000000000000ff");
+    assert_has(out, "CapAmb:\t0000000000000000");
     assert!(
         out.lines()
             .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"]),
@@ -187,7 +217,7 @@ for name, args in calls.items():
     }
     let listed = env.run(&["sandbox", "check"]);
     for name in ["mount", "io_uring_setup", "bpf", "setns", "CLONE_NEWUSER"] {
-        assert!(listed.stdout.contains(name), "{}", listed.stdout);
+        assert_has(&listed.stdout, name);
     }
 }
 
@@ -246,23 +276,9 @@ fn a_sandboxed_command_cannot_signal_the_server_that_runs_it() {
 
 #[test]
 fn git_cannot_be_swapped_nor_made_to_run_planted_code() {
-    if !have(on_path("git"), "git") {
+    let Some((env, profile, work)) = git_workspace() else {
         return;
-    }
-    let (env, profile) = sandboxed("mode = \"workspace-write\"");
-    let work = env.work();
-    let git = |dir: &Path, args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .expect("git")
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
     };
-    git(&work, &["init", "-q", "."]);
     std::fs::create_dir_all(work.join("sub")).expect("sub");
     git(&work.join("sub"), &["init", "-q", "."]);
     std::fs::create_dir_all(work.join(".agentbash/profiles")).expect(".agentbash");
@@ -284,7 +300,7 @@ fn git_cannot_be_swapped_nor_made_to_run_planted_code() {
     ] {
         assert!(out.contains(refused), "{refused}: {out}");
     }
-    assert!(!out.contains("config=0"), "{out}");
+    assert_lacks(out, "config=0");
     assert!(out.contains("commit=0"), "committing still works: {out}");
     assert!(work.join(".git").is_dir() && work.join("sub/.git").is_dir());
     assert!(!work.join(".g").exists() && !work.join("sub/.g").exists());
@@ -379,17 +395,12 @@ fn agentbash_own_directories_stay_read_only_even_inside_a_writable_tree() {
         config = env.config_dir().display(),
         cache = env.root().join("cache/agentbash").display(),
     );
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        profile.to_str().expect("utf-8"),
-        "--",
-        &script,
-    ]);
-    let v = out.json();
+    let v = env
+        .run_json(&script)
+        .profile(profile.to_str().expect("utf-8"))
+        .json();
     let text = s(&v, "output");
-    assert!(!text.contains("wrote"), "{text}");
+    assert_lacks(text, "wrote");
     assert!(
         text.contains("root-writable") && text.contains("tmp-writable"),
         "{text}"
@@ -420,7 +431,7 @@ fn only_stdin_stdout_and_stderr_reach_the_command() {
             out.stdout,
             out.stderr
         );
-        assert!(!out.stdout.contains(" 7 "), "{}", out.stdout);
+        assert_lacks(&out.stdout, " 7 ");
     }
     assert_eq!(
         std::fs::read_to_string(&outside).expect("read"),
@@ -433,9 +444,8 @@ fn a_required_sandbox_never_runs_unconfined_nor_with_a_workspace_of_everything()
     let (env, profile) = sandboxed("mode = \"read-only\"\nrequired = true\nengine = \"none\"");
     let marker = env.root().join("ran");
     let cmd = format!("touch {}", marker.display());
-    let out = env.run(&["run", "-p", &profile, "--", &cmd]);
-    out.assert_code(125);
-    assert!(out.stderr.contains("engine = \"none\""), "{}", out.stderr);
+    let out = env.run_text(&cmd).opts(&["-p", &profile]).code(125).run();
+    assert_has(&out.stderr, "engine = \"none\"");
     assert!(!marker.exists());
 
     // Started in / (or in HOME), workspace-write would open everything.
@@ -446,7 +456,7 @@ fn a_required_sandbox_never_runs_unconfined_nor_with_a_workspace_of_everything()
             .current_dir(&dir)
             .run();
         out.assert_code(125);
-        assert!(out.stderr.contains("[sandbox] workspace"), "{}", out.stderr);
+        assert_has(&out.stderr, "[sandbox] workspace");
         assert!(!marker.exists());
     }
     // Named on purpose, it is the user's choice.
@@ -485,7 +495,7 @@ fn a_process_that_moves_out_of_the_run_cgroup_is_still_stopped() {
         "sh -c 'echo $$ > {}/cgroup.procs; exec sleep {tag}' & sleep 0.2; echo started",
         mount.display()
     );
-    let out = env.run(&["run", "--json", "--", &escape]);
+    let out = env.run_json(&escape).run();
     let v = out.json();
     let killed = v["background_killed"]
         .as_array()
@@ -498,14 +508,7 @@ fn a_process_that_moves_out_of_the_run_cgroup_is_still_stopped() {
         "{v}"
     );
     assert!(s(&v, "text").contains(&format!("sleep {tag}")), "{v}");
-    assert!(
-        crate::support::procs_with_cmdline(
-            &format!("sleep {tag}"),
-            std::time::Duration::from_secs(2)
-        )
-        .is_empty(),
-        "it is gone"
-    );
+    assert!(no_process_runs(&format!("sleep {tag}")), "it is gone");
 }
 
 /// A user other than root gets the same confinement, through a user namespace that
@@ -517,47 +520,28 @@ fn a_user_other_than_root_gets_the_namespaces_too() {
         return;
     }
     let root = tempfile::tempdir().expect("temp");
-    for d in ["ws", "home", "state", "outside"] {
-        std::fs::create_dir_all(root.path().join(d)).expect("dir");
-    }
+    std::fs::create_dir_all(root.path().join("outside")).expect("dir");
     std::fs::write(root.path().join("outside/file"), "original\n").expect("file");
-    let chown = std::process::Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(root.path())
-        .status()
-        .expect("chown");
-    assert!(chown.success());
     let r = root.path().display().to_string();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(crate::support::bin())
-        .args(["run", "--json", "--sandbox", "workspace-write", "--"])
-        .arg(format!(
-            "id -u; ps -e -o pid= | wc -l; touch ok && echo ws-ok; echo x > {r}/outside/file; chmod 777 {r}/outside/file; true"
-        ))
-        .current_dir(root.path().join("ws"))
-        .env("HOME", root.path().join("home"))
-        .env("AGENTBASH_STATE_DIR", root.path().join("state"))
-        .env_remove("XDG_STATE_HOME")
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("XDG_RUNTIME_DIR")
-        .output()
-        .expect("agentbash as nobody");
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let command = format!(
+        "id -u; ps -e -o pid= | wc -l; touch ok && echo ws-ok; echo x > {r}/outside/file; chmod 777 {r}/outside/file; true"
+    );
+    let args = [
+        "run",
+        "--json",
+        "--sandbox",
+        "workspace-write",
+        "--",
+        &command,
+    ];
+    let v = run_json_as_nobody(root.path(), &args, &[]);
     assert_eq!(v["sandbox"]["engine"], "namespaces", "{v}");
     let text = s(&v, "output");
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("65534"), "{text}");
     let count: usize = lines.next().unwrap_or("0").trim().parse().unwrap_or(0);
     assert!(count < 10, "its own PID namespace: {text}");
-    assert!(text.contains("ws-ok"), "{text}");
+    assert_has(text, "ws-ok");
     let file = root.path().join("outside/file");
     assert_eq!(std::fs::read_to_string(&file).expect("read"), "original\n");
     use std::os::unix::fs::PermissionsExt;
@@ -584,15 +568,15 @@ fn the_landlock_engine_drops_capabilities_and_keeps_the_host_devices_out() {
     assert_eq!(v["sandbox"]["engine"], "landlock", "{v}");
     let out = s(&v, "output");
     if is_root() {
-        assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
-        assert!(out.contains("CapBnd:\t0000000000000000"), "{out}");
+        assert_has(out, "CapEff:\t0000000000000000");
+        assert_has(out, "CapBnd:\t0000000000000000");
     }
     assert!(
         out.contains("dev-unlisted") && out.contains("null-ok"),
         "{out}"
     );
-    assert!(!out.contains("read-/dev"), "{out}");
-    assert!(out.contains("signal-refused"), "{out}");
+    assert_lacks(out, "read-/dev");
+    assert_has(out, "signal-refused");
 }
 
 /// Teardown in the PID namespace: background processes are listed by their host pid
@@ -614,33 +598,14 @@ fn teardown_lists_and_stops_what_the_sandboxed_command_left() {
         killed[0]["pid"].as_i64().is_some_and(|p| p > 2),
         "a host pid: {v}"
     );
-    assert!(
-        crate::support::procs_with_cmdline(
-            &format!("sleep {tag}"),
-            std::time::Duration::from_secs(2)
-        )
-        .is_empty()
-    );
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-t",
-        "1",
-        "-p",
-        &profile,
-        "--",
-        &format!("sleep {tag}1 & sleep {tag}2"),
-    ]);
+    assert!(no_process_runs(&format!("sleep {tag}")));
+    let out = env
+        .run_json(format!("sleep {tag}1 & sleep {tag}2"))
+        .opts(&["-t", "1", "-p", &profile])
+        .run();
     let v = out.json();
     assert_eq!(v["exit_code"], 124, "{v}");
-    assert!(
-        crate::support::procs_with_cmdline(
-            &format!("sleep {tag}"),
-            std::time::Duration::from_secs(2)
-        )
-        .is_empty(),
-        "{v}"
-    );
+    assert!(no_process_runs(&format!("sleep {tag}")), "{v}");
 }
 
 /// On a terminal the command's own terminal keeps its name (`ttyname` finds it in the
@@ -648,10 +613,7 @@ fn teardown_lists_and_stops_what_the_sandboxed_command_left() {
 #[test]
 fn a_sandboxed_command_on_a_terminal_knows_its_terminal() {
     let (env, profile) = sandboxed("mode = \"workspace-write\"");
-    let out = env.run(&[
-        "run", "--json", "--pty", "-p", &profile, "--",
-        "tty; test -t 0 && echo on-a-tty; python3 -c 'import os; m, s = os.openpty(); print(\"own\", os.ttyname(s))'",
-    ]);
+    let out = env.run_json("tty; test -t 0 && echo on-a-tty; python3 -c 'import os; m, s = os.openpty(); print(\"own\", os.ttyname(s))'").opts(&["--pty", "-p", &profile]).run();
     let v = out.json();
     let text = s(&v, "output");
     assert!(
@@ -665,36 +627,28 @@ fn a_sandboxed_command_on_a_terminal_knows_its_terminal() {
 /// `gitdir` pointer) is read-only too: git follows them when it runs in that worktree.
 #[test]
 fn a_worktree_gitdir_inside_the_workspace_stays_read_only() {
-    if !have(on_path("git"), "git") {
+    let Some((env, profile, work)) = git_workspace() else {
         return;
-    }
-    let (env, profile) = sandboxed("mode = \"workspace-write\"");
-    let work = env.work();
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&work)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .expect("git")
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
     };
-    git(&["init", "-q", "."]);
-    git(&[
-        "-c",
-        "user.name=a",
-        "-c",
-        "user.email=a@b",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "x",
-    ]);
+    git(
+        &work,
+        &[
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+    );
     let elsewhere = env.root().join("wt");
-    git(&["worktree", "add", "-q", elsewhere.to_str().expect("utf-8")]);
+    git(
+        &work,
+        &["worktree", "add", "-q", elsewhere.to_str().expect("utf-8")],
+    );
     let inner = work.join(".git/worktrees/wt");
     let before = std::fs::read(inner.join("commondir")).expect("commondir");
     let (_, v) = run_json(

@@ -7,7 +7,7 @@
 //! buffer, and check the clipboard and the pane title after the run, then prove
 //! the check can fail by letting a shell print the same sequences.
 
-use crate::support::{TestEnv, bin, s};
+use crate::support::{TestEnv, assert_has, bin, s};
 use crate::tmux::TmuxTerminal;
 use std::time::Duration;
 
@@ -93,7 +93,7 @@ fn the_header_shows_a_commands_controls_escaped_on_a_real_terminal() {
             .any(|l| l.trim_start().starts_with("$ echo harmless")),
         "the fake header was drawn:\n{all}"
     );
-    assert!(all.contains("ab-exit=0"), "{all}");
+    assert_has(&all, "ab-exit=0");
 }
 
 #[test]
@@ -122,12 +122,7 @@ fn notices_and_errors_on_stderr_are_escaped() {
         "p.toml",
         "[interceptor]\nrules = [\"./warn.toml\"]\ntools = [\"x\"]\n",
     );
-    let out = env
-        .test()
-        .run_text("true")
-        .profile("./p.toml")
-        .code(0)
-        .run();
+    let out = env.run_text("true").profile("./p.toml").code(0).run();
     assert!(
         out.stderr
             .lines()
@@ -137,19 +132,14 @@ fn notices_and_errors_on_stderr_are_escaped() {
     );
     assert!(!out.stderr.contains('\x1b'), "{:?}", out.stderr);
     // JSON keeps the real text.
-    let out = env.test().run_json("true").profile("./p.toml").run();
+    let out = env.run_json("true").profile("./p.toml").run();
     assert_eq!(
         out.json()["notices"][0],
         "careful\r\x1b[2Kfake\x1b]0;pwned\x07 line\nnext"
     );
 
     let dir = "gone\x1b]0;pwned\x07\rdir";
-    let out = env
-        .test()
-        .run_text("true")
-        .opts(&["-C", dir])
-        .code(125)
-        .run();
+    let out = env.run_text("true").opts(&["-C", dir]).code(125).run();
     assert!(
         out.stderr.contains(r"Working directory does not exist: ")
             && out.stderr.contains(r"gone\e]0;pwned\x07\rdir"),
@@ -165,7 +155,6 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
     let env = TestEnv::new();
     let command = "seq 1 100000 # \x1b]0;pwned\x07\r::error::fake";
     let out = env
-        .test()
         .run_text(command)
         .env("GITHUB_ACTIONS", "true")
         .code(0)
@@ -178,16 +167,14 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
     );
     assert!(!out.stdout.contains('\x1b') && !out.stdout.contains('\r'));
 
-    let list = env.test().args(&["artifact", "list"]).code(0).run();
-    assert!(
-        list.stdout
-            .contains(r"seq 1 100000 # \e]0;pwned\x07\r::error::fake"),
-        "{}",
-        list.stdout
+    let list = env.run_ok(&["artifact", "list"]);
+    assert_has(
+        &list.stdout,
+        r"seq 1 100000 # \e]0;pwned\x07\r::error::fake",
     );
     assert!(!list.stdout.contains('\x1b'));
 
-    let explain = env.test().args(&["explain", "--", command]).code(0).run();
+    let explain = env.run_ok(&["explain", "--", command]);
     assert!(
         explain
             .stdout
@@ -196,13 +183,12 @@ fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
         explain.stdout
     );
     assert!(!explain.stdout.contains('\x1b'), "{}", explain.stdout);
-    let json = env.test().explain_json(command).run();
+    let json = env.explain_json(command).run();
     assert_eq!(s(&json.json(), "command"), command);
 
     let dir = env.work().join("d\x1b]0;pwned\x07");
     std::fs::create_dir_all(&dir).expect("mkdir");
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["-s", "s1", "-C", dir.to_str().unwrap()])
         .run()
         .assert_code(0);

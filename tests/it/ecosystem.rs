@@ -7,7 +7,10 @@
 //! ecosystem::generated`; accept changed snapshots with `cargo insta review` (or
 //! `INSTA_UPDATE=always cargo test --test it ecosystem`).
 
-use crate::support::{Test, TestEnv, bin, has_program, needs_program, re, s, sh_output, skip};
+use crate::support::{
+    Test, TestEnv, assert_ends_with, assert_has, assert_lacks, assert_starts_with, bin,
+    has_program, needs_program, re, s, sh_output, skip, strings,
+};
 use agentbash::cli::CompletionShell;
 use agentbash::cli::generated::{SHELLS, completion_file};
 use agentbash::config::profile::{Format, Live, Origin};
@@ -273,12 +276,8 @@ fn readme_quick_start_matches_the_server() {
     let config: serde_json::Value = serde_json::from_str(json).expect("the configuration is JSON");
     let server = &config["mcpServers"]["agentbash"];
     assert_eq!(server["command"], "agentbash", "{config}");
-    let args: Vec<&str> = server["args"]
-        .as_array()
-        .expect("args")
-        .iter()
-        .filter_map(|a| a.as_str())
-        .collect();
+    let args = strings(server, "args");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert_eq!(args[0], "mcp");
     // The tools the README lists are those that server offers.
     let listed: std::collections::BTreeSet<String> = quick
@@ -336,7 +335,7 @@ fn readme_quick_start_matches_the_server() {
 #[test]
 fn man_page_documents_exit_codes_and_environment() {
     let env = TestEnv::new();
-    let out = env.test().args(&["man"]).code(0).run();
+    let out = env.run_ok(&["man"]);
     let man = &out.stdout;
     for needle in [
         ".SH \"EXIT STATUS\"",
@@ -351,7 +350,7 @@ fn man_page_documents_exit_codes_and_environment() {
         ".SS \"agentbash profile check",
         ".SS \"agentbash artifact show",
     ] {
-        assert!(man.contains(needle), "man page lacks {needle:?}");
+        assert_has(man, needle);
     }
     // Subcommands are documented in this page, not in pages we do not ship.
     assert!(
@@ -586,7 +585,7 @@ zpty -d z
 #[test]
 fn profile_list_shows_origin_description_and_shadowing() {
     let env = TestEnv::trusting();
-    let out = env.test().args(&["profile", "list"]).code(0).run();
+    let out = env.run_ok(&["profile", "list"]);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(
         lines[0].starts_with("NAME")
@@ -611,22 +610,15 @@ fn profile_list_shows_origin_description_and_shadowing() {
         ".agentbash/profiles/broken.toml",
         "[timeout]\ndefualt = 3\n",
     );
-    let out = env.test().args(&["profile", "list"]).code(0).run();
-    let project_ci = env
-        .work()
-        .join(".agentbash/profiles/ci.toml")
-        .display()
-        .to_string();
+    let out = env.run_ok(&["profile", "list"]);
+    let project_ci = env.work_path(".agentbash/profiles/ci.toml");
     let lines: Vec<&str> = out.stdout.lines().collect();
     let i = lines
         .iter()
         .position(|l| l.starts_with("ci "))
         .expect("ci row");
-    assert!(
-        lines[i].contains(&project_ci) && lines[i].ends_with("our CI"),
-        "{}",
-        lines[i]
-    );
+    assert_has(lines[i], &project_ci);
+    assert_ends_with(lines[i], "our CI");
     assert!(
         lines[i + 1].trim_start().starts_with("built-in:ci")
             && lines[i + 1].contains(&format!("(shadowed by {project_ci})")),
@@ -658,7 +650,7 @@ fn profile_list_shows_origin_description_and_shadowing() {
 #[test]
 fn profile_show_prints_the_resolved_toml_with_origins() {
     let env = TestEnv::trusting();
-    let out = env.test().args(&["profile", "show", "ci"]).code(0).run();
+    let out = env.run_ok(&["profile", "show", "ci"]);
     assert!(out.stdout.starts_with(
         "# profile ci from built-in:ci\n# layers, lowest first: built-in:default < built-in:ci\n"
     ));
@@ -679,16 +671,8 @@ fn profile_show_prints_the_resolved_toml_with_origins() {
         ".agentbash/profiles/mine.toml",
         "extends = \"ci\"\n[env]\nset = { FOO = \"bar\" }\n[timeout]\ndefault = 60\n",
     );
-    let mine = env
-        .work()
-        .join(".agentbash/profiles/mine.toml")
-        .display()
-        .to_string();
-    let out = env
-        .test()
-        .args(&["profile", "show", "--origin", "mine"])
-        .code(0)
-        .run();
+    let mine = env.work_path(".agentbash/profiles/mine.toml");
+    let out = env.run_ok(&["profile", "show", "--origin", "mine"]);
     for line in [
         format!("default = 60  # from {mine}"),
         format!("FOO = \"bar\"  # from {mine}"),
@@ -706,11 +690,7 @@ fn profile_show_prints_the_resolved_toml_with_origins() {
     // What `show` prints loads back as the same profile.
     let shown = env.run(&["profile", "show", "mine"]);
     env.write("shown.toml", &shown.stdout);
-    let again = env
-        .test()
-        .args(&["profile", "show", "./shown.toml"])
-        .code(0)
-        .run();
+    let again = env.run_ok(&["profile", "show", "./shown.toml"]);
     let body = |s: &str| {
         s.lines()
             .filter(|l| !l.starts_with('#'))
@@ -724,12 +704,7 @@ fn profile_show_prints_the_resolved_toml_with_origins() {
         .cmd(&["profile", "show"])
         .env("AGENTBASH_PROFILE", "agent")
         .run();
-    assert!(
-        out.stdout
-            .starts_with("# profile agent from built-in:agent\n"),
-        "{}",
-        out.stdout
-    );
+    assert_starts_with(&out.stdout, "# profile agent from built-in:agent\n");
     assert!(
         env.run(&["profile", "show"])
             .stdout
@@ -777,11 +752,7 @@ fn profile_check_reports_file_line_col() {
         ))
         .stdout_has("did you mean `default`?")
         .run();
-    assert!(
-        out.stdout.ends_with("5 profiles checked, 1 invalid\n"),
-        "{}",
-        out.stdout
-    );
+    assert_ends_with(&out.stdout, "5 profiles checked, 1 invalid\n");
 
     let out = env
         .test()
@@ -796,11 +767,7 @@ fn profile_check_reports_file_line_col() {
         "{}",
         out.stdout
     );
-    assert!(
-        out.stdout.contains(&format!("{}:1:", syntax.display())),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, format!("{}:1:", syntax.display()));
 
     // Names and files that are fine pass; an unknown name fails the check.
     env.run(&["profile", "check", "ci", "agent"]).assert_code(0);
@@ -820,17 +787,8 @@ fn profile_check_checks_shadowed_definitions_too() {
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
     std::fs::write(&user, "[render]\nlive = \"loud\"\n").unwrap();
     let out = env.test().args(&["profile", "check"]).code(1).run();
-    assert!(
-        out.stdout
-            .contains(&format!("invalid  {}:2:8", user.display())),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("ok       built-in:ci"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, format!("invalid  {}:2:8", user.display()));
+    assert_has(&out.stdout, "ok       built-in:ci");
     // Checking the name checks what `-p ci` would load, which is fine.
     env.run(&["profile", "check", "ci"]).assert_code(0);
 }
@@ -840,8 +798,7 @@ fn profile_check_checks_shadowed_definitions_too() {
 
 /// Run `seq 1 <n>` with a one-line view, so the whole output spills to an artifact.
 fn spill(env: &TestEnv, n: u32) {
-    env.test()
-        .run_text(format!("seq 1 {n}"))
+    env.run_text(format!("seq 1 {n}"))
         .opts(&["--tail", "1"])
         .run()
         .assert_code(0);
@@ -854,7 +811,7 @@ fn artifact_commands_accept_ids_and_urls() {
     spill(&env, 5);
     let seq = sh_output("seq 1 3000");
 
-    let list = env.test().args(&["artifact", "list"]).code(0).run();
+    let list = env.run_ok(&["artifact", "list"]);
     let rows: Vec<&str> = list.stdout.lines().collect();
     assert!(rows[0].starts_with("ID") && rows[0].contains("SIZE") && rows[0].contains("AGE"));
     assert_eq!(rows.len(), 3, "{}", list.stdout);
@@ -862,11 +819,11 @@ fn artifact_commands_accept_ids_and_urls() {
         .iter()
         .find(|r| r.starts_with("artifact://1 "))
         .expect("row for 1");
-    assert!(row1.contains("13.6KB"), "{row1}");
+    assert_has(row1, "13.6KB");
     assert!(rows.iter().any(|r| r.starts_with("artifact://2 ")));
 
     for id in ["1", "artifact://1", " 1 "] {
-        let out = env.test().args(&["artifact", "show", id]).code(0).run();
+        let out = env.run_ok(&["artifact", "show", id]);
         assert_eq!(out.stdout_bytes, seq, "artifact show {id:?}");
     }
     env.test()
@@ -884,11 +841,7 @@ fn artifact_commands_accept_ids_and_urls() {
     env.run(&["artifact", "show", "1", "--head", "0"])
         .assert_code(2);
 
-    let out = env
-        .test()
-        .args(&["artifact", "path", "artifact://2"])
-        .code(0)
-        .run();
+    let out = env.run_ok(&["artifact", "path", "artifact://2"]);
     let path = PathBuf::from(out.stdout.trim_end());
     assert_eq!(path, env.state_dir().join("artifacts/2.bash.log"));
     assert_eq!(std::fs::read(&path).unwrap(), b"1\n2\n3\n4\n5\n");
@@ -977,30 +930,11 @@ fn artifact_gc_honours_age_and_size_limits() {
     old_artifact(&dir, 4, 300, 0);
     let exists = |id: u64| dir.join(format!("{id}.bash.log")).exists();
 
-    let out = env
-        .test()
-        .args(&["artifact", "gc", "--dry-run", "-p", "small"])
-        .code(0)
-        .run();
-    assert!(
-        out.stdout
-            .contains("would remove artifact://1 (600B, 10d old)"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout
-            .contains("would remove artifact://2 (600B, 1d old)"),
-        "{}",
-        out.stdout
-    );
+    let out = env.run_ok(&["artifact", "gc", "--dry-run", "-p", "small"]);
+    assert_has(&out.stdout, "would remove artifact://1 (600B, 10d old)");
+    assert_has(&out.stdout, "would remove artifact://2 (600B, 1d old)");
     assert!(!out.stdout.contains("artifact://3") && !out.stdout.contains("artifact://4"));
-    assert!(
-        out.stdout
-            .ends_with("would free 2 artifact(s), 1.2KB; 2 kept\n"),
-        "{}",
-        out.stdout
-    );
+    assert_ends_with(&out.stdout, "would free 2 artifact(s), 1.2KB; 2 kept\n");
     assert!((1..=4).all(exists), "--dry-run removed something");
 
     let out = env
@@ -1008,16 +942,8 @@ fn artifact_gc_honours_age_and_size_limits() {
         .env("AGENTBASH_PROFILE", "small")
         .run();
     out.assert_code(0);
-    assert!(
-        out.stdout.contains("removed artifact://1 "),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.ends_with("freed 2 artifact(s), 1.2KB; 2 kept\n"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, "removed artifact://1 ");
+    assert_ends_with(&out.stdout, "freed 2 artifact(s), 1.2KB; 2 kept\n");
     assert!(!exists(1) && !exists(2) && exists(3) && exists(4));
     assert!(
         !dir.join("1.json").exists(),
@@ -1035,14 +961,10 @@ fn artifact_gc_honours_age_and_size_limits() {
         .find(|l| l.starts_with("artifact://3 "))
         .expect("row 3");
     assert!(row.ends_with(r"  cargo test\n--all"), "{row}");
-    assert!(!listed.contains("artifact://1 "), "{listed}");
+    assert_lacks(&listed, "artifact://1 ");
 
     let out = env.run(&["artifact", "gc", "-p", "small"]);
-    assert!(
-        out.stdout.ends_with("freed 0 artifact(s), 0B; 2 kept\n"),
-        "{}",
-        out.stdout
-    );
+    assert_ends_with(&out.stdout, "freed 0 artifact(s), 0B; 2 kept\n");
 }
 
 #[test]
@@ -1115,18 +1037,12 @@ fn shipped_profiles_are_real_configurations() {
 #[test]
 fn agent_profile_runs_as_json_with_head_and_tail() {
     let env = TestEnv::new();
-    let v = env
-        .test()
-        .run_text("seq 1 20000")
-        .profile("agent")
-        .code(0)
-        .json();
+    let v = env.run_text("seq 1 20000").profile("agent").code(0).json();
     let output = s(&v, "output");
     assert!(output.starts_with("1\n2\n3\n"), "head kept");
     assert!(output.ends_with("19999\n20000\n"), "tail kept");
     assert_eq!(v["truncation"]["direction"], "middle");
-    env.test()
-        .run_text("cat Cargo.toml")
+    env.run_text("cat Cargo.toml")
         .profile("agent")
         .code(77)
         .run();
@@ -1186,12 +1102,11 @@ fn github_actions_groups_output_and_annotates_failures() {
     assert!(out.stdout.ends_with("::endgroup::\n::error title=agentbash::Command `sleep 5` timed out after 1s (exit 124)\n"), "{}", out.stdout);
     let out = github(&env, &["run", "-p", "ci", "-C", "nowhere", "--", "true"]);
     out.assert_code(125);
-    assert!(!out.stdout.contains("::group::"), "{}", out.stdout);
+    assert_lacks(&out.stdout, "::group::");
     assert!(out.stdout.starts_with("::error title=agentbash::Command `true` did not run (exit 125): Working directory does not exist"), "{}", out.stdout);
 
     // Without GITHUB_ACTIONS, or with annotations off, nothing of the sort.
-    env.test()
-        .run_text("echo hi; exit 3")
+    env.run_text("echo hi; exit 3")
         .profile("ci")
         .stdout("hi\n")
         .run();
@@ -1210,7 +1125,6 @@ fn github_actions_stream_opens_the_group_before_the_output() {
     let gate = crate::support::Gate::new(&env, "second");
     let cmd = format!("echo first; {}; echo second; exit 1", gate.wait());
     let mut run = env
-        .test()
         .run_text(&cmd)
         .profile("ci")
         .env("GITHUB_ACTIONS", "true")
@@ -1236,10 +1150,9 @@ fn colour_in_ci_logs() {
     let env = TestEnv::new();
     let esc = |s: &str| s.contains('\x1b');
     // Into a pipe: no colour, unless forced or on GitHub Actions (which renders it).
-    let plain = env.test().run_text("echo hi; exit 3").run();
+    let plain = env.run_text("echo hi; exit 3").run();
     assert!(!esc(&plain.stderr) && !esc(&plain.stdout));
     let forced = env
-        .test()
         .run_text("echo hi; exit 3")
         .opts(&["--color", "always"])
         .run();
@@ -1248,16 +1161,11 @@ fn colour_in_ci_logs() {
         forced.stdout, "hi\n",
         "the command's output stays sanitized"
     );
-    let clicolor = env
-        .test()
-        .run_text("exit 3")
-        .env("CLICOLOR_FORCE", "1")
-        .run();
+    let clicolor = env.run_text("exit 3").env("CLICOLOR_FORCE", "1").run();
     assert!(esc(&clicolor.stderr));
     let gha = github(&env, &["run", "-p", "ci", "--", "exit 3"]);
     assert!(esc(&gha.stderr), "{:?}", gha.stderr);
     let no_color = env
-        .test()
         .run_text("exit 3")
         .profile("ci")
         .env("GITHUB_ACTIONS", "true")

@@ -22,6 +22,18 @@ fn command_env(test: Test) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The command's environment under a profile with these `[env]` settings, `vars`
+/// set in agentbash's own environment.
+#[track_caller]
+fn env_under(env: &TestEnv, settings: &str, vars: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let profile = format!("[env]\n{settings}\n");
+    let mut test = env.run_json("env").profile_file("p.toml", &profile);
+    for (k, v) in vars {
+        test = test.env(k, v);
+    }
+    command_env(test)
+}
+
 const HARDENED: &[(&str, &str)] = &[
     ("PAGER", "cat"),
     ("GIT_PAGER", "cat"),
@@ -69,8 +81,7 @@ const HARDENED: &[(&str, &str)] = &[
 fn hardened_variables_are_set_over_inherited_ones() {
     let env = TestEnv::new();
     let vars = command_env(
-        env.test()
-            .run_json("env")
+        env.run_json("env")
             .env("PAGER", "less")
             .env("TERM", "xterm-256color")
             .env("AWS_PAGER", "less")
@@ -94,12 +105,11 @@ fn hardened_variables_are_set_over_inherited_ones() {
 #[test]
 fn no_ci_drops_ci() {
     let env = TestEnv::new();
-    let vars = command_env(env.test().run_json("env").env("AGENTBASH_NO_CI", "1"));
+    let vars = command_env(env.run_json("env").env("AGENTBASH_NO_CI", "1"));
     assert!(!vars.contains_key("CI"), "CI={:?}", vars.get("CI"));
     assert_eq!(vars.get("PAGER").map(String::as_str), Some("cat"));
     let vars = command_env(
-        env.test()
-            .run_json("env")
+        env.run_json("env")
             .env("AGENTBASH_NO_CI", "1")
             .env("CI", "true"),
     );
@@ -113,7 +123,7 @@ fn no_ci_drops_ci() {
 #[test]
 fn env_flag_wins_over_hardening() {
     let env = TestEnv::new();
-    let vars = command_env(env.test().run_json("env").opts(&[
+    let vars = command_env(env.run_json("env").opts(&[
         "-e",
         "PAGER=less",
         "-e",
@@ -134,17 +144,15 @@ fn profile_set_wins_over_hardening_and_loses_to_the_flag() {
         "p.toml",
         "[env]\nset = { PAGER = \"more\", FOO = \"bar\", TERM = \"vt100\" }\n",
     );
-    let vars = command_env(env.test().run_json("env").profile("./p.toml"));
+    let vars = command_env(env.run_json("env").profile("./p.toml"));
     assert_eq!(vars["PAGER"], "more");
     assert_eq!(vars["FOO"], "bar");
     assert_eq!(vars["TERM"], "vt100");
     assert_eq!(vars["GIT_PAGER"], "cat");
-    let vars =
-        command_env(
-            env.test()
-                .run_json("env")
-                .opts(&["-p", "./p.toml", "-e", "PAGER=less"]),
-        );
+    let vars = command_env(
+        env.run_json("env")
+            .opts(&["-p", "./p.toml", "-e", "PAGER=less"]),
+    );
     assert_eq!(vars["PAGER"], "less");
     assert_eq!(vars["FOO"], "bar");
 }
@@ -152,16 +160,8 @@ fn profile_set_wins_over_hardening_and_loses_to_the_flag() {
 #[test]
 fn inherit_list_keeps_only_matching_variables() {
     let env = TestEnv::new();
-    let vars = command_env(
-        env.test()
-            .run_json("env")
-            .profile_file(
-                "p.toml",
-                "[env]\ninherit = [\"PATH\", \"HOME\", \"LANG*\"]\n",
-            )
-            .env("MY_VAR", "1")
-            .env("LANGUAGE", "en"),
-    );
+    let inherit = "inherit = [\"PATH\", \"HOME\", \"LANG*\"]";
+    let vars = env_under(&env, inherit, &[("MY_VAR", "1"), ("LANGUAGE", "en")]);
     assert!(!vars.contains_key("MY_VAR"), "MY_VAR leaked");
     assert_eq!(vars["HOME"], env.home().display().to_string());
     assert!(vars.contains_key("PATH"));
@@ -173,15 +173,8 @@ fn inherit_list_keeps_only_matching_variables() {
 #[test]
 fn inherit_none_starts_empty() {
     let env = TestEnv::new();
-    let vars = command_env(
-        env.test()
-            .run_json("env")
-            .profile_file(
-                "p.toml",
-                "[env]\ninherit = \"none\"\nset = { PATH = \"/usr/bin:/bin\" }\n",
-            )
-            .env("MY_VAR", "1"),
-    );
+    let settings = "inherit = \"none\"\nset = { PATH = \"/usr/bin:/bin\" }";
+    let vars = env_under(&env, settings, &[("MY_VAR", "1")]);
     assert!(!vars.contains_key("MY_VAR"));
     assert!(!vars.contains_key("HOME"), "HOME={:?}", vars.get("HOME"));
     assert_eq!(vars["PAGER"], "cat");
@@ -190,14 +183,12 @@ fn inherit_none_starts_empty() {
 #[test]
 fn exclude_globs_remove_inherited_variables() {
     let env = TestEnv::new();
-    let vars = command_env(
-        env.test()
-            .run_json("env")
-            .profile_file("p.toml", "[env]\nexclude = [\"*TOKEN*\"]\n")
-            .env("MY_TOKEN", "secret")
-            .env("TOKEN_X", "secret")
-            .env("OTHER", "1"),
-    );
+    let vars = [
+        ("MY_TOKEN", "secret"),
+        ("TOKEN_X", "secret"),
+        ("OTHER", "1"),
+    ];
+    let vars = env_under(&env, "exclude = [\"*TOKEN*\"]", &vars);
     assert!(!vars.contains_key("MY_TOKEN"));
     assert!(!vars.contains_key("TOKEN_X"));
     assert_eq!(vars["OTHER"], "1");
@@ -206,12 +197,7 @@ fn exclude_globs_remove_inherited_variables() {
 #[test]
 fn harden_false_leaves_the_inherited_env() {
     let env = TestEnv::new();
-    let vars = command_env(
-        env.test()
-            .run_json("env")
-            .profile_file("p.toml", "[env]\nharden = false\n")
-            .env("PAGER", "less"),
-    );
+    let vars = env_under(&env, "harden = false", &[("PAGER", "less")]);
     assert_eq!(vars["PAGER"], "less");
     assert!(!vars.contains_key("CI"));
     assert!(!vars.contains_key("GIT_TERMINAL_PROMPT"));
@@ -220,8 +206,7 @@ fn harden_false_leaves_the_inherited_env() {
 #[test]
 fn redacted_values_are_masked_in_output() {
     let env = TestEnv::new();
-    env.test()
-        .run_json("echo \"pw=$MY_SECRET\"")
+    env.run_json("echo \"pw=$MY_SECRET\"")
         .profile_file("p.toml", "[output]\nredact = [\"*SECRET*\"]\n")
         .env("MY_SECRET", "hunter2hunter2")
         .code(0)
@@ -234,12 +219,7 @@ fn redacted_values_are_masked_in_output() {
 fn invalid_env_names_are_usage_errors() {
     let env = TestEnv::new();
     for bad in ["1BAD=x", "A-B=1", "NOEQUALS", "=x", "A B=1"] {
-        let out = env
-            .test()
-            .run_text("touch ran")
-            .opts(&["-e", bad])
-            .code(2)
-            .run();
+        let out = env.run_text("touch ran").opts(&["-e", bad]).code(2).run();
         let key = bad.split('=').next().unwrap();
         assert!(
             out.stderr.contains(key) || out.stderr.contains(bad),
@@ -251,10 +231,10 @@ fn invalid_env_names_are_usage_errors() {
             "-e {bad:?} ran the command"
         );
     }
-    let out = env.test().run_text("true").opts(&["-e", "1BAD=x"]).run();
+    let out = env.run_text("true").opts(&["-e", "1BAD=x"]).run();
     assert!(
         out.stderr.contains("variable name") || out.stderr.contains("KEY"),
-        "{:?}",
+        "{}",
         out.stderr
     );
 }
@@ -262,6 +242,6 @@ fn invalid_env_names_are_usage_errors() {
 #[test]
 fn the_last_env_flag_for_a_key_wins() {
     let env = TestEnv::new();
-    let vars = command_env(env.test().run_json("env").opts(&["-e", "A=1", "-e", "A=2"]));
+    let vars = command_env(env.run_json("env").opts(&["-e", "A=1", "-e", "A=2"]));
     assert_eq!(vars["A"], "2");
 }

@@ -374,7 +374,7 @@ fn refusal_names_the_resolved_target() {
     let v = verdict("rm -rf \"$EMPTY/\"");
     let r = v.refused.expect("refused");
     assert_eq!(r.rule, "guard:delete");
-    assert!(r.reason.contains("recursively delete /"), "{}", r.reason);
+    assert_has(&r.reason, "recursively delete /");
     let t = &v.checked[0].targets[0];
     assert_eq!(t.resolved.as_deref(), Some("/"));
     let v = verdict("cd / && rm -rf *");
@@ -561,7 +561,7 @@ fn run_refuses_a_protected_directory_whatever_the_caller_declared() {
     }
     // Through a variable, a cd and a wrapper too; JSON says who refused and why.
     let cmd = format!("cd {target}/.. && D=precious; sudo -n env X=1 rm -rf \"$D\"");
-    let j = t.test().run_json(&cmd).profile(&p).code(77).json();
+    let j = t.run_json(&cmd).profile(&p).code(77).json();
     assert_eq!(j["blocked"]["rule"], "guard:delete");
     assert!(j["blocked"]["tool"].is_null());
     assert!(s(&j, "text").starts_with("Refused: "), "{j}");
@@ -570,8 +570,7 @@ fn run_refuses_a_protected_directory_whatever_the_caller_declared() {
     // A sibling is not protected: the same command on it runs.
     let scratch = t.work().join("scratch");
     std::fs::create_dir_all(&scratch).expect("mkdir");
-    t.test()
-        .run_text(format!("rm -rf {}", scratch.display()))
+    t.run_text(format!("rm -rf {}", scratch.display()))
         .profile(&p)
         .code(0)
         .run();
@@ -615,7 +614,7 @@ fn run_refuses_every_bypass_family_on_a_protected_directory() {
         format!("rm -rf {d} \"unterminated"),
     ];
     for cmd in &forms {
-        let out = t.test().run_text(cmd).profile(&p).code(77).run();
+        let out = t.run_text(cmd).profile(&p).code(77).run();
         assert!(out.stdout.starts_with("Refused: "), "{cmd}\n{}", out.stdout);
         assert!(
             precious.join("inner/data").exists(),
@@ -632,7 +631,7 @@ fn run_refuses_every_bypass_family_on_a_protected_directory() {
     ] {
         std::fs::create_dir_all(scratch.join("inner")).expect("mkdir");
         let cmd = cmd.replace("{s}", &scratch.display().to_string());
-        t.test().run_text(&cmd).profile(&p).code(0).run();
+        t.run_text(&cmd).profile(&p).code(0).run();
         assert!(!scratch.exists(), "{cmd} did not run");
     }
 }
@@ -646,9 +645,9 @@ fn explain_shows_the_guard_verdict_and_targets() {
         "rm -rf \"$EMPTY_GUARD_VAR/\" --no-preserve-root",
     ]);
     out.assert_code(0);
-    assert!(out.stdout.contains("guard:"), "{}", out.stdout);
-    assert!(out.stdout.contains("REFUSED"), "{}", out.stdout);
-    assert!(out.stdout.contains("-> /"), "{}", out.stdout);
+    assert_has(&out.stdout, "guard:");
+    assert_has(&out.stdout, "REFUSED");
+    assert_has(&out.stdout, "-> /");
     let out = t.run(&["explain", "--format", "json", "--", "rm -rf ~/"]);
     let j = out.json();
     assert_eq!(j["guard"]["refused"]["rule"], "guard:delete", "{j}");
@@ -664,16 +663,12 @@ fn explain_shows_the_guard_verdict_and_targets() {
 fn rules_test_reports_the_guard() {
     let t = TestEnv::new();
     let out = t.run(&["rules", "test", "--", "dd if=/dev/zero of=/dev/sda"]);
-    assert!(out.stdout.contains("guard:   REFUSED"), "{}", out.stdout);
-    assert!(out.stdout.contains("/dev/sda"), "{}", out.stdout);
+    assert_has(&out.stdout, "guard:   REFUSED");
+    assert_has(&out.stdout, "/dev/sda");
     let out = t.run(&["rules", "test", "--", "shutdown -h now"]);
-    assert!(
-        out.stdout.contains("guard:   REFUSED by rule `power`"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, "guard:   REFUSED by rule `power`");
     let out = t.run(&["rules", "test", "--", "ls -la"]);
-    assert!(out.stdout.contains("guard:   passes"), "{}", out.stdout);
+    assert_has(&out.stdout, "guard:   passes");
 }
 
 /// `rules check guard` runs every example of the shipped pack (counted from the file
@@ -716,13 +711,10 @@ fn guard_pack_examples_pass_rules_check() {
     );
     let out = t.run(&["rules", "check", &broken.display().to_string()]);
     out.assert_code(1);
-    assert!(
-        out.stdout.contains("1 failure(s)")
-            && out
-                .stdout
-                .contains("rule `power`: examples.not_match \"sudo reboot now\""),
-        "{}",
-        out.stdout
+    assert_has(&out.stdout, "1 failure(s)");
+    assert_has(
+        &out.stdout,
+        "rule `power`: examples.not_match \"sudo reboot now\"",
     );
 }
 
@@ -748,16 +740,13 @@ examples.not_match = ["psql -h localhost"]
     );
     let p = profile.display().to_string();
     let out = t
-        .test()
         .run_text("psql -h prod.example")
         .opts(&["-p", &p, "--no-intercept"])
         .code(77)
         .run();
-    assert!(
-        out.stdout
-            .starts_with("Refused: Never connect to the production database from an agent."),
-        "{}",
-        out.stdout
+    assert_starts_with(
+        &out.stdout,
+        "Refused: Never connect to the production database from an agent.",
     );
     let out = t.run(&[
         "rules",
@@ -781,27 +770,21 @@ examples.match = ["psql -h prod.db"]
     );
     let out = t.run(&["rules", "check", &bad.display().to_string()]);
     out.assert_code(1);
-    assert!(
-        out.stdout.contains("none of the rule's keywords"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, "none of the rule's keywords");
     // A deny rule in an interceptor pack applies without its tool being declared.
     let profile = t.write(
         "q.toml",
         "[interceptor]\nrules = [\"deny.toml\"]\ntools = [\"read\"]\n",
     );
     let q = profile.display().to_string();
-    t.test()
-        .run_text("psql -h prod.example")
+    t.run_text("psql -h prod.example")
         .profile(&q)
         .code(77)
         .run();
     // An invalid guard pack never runs anything.
     let profile = t.write("r.toml", "[guard]\nrules = [\"missing.toml\"]\n");
     let r = profile.display().to_string();
-    t.test()
-        .run_text("echo should-not-run")
+    t.run_text("echo should-not-run")
         .profile(&r)
         .code(125)
         .stdout_lacks("should-not-run")
@@ -825,19 +808,17 @@ fn guard_can_be_switched_off_only_by_a_profile() {
     let (on, off) = (on.display().to_string(), off.display().to_string());
     let cmd = format!("rm -rf {}", precious.display());
     let out = t.run(&["explain", "-p", &off, "--", &cmd]);
-    assert!(out.stdout.contains("guard       off"), "{}", out.stdout);
+    assert_has(&out.stdout, "guard       off");
     let out = t.run(&["explain", "-p", &on, "--", &cmd]);
-    assert!(out.stdout.contains("REFUSED"), "{}", out.stdout);
+    assert_has(&out.stdout, "REFUSED");
     // On, the flags a caller has do not switch it off.
-    t.test()
-        .run_text(&cmd)
+    t.run_text(&cmd)
         .opts(&["-p", &on, "--no-intercept", "--tools", ""])
         .code(77)
         .run();
     assert!(precious.join("inner/data").exists(), "the guard let it run");
     // Off, the same command runs: it deletes the directory.
     let out = t
-        .test()
         .run_text(&cmd)
         .profile(&off)
         .code(0)
@@ -890,22 +871,12 @@ fn every_refusal_says_who_refused_in_one_shape() {
         ("read", "cat notes.txt", &want_interceptor),
     ] {
         let tools = format!("--tools={tools}");
-        let run = t
-            .test()
-            .run_json(cmd)
-            .opts(&["-p", &p, &tools])
-            .code(77)
-            .run();
+        let run = t.run_json(cmd).opts(&["-p", &p, &tools]).code(77).run();
         assert_eq!(run.json()["blocked"], *want, "run {cmd}");
-        let explain = t
-            .test()
-            .explain_json(cmd)
-            .opts(&["-p", &p, &tools])
-            .code(0)
-            .run();
+        let explain = t.explain_json(cmd).opts(&["-p", &p, &tools]).code(0).run();
         assert_eq!(explain.json()["blocked"], *want, "explain {cmd}");
     }
-    let v = t.test().explain_json("echo fine").profile(&p).json();
+    let v = t.explain_json("echo fine").profile(&p).json();
     assert!(v["blocked"].is_null(), "{v:#}");
     let requests = [
         serde_json::json!({"id": "g", "type": "bash", "command": guarded}),
@@ -977,14 +948,12 @@ examples.not_match = ["echo deploy-prod"]
     assert!(!t.work().join("ran").exists(), "rpc: the command ran");
     // Explain and rules test say it refuses whatever the tools.
     let out = t.run(&["explain", "-p", &p, "--", cmd]);
-    assert!(
-        out.stdout
-            .contains("REFUSE by deny rule no-deploy (whatever the caller's tools)"),
-        "{}",
-        out.stdout
+    assert_has(
+        &out.stdout,
+        "REFUSE by deny rule no-deploy (whatever the caller's tools)",
     );
     // A command it does not match runs.
-    t.test().run_text("true").profile(&p).run().assert_code(0);
+    t.run_text("true").profile(&p).run().assert_code(0);
 }
 
 /// `bash -c` nested past the depth the guard follows: what it cannot read it does not
@@ -1004,10 +973,10 @@ fn a_destructive_command_nested_too_deep_to_read_is_refused() {
     };
     let delete = format!("rm -rf {}", precious.display());
     // Within the depth it reads, the target is judged as usual.
-    let out = t.run(&["run", "-p", &p, "--", &nest(&delete, 8)]);
+    let out = t.run_text(nest(&delete, 8)).opts(&["-p", &p]).run();
     assert_eq!(out.code(), Some(77), "{}{}", out.stdout, out.stderr);
     for depth in [9, 10] {
-        let out = t.run(&["run", "-p", &p, "--", &nest(&delete, depth)]);
+        let out = t.run_text(nest(&delete, depth)).opts(&["-p", &p]).run();
         assert_eq!(
             out.code(),
             Some(77),
@@ -1015,11 +984,7 @@ fn a_destructive_command_nested_too_deep_to_read_is_refused() {
             out.stdout,
             out.stderr
         );
-        assert!(
-            out.stdout.contains("too large for the guard to follow"),
-            "{}",
-            out.stdout
-        );
+        assert_has(&out.stdout, "too large for the guard to follow");
         assert!(
             precious.join("inner/data").exists(),
             "depth {depth} deleted it"
@@ -1028,7 +993,10 @@ fn a_destructive_command_nested_too_deep_to_read_is_refused() {
         let refused = &explained.json()["guard"]["refused"];
         assert_eq!(refused["rule"], "guard:too-complex", "{refused}");
     }
-    let out = t.run(&["run", "-p", &p, "--", &nest("echo deep", 10)]);
-    out.assert_code(0);
+    let out = t
+        .run_text(nest("echo deep", 10))
+        .opts(&["-p", &p])
+        .code(0)
+        .run();
     assert_eq!(out.stdout, "deep\n");
 }

@@ -1,6 +1,7 @@
 //! Interceptor tests (docs/RULES.md): the candidates the parser yields, the default rule pack and
 //! custom packs, all through the public API only.
 
+use crate::support::assert_has;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -275,11 +276,8 @@ fn corpus_below_its_thresholds_fails_with_exit_1() {
         .unwrap_or_else(|e| panic!("cannot run agentbash: {e}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains("line 4: expected read, got pass"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("BELOW THRESHOLD"), "{stdout}");
+    assert_has(&stdout, "line 4: expected read, got pass");
+    assert_has(&stdout, "BELOW THRESHOLD");
     let parsed = parse_corpus("c.tsv", "#: min-recall 80\nread\tcat a␤b\n");
     let parsed = parsed.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(parsed.min_recall, 80.0);
@@ -667,25 +665,22 @@ fn format_test_explains_tool_absent_and_block() {
     let cmd = "cat README.md | less";
     let list = tools("grep");
     let text = format_test(cmd, &intercept(cmd, default_rules(), &list), &list);
-    assert!(
-        text.contains("rule `read` (default, block, tool `read`): tool `read` absent"),
-        "{text}"
+    assert_has(
+        &text,
+        "rule `read` (default, block, tool `read`): tool `read` absent",
     );
-    assert!(text.contains("skipped: stdin is piped"), "{text}");
-    assert!(text.contains("result:  would run"), "{text}");
-    assert!(text.contains("parse:   2 candidate(s)"), "{text}");
+    assert_has(&text, "skipped: stdin is piped");
+    assert_has(&text, "result:  would run");
+    assert_has(&text, "parse:   2 candidate(s)");
 
     let list = tools("read");
     let text = format_test(cmd, &intercept(cmd, default_rules(), &list), &list);
-    assert!(text.contains("BLOCKS"), "{text}");
-    assert!(text.contains("Blocked: Use the `read` tool"), "{text}");
+    assert_has(&text, "BLOCKS");
+    assert_has(&text, "Blocked: Use the `read` tool");
 
     let text = format_test("echo 'x", &intercept("echo 'x", default_rules(), &[]), &[]);
-    assert!(
-        text.contains("does not parse (unterminated quote)"),
-        "{text}"
-    );
-    assert!(text.contains("(none: no rule can block)"), "{text}");
+    assert_has(&text, "does not parse (unterminated quote)");
+    assert_has(&text, "(none: no rule can block)");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -827,16 +822,16 @@ fn unknown_keys_are_errors_with_location_and_suggestion() {
         "[[rule]]\nid = \"a\"\npattern = 'x'\ntool = \"t\"\nmessage = \"m\"\nexamples.mtch = []\n",
     );
     assert!(err.starts_with("p.toml:6:10:"), "{err}");
-    assert!(err.contains("did you mean `match`?"), "{err}");
+    assert_has(&err, "did you mean `match`?");
 
     let err = load_error(
         "[[rule]]\nid = \"a\"\npattern = 'x'\ntool = \"t\"\nmessage = \"m\"\naction = \"blok\"\n",
     );
-    assert!(err.contains("did you mean `block`?"), "{err}");
+    assert_has(&err, "did you mean `block`?");
 
     let err = load_error("[[rules]]\nid = \"a\"\n");
     assert!(err.starts_with("p.toml:1:"), "{err}");
-    assert!(err.contains("did you mean `rule`?"), "{err}");
+    assert_has(&err, "did you mean `rule`?");
 
     let err = load_error("[[rule]]\nid = \"a\"\npattern = 3\n");
     assert!(err.starts_with("p.toml:3:11:"), "{err}");
@@ -852,10 +847,7 @@ fn duplicate_ids_and_empty_fields_are_errors() {
     );
 
     let err = load_error("[[rule]]\nid = \"a\"\npattern = 'x'\ntool = \"\"\nmessage = \"m\"\n");
-    assert!(
-        err.contains("p.toml:4:8: rule `a`: `tool` must not be empty"),
-        "{err}"
-    );
+    assert_has(&err, "p.toml:4:8: rule `a`: `tool` must not be empty");
 }
 
 #[test]
@@ -882,7 +874,7 @@ fn unknown_builtin_and_missing_file_are_errors() {
         Ok(_) => panic!("unknown pack must fail"),
         Err(e) => e.to_string(),
     };
-    assert!(err.contains("unknown rule pack `strict`"), "{err}");
+    assert_has(&err, "unknown rule pack `strict`");
     let err = match RuleSet::load(
         &["missing/pack.toml".to_string()],
         Some(std::path::Path::new("/nonexistent")),
@@ -890,7 +882,7 @@ fn unknown_builtin_and_missing_file_are_errors() {
         Ok(_) => panic!("missing file must fail"),
         Err(e) => e.to_string(),
     };
-    assert!(err.contains("/nonexistent/missing/pack.toml"), "{err}");
+    assert_has(&err, "/nonexistent/missing/pack.toml");
 }
 
 #[test]
@@ -918,19 +910,13 @@ message = "m"
     assert!(!report.ok());
     assert_eq!(report.failures.len(), 3, "{report}");
     let text = report.to_string();
-    assert!(
-        text.contains("bad.toml:11:11: rule `broken`: invalid regex in `pattern`"),
-        "{text}"
+    assert_has(
+        &text,
+        "bad.toml:11:11: rule `broken`: invalid regex in `pattern`",
     );
-    assert!(
-        text.contains("rule `cat`: examples.match \"ls | cat x\""),
-        "{text}"
-    );
-    assert!(text.contains("skipped as piped: [\"cat x\"]"), "{text}");
-    assert!(
-        text.contains("rule `cat`: examples.not_match \"cat y\""),
-        "{text}"
-    );
+    assert_has(&text, "rule `cat`: examples.match \"ls | cat x\"");
+    assert_has(&text, "skipped as piped: [\"cat x\"]");
+    assert_has(&text, "rule `cat`: examples.not_match \"cat y\"");
     // The invalid rule is reported once, as invalid, not again for lacking examples.
     assert!(report.notes.is_empty(), "{text}");
 

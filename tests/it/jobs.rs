@@ -2,7 +2,10 @@
 //! with `agentbash job start`, read, typed into and stopped through the real binary;
 //! limits (ttl, max_running) and leaks (a killed supervisor, stop, gc).
 
-use crate::support::{LiveServer, Output, TestEnv, nonce, procs_with_cmdline, scaled, skip};
+use crate::support::{
+    LiveServer, Output, TestEnv, assert_has, assert_lacks, assert_starts_with, nonce,
+    procs_with_cmdline, scaled, skip,
+};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -26,6 +29,45 @@ fn job_json(env: &TestEnv, args: &[&str]) -> (Option<i32>, Value) {
     a.extend_from_slice(&args[1..]);
     let out = env.run(&a);
     (out.code(), out.json())
+}
+
+/// What a run stopped by `jobs.idle_timeout = 1` says.
+const IDLE_STOP: &str = "[No output for 1 second; stopped]";
+
+/// `job stop NAME`, which must succeed.
+#[track_caller]
+fn stop_job(env: &TestEnv, name: &str) {
+    job(env, &["stop", name]).assert_code(0);
+}
+
+/// Types `text` and Enter into the job's terminal.
+#[track_caller]
+fn type_line(env: &TestEnv, name: &str, text: &str) {
+    job(env, &["send", name, "--text", text, "--keys", "Enter"]).assert_code(0);
+}
+
+/// An env with the user profile `idle`, which stops a run after 1 s without output.
+fn idle_env() -> TestEnv {
+    let env = TestEnv::new();
+    jobs_profile(&env, "idle", "idle_timeout = 1");
+    env
+}
+
+/// The user profile `name`: the default one with these `[jobs]` settings.
+fn jobs_profile(env: &TestEnv, name: &str, settings: &str) {
+    env.user_profile(
+        name,
+        &format!("extends = \"default\"\n[jobs]\n{settings}\n"),
+    );
+}
+
+/// `job start --json OPTS -- command`, parsed.
+#[track_caller]
+fn start_job(env: &TestEnv, opts: &[&str], command: &str) -> (Option<i32>, Value) {
+    let mut args = vec!["start"];
+    args.extend_from_slice(opts);
+    args.extend(["--", command]);
+    job_json(env, &args)
 }
 
 /// Poll `job output NAME --tail 200` until it contains `needle` (at most `within`).
@@ -59,14 +101,9 @@ fn a_dev_server_is_ready_outlives_its_caller_and_stop_ends_it() {
     let n = v["job"]["id"].as_u64().expect("a job number");
     assert_eq!(v["job"]["url"], format!("job://{n}"));
     assert!(v["job"]["pid"].as_i64().unwrap() > 0);
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(10)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(10);
     let url = format!("http://127.0.0.1:{port}/");
     let curl = env
-        .test()
         .run_text(format!("curl -s -o /dev/null -w '%{{http_code}}' {url}"))
         .code(0)
         .run();
@@ -116,38 +153,31 @@ fn a_second_server_on_a_taken_port_exits_at_once_and_is_never_ready() {
             .contains("Address already in use"),
         "{v}"
     );
-    job(&env, &["stop", "1"]).assert_code(0);
+    stop_job(&env, "1");
 }
 
 #[test]
 fn ready_waits_for_its_line_and_a_ready_timeout_leaves_the_job_running() {
     let env = TestEnv::new();
-    let (code, v) = job_json(
+    let (code, v) = start_job(
         &env,
-        &[
-            "start",
-            "--ready",
-            "Listening on",
-            "--",
-            "sleep 0.3; echo Listening on 1; sleep 60",
-        ],
+        &["--ready", "Listening on"],
+        "sleep 0.3; echo Listening on 1; sleep 60",
     );
     assert_eq!(code, Some(0));
     assert_eq!(v["job"]["state"], "ready", "{v}");
     let t = Instant::now();
-    let (code, v) = job_json(
+    let (code, v) = start_job(
         &env,
         &[
-            "start",
             "--name",
             "slow",
             "--ready",
             "never printed",
             "--ready-timeout",
             "2",
-            "--",
-            "sleep 60",
         ],
+        "sleep 60",
     );
     assert_eq!(code, Some(0));
     assert!(
@@ -165,8 +195,8 @@ fn ready_waits_for_its_line_and_a_ready_timeout_leaves_the_job_running() {
     let slow = slow.unwrap();
     assert_eq!(slow["state"], "running");
     assert_eq!(slow["ready"], false);
-    job(&env, &["stop", "1"]).assert_code(0);
-    job(&env, &["stop", "slow"]).assert_code(0);
+    stop_job(&env, "1");
+    stop_job(&env, "slow");
     assert!(env.leftovers(Duration::from_secs(3)).is_empty());
 }
 
@@ -174,7 +204,7 @@ fn ready_waits_for_its_line_and_a_ready_timeout_leaves_the_job_running() {
 fn cursor_reads_join_into_the_exact_output_and_tail_shows_the_end() {
     let env = TestEnv::new();
     let printer = "for i in $(seq 1 400); do echo \"line $i\"; sleep 0.01; done";
-    let (code, v) = job_json(&env, &["start", "--name", "printer", "--", printer]);
+    let (code, v) = start_job(&env, &["--name", "printer"], printer);
     assert_eq!(code, Some(0), "{v}");
     let mut got = String::new();
     let mut cursor = 0u64;
@@ -210,21 +240,11 @@ fn cursor_reads_join_into_the_exact_output_and_tail_shows_the_end() {
 #[test]
 fn a_huge_printer_keeps_its_log_bounded() {
     let env = TestEnv::new();
-    env.user_profile(
-        "small",
-        "extends = \"default\"\n[jobs]\nlog_max_bytes = 1048576\n",
-    );
-    let (code, v) = job_json(
+    jobs_profile(&env, "small", "log_max_bytes = 1048576");
+    let (code, v) = start_job(
         &env,
-        &[
-            "start",
-            "-p",
-            "small",
-            "--name",
-            "flood",
-            "--",
-            "head -c 268435456 /dev/zero | tr '\\0' x; echo; echo done",
-        ],
+        &["-p", "small", "--name", "flood"],
+        "head -c 268435456 /dev/zero | tr '\\0' x; echo; echo done",
     );
     assert_eq!(code, Some(0), "{v}");
     let out = wait_for_output(&env, "flood", "done", Duration::from_secs(120));
@@ -272,17 +292,10 @@ fn a_huge_printer_keeps_its_log_bounded() {
 #[test]
 fn a_python_repl_on_a_pty_answers_and_c_c_interrupts() {
     let env = TestEnv::new();
-    let (code, v) = job_json(
-        &env,
-        &["start", "--pty", "--name", "py", "--", "python3 -q"],
-    );
+    let (code, v) = start_job(&env, &["--pty", "--name", "py"], "python3 -q");
     assert_eq!(code, Some(0), "{v}");
     wait_for_output(&env, "py", ">>>", Duration::from_secs(20));
-    job(
-        &env,
-        &["send", "py", "--text", "print(6*7)", "--keys", "Enter"],
-    )
-    .assert_code(0);
+    type_line(&env, "py", "print(6*7)");
     let out = wait_for_output(&env, "py", "42", Duration::from_secs(20));
     assert!(out.lines().any(|l| l.trim() == "42"), "{out}");
     // The loop says it has started ("spin" + "ning": the echoed line never holds the
@@ -303,18 +316,14 @@ fn a_python_repl_on_a_pty_answers_and_c_c_interrupts() {
     assert!(out.lines().any(|l| l.trim() == "spinning"), "{out}");
     job(&env, &["send", "py", "--keys", "C-c"]).assert_code(0);
     let out = wait_for_output(&env, "py", "KeyboardInterrupt", Duration::from_secs(20));
-    assert!(out.contains("KeyboardInterrupt"), "{out}");
+    assert_has(&out, "KeyboardInterrupt");
     // The REPL itself lived through it and answers again.
-    job(
-        &env,
-        &["send", "py", "--text", "print(6*9)", "--keys", "Enter"],
-    )
-    .assert_code(0);
+    type_line(&env, "py", "print(6*9)");
     let out = wait_for_output(&env, "py", "54", Duration::from_secs(20));
     assert!(out.lines().any(|l| l.trim() == "54"), "{out}");
     let (_, v) = job_json(&env, &["list"]);
     assert_eq!(v["jobs"][0]["state"], "running", "{v}");
-    job(&env, &["stop", "py"]).assert_code(0);
+    stop_job(&env, "py");
     assert!(env.leftovers(Duration::from_secs(3)).is_empty());
 }
 
@@ -325,12 +334,7 @@ fn the_screen_of_a_curses_program_reads_as_rows() {
     let prog = format!(
         "python3 -c 'import curses\ndef main(s):\n    s.addstr(5, 10, \"HELLO SCREEN {tag}\")\n    s.refresh()\n    s.getch()\ncurses.wrapper(main)'"
     );
-    let (code, v) = job_json(
-        &env,
-        &[
-            "start", "--pty", "--name", "tui", "--ready", "HELLO", "--", &prog,
-        ],
-    );
+    let (code, v) = start_job(&env, &["--pty", "--name", "tui", "--ready", "HELLO"], &prog);
     assert_eq!(code, Some(0), "{v}");
     let deadline = Instant::now() + Duration::from_secs(20);
     let rows = loop {
@@ -354,13 +358,13 @@ fn the_screen_of_a_curses_program_reads_as_rows() {
         "{rows:?}"
     );
     assert!(rows[5].starts_with("          HELLO"), "{rows:?}");
-    job(&env, &["stop", "tui"]).assert_code(0);
+    stop_job(&env, "tui");
 }
 
 #[test]
 fn a_stdin_job_takes_what_is_sent_through_a_pipe() {
     let env = TestEnv::new();
-    let (code, v) = job_json(&env, &["start", "--stdin", "--name", "echo", "--", "cat"]);
+    let (code, v) = start_job(&env, &["--stdin", "--name", "echo"], "cat");
     assert_eq!(code, Some(0), "{v}");
     job(
         &env,
@@ -376,16 +380,13 @@ fn a_stdin_job_takes_what_is_sent_through_a_pipe() {
     assert_eq!(out, "hello through the pipe\n");
     let refused = job(&env, &["send", "nope", "--text", "x"]);
     refused.assert_code(125);
-    job(&env, &["stop", "echo"]).assert_code(0);
+    stop_job(&env, "echo");
 }
 
 #[test]
 fn ttl_ends_a_job_on_time() {
     let env = TestEnv::new();
-    let (_, v) = job_json(
-        &env,
-        &["start", "--ttl", "1", "--name", "brief", "--", "sleep 60"],
-    );
+    let (_, v) = start_job(&env, &["--ttl", "1", "--name", "brief"], "sleep 60");
     assert_eq!(v["job"]["ttl"], 1);
     let deadline = Instant::now() + Duration::from_secs(10);
     let v = loop {
@@ -404,7 +405,7 @@ fn ttl_ends_a_job_on_time() {
 #[test]
 fn max_running_refuses_the_next_start_naming_the_running_jobs() {
     let env = TestEnv::new();
-    env.user_profile("one", "extends = \"default\"\n[jobs]\nmax_running = 1\n");
+    jobs_profile(&env, "one", "max_running = 1");
     job(
         &env,
         &["start", "-p", "one", "--name", "first", "--", "sleep 60"],
@@ -415,9 +416,9 @@ fn max_running_refuses_the_next_start_naming_the_running_jobs() {
         &["start", "-p", "one", "--name", "second", "--", "sleep 61"],
     );
     out.assert_code(125);
-    assert!(out.stderr.contains("jobs.max_running"), "{}", out.stderr);
-    assert!(out.stderr.contains("job://1 first"), "{}", out.stderr);
-    job(&env, &["stop", "first"]).assert_code(0);
+    assert_has(&out.stderr, "jobs.max_running");
+    assert_has(&out.stderr, "job://1 first");
+    stop_job(&env, "first");
     assert!(env.leftovers(Duration::from_secs(3)).is_empty());
 }
 
@@ -426,7 +427,7 @@ fn a_killed_supervisor_leaves_a_lost_job_and_no_process() {
     let env = TestEnv::new();
     let n = nonce();
     let cmd = format!("sleep 371.{n} & sleep 372.{n}");
-    let (code, v) = job_json(&env, &["start", "--name", "doomed", "--", &cmd]);
+    let (code, v) = start_job(&env, &["--name", "doomed"], &cmd);
     assert_eq!(code, Some(0), "{v}");
     let sup = v["job"]["supervisor_pid"].as_i64().unwrap() as i32;
     assert!(!procs_with_cmdline(&format!("sleep 371.{n}"), Duration::ZERO).is_empty());
@@ -476,11 +477,9 @@ fn the_guard_refuses_a_job_as_it_refuses_a_run() {
     let rm = |dir: &std::path::Path| format!("rm -rf {}", dir.display());
     let out = job(&env, &["start", "-p", "guarded", "--", &rm(&precious)]);
     out.assert_code(77);
-    assert!(
-        out.stderr
-            .starts_with("agentbash: Refused: `rm` would recursively delete"),
-        "{}",
-        out.stderr
+    assert_starts_with(
+        &out.stderr,
+        "agentbash: Refused: `rm` would recursively delete",
     );
     let (_, v) = job_json(&env, &["list", "--all"]);
     assert_eq!(v["jobs"].as_array().map(Vec::len), Some(0), "{v}");
@@ -543,7 +542,7 @@ fn rpc_jobs_started_detached_outlive_the_server() {
     let req = serde_json::json!({"id": 1, "type": "job_start", "command": sleep, "name": "free", "detached": true});
     let out = env.cmd(&["rpc"]).stdin(format!("{req}\n")).run();
     out.assert_code(0);
-    assert!(out.stdout.contains("\"success\":true"), "{}", out.stdout);
+    assert_has(&out.stdout, "\"success\":true");
     let (_, v) = job_json(&env, &["list"]);
     assert_eq!(v["jobs"][0]["state"], "running", "{v}");
     // (Running as soon as it is started: its shell may not have become `sleep` yet.)
@@ -551,35 +550,24 @@ fn rpc_jobs_started_detached_outlive_the_server() {
         crate::support::wait_for_cmdline(&sleep, crate::support::HANG_CAP),
         "the detached job's {sleep} is gone with the server"
     );
-    job(&env, &["stop", "free"]).assert_code(0);
+    stop_job(&env, "free");
     let left = procs_with_cmdline(&sleep, Duration::from_secs(3));
     assert!(left.is_empty(), "stop left it running: {left:?}");
 }
 
 #[test]
 fn idle_timeout_stops_a_run_that_prints_nothing() {
-    let env = TestEnv::new();
-    env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
+    let env = idle_env();
     let out = env
-        .test()
         .run_text("echo hi; sleep 30")
         .profile("idle")
         .code(124)
+        .stderr_has(IDLE_STOP)
         .run();
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(10)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(10);
     assert_eq!(out.stdout, "hi\n");
-    assert!(
-        out.stderr.contains("[No output for 1 second; stopped]"),
-        "{}",
-        out.stderr
-    );
     // Output keeps it alive: a line every 0.3 s for 2 s is never idle for 1 s.
-    env.test()
-        .run_text("for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done")
+    env.run_text("for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done")
         .profile("idle")
         .code(0)
         .run();
@@ -587,38 +575,26 @@ fn idle_timeout_stops_a_run_that_prints_nothing() {
 
 #[test]
 fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
-    let env = TestEnv::new();
-    env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
+    let env = idle_env();
     let n = nonce();
     let cmd = format!("echo hi; sleep 30.{n}");
     let out = env
-        .test()
         .run_text(&cmd)
         .opts(&["-p", "idle", "--pty"])
         .code(124)
+        .stderr_has(IDLE_STOP)
         .run();
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(10)),
-        "took {:?}",
-        out.elapsed
-    );
-    assert!(out.stdout.contains("hi"), "{}", out.stdout);
-    assert!(
-        out.stderr.contains("[No output for 1 second; stopped]"),
-        "{}",
-        out.stderr
-    );
+    out.assert_ended_within(10);
+    assert_has(&out.stdout, "hi");
     assert!(procs_with_cmdline(&format!("sleep 30.{n}"), Duration::from_secs(3)).is_empty());
 }
 
 #[test]
 fn the_sandbox_confines_a_job_as_it_confines_a_run() {
     let env = TestEnv::new();
-    let run = env
-        .test()
-        .run_text("touch probe-run; echo rc=$?")
-        .opts(&["--sandbox", "read-only"])
-        .run();
+    // The control: a run under the same sandbox cannot write either.
+    let touch = "touch probe-run; echo rc=$?";
+    let run = env.run_text(touch).opts(&["--sandbox", "read-only"]).run();
     if !run.stdout.contains("rc=1") {
         skip!(
             format!(
@@ -628,25 +604,23 @@ fn the_sandbox_confines_a_job_as_it_confines_a_run() {
             "run as root on a kernel with Landlock or mount namespaces, as .ci/run does"
         );
     }
-    let (code, v) = job_json(
+    let (code, v) = start_job(
         &env,
         &[
-            "start",
             "--sandbox",
             "read-only",
             "--name",
             "boxed",
             "--ready",
             "done",
-            "--",
-            "touch probe-job; echo rc=$?; echo done; sleep 30",
         ],
+        "touch probe-job; echo rc=$?; echo done; sleep 30",
     );
     assert_eq!(code, Some(0), "{v}");
     let out = job(&env, &["output", "boxed"]);
-    assert!(out.stdout.contains("rc=1"), "{}", out.stdout);
+    assert_has(&out.stdout, "rc=1");
     assert!(!env.work().join("probe-job").exists());
-    job(&env, &["stop", "boxed"]).assert_code(0);
+    stop_job(&env, "boxed");
 }
 
 #[test]
@@ -694,7 +668,7 @@ fn jobs_of_a_sigkilled_rpc_server_stop_unless_detached() {
     assert_eq!(state("owned")["reason"], "server exit", "{v}");
     assert_eq!(state("free")["state"], "running", "{v}");
     assert!(!procs_with_cmdline(&format!("sleep 383.{n}"), Duration::ZERO).is_empty());
-    job(&env, &["stop", "free"]).assert_code(0);
+    stop_job(&env, "free");
     assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3)).is_empty());
 }
 
@@ -804,17 +778,10 @@ fn assert_record(j: &Value) {
 #[test]
 fn status_wait_rm_and_list_all_answer_for_a_job() {
     let env = TestEnv::new();
-    let (code, v) = job_json(
+    let (code, v) = start_job(
         &env,
-        &[
-            "start",
-            "--name",
-            "three",
-            "--ready",
-            "begun",
-            "--",
-            "echo begun; read x < /dev/null; sleep 1; echo over; exit 3",
-        ],
+        &["--name", "three", "--ready", "begun"],
+        "echo begun; read x < /dev/null; sleep 1; echo over; exit 3",
     );
     assert_eq!(code, Some(0), "{v}");
     let (code, status) = job_json(&env, &["status", "three"]);
@@ -829,8 +796,8 @@ fn status_wait_rm_and_list_all_answer_for_a_job() {
     // Waits for the end; exits with the job's own code.
     let waited = job(&env, &["wait", "three"]);
     waited.assert_code(3);
-    assert!(waited.stdout.contains("exited 3"), "{}", waited.stdout);
-    assert!(waited.stdout.contains("over"), "{}", waited.stdout);
+    assert_has(&waited.stdout, "exited 3");
+    assert_has(&waited.stdout, "over");
     let (_, status) = job_json(&env, &["status", "three"]);
     assert_eq!(status["state"], "exited", "{status}");
     assert_eq!(status["exit_code"], 3, "{status}");
@@ -863,16 +830,12 @@ fn status_wait_rm_and_list_all_answer_for_a_job() {
     // rm: a running job is refused, a finished one removed with its log.
     let refused = job(&env, &["rm", "long"]);
     refused.assert_code(125);
-    assert!(
-        refused.stderr.contains("still running"),
-        "{}",
-        refused.stderr
-    );
+    assert_has(&refused.stderr, "still running");
     let log_path = status["log_path"].as_str().unwrap().to_string();
     job(&env, &["rm", "three"]).assert_code(0);
     assert!(!std::path::Path::new(&log_path).exists());
     job(&env, &["status", "three"]).assert_code(125);
-    job(&env, &["stop", "long"]).assert_code(0);
+    stop_job(&env, "long");
 }
 
 #[test]
@@ -884,7 +847,7 @@ fn output_follow_streams_until_the_job_ends() {
     out.assert_code(0);
     let want: String = (1..=30).map(|i| format!("line {i}\n")).collect();
     assert_eq!(out.stdout, want);
-    assert!(out.stderr.contains("exited 4"), "{}", out.stderr);
+    assert_has(&out.stderr, "exited 4");
     // From a cursor on, the rest only.
     let out = job(&env, &["output", "printer", "--follow", "--cursor", "7"]);
     assert_eq!(out.stdout, want[7..]);
@@ -908,7 +871,7 @@ fn send_answers_with_what_the_job_printed_in_its_window() {
     );
     out.assert_code(0);
     assert_eq!(out.stdout, "again\n");
-    job(&env, &["stop", "cat"]).assert_code(0);
+    stop_job(&env, "cat");
     // A REPL answers in the window.
     job(
         &env,
@@ -943,16 +906,13 @@ fn send_answers_with_what_the_job_printed_in_its_window() {
         "{}",
         out.stdout
     );
-    job(&env, &["stop", "py"]).assert_code(0);
+    stop_job(&env, "py");
 }
 
 #[test]
 fn output_json_names_the_cursor_the_next_read_starts_at() {
     let env = TestEnv::new();
-    let (_, v) = job_json(
-        &env,
-        &["start", "--name", "p", "--", "printf 'abcdef'; exit 2"],
-    );
+    let (_, v) = start_job(&env, &["--name", "p"], "printf 'abcdef'; exit 2");
     let (_, v) = job_json(&env, &["wait", v["job"]["url"].as_str().unwrap()]);
     assert_eq!(v["job"]["exit_code"], 2, "{v}");
     let (_, v) = job_json(&env, &["output", "p", "--max-bytes", "4"]);
@@ -980,17 +940,10 @@ fn output_json_names_the_cursor_the_next_read_starts_at() {
 #[test]
 fn start_answers_with_the_output_so_far_and_the_sandbox() {
     let env = TestEnv::new();
-    let (code, v) = job_json(
+    let (code, v) = start_job(
         &env,
-        &[
-            "start",
-            "--sandbox",
-            "read-only",
-            "--ready",
-            "listening",
-            "--",
-            "echo booting; echo listening; sleep 60",
-        ],
+        &["--sandbox", "read-only", "--ready", "listening"],
+        "echo booting; echo listening; sleep 60",
     );
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["output"], "booting\nlistening\n", "{v}");
@@ -999,8 +952,8 @@ fn start_answers_with_the_output_so_far_and_the_sandbox() {
     let out = job(&env, &["start", "--ready", "up", "--", "echo up; sleep 60"]);
     out.assert_code(0);
     assert!(out.stdout.ends_with("up\n"), "{}", out.stdout);
-    job(&env, &["stop", "1"]).assert_code(0);
-    job(&env, &["stop", "2"]).assert_code(0);
+    stop_job(&env, "1");
+    stop_job(&env, "2");
 }
 
 #[test]
@@ -1008,53 +961,31 @@ fn a_job_that_fails_at_once_is_reported_exited_and_stops_an_and_list() {
     let env = TestEnv::new();
     // A generous wait, so a loaded machine cannot make the failure late; the answer
     // comes as soon as the job ends, not when the wait is over.
-    env.user_profile(
-        "settle",
-        "extends = \"default\"\n[jobs]\nstart_wait_ms = 20000\n",
-    );
+    jobs_profile(&env, "settle", "start_wait_ms = 20000");
     let fails = "echo 'OSError: [Errno 98] Address already in use' >&2; exit 1";
     let out = env
-        .test()
         .run_text(format!(
             "{} job start -p settle --name web -- \"{fails}\" && echo CARRIED-ON",
             crate::support::bin().display()
         ))
         .stdout_has("exited 1")
         .run();
-    assert!(
-        out.stdout.contains("Address already in use"),
-        "{}",
-        out.stdout
-    );
-    assert!(!out.stdout.contains("CARRIED-ON"), "{}", out.stdout);
+    assert_has(&out.stdout, "Address already in use");
+    assert_lacks(&out.stdout, "CARRIED-ON");
     let (_, v) = job_json(&env, &["status", "web"]);
     assert_eq!(v["state"], "exited", "{v}");
     // Without a readiness check a healthy job is answered as running, exit 0.
-    let (code, v) = job_json(&env, &["start", "--name", "ok", "--", "sleep 60"]);
+    let (code, v) = start_job(&env, &["--name", "ok"], "sleep 60");
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["job"]["state"], "running", "{v}");
-    job(&env, &["stop", "ok"]).assert_code(0);
+    stop_job(&env, "ok");
 }
 
 #[test]
 fn the_log_keeps_the_head_and_the_tail_and_cursors_stay_exact() {
     let env = TestEnv::new();
-    env.user_profile(
-        "small",
-        "extends = \"default\"\n[jobs]\nlog_max_bytes = 30000\n",
-    );
-    let (code, v) = job_json(
-        &env,
-        &[
-            "start",
-            "-p",
-            "small",
-            "--name",
-            "seq",
-            "--",
-            "seq 1 200000",
-        ],
-    );
+    jobs_profile(&env, "small", "log_max_bytes = 30000");
+    let (code, v) = start_job(&env, &["-p", "small", "--name", "seq"], "seq 1 200000");
     assert!(code == Some(0), "{v}");
     job(&env, &["wait", "seq"]).assert_code(0);
     let all: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
@@ -1111,14 +1042,13 @@ fn start_takes_the_run_options_and_rejects_unknown_ones() {
     let env = TestEnv::new();
     let out = job(&env, &["start", "--bogus", "x", "--", "echo hi"]);
     out.assert_code(2);
-    assert!(out.stderr.contains("--bogus"), "{}", out.stderr);
+    assert_has(&out.stderr, "--bogus");
     let (_, v) = job_json(&env, &["list", "--all"]);
     assert_eq!(v["jobs"].as_array().map(Vec::len), Some(0), "{v}");
     std::fs::create_dir_all(env.work().join("sub")).unwrap();
-    let (code, v) = job_json(
+    let (code, v) = start_job(
         &env,
         &[
-            "start",
             "-C",
             "sub",
             "-e",
@@ -1127,9 +1057,8 @@ fn start_takes_the_run_options_and_rejects_unknown_ones() {
             "30",
             "--ready",
             "done",
-            "--",
-            "echo \"$GREETING from $(basename \"$PWD\")\"; echo done; sleep 60",
         ],
+        "echo \"$GREETING from $(basename \"$PWD\")\"; echo done; sleep 60",
     );
     assert_eq!(code, Some(0), "{v}");
     assert!(
@@ -1140,15 +1069,14 @@ fn start_takes_the_run_options_and_rejects_unknown_ones() {
         "{v}"
     );
     assert_eq!(v["job"]["ttl"], 30, "{v}");
-    job(&env, &["stop", "1"]).assert_code(0);
+    stop_job(&env, "1");
 }
 
 #[test]
 fn the_interceptor_applies_to_job_start_except_its_job_rules() {
     let env = TestEnv::new();
     env.write("notes.txt", "x\n");
-    env.test()
-        .run_text("cat notes.txt")
+    env.run_text("cat notes.txt")
         .opts(&["--tools", "read,job"])
         .code(77)
         .run();
@@ -1157,20 +1085,16 @@ fn the_interceptor_applies_to_job_start_except_its_job_rules() {
         &["start", "--tools", "read,job", "--", "cat notes.txt"],
     );
     out.assert_code(77);
-    assert!(out.stderr.contains("`read` tool"), "{}", out.stderr);
+    assert_has(&out.stderr, "`read` tool");
     // What routes to `job` is what `job start` is for.
-    env.test()
-        .run_text("tail -f notes.txt")
+    env.run_text("tail -f notes.txt")
         .opts(&["--tools", "read,job"])
         .run()
         .assert_code(77);
-    let (code, v) = job_json(
-        &env,
-        &["start", "--tools", "read,job", "--", "tail -f notes.txt"],
-    );
+    let (code, v) = start_job(&env, &["--tools", "read,job"], "tail -f notes.txt");
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["job"]["state"], "running", "{v}");
-    job(&env, &["stop", "1"]).assert_code(0);
+    stop_job(&env, "1");
     let (_, v) = job_json(&env, &["list", "--all"]);
     assert_eq!(v["jobs"].as_array().map(Vec::len), Some(1), "{v}");
 }
@@ -1199,72 +1123,62 @@ fn gc_keeps_running_jobs_ends_lost_ones_and_removes_old_finished_ones() {
     assert_eq!(v["running"], 1, "{v}");
     assert!(!procs_with_cmdline(&format!("sleep 391.{n}"), Duration::ZERO).is_empty());
     // keep_exited = 0: the finished one goes, the running one stays.
-    env.user_profile("nokeep", "extends = \"default\"\n[jobs]\nkeep_exited = 0\n");
+    jobs_profile(&env, "nokeep", "keep_exited = 0");
     let (_, v) = job_json(&env, &["gc", "-p", "nokeep"]);
     assert_eq!(v["removed"], serde_json::json!(["job://2"]), "{v}");
     let (_, v) = job_json(&env, &["status", "healthy"]);
     assert_eq!(v["state"], "running", "{v}");
-    job(&env, &["stop", "healthy"]).assert_code(0);
+    stop_job(&env, "healthy");
 }
 
 #[test]
 fn a_bad_profile_is_named_by_job_start_and_gc() {
     let env = TestEnv::new();
-    env.user_profile("typo", "extends = \"default\"\n[jobs]\nmax_runing = 3\n");
+    jobs_profile(&env, "typo", "max_runing = 3");
     for args in [
         &["start", "-p", "typo", "--", "true"][..],
         &["gc", "-p", "typo"][..],
     ] {
         let out = job(&env, args);
         out.assert_code(125);
-        assert!(out.stderr.contains("max_runing"), "{}", out.stderr);
-        assert!(!out.stderr.contains("jobs directory"), "{}", out.stderr);
+        assert_has(&out.stderr, "max_runing");
+        assert_lacks(&out.stderr, "jobs directory");
     }
 }
 
 #[test]
 fn a_headless_pty_run_types_nothing_into_its_terminal() {
-    let env = TestEnv::new();
-    env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
+    let env = idle_env();
     // Reading the terminal: it waits, as at a terminal nobody types into, until
     // idle_timeout ends it; it never gets an end of input (^D) it did not ask for.
     let out = env
-        .test()
         .run_text("read -r line; echo \"read rc=$?\"")
         .opts(&["-p", "idle", "--pty"])
         .code(124)
+        .stderr_has(IDLE_STOP)
         .run();
-    assert!(!out.stdout.contains("read rc="), "{}", out.stdout);
-    assert!(!out.stdout.contains("^D"), "{}", out.stdout);
-    assert!(
-        out.stderr.contains("[No output for 1 second; stopped]"),
-        "{}",
-        out.stderr
-    );
+    assert_lacks(&out.stdout, "read rc=");
+    assert_lacks(&out.stdout, "^D");
 }
 
 #[test]
 fn idle_timeout_spares_a_run_with_a_timeout_and_a_run_using_cpu() {
-    let env = TestEnv::new();
-    env.user_profile("idle", "extends = \"default\"\n[jobs]\nidle_timeout = 1\n");
+    let env = idle_env();
     // The caller gave a timeout: quiet waiting is theirs to allow.
-    env.test()
-        .run_text("sleep 2.5; echo slept")
+    env.run_text("sleep 2.5; echo slept")
         .opts(&["-p", "idle", "-t", "30"])
         .code(0)
         .stdout("slept\n")
         .run();
     // No timeout, nothing printed, but computing: not idle.
     let busy = "python3 -c 'import time\nt = time.time()\nwhile time.time() - t < 3: pass\nprint(\"computed\")'";
-    env.test()
-        .run_text(busy)
+    env.run_text(busy)
         .profile("idle")
         .code(0)
         .stdout("computed\n")
         .run();
     // The same in a headless PTY.
-    env.test()
-        .run_text(busy)
+    env.run_text(busy)
         .opts(&["-p", "idle", "--pty"])
         .code(0)
         .stdout_has("computed")
@@ -1483,11 +1397,7 @@ fn secrets_are_masked_in_every_job_path() {
     wait_for_output(&env, "screen", "prompt>", Duration::from_secs(10));
     let screen = cli(&["job", "output", "--json", "screen", "--screen"]);
     leaked("job output --screen", &screen.stdout);
-    assert!(
-        screen.stdout.contains("[REDACTED:API_TOKEN]"),
-        "{}",
-        screen.stdout
-    );
+    assert_has(&screen.stdout, "[REDACTED:API_TOKEN]");
     // Over rpc: job_start, job_output, job_list, job_stop.
     let mut rpc = LiveServer::start_cmd(env.cmd(&["rpc", "-p", "red"]).env("API_TOKEN", OWN));
     let answers = [

@@ -3,9 +3,8 @@
 //! a lifted head stops the command as `head` would, an explicit `--head`/`--tail` is a
 //! view and never stops or changes anything.
 
-use crate::support::{Test, TestEnv, notices, s, scaled, u};
+use crate::support::{Test, TestEnv, assert_ends_with, assert_has, notices, s, u};
 use std::process::Command;
-use std::time::Duration;
 
 /// What bash shows for `cmd` when its stdout and stderr are one stream (as agentbash
 /// reads them): the oracle every non-lifted run must match.
@@ -40,14 +39,13 @@ fn a_list_before_the_pipeline_keeps_its_output() {
         "echo a; seq 5 | tail -n 1",
         "echo a; seq 5 2>&1 | tail -n 1",
     ] {
-        let v = env.test().run_json(cmd).json();
+        let v = env.run_json(cmd).json();
         assert_eq!(s(&v, "output"), "a\n5\n", "{cmd}");
         assert_eq!(s(&v, "output"), bash_shows(&env, cmd));
         assert!(v["stripped"].is_null(), "{cmd}: {v:#}");
         assert_eq!(s(&v, "normalized_command"), cmd);
     }
-    env.test()
-        .run_text("echo a; seq 5 | tail -n 1")
+    env.run_text("echo a; seq 5 | tail -n 1")
         .opts(&["-q"])
         .stdout("a\n5\n")
         .run();
@@ -85,7 +83,7 @@ fn stderr_outside_the_pipe_is_shown_and_not_counted() {
             true,
         ),
     ] {
-        let v = env.test().run_json(cmd).json();
+        let v = env.run_json(cmd).json();
         let want = if cmd.ends_with("tail -n 1") {
             vec!["5", "warn"]
         } else {
@@ -103,7 +101,7 @@ fn stderr_outside_the_pipe_is_shown_and_not_counted() {
 fn a_pipe_belongs_to_its_last_command_only() {
     let env = TestEnv::new();
     let cmd = "perl -e 'print \"$_\\n\" for 1..5000000' && touch done | head -n 5";
-    let v = env.test().run_json(cmd).code(0).json();
+    let v = env.json_of(cmd);
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(u(&v, "total_lines"), 5_000_000);
     assert!(s(&v, "output").ends_with("4999999\n5000000\n"));
@@ -119,7 +117,6 @@ fn explicit_head_and_tail_are_views_and_never_stop_the_command() {
     for limit in ["--head", "--tail"] {
         let _ = std::fs::remove_file(env.work().join("finished"));
         let v = env
-            .test()
             .run_json(FIVE_MILLION_THEN_EXIT_1)
             .opts(&[limit, "5"])
             .code(1)
@@ -152,7 +149,6 @@ fn explicit_head_never_stops_the_command_in_pty_mode() {
     let env = TestEnv::new();
     let cmd = "perl -e 'print \"$_\\n\" for 1..2500000; open(my $f, \">\", \"finished\"); exit 3'";
     let v = env
-        .test()
         .run_json(cmd)
         .opts(&["--pty", "--head", "2"])
         .code(3)
@@ -170,7 +166,6 @@ fn explicit_head_never_stops_the_command_in_pty_mode() {
 fn a_lifted_head_that_stops_the_producer_reports_the_pipelines_counts() {
     let env = TestEnv::new();
     let v = env
-        .test()
         .run_json("yes '' 2>&1 | head -n 10000000")
         .code(0)
         .field("stripped", "| head -n 10000000")
@@ -183,14 +178,14 @@ fn a_lifted_head_that_stops_the_producer_reports_the_pipelines_counts() {
         "{n:?}"
     );
     // Run as written (in a subshell), bash's own head stops `yes`: the same counts.
-    let v = env.test().run_json("(yes '') | head -n 10000000").json();
+    let v = env.run_json("(yes '') | head -n 10000000").json();
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(
         (v["exit_code"].as_i64(), u(&v, "total_lines")),
         (Some(0), 10_000_000)
     );
     // Lifted with stderr around the pipe: the limit on stdout, the same counts.
-    let v = env.test().run_json("yes '' | head -n 10000000").json();
+    let v = env.run_json("yes '' | head -n 10000000").json();
     assert_eq!(s(&v, "stripped"), "| head -n 10000000", "{v:#}");
     assert_eq!(
         (v["exit_code"].as_i64(), u(&v, "total_lines")),
@@ -199,7 +194,7 @@ fn a_lifted_head_that_stops_the_producer_reports_the_pipelines_counts() {
     // A producer that takes the broken pipe as an error of its own (exit 3) still
     // ends the pipeline with head's status.
     let cmd = "perl -e '$SIG{PIPE} = \"IGNORE\"; $| = 1; while (1) { print \"y\" x 999, \"\\n\" or exit 3 }' 2>&1 | head -n 2";
-    let v = env.test().run_json(cmd).opts(&["-t", "60"]).code(0).json();
+    let v = env.run_json(cmd).opts(&["-t", "60"]).code(0).json();
     assert_eq!(u(&v, "total_lines"), 2);
     assert_eq!(u(&v, "total_bytes"), 2000);
     assert!(
@@ -228,11 +223,7 @@ fn a_lifted_head_stops_a_slow_producer_about_when_head_would() {
             .iter()
             .any(|n| n.contains("agentbash stopped the command after line 2"))
     );
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(12)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(12);
 }
 
 /// What is lifted: one pipeline whose every stage sends stderr into the pipe, after
@@ -250,7 +241,7 @@ fn a_pipe_that_receives_all_of_the_output_is_lifted() {
         ("seq 100 |& tail -n 3", "|& tail -n 3"),
         ("seq 100 2>&1 | grep -v 7 2>&1 | tail -n 3", "| tail -n 3"),
     ] {
-        let v = env.test().run_json(cmd).json();
+        let v = env.run_json(cmd).json();
         assert_eq!(s(&v, "stripped"), stripped, "{cmd}: {v:#}");
         assert_eq!(s(&v, "output"), bash_shows(&env, cmd), "{cmd}");
         let path = v["artifact"]["path"].as_str().expect("artifact");
@@ -270,14 +261,12 @@ fn explicit_limits_view_the_command_as_written() {
     let env = TestEnv::new();
     let cmd = "seq 100 2>&1 | tail -n 5";
     let v = env
-        .test()
         .run_json(cmd)
         .opts(&["--tail", "7"])
         .output("96\n97\n98\n99\n100\n")
         .json();
     assert!(v["stripped"].is_null(), "{v:#}");
-    env.test()
-        .run_json(cmd)
+    env.run_json(cmd)
         .opts(&["--head", "3"])
         .output("96\n97\n98\n")
         .run();
@@ -287,21 +276,14 @@ fn explicit_limits_view_the_command_as_written() {
 #[test]
 fn explain_says_why_a_pipe_was_or_was_not_lifted() {
     let env = TestEnv::new();
-    let out = env
-        .test()
-        .args(&["explain", "--", "echo a; seq 5 2>&1 | tail -n 1"])
-        .code(0)
-        .run();
-    assert!(
-        out.stdout
-            .contains("lift        not lifted — \"echo a\" before the pipeline may also print\n"),
-        "{}",
-        out.stdout
+    let out = env.run_ok(&["explain", "--", "echo a; seq 5 2>&1 | tail -n 1"]);
+    assert_has(
+        &out.stdout,
+        "lift        not lifted — \"echo a\" before the pipeline may also print\n",
     );
     env.test().args(&["explain", "--", "make | tail -n 5"]).stdout_has("lift        lifted — `| tail -n 5` receives stdout only: it becomes a line limit on stdout, stderr shown in full\n").run();
     env.test().args(&["explain", "--pty", "--", "make | tail -n 5"]).stdout_has("lift        not lifted — the pipe receives stdout only, and in a terminal (PTY mode) stdout and stderr are one stream").run();
     let v = env
-        .test()
         .explain_json("(echo warn >&2; seq 5) | head -n 1")
         .json();
     assert!(v["normalize"]["stripped"].is_null(), "{v:#}");
@@ -313,7 +295,6 @@ fn explain_says_why_a_pipe_was_or_was_not_lifted() {
         "{v:#}"
     );
     let v = env
-        .test()
         .explain_json("cd src && cargo test 2>&1 | tail -n 20")
         .json();
     assert_eq!(v["normalize"]["stripped"], "| tail -n 20");
@@ -340,7 +321,7 @@ const BOTH_STREAMS_THEN_EXIT_3: &str =
 fn a_pipe_that_receives_stdout_only_is_lifted() {
     let env = TestEnv::new();
     let cmd = format!("{BOTH_STREAMS_THEN_EXIT_3} | tail -n 5");
-    let out = env.test().run_json(&cmd).code(3).run();
+    let out = env.run_json(&cmd).code(3).run();
     let v = out.json();
     assert_eq!(s(&v, "stripped"), "| tail -n 5", "{v:#}");
     // Exactly what bash shows: all of stderr, then tail's lines.
@@ -373,23 +354,16 @@ fn a_pipe_that_receives_stdout_only_is_lifted() {
         "both streams saved: {saved}"
     );
     // The simplest failure signal.
-    let out = env.test().run_text("false | tail -n 1").code(1).run();
-    assert!(
-        out.stderr
-            .contains("Exit code is false's; the stripped `| tail -n 1` would have returned 0"),
-        "{}",
-        out.stderr
+    let out = env.run_text("false | tail -n 1").code(1).run();
+    assert_has(
+        &out.stderr,
+        "Exit code is false's; the stripped `| tail -n 1` would have returned 0",
     );
     // Into a pipe, stdout carries what bash's terminal would.
     let out = env
-        .test()
         .run_text(format!("{BOTH_STREAMS_THEN_EXIT_3} | tail -n 2"))
         .run();
-    assert!(
-        out.stdout.ends_with("err 40\nout 39\nout 40\n"),
-        "{}",
-        out.stdout
-    );
+    assert_ends_with(&out.stdout, "err 40\nout 39\nout 40\n");
 }
 
 /// A stdout-only `| head`: its lines and stderr in the order they come; the producer
@@ -400,7 +374,7 @@ fn a_pipe_that_receives_stdout_only_is_lifted() {
 fn a_stdout_only_head_shows_what_bash_shows() {
     let env = TestEnv::new();
     let cmd = "perl -e '$| = 1; $SIG{PIPE} = \"IGNORE\"; for (1..5) { print \"out $_\\n\"; print STDERR \"err $_\\n\" } while (print \"more\\n\") {} print STDERR \"pipe closed\\n\"; exit 3' | head -n 5";
-    let out = env.test().run_json(cmd).opts(&["-t", "60"]).code(0).run();
+    let out = env.run_json(cmd).opts(&["-t", "60"]).code(0).run();
     let v = out.json();
     assert_eq!(s(&v, "stripped"), "| head -n 5", "{v:#}");
     let mut want = vec!["pipe closed".to_string()];
@@ -427,7 +401,7 @@ fn a_stdout_only_head_shows_what_bash_shows() {
     );
     // A producer that ends by itself before the head is full: its own exit code.
     let cmd = format!("{BOTH_STREAMS_THEN_EXIT_3} | head -n 50");
-    let v = env.test().run_json(&cmd).code(3).json();
+    let v = env.run_json(&cmd).code(3).json();
     assert_eq!(u(&v, "total_lines"), 80, "{v:#}");
     assert!(
         notices(&v).contains(
@@ -463,23 +437,18 @@ fn a_stdout_only_head_stops_the_producer() {
 #[test]
 fn a_stdout_only_lift_in_pty_mode_rpc_and_with_separate_stderr() {
     let env = TestEnv::new();
-    let v = env
-        .test()
-        .run_json("seq 10 | tail -n 2")
-        .opts(&["--pty"])
-        .json();
+    let v = env.run_json("seq 10 | tail -n 2").opts(&["--pty"]).json();
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(s(&v, "output"), "9\n10\n");
     let cmd = format!("{BOTH_STREAMS_THEN_EXIT_3} | tail -n 2");
     let out = env
-        .test()
         .run_text(&cmd)
         .opts(&["--stderr", "separate"])
         .code(3)
         .stdout("out 39\nout 40\n")
         .run();
     assert!(out.stderr.starts_with("err 1\nerr 2\n"), "{}", out.stderr);
-    assert!(out.stderr.contains("err 40\n"), "{}", out.stderr);
+    assert_has(&out.stderr, "err 40\n");
     let mut rpc = env.rpc(&[]);
     let v = rpc.ask(serde_json::json!({"id": "1", "type": "bash", "command": cmd}));
     let data = &v["data"];
@@ -512,7 +481,6 @@ fn cargo_build_piped_to_head_keeps_its_failure() {
     let rustup_env = format!("RUSTUP_HOME={rustup}");
     let cargo_env = format!("CARGO_HOME={cargo_home}");
     let v = env
-        .test()
         .run_json("cargo build --offline | head -n 5")
         .opts(&[
             "-t",

@@ -2,6 +2,7 @@
 //! (`tests/mcp_client.py`) and by hand-written JSON-RPC lines for the cases a stock
 //! client cannot provoke (EOF mid-run, EOF before initialize, junk on stdin).
 
+use crate::support::assert_has;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -53,7 +54,7 @@ pub(crate) fn python_client_checks_on(
             "python3 -m pip install 'mcp==2.3.0', as .ci/run does"
         );
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
+    let script = client_script();
     let script = script.display().to_string();
     let mut args = vec![script.as_str(), "--only", only, SERVER, "mcp"];
     args.extend_from_slice(server_args);
@@ -82,35 +83,19 @@ fn python_sdk_client_passes() {
             "python3 -m pip install 'mcp==2.3.0', as .ci/run does"
         );
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
+    let script = client_script();
     let state = tempfile::tempdir().expect("temp dir");
     // The server's directory: what its commands create (a session's `sub/.venv`) goes
     // there, not into the source tree.
     let work = tempfile::tempdir().expect("temp dir");
-    let output = Command::new("python3")
+    let mut python = Command::new("python3");
+    python
         .arg(&script)
         .arg(SERVER)
         .arg("mcp")
         .env("AGENTBASH_STATE_DIR", state.path())
-        .current_dir(work.path())
-        .output()
-        .expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the Python MCP client failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
-    // `N passed, 0 failed` (maybe `, K skipped`), with N > 0.
-    let summary = stdout.lines().last().unwrap_or_default();
-    let passed = summary
-        .split_once(" passed, 0 failed")
-        .and_then(|(passed, _)| passed.parse::<u32>().ok());
-    assert!(
-        passed.is_some_and(|n| n > 0),
-        "unexpected summary `{summary}`:\n{stdout}"
-    );
+        .current_dir(work.path());
+    let summary = assert_python_client_passes(python);
     // An older SDK leaves cases out (the client says `, K skipped`): a skip too.
     if let Some((_, skipped)) = summary.split_once(" passed, 0 failed, ") {
         crate::support::Missing::new(
@@ -174,7 +159,10 @@ fn python_sdk_client_passes_the_toolbox_checks() {
     assert_python_client_passes(python);
 }
 
-fn assert_python_client_passes(mut python: Command) {
+/// Runs the official client and asserts it passed (`N passed, 0 failed`, N > 0);
+/// returns that summary line.
+#[track_caller]
+fn assert_python_client_passes(mut python: Command) -> String {
     let output = python.output().expect("python3 runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -192,6 +180,7 @@ fn assert_python_client_passes(mut python: Command) {
         passed.is_some_and(|n| n > 0),
         "unexpected summary `{summary}`:\n{stdout}"
     );
+    summary.to_string()
 }
 
 #[test]
@@ -202,7 +191,7 @@ fn python_sdk_client_sees_background_after_keep_the_sandbox_under_agent() {
             "python3 -m pip install 'mcp==2.3.0', as .ci/run does"
         );
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/mcp_client.py");
+    let script = client_script();
     let root = tempfile::tempdir().expect("temp dir");
     let (state, config, work) = (
         root.path().join("state"),
@@ -489,10 +478,7 @@ fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
     assert_eq!(reply["id"], serde_json::Value::Null, "{}", reply["error"]);
     assert_eq!(reply["error"]["code"], -32600, "{}", reply["error"]);
     let message = reply["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("more than the limit of 16777216 bytes"),
-        "{message}"
-    );
+    assert_has(message, "more than the limit of 16777216 bytes");
     server.call(8, "bash", serde_json::json!({"command": "echo still here"}));
     let reply = server.answer(8, Duration::from_secs(10));
     assert_eq!(
@@ -577,7 +563,7 @@ fn numeric_arguments_may_be_strings() {
     let text = reply["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default();
-    assert!(text.contains("`timeout` must be a whole number"), "{text}");
+    assert_has(text, "`timeout` must be a whole number");
     assert!(!server.state.path().join("ran").exists());
 
     // A negative timeout is clamped as on the CLI and over rpc, and the notice names
@@ -728,15 +714,15 @@ fn tool_descriptions(args: &[&str]) -> (String, serde_json::Value) {
 #[test]
 fn the_bash_tool_description_reads_naturally_and_says_each_thing_once() {
     let (bash, read) = tool_descriptions(&[]);
-    assert!(
-        bash.contains("Commands run in bash (profile `default`), non-interactively"),
-        "{bash}"
+    assert_has(
+        &bash,
+        "Commands run in bash (profile `default`), non-interactively",
     );
     assert!(
         !bash.contains("with auto"),
         "the raw `auto` shell setting: {bash}"
     );
-    assert!(bash.contains("the last 50.0KB is kept"), "{bash}");
+    assert_has(&bash, "the last 50.0KB is kept");
     assert_eq!(bash.matches("artifact://N").count(), 1, "{bash}");
     assert_eq!(bash.matches("interleaved").count(), 1, "{bash}");
     assert!(!bash.contains("blocked"), "no tools declared: {bash}");
@@ -752,14 +738,8 @@ fn the_bash_tool_description_reads_naturally_and_says_each_thing_once() {
     );
 
     let (bash, _) = tool_descriptions(&["-p", "agent"]);
-    assert!(
-        bash.contains("the first 8.0KB and the last 24.0KB are kept"),
-        "{bash}"
-    );
-    assert!(
-        bash.contains("(read, grep, glob, edit, write) instead are blocked"),
-        "{bash}"
-    );
+    assert_has(&bash, "the first 8.0KB and the last 24.0KB are kept");
+    assert_has(&bash, "(read, grep, glob, edit, write) instead are blocked");
     assert_eq!(bash.matches("artifact://N").count(), 1, "{bash}");
 }
 
@@ -921,7 +901,7 @@ fn zero_limits_are_refused_as_the_schemas_say() {
     let text = reply["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default();
-    assert!(text.contains("`limit` must be at least 1"), "{text}");
+    assert_has(text, "`limit` must be at least 1");
     server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
 }

@@ -96,7 +96,7 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
         ),
     ];
     for (command, code, want) in &cases {
-        let out = env.test().run_json(command).opts(&["-t", "120"]).run();
+        let out = env.run_json(command).opts(&["-t", "120"]).run();
         out.assert_code(*code);
         let v = out.json();
         let text = s(&v, "text");
@@ -114,7 +114,6 @@ fn interactive_programs_in_print_mode_end_with_the_fix() {
     }
     // A pager with a file to show simply shows it: no notice.
     let v = env
-        .test()
         .run_json("less README.md")
         .output("readme text\n")
         .json();

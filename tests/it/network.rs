@@ -9,8 +9,8 @@
 //! those servers (without it the proxy refuses loopback, which one test checks).
 
 use crate::support::{
-    Cmd, LiveServer, TestEnv, has_program, is_root, needs_program, needs_root, s, skip,
-    thread_count,
+    Cmd, LiveServer, TestEnv, assert_has, has_program, is_root, needs_program, needs_root,
+    run_json_as_nobody, s, skip, thread_count,
 };
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -152,6 +152,12 @@ fn refusal(host: &str, port: u16, count: u64, reason: &str) -> (String, u64, u64
     (host.to_string(), u64::from(port), count, reason.to_string())
 }
 
+/// The run reports one refusal: `host:port`, which is not listed.
+#[track_caller]
+fn assert_refused_once(v: &Value, host: &str, port: u16) {
+    assert_eq!(denied(v), vec![refusal(host, port, 1, "not-listed")]);
+}
+
 #[test]
 fn a_listed_destination_is_reached_and_an_unlisted_one_refused_and_reported() {
     let (a, b) = (server("from-a"), server("from-b"));
@@ -216,10 +222,7 @@ fn a_refused_connect_is_a_403_and_a_request_that_is_no_proxy_request_a_400() {
         ["HTTP/1.1 403 Forbidden", "HTTP/1.1 400 Bad Request"],
         "{v}"
     );
-    assert_eq!(
-        denied(&v),
-        vec![refusal("refused.test", 443, 1, "not-listed")]
-    );
+    assert_refused_once(&v, "refused.test", 443);
 }
 
 #[test]
@@ -314,10 +317,7 @@ fn socks5_with_names_and_python_through_the_environment() {
         "curl's 'connection not allowed': {v}"
     );
     assert_eq!(b.hits(), 0, "{v}");
-    assert_eq!(
-        denied(&v),
-        vec![refusal("refused.test", b.port, 1, "not-listed")]
-    );
+    assert_refused_once(&v, "refused.test", b.port);
 }
 
 #[test]
@@ -725,10 +725,7 @@ fn pty_mode_goes_through_the_proxy_too() {
     assert_eq!(v["mode"], "pty", "{v}");
     assert_eq!(code, Some(0), "{v}");
     assert!(s(&v, "output").contains("from-a"), "{v}");
-    assert_eq!(
-        denied(&v),
-        vec![refusal("refused.test", a.port, 1, "not-listed")]
-    );
+    assert_refused_once(&v, "refused.test", a.port);
 }
 
 #[test]
@@ -742,10 +739,7 @@ fn each_run_of_a_session_reports_its_own_refusals() {
             a.port
         ),
     );
-    assert_eq!(
-        denied(&v),
-        vec![refusal("refused.test", 1, 1, "not-listed")]
-    );
+    assert_refused_once(&v, "refused.test", 1);
     let (code, v) = t.run(&["--session", "s1"], "curl -sS http://$WHERE/");
     assert_eq!((code, s(&v, "output")), (Some(0), "from-a"), "{v}");
     assert!(denied(&v).is_empty(), "{v}");
@@ -766,10 +760,7 @@ fn a_live_rpc_shell_keeps_its_proxy_and_each_request_reports_only_its_own() {
         1,
         "echo $$; curl -sS http://refused.test:1/".into(),
     );
-    assert_eq!(
-        denied(&first),
-        vec![refusal("refused.test", 1, 1, "not-listed")]
-    );
+    assert_refused_once(&first, "refused.test", 1);
     let second = ask(
         &mut rpc,
         2,
@@ -861,7 +852,7 @@ fn a_jobs_proxy_lives_in_its_supervisor_as_long_as_the_job() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert!(text.contains("from-a"), "{text}");
+    assert_has(&text, "from-a");
     assert!(
         text.contains(&format!(
             "[sandbox: network access to refused.test:{} was refused",
@@ -875,13 +866,10 @@ fn a_jobs_proxy_lives_in_its_supervisor_as_long_as_the_job() {
 fn explain_shows_the_list_and_a_bad_entry_is_an_error_at_its_place() {
     let t = Net::new("network = [\"pypi.org\", \"*.example.org:443\", \"!bad.example.org\"]");
     let out = t.cmd(&["explain", "-p", &t.profile, "--", "true"]).run();
-    assert!(
-        out.stdout.contains("network allowlist")
-            && out
-                .stdout
-                .contains("pypi.org *.example.org:443 !bad.example.org; local addresses refused"),
-        "{}",
-        out.stdout
+    assert_has(&out.stdout, "network allowlist");
+    assert_has(
+        &out.stdout,
+        "pypi.org *.example.org:443 !bad.example.org; local addresses refused",
     );
     let out = t
         .cmd(&["explain", "--json", "-p", &t.profile, "--", "true"])
@@ -917,10 +905,9 @@ fn explain_shows_the_list_and_a_bad_entry_is_an_error_at_its_place() {
         .cmd(&["profile", "check", &local.display().to_string()])
         .run();
     assert_eq!(out.code(), Some(1), "{}", out.stdout);
-    assert!(
-        out.stdout.contains("local.toml:3:1: sandbox.network: \"localhost:8080\" names a local address, which the proxy refuses unless sandbox.network_allow_local = true"),
-        "{}",
-        out.stdout
+    assert_has(
+        &out.stdout,
+        "local.toml:3:1: sandbox.network: \"localhost:8080\" names a local address, which the proxy refuses unless sandbox.network_allow_local = true",
     );
 }
 
@@ -1059,9 +1046,6 @@ fn a_user_other_than_root_gets_the_proxy_too() {
     }
     let a = server("from-a");
     let root = tempfile::tempdir().expect("temp");
-    for d in ["ws", "home", "state"] {
-        std::fs::create_dir_all(root.path().join(d)).expect("dir");
-    }
     let profile = root.path().join("net.toml");
     std::fs::write(
         &profile,
@@ -1071,42 +1055,20 @@ fn a_user_other_than_root_gets_the_proxy_too() {
         ),
     )
     .expect("profile");
-    let chown = std::process::Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(root.path())
-        .status()
-        .expect("chown");
-    assert!(chown.success());
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(crate::support::bin())
-        .args(["run", "--json", "-p"])
-        .arg(&profile)
-        .args(["--", &format!(
-            "id -u; curl -sS http://allowed.test:{a}/; echo; curl -sS http://refused.test:{a}/ >/dev/null",
-            a = a.port
-        )])
-        .current_dir(root.path().join("ws"))
-        .env("HOME", root.path().join("home"))
-        .env("AGENTBASH_STATE_DIR", root.path().join("state"))
-        .env("AGENTBASH_TEST_PROXY_HOSTS", HOSTS)
-        .env_remove("XDG_STATE_HOME")
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("XDG_RUNTIME_DIR")
-        .output()
-        .expect("agentbash as nobody");
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let command = format!(
+        "id -u; curl -sS http://allowed.test:{a}/; echo; curl -sS http://refused.test:{a}/ >/dev/null",
+        a = a.port
+    );
+    let args = [
+        "run",
+        "--json",
+        "-p",
+        profile.to_str().expect("utf-8"),
+        "--",
+        &command,
+    ];
+    let v = run_json_as_nobody(root.path(), &args, &[("AGENTBASH_TEST_PROXY_HOSTS", HOSTS)]);
     assert_eq!(v["sandbox"]["engine"], "namespaces", "{v}");
     assert_eq!(s(&v, "output"), "65534\nfrom-a\n", "{v}");
-    assert_eq!(
-        denied(&v),
-        vec![refusal("refused.test", a.port, 1, "not-listed")]
-    );
+    assert_refused_once(&v, "refused.test", a.port);
 }

@@ -2,10 +2,13 @@
 //! `| head`/`| tail` normalization and output hygiene (sanitizing)
 //! (issue 2, items 3–6).
 
-use crate::support::{Test, TestEnv, re, s, sh_output, sh_text, u};
+use crate::support::{
+    Test, TestEnv, assert_has, assert_notice_is, must_run, notices, re, s, sh_output, sh_text, u,
+};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+use std::process::Command;
 
 /// The artifact file a result points at, checked against the artifact layout.
 #[track_caller]
@@ -24,16 +27,25 @@ fn artifact_of(env: &TestEnv, v: &Value) -> (u64, PathBuf) {
     (id, path)
 }
 
+/// `run --json -- command` under a profile with these `[output]` settings.
+fn with_output<'e>(test: Test<'e>, settings: &str, command: &str) -> Test<'e> {
+    test.run_json(command)
+        .profile_file("p.toml", &format!("[output]\n{settings}\n"))
+}
+
+/// The shown output stays within the default 50 KB budget.
+#[track_caller]
+fn assert_within_the_budget(v: &Value) {
+    let bytes = u(v, "output_bytes");
+    assert!(bytes <= 51200, "output_bytes {bytes}");
+}
+
 #[test]
 fn seq_100000_keeps_the_tail_and_spills_an_identical_artifact() {
     let env = TestEnv::new();
-    let v = env.test().run_json("seq 1 100000").code(0).json();
+    let v = env.json_of("seq 1 100000");
     let output = s(&v, "output");
-    assert!(
-        u(&v, "output_bytes") <= 51200,
-        "output_bytes {}",
-        v["output_bytes"]
-    );
+    assert_within_the_budget(&v);
     assert!(output.len() <= 51200, "output is {} bytes", output.len());
     assert!(
         output.ends_with("\n99999\n100000\n"),
@@ -116,10 +128,7 @@ fn small_output_makes_no_artifact() {
 #[test]
 fn head_bytes_keeps_head_and_tail_with_the_middle_elided() {
     let env = TestEnv::new();
-    let v = env
-        .test()
-        .run_json("seq 1 100000")
-        .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
+    let v = with_output(env.test(), "head_bytes = 1000", "seq 1 100000")
         .code(0)
         .json();
     let output = s(&v, "output");
@@ -156,12 +165,13 @@ fn head_bytes_keeps_head_and_tail_with_the_middle_elided() {
 #[test]
 fn max_columns_caps_long_lines_and_saves_them() {
     let env = TestEnv::new();
-    let v = env
-        .test()
-        .run_json("printf '%0100d\\nshort\\n' 0")
-        .profile_file("p.toml", "[output]\nmax_columns = 20\n")
-        .code(0)
-        .json();
+    let v = with_output(
+        env.test(),
+        "max_columns = 20",
+        "printf '%0100d\\nshort\\n' 0",
+    )
+    .code(0)
+    .json();
     let lines: Vec<&str> = s(&v, "output").lines().collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
     let capped = lines[0];
@@ -182,10 +192,7 @@ fn max_columns_caps_long_lines_and_saves_them() {
 #[test]
 fn max_columns_never_cuts_through_a_character() {
     // '€' is three bytes: a 10-byte cap falls inside the fourth one.
-    let v = Test::new()
-        .run_json("printf '€€€€€€€€\\n'")
-        .profile_file("p.toml", "[output]\nmax_columns = 10\n")
-        .json();
+    let v = with_output(Test::new(), "max_columns = 10", "printf '€€€€€€€€\\n'").json();
     let line = s(&v, "output")
         .strip_suffix('\n')
         .expect("the line's newline");
@@ -218,7 +225,6 @@ fn tail_cut_inside_a_long_line_never_splits_a_character() {
 fn trailing_tail_is_stripped_and_the_full_output_saved() {
     let env = TestEnv::new();
     let v = env
-        .test()
         .run_json("seq 1 100 2>&1 | tail -n 5")
         .code(0)
         .output("96\n97\n98\n99\n100\n")
@@ -231,40 +237,33 @@ fn trailing_tail_is_stripped_and_the_full_output_saved() {
     assert_eq!(u(&v, "total_lines"), 100);
     let (id, path) = artifact_of(&env, &v);
     assert_eq!(std::fs::read(path).unwrap(), sh_output("seq 1 100"));
-    assert!(
-        v["notices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| *n == format!("[Showing lines 96-100 of 100. Full: artifact://{id}]")),
-        "{:#}",
-        v["notices"]
+    assert_notice_is(
+        &v,
+        &format!("[Showing lines 96-100 of 100. Full: artifact://{id}]"),
     );
     assert_eq!(v["truncation"]["truncated_by"], "lines");
     assert_eq!(v["truncation"]["shown_range"], serde_json::json!([96, 100]));
 }
 
 /// An explicit limit keeps the trailing pipe: it views what the pipeline prints.
-#[test]
-fn explicit_tail_views_what_the_pipe_prints() {
-    let v = Test::new()
-        .run_json("seq 1 100 | tail -n 5")
-        .opts(&["--tail", "2"])
-        .output("99\n100\n")
-        .field("tail", 2)
-        .json();
+/// `command` with `--LIMIT 2` (`limit` is `head` or `tail`) shows `want` and keeps the
+/// pipe as written.
+#[track_caller]
+fn explicit_limit_views_the_pipe(command: &str, limit: &str, want: &str) {
+    let flag = format!("--{limit}");
+    let test = Test::new().run_json(command).opts(&[&flag, "2"]);
+    let v = test.output(want).field(limit, 2).json();
     assert!(v["stripped"].is_null(), "{v:#}");
 }
 
 #[test]
+fn explicit_tail_views_what_the_pipe_prints() {
+    explicit_limit_views_the_pipe("seq 1 100 | tail -n 5", "tail", "99\n100\n");
+}
+
+#[test]
 fn explicit_head_views_what_the_pipe_prints() {
-    let v = Test::new()
-        .run_json("seq 1 100 | head -n 3")
-        .opts(&["--head", "2"])
-        .output("1\n2\n")
-        .field("head", 2)
-        .json();
-    assert!(v["stripped"].is_null(), "{v:#}");
+    explicit_limit_views_the_pipe("seq 1 100 | head -n 3", "head", "1\n2\n");
 }
 
 #[test]
@@ -275,7 +274,7 @@ fn trailing_head_is_stripped() {
         "seq 1 100 2>&1|head -3",
         "seq 1 100 |& head -n3  ",
     ] {
-        let v = env.test().run_json(cmd).json();
+        let v = env.run_json(cmd).json();
         assert_eq!(s(&v, "output"), "1\n2\n3\n", "{cmd:?}");
         assert_eq!(v["head"], 3, "{cmd:?}");
         assert!(v["stripped"].is_string(), "{cmd:?}");
@@ -284,8 +283,7 @@ fn trailing_head_is_stripped() {
             "{cmd:?}"
         );
     }
-    env.test()
-        .run_json("seq 1 100 2>&1 | tail -5")
+    env.run_json("seq 1 100 2>&1 | tail -5")
         .output("96\n97\n98\n99\n100\n")
         .run();
 }
@@ -293,10 +291,10 @@ fn trailing_head_is_stripped() {
 #[test]
 fn other_head_forms_are_left_alone() {
     let env = TestEnv::new();
-    let v = env.test().run_json("seq 1 100 | head -c 4").json();
+    let v = env.run_json("seq 1 100 | head -c 4").json();
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(s(&v, "output"), "1\n2\n");
-    let v = env.test().run_json("seq 1 20 2>&1 | head").json();
+    let v = env.run_json("seq 1 20 2>&1 | head").json();
     assert!(v["stripped"].is_null(), "{v:#}");
     assert_eq!(s(&v, "output").lines().count(), 10);
 }
@@ -318,13 +316,12 @@ fn ansi_escapes_and_controls_are_removed() {
 #[test]
 fn invalid_utf8_becomes_replacement_character() {
     let env = TestEnv::new();
-    env.test()
-        .run_json("printf 'ok \\377\\n'")
+    env.run_json("printf 'ok \\377\\n'")
         .code(0)
         .output("ok \u{FFFD}\n")
         .run();
     // Text format writes valid UTF-8 as well.
-    let out = env.test().run_text("printf '\\377'").run();
+    let out = env.run_text("printf '\\377'").run();
     assert!(String::from_utf8(out.stdout_bytes.clone()).is_ok());
     assert_eq!(out.stdout, "\u{FFFD}");
 }
@@ -333,7 +330,6 @@ fn invalid_utf8_becomes_replacement_character() {
 fn artifact_keeps_the_raw_bytes() {
     let env = TestEnv::new();
     let v = env
-        .test()
         .run_json("printf 'a\\r\\n\\033[31m\\377\\n'; seq 1 3")
         .opts(&["--tail", "1"])
         .json();
@@ -347,11 +343,7 @@ fn artifact_keeps_the_raw_bytes() {
 #[test]
 fn nul_bytes_in_output_are_handled() {
     let env = TestEnv::new();
-    let v = env
-        .test()
-        .run_json("printf 'a\\0b\\n'; head -c 70000 /dev/zero; echo end")
-        .code(0)
-        .json();
+    let v = env.json_of("printf 'a\\0b\\n'; head -c 70000 /dev/zero; echo end");
     let output = s(&v, "output");
     assert!(!output.contains('\0'), "NUL reached the shown text");
     assert!(
@@ -360,7 +352,7 @@ fn nul_bytes_in_output_are_handled() {
         &output[output.len().saturating_sub(20)..]
     );
     assert_eq!(u(&v, "total_bytes"), 4 + 70000 + 4);
-    let out = env.test().run_text("printf 'a\\0b\\n'").code(0).run();
+    let out = env.run_text("printf 'a\\0b\\n'").code(0).run();
     assert!(!out.stdout_bytes.contains(&0), "NUL written to stdout");
     assert!(
         out.stdout.starts_with('a') && out.stdout.contains('b'),
@@ -372,17 +364,9 @@ fn nul_bytes_in_output_are_handled() {
 #[test]
 fn hundred_megabytes_on_one_line_stays_bounded() {
     let env = TestEnv::new();
-    let v = env
-        .test()
-        .run_json("head -c 100000000 /dev/zero | tr '\\0' a")
-        .code(0)
-        .json();
+    let v = env.json_of("head -c 100000000 /dev/zero | tr '\\0' a");
     assert_eq!(u(&v, "total_bytes"), 100_000_000);
-    assert!(
-        u(&v, "output_bytes") <= 51200,
-        "output_bytes {}",
-        v["output_bytes"]
-    );
+    assert_within_the_budget(&v);
     let output = s(&v, "output");
     assert!(output.len() <= 51200);
     assert!(!output.is_empty() && output.bytes().all(|b| b == b'a'));
@@ -402,46 +386,42 @@ fn head_and_tail_apply_in_that_order() {
 #[test]
 fn head_view_notice_and_truncation() {
     let env = TestEnv::new();
-    let v = env.test().run_json("seq 1 5000 2>&1 | head -n 20").json();
+    let v = env.run_json("seq 1 5000 2>&1 | head -n 20").json();
     let (id, path) = artifact_of(&env, &v);
-    assert!(
-        v["notices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| *n == format!("[Showing lines 1-20 of 5000. Full: artifact://{id}]")),
-        "{:#}",
-        v["notices"]
+    assert_notice_is(
+        &v,
+        &format!("[Showing lines 1-20 of 5000. Full: artifact://{id}]"),
     );
     assert_eq!(v["truncation"]["direction"], "head");
     assert_eq!(v["truncation"]["truncated_by"], "lines");
     assert_eq!(v["truncation"]["shown_range"], serde_json::json!([1, 20]));
     assert_eq!(std::fs::read(path).unwrap(), sh_output("seq 1 5000"));
     // Text format: stdout has exactly the lines.
-    let out = env.test().run_text("seq 1 5000 2>&1 | head -n 20").run();
+    let out = env.run_text("seq 1 5000 2>&1 | head -n 20").run();
     assert_eq!(out.stdout, sh_text("seq 1 20"));
 }
 
 #[test]
 fn redirect_2_1_is_not_stripped() {
     let env = TestEnv::new();
-    env.test()
-        .run_json("seq 1 3 2>&1 | tail -n 1")
+    env.run_json("seq 1 3 2>&1 | tail -n 1")
         .field("normalized_command", "seq 1 3 2>&1")
         .field("stripped", "| tail -n 1")
         .output("3\n")
         .run();
-    let v = env.test().run_json("seq 1 3 2>&1").json();
+    let v = env.run_json("seq 1 3 2>&1").json();
     assert!(v["stripped"].is_null());
     assert_eq!(s(&v, "output"), "1\n2\n3\n");
 }
 
 #[test]
 fn strip_head_tail_false_runs_the_pipe_as_written() {
-    let v = Test::new()
-        .run_json("seq 1 100 | tail -n 2")
-        .profile_file("p.toml", "[output]\nstrip_head_tail = false\n")
-        .json();
+    let v = with_output(
+        Test::new(),
+        "strip_head_tail = false",
+        "seq 1 100 | tail -n 2",
+    )
+    .json();
     assert!(v["stripped"].is_null());
     assert_eq!(s(&v, "output"), "99\n100\n");
     assert!(v["artifact"].is_null(), "nothing was cut: {v:#}");
@@ -487,7 +467,7 @@ fn ci_profile_notice_uses_its_limit() {
 fn concurrent_runs_get_distinct_artifact_ids() {
     let env = TestEnv::new();
     let runs: Vec<_> = (0..6)
-        .map(|_| env.test().run_json("seq 1 1000 2>&1 | tail -n 1").spawn())
+        .map(|_| env.run_json("seq 1 1000 2>&1 | tail -n 1").spawn())
         .collect();
     let mut ids: Vec<u64> = runs
         .into_iter()
@@ -514,11 +494,7 @@ fn artifact_limits_remove_the_oldest_at_allocation() {
     );
     let mut ids = Vec::new();
     for _ in 0..3 {
-        let v = env
-            .test()
-            .run_json("seq 1 100000")
-            .profile("./p.toml")
-            .json();
+        let v = env.run_json("seq 1 100000").profile("./p.toml").json();
         ids.push(artifact_of(&env, &v));
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -530,14 +506,8 @@ fn artifact_limits_remove_the_oldest_at_allocation() {
 
     // An artifact older than max_age_days is removed at the next allocation.
     let old = &ids[1].1;
-    let st = std::process::Command::new("touch")
-        .args(["-d", "10 days ago"])
-        .arg(old)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    env.test()
-        .run_json("seq 1 10 2>&1 | tail -n 1")
+    must_run(Command::new("touch").args(["-d", "10 days ago"]).arg(old));
+    env.run_json("seq 1 10 2>&1 | tail -n 1")
         .profile("./p.toml")
         .run();
     assert!(
@@ -569,36 +539,33 @@ fn ndjson_output_events_are_coalesced() {
     assert_eq!(streamed, sh_text("seq 0 199"));
 }
 
+/// The result shows exactly `want`: the line limit `limit` held.
+#[track_caller]
+fn assert_shows_only(v: &Value, want: &str, limit: &str) {
+    let output = s(v, "output");
+    let lines = output.lines().count();
+    let shown = format!("{} bytes / {lines} lines shown", output.len());
+    assert!(output == want, "{limit} ignored: {shown}");
+}
+
 /// Regression (fixed): with `head_bytes` set (as in the built-in `agent` profile), a tail
 /// line limit (`| tail -n N` or `--tail N`) is ignored once the output overflows
 /// `max_bytes`: the caller gets ~32 KB of head+tail instead of N lines.
 #[test]
 fn tail_limit_still_applies_when_head_bytes_is_set() {
     let env = TestEnv::new();
+    let v = with_output(
+        env.test(),
+        "head_bytes = 1000",
+        "seq 1 100000 2>&1 | tail -n 5",
+    )
+    .json();
+    assert_shows_only(&v, "99996\n99997\n99998\n99999\n100000\n", "`| tail -n 5`");
     let v = env
-        .test()
-        .run_json("seq 1 100000 2>&1 | tail -n 5")
-        .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
-        .json();
-    let output = s(&v, "output");
-    assert!(
-        output == "99996\n99997\n99998\n99999\n100000\n",
-        "`| tail -n 5` ignored: {} bytes / {} lines shown",
-        output.len(),
-        output.lines().count()
-    );
-    let v = env
-        .test()
         .run_json("seq 1 100000")
         .opts(&["-p", "agent", "--tail", "3"])
         .json();
-    let output = s(&v, "output");
-    assert!(
-        output == "99998\n99999\n100000\n",
-        "`--tail 3` ignored under -p agent: {} bytes / {} lines shown",
-        output.len(),
-        output.lines().count()
-    );
+    assert_shows_only(&v, "99998\n99999\n100000\n", "`--tail 3` under -p agent");
 }
 
 /// Regression (fixed): when `head_bytes` cuts inside a long line, the elision marker says
@@ -610,10 +577,7 @@ fn head_bytes_cut_inside_a_line_is_not_reported_as_complete() {
         "head -c 100000 /dev/zero | tr '\\0' a; echo; echo last",
         "head -c 100000 /dev/zero | tr '\\0' a",
     ] {
-        let v = Test::new()
-            .run_json(cmd)
-            .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
-            .json();
+        let v = with_output(Test::new(), "head_bytes = 1000", cmd).json();
         assert_eq!(v["truncated"], true, "{cmd}");
         let output = s(&v, "output");
         assert!(
@@ -621,14 +585,10 @@ fn head_bytes_cut_inside_a_line_is_not_reported_as_complete() {
             "{cmd}: marker claims nothing was elided"
         );
         let total = u(&v, "total_lines");
-        let notice = v["notices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|n| n.as_str())
+        let notice = notices(&v)
+            .into_iter()
             .find(|n| n.starts_with("[Showing"))
-            .unwrap_or_else(|| panic!("{cmd}: no notice"))
-            .to_string();
+            .unwrap_or_else(|| panic!("{cmd}: no notice"));
         let m = re(r"^\[Showing lines 1-(\d+) and (\d+)-(\d+) of (\d+)")
             .captures(&notice)
             .map(|c| {
@@ -656,10 +616,7 @@ fn head_bytes_cut_inside_a_line_is_not_reported_as_complete() {
 /// lines>] instead, naming a line that is not shown.
 #[test]
 fn middle_cut_shown_range_ends_at_the_last_shown_line() {
-    let v = Test::new()
-        .run_json("seq 1 100000")
-        .profile_file("p.toml", "[output]\nhead_bytes = 1000\n")
-        .json();
+    let v = with_output(Test::new(), "head_bytes = 1000", "seq 1 100000").json();
     assert_eq!(v["truncation"]["direction"], "middle");
     assert_eq!(
         v["truncation"]["shown_range"],
@@ -731,7 +688,6 @@ fn json_output_is_the_exact_text_and_lines_are_counted_on_it() {
         for profile in ["default", "ci", "agent"] {
             for format in ["json", "ndjson"] {
                 let out = env
-                    .test()
                     .run_text(cmd)
                     .opts(&["-p", profile, "--format", format])
                     .code(0)
@@ -774,7 +730,7 @@ fn json_output_is_the_exact_text_and_lines_are_counted_on_it() {
         ("printf 'a\\n'", 1),
         ("printf '\\n\\n'", 2),
     ] {
-        let v = env.test().run_json(cmd).json();
+        let v = env.run_json(cmd).json();
         assert_eq!(u(&v, "total_lines"), n, "{cmd}");
     }
 }
@@ -784,23 +740,18 @@ fn json_output_is_the_exact_text_and_lines_are_counted_on_it() {
 #[test]
 fn a_cut_output_keeps_its_exact_end_and_uncut_output_gains_no_marker() {
     let env = TestEnv::new();
-    let out = env
-        .test()
-        .run_text("seq 1 100000; printf end")
-        .code(0)
-        .run();
+    let out = env.run_text("seq 1 100000; printf end").code(0).run();
     assert!(
         out.stdout.ends_with("99999\n100000\nend"),
         "{:?}",
         &out.stdout[out.stdout.len() - 20..]
     );
-    assert!(out.stderr.contains("[Showing lines"), "{}", out.stderr);
-    let v = env.test().run_json("seq 1 100000").json();
+    assert_has(&out.stderr, "[Showing lines");
+    let v = env.run_json("seq 1 100000").json();
     assert!(s(&v, "output").ends_with("100000\n"));
     assert!(!s(&v, "output").contains("[Showing"));
     // Uncut, with a non-zero exit: the notice is in `text` and `notices` only.
-    env.test()
-        .run_json("printf 'a\\n\\n'; exit 3")
+    env.run_json("printf 'a\\n\\n'; exit 3")
         .output("a\n\n")
         .field("text", "a\n\n\nCommand exited with code 3")
         .run();
@@ -830,14 +781,12 @@ fn a_progress_bar_is_one_line_and_keeps_the_useful_output() {
 fn a_lone_cr_returns_to_the_line_start_and_crlf_is_a_line_break() {
     let env = TestEnv::new();
     let v = env
-        .test()
         .run_json("printf 'a\\r\\nabc\\rX\\nlong\\r\\033[Kok\\n10%%\\r'")
         .output("a\nXbc\nok\n10%")
         .json();
     assert_eq!(u(&v, "total_lines"), 4);
     // The artifact keeps the raw bytes.
     let v = env
-        .test()
         .run_json("printf 'abc\\rX\\n'; seq 1 3")
         .opts(&["--tail", "1"])
         .json();
@@ -853,7 +802,7 @@ fn backspace_overstrike_is_resolved() {
     let env = TestEnv::new();
     let cmd = "printf 'N\\bNA\\bAM\\bME\\bE\\n_\\bl_\\bs x\\by\\n'";
     for mode in ["--no-pty", "--pty"] {
-        let v = env.test().run_json(cmd).opts(&[mode]).json();
+        let v = env.run_json(cmd).opts(&[mode]).json();
         assert_eq!(s(&v, "output"), "NAME\nls y\n", "{mode}");
     }
     // The real thing, when man and its page are installed.
@@ -863,14 +812,13 @@ fn backspace_overstrike_is_resolved() {
         .is_ok_and(|o| o.status.success())
     {
         let v = env
-            .test()
             .run_json("man ls | head -n 5")
             .opts(&["--pty"])
             .env("MANPAGER", "cat")
             .env("MAN_KEEP_FORMATTING", "1")
             .json();
         let output = s(&v, "output");
-        assert!(output.contains("NAME"), "{output:?}");
+        assert_has(output, "NAME");
         assert!(
             !output.contains("NNAAMMEE") && !output.contains('\u{8}'),
             "{output:?}"
@@ -920,7 +868,6 @@ fn live_events_carry_a_progress_bar_once_finished() {
     let cmd =
         "for i in $(seq 1 100); do printf '\\rstep %3d' $i; sleep 0.005; done; echo; echo done";
     let out = env
-        .test()
         .run_text(cmd)
         .opts(&["--format", "ndjson"])
         .code(0)
@@ -934,8 +881,7 @@ fn live_events_carry_a_progress_bar_once_finished() {
     assert_eq!(live.concat(), "step 100\ndone\n");
     assert!(live.iter().all(|d| !d.contains("step  99")), "{live:?}");
     // The same in a pipe with render.live = "stream".
-    env.test()
-        .run_text(cmd)
+    env.run_text(cmd)
         .profile("ci")
         .stdout("step 100\ndone\n")
         .run();

@@ -85,7 +85,10 @@ fn explain_shows_every_execution_decision_in_json_and_text() {
 fn the_run_gets_the_limits_the_plan_shows() {
     let env = TestEnv::new();
     env.user_profile("planned", PROFILE);
-    let out = env.run(&["run", "-p", "planned", "--", "ulimit -u; ulimit -t"]);
-    out.assert_code(0);
+    let out = env
+        .run_text("ulimit -u; ulimit -t")
+        .opts(&["-p", "planned"])
+        .code(0)
+        .run();
     assert_eq!(out.stdout, "4242\n77\n");
 }

@@ -1,13 +1,12 @@
 //! Profiles (docs/CONFIG.md): the built-ins, lookup order, `extends`, and strict validation with
 //! file:line:col (issue 2, item 12).
 
-use crate::support::{Test, TestEnv, re, s};
+use crate::support::{Test, TestEnv, assert_has, assert_lacks, re, s};
 
 /// `echo $WHICH` under `-p <spec>`, run from `dir` (relative to the work dir).
 #[track_caller]
 fn which(env: &TestEnv, spec: &str, dir: &str) -> String {
     let out = env
-        .test()
         .run_json("echo \"$WHICH\"")
         .profile(spec)
         .current_dir(env.work().join(dir))
@@ -24,29 +23,23 @@ fn set_which(value: &str) -> String {
 fn builtin_profiles_load() {
     let env = TestEnv::new();
     for name in ["default", "ci", "agent"] {
-        let v = env.test().run_json("echo ok").profile(name).code(0).json();
+        let v = env.run_json("echo ok").profile(name).code(0).json();
         assert_eq!(v["profile"], name);
         assert_eq!(v["output"], "ok\n", "-p {name}");
     }
-    env.test().run_text("true").profile("ci").code(0).run();
+    env.run_text("true").profile("ci").code(0).run();
 }
 
 #[test]
 fn ci_profile_keeps_artifacts_in_the_workspace() {
     let env = TestEnv::new();
     let v = env
-        .test()
         .run_json("seq 1 100 2>&1 | tail -n 1")
         .profile("ci")
         .json();
     let path = s(&v["artifact"], "path");
     assert!(
-        path.starts_with(
-            &env.work()
-                .join(".agentbash/artifacts")
-                .display()
-                .to_string()
-        ),
+        path.starts_with(&env.work_path(".agentbash/artifacts")),
         "ci artifact at {path}"
     );
 }
@@ -85,14 +78,12 @@ fn user_dir_wins_over_builtin_and_xdg_default_is_used() {
     // Without AGENTBASH_CONFIG_DIR, $XDG_CONFIG_HOME/agentbash is the user dir.
     let xdg = env.root().join("config/agentbash/profiles/y.toml");
     std::fs::write(&xdg, set_which("xdg")).unwrap();
-    let out = env
-        .test()
-        .run_json("echo \"$WHICH\"")
+    env.run_json("echo \"$WHICH\"")
         .profile("y")
         .env_remove("AGENTBASH_CONFIG_DIR")
         .code(0)
+        .output("xdg\n")
         .run();
-    assert_eq!(out.json()["output"], "xdg\n");
 }
 
 #[test]
@@ -102,12 +93,10 @@ fn project_default_can_extend_the_builtin_default() {
         ".agentbash/profiles/default.toml",
         format!("extends = \"default\"\n{}", set_which("project-default")),
     );
-    let out = env
-        .test()
-        .run_json("echo \"$WHICH\"; echo \"$PAGER\"")
+    env.run_json("echo \"$WHICH\"; echo \"$PAGER\"")
         .code(0)
+        .output("project-default\ncat\n")
         .run();
-    assert_eq!(out.json()["output"], "project-default\ncat\n");
 }
 
 #[test]
@@ -135,8 +124,7 @@ fn extends_layers_tables_key_by_key_and_replaces_arrays() {
         "child.toml",
         "extends = \"./base.toml\"\n[timeout]\nmax = 50\n[env]\nexclude = [\"B_*\"]\n",
     );
-    env.test()
-        .run_json("echo \"${A_VAR-unset} ${B_VAR-unset} $PAGER\"")
+    env.run_json("echo \"${A_VAR-unset} ${B_VAR-unset} $PAGER\"")
         .profile("./child.toml")
         .env("A_VAR", "a")
         .env("B_VAR", "b")
@@ -144,8 +132,7 @@ fn extends_layers_tables_key_by_key_and_replaces_arrays() {
         .field("timeout_s", 7)
         .field("output", "a unset cat\n")
         .run();
-    env.test()
-        .run_json("true")
+    env.run_json("true")
         .opts(&["-p", "./child.toml", "-t", "60"])
         .field("timeout_s", 50)
         .run();
@@ -166,8 +153,7 @@ fn extends_default_keeps_the_other_defaults() {
 fn misspelled_key_names_file_line_col_and_suggests() {
     let env = TestEnv::new();
     env.write("p.toml", "[timeout]\ndefualt = 3\n");
-    env.test()
-        .run_text("touch ran")
+    env.run_text("touch ran")
         .profile("./p.toml")
         .code(125)
         .stderr_has("p.toml:2:1")
@@ -186,8 +172,7 @@ fn misspelled_section_suggests_the_section() {
         "p.toml",
         "description = \"x\"\n\n[outptu]\nmax_bytes = 10\n",
     );
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .profile("./p.toml")
         .code(125)
         .stderr_has("p.toml:3:")
@@ -198,15 +183,13 @@ fn misspelled_section_suggests_the_section() {
 #[test]
 fn malformed_toml_names_file_line_col() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("touch ran")
+    env.run_text("touch ran")
         .profile_file("p.toml", "[output]\nmax_bytes = = 3\n")
         .code(125)
         .stderr_matches(r"p\.toml:2:\d+")
         .run();
     assert!(!env.work().join("ran").exists());
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .profile_file("q.toml", "[output\n")
         .code(125)
         .stderr_matches(r"q\.toml:1:\d+")
@@ -216,14 +199,12 @@ fn malformed_toml_names_file_line_col() {
 #[test]
 fn wrong_types_name_file_line_col() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .profile_file("p.toml", "# comment\n[timeout]\ndefault = \"ten\"\n")
         .code(125)
         .stderr_matches(r"p\.toml:3:\d+")
         .run();
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .profile_file("q.toml", "[env]\ninherit = 5\n")
         .code(125)
         .stderr_matches(r"q\.toml:2:\d+")
@@ -295,8 +276,7 @@ fn wrong_types_name_the_key_and_the_type_in_words() {
     ];
     for (body, want) in cases {
         env.write("wt.toml", body);
-        env.test()
-            .run_text("touch ran")
+        env.run_text("touch ran")
             .profile("./wt.toml")
             .code(125)
             .stderr_has(want)
@@ -306,8 +286,7 @@ fn wrong_types_name_the_key_and_the_type_in_words() {
     }
     // The did-you-mean suggestion is still there for a misspelled key.
     env.write("wt.toml", "[timeout]\ndefualt = 3\n");
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .profile("./wt.toml")
         .stderr_has("wt.toml:2:1:")
         .stderr_has("did you mean `default`?")
@@ -324,7 +303,6 @@ fn bad_values_name_file_line_col() {
     ] {
         env.write("p.toml", body);
         let out = env
-            .test()
             .run_text("touch ran")
             .profile("./p.toml")
             .code(125)
@@ -341,8 +319,7 @@ fn bad_values_name_file_line_col() {
 #[test]
 fn unknown_profile_lists_where_it_looked() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .profile("nope")
         .code(125)
         .stderr_has("nope")
@@ -372,8 +349,7 @@ fn circular_extends_is_an_error_not_a_hang() {
     let env = TestEnv::new();
     env.write("a.toml", "extends = \"./b.toml\"\n");
     env.write("b.toml", "extends = \"./a.toml\"\n");
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .profile("./a.toml")
         .code(125)
         .stderr_has("extends")
@@ -384,22 +360,15 @@ fn circular_extends_is_an_error_not_a_hang() {
 fn agentbash_profile_env_selects_the_profile() {
     let env = TestEnv::new();
     env.write("p.toml", set_which("from-env"));
-    let out = env
-        .test()
-        .run_json("echo \"$WHICH\"")
+    env.run_json("echo \"$WHICH\"")
         .env("AGENTBASH_PROFILE", "./p.toml")
         .code(0)
+        .output("from-env\n")
         .run();
-    assert_eq!(out.json()["output"], "from-env\n");
-    let out = env
-        .test()
-        .run_json("true")
-        .env("AGENTBASH_PROFILE", "ci")
-        .run();
+    let out = env.run_json("true").env("AGENTBASH_PROFILE", "ci").run();
     assert_eq!(out.json()["profile"], "ci");
     // The flag beats the variable.
     let out = env
-        .test()
         .run_json("true")
         .profile("default")
         .env("AGENTBASH_PROFILE", "ci")
@@ -454,11 +423,7 @@ fn a_rule_pack_that_cannot_load_stops_the_run() {
                 "{what}, tools {tools:?}: {}",
                 out.stderr
             );
-            assert!(
-                !out.stderr.contains("interceptor disabled"),
-                "{}",
-                out.stderr
-            );
+            assert_lacks(&out.stderr, "interceptor disabled");
             assert!(!env.work().join("ran").exists(), "{what}: the command ran");
         }
         env.test()
@@ -482,7 +447,7 @@ fn a_rule_pack_that_cannot_load_stops_the_run() {
         serde_json::from_str(out.stdout.lines().next().unwrap_or_default()).unwrap_or_default();
     assert_eq!(answer["success"], false, "{}", out.stdout);
     let error = answer["error"].as_str().unwrap_or_default();
-    assert!(error.contains("unknown rule pack `strict`"), "{error}");
+    assert_has(error, "unknown rule pack `strict`");
     assert_eq!(answer["data"]["exit_code"], 125, "{answer}");
     assert!(!env.work().join("ran").exists());
 }
@@ -502,7 +467,6 @@ fn an_invalid_regex_in_a_valid_pack_is_only_skipped() {
         "[[rule]]\nid = \"bad\"\npattern = '(x'\ntool = \"t\"\nmessage = \"m\"\n",
     );
     let v = env
-        .test()
         .run_json("echo ok")
         .opts(&["-p", "p.toml", "--tools", "t"])
         .code(0)

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::{Test, TestEnv, bin, nonce, processes, s, scaled, u};
+use crate::support::{Test, TestEnv, assert_has, bin, nonce, processes, s, scaled, sh_quote, u};
 use crate::tmux::TmuxTerminal;
 
 /// Longest wait for anything to appear on the screen.
@@ -26,19 +26,6 @@ const LINE_DONE: &str = "shell-line-done";
 const TTY_REPORT: &str = "if [ \"$(stty -g)\" = \"$before\" ]; then echo tty-restored; else echo tty-changed; fi; \
      echo \"flags: $(stty -a | tr -s ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo|isig|icrnl|opost)' | tr '\\n' ' ')\"";
 
-fn sh_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
-
-/// A terminal running `bash -c line` in `env`'s working directory, with `env`'s
-/// hermetic environment.
-fn terminal(env: &TestEnv, line: &str, cols: u16, rows: u16) -> TmuxTerminal {
-    env.terminal(line)
-        .size(cols, rows)
-        .start()
-        .expect("tmux starts")
-}
-
 /// `agentbash run <options> -- <command>` in a `cols`×`rows` terminal, followed
 /// by the exit status and the terminal report.
 pub(crate) fn interactive(
@@ -53,7 +40,32 @@ pub(crate) fn interactive(
         sh_quote(&bin().to_string_lossy()),
         sh_quote(command),
     );
-    terminal(env, &line, cols, rows)
+    env.start_terminal(&line, cols, rows)
+}
+
+/// `agentbash run --pty -- command` without a terminal (the text result).
+fn headless<'e>(env: &'e TestEnv, command: &str) -> Test<'e> {
+    env.run_text(command).opts(&["--pty"])
+}
+
+/// `agentbash run --json --pty -- command` without a terminal.
+fn headless_json<'e>(env: &'e TestEnv, command: &str) -> Test<'e> {
+    env.run_json(command).opts(&["--pty"])
+}
+
+/// `agentbash run --pty -- command` ([`interactive`]) in a 100×30 terminal.
+fn console(env: &TestEnv, command: &str) -> TmuxTerminal {
+    interactive(env, "--pty", command, 100, 30)
+}
+
+/// Waits for the line to end; asserts its exit status and that the terminal was
+/// restored; returns history + screen.
+#[track_caller]
+fn finished_restored(term: &TmuxTerminal, code: i32) -> String {
+    let all = finished(term);
+    assert_exit(&all, code);
+    assert_restored(&all);
+    all
 }
 
 /// Waits for the whole `bash -c` line to end; returns history + screen.
@@ -164,7 +176,7 @@ fn survivors(cmdline: &str) -> Vec<crate::support::Proc> {
 #[test]
 fn typed_text_reaches_cat_and_is_echoed() {
     let env = TestEnv::new();
-    let term = interactive(&env, "--pty", "cat", 100, 30);
+    let term = console(&env, "cat");
     term.wait_for("Console cat [running]", WAIT).unwrap();
     term.wait_for("esc force-kill · input forwarded", WAIT)
         .unwrap();
@@ -174,10 +186,8 @@ fn typed_text_reaches_cat_and_is_echoed() {
     term.wait_until(WAIT, |screen| screen.matches("hello wörld").count() >= 2)
         .unwrap();
     term.send_keys(&["C-d"]).unwrap();
-    let all = finished(&term);
-    assert!(all.contains("Console cat [exit 0]"), "{all}");
-    assert_exit(&all, 0);
-    assert_restored(&all);
+    let all = finished_restored(&term, 0);
+    assert_has(&all, "Console cat [exit 0]");
 }
 
 #[test]
@@ -188,23 +198,15 @@ fn read_prompt_gets_the_answer() {
     term.send_text("Ada").unwrap();
     term.send_keys(&["Enter"]).unwrap();
     term.wait_for_in_history("hello Ada", WAIT).unwrap();
-    let all = finished(&term);
-    assert!(all.contains("[exit 0]"), "{all}");
-    assert_exit(&all, 0);
-    assert_restored(&all);
+    let all = finished_restored(&term, 0);
+    assert_has(&all, "[exit 0]");
 }
 
 #[test]
 fn escape_kills_the_command_and_its_processes() {
     let env = TestEnv::new();
     let sleep = format!("sleep 100.{}", nonce());
-    let term = interactive(
-        &env,
-        "--pty",
-        &format!("{sleep} & echo pid=$$; exec {sleep}"),
-        100,
-        30,
-    );
+    let term = console(&env, &format!("{sleep} & echo pid=$$; exec {sleep}"));
     let screen = term
         .wait_until(WAIT, |screen| pid_in(screen).is_some())
         .unwrap();
@@ -234,23 +236,16 @@ fn another_kill_key_lets_escape_through() {
     term.wait_until(WAIT, |screen| screen.matches("^[x").count() >= 2)
         .unwrap();
     term.send_keys(&["C-]"]).unwrap();
-    let all = finished(&term);
-    assert!(all.contains("[killed]"), "{all}");
-    assert_exit(&all, 130);
-    assert_restored(&all);
+    let all = finished_restored(&term, 130);
+    assert_has(&all, "[killed]");
     assert_annotated(&all, "[Command cancelled]");
 }
 
 #[test]
 fn resizing_the_terminal_resizes_the_pty() {
     let env = TestEnv::new();
-    let term = interactive(
-        &env,
-        "--pty",
-        "while :; do echo cols=$(tput cols) lines=$(tput lines); sleep 0.2; done",
-        100,
-        30,
-    );
+    let program = "while :; do echo cols=$(tput cols) lines=$(tput lines); sleep 0.2; done";
+    let term = console(&env, program);
     // Viewport: full width minus the two borders; 80% of the rows minus two.
     term.wait_for("cols=98 lines=22", WAIT).unwrap();
     term.resize(80, 20).unwrap();
@@ -267,15 +262,13 @@ fn resizing_the_terminal_resizes_the_pty() {
     term.resize(120, 40).unwrap();
     term.wait_for("cols=118 lines=30", WAIT).unwrap();
     term.send_keys(&["Escape"]).unwrap();
-    let all = finished(&term);
-    assert_exit(&all, 130);
-    assert_restored(&all);
+    finished_restored(&term, 130);
 }
 
 #[test]
 fn arrows_follow_the_programs_cursor_key_mode() {
     let env = TestEnv::new();
-    let term = interactive(&env, "--pty", "cat -v", 100, 30);
+    let term = console(&env, "cat -v");
     term.wait_for("[running]", WAIT).unwrap();
     term.send_keys(&["Up", "Enter"]).unwrap();
     term.wait_until(WAIT, |s| s.matches("^[[A").count() >= 2)
@@ -286,13 +279,7 @@ fn arrows_follow_the_programs_cursor_key_mode() {
     // DECCKM on: the same keys must arrive as ESC O A etc. Keys sent before
     // agentbash has seen the mode switch would rightly go out in normal mode, so
     // wait for the output that follows it (the header shows `$((1+1))`).
-    let term = interactive(
-        &env,
-        "--pty",
-        "printf '\\033[?1h'; echo app-mode-$((1+1)); cat -v",
-        100,
-        30,
-    );
+    let term = console(&env, "printf '\\033[?1h'; echo app-mode-$((1+1)); cat -v");
     term.wait_for("app-mode-2", WAIT).unwrap();
     term.send_keys(&["Up", "Left", "Home", "End", "Enter"])
         .unwrap();
@@ -305,13 +292,7 @@ fn arrows_follow_the_programs_cursor_key_mode() {
 #[test]
 fn ctrl_c_and_alt_keys_are_forwarded() {
     let env = TestEnv::new();
-    let term = interactive(
-        &env,
-        "--pty",
-        "trap 'echo got-int' INT; cat -v; cat -v; echo after",
-        100,
-        30,
-    );
+    let term = console(&env, "trap 'echo got-int' INT; cat -v; cat -v; echo after");
     term.wait_for("[running]", WAIT).unwrap();
     term.send_keys(&["M-x", "Enter"]).unwrap();
     term.wait_until(WAIT, |s| s.matches("^[x").count() >= 2)
@@ -320,7 +301,7 @@ fn ctrl_c_and_alt_keys_are_forwarded() {
     // signal to agentbash: the run goes on.
     term.send_keys(&["C-c"]).unwrap();
     let screen = term.wait_for("got-int", WAIT).unwrap();
-    assert!(screen.contains("[running]"), "{screen}");
+    assert_has(&screen, "[running]");
     term.send_keys(&["Escape"]).unwrap();
     let all = finished(&term);
     assert!(
@@ -335,10 +316,8 @@ fn ctrl_c_and_alt_keys_are_forwarded() {
 fn timeout_restores_the_terminal() {
     let env = TestEnv::new();
     let term = interactive(&env, "--pty -t 1", "sleep 100", 100, 30);
-    let all = finished(&term);
-    assert!(all.contains("[timed out]"), "{all}");
-    assert_exit(&all, 124);
-    assert_restored(&all);
+    let all = finished_restored(&term, 124);
+    assert_has(&all, "[timed out]");
     assert_annotated(&all, "[Command timed out after 1 second]");
 }
 
@@ -352,7 +331,7 @@ fn sigterm_restores_the_terminal() {
         "before=$(stty -g); {} run --pty -- 'sleep 100' </dev/tty & echo $! >agentbash.pid; wait $!; echo ab-exit=$?; {TTY_REPORT}; echo {LINE_DONE}",
         sh_quote(&bin().to_string_lossy()),
     );
-    let term = terminal(&env, &line, 100, 30);
+    let term = env.start_terminal(&line, 100, 30);
     term.wait_for("Console sleep 100 [running]", WAIT).unwrap();
     let pid: i32 = std::fs::read_to_string(env.work().join("agentbash.pid"))
         .expect("pid file")
@@ -361,26 +340,19 @@ fn sigterm_restores_the_terminal() {
         .expect("a pid");
     // SAFETY: plain syscall on the agentbash the test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let all = finished(&term);
-    assert!(all.contains("[killed]"), "{all}");
-    assert_exit(&all, 143);
-    assert_restored(&all);
+    let all = finished_restored(&term, 143);
+    assert_has(&all, "[killed]");
     assert_annotated(&all, "[Command cancelled]");
 }
 
 #[test]
 fn cursor_position_query_is_answered_from_the_screen() {
     let env = TestEnv::new();
-    let term = interactive(
-        &env,
-        "--pty",
-        "printf '\\n\\nabc\\033[6n'; read -rs -d R pos; echo; echo \"got ${pos#*[}\"",
-        100,
-        30,
-    );
+    let program = "printf '\\n\\nabc\\033[6n'; read -rs -d R pos; echo; echo \"got ${pos#*[}\"";
+    let term = console(&env, program);
     let all = finished(&term);
-    assert!(all.contains("got 3;4"), "{all}");
-    assert!(all.contains("[exit 0]"), "{all}");
+    assert_has(&all, "got 3;4");
+    assert_has(&all, "[exit 0]");
     assert_exit(&all, 0);
 }
 
@@ -403,7 +375,7 @@ fn print_mode_flags_win_over_the_profile_in_a_terminal() {
         run("modeprint", "--mode print"),
         run("noptyenv", ""),
     );
-    let term = terminal(&env, &line, 100, 30);
+    let term = env.start_terminal(&line, 100, 30);
     let all = finished(&term);
     assert!(all.contains("auto-0"), "auto picks the PTY: {all}");
     assert!(all.contains("noflag-1"), "--no-pty wins: {all}");
@@ -426,14 +398,12 @@ fn tty_is_a_pts_device() {
 fn stdin_and_stdout_are_terminals() {
     let env = TestEnv::new();
     let command = "test -t 0 && test -t 1 && echo both-terminals";
-    env.test()
-        .run_text(command)
-        .opts(&["--pty"])
+    headless(&env, command)
         .code(0)
         .stdout("both-terminals\n")
         .run();
     // Without --pty they are not.
-    env.test().run_text(command).run().assert_code(1);
+    env.run_text(command).run().assert_code(1);
 }
 
 /// The command leads a session of its own whose controlling terminal is the PTY, as in
@@ -487,12 +457,8 @@ fn a_bad_cwd_is_refused_as_in_print_mode() {
         ("missing", "Working directory does not exist"),
         ("a-file", "Working directory is not a directory"),
     ] {
-        let print = env.test().run_text("touch ran").opts(&["-C", cwd]).run();
-        let pty = env
-            .test()
-            .run_text("touch ran")
-            .opts(&["--pty", "-C", cwd])
-            .run();
+        let print = env.run_text("touch ran").opts(&["-C", cwd]).run();
+        let pty = env.run_text("touch ran").opts(&["--pty", "-C", cwd]).run();
         for out in [&print, &pty] {
             out.assert_code(125);
             assert!(out.stderr.contains(says), "{cwd}: {}", out.stderr);
@@ -505,15 +471,9 @@ fn a_bad_cwd_is_refused_as_in_print_mode() {
 #[test]
 fn pty_has_the_profile_size() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("stty size")
-        .opts(&["--pty"])
-        .code(0)
-        .stdout("40 120\n")
-        .run();
+    headless(&env, "stty size").code(0).stdout("40 120\n").run();
     env.write("p.toml", "[pty]\ncols = 77\nrows = 13\n");
-    env.test()
-        .run_text("stty size")
+    env.run_text("stty size")
         .opts(&["-p", "./p.toml", "--pty"])
         .code(0)
         .stdout("13 77\n")
@@ -523,8 +483,7 @@ fn pty_has_the_profile_size() {
 #[test]
 fn stdin_is_fed_to_the_pty_with_stdin() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("read -r x; echo got=$x")
+    env.run_text("read -r x; echo got=$x")
         .opts(&["--pty", "--stdin"])
         .stdin("abc\n")
         .code(0)
@@ -532,8 +491,7 @@ fn stdin_is_fed_to_the_pty_with_stdin() {
         .run();
 
     // A last line without a newline still arrives, and EOF follows it.
-    env.test()
-        .run_text("n=$(cat | wc -c); echo n=$n")
+    env.run_text("n=$(cat | wc -c); echo n=$n")
         .opts(&["--pty", "--stdin"])
         .stdin("one\ntwo")
         .code(0)
@@ -541,9 +499,7 @@ fn stdin_is_fed_to_the_pty_with_stdin() {
         .run();
 
     // Without --stdin the PTY gets nothing.
-    env.test()
-        .run_text("read -t 1 x && echo read=$x || echo no-input")
-        .opts(&["--pty"])
+    headless(&env, "read -t 1 x && echo read=$x || echo no-input")
         .stdin("abc\n")
         .code(0)
         .stdout_has("no-input")
@@ -557,7 +513,6 @@ fn timeout_kills_the_whole_tree() {
     let command = format!("{sleep} & {sleep} & ({sleep} &); echo started; wait");
 
     let out = env
-        .test()
         .run_text(&command)
         .opts(&["--pty", "-t", "1"])
         .code(124)
@@ -568,12 +523,11 @@ fn timeout_kills_the_whole_tree() {
         "{}",
         out.stderr
     );
-    assert!(out.stdout.contains("started"), "{:?}", out.stdout);
+    assert_has(&out.stdout, "started");
     let left = survivors(&sleep);
     assert!(left.is_empty(), "survived the timeout: {left:?}");
 
     let out = env
-        .test()
         .run_json(&command)
         .opts(&["--pty", "-t", "1"])
         .code(124)
@@ -593,9 +547,9 @@ fn timeout_kills_the_whole_tree() {
 #[test]
 fn json_mode_is_pty() {
     let env = TestEnv::new();
-    let out = env.test().run_json("true").opts(&["--pty"]).code(0).run();
+    let out = headless_json(&env, "true").code(0).run();
     assert_eq!(s(&out.json(), "mode"), "pty");
-    let out = env.test().run_json("true").run();
+    let out = env.run_json("true").run();
     assert_eq!(s(&out.json(), "mode"), "print");
 }
 
@@ -605,7 +559,6 @@ fn env_is_hardened_for_a_terminal() {
     let has = |out: &str, line: &str| out.lines().any(|l| l == line);
     // Even an inherited TERM=dumb gives way to the PTY's terminal type.
     let out = env
-        .test()
         .run_text("env")
         .opts(&["--pty"])
         .env("TERM", "dumb")
@@ -625,7 +578,7 @@ fn env_is_hardened_for_a_terminal() {
     }
 
     // Print mode hardens TERM and NO_COLOR (the contrast the PTY drops).
-    let out = env.test().run_text("env").run();
+    let out = env.run_text("env").run();
     assert!(has(&out.stdout, "TERM=dumb"), "{}", out.stdout);
     assert!(has(&out.stdout, "NO_COLOR=1"), "{}", out.stdout);
 }
@@ -633,17 +586,11 @@ fn env_is_hardened_for_a_terminal() {
 #[test]
 fn transcript_line_endings_are_normalized() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("printf 'a\\nb\\n'")
-        .opts(&["--pty"])
+    headless(&env, "printf 'a\\nb\\n'")
         .code(0)
         .stdout("a\nb\n")
         .run();
-    let v = env
-        .test()
-        .run_json("printf 'a\\nb\\n'")
-        .opts(&["--pty"])
-        .json();
+    let v = headless_json(&env, "printf 'a\\nb\\n'").json();
     assert_eq!(s(&v, "output"), "a\nb\n", "{v:#}");
     assert_eq!(u(&v, "output_lines"), 2, "{v:#}");
 }
@@ -652,9 +599,7 @@ fn transcript_line_endings_are_normalized() {
 fn no_pty_env_runs_a_forced_pty_without_a_terminal() {
     let env = TestEnv::new();
     let notice = "PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal";
-    env.test()
-        .run_text("tty")
-        .opts(&["--pty"])
+    headless(&env, "tty")
         .env("AGENTBASH_NO_PTY", "1")
         .code(1)
         .stdout("not a tty\n")
@@ -662,7 +607,6 @@ fn no_pty_env_runs_a_forced_pty_without_a_terminal() {
         .run();
 
     let v = env
-        .test()
         .run_json("tty")
         .opts(&["--pty"])
         .env("AGENTBASH_NO_PTY", "1")
@@ -681,11 +625,7 @@ fn explain_shows_the_mode() {
             .find(|l| l.starts_with("mode "))
             .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
     };
-    let out = env
-        .test()
-        .args(&["explain", "--pty", "--", "echo", "hi"])
-        .code(0)
-        .run();
+    let out = env.run_ok(&["explain", "--pty", "--", "echo", "hi"]);
     assert_eq!(
         mode_line(&out).as_deref(),
         Some("mode pty"),
@@ -724,18 +664,12 @@ fn big_output_is_retained_like_print_mode() {
             .to_string();
         mask.replace(&line, "artifact://N").into_owned()
     };
-    let print = env.test().run_text("seq 100000").code(0).run();
-    let pty = env
-        .test()
-        .run_text("seq 100000")
-        .opts(&["--pty"])
-        .code(0)
-        .run();
+    let print = env.run_text("seq 100000").code(0).run();
+    let pty = env.run_text("seq 100000").opts(&["--pty"]).code(0).run();
     assert_eq!(notice(&pty), notice(&print));
     assert_eq!(pty.stdout, print.stdout);
 
     let v = env
-        .test()
         .run_json("seq 100000")
         .opts(&["--pty"])
         .field("mode", "pty")
@@ -758,7 +692,6 @@ fn big_output_is_retained_like_print_mode() {
 fn lifted_head_stops_the_producer_in_pty_mode() {
     let env = TestEnv::new();
     let out = env
-        .test()
         .run_json("yes 2>&1 | head -n 3")
         .opts(&["--pty", "-t", "60"])
         .code(0)
@@ -775,41 +708,32 @@ fn lifted_head_stops_the_producer_in_pty_mode() {
             .is_some_and(|n| n.contains("as `| head` would")),
         "{v:#}"
     );
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(30)),
-        "{:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(30);
     assert!(env.leftovers(Duration::from_millis(200)).is_empty());
 }
 
 #[test]
 fn terminal_queries_are_answered_headless() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("printf 'abc\\033[6n'; read -rs -d R pos; echo; echo \"got ${pos#*[}\"")
-        .opts(&["--pty"])
-        .code(0)
-        .stdout_has("got 1;4")
-        .run();
+    headless(
+        &env,
+        "printf 'abc\\033[6n'; read -rs -d R pos; echo; echo \"got ${pos#*[}\"",
+    )
+    .code(0)
+    .stdout_has("got 1;4")
+    .run();
 
-    env.test().run_text("printf '\\033[c'; read -rs -d c da; printf '\\033[5n'; read -rs -d n st; echo; echo \"da=${da#*[} st=${st#*[}\"").opts(&["--pty"]).code(0).stdout_has("da=?1;2 st=0").run();
+    env.run_text("printf '\\033[c'; read -rs -d c da; printf '\\033[5n'; read -rs -d n st; echo; echo \"da=${da#*[} st=${st#*[}\"").opts(&["--pty"]).code(0).stdout_has("da=?1;2 st=0").run();
 }
 
 #[test]
 fn exit_codes_and_signals_are_reported() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("exit 3")
-        .opts(&["--pty"])
+    headless(&env, "exit 3")
         .code(3)
         .stderr_has("Command exited with code 3")
         .run();
-    env.test()
-        .run_text("kill -KILL $$")
-        .opts(&["--pty"])
-        .run()
-        .assert_code(137);
+    headless(&env, "kill -KILL $$").run().assert_code(137);
 }
 
 #[test]
@@ -822,12 +746,7 @@ fn background_job_holding_the_pty_is_killed_not_waited_for() {
         "(trap '' HUP; touch job-ready; exec {sleep}) & \
          while [ ! -e job-ready ]; do sleep 0.05; done; echo started"
     );
-    let v = env
-        .test()
-        .run_json(&command)
-        .opts(&["--pty"])
-        .code(0)
-        .json();
+    let v = headless_json(&env, &command).code(0).json();
     assert_eq!(s(&v, "output"), "started\n", "{v:#}");
     let killed = v["background_killed"]
         .as_array()

@@ -64,7 +64,6 @@ fn globs_match_names_case_insensitively() {
     profile(&env, r#"["*my_token*", "*SECRET*"]"#, "");
     for format in FORMATS {
         let out = env
-            .test()
             .run_text("echo \"a=$MY_TOKEN b=$lower_secret\"")
             .opts(&["--format", format, "-p", "./p.toml"])
             .env("MY_TOKEN", "upper-token-value")
@@ -97,7 +96,6 @@ fn crlf_and_multi_line_secrets_are_masked_in_the_text_and_the_artifact() {
     for (mode, value) in cases {
         for format in ["json", "ndjson"] {
             let out = env
-                .test()
                 .run_text("printf 'x=%s.\\n' \"$MULTI_KEY\"; seq 1 2000")
                 .opts(&["--format", format, mode, "-p", "./p.toml"])
                 .env("MULTI_KEY", value)
@@ -140,7 +138,6 @@ fn a_secret_split_across_writes_and_lines_is_masked() {
                sleep 0.1; printf '%s>\\n' \"${SPLIT_TOKEN:26}\"; seq 1 2000";
     for format in FORMATS {
         let out = env
-            .test()
             .run_text(cmd)
             .opts(&["--format", format, "-p", "./p.toml"])
             .env("SPLIT_TOKEN", value)
@@ -171,14 +168,12 @@ fn a_secret_split_across_writes_and_lines_is_masked() {
 fn a_secret_a_session_exported_is_masked_in_later_runs() {
     let env = TestEnv::new();
     profile(&env, r#"["*TOKEN*"]"#, "");
-    env.test()
-        .run_text("export API_TOKEN=session-token-abc123")
+    env.run_text("export API_TOKEN=session-token-abc123")
         .opts(&["-p", "./p.toml", "-s", "s1"])
         .run()
         .assert_code(0);
     for format in FORMATS {
         let out = env
-            .test()
             .run_text("echo \"t=$API_TOKEN\"")
             .opts(&["--format", format, "-p", "./p.toml", "-s", "s1"])
             .code(0)
@@ -285,7 +280,6 @@ fn notices_and_the_session_name_are_masked() {
     let n = nonce();
     let sleeper = format!("sleep 30.{n}");
     let holder = env
-        .test()
         .run_text(&sleeper)
         .opts(&["-s", secret])
         .env("BUSY_SECRET", secret)
@@ -296,7 +290,6 @@ fn notices_and_the_session_name_are_masked() {
     );
     for format in ["json", "ndjson"] {
         let out = env
-            .test()
             .run_text("true")
             .opts(&[
                 "--format", format, "-p", "./p.toml", "-t", "1", "-s", secret,
@@ -324,7 +317,7 @@ fn the_agent_profile_masks_url_passwords_and_not_pwd() {
     let work = env.work().display().to_string();
     for format in FORMATS {
         let out = env
-            .test().run_text("echo \"db=$DATABASE_URL pwd=$PWD old=$OLDPWD d=$DB_PWD k=$X_APIKEY p=$GH_PAT c=$AWS_CREDENTIALS_FILE\"").opts(&["--format", format, "-p", "agent"])
+            .run_text("echo \"db=$DATABASE_URL pwd=$PWD old=$OLDPWD d=$DB_PWD k=$X_APIKEY p=$GH_PAT c=$AWS_CREDENTIALS_FILE\"").opts(&["--format", format, "-p", "agent"])
             .env("DATABASE_URL", "postgres://u:secret@h/db")
             .env("PWD", &work)
             .env("OLDPWD", "/tmp")
@@ -366,7 +359,6 @@ fn line_edits_cannot_reveal_a_secret() {
         for mode in ["--no-pty", "--pty"] {
             for format in FORMATS {
                 let out = env
-                    .test()
                     .run_text(cmd)
                     .opts(&["--format", format, mode, "-p", "./p.toml"])
                     .env("MY_TOKEN", secret)

@@ -16,8 +16,9 @@
 //! `AGENTBASH_REQUIRE_ALL=1` (CI).
 
 use crate::support::{
-    HANG_CAP, Missing, Output, Test, TestEnv, bin, has_program, is_root, needs_program, needs_root,
-    nonce, notices, procs_with_cmdline, s, scaled, sh_output, skip, strings, u, wait_for_cmdline,
+    HANG_CAP, Missing, Output, Test, TestEnv, assert_has, assert_no_notice, assert_notice,
+    assert_warning, bin, has_program, is_root, needs_program, needs_root, nonce, notices,
+    procs_with_cmdline, s, scaled, sh_output, sh_quote, skip, strings, u, wait_for_cmdline,
     wait_for_watchdog,
 };
 use serde_json::{Value, json};
@@ -49,6 +50,11 @@ fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
 
 /// The artifact named in a JSON result.
 #[track_caller]
+/// The size of the file at `rel` in the env's working directory.
+fn file_len(env: &TestEnv, rel: &str) -> u64 {
+    std::fs::metadata(env.work().join(rel)).unwrap().len()
+}
+
 fn artifact_path(v: &Value) -> PathBuf {
     PathBuf::from(
         v["artifact"]["path"]
@@ -201,7 +207,7 @@ fn random_stream_integrity(len: usize) {
     let env = TestEnv::new();
     let data = random_bytes(0x5eed_0008, len);
     env.write("random.bin", &data);
-    let run = env.test().run_json("cat random.bin").spawn();
+    let run = env.run_json("cat random.bin").spawn();
     let rss = PeakRss::watch(run.pid());
     let out = run.wait_within(HEAVY_CAP);
     let peak = rss.kib();
@@ -254,8 +260,7 @@ fn load_32_concurrent_runs_share_one_artifacts_dir_and_session_dir() {
     let runs: Vec<_> = (0..N)
         .map(|i| {
             let cmd = format!("export LOAD_V={i}; mkdir -p d{i}; cd d{i}; {}", script(i));
-            env.test()
-                .run_json(&cmd)
+            env.run_json(&cmd)
                 .opts(&["-s", &format!("name{i}")])
                 .spawn()
         })
@@ -285,8 +290,7 @@ fn load_32_concurrent_runs_share_one_artifacts_dir_and_session_dir() {
     // Every session's state file is intact: each carries its own variable and cwd.
     let runs: Vec<_> = (0..N)
         .map(|i| {
-            env.test()
-                .run_json("echo \"$LOAD_V $(basename \"$PWD\")\"")
+            env.run_json("echo \"$LOAD_V $(basename \"$PWD\")\"")
                 .opts(&["-s", &format!("name{i}")])
                 .spawn()
         })
@@ -300,7 +304,7 @@ fn load_32_concurrent_runs_share_one_artifacts_dir_and_session_dir() {
             "session name{i}"
         );
     }
-    let list = env.test().args(&["session", "list"]).code(0).run();
+    let list = env.run_ok(&["session", "list"]);
     for i in 0..N {
         assert!(
             list.stdout.contains(&format!("name{i}")),
@@ -407,17 +411,12 @@ fn fault_artifacts_on_a_full_filesystem() {
     );
     // 2 MB of output into 1 MB of space: the run goes on, nothing half-written stays.
     let v = env
-        .test()
         .run_json("seq 1 300000")
         .profile("./p.toml")
         .code(0)
         .json();
     assert!(v["artifact"].is_null(), "{:#}", strip_output(&v));
-    assert!(
-        warnings(&v).iter().any(|w| w.contains("No space left")),
-        "{:?}",
-        warnings(&v)
-    );
+    assert_warning(&v, "No space left");
     assert!(s(&v, "output").ends_with("299999\n300000\n"));
     assert!(
         notices(&v)
@@ -427,12 +426,7 @@ fn fault_artifacts_on_a_full_filesystem() {
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
     assert!(left.is_empty(), "a partial artifact was left: {left:?}");
     // Output that fits spills nowhere, and a full disk does not bother it.
-    let out = env
-        .test()
-        .run_json("seq 1 1000")
-        .profile("./p.toml")
-        .code(0)
-        .run();
+    let out = env.run_json("seq 1 1000").profile("./p.toml").code(0).run();
     assert!(warnings(&out.json()).is_empty());
 }
 
@@ -463,7 +457,6 @@ fn fault_artifacts_on_a_read_only_filesystem() {
         format!("[artifacts]\ndir = \"{}\"\n", dir.display()),
     );
     let v = env
-        .test()
         .run_json("seq 1 100000")
         .profile("./p.toml")
         .code(0)
@@ -484,7 +477,6 @@ fn fault_state_dir_missing_or_impossible() {
     // Missing: created on demand, private.
     let deep = env.root().join("not/yet/there");
     let v = env
-        .test()
         .run_json("seq 1 30000")
         .env("AGENTBASH_STATE_DIR", &deep)
         .code(0)
@@ -498,16 +490,14 @@ fn fault_state_dir_missing_or_impossible() {
     // Impossible (below a regular file): the command still runs, with a warning...
     let blocked = env.write("state-file", "x").join("state");
     let v = env
-        .test()
         .run_json("seq 1 30000")
         .env("AGENTBASH_STATE_DIR", &blocked)
         .code(0)
         .json();
     assert!(v["artifact"].is_null());
-    assert!(warnings(&v).iter().any(|w| w.contains("Not a directory")));
+    assert_warning(&v, "Not a directory");
     // ...but a session, which cannot work without it, fails clearly and runs nothing.
     let out = env
-        .test()
         .run_json("touch ran")
         .opts(&["-s", "s"])
         .env("AGENTBASH_STATE_DIR", &blocked)
@@ -521,7 +511,6 @@ fn fault_state_dir_missing_or_impossible() {
 fn fault_shell_binary_missing() {
     let env = TestEnv::new();
     let out = env
-        .test()
         .run_json("touch ran")
         .profile_file("p.toml", "[shell]\npath = \"/nonexistent/bin/bash\"\n")
         .code(125)
@@ -540,15 +529,11 @@ fn fault_snapshot_rc_that_hangs() {
     let sleep = format!("sleep 392.{}", nonce());
     // Each time the rc is read it adds a line here.
     let reads = env.root().join("rc-reads");
-    std::fs::write(
-        env.home().join(".bashrc"),
-        format!(
-            "echo read >> '{}'\n{sleep}\nalias ok=true\n",
-            reads.display()
-        ),
-    )
-    .unwrap();
-    let out = env.test().run_json("echo hi").code(0).output("hi\n").run();
+    env.write_rc(format!(
+        "echo read >> '{}'\n{sleep}\nalias ok=true\n",
+        reads.display()
+    ));
+    let out = env.run_json("echo hi").code(0).output("hi\n").run();
     let v = out.json();
     assert!(
         warnings(&v)
@@ -557,15 +542,11 @@ fn fault_snapshot_rc_that_hangs() {
         "{:?}",
         warnings(&v)
     );
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(6)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(6);
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
     let read_once = std::fs::read_to_string(&reads).expect("the rc was read");
     // The verdict is cached: the next run does not read (and wait for) the rc again.
-    let out = env.test().run_json("echo again").code(0).run();
+    let out = env.run_json("echo again").code(0).run();
     assert_eq!(s(&out.json(), "output"), "again\n");
     assert_eq!(
         std::fs::read_to_string(&reads).expect("read"),
@@ -586,7 +567,7 @@ fn fault_sigkill_of_agentbash_mid_run() {
     let [direct, bg, setsid, sub] =
         ["393", "394", "395", "396"].map(|n| format!("sleep {n}.{tag}"));
     let cmd = format!("{bg} & setsid {setsid} & ( {sub} & ) ; exec {direct}");
-    let run = env.test().run_json(&cmd).spawn();
+    let run = env.run_json(&cmd).spawn();
     assert!(wait_for_cmdline(&direct, Duration::from_secs(10)));
     for p in [&bg, &setsid, &sub] {
         assert!(
@@ -626,7 +607,7 @@ fn fault_sigstop_and_sigcont_of_the_command() {
     let env = TestEnv::new();
     let mark = format!("stop-me-{}", nonce());
     let cmd = format!(": {mark}; for i in $(seq 1 10); do echo tick-$i; sleep 0.05; done");
-    let run = env.test().run_json(&cmd).spawn();
+    let run = env.run_json(&cmd).spawn();
     let deadline = Instant::now() + Duration::from_secs(10);
     let shell = loop {
         if let Some(p) = procs_with_cmdline(&mark, Duration::ZERO).first() {
@@ -648,16 +629,11 @@ fn fault_sigstop_and_sigcont_of_the_command() {
     assert!(out.elapsed >= Duration::from_millis(700));
     // A command that stops itself is still stopped by the timeout, at once.
     let out = env
-        .test()
         .run_json("echo a; kill -STOP $$; echo b")
         .opts(&["-t", "1"])
         .code(124)
         .run();
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(5)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(5);
     let v = out.json();
     assert_eq!(s(&v, "output"), "a\n");
     assert_eq!(s(&v, "text"), "[Command timed out after 1 second]\na");
@@ -670,7 +646,6 @@ fn fault_command_ignoring_sigterm_is_killed_after_the_grace() {
     let sleep = format!("sleep 397.{}", nonce());
     let cmd = format!("trap '' TERM; {sleep} & trap '' TERM; echo armed; {sleep}");
     let out = env
-        .test()
         .run_json(&cmd)
         .opts(&["-p", "./p.toml", "-t", "1"])
         .code(124)
@@ -680,11 +655,7 @@ fn fault_command_ignoring_sigterm_is_killed_after_the_grace() {
         "no grace: {:?}",
         out.elapsed
     );
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(5)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(5);
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
 }
@@ -694,12 +665,7 @@ fn fault_fork_burst_is_torn_down_completely() {
     let env = TestEnv::new();
     let sleep = format!("sleep 398.{}", nonce());
     let burst = format!("for i in $(seq 200); do {sleep} & done; echo started");
-    let out = env
-        .test()
-        .run_json(&burst)
-        .code(0)
-        .output("started\n")
-        .run();
+    let out = env.run_json(&burst).code(0).output("started\n").run();
     let v = out.json();
     let killed = v["background_killed"]
         .as_array()
@@ -709,7 +675,6 @@ fn fault_fork_burst_is_torn_down_completely() {
     let burst_elapsed = out.elapsed;
     // The same burst when the run times out instead of ending.
     let out = env
-        .test()
         .run_json(format!("{burst}; {sleep}"))
         .opts(&["-t", "1"])
         .code(124)
@@ -796,13 +761,11 @@ fn a_fork_stopped_before_its_program_prints_nothing_and_is_named_plainly() {
 fn fault_exec_replacing_the_shell_and_kill_9_of_the_shell() {
     let env = TestEnv::new();
     let out = env
-        .test()
         .run_json("echo a; exec sh -c 'echo b; exit 7'")
         .code(7)
         .run();
     assert_eq!(s(&out.json(), "output"), "a\nb\n");
     let out = env
-        .test()
         .run_json("echo a; exec sleep 30")
         .opts(&["-t", "1"])
         .code(124)
@@ -810,7 +773,6 @@ fn fault_exec_replacing_the_shell_and_kill_9_of_the_shell() {
     assert!(out.elapsed < scaled(Duration::from_secs(4)));
     let sleep = format!("sleep 400.{}", nonce());
     let v = env
-        .test()
         .run_json(format!("{sleep} & echo a; kill -9 $$; echo never"))
         .code(137)
         .field("signal", "SIGKILL")
@@ -911,7 +873,6 @@ fn hostile_working_directories() {
         let dir = env.work().join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let v = env
-            .test()
             .run_json("pwd")
             .opts(&[&format!("--cwd={name}")])
             .code(0)
@@ -920,18 +881,13 @@ fn hostile_working_directories() {
         assert_eq!(s(&v, "final_cwd"), dir.display().to_string(), "{name:?}");
     }
     // `..` folds lexically; a path longer than PATH_MAX is a clean error.
-    let out = env
-        .test()
-        .run_json("pwd")
-        .opts(&["--cwd=a b/../q'uote"])
-        .run();
+    let out = env.run_json("pwd").opts(&["--cwd=a b/../q'uote"]).run();
     assert_eq!(
         s(&out.json(), "output"),
         format!("{}\n", env.work().join("q'uote").display())
     );
     let long = "x".repeat(4096);
     let out = env
-        .test()
         .run_json("touch ran")
         .opts(&["--cwd", &long])
         .code(125)
@@ -942,15 +898,13 @@ fn hostile_working_directories() {
     std::fs::create_dir_all(env.work().join(name)).unwrap();
     let set = format!(
         "cd {}; export HOSTILE_V=\"a'b\\$(touch PWNED)\\\"c\"",
-        shell_quote(name)
+        sh_quote(name)
     );
-    env.test()
-        .run_text(&set)
+    env.run_text(&set)
         .opts(&["-s", "hostile"])
         .run()
         .assert_code(0);
     let out = env
-        .test()
         .run_json("pwd; printf '%s' \"$HOSTILE_V\"")
         .opts(&["-s", "hostile"])
         .code(0)
@@ -960,10 +914,6 @@ fn hostile_working_directories() {
         format!("{}\na'b$(touch PWNED)\"c", env.work().join(name).display())
     );
     assert!(!env.work().join("PWNED").exists(), "a name was executed");
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 #[test]
@@ -976,8 +926,7 @@ fn hostile_session_names_artifact_ids_and_profile_paths() {
         .filter(|n| *n != "-dash") // a valid name
         .chain([".", "..", "../x", "a/b", "", long.as_str()])
     {
-        env.test()
-            .run_text("touch ran")
+        env.run_text("touch ran")
             .opts(&[&format!("--session={name}")])
             .code(2)
             .stderr_has("session")
@@ -991,8 +940,7 @@ fn hostile_session_names_artifact_ids_and_profile_paths() {
         }
     }
     assert!(!env.work().join("ran").exists());
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["-s", &"s".repeat(64)])
         .run()
         .assert_code(0);
@@ -1011,23 +959,21 @@ fn hostile_session_names_artifact_ids_and_profile_paths() {
                 matches!(out.code(), Some(c) if c != 0 && c != 101),
                 "artifact {sub} {id:?}: {out:?}"
             );
-            assert!(out.stderr.contains("artifact"), "{}", out.stderr);
+            assert_has(&out.stderr, "artifact");
         }
     }
     // Profiles at hostile paths load; impossible paths are clean errors.
     for name in HOSTILE {
         let path = env.write(format!("{name}/p.toml"), "[output]\nmax_bytes = 300\n");
         let rel = format!("./{name}/p.toml");
-        let out = env.test().run_json("echo ok").profile(&rel).code(0).run();
+        let out = env.run_json("echo ok").profile(&rel).code(0).run();
         assert_eq!(s(&out.json(), "output"), "ok\n", "{}", path.display());
     }
-    env.test()
-        .run_text("touch ran")
+    env.run_text("touch ran")
         .profile(&format!("./{}.toml", "p".repeat(4096)))
         .code(125)
         .run();
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .profile("./a b/../q'uote/p.toml")
         .code(0)
         .run();
@@ -1083,7 +1029,6 @@ fn hostile_output_all_escape_sequences_and_invalid_utf8() {
     // 20000 rounds of CSI, OSC (BEL and ST), DCS, charset and C1 CSI: nothing visible.
     let escapes = "for i in $(seq 20000); do printf '\\033[31;1m\\033]0;title\\007\\033]8;;http://x\\033\\\\\\033P1;2q\\033\\\\\\033(B'; done";
     let v = env
-        .test()
         .run_json(escapes)
         .code(0)
         .output("")
@@ -1093,7 +1038,6 @@ fn hostile_output_all_escape_sequences_and_invalid_utf8() {
     // An unterminated control string is abandoned (after 64 KiB), not allowed to
     // eat the rest of the output.
     let v = env
-        .test()
         .run_json("printf '\\033]'; head -c 200000 /dev/zero | tr '\\0' x; printf '\\nvisible\\n'")
         .profile_file("big.toml", "[output]\nmax_bytes = 1000000\n")
         .json();
@@ -1105,7 +1049,7 @@ fn hostile_output_all_escape_sequences_and_invalid_utf8() {
         "{xs} bytes before the last line"
     );
     // Every flavour of invalid UTF-8.
-    let out = env.test().run_text("printf '\\377\\376 \\303\\050 \\342\\202\\050 \\360\\050\\214\\274 \\355\\240\\200 \\300\\257 end\\n'").code(0).run();
+    let out = env.run_text("printf '\\377\\376 \\303\\050 \\342\\202\\050 \\360\\050\\214\\274 \\355\\240\\200 \\300\\257 end\\n'").code(0).run();
     let text = std::str::from_utf8(&out.stdout_bytes).expect("stdout is valid UTF-8");
     assert!(
         text.contains('\u{FFFD}') && text.ends_with(" end\n"),
@@ -1118,7 +1062,7 @@ fn hostile_output_all_escape_sequences_and_invalid_utf8() {
 fn one_line_without_newline(mb: u64) -> (Duration, u64) {
     let env = TestEnv::new();
     let cmd = format!("head -c {} /dev/zero | tr '\\0' a", mb << 20);
-    let run = env.test().run_json(&cmd).spawn();
+    let run = env.run_json(&cmd).spawn();
     let rss = PeakRss::watch(run.pid());
     let out = run.wait_within(HEAVY_CAP);
     let peak = rss.kib();
@@ -1151,10 +1095,7 @@ fn hostile_output_ten_million_empty_lines_stays_bounded() {
     let env = TestEnv::new();
     // The trailing `| cat` keeps `head` in the pipeline (a last `| head -n N` would
     // become a line limit), so agentbash reads all ten million lines.
-    let run = env
-        .test()
-        .run_json("yes '' | head -n 10000000 | cat")
-        .spawn();
+    let run = env.run_json("yes '' | head -n 10000000 | cat").spawn();
     let rss = PeakRss::watch(run.pid());
     let out = run.wait();
     let peak = rss.kib();
@@ -1173,7 +1114,6 @@ fn hostile_stripped_head_on_an_endless_producer_ends_like_head() {
     // `| head -n 3` is lifted into a limit; `yes` must still be stopped the way head
     // would stop it, not run until the timeout filling the artifact.
     let out = env
-        .test()
         .run_json("yes 2>&1 | head -n 3")
         .opts(&["-t", "60"])
         .code(0)
@@ -1181,11 +1121,7 @@ fn hostile_stripped_head_on_an_endless_producer_ends_like_head() {
         .field("timed_out", false)
         .run();
     let v = out.json();
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(15)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(15);
     let n = notices(&v);
     assert!(n.iter().any(|n| n.contains("as `| head` would")), "{n:?}");
     let art = std::fs::metadata(artifact_path(&v)).unwrap().len();
@@ -1198,21 +1134,16 @@ fn hostile_stripped_head_on_an_endless_producer_ends_like_head() {
 #[test]
 fn hostile_endless_output_cannot_fill_the_disk() {
     let env = TestEnv::new();
-    env.write("p.toml", "[artifacts]\nmax_total_bytes = 2000000\n");
     let v = env
-        .test()
         .run_json("yes")
-        .opts(&["-p", "./p.toml", "-t", "2"])
+        .profile_file("p.toml", "[artifacts]\nmax_total_bytes = 2000000\n")
+        .opts(&["-t", "2"])
         .code(124)
         .json();
     let art = std::fs::metadata(artifact_path(&v)).unwrap().len();
     assert_eq!(art, 2_000_000);
     assert!(u(&v, "total_bytes") > art);
-    assert!(
-        warnings(&v).iter().any(|w| w.contains("max_total_bytes")),
-        "{:?}",
-        warnings(&v)
-    );
+    assert_warning(&v, "max_total_bytes");
 }
 
 #[test]
@@ -1246,7 +1177,6 @@ fn hostile_toml_bombs_fail_fast_with_a_position() {
         let file = format!("{name}.toml");
         env.write(&file, text);
         let out = env
-            .test()
             .run_text("touch ran")
             .profile(&format!("./{file}"))
             .code(125)
@@ -1518,7 +1448,6 @@ fn secrets_are_redacted_everywhere_even_split_across_writes() {
     let masked = "[REDACTED:REL_TOKEN]";
     for format in ["json", "ndjson", "text"] {
         let out = env
-            .test()
             .run_text(cmd)
             .opts(&["--format", format, "-p", "./p.toml"])
             .env("REL_TOKEN", SECRET)
@@ -1580,7 +1509,6 @@ fn secrets_in_the_command_and_in_the_runs_env_are_masked() {
     let cmd = format!("echo {SECRET}; echo $CLI_KEY $SET_KEY; seq 1 1000");
     for format in ["json", "ndjson", "text"] {
         let out = env
-            .test()
             .run_text(&cmd)
             .opts(&[
                 "--format",
@@ -1623,15 +1551,13 @@ fn secrets_in_the_command_and_in_the_runs_env_are_masked() {
 fn secrets_env_exclude_and_the_agent_profile() {
     let env = TestEnv::new();
     let out = env
-        .test()
         .run_json("echo \"[${REL_TOKEN:-unset}]\"")
         .profile_file("p.toml", "[env]\nexclude = [\"*TOKEN*\"]\n")
         .env("REL_TOKEN", SECRET)
         .run();
     assert_eq!(s(&out.json(), "output"), "[unset]\n");
     // The agent profile both keeps tokens out and masks keys it lets through.
-    env.test()
-        .run_text("echo \"t=[${REL_TOKEN:-unset}] k=$REL_API_KEY\"")
+    env.run_text("echo \"t=[${REL_TOKEN:-unset}] k=$REL_API_KEY\"")
         .profile("agent")
         .env("REL_TOKEN", SECRET)
         .env("REL_API_KEY", "key-value-12345")
@@ -1644,11 +1570,7 @@ fn secrets_env_exclude_and_the_agent_profile() {
 #[test]
 fn secrets_files_agentbash_creates_are_private_whatever_the_umask() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home().join(".bashrc"),
-        "alias ll='ls -l'\nf() { echo f; }\n",
-    )
-    .unwrap();
+    env.write_rc("alias ll='ls -l'\nf() { echo f; }\n");
     let script = format!(
         "umask 000; a='{}'; \"$a\" run -q -- 'seq 1 100000' >/dev/null && \
          \"$a\" run -q -s priv -- 'export X=1; cd /' >/dev/null && \
@@ -1688,14 +1610,9 @@ fn limits_cpu_seconds_fires_with_a_reason() {
         .profile_file("p.toml", "[limits]\ncpu_seconds = 1\n")
         .code(152)
         .field("signal", "SIGXCPU")
+        .notice("limits.cpu_seconds")
         .run();
-    let v = out.json();
-    assert!(
-        notices(&v).iter().any(|n| n.contains("limits.cpu_seconds")),
-        "{:?}",
-        notices(&v)
-    );
-    assert!(out.elapsed < scaled(Duration::from_secs(8)));
+    out.assert_ended_within(8);
 }
 
 /// PTY mode applies the same limits (set on the child as soon as it is spawned).
@@ -1703,41 +1620,24 @@ fn limits_cpu_seconds_fires_with_a_reason() {
 fn limits_apply_in_pty_mode_too() {
     let env = TestEnv::new();
     env.write("p.toml", "[limits]\ncpu_seconds = 1\nfile_size_mb = 1\n");
-    let out = env
-        .test()
-        .run_json("while :; do :; done")
-        .opts(&["--pty", "-p", "./p.toml"])
-        .code(152)
-        .field("mode", "pty")
-        .field("signal", "SIGXCPU")
-        .run();
-    assert!(out.elapsed < scaled(Duration::from_secs(8)));
-    let v = env
-        .test()
-        .run_json("ulimit -f; ulimit -t; exec head -c 2000000 /dev/zero > big.bin")
-        .opts(&["--pty", "-p", "./p.toml"])
-        .code(153)
-        .json();
+    let in_pty = |command: &str| env.run_json(command).opts(&["--pty", "-p", "./p.toml"]);
+    let spin = in_pty("while :; do :; done").code(152).field("mode", "pty");
+    spin.field("signal", "SIGXCPU").run().assert_ended_within(8);
+    let write_2mb = "ulimit -f; ulimit -t; exec head -c 2000000 /dev/zero > big.bin";
+    let v = in_pty(write_2mb).code(153).json();
     assert!(s(&v, "output").starts_with("1024\n1"), "{v}");
-    assert_eq!(
-        std::fs::metadata(env.work().join("big.bin")).unwrap().len(),
-        1 << 20
-    );
+    assert_eq!(file_len(&env, "big.bin"), 1 << 20);
 }
 
 /// PTY mode sets `[limits]` in the child before it execs the shell, so they bind the
 /// very first command whatever the shell (not only a bash script that sets them).
 #[test]
 fn pty_limits_bind_the_first_command_of_any_shell() {
-    let env = TestEnv::new();
-    env.write(
-        "p.toml",
-        "[shell]\npath = \"/bin/sh\"\n[limits]\ncpu_seconds = 7\nfile_size_mb = 1\n",
-    );
-    let v = env
-        .test()
+    let profile = "[shell]\npath = \"/bin/sh\"\n[limits]\ncpu_seconds = 7\nfile_size_mb = 1\n";
+    let v = Test::new()
         .run_json("grep -E '^Max (cpu time|file size)' /proc/self/limits")
-        .opts(&["--pty", "-p", "./p.toml"])
+        .profile_file("p.toml", profile)
+        .opts(&["--pty"])
         .code(0)
         .field("mode", "pty")
         .json();
@@ -1756,65 +1656,34 @@ fn pty_limits_bind_the_first_command_of_any_shell() {
 fn limits_file_size_fires_with_a_reason() {
     let env = TestEnv::new();
     env.write("p.toml", "[limits]\nfile_size_mb = 1\n");
-    let v = env
-        .test()
-        .run_json("exec head -c 2000000 /dev/zero > big.bin")
-        .profile("./p.toml")
-        .code(153)
+    let limited = |command: &str| env.run_json(command).profile("./p.toml");
+    let exec_head = limited("exec head -c 2000000 /dev/zero > big.bin").code(153);
+    exec_head
         .field("signal", "SIGXFSZ")
-        .json();
-    assert!(
-        notices(&v)
-            .iter()
-            .any(|n| n.contains("limits.file_size_mb")),
-        "{:?}",
-        notices(&v)
-    );
-    assert_eq!(
-        std::fs::metadata(env.work().join("big.bin")).unwrap().len(),
-        1 << 20
-    );
-    // When a child of the shell hits it, the shell says so in the output.
-    let out = env
-        .test()
-        .run_json("head -c 2000000 /dev/zero > big2.bin")
-        .profile("./p.toml")
+        .notice("limits.file_size_mb")
         .run();
+    assert_eq!(file_len(&env, "big.bin"), 1 << 20);
+    // When a child of the shell hits it, the shell says so in the output.
+    let out = limited("head -c 2000000 /dev/zero > big2.bin").run();
     assert!(s(&out.json(), "output").contains("File size limit exceeded"));
 }
 
 #[test]
 fn limits_address_space_makes_allocations_fail_visibly() {
     let env = TestEnv::new();
-    let v = env
-        .test()
-        .run_json("x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}")
+    let allocate_200mb = "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}";
+    let limited = env.run_json(allocate_200mb);
+    let v = limited
         .profile_file("p.toml", "[limits]\naddress_space_mb = 64\n")
         .json();
     assert_ne!(v["exit_code"], 0);
-    assert!(
-        s(&v, "output").contains("cannot allocate"),
-        "{:#}",
-        strip_output(&v)
-    );
+    let output = s(&v, "output");
+    assert!(output.contains("cannot allocate"), "{:#}", strip_output(&v));
     // ...and the result names the limit it probably hit.
-    assert!(
-        notices(&v)
-            .iter()
-            .any(|n| n.contains("limits.address_space_mb = 64")),
-        "{:?}",
-        notices(&v)
-    );
+    assert_notice(&v, "limits.address_space_mb = 64");
     // Without that limit, the same words in a failing command's output are just words.
-    let out = env
-        .test()
-        .run_json("echo 'Cannot allocate memory'; exit 1")
-        .run();
-    assert!(
-        !notices(&out.json()).iter().any(|n| n.contains("limits.")),
-        "{:?}",
-        notices(&out.json())
-    );
+    let v = env.run_json("echo 'Cannot allocate memory'; exit 1").json();
+    assert_no_notice(&v, "limits.");
 }
 
 /// RLIMIT_NPROC counts every process of the user and is not enforced for root
@@ -1854,8 +1723,7 @@ fn limits_processes_fires_for_non_root_users() {
             );
             env.program("sh", &["-c", &script, &cmd]).run()
         } else {
-            env.test()
-                .run_json(&cmd)
+            env.run_json(&cmd)
                 .profile(&format!("./{profile}"))
                 .current_dir(&dir)
                 .run()
@@ -1869,21 +1737,11 @@ fn limits_processes_fires_for_non_root_users() {
         strip_output(&v)
     );
     assert_ne!(v["exit_code"], 0, "{:#}", strip_output(&v));
-    assert!(
-        notices(&v)
-            .iter()
-            .any(|n| n.contains("limits.processes = 8")),
-        "{:?}",
-        notices(&v)
-    );
+    assert_notice(&v, "limits.processes = 8");
     let v = run("unlimited.toml");
     assert_eq!(v["exit_code"], 0, "{:#}", strip_output(&v));
     assert_eq!(s(&v, "output"), "all-started\n", "{:#}", strip_output(&v));
-    assert!(
-        !notices(&v).iter().any(|n| n.contains("limits.")),
-        "{:?}",
-        notices(&v)
-    );
+    assert_no_notice(&v, "limits.");
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(3)).is_empty());
 }
 

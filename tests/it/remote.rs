@@ -4,7 +4,10 @@
 //! 127.0.0.1 that the test starts with keys of its own, and fake transports that
 //! break the handshake.
 
-use crate::support::{LiveServer, TestEnv, bin, descendants, processes, s, wait_for_cmdline};
+use crate::support::{
+    LiveServer, TestEnv, assert_has, bin, descendants, processes, s, tool_error_text,
+    wait_for_cmdline,
+};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -192,7 +195,6 @@ fn a_cut_output_keeps_its_artifact_on_the_remote_side_and_artifact_show_reads_it
     same_as_local(&env, "box", &["run", "--", "seq 100000"]);
     same_as_local(&env, "box", &["run", "--json", "--", "seq 200000"]);
     let v = env
-        .test()
         .run_json("seq 1500000")
         .opts(&["--target", "box"])
         .code(0)
@@ -208,11 +210,7 @@ fn a_cut_output_keeps_its_artifact_on_the_remote_side_and_artifact_show_reads_it
         path.display()
     );
     // The whole artifact (over 4 MiB: several pages), byte for byte.
-    let shown = env
-        .test()
-        .args(&["artifact", "show", "--target", "box", &id])
-        .code(0)
-        .run();
+    let shown = env.run_ok(&["artifact", "show", "--target", "box", &id]);
     assert_eq!(shown.stdout_bytes, std::fs::read(&path).expect("artifact"));
     env.test()
         .args(&["artifact", "show", "--target", "box", &id, "--tail", "2"])
@@ -248,13 +246,11 @@ fn sessions_and_jobs_live_on_the_remote_side() {
     let dir = env.root().join("elsewhere");
     std::fs::create_dir_all(&dir).expect("dir");
     let first = format!("cd {} && export FLAVOUR=remote", dir.display());
-    env.test()
-        .run_text(&first)
+    env.run_text(&first)
         .opts(&["--target", "box", "-s", "s1"])
         .run()
         .assert_code(0);
     let second = env
-        .test()
         .run_text("echo $FLAVOUR $PWD")
         .opts(&["--target", "box", "-s", "s1"])
         .code(0)
@@ -302,13 +298,8 @@ fn the_local_guard_and_interceptor_refuse_before_anything_travels() {
         ".agentbash/guard.toml",
         format!("[guard]\nprotected = [\"{}\"]\n", protected.display()),
     );
-    let guard = env
-        .work()
-        .join(".agentbash/guard.toml")
-        .display()
-        .to_string();
+    let guard = env.work_path(".agentbash/guard.toml");
     let refused = env
-        .test()
         .run_json(format!("rm -rf {}", protected.display()))
         .opts(&["--target", "box", "-p", &guard])
         .code(77)
@@ -321,8 +312,7 @@ fn the_local_guard_and_interceptor_refuse_before_anything_travels() {
         "{}",
         refused.stdout
     );
-    env.test()
-        .run_text("cat notes.txt")
+    env.run_text("cat notes.txt")
         .opts(&["--target", "box", "--tools", "read"])
         .code(77)
         .run();
@@ -331,8 +321,7 @@ fn the_local_guard_and_interceptor_refuse_before_anything_travels() {
         "the transport started for a refused command"
     );
     assert!(protected.exists());
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["--target", "box"])
         .run()
         .assert_code(0);
@@ -371,7 +360,6 @@ fn a_namespace_transport_stands_in_for_a_container() {
         same_as_local(&env, "ctr", case);
     }
     let pid = env
-        .test()
         .run_text("echo $$")
         .opts(&["--target", "ctr", "-q"])
         .code(0)
@@ -384,7 +372,6 @@ fn handshake_fails(env: &TestEnv, body: &str, extra: &str) -> String {
     let fake = script(env, "fake.sh", body);
     target_profile(env, "fake", &[fake], extra);
     let out = env
-        .test()
         .run_text("true")
         .opts(&["--target", "fake"])
         .code(125)
@@ -402,7 +389,7 @@ echo '{"id":"hello","type":"response","command":"hello","success":true,"data":{"
 sleep 10"#,
         "",
     );
-    assert!(err.contains("protocol 99"), "{err}");
+    assert_has(&err, "protocol 99");
     assert!(
         err.contains(&format!("protocol {}", agentbash::server::PROTOCOL)),
         "{err}"
@@ -410,7 +397,7 @@ sleep 10"#,
     // rpc and mcp refuse to start on it too.
     let rpc = env.cmd(&["rpc", "--target", "fake"]).stdin("").run();
     rpc.assert_code(125);
-    assert!(rpc.stderr.contains("protocol 99"), "{}", rpc.stderr);
+    assert_has(&rpc.stderr, "protocol 99");
     let mcp = env.cmd(&["mcp", "--target", "fake"]).stdin("").run();
     mcp.assert_code(125);
 }
@@ -419,31 +406,22 @@ sleep 10"#,
 fn a_transport_answering_garbage_nothing_or_dying_is_a_clear_error() {
     let env = TestEnv::new();
     let err = handshake_fails(&env, "echo 'Welcome to the build host!'\nsleep 10", "");
-    assert!(
-        err.contains("did not answer the handshake with rpc"),
-        "{err}"
-    );
-    assert!(err.contains("Welcome to the build host!"), "{err}");
+    assert_has(&err, "did not answer the handshake with rpc");
+    assert_has(&err, "Welcome to the build host!");
     let err = handshake_fails(&env, "sleep 30", "connect_timeout = 1\n");
-    assert!(
-        err.contains("no answer to the handshake within 1 s"),
-        "{err}"
-    );
+    assert_has(&err, "no answer to the handshake within 1 s");
     let err = handshake_fails(
         &env,
         "echo 'ssh: connect to host nowhere: Connection refused' >&2\nexit 255",
         "",
     );
-    assert!(
-        err.contains("ended before it answered the handshake"),
-        "{err}"
-    );
+    assert_has(&err, "ended before it answered the handshake");
     assert!(
         err.contains("Connection refused"),
         "the transport's stderr: {err}"
     );
     let err = handshake_fails(&env, "exec /nonexistent/agentbash-nowhere", "");
-    assert!(err.contains("[target fake:"), "{err}");
+    assert_has(&err, "[target fake:");
     target_profile(
         &env,
         "gone",
@@ -451,16 +429,13 @@ fn a_transport_answering_garbage_nothing_or_dying_is_a_clear_error() {
         "",
     );
     let gone = env
-        .test()
         .run_text("true")
         .opts(&["--target", "gone"])
         .code(125)
         .run();
-    assert!(
-        gone.stderr
-            .contains("cannot start the transport `no-such-transport-anywhere`"),
-        "{}",
-        gone.stderr
+    assert_has(
+        &gone.stderr,
+        "cannot start the transport `no-such-transport-anywhere`",
     );
 }
 
@@ -471,19 +446,15 @@ fn target_configuration_errors_name_the_profile_and_key() {
     std::fs::create_dir_all(&dir).expect("dir");
     std::fs::write(dir.join("plain.toml"), "description = \"no target\"\n").expect("write");
     let none = env
-        .test()
         .run_text("true")
         .opts(&["--target", "plain"])
         .code(125)
         .run();
-    assert!(
-        none.stderr
-            .contains("--target plain: the profile has no [target] transport"),
-        "{}",
-        none.stderr
+    assert_has(
+        &none.stderr,
+        "--target plain: the profile has no [target] transport",
     );
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["--target", "missing-profile"])
         .run()
         .assert_code(125);
@@ -502,8 +473,7 @@ fn target_configuration_errors_name_the_profile_and_key() {
         "[target]\ntransport = [\"ssh\", 22]\n",
     )
     .expect("write");
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["--target", "typed"])
         .code(125)
         .stderr_has("target.transport")
@@ -517,22 +487,9 @@ fn explain_names_the_target_and_sends_nothing() {
     let marker = env.root().join("transport-started");
     let transport = script(&env, "never.sh", &format!("touch '{}'", marker.display()));
     target_profile(&env, "box", std::slice::from_ref(&transport), "");
-    let text = env
-        .test()
-        .args(&["explain", "--target", "box", "--", "echo hi"])
-        .code(0)
-        .run();
-    assert!(
-        text.stdout
-            .contains("\ntarget      box: the command runs there"),
-        "{}",
-        text.stdout
-    );
-    let json = env
-        .test()
-        .explain_json("echo hi")
-        .opts(&["--target", "box"])
-        .run();
+    let text = env.run_ok(&["explain", "--target", "box", "--", "echo hi"]);
+    assert_has(&text.stdout, "\ntarget      box: the command runs there");
+    let json = env.explain_json("echo hi").opts(&["--target", "box"]).run();
     assert_eq!(json.json()["target"]["transport"], json!([transport]));
     assert!(!marker.exists(), "explain started the transport");
 }
@@ -685,7 +642,7 @@ fn mcp_through_a_target_passes_the_python_sdk_client() {
         "the Python MCP client failed through a target:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(summary.contains(" passed, 0 failed"), "{summary}");
+    assert_has(&summary, " passed, 0 failed");
 }
 
 /// A real OpenSSH server on 127.0.0.1, started by the test on a free port with host
@@ -841,7 +798,6 @@ fn an_ssh_target_renders_as_local_persists_sessions_and_survives_a_drop() {
     }
     same_as_local(&env, "build-host", &["run", "--", "seq 100000"]);
     let cut = env
-        .test()
         .run_json("seq 100000")
         .opts(&["--target", "build-host"])
         .run();
@@ -861,13 +817,11 @@ fn an_ssh_target_renders_as_local_persists_sessions_and_survives_a_drop() {
         ])
         .stdout("100000\n")
         .run();
-    env.test()
-        .run_text("export SEEN=over-ssh")
+    env.run_text("export SEEN=over-ssh")
         .opts(&["--target", "build-host", "-s", "w"])
         .run()
         .assert_code(0);
-    env.test()
-        .run_text("echo $SEEN")
+    env.run_text("echo $SEEN")
         .opts(&["--target", "build-host", "-s", "w"])
         .stdout("over-ssh\n")
         .run();
@@ -904,13 +858,10 @@ fn the_kubernetes_manifests_profile_passes_profile_check() {
         .take_while(|l| l.is_empty() || l.starts_with("    "))
         .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
         .collect();
-    assert!(body.contains("[sandbox]"), "{body}");
+    assert_has(&body, "[sandbox]");
     let path = env.root().join("pod.toml");
     std::fs::write(&path, body).expect("write");
-    env.test()
-        .args(&["profile", "check", &path.display().to_string()])
-        .code(0)
-        .run();
+    env.run_ok(&["profile", "check", &path.display().to_string()]);
 }
 
 #[test]
@@ -921,20 +872,16 @@ fn what_a_remote_run_cannot_do_is_a_usage_error_and_nothing_travels() {
     target_profile(&env, "box", &[transport], "");
     for (flag, word) in [("--pty", "--pty"), ("--stdin", "--stdin")] {
         let out = env
-            .test()
             .run_text("true")
             .opts(&["--target", "box", flag])
             .code(2)
             .run();
-        assert!(
-            out.stderr
-                .contains(&format!("{word} is not available with --target")),
-            "{}",
-            out.stderr
+        assert_has(
+            &out.stderr,
+            format!("{word} is not available with --target"),
         );
     }
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["--target", "box", "--stderr", "separate"])
         .code(2)
         .run();
@@ -950,7 +897,6 @@ fn an_interrupted_remote_run_is_aborted_there_and_answers_cancelled() {
     target_profile(&env, "box", &remote.argv(&env), "");
     let sleep = format!("sleep 77.{}", crate::support::nonce());
     let running = env
-        .test()
         .run_text(format!("echo started; {sleep}"))
         .opts(&["--target", "box"])
         .own_process_group()
@@ -965,7 +911,7 @@ fn an_interrupted_remote_run_is_aborted_there_and_answers_cancelled() {
     let out = running.wait();
     out.assert_code(130);
     assert_eq!(out.stdout, "started\n");
-    assert!(out.stderr.contains("[Command cancelled]"), "{}", out.stderr);
+    assert_has(&out.stderr, "[Command cancelled]");
     assert!(
         crate::support::procs_with_cmdline(&sleep, Duration::from_secs(5)).is_empty(),
         "the remote command still runs"
@@ -1007,7 +953,7 @@ fn a_targets_question_is_asked_on_the_local_terminal() {
             && shown.contains(&format!("touch {}  (rule `touch` asks)", yes.display())),
         "{shown}"
     );
-    assert!(shown.contains("ab-exit=0"), "{shown}");
+    assert_has(&shown, "ab-exit=0");
     assert!(yes.exists());
 
     let no = env.work().join("remote-no.txt");
@@ -1017,8 +963,8 @@ fn a_targets_question_is_asked_on_the_local_terminal() {
         &format!("touch {}", no.display()),
         Some("n"),
     );
-    assert!(shown.contains("ab-exit=77"), "{shown}");
-    assert!(shown.contains("declined it"), "{shown}");
+    assert_has(&shown, "ab-exit=77");
+    assert_has(&shown, "declined it");
     assert!(!no.exists());
 
     // This side's policy is the same: its question comes first, the target's same
@@ -1031,7 +977,7 @@ fn a_targets_question_is_asked_on_the_local_terminal() {
         &format!("touch {}", both.display()),
         Some("y"),
     );
-    assert!(shown.contains("ab-exit=0"), "{shown}");
+    assert_has(&shown, "ab-exit=0");
     assert_eq!(
         shown.matches("approval needed before this runs").count(),
         1,
@@ -1048,7 +994,6 @@ fn with_no_one_to_ask_here_the_targets_unattended_decides_at_once() {
     let _remote = asking_target(&env);
     let file = env.work().join("remote-unattended.txt");
     let v = env
-        .test()
         .run_json(format!("touch {}", file.display()))
         .opts(&["--target", "box"])
         .code(77)
@@ -1118,12 +1063,11 @@ fn mcp_through_a_target_without_elicitation_refuses_with_the_reason() {
         "bash",
         json!({"command": format!("touch {}", file.display())}),
     );
-    assert_eq!(result["isError"], true, "{result}");
-    let text = result["content"][0]["text"].as_str().unwrap_or_default();
-    assert!(
-        text.contains("needs approval (rule `touch` asks)")
-            && text.contains("the MCP client did not declare the elicitation capability"),
-        "{text}"
+    let text = tool_error_text(&result);
+    assert_has(text, "needs approval (rule `touch` asks)");
+    assert_has(
+        text,
+        "the MCP client did not declare the elicitation capability",
     );
     assert!(!file.exists());
 }

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    Gate, HANG_CAP, LiveServer, TestEnv, descendants, nonce, scaled, thread_count,
+    Gate, HANG_CAP, LiveServer, TestEnv, assert_has, descendants, nonce, scaled, thread_count,
     wait_for_cmdline, wait_for_path,
 };
 
@@ -382,7 +382,7 @@ fn requests_beyond_max_concurrent_queue_without_threads_or_processes() {
     assert_eq!(aborted["success"], true, "{aborted}");
     assert_eq!(aborted["data"]["cancelled"], true, "{aborted}");
     let text = aborted["data"]["text"].as_str().unwrap_or_default();
-    assert!(text.contains("the command did not start"), "{text}");
+    assert_has(text, "the command did not start");
     rpc.send(json!({"id": "stop", "type": "abort_bash", "target": "first"}));
     let deadline = Instant::now() + Duration::from_secs(60);
     while got
@@ -616,7 +616,7 @@ fn numeric_strings_a_bom_and_negative_timeouts_are_read_as_mcp_reads_them() {
         assert_eq!(d["timeout_s"], 1, "{d}");
         assert_eq!(d["requested_timeout_s"], -5, "{d}");
         let notices = d["notices"].to_string();
-        assert!(notices.contains("requested -5s"), "{notices}");
+        assert_has(&notices, "requested -5s");
     }
     rpc.send(json!({"id": "bad", "type": "bash", "command": "true", "timeout": "1.5"}));
     let m = rpc.next(HANG_CAP);
@@ -697,10 +697,6 @@ fn job_start_with_an_invalid_ready_regex_starts_nothing() {
         .args(&["job", "start", "--ready", "(", "--", "touch started"])
         .code(2)
         .run();
-    assert!(
-        out.stderr.contains("the readiness regex \"(\""),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "the readiness regex \"(\"");
     assert!(!env.work().join("started").exists(), "the command ran");
 }

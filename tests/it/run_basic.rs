@@ -3,8 +3,8 @@
 //! (issue 2, items 1, 2, 8, 9, 10 and 13).
 
 use crate::support::{
-    Gate, HANG_CAP, Test, TestEnv, bin, has_program, kill_cmdline, needs_program, nonce,
-    procs_with_cmdline, re, s, scaled, skip, u,
+    Gate, HANG_CAP, Test, TestEnv, assert_has, assert_lacks, assert_notice_is, bin, has_program,
+    kill_cmdline, needs_program, nonce, procs_with_cmdline, re, s, scaled, skip, u,
 };
 use std::process::Command;
 use std::time::Duration;
@@ -24,11 +24,7 @@ fn echo_prints_and_exits_zero() {
 #[test]
 fn words_after_the_separator_keep_their_quoting() {
     let env = TestEnv::new();
-    let out = env
-        .test()
-        .run_text("printf '%s\\n' a b | wc -l")
-        .code(0)
-        .run();
+    let out = env.run_text("printf '%s\\n' a b | wc -l").code(0).run();
     assert_eq!(out.stdout.trim(), "2", "one word is a command text");
     let cases: &[(&[&str], &str)] = &[
         (&["printf", "%s\\n", "a b"], "a b\n"),
@@ -185,20 +181,12 @@ fn json_has_every_result_field() {
 fn json_flag_is_format_json_and_reports_cwds() {
     let env = TestEnv::new();
     let v = env
-        .test()
         .run_json("cd /; exit 4")
         .code(4)
         .field("exit_code", 4)
         .json();
     assert_eq!(s(&v, "cwd"), env.work().display().to_string());
-    assert!(
-        v["notices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n == "Command exited with code 4"),
-        "{v:#}"
-    );
+    assert_notice_is(&v, "Command exited with code 4");
 }
 
 /// The first line is streamed while the command is held at a gate: it cannot have
@@ -208,11 +196,7 @@ fn ndjson_streams_output_while_the_command_runs() {
     let env = TestEnv::new();
     let gate = Gate::new(&env, "b");
     let cmd = format!("echo a; {}; echo b", gate.wait());
-    let mut run = env
-        .test()
-        .run_text(&cmd)
-        .opts(&["--format", "ndjson"])
-        .spawn();
+    let mut run = env.run_text(&cmd).opts(&["--format", "ndjson"]).spawn();
     let (_, first) = run.wait_for_event("start", HANG_CAP);
     assert_eq!(first["command"], cmd.as_str());
     let (_, ev) = run.wait_for_event("output", HANG_CAP);
@@ -270,7 +254,6 @@ fn background_job_holding_the_pipe_does_not_hang() {
     let env = TestEnv::new();
     let sleep = format!("sleep 5.{}", nonce());
     let out = env
-        .test()
         .run_json(format!("{{ {sleep}; echo late; }} & echo immediate"))
         .code(0)
         .run();
@@ -292,11 +275,7 @@ fn stdin_is_the_null_device_by_default() {
         .stdin("should not be read\n")
         .code(0)
         .run();
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(3)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(3);
     assert_eq!(s(&out.json(), "output"), "");
     assert_eq!(s(&out.json(), "text"), "(no output)");
 }
@@ -343,11 +322,7 @@ fn opening_dev_tty_fails_fast() {
         s(&v, "output").contains("/dev/tty: No such device or address"),
         "{v}"
     );
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(3)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(3);
 }
 
 #[test]
@@ -373,7 +348,6 @@ fn git_log_with_long_history_does_not_wait_on_a_pager() {
         String::from_utf8_lossy(&setup.stderr)
     );
     let v = env
-        .test()
         .run_json("git log")
         .opts(&["-C", "repo"])
         .code(0)
@@ -381,7 +355,6 @@ fn git_log_with_long_history_does_not_wait_on_a_pager() {
         .json();
     assert!(u(&v, "total_lines") >= 300 * 5, "{v:#}");
     let out = env
-        .test()
         .run_text("git log --oneline")
         .opts(&["-C", "repo"])
         .code(0)
@@ -395,7 +368,6 @@ fn background_kill_lists_and_ends_the_job() {
     let env = TestEnv::new();
     let sleep = format!("sleep 399.{}", nonce());
     let v = env
-        .test()
         .run_json(format!("{sleep} & echo started"))
         .code(0)
         .output("started\n")
@@ -419,18 +391,13 @@ fn background_keep_lets_the_job_survive() {
     let env = TestEnv::new();
     let sleep = format!("sleep 398.{}", nonce());
     let out = env
-        .test()
         .run_json(format!("{sleep} & echo started"))
         .profile_file("keep.toml", "[process]\nbackground = \"keep\"\n")
         .run();
     let alive = procs_with_cmdline(&sleep, Duration::ZERO);
     kill_cmdline(&sleep);
     out.assert_code(0);
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(5)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(5);
     let v = out.json();
     assert_eq!(s(&v, "output"), "started\n");
     assert_eq!(v["background_killed"], serde_json::json!([]), "{v:#}");
@@ -443,7 +410,6 @@ fn missing_cwd_is_an_error_and_runs_nothing() {
     let env = TestEnv::new();
     let missing = format!("/nonexistent-{}", nonce());
     let out = env
-        .test()
         .run_text("touch ran")
         .opts(&["-C", &missing])
         .code(125)
@@ -456,7 +422,6 @@ fn missing_cwd_is_an_error_and_runs_nothing() {
     );
     assert!(!env.work().join("ran").exists());
     let out = env
-        .test()
         .run_json("touch ran")
         .opts(&["-C", &missing])
         .code(125)
@@ -475,8 +440,7 @@ fn missing_cwd_is_an_error_and_runs_nothing() {
 fn file_as_cwd_is_an_error() {
     let env = TestEnv::new();
     let f = env.write("f.txt", "x");
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["-C", "f.txt"])
         .code(125)
         .stderr_has(format!(
@@ -491,12 +455,7 @@ fn relative_cwd_resolves_against_the_invoking_dir() {
     let env = TestEnv::new();
     std::fs::create_dir_all(env.work().join("a/sub")).unwrap();
     std::fs::create_dir_all(env.work().join("b")).unwrap();
-    let out = env
-        .test()
-        .run_json("pwd -P")
-        .opts(&["-C", "a/sub"])
-        .code(0)
-        .run();
+    let out = env.run_json("pwd -P").opts(&["-C", "a/sub"]).code(0).run();
     let want = env.work().join("a/sub").canonicalize().unwrap();
     assert_eq!(s(&out.json(), "output"), format!("{}\n", want.display()));
     assert_eq!(
@@ -504,7 +463,6 @@ fn relative_cwd_resolves_against_the_invoking_dir() {
         env.work().join("a/sub").display().to_string()
     );
     let out = env
-        .test()
         .run_json("pwd -P")
         .opts(&["-C", "../b"])
         .current_dir(env.work().join("a"))
@@ -518,16 +476,12 @@ fn relative_cwd_resolves_against_the_invoking_dir() {
 fn missing_shell_names_the_profile_key() {
     let env = TestEnv::new();
     let out = env
-        .test()
         .run_text("touch ran")
         .profile_file("p.toml", "[shell]\npath = \"/no/such/shell\"\n")
         .code(125)
         .run();
-    assert!(
-        out.stderr.contains("shell.path") && out.stderr.contains("/no/such/shell"),
-        "stderr: {:?}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "shell.path");
+    assert_has(&out.stderr, "/no/such/shell");
     assert!(!env.work().join("ran").exists());
 }
 
@@ -535,15 +489,13 @@ fn missing_shell_names_the_profile_key() {
 fn color_always_is_accepted_in_a_pipe() {
     let env = TestEnv::new();
     for when in ["always", "never", "auto"] {
-        env.test()
-            .run_text("echo hi")
+        env.run_text("echo hi")
             .opts(&["--color", when])
             .code(0)
             .stdout("hi\n")
             .run();
     }
-    env.test()
-        .run_text("echo hi")
+    env.run_text("echo hi")
         .opts(&["--color", "sometimes"])
         .code(2)
         .run();
@@ -552,16 +504,14 @@ fn color_always_is_accepted_in_a_pipe() {
 #[test]
 fn quiet_suppresses_notices() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("echo hi; exit 3")
+    env.run_text("echo hi; exit 3")
         .opts(&["-q", "-t", "99999"])
         .code(3)
         .stdout("hi\n")
         .stderr("")
         .run();
     // Without -q the same run does talk.
-    env.test()
-        .run_text("echo hi; exit 3")
+    env.run_text("echo hi; exit 3")
         .opts(&["-t", "99999"])
         .stderr_has("Timeout clamped")
         .stderr_has("Command exited with code 3")
@@ -583,7 +533,6 @@ fn daemonized_job_detached_from_the_pipe_is_killed_and_listed() {
     let env = TestEnv::new();
     let sleep = format!("sleep 397.{}", nonce());
     let v = env
-        .test()
         .run_json(format!(
             "( setsid {sleep} > /dev/null 2>&1 < /dev/null & ) ; echo done"
         ))
@@ -608,9 +557,7 @@ fn daemonized_job_detached_from_the_pipe_is_killed_and_listed() {
 
 #[test]
 fn no_pty_env_overrides_a_forced_pty_with_a_notice() {
-    let env = TestEnv::new();
-    let v = env
-        .test()
+    let v = Test::new()
         .run_json("echo hi")
         .opts(&["--pty"])
         .env("AGENTBASH_NO_PTY", "1")
@@ -618,14 +565,9 @@ fn no_pty_env_overrides_a_forced_pty_with_a_notice() {
         .field("mode", "print")
         .output("hi\n")
         .json();
-    assert!(
-        v["notices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n == "PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal"),
-        "{:#}",
-        v["notices"]
+    assert_notice_is(
+        &v,
+        "PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal",
     );
 }
 
@@ -643,7 +585,6 @@ fn auto_mode_in_a_pipe_is_print_mode() {
 fn file_size_limit_kills_the_writer() {
     let env = TestEnv::new();
     let out = env
-        .test()
         .run_json("head -c 2000000 /dev/zero > big")
         .profile_file("p.toml", "[limits]\nfile_size_mb = 1\n")
         .run();
@@ -679,20 +620,17 @@ fn cpu_limit_is_reported_as_such() {
 #[test]
 fn shell_prefix_and_args_are_applied() {
     let env = TestEnv::new();
-    env.test()
-        .run_json("printenv FOO")
+    env.run_json("printenv FOO")
         .profile_file("p.toml", "[shell]\nprefix = \"env FOO=bar\"\n")
         .output("bar\n")
         .run();
     let out = env
-        .test()
         .run_json("echo before; false; echo after")
         .profile_file("q.toml", "[shell]\nargs = [\"-e\", \"-c\"]\n")
         .code(1)
         .run();
     assert_eq!(s(&out.json(), "output"), "before\n");
     let out = env
-        .test()
         .run_json("echo hi")
         .profile_file("r.toml", "[shell]\npath = \"sh\"\n")
         .code(0)
@@ -729,7 +667,7 @@ fn ci_profile_streams_output_into_a_pipe() {
     let env = TestEnv::new();
     let gate = Gate::new(&env, "b");
     let cmd = format!("echo a; {}; echo b", gate.wait());
-    let mut run = env.test().run_text(&cmd).profile("ci").spawn();
+    let mut run = env.run_text(&cmd).profile("ci").spawn();
     let (_, line) = run.next_line(HANG_CAP).expect("a line");
     assert_eq!(line, "a\n");
     gate.open();
@@ -784,7 +722,7 @@ fn stream_mode_writes_every_line_in_order() {
 fn setsid_job_with_a_cleared_env_is_still_killed() {
     let env = TestEnv::new();
     let sleep = format!("sleep 395.{}", nonce());
-    let out = env.test().run_json(format!(
+    let out = env.run_json(format!(
             "( setsid env -i {sleep} > /dev/null 2>&1 & ) ; until pgrep -fx '{sleep}' > /dev/null; do sleep 0.01; done; echo done"
         )).run();
     let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
@@ -806,11 +744,11 @@ fn a_stopped_background_server_is_named_in_the_text() {
     let notice = re(
         r#"\[Stopped 1 background process the command left running: python3[\d.]* -m http\.server 0 --bind 127\.0\.0\.1 \(pid (\d+)\)\. To keep a process running, start it as a job: `agentbash job start …` \(MCP: `bash` with `background: true`; rpc: `job_start`\)\]"#,
     );
-    let out = env.test().run_text(cmd).code(0).run();
+    let out = env.run_text(cmd).code(0).run();
     assert!(notice.is_match(&out.stderr), "stderr: {:?}", out.stderr);
-    assert!(!out.stdout.contains("Stopped"), "stdout: {:?}", out.stdout);
+    assert_lacks(&out.stdout, "Stopped");
 
-    let v = env.test().run_json(cmd).code(0).json();
+    let v = env.json_of(cmd);
     let killed = v["background_killed"]
         .as_array()
         .expect("background_killed");
@@ -833,7 +771,6 @@ fn the_background_notice_names_five_and_counts_the_rest() {
     let env = TestEnv::new();
     let sleep = format!("sleep 373.{}", nonce());
     let v = env
-        .test()
         .run_json(format!(
             "for i in 1 2 3 4 5 6 7; do {sleep} & done; echo started"
         ))

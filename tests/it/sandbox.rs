@@ -1,7 +1,9 @@
 //! The kernel sandbox through the real binary: every write, read and connection is
 //! tried for real, on directories each test creates under its own temp root.
 
-use crate::support::{Test, TestEnv, is_root, needs_program, needs_root, s, scaled, skip};
+use crate::support::{
+    Output, Test, TestEnv, assert_has, is_root, needs_program, needs_root, notices, s, scaled, skip,
+};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -40,7 +42,6 @@ impl Sandboxed {
     fn run(&self, extra: &[&str], script: &str) -> (Option<i32>, Value) {
         let out = self
             .env
-            .test()
             .run_json(script)
             .profile(&self.profile)
             .opts(extra)
@@ -393,10 +394,15 @@ fn required_with_an_unavailable_engine_exits_125_and_unrequired_runs_with_a_warn
     assert!(warnings.contains("NOT enforced"), "{v}");
 }
 
+/// `agentbash sandbox check`, which must succeed.
+fn sandbox_check(env: &TestEnv) -> Output {
+    env.run_ok(&["sandbox", "check"])
+}
+
 #[test]
 fn sandbox_check_reports_each_mechanism() {
     let env = TestEnv::new();
-    let out = env.test().args(&["sandbox", "check"]).code(0).run();
+    let out = sandbox_check(&env);
     for line in [
         "landlock:          ABI ",
         "network isolation: ",
@@ -436,7 +442,7 @@ fn explain_shows_mode_engine_workspace_writable_deny_read_and_network() {
     ] {
         assert!(out.stdout.contains(&line), "{line}\n{}", out.stdout);
     }
-    let v = t.env.test().explain_json("ls").profile("strict").json();
+    let v = t.env.explain_json("ls").profile("strict").json();
     assert_eq!(v["sandbox"]["mode"], "read-only");
     assert_eq!(v["sandbox"]["network"], false);
     assert!(v["sandbox"]["deny_read"].to_string().contains("~/.ssh"));
@@ -504,12 +510,7 @@ fn rpc_refuses_a_sandbox_override_unless_the_profile_allows_it() {
         json!({"command": format!("touch {}", t.o("b")), "sandbox": "off"}),
     ));
     assert_eq!(v["success"], false, "{v}");
-    assert!(
-        v["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("allow_override = false")),
-        "{v}"
-    );
+    assert_has(s(&v, "error"), "allow_override = false");
     assert!(!t.outside.join("b").exists());
     let v = rpc.ask(bash(2, json!({"command": format!("touch {}", t.o("b"))})));
     assert!(!t.outside.join("b").exists(), "{v}");
@@ -539,12 +540,7 @@ fn ptrace_of_agentbash_fails() {
 #[test]
 fn another_runs_artifacts_cannot_be_written() {
     let t = Sandboxed::new("mode = \"workspace-write\"");
-    let v = t
-        .env
-        .test()
-        .run_json("seq 1 200000")
-        .opts(&["--tail", "3"])
-        .json();
+    let v = t.env.run_json("seq 1 200000").opts(&["--tail", "3"]).json();
     let artifacts = t.env.state_dir().join("artifacts");
     let files: Vec<PathBuf> = walk(&artifacts);
     assert!(!files.is_empty(), "the first run left an artifact: {v}");
@@ -634,17 +630,12 @@ fn the_rc_snapshot_is_generated_read_only_under_a_sandboxed_run() {
     .expect("profile");
     let planted = t.o("from-rc");
     let in_workspace = t.env.work().join("from-rc");
-    std::fs::write(
-        t.env.home().join(".bashrc"),
-        format!(
-            "touch {planted}\ntouch {}\nrc_function() {{ echo from-the-rc; }}\n",
-            in_workspace.display()
-        ),
-    )
-    .expect("rc");
+    t.env.write_rc(format!(
+        "touch {planted}\ntouch {}\nrc_function() {{ echo from-the-rc; }}\n",
+        in_workspace.display()
+    ));
     let v = t
         .env
-        .test()
         .run_json("rc_function")
         .profile(&profile.display().to_string())
         .json();
@@ -706,7 +697,7 @@ fn a_reused_live_shell_reports_the_tmpdir_it_gives_the_command() {
 #[test]
 fn sandbox_check_judges_every_built_in_profile() {
     let env = TestEnv::new();
-    let out = env.test().args(&["sandbox", "check"]).code(0).run();
+    let out = sandbox_check(&env);
     for line in [
         "  default   off              runs here (no confinement asked)",
         "  ci        off              runs here (no confinement asked)",
@@ -751,11 +742,9 @@ fn sandbox_check_judges_every_built_in_profile() {
     );
     let strict = verdict("strict");
     assert_eq!(strict["enforced"], false, "{strict}");
-    assert!(
-        strict["reason"]
-            .as_str()
-            .is_some_and(|r| r.contains("required = true but no engine can enforce it here")),
-        "{strict}"
+    assert_has(
+        s(&strict, "reason"),
+        "required = true but no engine can enforce it here",
     );
 }
 
@@ -858,14 +847,11 @@ fn a_read_hidden_by_deny_read_is_named() {
                 !output(&v).contains("original"),
                 "{engine}: the secret was read: {v}"
             );
-            let notice = v["notices"]
-                .as_array()
+            let notice = notices(&v)
                 .into_iter()
-                .flatten()
-                .filter_map(|n| n.as_str())
                 .find(|n| n.contains("is hidden by [sandbox] deny_read"))
                 .unwrap_or_else(|| panic!("{engine} {script}: no notice in {v:#}"));
-            assert!(notice.contains("secret"), "{notice}");
+            assert_has(&notice, "secret");
         }
         // A run that touches nothing hidden gets no such notice.
         let (code, v) = t.run(&[], "echo fine");

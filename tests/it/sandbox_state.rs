@@ -3,10 +3,11 @@
 //! policy a session remembers, the rc snapshot's seal, and the package cache that
 //! sandboxed runs get instead of the user's own.
 
-use crate::support::{LiveServer, TestEnv, s};
+use crate::support::{LiveServer, TestEnv, must_run, s};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// `<root>/<name>.toml`: the `default` profile with `[sandbox]` set to `section` (and
 /// no rc snapshot unless `extra` asks for one).
@@ -126,7 +127,6 @@ fn a_sandboxed_cli_session_keeps_ten_state_changes_and_leaves_no_pending_file() 
     let profile = workspace_write(&env);
     for n in 0..STEPS.len() {
         let out = env
-            .test()
             .run_json(step(n))
             .opts(&["-p", &profile, "-s", "dev"])
             .env("XDG_RUNTIME_DIR", &rt)
@@ -140,7 +140,6 @@ fn a_sandboxed_cli_session_keeps_ten_state_changes_and_leaves_no_pending_file() 
         );
     }
     let out = env
-        .test()
         .run_json(PENDING_MODE)
         .opts(&["-p", &profile, "-s", "dev"])
         .env("XDG_RUNTIME_DIR", &rt)
@@ -294,11 +293,7 @@ fn snapshot_files(env: &TestEnv) -> (PathBuf, PathBuf) {
 #[test]
 fn a_snapshot_changed_behind_agentbash_is_never_sourced() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home().join(".bashrc"),
-        "rc_function() { echo from-the-rc; }\n",
-    )
-    .expect("rc");
+    env.write_rc("rc_function() { echo from-the-rc; }\n");
     let snap = profile(&env, "snap", "mode = \"off\"", "");
     std::fs::write(
         &snap,
@@ -365,7 +360,6 @@ fn sandboxed_package_managers_get_a_private_cache_per_workspace() {
     );
     // The user's CARGO_HOME, as rustup's cargo proxy exports it.
     let v = env
-        .test()
         .run_json(&script)
         .profile(&ww)
         .env("CARGO_HOME", env.home().join(".cargo"))
@@ -453,7 +447,6 @@ fn sandboxed_package_managers_get_a_private_cache_per_workspace() {
     let other = env.root().join("other");
     std::fs::create_dir_all(&other).expect("other");
     let there = env
-        .test()
         .run_json("echo $PIP_CACHE_DIR")
         .profile(&ww)
         .current_dir(&other)
@@ -485,7 +478,7 @@ fn artifacts_never_follow_a_symlinked_agentbash_out_of_the_tree() {
     std::os::unix::fs::symlink(&elsewhere, env.work().join(".agentbash")).expect("link");
     // More than the ci profile's 1 MiB tail: the full output would be an artifact.
     let big = "head -c 1500000 /dev/zero | tr '\\0' x; echo";
-    let v = env.test().run_json(big).profile("ci").code(0).json();
+    let v = env.run_json(big).profile("ci").code(0).json();
     assert!(v["artifact"].is_null(), "{}", v["artifact"]);
     assert_eq!(
         files(&elsewhere),
@@ -504,11 +497,11 @@ fn artifacts_never_follow_a_symlinked_agentbash_out_of_the_tree() {
     std::fs::remove_file(&link).expect("unlink");
     std::fs::create_dir_all(&link).expect("real .agentbash");
     std::os::unix::fs::symlink(&elsewhere, link.join("artifacts")).expect("link");
-    let v = env.test().run_json(big).profile("ci").json();
+    let v = env.run_json(big).profile("ci").json();
     assert!(v["artifact"].is_null(), "{v}");
     assert_eq!(files(&elsewhere), Vec::<PathBuf>::new());
     std::fs::remove_file(link.join("artifacts")).expect("unlink");
-    let v = env.test().run_json(big).profile("ci").json();
+    let v = env.run_json(big).profile("ci").json();
     let path = PathBuf::from(v["artifact"]["path"].as_str().expect("an artifact"));
     assert!(path.starts_with(link.join("artifacts")), "{v}");
     assert_eq!(std::fs::metadata(&path).expect("artifact").len(), 1_500_001);
@@ -518,12 +511,11 @@ fn artifacts_never_follow_a_symlinked_agentbash_out_of_the_tree() {
 fn the_refusal_notice_names_the_real_path_and_the_right_key() {
     let env = TestEnv::new();
     let ww = workspace_write(&env);
-    let git = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(env.work())
-        .status()
-        .expect("git");
-    assert!(git.success());
+    must_run(
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(env.work()),
+    );
     let notice = |script: &str| {
         let (code, v, _) = run(&env, &ww, None, &[], script);
         assert_ne!(code, Some(0), "{v}");

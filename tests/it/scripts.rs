@@ -5,11 +5,7 @@ use std::time::Duration;
 
 use std::path::PathBuf;
 
-use crate::support::{Gate, HANG_CAP, Test, TestEnv, s, wait_for_path};
-
-fn sh_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
+use crate::support::{Gate, HANG_CAP, Running, Test, TestEnv, notices, s, sh_quote, wait_for_path};
 
 /// Prints a line, says so with a file, waits at a gate the test opens, prints another.
 fn slow(env: &TestEnv) -> (String, Gate, PathBuf) {
@@ -23,19 +19,26 @@ fn slow(env: &TestEnv) -> (String, Gate, PathBuf) {
     (cmd, gate, reached)
 }
 
+/// Opens the gate of [`slow`]'s command and checks that the run then ends with both
+/// of its lines.
+#[track_caller]
+fn opened_it_ends_whole(gate: &Gate, run: Running) {
+    gate.open();
+    let out = run.wait();
+    out.assert_code(0);
+    assert_eq!(out.stdout, "first\nsecond\n");
+}
+
 /// The first line comes through the pipe while the command is still held at the gate.
 #[test]
 fn stream_sends_output_into_a_pipe_as_it_is_produced() {
     let env = TestEnv::new();
     let (cmd, gate, _) = slow(&env);
-    let mut run = env.test().run_text(&cmd).opts(&["--stream"]).spawn();
+    let mut run = env.run_text(&cmd).opts(&["--stream"]).spawn();
     let (_, line) = run.next_line(HANG_CAP).expect("a first line");
     assert_eq!(line, "first\n");
     assert!(!gate.is_open());
-    gate.open();
-    let out = run.wait();
-    out.assert_code(0);
-    assert_eq!(out.stdout, "first\nsecond\n");
+    opened_it_ends_whole(&gate, run);
 }
 
 #[test]
@@ -45,14 +48,11 @@ fn without_stream_the_default_profile_prints_into_a_pipe_at_the_end() {
     // comes through for half a second while it is held; all of it comes at the end.
     let env = TestEnv::new();
     let (cmd, gate, reached) = slow(&env);
-    let mut run = env.test().run_text(&cmd).spawn();
+    let mut run = env.run_text(&cmd).spawn();
     assert!(wait_for_path(&reached, HANG_CAP), "the command never ran");
     let early = run.next_line(Duration::from_millis(500));
     assert!(early.is_none(), "printed while the command ran: {early:?}");
-    gate.open();
-    let out = run.wait();
-    out.assert_code(0);
-    assert_eq!(out.stdout, "first\nsecond\n");
+    opened_it_ends_whole(&gate, run);
 }
 
 #[test]
@@ -68,8 +68,7 @@ fn stream_with_json_is_a_usage_error() {
 #[test]
 fn profile_ci_creates_its_artifacts_dir_only_for_an_artifact() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("echo short")
+    env.run_text("echo short")
         .profile("ci")
         .code(0)
         .stdout("short\n")
@@ -80,12 +79,7 @@ fn profile_ci_creates_its_artifacts_dir_only_for_an_artifact() {
     );
 
     // 1.9 MB of lines overflow ci's 1 MiB: the artifact is kept, in .agentbash/artifacts.
-    let v = env
-        .test()
-        .run_json("seq 1 300000")
-        .profile("ci")
-        .code(0)
-        .json();
+    let v = env.run_json("seq 1 300000").profile("ci").code(0).json();
     let path = std::path::PathBuf::from(s(&v["artifact"], "path"));
     assert!(
         path.starts_with(env.work().join(".agentbash/artifacts")),
@@ -112,16 +106,11 @@ fn stderr_separate_keeps_stdout_parseable_for_scripts() {
     assert_eq!(out.stderr, "warning: config is deprecated\n");
 
     // The control: merged (the default) puts the warning into $out.
-    env.test()
-        .run_text(TOOL)
+    env.run_text(TOOL)
         .code(0)
         .stdout("{\"ok\": true}\nwarning: config is deprecated\n")
         .run();
-    let out = env
-        .test()
-        .run_json(TOOL)
-        .opts(&["--stderr", "merged"])
-        .run();
+    let out = env.run_json(TOOL).opts(&["--stderr", "merged"]).run();
     assert!(out.json().get("stderr").is_none(), "{}", out.stdout);
 }
 
@@ -133,7 +122,6 @@ fn stderr_separate_passes_stderr_through_as_it_is_produced() {
     let gate = Gate::new(&env, "late");
     let command = format!("echo early >&2; {}; echo late >&2; echo out", gate.wait());
     let mut cmd = env
-        .test()
         .run_text(&command)
         .opts(&["--stderr", "separate"])
         .into_command();
@@ -160,7 +148,6 @@ fn stderr_separate_passes_stderr_through_as_it_is_produced() {
 fn stderr_separate_in_json_has_its_own_field_and_retention() {
     let env = TestEnv::new();
     let v = env
-        .test()
         .run_json("echo out1; seq 1 30000 >&2; echo out2")
         .opts(&["--stderr", "separate"])
         .code(0)
@@ -178,12 +165,7 @@ fn stderr_separate_in_json_has_its_own_field_and_retention() {
     assert_eq!(full.lines().count(), 30000);
     assert!(full.starts_with("1\n2\n"));
     let url = s(&e["artifact"], "url");
-    let notices: Vec<&str> = v["notices"]
-        .as_array()
-        .expect("notices")
-        .iter()
-        .filter_map(|n| n.as_str())
-        .collect();
+    let notices = notices(&v);
     assert!(
         notices
             .iter()
@@ -194,7 +176,6 @@ fn stderr_separate_in_json_has_its_own_field_and_retention() {
 
     // NDJSON tells the streams apart.
     let out = env
-        .test()
         .run_text("echo o; echo e >&2")
         .opts(&["--format", "ndjson", "--stderr", "separate"])
         .run();
@@ -234,8 +215,7 @@ fn stderr_separate_is_redacted_like_the_output() {
 #[test]
 fn stderr_separate_refuses_a_terminal() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("touch ran")
+    env.run_text("touch ran")
         .opts(&["--pty", "--stderr", "separate"])
         .code(2)
         .stderr_has("needs print mode")
@@ -244,7 +224,6 @@ fn stderr_separate_refuses_a_terminal() {
     // Auto mode picks print mode for it, even where the profile asks for a PTY.
     env.write("on.toml", "[pty]\nmode = \"on\"\n");
     let out = env
-        .test()
         .run_text("echo o; echo e >&2")
         .opts(&["-p", "./on.toml", "--stderr", "separate"])
         .code(0)

@@ -4,8 +4,8 @@
 //! reused by long-lived callers.
 
 use crate::support::{
-    Gate, HANG_CAP, TestEnv, has_program, needs_program, procs_with_cmdline, s, scaled, skip,
-    wait_for_path,
+    Gate, HANG_CAP, TestEnv, assert_has, assert_lacks, has_program, needs_program,
+    procs_with_cmdline, s, scaled, skip, wait_for_path,
 };
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
@@ -37,6 +37,12 @@ fn in_session(env: &TestEnv, name: &str, cmd: &str) -> String {
     // The lines, without the final newline (the output itself keeps it).
     let out = s(&v, "output");
     out.strip_suffix('\n').unwrap_or(out).to_string()
+}
+
+/// Asserts what `cmd`, run in session `name`, prints ([`in_session`]).
+#[track_caller]
+fn assert_session_says(env: &TestEnv, name: &str, cmd: &str, want: &str) {
+    assert_eq!(in_session(env, name, cmd), want, "{cmd} in session {name}");
 }
 
 #[test]
@@ -94,7 +100,6 @@ fn exports_unsets_variables_functions_and_aliases_persist() {
     // is inherited.
     let with_parent = |cmd: &str| {
         let v = env
-            .test()
             .run_json(cmd)
             .opts(&["-s", "st"])
             .env("FROM_PARENT", "inherited")
@@ -115,11 +120,7 @@ fn exports_unsets_variables_functions_and_aliases_persist() {
 #[test]
 fn functions_defined_indirectly_are_saved() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home().join(".bashrc"),
-        "mkfn() { eval 'made() { echo made-by-mkfn; }'; }\n",
-    )
-    .expect("rc");
+    env.write_rc("mkfn() { eval 'made() { echo made-by-mkfn; }'; }\n");
     env.write(
         "defs.sh",
         "sourced() { echo from-file; }\nalias al2='echo al2'\n",
@@ -127,9 +128,11 @@ fn functions_defined_indirectly_are_saved() {
     in_session(&env, "ind", "mkfn");
     in_session(&env, "ind", "source defs.sh");
     in_session(&env, "ind", "true"); // saves without re-reading definitions
-    assert_eq!(
-        in_session(&env, "ind", "made; sourced; al2"),
-        "made-by-mkfn\nfrom-file\nal2"
+    assert_session_says(
+        &env,
+        "ind",
+        "made; sourced; al2",
+        "made-by-mkfn\nfrom-file\nal2",
     );
 }
 
@@ -145,33 +148,22 @@ fn env_flag_wins_for_one_run_without_persisting() {
 #[test]
 fn snapshot_names_removed_in_a_session_stay_removed() {
     let env = TestEnv::new();
-    std::fs::write(env.home().join(".bashrc"), crate::snapshot::BASHRC).expect("rc");
-    assert_eq!(
-        in_session(&env, "r", "greet s; unalias hey; unset -f greet"),
-        "hello s"
-    );
-    assert_eq!(
-        in_session(&env, "r", "type -t greet hey || echo gone"),
-        "gone"
-    );
+    env.write_rc(crate::snapshot::BASHRC);
+    assert_session_says(&env, "r", "greet s; unalias hey; unset -f greet", "hello s");
+    assert_session_says(&env, "r", "type -t greet hey || echo gone", "gone");
     // Only the session's own definitions are stored, not the snapshot's.
     let show = env
         .test()
         .args(&["session", "show", "r"])
         .stdout_has("functions  -")
         .run();
-    assert!(
-        show.stdout
-            .contains("removed    functions: greet; aliases: hey"),
-        "{}",
-        show.stdout
-    );
+    assert_has(&show.stdout, "removed    functions: greet; aliases: hey");
 }
 
 #[test]
 fn session_definitions_win_over_the_snapshot_whatever_the_command_names() {
     let env = TestEnv::new();
-    std::fs::write(env.home().join(".bashrc"), crate::snapshot::BASHRC).expect("rc");
+    env.write_rc(crate::snapshot::BASHRC);
     in_session(&env, "o", "greet() { echo mine; }");
     // Named directly (only part of the snapshot is sourced), then dynamically.
     assert_eq!(in_session(&env, "o", "greet"), "mine");
@@ -212,9 +204,11 @@ fn venv_activation_and_deactivation_carry_over() {
         ],
     );
     assert_eq!(v["exit_code"], 0, "{v:#}");
-    assert_eq!(
-        in_session(&env, "py", "command -v python; echo $VIRTUAL_ENV"),
-        format!("{work}/v/bin/python\n{work}/v")
+    assert_session_says(
+        &env,
+        "py",
+        "command -v python; echo $VIRTUAL_ENV",
+        &format!("{work}/v/bin/python\n{work}/v"),
     );
     in_session(&env, "py", "deactivate");
     let after = in_session(
@@ -239,16 +233,20 @@ fn exit_code_passes_through_and_state_is_still_saved() {
         ],
     );
     assert_eq!(v["exit_code"], 3);
-    assert_eq!(
-        in_session(&env, "x", "echo $AFTER_EXIT; pwd"),
-        format!("yes\n{}/d", env.work().display())
+    assert_session_says(
+        &env,
+        "x",
+        "echo $AFTER_EXIT; pwd",
+        &format!("yes\n{}/d", env.work().display()),
     );
     // set -e in one run does not leak into the next.
     let v = run_json(&env, &["-s", "x", "--", "set -e; false; echo unreachable"]);
     assert_eq!(v["exit_code"], 1);
-    assert_eq!(
-        in_session(&env, "x", "false; echo next-run-continues"),
-        "next-run-continues"
+    assert_session_says(
+        &env,
+        "x",
+        "false; echo next-run-continues",
+        "next-run-continues",
     );
 }
 
@@ -271,9 +269,11 @@ fn a_timed_out_run_leaves_the_session_unchanged() {
     assert_eq!(v["timed_out"], true);
     assert_eq!(v["exit_code"], 124);
     assert_eq!(s(&v, "final_cwd"), env.work().display().to_string());
-    assert_eq!(
-        in_session(&env, "t", "echo $KEEP; pwd; type -t f || echo no-f"),
-        format!("before\n{}\nno-f", env.work().display())
+    assert_session_says(
+        &env,
+        "t",
+        "echo $KEEP; pwd; type -t f || echo no-f",
+        &format!("before\n{}\nno-f", env.work().display()),
     );
     assert!(procs_with_cmdline(&format!("sleep 41.{n}"), Duration::from_secs(2)).is_empty());
 }
@@ -284,7 +284,6 @@ fn a_cancelled_run_leaves_the_session_unchanged() {
     in_session(&env, "c", "export KEEP=before");
     let n = crate::support::nonce();
     let mut r = env
-        .test()
         .run_text(format!("export KEEP=during; echo go; sleep 43.{n}"))
         .opts(&["--format", "ndjson", "-s", "c"])
         .spawn();
@@ -301,8 +300,7 @@ fn concurrent_runs_on_one_session_are_serialized() {
     in_session(&env, "par", "export V=");
     let runs: Vec<_> = (1..=8)
         .map(|i| {
-            env.test()
-                .run_text(format!("export V=\"$V {i}\"; sleep 0.05"))
+            env.run_text(format!("export V=\"$V {i}\"; sleep 0.05"))
                 .opts(&["-q", "-s", "par"])
                 .spawn()
         })
@@ -335,16 +333,11 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
         held.display(),
         gate.wait()
     );
-    let holder = env
-        .test()
-        .run_text(&hold)
-        .opts(&["-q", "-s", "busy"])
-        .spawn();
+    let holder = env.run_text(&hold).opts(&["-q", "-s", "busy"]).spawn();
     assert!(wait_for_path(&held, HANG_CAP), "the holder never ran");
     let started = Instant::now();
     // The same wait seen by a person (text on a pipe) and by a program (JSON).
     let text_run = env
-        .test()
         .run_text("touch ran-anyway")
         .opts(&["-s", "busy", "-t", "2"])
         .spawn();
@@ -365,11 +358,7 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
     let text = text_run.wait();
     text.assert_code(124);
     assert!(text.stderr.starts_with(line), "{}", text.stderr);
-    assert!(
-        !text.stderr.contains("Command timed out"),
-        "{}",
-        text.stderr
-    );
+    assert_lacks(&text.stderr, "Command timed out");
     assert!(!env.work().join("ran-anyway").exists());
     gate.open();
     holder.wait().assert_code(0);
@@ -383,9 +372,11 @@ fn pty_mode_runs_keep_the_session_too() {
     let v = run_json(&env, &["--pty", "-s", "tty", "--", "cd p; export VIA=pty"]);
     assert_eq!(v["mode"], "pty", "{v:#}");
     assert_eq!(v["exit_code"], 0, "{v:#}");
-    assert_eq!(
-        in_session(&env, "tty", "pwd; echo $VIA"),
-        format!("{}/p\npty", env.work().display())
+    assert_session_says(
+        &env,
+        "tty",
+        "pwd; echo $VIA",
+        &format!("{}/p\npty", env.work().display()),
     );
 }
 
@@ -395,22 +386,13 @@ fn a_deleted_session_directory_is_a_cwd_error_with_a_hint() {
     std::fs::create_dir_all(env.work().join("gone")).expect("mkdir");
     in_session(&env, "g", "cd gone");
     std::fs::remove_dir(env.work().join("gone")).expect("rmdir");
-    let out = env
-        .test()
-        .run_text("pwd")
-        .opts(&["-s", "g"])
-        .code(125)
-        .run();
+    let out = env.run_text("pwd").opts(&["-s", "g"]).code(125).run();
     let want = format!(
         "Working directory does not exist: {}/gone",
         env.work().display()
     );
-    assert!(out.stderr.contains(&want), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("agentbash session rm g"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, &want);
+    assert_has(&out.stderr, "agentbash session rm g");
     // An absolute -C still works, and moves the session somewhere that exists.
     let work = env.work().display().to_string();
     let v = run_json(&env, &["-s", "g", "-C", &work, "--", "pwd"]);
@@ -423,8 +405,7 @@ fn invalid_names_are_usage_errors() {
     let env = TestEnv::new();
     let long = "x".repeat(65);
     for name in ["../x", "", ".", "..", "a/b", long.as_str()] {
-        env.test()
-            .run_text("true")
+        env.run_text("true")
             .opts(&["-s", name])
             .code(2)
             .stderr_has("invalid session name")
@@ -434,8 +415,7 @@ fn invalid_names_are_usage_errors() {
     }
     assert!(!env.state_dir().join("x").exists());
     let ok = "y".repeat(64);
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["-q", "-s", &ok])
         .run()
         .assert_code(0);
@@ -471,7 +451,7 @@ fn list_show_and_rm() {
         "cd proj; export TOKEN_VALUE=hunter2; myfn() { :; }; alias al='true'; localvar=1",
     );
     in_session(&env, "beta", "true");
-    let out = env.test().args(&["session", "list"]).code(0).run();
+    let out = env.run_ok(&["session", "list"]);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert!(lines[0].starts_with("NAME"), "{}", out.stdout);
     assert!(
@@ -481,7 +461,7 @@ fn list_show_and_rm() {
         out.stdout
     );
     assert!(lines[2].starts_with("beta"), "{}", out.stdout);
-    let out = env.test().args(&["session", "show", "alpha"]).code(0).run();
+    let out = env.run_ok(&["session", "show", "alpha"]);
     for want in [
         "exported   TOKEN_VALUE",
         "functions  myfn",
@@ -489,25 +469,20 @@ fn list_show_and_rm() {
         "variables  localvar",
         "/proj",
     ] {
-        assert!(
-            out.stdout.contains(want),
-            "{want:?} missing:\n{}",
-            out.stdout
-        );
+        assert_has(&out.stdout, want);
     }
-    assert!(
-        !out.stdout.contains("hunter2"),
-        "values are never shown:\n{}",
-        out.stdout
-    );
+    // Values are never shown.
+    assert_lacks(&out.stdout, "hunter2");
     env.run(&["session", "rm", "alpha"]).assert_code(0);
     assert!(!env.state_dir().join("sessions/alpha").exists());
     env.run(&["session", "show", "alpha"]).assert_code(1);
     env.run(&["session", "rm", "alpha"]).assert_code(1);
     // A removed session starts afresh.
-    assert_eq!(
-        in_session(&env, "alpha", "echo ${TOKEN_VALUE-unset}; pwd"),
-        format!("unset\n{}", env.work().display())
+    assert_session_says(
+        &env,
+        "alpha",
+        "echo ${TOKEN_VALUE-unset}; pwd",
+        &format!("unset\n{}", env.work().display()),
     );
 }
 
@@ -519,8 +494,7 @@ fn sessions_need_bash() {
         skip!(needs_program("dash", "dash"));
     }
     env.write("sh.toml", "[shell]\npath = \"dash\"\n");
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["-p", "./sh.toml", "-s", "x"])
         .code(125)
         .stderr_has("--session needs bash")
@@ -829,7 +803,7 @@ mod pool {
     #[test]
     fn pool_tests_in_their_own_process() {
         let env = TestEnv::new();
-        std::fs::write(env.home().join(".bashrc"), crate::snapshot::BASHRC).expect("rc");
+        env.write_rc(crate::snapshot::BASHRC);
         // Not current_exe(): a concurrent rebuild may have replaced that file.
         let exe = std::path::PathBuf::from("/proc/self/exe");
         let out = env
@@ -1023,13 +997,12 @@ mod pool {
 #[test]
 fn shell_set_by_bash_is_not_session_state() {
     let env = TestEnv::new();
-    env.test()
-        .run_text("mine=1")
+    env.run_text("mine=1")
         .opts(&["-q", "-s", "bare"])
         .env_remove("SHELL")
         .run()
         .assert_code(0);
-    let out = env.test().args(&["session", "show", "bare"]).code(0).run();
+    let out = env.run_ok(&["session", "show", "bare"]);
     let vars = out
         .stdout
         .lines()
@@ -1048,24 +1021,20 @@ fn shell_set_by_bash_is_not_session_state() {
 #[test]
 fn explain_shows_snapshot_and_session() {
     let env = TestEnv::new();
-    std::fs::write(env.home().join(".bashrc"), "hello() { echo hi; }\n").expect("rc");
+    env.write_rc("hello() { echo hi; }\n");
     let out = env
         .test()
         .args(&["explain", "-s", "dev", "--", "cd /"])
         .code(0)
         .stdout_has("(to be generated from")
         .run();
-    assert!(
-        out.stdout.contains("session     dev (") && out.stdout.contains("new: created by this run"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, "session     dev (");
+    assert_has(&out.stdout, "new: created by this run");
     assert!(
         !env.state_dir().join("sessions/dev").exists(),
         "explain runs nothing"
     );
-    env.test()
-        .run_text("cd /")
+    env.run_text("cd /")
         .opts(&["-q", "-s", "dev"])
         .run()
         .assert_code(0);
@@ -1098,9 +1067,11 @@ fn plain_programs_on_the_cli_leave_the_session_untouched() {
         );
     }
     assert_eq!(generation(), g, "plain programs commit nothing");
-    assert_eq!(
-        in_session(&env, "a", "echo $X; pwd"),
-        format!("1\n{}", env.work().join("sub").display())
+    assert_session_says(
+        &env,
+        "a",
+        "echo $X; pwd",
+        &format!("1\n{}", env.work().join("sub").display()),
     );
     // A session function of that name may change state: saved.
     let v = run_json(&env, &["-s", "a", "--", "hop"]);

@@ -2,7 +2,7 @@
 //! what is dropped and why, reuse and invalidation, and rc files that are slow,
 //! failing, noisy or hostile — none of which may break a run. Also `shell.prefix`.
 
-use crate::support::{Output, TestEnv, procs_with_cmdline, s};
+use crate::support::{Output, TestEnv, assert_has, assert_lacks, procs_with_cmdline, s};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,7 +26,7 @@ set -o pipefail
 
 fn with_rc(rc: &str) -> TestEnv {
     let env = TestEnv::new();
-    std::fs::write(env.home().join(".bashrc"), rc).expect("write .bashrc");
+    env.write_rc(rc);
     env
 }
 
@@ -34,6 +34,11 @@ fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
     let mut a = vec!["run", "--json"];
     a.extend_from_slice(args);
     env.run(&a).json()
+}
+
+/// `agentbash snapshot report`, which must succeed.
+fn snapshot_report(env: &TestEnv) -> Output {
+    env.run_ok(&["snapshot", "report"])
 }
 
 fn snapshot_files(env: &TestEnv) -> Vec<PathBuf> {
@@ -114,7 +119,7 @@ fn functions_aliases_and_options_are_carried_and_shadowing_names_dropped() {
 #[test]
 fn report_lists_captured_and_dropped_names_with_reasons() {
     let env = with_rc(BASHRC);
-    let out = env.test().args(&["snapshot", "report"]).code(0).run();
+    let out = snapshot_report(&env);
     let r = &out.stdout;
     for want in [
         "functions  _zz _zz_inner greet",
@@ -128,16 +133,16 @@ fn report_lists_captured_and_dropped_names_with_reasons() {
         "set -o pipefail",
         "would change the exit status of pipelines",
     ] {
-        assert!(r.contains(want), "report lacks {want:?}:\n{r}");
+        assert_has(r, want);
     }
-    let show = env.test().args(&["snapshot", "show"]).code(0).run();
+    let show = env.run_ok(&["snapshot", "show"]);
     assert!(
         show.stdout.starts_with("# /"),
         "show starts with the path: {}",
         show.stdout
     );
-    assert!(show.stdout.contains("greet ()"), "{}", show.stdout);
-    assert!(!show.stdout.contains("grep ()"), "{}", show.stdout);
+    assert_has(&show.stdout, "greet ()");
+    assert_lacks(&show.stdout, "grep ()");
 }
 
 #[test]
@@ -174,11 +179,7 @@ fn snapshot_files_are_private_and_reused_until_the_rc_changes() {
         "reused, not regenerated"
     );
     // A changed rc is picked up by the next run.
-    std::fs::write(
-        env.home().join(".bashrc"),
-        format!("{BASHRC}\nnewfn() {{ echo new; }}\n"),
-    )
-    .expect("write");
+    env.write_rc(format!("{BASHRC}\nnewfn() {{ echo new; }}\n"));
     let v = run_json(&env, &["--", "newfn"]);
     assert_eq!(s(&v, "output"), "new\n");
     // `snapshot refresh` regenerates on demand.
@@ -215,8 +216,8 @@ fn a_run_sources_only_what_its_command_can_reach() {
         part.contains("_zz ()") && part.contains("_zz_inner ()"),
         "{part}"
     );
-    assert!(part.contains("shopt -s extglob"), "{part}");
-    assert!(!part.contains("alias hey"), "{part}");
+    assert_has(&part, "shopt -s extglob");
+    assert_lacks(&part, "alias hey");
 }
 
 #[test]
@@ -225,14 +226,10 @@ fn a_slow_rc_is_stopped_and_the_run_goes_on_with_a_warning() {
     // Each time the rc is read it adds a line to `reads`.
     let env = TestEnv::new();
     let reads = env.root().join("rc-reads");
-    std::fs::write(
-        env.home().join(".bashrc"),
-        format!(
-            "echo read >> '{}'\nf() {{ echo f; }}\nsleep 37.{n}\n",
-            reads.display()
-        ),
-    )
-    .expect("write .bashrc");
+    env.write_rc(format!(
+        "echo read >> '{}'\nf() {{ echo f; }}\nsleep 37.{n}\n",
+        reads.display()
+    ));
     let v = run_json(&env, &["--", "echo ran; type -t f || echo no-f"]);
     assert_eq!(v["exit_code"], 0);
     assert_eq!(s(&v, "output"), "ran\nno-f\n");
@@ -328,7 +325,7 @@ fn line_numbers_and_child_scripts_are_unaffected() {
         "child.sh",
         "type -t greet || echo child-has-no-greet\necho \"BASH_ENV=${BASH_ENV-unset}\"\n",
     );
-    let out: Output = env.test().run_json("bash child.sh; echo $LINENO").run();
+    let out: Output = env.run_json("bash child.sh; echo $LINENO").run();
     let v = out.json();
     assert_eq!(s(&v, "output"), "child-has-no-greet\nBASH_ENV=unset\n1\n");
 }
@@ -390,7 +387,7 @@ fn rc_functions_named_like_builtins_never_break_sessions() {
     );
     let v = run_json(&env, &["--", "if true; then echo plain; fi"]);
     assert_eq!(s(&v, "output"), "plain\n", "{v:#}");
-    let report = env.test().args(&["snapshot", "report"]).code(0).run();
+    let report = snapshot_report(&env);
     let r = &report.stdout;
     for want in [
         "function builtin",
@@ -400,7 +397,7 @@ fn rc_functions_named_like_builtins_never_break_sessions() {
         "alias    if",
         "named like the shell keyword `if`",
     ] {
-        assert!(r.contains(want), "report lacks {want:?}:\n{r}");
+        assert_has(r, want);
     }
     assert!(
         r.contains("functions  cd greet"),

@@ -121,6 +121,16 @@ impl TestEnv {
         self.root().join("work")
     }
 
+    /// Write the shell's rc file (`~/.bashrc`, what snapshots capture).
+    pub fn write_rc(&self, text: impl AsRef<[u8]>) {
+        std::fs::write(self.home().join(".bashrc"), text).expect("write ~/.bashrc");
+    }
+
+    /// The path of `rel` in the working directory, as text.
+    pub fn work_path(&self, rel: &str) -> String {
+        self.work().join(rel).display().to_string()
+    }
+
     pub fn home(&self) -> PathBuf {
         self.root().join("home")
     }
@@ -495,6 +505,46 @@ impl Output {
             })
             .collect()
     }
+
+    /// Assert the run ended within `secs` seconds ([`scaled`] for a loaded machine):
+    /// a bound that catches a hang, not a measurement.
+    #[track_caller]
+    pub fn assert_ended_within(&self, secs: u64) -> &Self {
+        let limit = scaled(Duration::from_secs(secs));
+        assert!(self.elapsed < limit, "took {:?}", self.elapsed);
+        self
+    }
+}
+
+/// Assert that `text` contains `want`, showing the text when it does not.
+#[track_caller]
+pub fn assert_has(text: impl AsRef<str>, want: impl AsRef<str>) {
+    let (text, want) = (text.as_ref(), want.as_ref());
+    assert!(text.contains(want), "lacks {want:?}:\n{text}");
+}
+
+/// Assert that `text` does not contain `unwanted`, showing the text when it does.
+#[track_caller]
+pub fn assert_lacks(text: impl AsRef<str>, unwanted: impl AsRef<str>) {
+    let (text, unwanted) = (text.as_ref(), unwanted.as_ref());
+    assert!(!text.contains(unwanted), "has {unwanted:?}:\n{text}");
+}
+
+/// Assert that `text` ends with `want`, showing the text when it does not.
+#[track_caller]
+pub fn assert_ends_with(text: impl AsRef<str>, want: impl AsRef<str>) {
+    let (text, want) = (text.as_ref(), want.as_ref());
+    assert!(text.ends_with(want), "does not end with {want:?}:\n{text}");
+}
+
+/// Assert that `text` starts with `want`, showing the text when it does not.
+#[track_caller]
+pub fn assert_starts_with(text: impl AsRef<str>, want: impl AsRef<str>) {
+    let (text, want) = (text.as_ref(), want.as_ref());
+    assert!(
+        text.starts_with(want),
+        "does not start with {want:?}:\n{text}"
+    );
 }
 
 /// `json["output"]` as a `&str` (panics with the object when missing).
@@ -977,7 +1027,7 @@ impl Drop for LiveServer {
 ///   [`Test::stdout_has`] / [`Test::stderr_has`] and [`Test::stdout_lacks`] /
 ///   [`Test::stderr_lacks`] (text in them or not), [`Test::stdout_matches`] /
 ///   [`Test::stderr_matches`] (a regex), and for a JSON result
-///   [`Test::output`], [`Test::output_has`] and [`Test::field`];
+///   [`Test::output`], [`Test::output_has`], [`Test::notice`] and [`Test::field`];
 /// - the end: [`Test::run`] (the [`Output`]) or [`Test::json`] (the result object),
 ///   both after every expectation is checked.
 ///
@@ -1007,6 +1057,7 @@ pub struct Test<'e> {
     matches: Vec<(bool, String)>,
     output: Option<String>,
     output_has: Vec<String>,
+    notices: Vec<String>,
     fields: Vec<(String, Value)>,
 }
 
@@ -1019,6 +1070,34 @@ impl TestEnv {
     /// A [`Test`] run in this env.
     pub fn test(&self) -> Test<'_> {
         Test::with(Holder::Shared(self))
+    }
+
+    /// `agentbash ARGS`, which must exit 0.
+    #[track_caller]
+    pub fn run_ok(&self, args: &[&str]) -> Output {
+        self.test().args(args).code(0).run()
+    }
+
+    /// `env.test().run_json(command)`: a [`Test`] of `agentbash run --json -- command`
+    /// in this env (it runs at `.run()` or `.json()`).
+    pub fn run_json(&self, command: impl AsRef<str>) -> Test<'_> {
+        self.test().run_json(command)
+    }
+
+    /// The JSON result of `agentbash run --json -- command`, which must exit 0.
+    #[track_caller]
+    pub fn json_of(&self, command: impl AsRef<str>) -> Value {
+        self.run_json(command).code(0).json()
+    }
+
+    /// `env.test().run_text(command)`: a [`Test`] of `agentbash run -- command`.
+    pub fn run_text(&self, command: impl AsRef<str>) -> Test<'_> {
+        self.test().run_text(command)
+    }
+
+    /// `env.test().explain_json(command)`: a [`Test`] of `agentbash explain --json`.
+    pub fn explain_json(&self, command: impl AsRef<str>) -> Test<'_> {
+        self.test().explain_json(command)
     }
 
     /// `agentbash rpc ARGS` in this env (see [`LiveServer::rpc`]).
@@ -1066,6 +1145,7 @@ impl<'e> Test<'e> {
             matches: Vec::new(),
             output: None,
             output_has: Vec::new(),
+            notices: Vec::new(),
             fields: Vec::new(),
         }
     }
@@ -1218,6 +1298,12 @@ impl<'e> Test<'e> {
         self
     }
 
+    /// Expect one of the JSON result's notices to contain this text.
+    pub fn notice(mut self, part: impl Into<String>) -> Self {
+        self.notices.push(part.into());
+        self
+    }
+
     /// Expect the JSON result's `key` to equal `want`.
     pub fn field(mut self, key: &str, want: impl Into<Value>) -> Self {
         self.fields.push((key.to_string(), want.into()));
@@ -1354,7 +1440,11 @@ impl<'e> Test<'e> {
                 streams()
             );
         }
-        if self.output.is_some() || !self.output_has.is_empty() || !self.fields.is_empty() {
+        if self.output.is_some()
+            || !self.output_has.is_empty()
+            || !self.notices.is_empty()
+            || !self.fields.is_empty()
+        {
             let v = out.json();
             if let Some(want) = &self.output {
                 assert_eq!(s(&v, "output"), want, "output of {v:#}");
@@ -1364,6 +1454,9 @@ impl<'e> Test<'e> {
                     s(&v, "output").contains(want.as_str()),
                     "output lacks {want:?} in {v:#}"
                 );
+            }
+            for part in &self.notices {
+                assert_notice(&v, part);
             }
             for (key, want) in &self.fields {
                 assert_eq!(&v[key], want, "{key} of {v:#}");
@@ -1500,6 +1593,12 @@ impl LiveServer {
 }
 
 impl TestEnv {
+    /// [`TestEnv::terminal`] of this size, started.
+    pub fn start_terminal(&self, line: &str, cols: u16, rows: u16) -> crate::tmux::TmuxTerminal {
+        let builder = self.terminal(line).size(cols, rows);
+        builder.start().expect("tmux starts")
+    }
+
     /// A tmux terminal (not started) running `bash -c line` from the working
     /// directory, with the hermetic environment of [`TestEnv::cmd`].
     pub fn terminal(&self, line: &str) -> crate::tmux::TmuxBuilder {
@@ -1528,6 +1627,66 @@ impl TestEnv {
     }
 }
 
+/// `text` quoted for a POSIX shell (in single quotes).
+pub fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// A shell line (for a terminal) that runs `agentbash run OPTIONS -- COMMAND`, then
+/// prints its exit status as `ab-exit=N` and the line `done`, for the test to wait on.
+pub fn agentbash_line(options: &str, command: &str, done: &str) -> String {
+    let bin = sh_quote(&bin().to_string_lossy());
+    let command = sh_quote(command);
+    format!("{bin} run {options} -- {command}; echo ab-exit=$?; echo {done}")
+}
+
+/// Run a program a test needs for its setup (chown, git, touch) and assert it worked.
+#[track_caller]
+pub fn must_run(cmd: &mut Command) {
+    let status = cmd.status().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(status.success(), "{cmd:?}: {status}");
+}
+
+/// `agentbash ARGS` as nobody (uid and gid 65534, through setpriv(1)), for what a user
+/// other than root gets: it runs from `root/ws` with HOME `root/home` and its state in
+/// `root/state`, the whole of `root` given to nobody first. `vars` are added to its
+/// environment. Returns the JSON result.
+#[track_caller]
+pub fn run_json_as_nobody(root: &Path, args: &[&str], vars: &[(&str, &str)]) -> Value {
+    for d in ["ws", "home", "state"] {
+        std::fs::create_dir_all(root.join(d)).expect("dir");
+    }
+    must_run(Command::new("chown").args(["-R", "65534:65534"]).arg(root));
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(bin())
+        .args(args)
+        .current_dir(root.join("ws"))
+        .env("HOME", root.join("home"))
+        .env("AGENTBASH_STATE_DIR", root.join("state"))
+        .envs(vars.iter().copied())
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .expect("agentbash as nobody");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The text of an MCP tool result that must be an error (`isError: true`).
+#[track_caller]
+pub fn tool_error_text(result: &Value) -> &str {
+    assert_eq!(result["isError"], true, "{result}");
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
 /// The strings of the JSON result's array `key` (`notices`, `warnings`); none when
 /// it is missing.
 pub fn strings(v: &Value, key: &str) -> Vec<String> {
@@ -1542,4 +1701,41 @@ pub fn strings(v: &Value, key: &str) -> Vec<String> {
 /// The result's notices ([`strings`]).
 pub fn notices(v: &Value) -> Vec<String> {
     strings(v, "notices")
+}
+
+/// Assert that one of the result's notices contains `part`.
+#[track_caller]
+pub fn assert_notice(v: &Value, part: &str) {
+    let all = notices(v);
+    assert!(
+        all.iter().any(|n| n.contains(part)),
+        "no notice has {part:?}: {all:?}"
+    );
+}
+
+/// Assert that one of the result's notices is exactly `want`.
+#[track_caller]
+pub fn assert_notice_is(v: &Value, want: &str) {
+    let notices = v["notices"].as_array().unwrap();
+    assert!(notices.iter().any(|n| n == want), "{:#}", v["notices"]);
+}
+
+/// Assert that one of the result's warnings contains `part`.
+#[track_caller]
+pub fn assert_warning(v: &Value, part: &str) {
+    let all = strings(v, "warnings");
+    assert!(
+        all.iter().any(|w| w.contains(part)),
+        "no warning has {part:?}: {all:?}"
+    );
+}
+
+/// Assert that none of the result's notices contains `part`.
+#[track_caller]
+pub fn assert_no_notice(v: &Value, part: &str) {
+    let all = notices(v);
+    assert!(
+        !all.iter().any(|n| n.contains(part)),
+        "a notice has {part:?}: {all:?}"
+    );
 }

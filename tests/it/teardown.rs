@@ -3,23 +3,25 @@
 //! (issue 2, item 7); what a teardown lists and says (issue 12, part 4).
 
 use crate::support::{
-    Gate, LiveServer, Missing, TestEnv, bin, cgroup2_mount, is_root, needs_root, nonce,
-    procs_with_cmdline, s, scaled, skip, wait_for_cmdline, wait_for_watchdog,
+    Gate, LiveServer, Missing, Output, Running, Test, TestEnv, assert_has, assert_notice_is, bin,
+    cgroup2_mount, is_root, needs_root, nonce, procs_with_cmdline, s, scaled, skip,
+    wait_for_cmdline, wait_for_watchdog,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// Runs `test` with a 1 s timeout, which must end it (exit 124).
+#[track_caller]
+fn timed_out(test: Test) -> Output {
+    test.opts(&["-t", "1"]).code(124).run()
+}
+
 #[test]
 fn timeout_exits_124_in_about_a_second() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "-t", "1", "--", "sleep 30"]);
-    out.assert_code(124);
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(3)),
-        "took {:?}",
-        out.elapsed
-    );
+    let out = timed_out(env.run_text("sleep 30"));
+    out.assert_ended_within(3);
     assert!(
         out.elapsed >= Duration::from_millis(900),
         "took {:?}",
@@ -36,8 +38,7 @@ fn timeout_exits_124_in_about_a_second() {
 #[test]
 fn timeout_in_json_keeps_the_output_so_far() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "-t", "1", "--", "echo before; sleep 30"]);
-    out.assert_code(124);
+    let out = timed_out(env.run_json("echo before; sleep 30"));
     let v = out.json();
     assert_eq!(v["timed_out"], true);
     assert_eq!(v["exit_code"], 124);
@@ -57,66 +58,39 @@ fn timeout_tears_down_the_whole_tree() {
     let env = TestEnv::new();
     let sleep = format!("sleep 377.{}", nonce());
     let cmd = format!("{sleep} & setsid {sleep} & ( {sleep} & ) ; {sleep}");
-    let out = env.run(&["run", "--json", "-t", "1", "--", &cmd]);
-    out.assert_code(124);
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(4)),
-        "took {:?}",
-        out.elapsed
-    );
-    let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
-    assert!(left.is_empty(), "left running after the timeout: {left:?}");
-    let left = env.leftovers(Duration::from_secs(1));
-    assert!(left.is_empty(), "left running after the timeout: {left:?}");
+    let out = timed_out(env.run_json(&cmd));
+    out.assert_ended_within(4);
+    assert_nothing_left(&env, &sleep, "the timeout");
 }
 
 #[test]
 fn timeout_escalates_to_kill_when_term_is_ignored() {
     let env = TestEnv::new();
     let sleep = format!("sleep 376.{}", nonce());
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-t",
-        "1",
-        "--",
-        &format!("trap '' TERM; {sleep}; echo after"),
-    ]);
-    out.assert_code(124);
+    let out = timed_out(env.run_json(format!("trap '' TERM; {sleep}; echo after")));
     // 1 s timeout + 1 s kill_grace_ms, with room for a loaded machine.
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(5)),
-        "took {:?}",
-        out.elapsed
-    );
+    out.assert_ended_within(5);
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
 }
 
 #[test]
 fn huge_timeout_is_clamped_with_a_notice() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "-t", "99999", "--", "true"]);
-    out.assert_code(0);
+    let out = env.run_json("true").opts(&["-t", "99999"]).code(0).run();
     let v = out.json();
     assert_eq!(v["timeout_s"], 3600);
     assert_eq!(v["requested_timeout_s"], 99999);
     let want = "Timeout clamped to 3600s (requested 99999s; allowed range 1-3600s).";
-    assert!(
-        v["notices"].as_array().unwrap().iter().any(|n| n == want),
-        "{:#}",
-        v["notices"]
-    );
-    let out = env.run(&["run", "-t", "99999", "--", "true"]);
-    out.assert_code(0);
-    assert!(out.stderr.contains(want), "stderr: {:?}", out.stderr);
+    assert_notice_is(&v, want);
+    let out = env.run_text("true").opts(&["-t", "99999"]).code(0).run();
+    assert_has(&out.stderr, want);
 }
 
 #[test]
 fn zero_and_negative_timeouts_clamp_to_one_second() {
     let env = TestEnv::new();
     for (arg, requested) in [("0", "0"), ("-5", "-5")] {
-        let out = env.run(&["run", "--json", "-t", arg, "--", "echo ok"]);
-        out.assert_code(0);
+        let out = env.run_json("echo ok").opts(&["-t", arg]).code(0).run();
         let v = out.json();
         assert_eq!(v["timeout_s"], 1, "-t {arg}");
         let want =
@@ -127,13 +101,12 @@ fn zero_and_negative_timeouts_clamp_to_one_second() {
             v["notices"]
         );
     }
-    let out = env.run(&["run", "--json", "--timeout=-1", "--", "sleep 30"]);
-    out.assert_code(124);
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(3)),
-        "took {:?}",
-        out.elapsed
-    );
+    let out = env
+        .run_json("sleep 30")
+        .opts(&["--timeout=-1"])
+        .code(124)
+        .run();
+    out.assert_ended_within(3);
 }
 
 #[test]
@@ -146,14 +119,9 @@ fn profile_max_bounds_the_clamp() {
         ])
         .json();
     assert_eq!(v["timeout_s"], 600);
-    assert!(
-        v["notices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n == "Timeout clamped to 600s (requested 1000s; allowed range 1-600s)."),
-        "{:#}",
-        v["notices"]
+    assert_notice_is(
+        &v,
+        "Timeout clamped to 600s (requested 1000s; allowed range 1-600s).",
     );
     let v = env
         .run(&["run", "--json", "-p", "./p.toml", "--", "true"])
@@ -218,10 +186,7 @@ fn cancel_with(sig: i32, want_code: i32) {
         out.stdout
     );
     assert_eq!(result["background_killed"], json!([]), "{result:#}");
-    let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
-    assert!(left.is_empty(), "left running after cancel: {left:?}");
-    let left = env.leftovers(Duration::from_secs(1));
-    assert!(left.is_empty(), "left running after cancel: {left:?}");
+    assert_nothing_left(&env, &sleep, "cancel");
 }
 
 #[test]
@@ -261,27 +226,21 @@ fn cancel_in_json_and_text_keeps_the_output_so_far() {
     let out = run.wait();
     out.assert_code(130);
     assert_eq!(out.stdout, "started\n");
-    assert!(
-        out.stderr.contains("[Command cancelled]"),
-        "{:?}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "[Command cancelled]");
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
 }
 
 #[test]
 fn command_killed_by_a_signal_exits_128_plus_n() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "--", "echo x; kill -9 $$"]);
-    out.assert_code(137);
+    let out = env.run_json("echo x; kill -9 $$").code(137).run();
     let v = out.json();
     assert_eq!(v["exit_code"], 137);
     assert_eq!(v["signal"], "SIGKILL");
     assert_eq!(v["cancelled"], false);
     assert_eq!(v["timed_out"], false);
     assert!(s(&v, "output").contains('x'));
-    let out = env.run(&["run", "--json", "--", "kill -TERM $$"]);
-    out.assert_code(143);
+    let out = env.run_json("kill -TERM $$").code(143).run();
     assert_eq!(out.json()["signal"], "SIGTERM");
 }
 
@@ -320,8 +279,7 @@ fn agentbash_never_signals_its_own_process_group() {
 #[test]
 fn timeout_in_text_format_keeps_the_output_so_far_on_stdout() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "-t", "1", "--", "echo before; sleep 30"]);
-    out.assert_code(124);
+    let out = timed_out(env.run_text("echo before; sleep 30"));
     assert_eq!(out.stdout, "before\n");
 }
 
@@ -330,20 +288,22 @@ fn timeout_in_text_format_keeps_the_output_so_far_on_stdout() {
 #[test]
 fn clamp_notice_repeats_the_requested_value() {
     let env = TestEnv::new();
-    let out = env.run(&["run", "--json", "-t", "9999999999", "--", "true"]);
-    out.assert_code(0);
+    let out = env
+        .run_json("true")
+        .opts(&["-t", "9999999999"])
+        .code(0)
+        .run();
     let v = out.json();
     assert_eq!(v["timeout_s"], 3600);
     let want = "Timeout clamped to 3600s (requested 9999999999s; allowed range 1-3600s).";
-    assert!(
-        v["notices"].as_array().unwrap().iter().any(|n| n == want),
-        "{:#}",
-        v["notices"]
-    );
+    assert_notice_is(&v, want);
     // Past 64 bits there is no honest number to repeat: a usage error.
-    let out = env.run(&["run", "--json", "-t", "99999999999999999999", "--", "true"]);
-    out.assert_code(2);
-    assert!(out.stderr.contains("too large"), "{}", out.stderr);
+    let out = env
+        .run_json("true")
+        .opts(&["-t", "99999999999999999999"])
+        .code(2)
+        .run();
+    assert_has(&out.stderr, "too large");
 }
 
 /// Regression (issue 12): a timeout stops the command's own tree, and its foreground
@@ -353,29 +313,13 @@ fn clamp_notice_repeats_the_requested_value() {
 fn timeout_lists_only_what_outlived_its_parent() {
     let env = TestEnv::new();
     let sleep = format!("sleep 375.{}", nonce());
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-t",
-        "1",
-        "--",
-        &format!("echo before; {sleep} & {sleep}; true"),
-    ]);
-    out.assert_code(124);
+    let out = timed_out(env.run_json(format!("echo before; {sleep} & {sleep}; true")));
     let v = out.json();
     assert_eq!(v["background_killed"], json!([]), "{v:#}");
     assert!(!s(&v, "text").contains("background process"), "{v:#}");
 
     let orphan = format!("sleep 374.{}", nonce());
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-t",
-        "1",
-        "--",
-        &format!("( {orphan} & ); {sleep}; true"),
-    ]);
-    out.assert_code(124);
+    let out = timed_out(env.run_json(format!("( {orphan} & ); {sleep}; true")));
     let v = out.json();
     let killed = v["background_killed"]
         .as_array()
@@ -410,15 +354,11 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     env.write("p.toml", "[timeout]\nkill_grace_ms = 500\n");
     let tag = nonce();
     let job = format!("(trap '' TERM; while :; do sleep 0.01{tag}; done) &");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./p.toml",
-        "--",
-        &format!("{job} sleep 0.3; echo started"),
-    ]);
-    out.assert_code(0);
+    let out = env
+        .run_json(format!("{job} sleep 0.3; echo started"))
+        .opts(&["-p", "./p.toml"])
+        .code(0)
+        .run();
     let v = out.json();
     assert_eq!(s(&v, "output"), "started\n", "{v:#}");
     let killed = v["background_killed"]
@@ -440,20 +380,13 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
 
     // Text on a pipe: the notice on stderr, stdout the command's output only.
-    let out = env.run(&[
-        "run",
-        "-p",
-        "./p.toml",
-        "--",
-        &format!("{job} sleep 0.3; echo started"),
-    ]);
-    out.assert_code(0);
+    let out = env
+        .run_text(format!("{job} sleep 0.3; echo started"))
+        .opts(&["-p", "./p.toml"])
+        .code(0)
+        .run();
     assert_eq!(out.stdout, "started\n");
-    assert!(
-        out.stderr.contains("the command left running: "),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "the command left running: ");
     assert!(
         out.stderr.matches("Terminated").count() <= 1,
         "{}",
@@ -461,22 +394,12 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     );
 
     // The same job when the run times out: the shell's own tree, nothing listed.
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        "./p.toml",
-        "-t",
-        "1",
-        "--",
-        &format!("{job} sleep 30.{tag}"),
-    ]);
-    out.assert_code(124);
-    assert!(
-        out.elapsed < scaled(Duration::from_secs(4)),
-        "took {:?}",
-        out.elapsed
-    );
+    let out = env
+        .run_json(format!("{job} sleep 30.{tag}"))
+        .opts(&["-p", "./p.toml", "-t", "1"])
+        .code(124)
+        .run();
+    out.assert_ended_within(4);
     let v = out.json();
     assert_eq!(v["background_killed"], json!([]), "{v:#}");
     assert!(procs_with_cmdline(&tag, Duration::from_secs(2)).is_empty());
@@ -490,19 +413,21 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
 fn the_timeout_annotation_is_a_notice_not_output() {
     let env = TestEnv::new();
     let cmd = "echo before; sleep 30";
-    let v = env.run(&["run", "--json", "-t", "1", "--", cmd]).json();
+    let v = env.run_json(cmd).opts(&["-t", "1"]).run().json();
     let annotation = "[Command timed out after 1 second]";
     assert_eq!(s(&v, "output"), "before\n", "{v:#}");
     assert_eq!(v["notices"], json!([annotation]), "{v:#}");
     assert_eq!(s(&v, "text"), format!("{annotation}\nbefore"), "{v:#}");
 
-    let out = env.run(&["run", "-t", "1", "--", cmd]);
-    out.assert_code(124);
+    let out = timed_out(env.run_text(cmd));
     assert_eq!(out.stdout, "before\n");
     assert_eq!(out.stderr, format!("{annotation}\n"));
 
-    let out = env.run(&["run", "--format", "ndjson", "-t", "1", "--", cmd]);
-    out.assert_code(124);
+    let out = env
+        .run_text(cmd)
+        .opts(&["--format", "ndjson", "-t", "1"])
+        .code(124)
+        .run();
     let events = out.ndjson();
     let notices: Vec<&Value> = events.iter().filter(|e| e["type"] == "notice").collect();
     assert_eq!(notices, [&json!({"type": "notice", "message": annotation})]);
@@ -527,16 +452,11 @@ fn the_timeout_annotation_is_a_notice_not_output() {
 #[test]
 fn ndjson_sends_every_notice_before_the_result() {
     let env = TestEnv::new();
-    let out = env.run(&[
-        "run",
-        "--format",
-        "ndjson",
-        "-t",
-        "99999",
-        "--",
-        "echo x; exit 3",
-    ]);
-    out.assert_code(3);
+    let out = env
+        .run_text("echo x; exit 3")
+        .opts(&["--format", "ndjson", "-t", "99999"])
+        .code(3)
+        .run();
     let events = out.ndjson();
     let result = events.last().expect("events");
     assert_eq!(result["type"], "result", "{}", out.stdout);
@@ -574,6 +494,46 @@ fn no_run_groups() -> Missing {
     needs_root("a run cgroup (a writable cgroup v2 tree)")
 }
 
+/// Skips the test (visibly, see `skip!`) where agentbash cannot make run groups.
+macro_rules! needs_run_groups {
+    () => {
+        if !is_root() {
+            skip!(no_run_groups());
+        }
+    };
+}
+
+/// The cgroup v2 mount run groups are made in; skips the test where there is none.
+macro_rules! run_groups_mount {
+    () => {{
+        needs_run_groups!();
+        let Some(mount) = cgroup2_mount() else {
+            skip!(no_run_groups());
+        };
+        mount
+    }};
+}
+
+/// Asserts that nothing whose command line holds `needle`, and none of the env's
+/// tagged processes, is left running after `what`.
+#[track_caller]
+fn assert_nothing_left(env: &TestEnv, needle: &str, what: &str) {
+    let left = procs_with_cmdline(needle, Duration::from_secs(2));
+    assert!(left.is_empty(), "left running after {what}: {left:?}");
+    let left = env.leftovers(Duration::from_secs(1));
+    assert!(left.is_empty(), "left running after {what}: {left:?}");
+}
+
+/// SIGKILLs agentbash's `run` and asserts that nothing whose command line holds
+/// `needle` outlives it.
+#[track_caller]
+fn sigkill_leaves_nothing(run: Running, needle: &str) {
+    run.signal(libc::SIGKILL);
+    let _ = run.wait();
+    let left = left_after(needle, Duration::from_secs(2));
+    assert!(left.is_empty(), "outlived a SIGKILLed agentbash: {left:?}");
+}
+
 /// Processes whose command line contains `needle` still there after `within`.
 fn left_after(needle: &str, within: Duration) -> Vec<String> {
     procs_with_cmdline(needle, within)
@@ -599,9 +559,7 @@ fn wait_started(tag: &str) {
 
 #[test]
 fn sigkill_of_agentbash_run_leaves_nothing_of_the_run() {
-    if !is_root() {
-        skip!(no_run_groups());
-    }
+    needs_run_groups!();
     let env = TestEnv::new();
     let tag = nonce();
     let cmd = format!("{} exec sleep 303.{tag}", escapees(&tag));
@@ -610,18 +568,13 @@ fn sigkill_of_agentbash_run_leaves_nothing_of_the_run() {
     // The watchdog starts once a run has lasted 20 ms (a shorter run never pays for
     // it); a SIGKILL before that is the documented gap.
     wait_for_watchdog(run.pid());
-    run.signal(libc::SIGKILL);
-    let _ = run.wait();
-    let left = left_after(&tag, Duration::from_secs(2));
-    assert!(left.is_empty(), "outlived a SIGKILLed agentbash: {left:?}");
+    sigkill_leaves_nothing(run, &tag);
 }
 
 /// The same for a `--pty` run: its leader is started in the run's group too.
 #[test]
 fn sigkill_of_agentbash_pty_run_leaves_nothing_of_the_run() {
-    if !is_root() {
-        skip!(no_run_groups());
-    }
+    needs_run_groups!();
     let env = TestEnv::new();
     let tag = nonce();
     // `trap '' HUP`: the PTY's hangup must not be what ends them.
@@ -633,10 +586,7 @@ fn sigkill_of_agentbash_pty_run_leaves_nothing_of_the_run() {
         Duration::from_secs(10)
     ));
     wait_for_watchdog(run.pid());
-    run.signal(libc::SIGKILL);
-    let _ = run.wait();
-    let left = left_after(&tag, Duration::from_secs(2));
-    assert!(left.is_empty(), "outlived a SIGKILLed agentbash: {left:?}");
+    sigkill_leaves_nothing(run, &tag);
 }
 
 /// Without a run group, a PTY command that ignores the hangup still dies with
@@ -654,17 +604,12 @@ fn a_pty_command_dies_with_a_sigkilled_agentbash_without_a_group() {
         wait_for_cmdline(&sleep, Duration::from_secs(10)),
         "{sleep} never started"
     );
-    run.signal(libc::SIGKILL);
-    let _ = run.wait();
-    let left = left_after(&sleep, Duration::from_secs(2));
-    assert!(left.is_empty(), "outlived a SIGKILLed agentbash: {left:?}");
+    sigkill_leaves_nothing(run, &sleep);
 }
 
 #[test]
 fn sigkill_of_agentbash_rpc_ends_every_run_in_flight() {
-    if !is_root() {
-        skip!(no_run_groups());
-    }
+    needs_run_groups!();
     let env = TestEnv::new();
     let mut rpc = LiveServer::start(&env, &["rpc"]);
     let tags: Vec<String> = (0..3).map(|i| format!("{}{i}", nonce())).collect();
@@ -685,9 +630,7 @@ fn sigkill_of_agentbash_rpc_ends_every_run_in_flight() {
 
 #[test]
 fn sigkill_of_agentbash_mcp_ends_the_run_in_flight() {
-    if !is_root() {
-        skip!(no_run_groups());
-    }
+    needs_run_groups!();
     let env = TestEnv::new();
     // The MCP server declares the tool `job` for its own `bash`, so the default pack
     // would block these background launches (pointing at `background: true`): this
@@ -720,16 +663,10 @@ fn sigkill_of_agentbash_mcp_ends_the_run_in_flight() {
 /// and removes its own leaf only, and the next agentbash process finds the same parent.
 #[test]
 fn runs_are_leaves_of_one_kept_parent_group_per_user() {
-    if !is_root() {
-        skip!(no_run_groups());
-    }
-    let Some(mount) = cgroup2_mount() else {
-        skip!(no_run_groups());
-    };
+    let mount = run_groups_mount!();
     let env = TestEnv::new();
     let group = || {
-        let out = env.run(&["run", "--", "cat /proc/self/cgroup"]);
-        out.assert_code(0);
+        let out = env.run_text("cat /proc/self/cgroup").code(0).run();
         let line = out.stdout.lines().find_map(|l| l.strip_prefix("0::"));
         PathBuf::from(line.unwrap_or_else(|| panic!("no cgroup v2 line: {}", out.stdout)))
     };
@@ -757,9 +694,7 @@ fn runs_are_leaves_of_one_kept_parent_group_per_user() {
 /// the runs of another agentbash in the same parent group go on.
 #[test]
 fn a_sigkilled_agentbash_ends_its_own_runs_and_no_one_elses() {
-    if !is_root() {
-        skip!(no_run_groups());
-    }
+    needs_run_groups!();
     let env = TestEnv::new();
     let (mine, theirs) = (format!("{}1", nonce()), format!("{}2", nonce()));
     let start = |tag: &str| {
@@ -801,7 +736,7 @@ fn a_sigkilled_agentbash_ends_its_own_runs_and_no_one_elses() {
 
 /// The parent group of this user's runs, on disk (from where a run finds itself).
 fn runs_parent(env: &TestEnv, mount: &Path) -> PathBuf {
-    let out = env.run(&["run", "--", "cat /proc/self/cgroup"]);
+    let out = env.run_text("cat /proc/self/cgroup").run();
     let group = out.stdout.lines().find_map(|l| l.strip_prefix("0::"));
     let group = PathBuf::from(group.unwrap_or_else(|| panic!("{}", out.stdout)));
     let parent = group.parent().expect("parent");
@@ -823,12 +758,7 @@ fn age(dir: &Path) {
 /// left alone.
 #[test]
 fn the_next_agentbash_removes_the_empty_leaves_of_gone_ones_only() {
-    if !is_root() {
-        skip!(no_run_groups());
-    }
-    let Some(mount) = cgroup2_mount() else {
-        skip!(no_run_groups());
-    };
+    let mount = run_groups_mount!();
     let env = TestEnv::new();
     let parent = runs_parent(&env, &mount);
     // No process has a pid above pid_max.
@@ -862,7 +792,7 @@ fn the_next_agentbash_removes_the_empty_leaves_of_gone_ones_only() {
         .spawn()
         .expect("sleep");
     std::fs::write(held.join("cgroup.procs"), sleeper.id().to_string()).expect("join");
-    env.run(&["run", "--", "true"]).assert_code(0);
+    env.run_text("true").run().assert_code(0);
     let left = |d: &PathBuf| d.exists();
     let (dead_left, nested_left, held_left, fresh_left, alive_left) = (
         left(&dead),
@@ -900,12 +830,7 @@ fn the_next_agentbash_removes_the_empty_leaves_of_gone_ones_only() {
 /// agentbash removes the leaf.
 #[test]
 fn a_sandboxed_one_run_leaves_nothing_of_its_run_behind() {
-    if !is_root() {
-        skip!(no_run_groups());
-    }
-    let Some(mount) = cgroup2_mount() else {
-        skip!(no_run_groups());
-    };
+    let mount = run_groups_mount!();
     let env = TestEnv::new();
     let parent = runs_parent(&env, &mount);
     let profile = env.write(
@@ -957,7 +882,7 @@ fn a_sandboxed_one_run_leaves_nothing_of_its_run_behind() {
             age(leaf);
         }
     }
-    env.run(&["run", "--", "true"]).assert_code(0);
+    env.run_text("true").run().assert_code(0);
     for leaf in &leaves {
         assert!(!leaf.exists(), "{leaf:?} was left for good");
     }
@@ -1004,15 +929,11 @@ fn the_sandbox_init_holds_none_of_agentbash_handlers() {
         "ns.toml",
         "extends = \"default\"\n[shell]\nsnapshot = false\n[sandbox]\nmode = \"workspace-write\"\nengine = \"namespaces\"\n",
     );
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-p",
-        profile.to_str().expect("utf-8"),
-        "--",
-        "grep -E '^(Name|SigCgt):' /proc/1/status",
-    ]);
-    let v = out.json();
+    let grep = "grep -E '^(Name|SigCgt):' /proc/1/status";
+    let v = env
+        .run_json(grep)
+        .profile(profile.to_str().expect("utf-8"))
+        .json();
     if v["sandbox"]["engine"] != "namespaces" {
         skip!(Missing::new(
             "user and PID namespaces for the sandbox",
@@ -1047,9 +968,7 @@ fn killed(data: &Value) -> Vec<String> {
 
 #[test]
 fn rpc_attributes_a_setsid_env_cleared_job_to_its_own_run_only() {
-    if !is_root() {
-        skip!(no_run_groups());
-    }
+    needs_run_groups!();
     let env = TestEnv::new();
     let mut rpc = LiveServer::start(&env, &["rpc"]);
     let (a, b) = (format!("{}1", nonce()), format!("{}2", nonce()));
@@ -1109,13 +1028,10 @@ fn never_seen_for_a_second(needle: &str) -> Vec<String> {
 
 #[test]
 fn a_re_forking_process_is_caught_in_run_and_in_rpc() {
-    if !is_root() {
-        skip!(no_run_groups());
-    }
+    needs_run_groups!();
     let env = TestEnv::new();
     let tag = nonce();
-    let out = env.run(&["run", "--json", "--", &hopper(&env, &tag)]);
-    out.assert_code(0);
+    let out = env.run_json(hopper(&env, &tag)).code(0).run();
     assert_eq!(s(&out.json(), "output"), "up\n");
     let needle = format!("hop.{tag}");
     let left = never_seen_for_a_second(&needle);

@@ -4,29 +4,17 @@
 
 use std::time::Duration;
 
-use crate::support::{Test, TestEnv, bin};
+use crate::support::{Test, TestEnv, agentbash_line, assert_has, assert_lacks};
 
 const WAIT: Duration = Duration::from_secs(15);
 const LINE_DONE: &str = "shell-line-done";
-
-fn sh_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
 
 /// `agentbash run <options> -- <command>` in a 100×60 terminal (tall enough for
 /// a 40-line preview), then its exit status; returns the history and screen once
 /// the line is done.
 fn run_in_terminal(env: &TestEnv, options: &str, command: &str) -> String {
-    let line = format!(
-        "{} run {options} -- {}; echo ab-exit=$?; echo {LINE_DONE}",
-        sh_quote(&bin().to_string_lossy()),
-        sh_quote(command),
-    );
-    let term = env
-        .terminal(&line)
-        .size(100, 60)
-        .start()
-        .expect("tmux starts");
+    let line = agentbash_line(options, command, LINE_DONE);
+    let term = env.start_terminal(&line, 100, 60);
     term.wait_for_in_history(LINE_DONE, WAIT)
         .expect("the shell line ends")
 }
@@ -69,15 +57,21 @@ fn artifact_show(env: &TestEnv, args: &str) -> String {
 
 const LINES: &str = "for i in $(seq 30); do echo line $i; done";
 
+/// [`LINES`] run with these options in a terminal, which must exit 0: what it showed.
+fn lines_in_terminal(env: &TestEnv, options: &str) -> String {
+    let all = run_in_terminal(env, options, LINES);
+    assert_has(&all, "ab-exit=0");
+    all
+}
+
 #[test]
 fn a_collapsed_preview_keeps_what_it_hides_as_an_artifact() {
     let env = TestEnv::new();
-    let all = run_in_terminal(&env, "", LINES);
-    assert!(all.contains("ab-exit=0"), "{all}");
+    let all = lines_in_terminal(&env, "");
     assert_eq!(numbered(&all), (21..=30).collect::<Vec<_>>(), "{all}");
     let (count, args) = hidden_note(&all).unwrap_or_else(|| panic!("no hidden note:\n{all}"));
     assert_eq!(count, 20, "{all}");
-    assert!(!all.contains("--expand"), "{all}");
+    assert_lacks(&all, "--expand");
     // Nothing was cut, yet the 20 hidden lines are kept, and the named command shows them.
     let shown = artifact_show(&env, &args);
     assert_eq!(numbered(&shown), (1..=30).collect::<Vec<_>>(), "{shown}");
@@ -89,7 +83,7 @@ fn a_failing_command_previews_preview_lines_on_failure() {
     // The issue's example: 31 lines and a failure fit the 40-line failure preview,
     // so all are shown and nothing needs keeping.
     let all = run_in_terminal(&env, "", &format!("{LINES}; echo oops >&2; exit 1"));
-    assert!(all.contains("ab-exit=1"), "{all}");
+    assert_has(&all, "ab-exit=1");
     assert_eq!(numbered(&all), (1..=30).collect::<Vec<_>>(), "{all}");
     assert!(all.lines().any(|l| l.trim_end() == "oops"), "{all}");
     assert!(hidden_note(&all).is_none(), "{all}");
@@ -101,7 +95,7 @@ fn a_failing_command_previews_preview_lines_on_failure() {
         "",
         "for i in $(seq 60); do echo line $i; done; exit 2",
     );
-    assert!(all.contains("ab-exit=2"), "{all}");
+    assert_has(&all, "ab-exit=2");
     assert_eq!(numbered(&all), (21..=60).collect::<Vec<_>>(), "{all}");
     let (count, args) = hidden_note(&all).unwrap_or_else(|| panic!("no hidden note:\n{all}"));
     assert_eq!(count, 20, "{all}");
@@ -160,8 +154,7 @@ fn without_artifacts_a_terminal_is_shown_everything() {
 #[test]
 fn stream_on_a_terminal_prints_everything_as_produced() {
     let env = TestEnv::new();
-    let all = run_in_terminal(&env, "--stream", LINES);
-    assert!(all.contains("ab-exit=0"), "{all}");
+    let all = lines_in_terminal(&env, "--stream");
     assert_eq!(numbered(&all), (1..=30).collect::<Vec<_>>(), "{all}");
     assert!(hidden_note(&all).is_none(), "{all}");
     assert!(all.contains("exit 0 ·"), "the footer follows: {all}");
@@ -175,11 +168,8 @@ fn preview_lines_on_failure_is_validated() {
         .profile_file("p.toml", "[render]\npreview_lines_on_failure = 0\n")
         .code(125)
         .run();
-    assert!(
-        out.stderr.contains("preview_lines_on_failure") && out.stderr.contains("at least 1"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "preview_lines_on_failure");
+    assert_has(&out.stderr, "at least 1");
     assert!(!out.stdout.contains("never"));
 }
 
@@ -191,7 +181,7 @@ fn stderr_separate_on_a_terminal_shows_whole_stderr_lines_above_the_preview() {
         "--stderr separate",
         "for i in $(seq 15); do echo line $i; echo warn $i >&2; sleep 0.02; done; printf tail >&2",
     );
-    assert!(all.contains("ab-exit=0"), "{all}");
+    assert_has(&all, "ab-exit=0");
     let warns: Vec<&str> = all
         .lines()
         .map(str::trim_end)
@@ -206,5 +196,5 @@ fn stderr_separate_on_a_terminal_shows_whole_stderr_lines_above_the_preview() {
     assert_eq!(count, 5, "{all}");
     let shown = artifact_show(&env, &args);
     assert_eq!(numbered(&shown), (1..=15).collect::<Vec<_>>(), "{shown}");
-    assert!(!shown.contains("warn"), "{shown}");
+    assert_lacks(&shown, "warn");
 }

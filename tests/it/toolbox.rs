@@ -5,7 +5,7 @@
 //! protected paths refused. Everything destructive is tried on temporary directories
 //! the test made; every refusal is checked to have changed nothing.
 
-use crate::support::{LiveServer, TestEnv};
+use crate::support::{LiveServer, TestEnv, assert_has, assert_lacks};
 use serde_json::{Value, json};
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
@@ -152,12 +152,12 @@ fn read_pages_a_file_numbered_as_cat_n_does() {
     );
 
     let missing = f.refused("read", json!({"path": "nope.txt"}));
-    assert!(missing.contains("nope.txt: does not exist"), "{missing}");
+    assert_has(&missing, "nope.txt: does not exist");
     std::fs::create_dir_all(f.work().join("dir")).expect("dir");
     let dir = f.refused("read", json!({"path": "dir"}));
-    assert!(dir.contains("is a directory: use `glob`"), "{dir}");
+    assert_has(&dir, "is a directory: use `glob`");
     let bad = f.refused("read", json!({"path": "big.txt", "limit": 0}));
-    assert!(bad.contains("`limit` must be at least 1"), "{bad}");
+    assert_has(&bad, "`limit` must be at least 1");
 }
 
 #[test]
@@ -308,7 +308,7 @@ fn grep_answers_with_files_lines_or_counts_and_skips_what_gitignore_ignores() {
         text(&none)
     );
     let bad = f.refused("grep", json!({"pattern": "("}));
-    assert!(bad.contains("not a valid regular expression"), "{bad}");
+    assert_has(&bad, "not a valid regular expression");
 }
 
 #[test]
@@ -397,29 +397,26 @@ fn edit_refuses_a_missing_or_ambiguous_match_with_the_count_and_changes_nothing(
         "edit",
         json!({"path": "dup.txt", "old_string": "= 1", "new_string": "= 2"}),
     );
-    assert!(
-        ambiguous.contains("old_string matches 3 times in dup.txt, nothing was changed"),
-        "{ambiguous}"
+    assert_has(
+        &ambiguous,
+        "old_string matches 3 times in dup.txt, nothing was changed",
     );
-    assert!(ambiguous.contains("set replace_all"), "{ambiguous}");
+    assert_has(&ambiguous, "set replace_all");
     let missing = f.refused(
         "edit",
         json!({"path": "dup.txt", "old_string": "w = 1", "new_string": "w = 2"}),
     );
-    assert!(
-        missing.contains("old_string was not found in dup.txt (0 matches)"),
-        "{missing}"
-    );
+    assert_has(&missing, "old_string was not found in dup.txt (0 matches)");
     let numbered = f.refused(
         "edit",
         json!({"path": "dup.txt", "old_string": "     1\tx = 1", "new_string": "x"}),
     );
-    assert!(numbered.contains("line numbers"), "{numbered}");
+    assert_has(&numbered, "line numbers");
     let same = f.refused(
         "edit",
         json!({"path": "dup.txt", "old_string": "x", "new_string": "x"}),
     );
-    assert!(same.contains("the same"), "{same}");
+    assert_has(&same, "the same");
     assert_eq!(
         std::fs::read_to_string(&path).expect("read"),
         "x = 1\ny = 1\nz = 1\n"
@@ -428,7 +425,7 @@ fn edit_refuses_a_missing_or_ambiguous_match_with_the_count_and_changes_nothing(
         "edit",
         json!({"path": "new.txt", "old_string": "a", "new_string": "b"}),
     );
-    assert!(absent.contains("use `write` to create one"), "{absent}");
+    assert_has(&absent, "use `write` to create one");
 }
 
 #[test]
@@ -484,10 +481,10 @@ fn deny_read_is_refused_by_name_and_skipped_silently_by_wider_searches() {
             error.contains("is hidden by [sandbox] deny_read"),
             "{path}: {error}"
         );
-        assert!(!error.contains("PRIVATE"), "{error}");
+        assert_lacks(&error, "PRIVATE");
     }
     let error = f.refused("grep", json!({"pattern": "needle", "path": "~/.secrets"}));
-    assert!(error.contains("deny_read (~/.secrets)"), "{error}");
+    assert_has(&error, "deny_read (~/.secrets)");
 
     let home = f.env.home().display().to_string();
     let wide = [
@@ -508,7 +505,7 @@ fn deny_read_is_refused_by_name_and_skipped_silently_by_wider_searches() {
     }
     assert_eq!(text(&wide[1]), "public.txt:1:needle public\n");
     let error = f.refused("write", json!({"path": "private/new.txt", "content": "x"}));
-    assert!(error.contains("deny_read"), "{error}");
+    assert_has(&error, "deny_read");
     assert!(!f.work().join("private/new.txt").exists());
 }
 
@@ -524,10 +521,7 @@ fn writes_outside_the_workspace_are_refused_with_the_sandbox_notice() {
         )),
         "{error}"
     );
-    assert!(
-        error.contains("add the path to [sandbox] writable"),
-        "{error}"
-    );
+    assert_has(&error, "add the path to [sandbox] writable");
     assert!(!outside.exists());
     std::fs::create_dir_all(f.work().join(".git/hooks")).expect("hooks");
     for path in [
@@ -544,7 +538,7 @@ fn writes_outside_the_workspace_are_refused_with_the_sandbox_notice() {
     }
     let state = f.env.state_dir().join("x");
     let error = f.refused("write", json!({"path": state, "content": "x"}));
-    assert!(error.contains("writing"), "{error}");
+    assert_has(&error, "writing");
     assert!(!state.exists());
 
     let mut ro = Files::with_mode("read-only");
@@ -553,11 +547,8 @@ fn writes_outside_the_workspace_are_refused_with_the_sandbox_notice() {
         "edit",
         json!({"path": "doc.txt", "old_string": "a", "new_string": "b"}),
     );
-    assert!(
-        error.contains("[sandbox read-only: writing doc.txt was refused"),
-        "{error}"
-    );
-    assert!(error.contains("mode = \"workspace-write\""), "{error}");
+    assert_has(&error, "[sandbox read-only: writing doc.txt was refused");
+    assert_has(&error, "mode = \"workspace-write\"");
     assert_eq!(std::fs::read_to_string(path).expect("read"), "a\n");
     assert_eq!(
         ro.ok("read", json!({"path": "doc.txt"}))["data"]["lines"],
@@ -590,7 +581,7 @@ fn a_protected_path_is_refused_naming_guard_protected_even_with_the_sandbox_off(
         "edit",
         json!({"path": file, "old_string": "precious", "new_string": "gone"}),
     );
-    assert!(error.contains("guard.protected"), "{error}");
+    assert_has(&error, "guard.protected");
     assert_eq!(std::fs::read_to_string(&file).expect("read"), "precious\n");
     // `/` and `~` protect only themselves: the sandbox is off, so this may be written.
     let outside = f.env.root().join("scratch.txt");
@@ -671,11 +662,8 @@ fn secrets_in_files_are_redacted_as_in_bash_output() {
     ] {
         let answer = f.ok(kind, args);
         let shown = answer.to_string();
-        assert!(!shown.contains(SECRET), "{shown}");
-        assert!(
-            shown.contains("DEPLOY_TOKEN=[REDACTED:DEPLOY_TOKEN]"),
-            "{shown}"
-        );
+        assert_lacks(&shown, SECRET);
+        assert_has(&shown, "DEPLOY_TOKEN=[REDACTED:DEPLOY_TOKEN]");
     }
     // Writing the mask back says what it did.
     let answer = f.ok(
@@ -884,7 +872,7 @@ fn a_server_started_in_home_writes_nothing_without_a_named_workspace() {
     let answer = rpc.ask(json!({"id": "w", "type": "write", "path": "notes.txt", "content": "x"}));
     assert_eq!(answer["success"], false, "{answer}");
     let error = answer["error"].as_str().unwrap_or_default();
-    assert!(error.contains("which is no sandbox at all"), "{error}");
+    assert_has(error, "which is no sandbox at all");
     assert!(!env.home().join("notes.txt").exists());
     let read = rpc.ask(json!({"id": "r", "type": "read", "path": "missing-is-fine"}));
     assert!(

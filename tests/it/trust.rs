@@ -33,7 +33,7 @@ fn assert_skipped_warning(out: &Output, env: &TestEnv) {
 fn an_untrusted_prefix_never_runs_until_trusted_and_again_after_an_edit() {
     let env = TestEnv::new();
     let marker = hostile_default(&env);
-    let out = env.test().run_text("true").code(0).run();
+    let out = env.run_text("true").code(0).run();
     assert!(!marker.exists(), "the untrusted prefix ran");
     assert_skipped_warning(&out, &env);
 
@@ -43,9 +43,9 @@ fn an_untrusted_prefix_never_runs_until_trusted_and_again_after_an_edit() {
         "trust says what it hashed: {}",
         trusted.stdout
     );
-    let out = env.test().run_text("true").code(0).run();
+    let out = env.run_text("true").code(0).run();
     assert!(marker.exists(), "a trusted prefix runs: {}", out.stderr);
-    assert!(!out.stderr.contains("not trusted"), "{}", out.stderr);
+    assert_lacks(&out.stderr, "not trusted");
 
     // An edit makes the project untrusted again.
     std::fs::remove_file(&marker).unwrap();
@@ -53,25 +53,17 @@ fn an_untrusted_prefix_never_runs_until_trusted_and_again_after_an_edit() {
     let mut text = std::fs::read_to_string(&f).unwrap();
     text.push_str("# edited\n");
     std::fs::write(&f, text).unwrap();
-    let out = env.test().run_text("true").code(0).run();
+    let out = env.run_text("true").code(0).run();
     assert!(!marker.exists(), "an edited profile ran without new trust");
     assert_skipped_warning(&out, &env);
-    assert!(
-        out.stderr.contains("modified profiles/default.toml"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "modified profiles/default.toml");
 
     // So does a new file (a rule pack a profile could name), once re-trusted.
     env.trust(".");
     env.write(".agentbash/rules/extra.toml", "");
-    let out = env.test().run_text("true").run();
+    let out = env.run_text("true").run();
     assert!(!marker.exists(), "a new file went unnoticed");
-    assert!(
-        out.stderr.contains("new rules/extra.toml"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, "new rules/extra.toml");
 }
 
 #[test]
@@ -82,7 +74,6 @@ fn an_explicit_builtin_name_is_not_shadowed_by_an_untrusted_project() {
         "[interceptor]\nenabled = false\n[env.set]\nWHICH = \"project\"\n",
     );
     let out = env
-        .test()
         .run_json("echo \"[$WHICH]\"")
         .profile("agent")
         .code(0)
@@ -91,8 +82,7 @@ fn an_explicit_builtin_name_is_not_shadowed_by_an_untrusted_project() {
     assert_eq!(v["output"], "[]\n", "the built-in agent ran");
     assert_skipped_warning(&out, &env);
     // The built-in agent intercepts `cat`; the project's would not have.
-    env.test()
-        .run_text("cat README.md")
+    env.run_text("cat README.md")
         .profile("agent")
         .run()
         .assert_code(77);
@@ -110,31 +100,22 @@ fn builtin_prefix_skips_even_a_trusted_project() {
         "extends = \"builtin:default\"\n[env.set]\nWHICH = \"x-on-builtin\"\n",
     );
     env.trust(".");
-    let out = env
-        .test()
-        .run_json("echo \"[$WHICH]\"")
+    env.run_json("echo \"[$WHICH]\"")
         .profile("agent")
+        .output("[project]\n")
         .run();
-    assert_eq!(out.json()["output"], "[project]\n");
-    env.test()
-        .run_json("echo \"[$WHICH]\"")
+    env.run_json("echo \"[$WHICH]\"")
         .profile("builtin:agent")
         .code(0)
         .field("output", "[]\n")
         .field("profile", "agent")
         .run();
-    let out = env
-        .test()
-        .run_json("echo \"[$WHICH] $PAGER\"")
+    env.run_json("echo \"[$WHICH] $PAGER\"")
         .profile("x")
         .code(0)
+        .output("[x-on-builtin] cat\n")
         .run();
-    assert_eq!(out.json()["output"], "[x-on-builtin] cat\n");
-    env.test()
-        .run_text("true")
-        .profile("builtin:nope")
-        .code(125)
-        .run();
+    env.run_text("true").profile("builtin:nope").code(125).run();
 }
 
 #[test]
@@ -142,7 +123,6 @@ fn the_environment_variable_trusts_without_a_record() {
     let env = TestEnv::new();
     let marker = hostile_default(&env);
     let out = env
-        .test()
         .run_text("true")
         .env("AGENTBASH_TRUST_PROJECT", "1")
         .code(0)
@@ -159,7 +139,7 @@ fn a_name_only_an_untrusted_project_defines_is_exit_125() {
         ".agentbash/profiles/mine.toml",
         format!("[shell]\nprefix = \"touch '{}';\"\n", marker.display()),
     );
-    let out = env.test().run_text("true").profile("mine").code(125).run();
+    let out = env.run_text("true").profile("mine").code(125).run();
     assert!(!marker.exists());
     assert!(
         out.stderr.contains("exists only as")
@@ -169,8 +149,7 @@ fn a_name_only_an_untrusted_project_defines_is_exit_125() {
         out.stderr
     );
     // extends by name reports the same.
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .profile_file("p.toml", "extends = \"mine\"\n")
         .code(125)
         .stderr_has("is not trusted")
@@ -181,21 +160,18 @@ fn a_name_only_an_untrusted_project_defines_is_exit_125() {
 fn profile_list_and_explain_show_the_untrusted_project() {
     let env = TestEnv::new();
     hostile_default(&env);
-    let out = env.test().args(&["profile", "list"]).code(0).run();
+    let out = env.run_ok(&["profile", "list"]);
     let line = out
         .stdout
         .lines()
         .find(|l| l.contains(".agentbash/profiles/default.toml"))
         .unwrap_or_else(|| panic!("{}", out.stdout));
     assert!(line.contains("UNTRUSTED"), "{}", out.stdout);
-    assert!(out.stdout.contains("built-in:default"), "{}", out.stdout);
-    let out = env.test().args(&["explain", "--", "true"]).code(0).run();
-    assert!(
-        out.stdout.contains("warning") && out.stdout.contains("is not trusted"),
-        "{}",
-        out.stdout
-    );
-    assert!(out.stdout.contains("built-in:default"), "{}", out.stdout);
+    assert_has(&out.stdout, "built-in:default");
+    let out = env.run_ok(&["explain", "--", "true"]);
+    assert_has(&out.stdout, "warning");
+    assert_has(&out.stdout, "is not trusted");
+    assert_has(&out.stdout, "built-in:default");
 }
 
 #[test]
@@ -207,8 +183,7 @@ fn a_project_profile_cannot_load_files_its_record_does_not_cover() {
         "extends = \"../../tools/base.toml\"\n",
     );
     env.trust(".");
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .profile("x")
         .code(125)
         .stderr_has("may only extend files under")
@@ -241,7 +216,7 @@ fn trust_list_and_revoke() {
     for e in std::fs::read_dir(&dir).unwrap() {
         assert_eq!(mode(&e.unwrap().path()), 0o600);
     }
-    let out = env.test().args(&["trust", "--list"]).code(0).run();
+    let out = env.run_ok(&["trust", "--list"]);
     let row = out
         .stdout
         .lines()
@@ -251,11 +226,8 @@ fn trust_list_and_revoke() {
 
     env.write(".agentbash/profiles/new.toml", "");
     let out = env.run(&["trust", "--list"]);
-    assert!(
-        out.stdout.contains("CHANGED") && out.stdout.contains("new profiles/new.toml"),
-        "{}",
-        out.stdout
-    );
+    assert_has(&out.stdout, "CHANGED");
+    assert_has(&out.stdout, "new profiles/new.toml");
     std::fs::remove_file(env.work().join(".agentbash/profiles/new.toml")).unwrap();
 
     env.test()
@@ -263,7 +235,7 @@ fn trust_list_and_revoke() {
         .code(0)
         .stdout_has("revoked")
         .run();
-    env.test().run_text("true").run().assert_code(0);
+    env.run_text("true").run().assert_code(0);
     assert!(!marker.exists(), "a revoked project's prefix ran");
     env.test()
         .args(&["trust", "--list"])
@@ -293,7 +265,7 @@ fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_belie
     // A trust directory others can write could hold any record: it is not believed.
     let dir = env.state_dir().join("trust");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = env.test().run_text("true").code(0).run();
+    let out = env.run_text("true").code(0).run();
     assert!(
         !marker.exists(),
         "a record in a world-writable dir was believed"
@@ -327,11 +299,8 @@ fn trust_refuses_to_hash_a_fifo_at_once() {
     let t = std::time::Instant::now();
     let out = env.test().args(&["trust"]).code(125).run();
     assert!(t.elapsed() < scaled(std::time::Duration::from_secs(5)));
-    assert!(
-        out.stderr.contains(&fifo.display().to_string()) && out.stderr.contains("FIFO"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, fifo.display().to_string());
+    assert_has(&out.stderr, "FIFO");
     assert!(
         !env.state_dir().join("trust").exists() || env.run(&["trust", "--list"]).stdout.is_empty()
     );
@@ -351,15 +320,14 @@ fn a_builtin_profile_extends_only_builtins() {
             marker.display()
         ),
     );
-    env.test()
-        .run_text("true")
+    env.run_text("true")
         .opts(&["-q", "-p", "builtin:agent"])
         .code(0)
         .stderr_lacks("ignoring project profile")
         .run();
     env.run(&["trust"]).assert_code(0);
     for p in ["agent", "builtin:agent"] {
-        let out = env.test().run_json("true").profile(p).code(0).run();
+        let out = env.run_json("true").profile(p).code(0).run();
         assert_eq!(out.json()["timeout_s"], 120, "{p}: {}", out.stdout);
         assert!(
             !marker.exists(),

@@ -79,6 +79,17 @@ fn assert_refused(what: &str, h: Hostile, out: &Output, took: Duration, path: &P
     );
 }
 
+/// Give `path` these permission bits.
+fn set_mode(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Create the env's state dir with these permission bits.
+fn make_state_dir(env: &TestEnv, mode: u32) {
+    std::fs::create_dir_all(env.state_dir()).unwrap();
+    set_mode(&env.state_dir(), mode);
+}
+
 #[test]
 fn hostile_profile_paths_are_exit_125_at_once() {
     let env = TestEnv::new();
@@ -89,8 +100,7 @@ fn hostile_profile_paths_are_exit_125_at_once() {
         };
         let _keep = (!matches!(h, Hostile::DevZero)).then(|| h.make(&path));
         let (out, took) = timed(
-            env.test()
-                .run_text("true")
+            env.run_text("true")
                 .profile(&path.display().to_string())
                 .code(125),
         );
@@ -103,13 +113,11 @@ fn a_symlinked_profile_is_followed_to_a_file_of_ours() {
     let env = TestEnv::new();
     let real = env.write("real.toml", "[env.set]\nWHICH = \"linked\"\n");
     symlink(&real, env.work().join("link.toml")).unwrap();
-    let out = env
-        .test()
-        .run_json("echo $WHICH")
+    env.run_json("echo $WHICH")
         .profile("./link.toml")
         .code(0)
+        .output("linked\n")
         .run();
-    assert_eq!(out.json()["output"], "linked\n");
 }
 
 #[test]
@@ -124,8 +132,7 @@ fn hostile_rule_packs_are_refused_at_once() {
         );
         // A pack that cannot be loaded stops the run (as for any bad pack), saying why.
         let (out, took) = timed(
-            env.test()
-                .run_json("true")
+            env.run_json("true")
                 .profile(&profile.display().to_string())
                 .code(125),
         );
@@ -153,8 +160,7 @@ fn hostile_rule_packs_are_refused_at_once() {
 
 /// A session that has run once, so its `state.sh` exists.
 fn session(env: &TestEnv, name: &str) -> PathBuf {
-    env.test()
-        .run_text("export A=1")
+    env.run_text("export A=1")
         .opts(&["-s", name])
         .run()
         .assert_code(0);
@@ -171,12 +177,7 @@ fn a_hostile_session_state_is_never_sourced() {
         let state = session(&env, &name);
         std::fs::remove_file(&state).unwrap();
         let _keep = h.make(&state);
-        let (out, took) = timed(
-            env.test()
-                .run_text("echo ran")
-                .opts(&["-s", &name])
-                .code(125),
-        );
+        let (out, took) = timed(env.run_text("echo ran").opts(&["-s", &name]).code(125));
         assert!(!out.stdout.contains("ran"), "{h:?}: {}", out.stdout);
         assert_refused("session state", h, &out, took, &state, h.reason(true));
     }
@@ -193,29 +194,24 @@ fn a_session_state_of_another_user_or_linked_to_one_is_never_sourced() {
     std::fs::write(&state, format!("touch '{}'\n", marker.display())).unwrap();
     std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
     let out = env
-        .test()
         .run_text("true")
         .opts(&["-s", "foreign"])
         .code(125)
         .run();
     assert!(!marker.exists(), "a foreign state.sh was sourced");
-    assert!(
-        out.stderr.contains(&state.display().to_string()) && out.stderr.contains("uid 65534"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, state.display().to_string());
+    assert_has(&out.stderr, "uid 65534");
     // A link to someone else's file, in place of our own.
     let theirs = env.root().join("theirs.sh");
     std::fs::rename(&state, &theirs).unwrap();
     symlink(&theirs, &state).unwrap();
     let out = env
-        .test()
         .run_text("true")
         .opts(&["-s", "foreign"])
         .code(125)
         .run();
     assert!(!marker.exists());
-    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert_has(&out.stderr, "symbolic link");
 }
 
 #[test]
@@ -256,8 +252,7 @@ fn mode(p: &Path) -> u32 {
 #[test]
 fn an_existing_0755_state_dir_is_used_as_it_is() {
     let env = TestEnv::new();
-    std::fs::create_dir_all(env.state_dir()).unwrap();
-    std::fs::set_permissions(env.state_dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    make_state_dir(&env, 0o755);
     let v = run_json(&env, &["--", "seq 100000"]);
     assert!(!v["artifact"].is_null(), "{}", warnings(&v));
     assert_eq!(
@@ -272,8 +267,7 @@ fn an_existing_0755_state_dir_is_used_as_it_is() {
 fn a_group_writable_or_linked_artifacts_dir_means_no_artifacts() {
     let env = TestEnv::new();
     // The state dir group-writable: anyone in the group could swap what is below.
-    std::fs::create_dir_all(env.state_dir()).unwrap();
-    std::fs::set_permissions(env.state_dir(), std::fs::Permissions::from_mode(0o775)).unwrap();
+    make_state_dir(&env, 0o775);
     let v = run_json(&env, &["--", "seq 100000"]);
     assert!(v["artifact"].is_null());
     assert!(
@@ -308,7 +302,7 @@ fn a_foreign_owned_artifacts_dir_means_no_artifacts() {
     let env = TestEnv::new();
     let dir = env.state_dir().join("artifacts");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(env.state_dir(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    set_mode(&env.state_dir(), 0o700);
     std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
     let v = run_json(&env, &["--", "seq 100000"]);
     assert!(v["artifact"].is_null());
@@ -324,7 +318,7 @@ fn a_hostile_session_dir_is_exit_125() {
     let env = TestEnv::new();
     let dir = env.state_dir().join("sessions/open");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(env.state_dir(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    set_mode(&env.state_dir(), 0o700);
     std::fs::set_permissions(
         dir.parent().unwrap(),
         std::fs::Permissions::from_mode(0o700),
@@ -332,23 +326,18 @@ fn a_hostile_session_dir_is_exit_125() {
     .unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let out = env
-        .test()
         .run_text("echo ran")
         .opts(&["-s", "open"])
         .code(125)
         .stdout_lacks("ran")
         .run();
-    assert!(
-        out.stderr.contains(&dir.display().to_string()) && out.stderr.contains("writable by group"),
-        "{}",
-        out.stderr
-    );
+    assert_has(&out.stderr, dir.display().to_string());
+    assert_has(&out.stderr, "writable by group");
     assert_eq!(mode(&dir), 0o777, "an existing dir was chmod'ed");
     if is_root() {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
         std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
-        env.test()
-            .run_text("echo ran")
+        env.run_text("echo ran")
             .opts(&["-s", "open"])
             .code(125)
             .stderr_has("uid 65534")
@@ -361,8 +350,7 @@ fn a_hostile_session_dir_is_exit_125() {
     std::fs::create_dir(&real).unwrap();
     std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).unwrap();
     symlink(&real, env.state_dir().join("sessions/linked")).unwrap();
-    env.test()
-        .run_text("echo ran")
+    env.run_text("echo ran")
         .opts(&["-s", "linked"])
         .code(125)
         .stderr_has("symbolic link")
@@ -375,7 +363,7 @@ fn a_snapshot_file_of_another_user_is_never_sourced() {
         skip!(needs_root("chown to nobody"));
     }
     let env = TestEnv::new();
-    std::fs::write(env.home().join(".bashrc"), "greet() { echo hi; }\n").unwrap();
+    env.write_rc("greet() { echo hi; }\n");
     let v = run_json(&env, &["--", "greet"]);
     assert_eq!(v["output"], "hi\n");
     // Every snapshot file handed to someone else (and made to define something else).
@@ -396,13 +384,13 @@ fn a_snapshot_file_of_another_user_is_never_sourced() {
 #[test]
 fn a_group_writable_snapshot_cache_means_no_snapshot() {
     let env = TestEnv::new();
-    std::fs::write(env.home().join(".bashrc"), "greet() { echo hi; }\n").unwrap();
+    env.write_rc("greet() { echo hi; }\n");
     let cache = env.root().join("cache/agentbash");
     // A cached snapshot first: the check is made on every run, not only on generation.
     let v = run_json(&env, &["--", "greet"]);
     assert_eq!(v["output"], "hi\n", "{}", warnings(&v));
     std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let v = env.test().run_json("greet").json();
+    let v = env.run_json("greet").json();
     assert!(
         warnings(&v).contains("shell snapshot unavailable")
             && warnings(&v).contains("writable by group"),
@@ -438,8 +426,7 @@ fn a_command_cannot_read_agentbash_environment() {
             .run()
     } else {
         env.write("p.toml", "[env]\nexclude = [\"AB_SECRET\"]\n");
-        env.test()
-            .run_json(cmd)
+        env.run_json(cmd)
             .profile("./p.toml")
             .env("AB_SECRET", &secret)
             .run()
@@ -448,7 +435,7 @@ fn a_command_cannot_read_agentbash_environment() {
     let v = out.json();
     let output = s(&v, "output");
     assert!(!output.contains(&secret), "the secret leaked: {output}");
-    assert!(output.contains("Permission denied"), "{output}");
+    assert_has(output, "Permission denied");
     assert!(
         output.ends_with("\n1\n"),
         "the command's own environ: {output}"
