@@ -2,17 +2,12 @@
 //! (`tests/mcp_client.py`) and by hand-written JSON-RPC lines for the cases a stock
 //! client cannot provoke (EOF mid-run, EOF before initialize, junk on stdin).
 
-use crate::support::assert_has;
-use std::io::{BufRead, BufReader, Write};
+use crate::support::{LiveServer, TestEnv, assert_has};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_agentbash");
-
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"rust-test","version":"0"}}}"#;
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 fn python_sdk_available() -> bool {
     Command::new("python3")
@@ -223,133 +218,36 @@ fn python_sdk_client_sees_background_after_keep_the_sandbox_under_agent() {
     );
 }
 
-/// A server process with its stdout lines collected on a thread.
-pub(crate) struct Server {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    state: tempfile::TempDir,
+/// `agentbash mcp ARGS` in `env`, before the handshake, every line read as JSON-RPC.
+fn mcp_raw(env: &TestEnv, args: &[&str]) -> LiveServer {
+    let mut argv = vec!["mcp"];
+    argv.extend_from_slice(args);
+    LiveServer::mcp_raw(env.cmd(&argv))
 }
 
-impl Server {
-    fn start() -> Self {
-        Self::start_with(&[])
-    }
-
-    /// With extra arguments after `mcp` (e.g. a profile); state, artifacts and HOME
-    /// live in a temporary directory.
-    fn start_with(args: &[&str]) -> Self {
-        Self::start_with_env(args, &[])
-    }
-
-    /// [`Server::start_with`], with more variables in the server's environment.
-    pub(crate) fn start_with_env(args: &[&str], vars: &[(&str, &str)]) -> Self {
-        let state = tempfile::tempdir().expect("temp dir");
-        let mut child = Command::new(SERVER)
-            .arg("mcp")
-            .args(args)
-            .envs(vars.iter().copied())
-            .current_dir(state.path())
-            .env("AGENTBASH_STATE_DIR", state.path().join("state"))
-            .env("HOME", state.path())
-            .env_remove("AGENTBASH_PROFILE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("server starts");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self {
-            child,
-            lines,
-            state,
-        }
-    }
-
-    /// Send a `tools/call` request.
-    pub(crate) fn call(&mut self, id: u64, tool: &str, arguments: serde_json::Value) {
-        let request = serde_json::json!({
-            "jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments},
-        });
-        self.send(&request.to_string());
-    }
-
-    /// Messages until the answer to request `id` (which is returned).
-    pub(crate) fn answer(&self, id: u64, within: Duration) -> serde_json::Value {
-        let deadline = Instant::now() + within;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = self.message(left);
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.child.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{line}").expect("write to server");
-        stdin.flush().expect("flush to server");
-    }
-
-    fn close_stdin(&mut self) {
-        drop(self.child.stdin.take());
-    }
-
-    /// The next stdout line, parsed; every line on stdout must be JSON-RPC.
-    fn message(&self, within: Duration) -> serde_json::Value {
-        let line = self
-            .lines
-            .recv_timeout(within)
-            .expect("a message from the server in time");
-        let value: serde_json::Value =
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-        assert_eq!(value["jsonrpc"], "2.0", "{line}");
-        value
-    }
-
-    /// Wait for the process to exit by itself; returns its exit code and how long it took.
-    fn exit(mut self, within: Duration) -> (Option<i32>, Duration, Vec<String>) {
-        let started = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                let took = started.elapsed();
-                // The reader thread may still be reading the last lines from the pipe:
-                // everything up to its EOF.
-                let mut rest = Vec::new();
-                while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
-                    rest.push(line);
-                }
-                return (status.code(), took, rest);
-            }
-            if started.elapsed() > within {
-                let _ = self.child.kill();
-                panic!("server did not exit within {within:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    pub(crate) fn initialize(&mut self) {
-        self.send(INITIALIZE);
-        let reply = self.message(Duration::from_secs(10));
-        assert_eq!(reply["id"], 1);
-        assert_eq!(reply["result"]["serverInfo"]["name"], "agentbash");
-        self.send(INITIALIZED);
-    }
+/// The framing tests below can fail: a line that is not JSON, written by a strict
+/// server even as it exits, fails the reading test with the line (it used to end the
+/// reader thread only, and an "exits and writes nothing more" check still passed).
+#[test]
+fn a_line_that_is_not_json_fails_the_test_that_reads_it() {
+    let env = TestEnv::new();
+    let script = r#"echo '{"jsonrpc":"2.0","id":1}'; echo 'not json'"#;
+    let server = LiveServer::mcp_raw(env.program("sh", &["-c", script]));
+    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        server.exit(crate::support::HANG_CAP)
+    }));
+    let message = read.expect_err("a line that is not JSON was let through");
+    let text = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert_has(&text, "not json");
 }
 
 #[test]
 fn eof_before_initialize_exits_zero_silently() {
-    let mut server = Server::start();
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &[]);
     server.close_stdin();
     let (code, _, rest) = server.exit(Duration::from_secs(5));
     assert_eq!(code, Some(0));
@@ -358,7 +256,8 @@ fn eof_before_initialize_exits_zero_silently() {
 
 #[test]
 fn eof_cancels_a_running_command_and_exits_zero() {
-    let mut server = Server::start();
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &[]);
     server.initialize();
     let sleep = format!("sleep 30.{}", crate::support::nonce());
     server.call(2, "bash", serde_json::json!({ "command": sleep }));
@@ -375,10 +274,7 @@ fn eof_cancels_a_running_command_and_exits_zero() {
         "exit took {took:?}"
     );
     // The cancelled run still answered, as JSON-RPC, before the server left.
-    let answers: Vec<serde_json::Value> = rest
-        .iter()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
-        .collect();
+    let answers = &rest;
     let answer = answers
         .iter()
         .find(|a| a["id"] == 2)
@@ -399,20 +295,21 @@ fn eof_cancels_a_running_command_and_exits_zero() {
 
 #[test]
 fn junk_on_stdin_does_not_stop_the_server() {
-    let mut server = Server::start();
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &[]);
     server.initialize();
-    server.send("this is not json");
-    let reply = server.message(Duration::from_secs(10));
+    server.send_raw("this is not json");
+    let reply = server.jsonrpc(Duration::from_secs(10));
     assert_eq!(reply["id"], serde_json::Value::Null, "{reply}");
     assert_eq!(reply["error"]["code"], -32700, "{reply}");
-    server.send(r#"{"jsonrpc":"2.0","id":7,"method":"no/such/method"}"#);
-    let reply = server.message(Duration::from_secs(10));
+    server.send_raw(r#"{"jsonrpc":"2.0","id":7,"method":"no/such/method"}"#);
+    let reply = server.jsonrpc(Duration::from_secs(10));
     assert_eq!(reply["id"], 7);
     assert_eq!(reply["error"]["code"], -32601, "{reply}");
-    server.send(
+    server.send_raw(
         r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo alive"}}}"#,
     );
-    let reply = server.message(Duration::from_secs(10));
+    let reply = server.jsonrpc(Duration::from_secs(10));
     assert_eq!(reply["id"], 8);
     assert_eq!(reply["result"]["content"][0]["text"], "alive");
     assert_eq!(reply["result"]["isError"], false);
@@ -423,14 +320,15 @@ fn junk_on_stdin_does_not_stop_the_server() {
 
 #[test]
 fn progress_arrives_before_the_result_when_a_token_is_sent() {
-    let mut server = Server::start();
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &[]);
     server.initialize();
-    server.send(
+    server.send_raw(
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"progressToken":"tok-1"},"name":"bash","arguments":{"command":"echo one; sleep 0.3; echo two"}}}"#,
     );
     let mut progress = Vec::new();
     let result = loop {
-        let message = server.message(Duration::from_secs(10));
+        let message = server.jsonrpc(Duration::from_secs(10));
         if message["method"] == "notifications/progress" {
             assert_eq!(message["params"]["progressToken"], "tok-1", "{message}");
             progress.push(
@@ -447,10 +345,10 @@ fn progress_arrives_before_the_result_when_a_token_is_sent() {
     assert_eq!(progress.concat(), "one\ntwo\n", "{progress:?}");
 
     // Without a token: no progress at all, just the answer.
-    server.send(
+    server.send_raw(
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo quiet"}}}"#,
     );
-    let reply = server.message(Duration::from_secs(10));
+    let reply = server.jsonrpc(Duration::from_secs(10));
     assert_eq!(reply["id"], 4, "{reply}");
     server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
@@ -458,11 +356,12 @@ fn progress_arrives_before_the_result_when_a_token_is_sent() {
 
 #[test]
 fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
-    let mut server = Server::start();
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &[]);
     server.initialize();
     for junk in [r#"{"jsonrpc":"2.0","id":5,"method":"#, "\u{1}\u{2}", "[1,2"] {
-        server.send(junk);
-        let reply = server.message(Duration::from_secs(10));
+        server.send_raw(junk);
+        let reply = server.jsonrpc(Duration::from_secs(10));
         assert_eq!(reply["id"], serde_json::Value::Null, "{junk}: {reply}");
         assert_eq!(reply["error"]["code"], -32700, "{junk}: {reply}");
         let message = reply["error"]["message"].as_str().unwrap_or_default();
@@ -473,8 +372,8 @@ fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
         r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"bash","arguments":{{"command":"echo {}"}}}}}}"#,
         "x".repeat(20 << 20)
     );
-    server.send(&huge);
-    let reply = server.message(crate::support::HANG_CAP);
+    server.send_raw(&huge);
+    let reply = server.jsonrpc(crate::support::HANG_CAP);
     assert_eq!(reply["id"], serde_json::Value::Null, "{}", reply["error"]);
     assert_eq!(reply["error"]["code"], -32600, "{}", reply["error"]);
     let message = reply["error"]["message"].as_str().unwrap_or_default();
@@ -495,7 +394,8 @@ fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
 /// found"), and the server keeps serving.
 #[test]
 fn non_object_arguments_are_invalid_params() {
-    let mut server = Server::start();
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &[]);
     server.initialize();
     let cases = [
         (2, serde_json::json!("echo hi"), "a string"),
@@ -523,7 +423,8 @@ fn non_object_arguments_are_invalid_params() {
 
 #[test]
 fn numeric_arguments_may_be_strings() {
-    let mut server = Server::start();
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &[]);
     server.initialize();
     server.call(
         2,
@@ -564,7 +465,7 @@ fn numeric_arguments_may_be_strings() {
         .as_str()
         .unwrap_or_default();
     assert_has(text, "`timeout` must be a whole number");
-    assert!(!server.state.path().join("ran").exists());
+    assert!(!env.work().join("ran").exists());
 
     // A negative timeout is clamped as on the CLI and over rpc, and the notice names
     // the value asked for (it was refused here, and said `requested 0s` over rpc).
@@ -597,7 +498,8 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
     let dir = tempfile::tempdir().expect("temp dir");
     let profile = dir.path().join("two.toml");
     std::fs::write(&profile, "[server]\nmax_concurrent = 2\n").expect("write profile");
-    let mut server = Server::start_with(&["--profile", &profile.display().to_string()]);
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &["--profile", &profile.display().to_string()]);
     server.initialize();
     // Each call leaves a mark as it starts: whatever happens later, a mark of the
     // queued call would show that it ran at some point.
@@ -614,7 +516,7 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
         let command = format!("touch '{}'; {sleep}", mark.display());
         server.call(id, "bash", serde_json::json!({"command": command}));
     }
-    let pid = server.child.id();
+    let pid = server.pid() as u32;
     let deadline = Instant::now() + crate::support::HANG_CAP;
     while descendants_named(pid, &sleep) < 2 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
@@ -628,10 +530,7 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
     server.close_stdin();
     let (code, _, rest) = server.exit(Duration::from_secs(10));
     assert_eq!(code, Some(0));
-    let answers: Vec<serde_json::Value> = rest
-        .iter()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
+    let answers = &rest;
     let texts: Vec<&str> = (10..13)
         .map(|id| {
             let answer = answers
@@ -660,7 +559,8 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
 /// runs to completion and its exit code is reported, as on the CLI and over rpc.
 #[test]
 fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
-    let mut server = Server::start();
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &[]);
     server.initialize();
     server.call(
         2,
@@ -685,16 +585,17 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
     assert_eq!(result["output"], "1\n2\n", "{reply}");
     assert_eq!(result["total_lines"], 5_000_000, "{reply}");
     assert_eq!(reply["result"]["isError"], true, "{reply}");
-    assert!(server.state.path().join("finished").exists());
+    assert!(env.work().join("finished").exists());
     server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
 }
 
 /// The tool descriptions a model reads, over the raw protocol: `tools/list`.
 fn tool_descriptions(args: &[&str]) -> (String, serde_json::Value) {
-    let mut server = Server::start_with(args);
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, args);
     server.initialize();
-    server.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    server.send_raw(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
     let reply = server.answer(2, Duration::from_secs(10));
     let tools = reply["result"]["tools"].as_array().expect("tools").clone();
     let find = |name: &str| {
@@ -745,7 +646,8 @@ fn the_bash_tool_description_reads_naturally_and_says_each_thing_once() {
 
 #[test]
 fn read_artifact_pages_by_the_stated_default() {
-    let mut server = Server::start();
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &[]);
     server.initialize();
     server.call(2, "bash", serde_json::json!({"command": "seq 1 30000"}));
     let reply = server.answer(2, crate::support::HANG_CAP);
@@ -771,11 +673,12 @@ fn read_artifact_pages_by_the_stated_default() {
 #[test]
 fn stop_signals_cancel_and_answer_every_call_then_exit_zero() {
     for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        let mut server = Server::start();
+        let env = TestEnv::new();
+        let mut server = mcp_raw(&env, &[]);
         server.initialize();
         let sleep = format!("sleep 300.{}", crate::support::nonce());
         server.call(2, "bash", serde_json::json!({"command": sleep}));
-        let pid = server.child.id();
+        let pid = server.pid() as u32;
         let deadline = Instant::now() + Duration::from_secs(10);
         while descendants_named(pid, &sleep) == 0 {
             assert!(Instant::now() < deadline, "the command never started");
@@ -814,7 +717,8 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
     let dir = tempfile::tempdir().expect("temp dir");
     let profile = dir.path().join("one.toml");
     std::fs::write(&profile, "[server]\nmax_concurrent = 1\n").expect("write profile");
-    let mut server = Server::start_with(&["--profile", &profile.display().to_string()]);
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &["--profile", &profile.display().to_string()]);
     server.initialize();
     // The one slot is held until the test opens the gate: every answer below comes
     // while it is taken.
@@ -867,9 +771,10 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
 /// schemas state the minimum the server enforces for `limit`, `head` and `tail`.
 #[test]
 fn zero_limits_are_refused_as_the_schemas_say() {
-    let mut server = Server::start();
+    let env = TestEnv::new();
+    let mut server = mcp_raw(&env, &[]);
     server.initialize();
-    server.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    server.send_raw(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
     let tools = server.answer(1, Duration::from_secs(10))["result"]["tools"].clone();
     for (tool, argument) in [
         ("bash", "head"),

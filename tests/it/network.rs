@@ -810,9 +810,10 @@ fn an_mcp_shell_goes_through_the_proxy() {
     )
     .expect("write profile");
     let path = profile.path().display().to_string();
-    let mut server = crate::mcp::Server::start_with_env(
-        &["-p", &path],
-        &[("AGENTBASH_TEST_PROXY_HOSTS", HOSTS)],
+    let env = TestEnv::new();
+    let mut server = LiveServer::mcp_raw(
+        env.cmd(&["mcp", "-p", &path])
+            .env("AGENTBASH_TEST_PROXY_HOSTS", HOSTS),
     );
     server.initialize();
     server.call(

@@ -823,6 +823,16 @@ pub fn thread_count(pid: i32) -> usize {
 }
 
 /// `agentbash rpc` (or `mcp`) with the test's hermetic environment, stdin kept open.
+/// Where a strict server's reader puts a line that was not JSON (see `LiveServer::recv`).
+const NOT_JSON: &str = "agentbash-test: not JSON";
+
+#[track_caller]
+fn fail_on_non_json(m: &Value) {
+    if let Some(line) = m.get(NOT_JSON) {
+        panic!("a line on the server's stdout that is not JSON: {line}");
+    }
+}
+
 pub struct LiveServer {
     child: std::process::Child,
     stdin: Option<std::process::ChildStdin>,
@@ -842,7 +852,7 @@ impl LiveServer {
     /// The next message (an event or a response), within `within`; `None` when none
     /// came.
     pub fn try_next(&self, within: Duration) -> Option<Value> {
-        self.lines.recv_timeout(within).ok()
+        self.recv(within).ok()
     }
 
     pub fn send(&mut self, v: Value) {
@@ -856,10 +866,7 @@ impl LiveServer {
     pub fn responses(&self, ids: &[&str]) -> Vec<Value> {
         let mut got: Vec<Option<Value>> = vec![None; ids.len()];
         while got.iter().any(Option::is_none) {
-            let m = self
-                .lines
-                .recv_timeout(HANG_CAP)
-                .expect("a message within the hang cap");
+            let m = self.recv(HANG_CAP).expect("a message within the hang cap");
             if m["type"] != "response" {
                 continue;
             }
@@ -873,8 +880,7 @@ impl LiveServer {
     /// The next message the server writes (any kind), within `within`.
     #[track_caller]
     pub fn next(&self, within: Duration) -> Value {
-        self.lines
-            .recv_timeout(within)
+        self.recv(within)
             .expect("a message from the server in time")
     }
 
@@ -886,10 +892,7 @@ impl LiveServer {
         writeln!(stdin, "{req}").expect("write");
         stdin.flush().expect("flush");
         loop {
-            let m = self
-                .lines
-                .recv_timeout(HANG_CAP)
-                .expect("a response within the hang cap");
+            let m = self.recv(HANG_CAP).expect("a response within the hang cap");
             if m["type"] == "response" && m["id"] == req["id"] {
                 return m;
             }
@@ -922,18 +925,84 @@ impl LiveServer {
         let mut args = args.to_vec();
         args.insert(0, "mcp");
         let mut server = LiveServer::start(env, &args);
-        server.send(
+        server.initialize();
+        server
+    }
+
+    /// `agentbash mcp ARGS` (`cmd`: the test's own command line) before any
+    /// handshake, strict: every line it writes must be JSON-RPC (for tests of the
+    /// framing itself; [`LiveServer::jsonrpc`] reads them).
+    pub fn mcp_raw(cmd: Cmd) -> LiveServer {
+        Self::launch(cmd, true)
+    }
+
+    /// The MCP handshake: `initialize`, its answer checked, `initialized`.
+    #[track_caller]
+    pub fn initialize(&mut self) {
+        self.send(
             serde_json::json!({"jsonrpc": "2.0", "id": "init", "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "it", "version": "0"}}}),
         );
-        let reply = server.message_with_id(&Value::from("init"));
+        let reply = self.message_with_id(&Value::from("init"));
         assert_eq!(
             reply["result"]["serverInfo"]["name"], "agentbash",
             "{reply}"
         );
-        server.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        server
+        self.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    /// The next message, which must be JSON-RPC 2.0.
+    #[track_caller]
+    pub fn jsonrpc(&self, within: Duration) -> Value {
+        let m = self.next(within);
+        assert_eq!(m["jsonrpc"], "2.0", "{m}");
+        m
+    }
+
+    /// Send an MCP `tools/call` without waiting for its answer.
+    pub fn call(&mut self, id: u64, tool: &str, arguments: Value) {
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}),
+        );
+    }
+
+    /// The JSON-RPC answer to request `id`, skipping other messages, within `within`.
+    #[track_caller]
+    pub fn answer(&self, id: u64, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let m = self.jsonrpc(deadline.saturating_duration_since(Instant::now()));
+            if m["id"] == id {
+                return m;
+            }
+        }
+    }
+
+    /// Wait for the server to exit by itself (its input already closed), within
+    /// `within`: its exit code, how long that took, and every message it wrote after
+    /// the last one read (each must be JSON when the server is strict).
+    #[track_caller]
+    pub fn exit(mut self, within: Duration) -> (Option<i32>, Duration, Vec<Value>) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            if started.elapsed() > within {
+                let _ = self.child.kill();
+                panic!("the server did not exit within {within:?}");
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        let took = started.elapsed();
+        // The reader may still be reading the last lines from the pipe.
+        let mut rest = Vec::new();
+        while let Ok(m) = self.recv(Duration::from_secs(5)) {
+            rest.push(m);
+        }
+        (status.code(), took, rest)
     }
 
     /// An MCP request (`tools/list`, `tools/call`, …); its JSON-RPC answer.
@@ -962,8 +1031,7 @@ impl LiveServer {
     fn message_with_id(&self, id: &Value) -> Value {
         loop {
             let m = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
+                .recv(Duration::from_secs(30))
                 .expect("an answer within 30 s");
             if &m["id"] == id {
                 return m;
@@ -1490,7 +1558,9 @@ impl LiveServer {
                 let v = match serde_json::from_str::<Value>(&line) {
                     Ok(v) => v,
                     Err(e) if strict => {
-                        panic!("non-JSON line on the server's stdout ({e}): {line}")
+                        // Reported to the test thread, which fails on it (see `recv`).
+                        let _ = tx.send(serde_json::json!({ NOT_JSON: format!("{e}: {line}") }));
+                        break;
                     }
                     Err(_) => continue,
                 };
@@ -1520,7 +1590,17 @@ impl LiveServer {
 
     /// Every message already read and not yet taken, without waiting.
     pub fn drain(&self) -> Vec<Value> {
-        self.lines.try_iter().collect()
+        let got: Vec<Value> = self.lines.try_iter().collect();
+        got.iter().for_each(fail_on_non_json);
+        got
+    }
+
+    /// The next message within `within`. A line a strict server wrote that was not
+    /// JSON fails the test here, naming the line.
+    fn recv(&self, within: Duration) -> Result<Value, mpsc::RecvTimeoutError> {
+        let m = self.lines.recv_timeout(within)?;
+        fail_on_non_json(&m);
+        Ok(m)
     }
 
     /// Write `bytes` and a newline as they are (a malformed line, a BOM, a huge one).
@@ -1537,8 +1617,7 @@ impl LiveServer {
         let mut got = Vec::new();
         loop {
             let m = self
-                .lines
-                .recv_timeout(HANG_CAP)
+                .recv(HANG_CAP)
                 .unwrap_or_else(|_| panic!("no response to {id} within the hang cap: {got:#?}"));
             let done = m["type"] == "response" && &m["id"] == id;
             got.push(m);
@@ -1556,7 +1635,7 @@ impl LiveServer {
         let count = |got: &[Value]| got.iter().filter(|m| m["type"] == "response").count();
         while count(&got) < n {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
+            match self.recv(left) {
                 Ok(m) => got.push(m),
                 Err(_) => panic!(
                     "only {} of {n} responses within {HANG_CAP:?}: {got:#?}",
@@ -1585,7 +1664,7 @@ impl LiveServer {
         };
         // The reader may still be reading the last lines from the pipe.
         let mut rest = Vec::new();
-        while let Ok(m) = self.lines.recv_timeout(Duration::from_secs(5)) {
+        while let Ok(m) = self.recv(Duration::from_secs(5)) {
             rest.push(m);
         }
         (status, rest)
