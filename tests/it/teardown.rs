@@ -783,15 +783,17 @@ fn the_next_agentbash_removes_the_empty_leaves_of_gone_ones_only() {
     for dir in [&dead, &nested, &held, &fresh, &alive, &inner] {
         std::fs::create_dir_all(dir).expect("a leaf");
     }
-    for dir in [&dead, &nested, &held, &alive] {
-        age(dir);
-    }
+    // The process joins `held` before it looks old: an old empty leaf of a gone
+    // owner may be removed at once by any agentbash the suite runs meanwhile.
     let tag = nonce();
     let mut sleeper = std::process::Command::new("sleep")
         .arg(format!("305.{tag}"))
         .spawn()
         .expect("sleep");
     std::fs::write(held.join("cgroup.procs"), sleeper.id().to_string()).expect("join");
+    for dir in [&dead, &nested, &held, &alive] {
+        age(dir);
+    }
     env.run_text("true").run().assert_code(0);
     let left = |d: &PathBuf| d.exists();
     let (dead_left, nested_left, held_left, fresh_left, alive_left) = (
