@@ -9,8 +9,9 @@
 //! output flushed at the end, a panic exiting with 101. What is given up: the message
 //! Rust prints when the main thread overflows its stack (it then dies of SIGSEGV),
 //! and the main thread's name in a panic message. Elsewhere (musl, where Rust reads
-//! the arguments only in its own start) the ordinary `main` runs.
-#![cfg_attr(all(target_os = "linux", target_env = "gnu"), no_main)]
+//! the arguments only in its own start) and in the test build of this file (whose
+//! `main` is the test harness's) the ordinary `main` runs.
+#![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 
 /// The program itself; the exit code.
 fn run() -> i32 {
@@ -25,7 +26,7 @@ fn run() -> i32 {
     agentbash::commands::dispatch(cli).clamp(0, 255)
 }
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     use std::io::Write;
@@ -56,7 +57,7 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
     code
 }
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+#[cfg(not(all(target_os = "linux", target_env = "gnu", not(test))))]
 fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(run() as u8)
 }
