@@ -155,6 +155,18 @@ fn own_children() -> Option<Vec<i32>> {
     Some(out)
 }
 
+/// Has agentbash a child that is none of the pool's shells (an orphan of a command,
+/// handed to us as the subreaper)? True when that cannot be told.
+fn orphans_handed_to_us(pool_pids: &Mutex<HashSet<i32>>) -> bool {
+    let Some(ours) = own_children() else {
+        return true;
+    };
+    let Ok(known) = pool_pids.lock() else {
+        return true;
+    };
+    ours.iter().any(|p| !known.contains(p))
+}
+
 impl LiveShell {
     /// Name what a command's teardown stopped: a process that is still a copy of
     /// this shell (a subshell of the command, or a fork caught before it ran its
@@ -283,13 +295,7 @@ impl LiveShell {
             Ok(k) if k.trim().is_empty() => {}
             _ => return true,
         }
-        let Some(ours) = own_children() else {
-            return true;
-        };
-        let Ok(known) = pool_pids.lock() else {
-            return true;
-        };
-        ours.iter().any(|p| !known.contains(p))
+        orphans_handed_to_us(pool_pids)
     }
 
     /// Could command subshell `pid` have left processes behind? It has children as it
@@ -306,13 +312,7 @@ impl LiveShell {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(_) => return true,
         }
-        let Some(ours) = own_children() else {
-            return true;
-        };
-        let Ok(known) = pool_pids.lock() else {
-            return true;
-        };
-        ours.iter().any(|p| !known.contains(p))
+        orphans_handed_to_us(pool_pids)
     }
 
     /// Stop what command subshell `child` left running: its children, orphans of this
