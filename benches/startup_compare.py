@@ -4,9 +4,14 @@ change in machine load hits each alike. Medians of N rounds: wall time, and the 
 time (user + system, from wait4's rusage: the process and the children it waited for),
 which the load of other processes disturbs less.
 
+A fifth case, when a C compiler is at hand, is the floor of any wrapper: a static C
+program that only `posix_spawn`s `bash -c true` and waits for it. What agentbash adds
+over bash is then split into what every wrapper pays (an exec and a process of its own,
+the row "floor") and what agentbash itself does (the difference between the two rows).
+
 Usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]
 """
-import os, sys, time, statistics, tempfile
+import os, subprocess, sys, time, statistics, tempfile
 old, new = sys.argv[1], sys.argv[2]; n = int(sys.argv[3]) if len(sys.argv) > 3 else 200
 tmp = tempfile.mkdtemp()
 env = dict(os.environ, AGENTBASH_STATE_DIR=tmp + "/state", HOME=tmp)
@@ -14,6 +19,26 @@ cases = [("old run -q -- true", [old, "run", "-q", "--", "true"], env),
          ("new run -q -- true", [new, "run", "-q", "--", "true"], env),
          ("new, AGENTBASH_NO_CGROUP=1", [new, "run", "-q", "--", "true"], dict(env, AGENTBASH_NO_CGROUP="1")),
          ("bash -c true", ["/bin/bash", "-c", "true"], env)]
+FLOOR_C = r"""
+#include <spawn.h>
+#include <sys/wait.h>
+extern char **environ;
+int main(void) {
+    char *argv[] = {"/bin/bash", "-c", "true", 0};
+    pid_t pid; int status;
+    if (posix_spawn(&pid, argv[0], 0, 0, argv, environ)) return 127;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+"""
+floor = os.path.join(tmp, "floor")
+with open(floor + ".c", "w") as f:
+    f.write(FLOOR_C)
+cc = os.environ.get("CC", "cc")
+built = subprocess.run([cc, "-O2", "-static", "-o", floor, floor + ".c"], capture_output=True)
+if built.returncode == 0:
+    cases.append(("floor: static C spawn of bash", [floor], env))
+else:
+    print(f"no floor row: `{cc} -static` failed: {built.stderr.decode(errors='replace').strip()[:200]}")
 times = {c[0]: [] for c in cases}
 cpu = {c[0]: [] for c in cases}
 devnull = os.open("/dev/null", os.O_RDWR)
