@@ -15,6 +15,12 @@
 //!
 //! When an archive cannot be found (no static glibc installed) the binary is linked
 //! dynamically, non-PIE; `AGENTBASH_DYNAMIC_LINK=1` asks for the ordinary dynamic PIE.
+//!
+//! Release builds linked by lld (rustc's default linker on x86_64 Linux since 1.90) also
+//! get `link/hot-symbols.txt` as lld's `--symbol-ordering-file`: the functions a run
+//! executes, laid out next to each other so that start-up faults in a few 64 KiB windows
+//! of code instead of ~75 (`benches/hot_symbols.py` writes the file and says why).
+//! `AGENTBASH_NO_CODE_ORDER=1` leaves the layout to the linker.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -22,9 +28,23 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=AGENTBASH_DYNAMIC_LINK");
     println!("cargo:rerun-if-env-changed=CC");
+    println!("cargo:rerun-if-env-changed=AGENTBASH_NO_CODE_ORDER");
+    println!("cargo:rerun-if-changed=link/hot-symbols.txt");
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     if var("CARGO_CFG_TARGET_OS") != "linux" || !var("AGENTBASH_DYNAMIC_LINK").is_empty() {
         return;
+    }
+    if var("PROFILE") == "release" && var("AGENTBASH_NO_CODE_ORDER").is_empty() && links_with_lld()
+    {
+        let order = Path::new(&var("CARGO_MANIFEST_DIR")).join("link/hot-symbols.txt");
+        if order.is_file() {
+            println!(
+                "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
+                order.display()
+            );
+            // Names a new build no longer has are expected (see the file's header).
+            println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+        }
     }
     // musl targets already link a static PIE with musl's own start code (rcrt1.o),
     // which `-no-pie` would break (it crashes before `main`).
@@ -42,6 +62,36 @@ fn main() {
     }
     println!("cargo:rustc-link-arg-bins=-static");
     println!("cargo:rustc-link-arg-bins=-L{}", out.display());
+}
+
+/// Whether rustc links the binaries with its own lld: its default for
+/// x86_64-unknown-linux-gnu since Rust 1.90, unless a linker or linker features are
+/// chosen (then the choice is the user's, and GNU ld would refuse lld's options).
+fn links_with_lld() -> bool {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
+    if var("TARGET") != "x86_64-unknown-linux-gnu"
+        || !var("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_empty()
+    {
+        return false;
+    }
+    let flags = var("CARGO_ENCODED_RUSTFLAGS");
+    if ["linker", "link-self-contained"]
+        .iter()
+        .any(|f| flags.contains(f))
+    {
+        return false;
+    }
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let Ok(out) = Command::new(rustc).arg("-V").output() else {
+        return false;
+    };
+    // "rustc 1.95.0 (59807616e 2026-04-14)"
+    let version = String::from_utf8_lossy(&out.stdout);
+    let mut parts = version.split_whitespace().nth(1).unwrap_or("").split('.');
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    (major, minor) >= (1, 90)
 }
 
 /// `dir/libNAME.a` for every system library rustc names, each a linker script

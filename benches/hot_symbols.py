@@ -1,0 +1,98 @@
+"""Write link/hot-symbols.txt: the functions a release build of agentbash runs on its
+common paths, for the linker to lay out next to each other (build.rs passes the file to
+lld as `--symbol-ordering-file` in release builds).
+
+Why: a run's start-up is paid on every command, and about a quarter of agentbash's own
+CPU at start-up was page faults on its 9 MB of code — each fault maps the 64 KiB around
+the faulting address, and the ~550 functions a run executes were spread over ~75 such
+windows. Laid out together they fit in ~14 (docs/BENCHMARKS.md, "Code laid out for
+start-up").
+
+How: each workload below runs once under `valgrind --tool=callgrind`, which lists every
+function executed; the names the binary's symbol table knows are written in the order
+of their address in the given binary. Names are mangled with a hash of the crate's
+build metadata, so a new Rust version or dependency change leaves some names stale:
+lld ignores those (the rest are still laid out), and running this again after such a
+change brings the file up to date.
+
+Usage: python3 benches/hot_symbols.py RELEASE_AGENTBASH [OUT]   (needs valgrind and nm)
+"""
+import os, re, subprocess, sys, tempfile
+
+binary = os.path.abspath(sys.argv[1])
+out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "link", "hot-symbols.txt")
+
+# The common paths: a quiet run, a run with output, JSON, a failing command, a pipeline,
+# and `explain` (which plans without running: it also walks the guard's refusal).
+WORKLOADS = [
+    ["run", "-q", "--", "true"],
+    ["run", "--", "echo hi"],
+    ["run", "--json", "--", "echo out; echo err >&2; exit 3"],
+    ["run", "-q", "--", "printf '%s\\n' a b c | sort -r"],
+    ["run", "--mode", "print", "--", "seq 1 2000"],
+    ["explain", "--", "ls -la"],
+    ["explain", "--json", "--", "rm -rf /"],
+]
+
+tmp = tempfile.mkdtemp()
+env = dict(os.environ, HOME=tmp, AGENTBASH_STATE_DIR=os.path.join(tmp, "state"))
+executed = []  # per workload, the functions it ran
+for i, args in enumerate(WORKLOADS):
+    trace = os.path.join(tmp, f"callgrind.{i}")
+    subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={trace}",
+                    binary] + args, env=env, cwd=tmp, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not os.path.exists(trace):
+        sys.exit(f"valgrind wrote no trace for `agentbash {' '.join(args)}`: is valgrind installed?")
+    ran = set()
+    with open(trace, errors="replace") as f:
+        for line in f:
+            m = re.match(r"^c?fn=\(\d+\) (.+)$", line.rstrip("\n"))
+            if m:
+                ran.add(m.group(1))
+    executed.append(ran)
+
+# Only functions the binary's symbol table names (not valgrind's "(below main)" or bare
+# addresses), each once: first what every start runs, then those of the first workload
+# (every run goes that way, so it is kept tightest), then what each further workload
+# adds; within each group in the order they stand in the binary today.
+address, ifuncs = {}, []
+for line in subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout.splitlines():
+    parts = line.split()
+    if len(parts) == 3 and parts[1] in "tTwWi":
+        address.setdefault(parts[2], int(parts[0], 16))
+        if parts[1] == "i":
+            ifuncs.append(parts[2])
+# Two kinds of code every run executes that callgrind does not see: the resolvers of
+# glibc's IFUNC symbols (memcpy, strlen, …: a static binary runs every one of them at
+# start) and the spawner's child between clone and exec (valgrind does not follow it).
+CHILD = re.compile(r"9agentbash7process.*\d(child_main|reset_signals\w*|install_stdio|apply_limits)(17h[0-9a-f]{16}E)?$")
+CHILD_LIBC = {"__libc_sigaction", "__sigaction", "sigaction", "__sigprocmask", "sigprocmask",
+              "__pthread_sigmask", "pthread_sigmask", "__dup2", "dup2", "__libc_fcntl64", "fcntl64",
+              "fcntl", "syscall", "__chdir", "chdir", "__setsid", "setsid", "__prctl", "prctl",
+              "__getppid", "getppid", "__execve", "execve", "_exit", "_Exit"}
+always = set(ifuncs) | {n for n in address if CHILD.search(n) or n in CHILD_LIBC}
+# glibc picks a string function's variant for the CPU it runs on (valgrind's CPU is not
+# this one's): where a run used one variant of a family, all of them go in.
+VARIANT = re.compile(r"^__([a-z0-9]+?)_(sse|avx|evex|erms)")
+families = {m.group(1) for n in set().union(*executed) if (m := VARIANT.match(n))}
+always |= {n for n in address if (m := VARIANT.match(n)) and m.group(1) in families}
+hot, seen = [], set()
+for ran in [always] + executed:
+    group = sorted((n for n in ran if n in address and n not in seen), key=lambda n: address[n])
+    hot += group
+    seen.update(group)
+names = set().union(*executed)
+
+rev = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--short", "HEAD"],
+                     capture_output=True, text=True).stdout.strip() or "unknown"
+rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+with open(out, "w") as f:
+    f.write("# Functions a run executes, laid out together by lld (build.rs, release builds).\n")
+    f.write(f"# Written by benches/hot_symbols.py from a release build of {rev} ({rustc}).\n")
+    f.write("# Regenerate after a Rust or dependency update; stale names are ignored by the linker.\n")
+    for n in hot:
+        f.write(n + "\n")
+print(f"{len(hot)} functions ({len(names)} executed) -> {out}")
