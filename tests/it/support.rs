@@ -989,6 +989,19 @@ impl LiveServer {
         );
     }
 
+    /// [`LiveServer::call`], then its [`LiveServer::answer`] within `within`.
+    #[track_caller]
+    pub fn tool_answer(
+        &mut self,
+        id: u64,
+        tool: &str,
+        arguments: Value,
+        within: Duration,
+    ) -> Value {
+        self.call(id, tool, arguments);
+        self.answer(id, within)
+    }
+
     /// The JSON-RPC answer to request `id`, skipping other messages, within `within`.
     #[track_caller]
     pub fn answer(&self, id: u64, within: Duration) -> Value {
@@ -1001,13 +1014,21 @@ impl LiveServer {
         }
     }
 
-    /// Wait for the server to exit by itself (its input already closed), within
-    /// `within`: its exit code, how long that took, and every message it wrote after
-    /// the last one read (each must be JSON when the server is strict).
+    /// Close the server's input (end of input, if not done yet) and wait for it to
+    /// exit, within `within`: its exit code, how long that took, and every message it
+    /// wrote after the last one read (each must be JSON when the server is strict).
     #[track_caller]
-    pub fn exit(mut self, within: Duration) -> (Option<i32>, Duration, Vec<Value>) {
+    pub fn exit(self, within: Duration) -> (Option<i32>, Duration, Vec<Value>) {
+        let (status, took, rest) = self.end(within);
+        (status.code(), took, rest)
+    }
+
+    /// [`LiveServer::exit`] with the exit status.
+    #[track_caller]
+    fn end(mut self, within: Duration) -> (ExitStatus, Duration, Vec<Value>) {
+        self.close_stdin();
         let (status, took) = self.wait_exit(within);
-        (status.code(), took, self.rest())
+        (status, took, self.rest())
     }
 
     /// Wait up to `within` for the server's exit (killing it and failing the test
@@ -1021,12 +1042,7 @@ impl LiveServer {
             }
             if started.elapsed() > within {
                 let _ = self.child.kill();
-                let input = if self.stdin.is_none() {
-                    "closed"
-                } else {
-                    "open"
-                };
-                panic!("the server did not exit within {within:?} (its input {input})");
+                panic!("the server did not exit within {within:?} of the end of its input");
             }
             thread::sleep(Duration::from_millis(10));
         }
@@ -1622,10 +1638,9 @@ impl LiveServer {
     /// Close stdin, wait for the exit (capped at [`HANG_CAP`]) and take what the
     /// server wrote after the last message read.
     #[track_caller]
-    pub fn finish(mut self) -> (ExitStatus, Vec<Value>) {
-        self.close_stdin();
-        let (status, _) = self.wait_exit(HANG_CAP);
-        (status, self.rest())
+    pub fn finish(self) -> (ExitStatus, Vec<Value>) {
+        let (status, _, rest) = self.end(HANG_CAP);
+        (status, rest)
     }
 }
 
