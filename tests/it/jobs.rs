@@ -1285,8 +1285,7 @@ fn background_after_idle_counts_cpu_and_spares_a_call_with_a_timeout() {
 
 #[test]
 fn rpc_has_job_status_wait_and_send_with_a_window() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     let r = rpc.ask(serde_json::json!({"id": 1, "type": "job_start", "command": "cat", "stdin": true, "name": "c"}));
     assert_eq!(r["success"], true, "{r}");
     let r = rpc.ask(serde_json::json!({"id": 2, "type": "job_send", "job": "c", "text": "ping\n", "wait_ms": 3000}));

@@ -318,8 +318,7 @@ fn load_32_concurrent_runs_share_one_artifacts_dir_and_session_dir() {
 #[test]
 fn load_16_concurrent_rpc_requests_with_aborts_answer_each_exactly_once() {
     const N: usize = 16;
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     let sleep = format!("sleep 391.{}", nonce());
     let aborted = |i: usize| i % 4 == 1;
     for i in 0..N {
@@ -727,8 +726,7 @@ fn fault_no_zombies_left_in_a_long_lived_server() {
 /// by the shell's internal program.
 #[test]
 fn a_fork_stopped_before_its_program_prints_nothing_and_is_named_plainly() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     for id in 1..=3 {
         rpc.send(
             json!({"id": id, "type": "bash", "command": "sleep $(sleep 30; echo 1) & echo hi"}),
@@ -982,8 +980,7 @@ fn hostile_session_names_artifact_ids_and_profile_paths() {
 
 #[test]
 fn hostile_rpc_requests_nul_bytes_and_huge_lines() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     let bad = [
         json!({"id": 1, "type": "bash", "command": "echo a\u{0}b"}),
         json!({"id": 2, "type": "bash", "command": "echo hi", "env": {"A\u{0}": "x"}}),

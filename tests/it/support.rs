@@ -920,6 +920,12 @@ impl LiveServer {
         }
     }
 
+    /// [`LiveServer::ask`]: the response's `data`.
+    #[track_caller]
+    pub fn ask_data(&mut self, req: Value) -> Value {
+        self.ask(req)["data"].take()
+    }
+
     /// Send `answer` (an rpc `approve`) and collect both the server's ack and the
     /// response to the run it answers (`run_id`), in whichever order they come: the
     /// run may finish before the ack is written.
@@ -1105,6 +1111,13 @@ impl LiveServer {
         self.wait_exit(HANG_CAP).0
     }
 
+    /// Send the server the signal `sig`.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on the server this test started.
+        let rc = unsafe { libc::kill(self.pid(), sig) };
+        assert_eq!(rc, 0, "kill({}, {sig}) failed", self.pid());
+    }
+
     pub fn sigkill(mut self) {
         // SAFETY: kill(2) on the server this test started.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
@@ -1219,6 +1232,13 @@ impl TestEnv {
     /// `env.test().explain_json(command)`: a [`Test`] of `agentbash explain --json`.
     pub fn explain_json(&self, command: impl AsRef<str>) -> Test<'_> {
         self.test().explain_json(command)
+    }
+
+    /// A fresh env and `agentbash rpc` in it (see [`LiveServer::rpc`]).
+    pub fn with_rpc() -> (TestEnv, LiveServer) {
+        let env = TestEnv::new();
+        let rpc = env.rpc(&[]);
+        (env, rpc)
     }
 
     /// `agentbash rpc ARGS` in this env (see [`LiveServer::rpc`]).
