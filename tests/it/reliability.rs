@@ -1200,34 +1200,32 @@ fn hostile_toml_bombs_fail_fast_with_a_position() {
 #[test]
 fn hostile_backtracking_regexes_in_a_rule_pack_stay_linear() {
     let env = TestEnv::new();
-    env.write(
-        "pack.toml",
-        r#"
-[[rule]]
-id = "nested"
-pattern = '(a+)+$'
-tool = "read"
-message = "nested quantifiers"
-action = "warn"
-examples.match = ["aaa"]
-
-[[rule]]
-id = "alternation"
-pattern = '^(\w+\s?)*$'
-tool = "read"
-message = "alternation"
-action = "warn"
-examples.match = ["a b c"]
-
-[[rule]]
-id = "overlap"
-pattern = '(x+x+)+y'
-tool = "read"
-message = "overlap"
-action = "warn"
-examples.not_match = ["xxxx"]
-"#,
-    );
+    // Warn rules for `read`, each a backtracking trap: (id, pattern, message, example).
+    let traps = [
+        (
+            "nested",
+            "(a+)+$",
+            "nested quantifiers",
+            r#"match = ["aaa"]"#,
+        ),
+        (
+            "alternation",
+            r"^(\w+\s?)*$",
+            "alternation",
+            r#"match = ["a b c"]"#,
+        ),
+        ("overlap", "(x+x+)+y", "overlap", r#"not_match = ["xxxx"]"#),
+    ];
+    let pack: String = traps
+        .iter()
+        .map(|(id, pattern, message, example)| {
+            format!(
+                "[[rule]]\nid = \"{id}\"\npattern = '{pattern}'\ntool = \"read\"\n\
+                 message = \"{message}\"\naction = \"warn\"\nexamples.{example}\n\n"
+            )
+        })
+        .collect();
+    env.write("pack.toml", pack);
     env.write(
         "p.toml",
         "[interceptor]\nrules = [\"./pack.toml\"]\ntools = [\"read\"]\n",

@@ -451,8 +451,7 @@ fn the_timeout_annotation_is_a_notice_not_output() {
 /// is an event, before the result: the clamp notice, a warn rule, a non-zero exit.
 #[test]
 fn ndjson_sends_every_notice_before_the_result() {
-    let env = TestEnv::new();
-    let out = env
+    let out = Test::new()
         .run_text("echo x; exit 3")
         .opts(&["--format", "ndjson", "-t", "99999"])
         .code(3)
