@@ -404,14 +404,11 @@ fn fault_artifacts_on_a_full_filesystem() {
         Err(missing) => skip!(missing),
     };
     let dir = fs.path.join("artifacts");
-    env.write(
-        "p.toml",
-        format!("[artifacts]\ndir = \"{}\"\n", dir.display()),
-    );
+    let toml = format!("[artifacts]\ndir = \"{}\"\n", dir.display());
     // 2 MB of output into 1 MB of space: the run goes on, nothing half-written stays.
     let v = env
         .run_json("seq 1 300000")
-        .profile("./p.toml")
+        .profile_file("p.toml", &toml)
         .code(0)
         .json();
     assert!(v["artifact"].is_null(), "{:#}", strip_output(&v));
@@ -451,13 +448,10 @@ fn fault_artifacts_on_a_read_only_filesystem() {
             env.write("plain-file", "x").join("artifacts")
         }
     };
-    env.write(
-        "p.toml",
-        format!("[artifacts]\ndir = \"{}\"\n", dir.display()),
-    );
+    let toml = format!("[artifacts]\ndir = \"{}\"\n", dir.display());
     let v = env
         .run_json("seq 1 100000")
-        .profile("./p.toml")
+        .profile_file("p.toml", &toml)
         .code(0)
         .json();
     assert!(v["artifact"].is_null());
