@@ -4,7 +4,8 @@
 
 use crate::support::{
     Gate, HANG_CAP, Test, TestEnv, assert_has, assert_lacks, assert_notice_is, bin, has_program,
-    kill_cmdline, needs_program, nonce, procs_with_cmdline, re, s, scaled, skip, u,
+    kill_cmdline, ndjson_with_a_clamp, needs_program, nonce, procs_with_cmdline, re, s, scaled,
+    skip, u,
 };
 use std::process::Command;
 use std::time::Duration;
@@ -230,11 +231,7 @@ fn ndjson_streams_output_while_the_command_runs() {
 /// must not come before it.
 #[test]
 fn ndjson_start_comes_before_notices() {
-    let out = Test::new()
-        .run_text("echo hi")
-        .opts(&["--format", "ndjson", "-t", "99999"])
-        .code(0)
-        .run();
+    let out = ndjson_with_a_clamp("echo hi", 0);
     let events = out.ndjson();
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert!(

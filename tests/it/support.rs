@@ -1688,6 +1688,17 @@ impl TestEnv {
     }
 }
 
+/// `agentbash run --format ndjson -t 99999 -- command`, which must exit `code`: the
+/// timeout is clamped, so a notice is known before the run starts.
+#[track_caller]
+pub fn ndjson_with_a_clamp(command: &str, code: i32) -> Output {
+    Test::new()
+        .run_text(command)
+        .opts(&["--format", "ndjson", "-t", "99999"])
+        .code(code)
+        .run()
+}
+
 /// `text` quoted for a POSIX shell (in single quotes).
 pub fn sh_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))

@@ -4,8 +4,8 @@
 
 use crate::support::{
     Gate, LiveServer, Missing, Output, Running, Test, TestEnv, assert_has, assert_notice_is, bin,
-    cgroup2_mount, is_root, needs_root, nonce, procs_with_cmdline, s, scaled, skip,
-    wait_for_cmdline, wait_for_watchdog,
+    cgroup2_mount, is_root, ndjson_with_a_clamp, needs_root, nonce, procs_with_cmdline, s, scaled,
+    skip, wait_for_cmdline, wait_for_watchdog,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -451,11 +451,7 @@ fn the_timeout_annotation_is_a_notice_not_output() {
 /// is an event, before the result: the clamp notice, a warn rule, a non-zero exit.
 #[test]
 fn ndjson_sends_every_notice_before_the_result() {
-    let out = Test::new()
-        .run_text("echo x; exit 3")
-        .opts(&["--format", "ndjson", "-t", "99999"])
-        .code(3)
-        .run();
+    let out = ndjson_with_a_clamp("echo x; exit 3", 3);
     let events = out.ndjson();
     let result = events.last().expect("events");
     assert_eq!(result["type"], "result", "{}", out.stdout);
