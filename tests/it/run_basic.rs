@@ -658,21 +658,6 @@ fn closing_stdout_early_still_waits_for_the_exit_status() {
     );
 }
 
-/// The first line comes through the pipe while the command is held at a gate.
-#[test]
-fn ci_profile_streams_output_into_a_pipe() {
-    let env = TestEnv::new();
-    let gate = Gate::new(&env, "b");
-    let cmd = format!("echo a; {}; echo b", gate.wait());
-    let mut run = env.run_text(&cmd).profile("ci").spawn();
-    let (_, line) = run.next_line(HANG_CAP).expect("a line");
-    assert_eq!(line, "a\n");
-    gate.open();
-    let out = run.wait();
-    out.assert_code(0);
-    assert_eq!(out.stdout, "a\nb\n");
-}
-
 #[test]
 fn broken_stdout_pipe_exits_zero() {
     let env = TestEnv::new();
