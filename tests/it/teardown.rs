@@ -552,36 +552,41 @@ fn wait_started(tag: &str) {
     }
 }
 
-#[test]
-fn sigkill_of_agentbash_run_leaves_nothing_of_the_run() {
-    needs_run_groups!();
+/// `agentbash run OPTS -- 'BEFORE escapees; exec sleep 303.TAG'` SIGKILLed once all
+/// of it runs: nothing of the run is left.
+#[track_caller]
+fn sigkill_mid_run_leaves_nothing(opts: &[&str], before: &str) {
     let env = TestEnv::new();
     let tag = nonce();
-    let cmd = format!("{} exec sleep 303.{tag}", escapees(&tag));
-    let run = env.cmd(&["run", "--", &cmd]).spawn();
+    let cmd = format!("{before}{} exec sleep 303.{tag}", escapees(&tag));
+    let mut args = vec!["run"];
+    args.extend_from_slice(opts);
+    args.extend(["--", &cmd]);
+    let run = env.cmd(&args).spawn();
     wait_started(&tag);
+    let leader = format!("sleep 303.{tag}");
+    assert!(
+        wait_for_cmdline(&leader, Duration::from_secs(10)),
+        "{leader} never started"
+    );
     // The watchdog starts once a run has lasted 20 ms (a shorter run never pays for
     // it); a SIGKILL before that is the documented gap.
     wait_for_watchdog(run.pid());
     sigkill_leaves_nothing(run, &tag);
 }
 
+#[test]
+fn sigkill_of_agentbash_run_leaves_nothing_of_the_run() {
+    needs_run_groups!();
+    sigkill_mid_run_leaves_nothing(&[], "");
+}
+
 /// The same for a `--pty` run: its leader is started in the run's group too.
 #[test]
 fn sigkill_of_agentbash_pty_run_leaves_nothing_of_the_run() {
     needs_run_groups!();
-    let env = TestEnv::new();
-    let tag = nonce();
     // `trap '' HUP`: the PTY's hangup must not be what ends them.
-    let cmd = format!("trap '' HUP; {} exec sleep 303.{tag}", escapees(&tag));
-    let run = env.cmd(&["run", "--pty", "--", &cmd]).spawn();
-    wait_started(&tag);
-    assert!(wait_for_cmdline(
-        &format!("sleep 303.{tag}"),
-        Duration::from_secs(10)
-    ));
-    wait_for_watchdog(run.pid());
-    sigkill_leaves_nothing(run, &tag);
+    sigkill_mid_run_leaves_nothing(&["--pty"], "trap '' HUP; ");
 }
 
 /// Without a run group, a PTY command that ignores the hangup still dies with
