@@ -1436,12 +1436,8 @@ fn secrets_are_redacted_everywhere_even_split_across_writes() {
                seq 1 3000; echo \"end=$REL_TOKEN\"";
     let masked = "[REDACTED:REL_TOKEN]";
     for format in ["json", "ndjson", "text"] {
-        let out = env
-            .run_text(cmd)
-            .opts(&["--format", format, "-p", "./p.toml"])
-            .env("REL_TOKEN", SECRET)
-            .code(0)
-            .run();
+        let vars = [("REL_TOKEN", SECRET)];
+        let out = crate::redact::run_formatted(&env, format, &[], cmd, &vars);
         assert!(
             !out.stdout.contains(SECRET) && !out.stderr.contains(SECRET),
             "{format}: leaked"
