@@ -25,10 +25,14 @@ fn sorted_lines(s: &str) -> Vec<&str> {
     v
 }
 
-/// A producer of 5,000,000 numbered lines (38.9 MB, more than agentbash reads past a
-/// head limit) that writes `finished` and exits 1 only if it is not stopped.
-const FIVE_MILLION_THEN_EXIT_1: &str =
-    "perl -e 'print \"$_\\n\" for 1..5000000; open(my $f, \">\", \"finished\"); exit 1'";
+/// A producer of `lines` numbered lines that writes `finished` and exits `code` only
+/// if it is not stopped (5,000,000 lines are 38.9 MB, more than agentbash reads past a
+/// head limit).
+pub(crate) fn producer(lines: u32, code: i32) -> String {
+    format!(
+        "perl -e 'print \"$_\\n\" for 1..{lines}; open(my $f, \">\", \"finished\"); exit {code}'"
+    )
+}
 
 /// Regression: `echo a; seq 5 | tail -n 1` showed only `5` — the lift applied to the
 /// whole list, though the pipe only receives the last pipeline's output.
@@ -117,7 +121,7 @@ fn explicit_head_and_tail_are_views_and_never_stop_the_command() {
     for limit in ["--head", "--tail"] {
         let _ = std::fs::remove_file(env.work().join("finished"));
         let v = env
-            .run_json(FIVE_MILLION_THEN_EXIT_1)
+            .run_json(producer(5_000_000, 1))
             .opts(&[limit, "5"])
             .code(1)
             .json();
@@ -147,9 +151,8 @@ fn explicit_head_and_tail_are_views_and_never_stop_the_command() {
 #[test]
 fn explicit_head_never_stops_the_command_in_pty_mode() {
     let env = TestEnv::new();
-    let cmd = "perl -e 'print \"$_\\n\" for 1..2500000; open(my $f, \">\", \"finished\"); exit 3'";
     let v = env
-        .run_json(cmd)
+        .run_json(producer(2_500_000, 3))
         .opts(&["--pty", "--head", "2"])
         .code(3)
         .field("mode", "pty")

@@ -522,8 +522,7 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
 #[test]
 fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
     let (env, mut server) = mcp_session();
-    let endless =
-        "perl -e 'print \"$_\\n\" for 1..5000000; open(my $f, \">\", \"finished\"); exit 1'";
+    let endless = crate::lift::producer(5_000_000, 1);
     let cases = [
         // (id, arguments, exit code, output, total lines, isError)
         (

@@ -463,8 +463,9 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
     for (id, head) in [("5", json!(2)), ("6", json!("2"))] {
         let marker = dir.path().join("finished");
         let _ = std::fs::remove_file(&marker);
-        let r = rpc.ask(json!({"id": id, "type": "bash", "cwd": cwd, "head": head,
-            "command": "perl -e 'print \"$_\\n\" for 1..5000000; open(my $f, \">\", \"finished\"); exit 1'"}));
+        let command = crate::lift::producer(5_000_000, 1);
+        let r = rpc
+            .ask(json!({"id": id, "type": "bash", "cwd": cwd, "head": head, "command": command}));
         let d = &r["data"];
         assert_eq!(
             (d["exit_code"].as_i64(), d["output"].as_str()),
