@@ -17,7 +17,7 @@
 
 use crate::support::{
     HANG_CAP, Missing, Output, Test, TestEnv, assert_has, assert_no_notice, assert_notice,
-    assert_warning, bin, has_program, is_root, needs_program, needs_root, nonce, notices,
+    assert_warning, bin, has_program, is_root, mode_of, needs_program, needs_root, nonce, notices,
     procs_with_cmdline, s, scaled, sh_output, sh_quote, skip, strings, u, wait_for_cmdline,
     wait_for_watchdog,
 };
@@ -475,10 +475,7 @@ fn fault_state_dir_missing_or_impossible() {
         .code(0)
         .json();
     assert!(artifact_path(&v).starts_with(&deep));
-    let mode = std::fs::metadata(deep.join("artifacts"))
-        .unwrap()
-        .permissions()
-        .mode();
+    let mode = mode_of(deep.join("artifacts"));
     assert_eq!(mode & 0o777, 0o700);
     // Impossible (below a regular file): the command still runs, with a warning...
     let blocked = env.write("state-file", "x").join("state");
@@ -1567,7 +1564,7 @@ fn secrets_files_agentbash_creates_are_private_whatever_the_umask() {
     for root in [env.state_dir(), env.root().join("cache/agentbash")] {
         let mut stack = vec![root.clone()];
         while let Some(dir) = stack.pop() {
-            let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+            let mode = mode_of(&dir) & 0o777;
             assert_eq!(mode, 0o700, "{} is {mode:o}", dir.display());
             for e in std::fs::read_dir(&dir).unwrap().flatten() {
                 let meta = e.metadata().unwrap();

@@ -4,10 +4,9 @@
 //! reused by long-lived callers.
 
 use crate::support::{
-    Gate, HANG_CAP, TestEnv, assert_has, assert_lacks, has_program, needs_program,
+    Gate, HANG_CAP, TestEnv, assert_has, assert_lacks, has_program, mode_of, needs_program,
     procs_with_cmdline, s, scaled, skip, wait_for_path,
 };
-use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
@@ -426,8 +425,7 @@ fn session_files_are_private() {
     let env = TestEnv::new();
     in_session(&env, "m", "export SECRET_ISH=1");
     let dir = env.state_dir().join("sessions/m");
-    let mode =
-        |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    let mode = |p: &std::path::Path| mode_of(p) & 0o777;
     assert_eq!(mode(&env.state_dir().join("sessions")), 0o700);
     assert_eq!(mode(&dir), 0o700);
     for e in std::fs::read_dir(&dir).expect("read dir").flatten() {

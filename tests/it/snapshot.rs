@@ -3,7 +3,6 @@
 //! failing, noisy or hostile — none of which may break a run. Also `shell.prefix`.
 
 use crate::support::{Output, TestEnv, assert_has, assert_lacks, procs_with_cmdline, s};
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -57,7 +56,7 @@ fn snapshot_files(env: &TestEnv) -> Vec<PathBuf> {
 }
 
 fn mode(p: &std::path::Path) -> u32 {
-    std::fs::metadata(p).expect("stat").permissions().mode() & 0o777
+    crate::support::mode_of(p) & 0o777
 }
 
 fn warnings(v: &serde_json::Value) -> String {

@@ -568,6 +568,15 @@ fn assert_text(text: &str, holds: fn(&str, &str) -> bool, failing: &str, part: &
     assert!(holds(text, part), "{failing} {part:?}:\n{text}");
 }
 
+/// The permission bits of `path` (with setuid, setgid and sticky: `st_mode & 0o7777`).
+#[track_caller]
+pub fn mode_of(path: impl AsRef<Path>) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    let path = path.as_ref();
+    let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    meta.permissions().mode() & 0o7777
+}
+
 /// `json["output"]` as a `&str` (panics with the object when missing).
 #[track_caller]
 pub fn s<'a>(v: &'a Value, key: &str) -> &'a str {

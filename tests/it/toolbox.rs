@@ -5,7 +5,7 @@
 //! protected paths refused. Everything destructive is tried on temporary directories
 //! the test made; every refusal is checked to have changed nothing.
 
-use crate::support::{LiveServer, TestEnv, assert_has, assert_lacks};
+use crate::support::{LiveServer, TestEnv, assert_has, assert_lacks, mode_of};
 use serde_json::{Value, json};
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
@@ -446,11 +446,7 @@ fn write_creates_parents_and_replaces_a_file_keeping_its_mode() {
         std::fs::read_to_string(&script).expect("read"),
         "#!/bin/sh\necho new\n"
     );
-    let mode = std::fs::metadata(&script)
-        .expect("stat")
-        .permissions()
-        .mode()
-        & 0o7777;
+    let mode = mode_of(&script);
     assert_eq!(mode, 0o750, "the mode is kept");
     let leftovers: Vec<_> = std::fs::read_dir(f.work())
         .expect("list")

@@ -213,7 +213,7 @@ fn trust_list_and_revoke() {
         .run()
         .assert_code(0);
     let dir = env.state_dir().join("trust");
-    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let mode = |p: &std::path::Path| mode_of(p) & 0o777;
     assert_eq!(mode(&dir), 0o700);
     for e in std::fs::read_dir(&dir).unwrap() {
         assert_eq!(mode(&e.unwrap().path()), 0o600);
@@ -284,11 +284,7 @@ fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_belie
         .stderr_has("writable by group")
         .run();
     env.test().args(&["trust", "."]).code(125).run();
-    assert_eq!(
-        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
-        0o777,
-        "an existing dir was chmod'ed"
-    );
+    assert_eq!(mode_of(&dir) & 0o777, 0o777, "an existing dir was chmod'ed");
 }
 
 #[test]
