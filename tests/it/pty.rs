@@ -10,7 +10,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::{Test, TestEnv, assert_has, bin, nonce, processes, s, scaled, sh_quote, u};
+use crate::support::{
+    Test, TestEnv, assert_first_notice_has, assert_has, bin, nonce, processes, s, scaled, sh_quote,
+    u,
+};
 use crate::tmux::TmuxTerminal;
 
 /// Longest wait for anything to appear on the screen.
@@ -710,12 +713,7 @@ fn lifted_head_stops_the_producer_in_pty_mode() {
     let v = out.json();
     // The counts are the pipeline's: head's three lines.
     assert_eq!(v["total_lines"], 3);
-    assert!(
-        v["notices"][0]
-            .as_str()
-            .is_some_and(|n| n.contains("as `| head` would")),
-        "{v:#}"
-    );
+    assert_first_notice_has(&v, "as `| head` would");
     out.assert_ended_within(30);
     assert!(env.leftovers(Duration::from_millis(200)).is_empty());
 }

@@ -4,8 +4,8 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    Gate, HANG_CAP, LiveServer, TestEnv, assert_has, descendants, nonce, scaled, thread_count,
-    wait_for_cmdline, wait_for_path,
+    Gate, HANG_CAP, LiveServer, TestEnv, assert_first_notice_has, assert_has, descendants, nonce,
+    scaled, thread_count, wait_for_cmdline, wait_for_path,
 };
 
 #[test]
@@ -446,12 +446,7 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
         );
         assert_eq!(d["stripped"], "| head -n 3");
         assert_eq!(d["total_lines"], 3);
-        assert!(
-            d["notices"][0]
-                .as_str()
-                .is_some_and(|n| n.contains("agentbash stopped the command")),
-            "{r}"
-        );
+        assert_first_notice_has(&d, "agentbash stopped the command");
         assert!(
             started.elapsed() < scaled(Duration::from_secs(15)),
             "{:?}",

@@ -1794,6 +1794,16 @@ pub fn assert_notice(v: &Value, part: &str) {
     );
 }
 
+/// Assert that the result's first notice contains `part`.
+#[track_caller]
+pub fn assert_first_notice_has(v: &Value, part: &str) {
+    let first = v["notices"][0].as_str();
+    assert!(
+        first.is_some_and(|n| n.contains(part)),
+        "the first notice lacks {part:?}: {v:#}"
+    );
+}
+
 /// Assert that one of the result's notices is exactly `want`.
 #[track_caller]
 pub fn assert_notice_is(v: &Value, want: &str) {
