@@ -297,7 +297,7 @@ fn eof_cancels_a_running_command_and_exits_zero() {
     assert_eq!(answer["result"]["isError"], true);
     // The annotation leads the text content; the structured `output` is the
     // command's own (issue 12).
-    let text = text_of(&answer);
+    let text = text_of(answer);
     assert_eq!(text.lines().next(), Some("[Command cancelled]"), "{answer}");
     assert_eq!(
         answer["result"]["structuredContent"]["output"], "",
@@ -505,7 +505,7 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
                 answer["result"]["structuredContent"]["cancelled"], true,
                 "{answer}"
             );
-            text_of(&answer)
+            text_of(answer)
         })
         .collect();
     let unstarted = texts

@@ -446,7 +446,7 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
         );
         assert_eq!(d["stripped"], "| head -n 3");
         assert_eq!(d["total_lines"], 3);
-        assert_first_notice_has(&d, "agentbash stopped the command");
+        assert_first_notice_has(d, "agentbash stopped the command");
         assert!(
             started.elapsed() < scaled(Duration::from_secs(15)),
             "{:?}",
