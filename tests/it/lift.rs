@@ -3,7 +3,7 @@
 //! a lifted head stops the command as `head` would, an explicit `--head`/`--tail` is a
 //! view and never stops or changes anything.
 
-use crate::support::{Test, TestEnv, assert_ends_with, assert_has, notices, s, u};
+use crate::support::{Output, Test, TestEnv, assert_ends_with, assert_has, notices, s, u};
 use std::process::Command;
 
 /// What bash shows for `cmd` when its stdout and stderr are one stream (as agentbash
@@ -414,16 +414,23 @@ fn a_stdout_only_head_shows_what_bash_shows() {
     );
 }
 
+/// `agentbash run --json -t 60 OPTS -- COMMAND`, COMMAND being `yes … | head -n 3`:
+/// the lifted head stops `yes` as head would, so the run answers head's three lines,
+/// exit 0, not timed out.
+#[track_caller]
+pub(crate) fn yes_stopped_by_head(test: Test<'_>, command: &str, opts: &[&str]) -> Output {
+    let run = test.run_json(command).opts(&["-t", "60"]).opts(opts);
+    run.code(0)
+        .output("y\ny\ny\n")
+        .field("timed_out", false)
+        .run()
+}
+
 /// A lifted head still stops a producer that never ends (`yes | head -n 3`), and the
 /// run reports the pipeline's exit, 0, and its counts.
 #[test]
 fn a_stdout_only_head_stops_the_producer() {
-    let v = Test::new()
-        .run_json("yes | head -n 3")
-        .opts(&["-t", "60"])
-        .code(0)
-        .output("y\ny\ny\n")
-        .json();
+    let v = yes_stopped_by_head(Test::new(), "yes | head -n 3", &[]).json();
     assert_eq!(u(&v, "total_lines"), 3);
     assert!(
         notices(&v)

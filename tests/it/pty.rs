@@ -702,15 +702,9 @@ fn big_output_is_retained_like_print_mode() {
 #[test]
 fn lifted_head_stops_the_producer_in_pty_mode() {
     let env = TestEnv::new();
-    let out = env
-        .run_json("yes 2>&1 | head -n 3")
-        .opts(&["--pty", "-t", "60"])
-        .code(0)
-        .field("mode", "pty")
-        .field("timed_out", false)
-        .output("y\ny\ny\n")
-        .run();
+    let out = crate::lift::yes_stopped_by_head(env.test(), "yes 2>&1 | head -n 3", &["--pty"]);
     let v = out.json();
+    assert_eq!(v["mode"], "pty", "{v:#}");
     // The counts are the pipeline's: head's three lines.
     assert_eq!(v["total_lines"], 3);
     assert_first_notice_has(&v, "as `| head` would");

@@ -1101,13 +1101,7 @@ fn hostile_stripped_head_on_an_endless_producer_ends_like_head() {
     let env = TestEnv::new();
     // `| head -n 3` is lifted into a limit; `yes` must still be stopped the way head
     // would stop it, not run until the timeout filling the artifact.
-    let out = env
-        .run_json("yes 2>&1 | head -n 3")
-        .opts(&["-t", "60"])
-        .code(0)
-        .output("y\ny\ny\n")
-        .field("timed_out", false)
-        .run();
+    let out = crate::lift::yes_stopped_by_head(env.test(), "yes 2>&1 | head -n 3", &[]);
     let v = out.json();
     out.assert_ended_within(15);
     let n = notices(&v);
