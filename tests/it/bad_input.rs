@@ -3,28 +3,53 @@
 
 use crate::support::{Test, TestEnv, assert_warning, s, u};
 
+/// `agentbash ARGS` is a usage error (exit 2) whose message names `mention`, with no
+/// panic, and the command (`touch ran`) did not run.
 #[track_caller]
 fn assert_usage_error(env: &TestEnv, args: &[&str], mention: &str) {
-    let usage_error = env.test().args(args).code(2).stderr_has(mention);
-    usage_error.stderr_lacks("panicked").run();
+    let out = env.test().args(args).run();
+    let shown = format!(
+        "{args:?}: exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status, out.stdout, out.stderr
+    );
+    assert_eq!(out.code(), Some(2), "{shown}");
+    assert!(out.stderr.contains(mention), "lacks {mention:?}: {shown}");
+    assert!(!out.stderr.contains("panicked"), "{shown}");
     assert!(!env.work().join("ran").exists(), "{args:?} ran the command");
 }
 
-#[test]
-fn zero_or_non_numeric_line_limits_are_usage_errors() {
+/// [`assert_usage_error`] of `agentbash run OPTS -- touch ran` for each `(OPTS,
+/// mention)`.
+#[track_caller]
+fn assert_run_usage_errors(cases: &[(&[&str], &str)]) {
     let env = TestEnv::new();
-    assert_usage_error(&env, &["run", "--head", "0", "--", "touch ran"], "--head");
-    assert_usage_error(&env, &["run", "--tail", "0", "--", "touch ran"], "--tail");
-    assert_usage_error(&env, &["run", "--head", "abc", "--", "touch ran"], "abc");
-    assert_usage_error(&env, &["run", "--tail", "-3", "--", "touch ran"], "--tail");
+    for (opts, mention) in cases {
+        let args: Vec<&str> = ["run"]
+            .iter()
+            .chain(opts.iter())
+            .chain(["--", "touch ran"].iter())
+            .copied()
+            .collect();
+        assert_usage_error(&env, &args, mention);
+    }
 }
 
+/// Zero or non-numeric line limits, a non-numeric timeout, bad enum values and
+/// flags that contradict each other are usage errors naming the value or option.
 #[test]
-fn non_numeric_timeout_is_a_usage_error() {
-    let env = TestEnv::new();
-    assert_usage_error(&env, &["run", "-t", "abc", "--", "touch ran"], "abc");
-    assert_usage_error(&env, &["run", "-t", "1.5", "--", "touch ran"], "1.5");
-    assert_usage_error(&env, &["run", "-t", "", "--", "touch ran"], "--timeout");
+fn bad_option_values_are_usage_errors() {
+    assert_run_usage_errors(&[
+        (&["--head", "0"], "--head"),
+        (&["--tail", "0"], "--tail"),
+        (&["--head", "abc"], "abc"),
+        (&["--tail", "-3"], "--tail"),
+        (&["-t", "abc"], "abc"),
+        (&["-t", "1.5"], "1.5"),
+        (&["-t", ""], "--timeout"),
+        (&["--format", "xml"], "xml"),
+        (&["--mode", "tty"], "tty"),
+        (&["--json", "--format", "text"], "--format"),
+    ]);
 }
 
 #[test]
@@ -40,18 +65,6 @@ fn empty_command_is_a_usage_error() {
     }
     env.run_json("").code(2).run();
     env.test().args(&["run"]).code(2).run();
-}
-
-#[test]
-fn bad_enum_values_and_flags_are_usage_errors() {
-    let env = TestEnv::new();
-    assert_usage_error(&env, &["run", "--format", "xml", "--", "touch ran"], "xml");
-    assert_usage_error(&env, &["run", "--mode", "tty", "--", "touch ran"], "tty");
-    assert_usage_error(
-        &env,
-        &["run", "--json", "--format", "text", "--", "touch ran"],
-        "--format",
-    );
 }
 
 #[test]
@@ -121,8 +134,8 @@ fn artifact_dir_that_cannot_be_created_is_a_warning() {
 /// text (`--jsn -- echo hi` is handed to the shell) instead of being rejected.
 #[test]
 fn unknown_option_before_the_command_is_a_usage_error() {
+    assert_run_usage_errors(&[(&["--jsn"], "--jsn")]);
     let env = TestEnv::new();
-    assert_usage_error(&env, &["run", "--jsn", "--", "touch ran"], "--jsn");
     assert_usage_error(
         &env,
         &["run", "--no-such-flag", "touch ran"],

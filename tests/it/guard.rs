@@ -511,8 +511,8 @@ fn guard_never_panics_and_stays_linear() {
     }
 }
 
-/// A profile protecting a directory the test owns.
-fn protecting(t: &TestEnv) -> (std::path::PathBuf, std::path::PathBuf) {
+/// A profile protecting a directory the test owns: the directory and the profile's path.
+fn protecting(t: &TestEnv) -> (std::path::PathBuf, String) {
     let precious = t.work().join("precious");
     std::fs::create_dir_all(precious.join("inner")).expect("mkdir");
     std::fs::write(precious.join("inner/data"), "keep").expect("write");
@@ -523,14 +523,13 @@ fn protecting(t: &TestEnv) -> (std::path::PathBuf, std::path::PathBuf) {
             precious.display().to_string()
         ),
     );
-    (precious, profile)
+    (precious, profile.display().to_string())
 }
 
 #[test]
 fn run_refuses_a_protected_directory_whatever_the_caller_declared() {
     let t = TestEnv::new();
-    let (precious, profile) = protecting(&t);
-    let p = profile.display().to_string();
+    let (precious, p) = protecting(&t);
     let target = precious.display().to_string();
     for extra in [
         vec![],
@@ -584,8 +583,7 @@ fn run_refuses_a_protected_directory_whatever_the_caller_declared() {
 #[test]
 fn run_refuses_every_bypass_family_on_a_protected_directory() {
     let t = TestEnv::new();
-    let (precious, profile) = protecting(&t);
-    let p = profile.display().to_string();
+    let (precious, p) = protecting(&t);
     let d = precious.display().to_string();
     let parent = precious.parent().expect("parent").display().to_string();
     let forms = [
@@ -721,9 +719,7 @@ fn guard_pack_examples_pass_rules_check() {
 #[test]
 fn deny_rules_refuse_whatever_the_tools_and_others_cannot_disable_them() {
     let t = TestEnv::new();
-    t.write(
-        "deny.toml",
-        r#"
+    let deny = r#"
 [[rule]]
 id = "no-prod-db"
 pattern = '\bpsql\b.*\bprod\b'
@@ -732,8 +728,8 @@ action = "deny"
 message = "Never connect to the production database from an agent."
 examples.match = ["psql -h prod.db"]
 examples.not_match = ["psql -h localhost"]
-"#,
-    );
+"#;
+    t.write("deny.toml", deny);
     let profile = t.write(
         "p.toml",
         "[guard]\nrules = [\"guard\", \"deny.toml\"]\n[interceptor]\nenabled = false\n",
@@ -755,18 +751,10 @@ examples.not_match = ["psql -h localhost"]
     ]);
     out.assert_code(0);
     // Keywords let a pack skip compiling; a match example without one is a wrong
-    // keyword list, and `rules check` says so.
+    // keyword list, and `rules check` says so: the same rule, keyed on `mysql`.
     let bad = t.write(
         "bad-keywords.toml",
-        r#"
-[[rule]]
-id = "no-prod-db"
-pattern = '\bpsql\b.*\bprod\b'
-keywords = ["mysql"]
-action = "deny"
-message = "no"
-examples.match = ["psql -h prod.db"]
-"#,
+        deny.replace(r#"keywords = ["psql"]"#, r#"keywords = ["mysql"]"#),
     );
     let out = t.run(&["rules", "check", &bad.display().to_string()]);
     out.assert_code(1);
@@ -805,7 +793,7 @@ fn guard_can_be_switched_off_only_by_a_profile() {
             precious.display().to_string()
         ),
     );
-    let (on, off) = (on.display().to_string(), off.display().to_string());
+    let off = off.display().to_string();
     let cmd = format!("rm -rf {}", precious.display());
     let out = t.run(&["explain", "-p", &off, "--", &cmd]);
     assert_has(&out.stdout, "guard       off");
@@ -833,15 +821,12 @@ fn guard_can_be_switched_off_only_by_a_profile() {
 #[test]
 fn rpc_requests_are_guarded_whatever_tools_they_declare() {
     let t = TestEnv::new();
-    let (precious, profile) = protecting(&t);
+    let (precious, p) = protecting(&t);
     let req = serde_json::json!({
         "id": "1", "type": "bash", "tools": [],
         "command": format!("rm -rf {}", precious.display()),
     });
-    let out = t
-        .cmd(&["rpc", "-p", &profile.display().to_string()])
-        .stdin(format!("{req}\n"))
-        .run();
+    let out = t.cmd(&["rpc", "-p", &p]).stdin(format!("{req}\n")).run();
     let line = out.stdout.lines().next().expect("a response");
     let v: serde_json::Value = serde_json::from_str(line).expect("json");
     assert_eq!(v["data"]["blocked"]["rule"], "guard:delete", "{v}");
@@ -855,8 +840,7 @@ fn rpc_requests_are_guarded_whatever_tools_they_declare() {
 #[test]
 fn every_refusal_says_who_refused_in_one_shape() {
     let t = TestEnv::new();
-    let (precious, profile) = protecting(&t);
-    let p = profile.display().to_string();
+    let (precious, p) = protecting(&t);
     let guarded = format!("rm -rf {}", precious.display());
     let want_guard = serde_json::json!({
         "rule": "guard:delete", "tool": null, "kind": "guard",
@@ -964,8 +948,7 @@ examples.not_match = ["echo deploy-prod"]
 #[test]
 fn a_destructive_command_nested_too_deep_to_read_is_refused() {
     let t = TestEnv::new();
-    let (precious, profile) = protecting(&t);
-    let p = profile.display().to_string();
+    let (precious, p) = protecting(&t);
     let nest = |inner: &str, depth: usize| {
         (0..depth).fold(inner.to_string(), |cmd, _| {
             format!("bash -c '{}'", cmd.replace('\'', "'\\''"))

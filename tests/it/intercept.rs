@@ -34,6 +34,21 @@ fn pack(text: &str) -> RuleSet {
     }
 }
 
+/// One `[[rule]]` of a pack, as TOML: its id, pattern (a literal string), tool and
+/// message, then the lines `more` (examples, action), then a blank line.
+fn rule(id: &str, pattern: &str, tool: &str, message: &str, more: &str) -> String {
+    format!(
+        "[[rule]]\nid = \"{id}\"\npattern = '{pattern}'\ntool = \"{tool}\"\nmessage = \"{message}\"\n{more}\n"
+    )
+}
+
+/// `toml` written to `name` in a temp dir of its own; the file's path.
+fn pack_file(name: &str, toml: &str) -> PathBuf {
+    let path = temp_dir(name).join(name);
+    write(&path, toml);
+    path
+}
+
 /// A pack with one rule on `git commit`, the example rule of issue 3.
 fn git_commit_rules(action: &str) -> RuleSet {
     pack(&format!(
@@ -731,25 +746,12 @@ fn warn_rules_collect_notices_and_do_not_block() {
 #[test]
 fn first_matching_rule_in_pack_order_wins() {
     let rules = pack(
-        r#"
-[[rule]]
-id = "absent"
-pattern = '^make'
-tool = "nobody-has-this"
-message = "a"
-
-[[rule]]
-id = "first"
-pattern = '^make'
-tool = "t"
-message = "first"
-
-[[rule]]
-id = "second"
-pattern = '^make\s+test'
-tool = "t"
-message = "second"
-"#,
+        &[
+            rule("absent", "^make", "nobody-has-this", "a", ""),
+            rule("first", "^make", "t", "first", ""),
+            rule("second", r"^make\s+test", "t", "second", ""),
+        ]
+        .concat(),
     );
     let result = intercept("make test", &rules, &tools("t"));
     assert_eq!(
@@ -766,15 +768,11 @@ message = "second"
 
 #[test]
 fn later_packs_follow_earlier_ones() {
-    let dir = temp_dir("order");
-    let extra = dir.join("extra.toml");
-    write(
-        &extra,
-        "[[rule]]\nid = \"read\"\npattern = '^cat'\ntool = \"read\"\nmessage = \"extra\"\n",
-    );
+    let extra = pack_file("extra.toml", &rule("read", "^cat", "read", "extra", ""));
+    let dir = extra.parent().expect("the pack's dir");
     let set = match RuleSet::load(
         &["default".to_string(), "extra.toml".to_string()],
-        Some(&dir),
+        Some(dir),
     ) {
         Ok(set) => set,
         Err(e) => panic!("{e}"),
@@ -839,8 +837,8 @@ fn unknown_keys_are_errors_with_location_and_suggestion() {
 
 #[test]
 fn duplicate_ids_and_empty_fields_are_errors() {
-    let rule = "[[rule]]\nid = \"dup\"\npattern = 'x'\ntool = \"t\"\nmessage = \"m\"\n";
-    let err = load_error(&format!("{rule}\n{rule}"));
+    let dup = rule("dup", "x", "t", "m", "");
+    let err = load_error(&format!("{dup}{dup}"));
     assert!(
         err.starts_with("p.toml:8:6: duplicate rule id `dup` (first defined at line 2)"),
         "{err}"
@@ -853,7 +851,11 @@ fn duplicate_ids_and_empty_fields_are_errors() {
 #[test]
 fn invalid_regex_is_skipped_with_a_warning() {
     let set = pack(
-        "[[rule]]\nid = \"bad\"\npattern = '(unclosed'\ntool = \"t\"\nmessage = \"m\"\n\n[[rule]]\nid = \"good\"\npattern = '^cat'\ntool = \"t\"\nmessage = \"m\"\n",
+        &[
+            rule("bad", "(unclosed", "t", "m", ""),
+            rule("good", "^cat", "t", "m", ""),
+        ]
+        .concat(),
     );
     assert_eq!(set.rules().len(), 1);
     assert_eq!(set.warnings().len(), 1);
@@ -887,24 +889,16 @@ fn unknown_builtin_and_missing_file_are_errors() {
 
 #[test]
 fn check_pack_reports_each_failure_precisely() {
-    let dir = temp_dir("check");
-    let path = dir.join("bad.toml");
-    write(
-        &path,
-        r#"[[rule]]
-id = "cat"
-pattern = '^\s*cat\s'
-tool = "read"
-message = "m"
-examples.match = ["cat x", "ls | cat x"]
+    let cat = r#"examples.match = ["cat x", "ls | cat x"]
 examples.not_match = ["cat y"]
-
-[[rule]]
-id = "broken"
-pattern = '(unclosed'
-tool = "t"
-message = "m"
-"#,
+"#;
+    let path = pack_file(
+        "bad.toml",
+        &[
+            rule("cat", r"^\s*cat\s", "read", "m", cat),
+            rule("broken", "(unclosed", "t", "m", ""),
+        ]
+        .concat(),
     );
     let report = check_pack(&path.display().to_string());
     assert!(!report.ok());
@@ -931,26 +925,15 @@ message = "m"
 
 #[test]
 fn check_pack_catches_shadowed_match_examples() {
-    let dir = temp_dir("shadow");
-    let path = dir.join("shadow.toml");
-    write(
-        &path,
-        r#"[[rule]]
-id = "broad"
-pattern = '^make'
-tool = "t"
-message = "m"
-examples.match = ["make"]
-examples.not_match = ["cmake"]
-
-[[rule]]
-id = "narrow"
-pattern = '^make\s+test'
-tool = "t"
-message = "m"
-examples.match = ["make test"]
-examples.not_match = ["make"]
-"#,
+    let broad = "examples.match = [\"make\"]\nexamples.not_match = [\"cmake\"]\n";
+    let narrow = "examples.match = [\"make test\"]\nexamples.not_match = [\"make\"]\n";
+    let path = pack_file(
+        "shadow.toml",
+        &[
+            rule("broad", "^make", "t", "m", broad),
+            rule("narrow", r"^make\s+test", "t", "m", narrow),
+        ]
+        .concat(),
     );
     let report = check_pack(&path.display().to_string());
     assert_eq!(report.failures.len(), 1, "{report}");
@@ -986,11 +969,7 @@ fn format_list_shows_every_rule() {
 /// with no literal, and a rule with none at all.
 #[test]
 fn literal_prefilter_keeps_every_match() {
-    let rule = |id: &str, pattern: &str| {
-        format!(
-            "[[rule]]\nid = \"{id}\"\npattern = '''{pattern}'''\ntool = \"t\"\nmessage = \"m\"\n\n"
-        )
-    };
+    let rule = |id: &str, pattern: &str| rule(id, pattern, "t", "m", "");
     let set = pack(
         &[
             rule("folded", r"(?i)^\s*shout\s"),

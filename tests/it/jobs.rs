@@ -40,6 +40,13 @@ fn stop_job(env: &TestEnv, name: &str) {
     job(env, &["stop", name]).assert_code(0);
 }
 
+/// [`stop_job`], after which nothing of the env's is left running.
+#[track_caller]
+fn stop_job_leaving_nothing(env: &TestEnv, name: &str) {
+    stop_job(env, name);
+    assert!(env.leftovers(Duration::from_secs(3)).is_empty());
+}
+
 /// Types `text` and Enter into the job's terminal.
 #[track_caller]
 fn type_line(env: &TestEnv, name: &str, text: &str) {
@@ -68,6 +75,14 @@ fn start_job(env: &TestEnv, opts: &[&str], command: &str) -> (Option<i32>, Value
     args.extend_from_slice(opts);
     args.extend(["--", command]);
     job_json(env, &args)
+}
+
+/// [`start_job`], which must succeed: its JSON.
+#[track_caller]
+fn started(env: &TestEnv, opts: &[&str], command: &str) -> Value {
+    let (code, v) = start_job(env, opts, command);
+    assert_eq!(code, Some(0), "{v}");
+    v
 }
 
 /// Poll `job output NAME --tail 200` until it contains `needle` (at most `within`).
@@ -196,16 +211,14 @@ fn ready_waits_for_its_line_and_a_ready_timeout_leaves_the_job_running() {
     assert_eq!(slow["state"], "running");
     assert_eq!(slow["ready"], false);
     stop_job(&env, "1");
-    stop_job(&env, "slow");
-    assert!(env.leftovers(Duration::from_secs(3)).is_empty());
+    stop_job_leaving_nothing(&env, "slow");
 }
 
 #[test]
 fn cursor_reads_join_into_the_exact_output_and_tail_shows_the_end() {
     let env = TestEnv::new();
     let printer = "for i in $(seq 1 400); do echo \"line $i\"; sleep 0.01; done";
-    let (code, v) = start_job(&env, &["--name", "printer"], printer);
-    assert_eq!(code, Some(0), "{v}");
+    started(&env, &["--name", "printer"], printer);
     let mut got = String::new();
     let mut cursor = 0u64;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -241,12 +254,11 @@ fn cursor_reads_join_into_the_exact_output_and_tail_shows_the_end() {
 fn a_huge_printer_keeps_its_log_bounded() {
     let env = TestEnv::new();
     jobs_profile(&env, "small", "log_max_bytes = 1048576");
-    let (code, v) = start_job(
+    let v = started(
         &env,
         &["-p", "small", "--name", "flood"],
         "head -c 268435456 /dev/zero | tr '\\0' x; echo; echo done",
     );
-    assert_eq!(code, Some(0), "{v}");
     let out = wait_for_output(&env, "flood", "done", Duration::from_secs(120));
     assert!(
         out.ends_with("done\n"),
@@ -292,8 +304,7 @@ fn a_huge_printer_keeps_its_log_bounded() {
 #[test]
 fn a_python_repl_on_a_pty_answers_and_c_c_interrupts() {
     let env = TestEnv::new();
-    let (code, v) = start_job(&env, &["--pty", "--name", "py"], "python3 -q");
-    assert_eq!(code, Some(0), "{v}");
+    started(&env, &["--pty", "--name", "py"], "python3 -q");
     wait_for_output(&env, "py", ">>>", Duration::from_secs(20));
     type_line(&env, "py", "print(6*7)");
     let out = wait_for_output(&env, "py", "42", Duration::from_secs(20));
@@ -323,8 +334,7 @@ fn a_python_repl_on_a_pty_answers_and_c_c_interrupts() {
     assert!(out.lines().any(|l| l.trim() == "54"), "{out}");
     let (_, v) = job_json(&env, &["list"]);
     assert_eq!(v["jobs"][0]["state"], "running", "{v}");
-    stop_job(&env, "py");
-    assert!(env.leftovers(Duration::from_secs(3)).is_empty());
+    stop_job_leaving_nothing(&env, "py");
 }
 
 #[test]
@@ -334,8 +344,7 @@ fn the_screen_of_a_curses_program_reads_as_rows() {
     let prog = format!(
         "python3 -c 'import curses\ndef main(s):\n    s.addstr(5, 10, \"HELLO SCREEN {tag}\")\n    s.refresh()\n    s.getch()\ncurses.wrapper(main)'"
     );
-    let (code, v) = start_job(&env, &["--pty", "--name", "tui", "--ready", "HELLO"], &prog);
-    assert_eq!(code, Some(0), "{v}");
+    started(&env, &["--pty", "--name", "tui", "--ready", "HELLO"], &prog);
     let deadline = Instant::now() + Duration::from_secs(20);
     let rows = loop {
         let (_, v) = job_json(&env, &["output", "tui", "--screen"]);
@@ -364,8 +373,7 @@ fn the_screen_of_a_curses_program_reads_as_rows() {
 #[test]
 fn a_stdin_job_takes_what_is_sent_through_a_pipe() {
     let env = TestEnv::new();
-    let (code, v) = start_job(&env, &["--stdin", "--name", "echo"], "cat");
-    assert_eq!(code, Some(0), "{v}");
+    started(&env, &["--stdin", "--name", "echo"], "cat");
     job(
         &env,
         &["send", "echo", "--text", "hello through the pipe\n"],
@@ -418,8 +426,7 @@ fn max_running_refuses_the_next_start_naming_the_running_jobs() {
     out.assert_code(125);
     assert_has(&out.stderr, "jobs.max_running");
     assert_has(&out.stderr, "job://1 first");
-    stop_job(&env, "first");
-    assert!(env.leftovers(Duration::from_secs(3)).is_empty());
+    stop_job_leaving_nothing(&env, "first");
 }
 
 #[test]
@@ -427,8 +434,7 @@ fn a_killed_supervisor_leaves_a_lost_job_and_no_process() {
     let env = TestEnv::new();
     let n = nonce();
     let cmd = format!("sleep 371.{n} & sleep 372.{n}");
-    let (code, v) = start_job(&env, &["--name", "doomed"], &cmd);
-    assert_eq!(code, Some(0), "{v}");
+    let v = started(&env, &["--name", "doomed"], &cmd);
     let sup = v["job"]["supervisor_pid"].as_i64().unwrap() as i32;
     assert!(!procs_with_cmdline(&format!("sleep 371.{n}"), Duration::ZERO).is_empty());
     // SAFETY: kill(2) of the supervisor this test started.
@@ -604,7 +610,7 @@ fn the_sandbox_confines_a_job_as_it_confines_a_run() {
             "run as root on a kernel with Landlock or mount namespaces, as .ci/run does"
         );
     }
-    let (code, v) = start_job(
+    started(
         &env,
         &[
             "--sandbox",
@@ -616,7 +622,6 @@ fn the_sandbox_confines_a_job_as_it_confines_a_run() {
         ],
         "touch probe-job; echo rc=$?; echo done; sleep 30",
     );
-    assert_eq!(code, Some(0), "{v}");
     let out = job(&env, &["output", "boxed"]);
     assert_has(&out.stdout, "rc=1");
     assert!(!env.work().join("probe-job").exists());
@@ -778,12 +783,11 @@ fn assert_record(j: &Value) {
 #[test]
 fn status_wait_rm_and_list_all_answer_for_a_job() {
     let env = TestEnv::new();
-    let (code, v) = start_job(
+    started(
         &env,
         &["--name", "three", "--ready", "begun"],
         "echo begun; read x < /dev/null; sleep 1; echo over; exit 3",
     );
-    assert_eq!(code, Some(0), "{v}");
     let (code, status) = job_json(&env, &["status", "three"]);
     assert_eq!(code, Some(0), "{status}");
     assert_record(&status);
@@ -940,12 +944,11 @@ fn output_json_names_the_cursor_the_next_read_starts_at() {
 #[test]
 fn start_answers_with_the_output_so_far_and_the_sandbox() {
     let env = TestEnv::new();
-    let (code, v) = start_job(
+    let v = started(
         &env,
         &["--sandbox", "read-only", "--ready", "listening"],
         "echo booting; echo listening; sleep 60",
     );
-    assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["output"], "booting\nlistening\n", "{v}");
     assert_eq!(v["sandbox"]["mode"], "read-only", "{v}");
     assert_eq!(v["job"]["cursor"], 18, "{v}");
@@ -975,8 +978,7 @@ fn a_job_that_fails_at_once_is_reported_exited_and_stops_an_and_list() {
     let (_, v) = job_json(&env, &["status", "web"]);
     assert_eq!(v["state"], "exited", "{v}");
     // Without a readiness check a healthy job is answered as running, exit 0.
-    let (code, v) = start_job(&env, &["--name", "ok"], "sleep 60");
-    assert_eq!(code, Some(0), "{v}");
+    let v = started(&env, &["--name", "ok"], "sleep 60");
     assert_eq!(v["job"]["state"], "running", "{v}");
     stop_job(&env, "ok");
 }
@@ -1046,7 +1048,7 @@ fn start_takes_the_run_options_and_rejects_unknown_ones() {
     let (_, v) = job_json(&env, &["list", "--all"]);
     assert_eq!(v["jobs"].as_array().map(Vec::len), Some(0), "{v}");
     std::fs::create_dir_all(env.work().join("sub")).unwrap();
-    let (code, v) = start_job(
+    let v = started(
         &env,
         &[
             "-C",
@@ -1060,7 +1062,6 @@ fn start_takes_the_run_options_and_rejects_unknown_ones() {
         ],
         "echo \"$GREETING from $(basename \"$PWD\")\"; echo done; sleep 60",
     );
-    assert_eq!(code, Some(0), "{v}");
     assert!(
         v["output"]
             .as_str()
@@ -1091,8 +1092,7 @@ fn the_interceptor_applies_to_job_start_except_its_job_rules() {
         .opts(&["--tools", "read,job"])
         .run()
         .assert_code(77);
-    let (code, v) = start_job(&env, &["--tools", "read,job"], "tail -f notes.txt");
-    assert_eq!(code, Some(0), "{v}");
+    let v = started(&env, &["--tools", "read,job"], "tail -f notes.txt");
     assert_eq!(v["job"]["state"], "running", "{v}");
     stop_job(&env, "1");
     let (_, v) = job_json(&env, &["list", "--all"]);
@@ -1285,8 +1285,7 @@ fn background_after_idle_counts_cpu_and_spares_a_call_with_a_timeout() {
 
 #[test]
 fn rpc_has_job_status_wait_and_send_with_a_window() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     let r = rpc.ask(serde_json::json!({"id": 1, "type": "job_start", "command": "cat", "stdin": true, "name": "c"}));
     assert_eq!(r["success"], true, "{r}");
     let r = rpc.ask(serde_json::json!({"id": 2, "type": "job_send", "job": "c", "text": "ping\n", "wait_ms": 3000}));

@@ -3,7 +3,7 @@
 //! a lifted head stops the command as `head` would, an explicit `--head`/`--tail` is a
 //! view and never stops or changes anything.
 
-use crate::support::{Test, TestEnv, assert_ends_with, assert_has, notices, s, u};
+use crate::support::{Output, Test, TestEnv, assert_ends_with, assert_has, notices, s, u};
 use std::process::Command;
 
 /// What bash shows for `cmd` when its stdout and stderr are one stream (as agentbash
@@ -25,10 +25,14 @@ fn sorted_lines(s: &str) -> Vec<&str> {
     v
 }
 
-/// A producer of 5,000,000 numbered lines (38.9 MB, more than agentbash reads past a
-/// head limit) that writes `finished` and exits 1 only if it is not stopped.
-const FIVE_MILLION_THEN_EXIT_1: &str =
-    "perl -e 'print \"$_\\n\" for 1..5000000; open(my $f, \">\", \"finished\"); exit 1'";
+/// A producer of `lines` numbered lines that writes `finished` and exits `code` only
+/// if it is not stopped (5,000,000 lines are 38.9 MB, more than agentbash reads past a
+/// head limit).
+pub(crate) fn producer(lines: u32, code: i32) -> String {
+    format!(
+        "perl -e 'print \"$_\\n\" for 1..{lines}; open(my $f, \">\", \"finished\"); exit {code}'"
+    )
+}
 
 /// Regression: `echo a; seq 5 | tail -n 1` showed only `5` — the lift applied to the
 /// whole list, though the pipe only receives the last pipeline's output.
@@ -117,7 +121,7 @@ fn explicit_head_and_tail_are_views_and_never_stop_the_command() {
     for limit in ["--head", "--tail"] {
         let _ = std::fs::remove_file(env.work().join("finished"));
         let v = env
-            .run_json(FIVE_MILLION_THEN_EXIT_1)
+            .run_json(producer(5_000_000, 1))
             .opts(&[limit, "5"])
             .code(1)
             .json();
@@ -147,9 +151,8 @@ fn explicit_head_and_tail_are_views_and_never_stop_the_command() {
 #[test]
 fn explicit_head_never_stops_the_command_in_pty_mode() {
     let env = TestEnv::new();
-    let cmd = "perl -e 'print \"$_\\n\" for 1..2500000; open(my $f, \">\", \"finished\"); exit 3'";
     let v = env
-        .run_json(cmd)
+        .run_json(producer(2_500_000, 3))
         .opts(&["--pty", "--head", "2"])
         .code(3)
         .field("mode", "pty")
@@ -411,16 +414,23 @@ fn a_stdout_only_head_shows_what_bash_shows() {
     );
 }
 
+/// `agentbash run --json -t 60 OPTS -- COMMAND`, COMMAND being `yes … | head -n 3`:
+/// the lifted head stops `yes` as head would, so the run answers head's three lines,
+/// exit 0, not timed out.
+#[track_caller]
+pub(crate) fn yes_stopped_by_head(test: Test<'_>, command: &str, opts: &[&str]) -> Output {
+    let run = test.run_json(command).opts(&["-t", "60"]).opts(opts);
+    run.code(0)
+        .output("y\ny\ny\n")
+        .field("timed_out", false)
+        .run()
+}
+
 /// A lifted head still stops a producer that never ends (`yes | head -n 3`), and the
 /// run reports the pipeline's exit, 0, and its counts.
 #[test]
 fn a_stdout_only_head_stops_the_producer() {
-    let v = Test::new()
-        .run_json("yes | head -n 3")
-        .opts(&["-t", "60"])
-        .code(0)
-        .output("y\ny\ny\n")
-        .json();
+    let v = yes_stopped_by_head(Test::new(), "yes | head -n 3", &[]).json();
     assert_eq!(u(&v, "total_lines"), 3);
     assert!(
         notices(&v)

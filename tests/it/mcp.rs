@@ -2,12 +2,16 @@
 //! (`tests/mcp_client.py`) and by hand-written JSON-RPC lines for the cases a stock
 //! client cannot provoke (EOF mid-run, EOF before initialize, junk on stdin).
 
-use crate::support::{LiveServer, TestEnv, assert_has};
+use crate::support::{Cmd, HANG_CAP, LiveServer, Output, TestEnv, assert_has, scaled};
+use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_agentbash");
+
+/// How long a test waits for the answer to a quick request.
+const ANSWER: Duration = Duration::from_secs(10);
 
 fn python_sdk_available() -> bool {
     Command::new("python3")
@@ -43,54 +47,37 @@ pub(crate) fn python_client_checks_on(
     server_args: &[&str],
     vars: &[(&str, &str)],
 ) {
-    if !python_sdk_available() {
-        crate::support::skip!(
-            "python3 cannot import `mcp` (the official MCP SDK)",
-            "python3 -m pip install 'mcp==2.3.0', as .ci/run does"
-        );
+    if !python_client_available() {
+        return;
     }
-    let script = client_script();
-    let script = script.display().to_string();
-    let mut args = vec![script.as_str(), "--only", only, SERVER, "mcp"];
-    args.extend_from_slice(server_args);
-    let mut cmd = env.program("python3", &args);
+    let mut python = python_client(env, &["--only", only], server_args);
     for (k, v) in vars {
-        cmd = cmd.env(k, v);
+        python = python.env(k, v);
     }
-    let out = cmd.run();
-    let summary = out.stdout.lines().last().unwrap_or_default();
-    let passed = summary
-        .split_once(" passed, 0 failed")
-        .and_then(|(passed, _)| passed.parse::<u32>().ok());
-    assert!(
-        out.code() == Some(0) && passed.is_some_and(|n| n > 0),
-        "the Python MCP client's {only:?} checks failed:\n{}\n{}",
-        out.stdout,
-        out.stderr
-    );
+    assert_python_client_passes(&format!("{only:?} checks"), python.run());
+}
+
+/// `python3 tests/mcp/mcp_client.py CLIENT_ARGS AGENTBASH mcp SERVER_ARGS` in `env`:
+/// the official client against the server it starts.
+fn python_client(env: &TestEnv, client_args: &[&str], server_args: &[&str]) -> Cmd {
+    let script = client_script().display().to_string();
+    let mut args = vec![script.as_str()];
+    args.extend_from_slice(client_args);
+    args.extend([SERVER, "mcp"]);
+    args.extend_from_slice(server_args);
+    env.program("python3", &args)
 }
 
 #[test]
 fn python_sdk_client_passes() {
-    if !python_sdk_available() {
-        crate::support::skip!(
-            "python3 cannot import `mcp` (the official MCP SDK)",
-            "python3 -m pip install 'mcp==2.3.0', as .ci/run does"
-        );
+    if !python_client_available() {
+        return;
     }
-    let script = client_script();
-    let state = tempfile::tempdir().expect("temp dir");
-    // The server's directory: what its commands create (a session's `sub/.venv`) goes
-    // there, not into the source tree.
-    let work = tempfile::tempdir().expect("temp dir");
-    let mut python = Command::new("python3");
-    python
-        .arg(&script)
-        .arg(SERVER)
-        .arg("mcp")
-        .env("AGENTBASH_STATE_DIR", state.path())
-        .current_dir(work.path());
-    let summary = assert_python_client_passes(python);
+    // The server's directory is the env's: what its commands create (a session's
+    // `sub/.venv`) goes there, not into the source tree.
+    let env = TestEnv::new();
+    let out = run_python_client(python_client(&env, &[], &[]));
+    let summary = assert_python_client_passes("checks", out);
     // An older SDK leaves cases out (the client says `, K skipped`): a skip too.
     if let Some((_, skipped)) = summary.split_once(" passed, 0 failed, ") {
         crate::support::Missing::new(
@@ -135,36 +122,26 @@ fn python_sdk_client_passes_the_toolbox_checks() {
              [env]\nset = {{ DEPLOY_TOKEN = \"{secret}\" }}\n[output]\nredact = [\"*TOKEN*\"]\n"
         ),
     );
-    let script = client_script().display().to_string();
-    let python = env
-        .program(
-            "python3",
-            &[
-                &script,
-                "--toolbox",
-                SERVER,
-                "mcp",
-                "--toolbox",
-                "-p",
-                "files",
-            ],
-        )
-        .env("TOOLBOX_SECRET", secret)
-        .into_command();
-    assert_python_client_passes(python);
+    let python = python_client(&env, &["--toolbox"], &["--toolbox", "-p", "files"]);
+    let out = run_python_client(python.env("TOOLBOX_SECRET", secret));
+    assert_python_client_passes("toolbox checks", out);
 }
 
-/// Runs the official client and asserts it passed (`N passed, 0 failed`, N > 0);
-/// returns that summary line.
+/// The whole of the official client's run, which may take longer than one command
+/// (capped at five hang caps, to catch a hang only).
+fn run_python_client(python: Cmd) -> Output {
+    python.spawn().wait_within(scaled(HANG_CAP * 5))
+}
+
+/// Asserts that the official client's run `out` passed its `what` (`N passed, 0
+/// failed`, N > 0); returns that summary line.
 #[track_caller]
-fn assert_python_client_passes(mut python: Command) -> String {
-    let output = python.output().expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+fn assert_python_client_passes(what: &str, out: Output) -> String {
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     assert!(
-        output.status.success(),
-        "the Python MCP client failed ({}):\n{stdout}\n{stderr}",
-        output.status
+        out.status.success(),
+        "the Python MCP client's {what} failed ({}):\n{stdout}\n{stderr}",
+        out.status
     );
     // `N passed, 0 failed` (maybe `, K skipped`), with N > 0.
     let summary = stdout.lines().last().unwrap_or_default();
@@ -173,49 +150,24 @@ fn assert_python_client_passes(mut python: Command) -> String {
         .and_then(|(passed, _)| passed.parse::<u32>().ok());
     assert!(
         passed.is_some_and(|n| n > 0),
-        "unexpected summary `{summary}`:\n{stdout}"
+        "the Python MCP client's {what}: unexpected summary `{summary}`:\n{stdout}"
     );
     summary.to_string()
 }
 
 #[test]
 fn python_sdk_client_sees_background_after_keep_the_sandbox_under_agent() {
-    if !python_sdk_available() {
-        crate::support::skip!(
-            "python3 cannot import `mcp` (the official MCP SDK)",
-            "python3 -m pip install 'mcp==2.3.0', as .ci/run does"
-        );
+    if !python_client_available() {
+        return;
     }
-    let script = client_script();
-    let root = tempfile::tempdir().expect("temp dir");
-    let (state, config, work) = (
-        root.path().join("state"),
-        root.path().join("config"),
-        root.path().join("work"),
-    );
-    std::fs::create_dir_all(config.join("profiles")).expect("config dir");
-    std::fs::create_dir_all(&work).expect("work dir");
-    std::fs::write(
-        config.join("profiles/agent1.toml"),
+    let env = TestEnv::new();
+    env.user_profile(
+        "agent1",
         "extends = \"agent\"\n[jobs]\nbackground_after = 1\n",
-    )
-    .expect("profile");
-    let output = Command::new("python3")
-        .arg(&script)
-        .args([SERVER, "mcp", "-p", "agent1"])
-        .current_dir(&work)
-        .env("MCP_CHECKS", "agent-jobs")
-        .env("AGENTBASH_STATE_DIR", &state)
-        .env("AGENTBASH_CONFIG_DIR", &config)
-        .output()
-        .expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains(" passed, 0 failed"),
-        "the Python MCP client failed ({}):\n{stdout}\n{stderr}",
-        output.status
     );
+    let python = python_client(&env, &[], &["-p", "agent1"]);
+    let out = run_python_client(python.env("MCP_CHECKS", "agent-jobs"));
+    assert_python_client_passes("agent-jobs checks", out);
 }
 
 /// `agentbash mcp ARGS` in `env`, before the handshake, every line read as JSON-RPC.
@@ -223,6 +175,71 @@ fn mcp_raw(env: &TestEnv, args: &[&str]) -> LiveServer {
     let mut argv = vec!["mcp"];
     argv.extend_from_slice(args);
     LiveServer::mcp_raw(env.cmd(&argv))
+}
+
+/// [`mcp_raw`] with the MCP handshake done.
+fn mcp_ready(env: &TestEnv, args: &[&str]) -> LiveServer {
+    let mut server = mcp_raw(env, args);
+    server.initialize();
+    server
+}
+
+/// The server still answers a `bash` call (`echo still here`, as request `id`).
+#[track_caller]
+fn assert_still_serving(server: &mut LiveServer, id: u64) {
+    let command = serde_json::json!({"command": "echo still here"});
+    let reply = server.tool_answer(id, "bash", command, ANSWER);
+    assert_eq!(text_of(&reply), "still here", "{reply}");
+}
+
+/// Send `line` as it is: the answer, within `within`, must be the JSON-RPC error
+/// `code` for request `id`. Returns the answer.
+#[track_caller]
+fn assert_raw_error(
+    server: &mut LiveServer,
+    line: &str,
+    id: Value,
+    code: i64,
+    within: Duration,
+) -> Value {
+    server.send_raw(line);
+    let reply = server.jsonrpc(within);
+    assert_eq!(reply["id"], id, "{line:.80}: {reply}");
+    assert_eq!(reply["error"]["code"], code, "{line:.80}: {reply}");
+    reply
+}
+
+/// At the end of its input the server exits 0 (within 5 s).
+#[track_caller]
+fn assert_exits_zero(server: LiveServer) {
+    let (code, _, rest) = server.exit(Duration::from_secs(5));
+    assert_eq!(code, Some(0), "{rest:?}");
+}
+
+/// A fresh env and `agentbash mcp` in it, the handshake done.
+fn mcp_session() -> (TestEnv, LiveServer) {
+    let env = TestEnv::new();
+    let server = mcp_ready(&env, &[]);
+    (env, server)
+}
+
+/// `agentbash mcp` (handshake done) under a profile that allows `max` concurrent
+/// runs, written to a temp dir of the test's own (for its marks, too).
+fn mcp_limited(max: u32) -> (tempfile::TempDir, TestEnv, LiveServer) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = dir.path().join("limit.toml");
+    let toml = format!("[server]\nmax_concurrent = {max}\n");
+    std::fs::write(&profile, toml).expect("write profile");
+    let env = TestEnv::new();
+    let server = mcp_ready(&env, &["--profile", &profile.display().to_string()]);
+    (dir, env, server)
+}
+
+/// The text content of a `tools/call` answer (empty when there is none).
+fn text_of(reply: &serde_json::Value) -> &str {
+    reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
 }
 
 /// The framing tests below can fail: a line that is not JSON, written by a strict
@@ -247,8 +264,7 @@ fn a_line_that_is_not_json_fails_the_test_that_reads_it() {
 #[test]
 fn eof_before_initialize_exits_zero_silently() {
     let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &[]);
-    server.close_stdin();
+    let server = mcp_raw(&env, &[]);
     let (code, _, rest) = server.exit(Duration::from_secs(5));
     assert_eq!(code, Some(0));
     assert!(rest.is_empty(), "{rest:?}");
@@ -256,17 +272,15 @@ fn eof_before_initialize_exits_zero_silently() {
 
 #[test]
 fn eof_cancels_a_running_command_and_exits_zero() {
-    let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &[]);
-    server.initialize();
+    let (_env, mut server) = mcp_session();
     let sleep = format!("sleep 30.{}", crate::support::nonce());
     server.call(2, "bash", serde_json::json!({ "command": sleep }));
     assert!(
         crate::support::wait_for_cmdline(&sleep, crate::support::HANG_CAP),
         "{sleep} never started"
     );
-    server.close_stdin();
-    // rmcp alone would wait 5 s for in-flight handlers before cancelling them.
+    // End of input: rmcp alone would wait 5 s for in-flight handlers before
+    // cancelling them.
     let (code, took, rest) = server.exit(Duration::from_secs(10));
     assert_eq!(code, Some(0));
     assert!(
@@ -283,9 +297,7 @@ fn eof_cancels_a_running_command_and_exits_zero() {
     assert_eq!(answer["result"]["isError"], true);
     // The annotation leads the text content; the structured `output` is the
     // command's own (issue 12).
-    let text = answer["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
+    let text = text_of(answer);
     assert_eq!(text.lines().next(), Some("[Command cancelled]"), "{answer}");
     assert_eq!(
         answer["result"]["structuredContent"]["output"], "",
@@ -295,40 +307,29 @@ fn eof_cancels_a_running_command_and_exits_zero() {
 
 #[test]
 fn junk_on_stdin_does_not_stop_the_server() {
-    let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &[]);
-    server.initialize();
-    server.send_raw("this is not json");
-    let reply = server.jsonrpc(Duration::from_secs(10));
-    assert_eq!(reply["id"], serde_json::Value::Null, "{reply}");
-    assert_eq!(reply["error"]["code"], -32700, "{reply}");
-    server.send_raw(r#"{"jsonrpc":"2.0","id":7,"method":"no/such/method"}"#);
-    let reply = server.jsonrpc(Duration::from_secs(10));
-    assert_eq!(reply["id"], 7);
-    assert_eq!(reply["error"]["code"], -32601, "{reply}");
+    let (_env, mut server) = mcp_session();
+    assert_raw_error(&mut server, "this is not json", Value::Null, -32700, ANSWER);
+    let line = r#"{"jsonrpc":"2.0","id":7,"method":"no/such/method"}"#;
+    assert_raw_error(&mut server, line, 7.into(), -32601, ANSWER);
     server.send_raw(
         r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo alive"}}}"#,
     );
-    let reply = server.jsonrpc(Duration::from_secs(10));
+    let reply = server.jsonrpc(ANSWER);
     assert_eq!(reply["id"], 8);
     assert_eq!(reply["result"]["content"][0]["text"], "alive");
     assert_eq!(reply["result"]["isError"], false);
-    server.close_stdin();
-    let (code, _, _) = server.exit(Duration::from_secs(5));
-    assert_eq!(code, Some(0));
+    assert_exits_zero(server);
 }
 
 #[test]
 fn progress_arrives_before_the_result_when_a_token_is_sent() {
-    let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &[]);
-    server.initialize();
+    let (_env, mut server) = mcp_session();
     server.send_raw(
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"progressToken":"tok-1"},"name":"bash","arguments":{"command":"echo one; sleep 0.3; echo two"}}}"#,
     );
     let mut progress = Vec::new();
     let result = loop {
-        let message = server.jsonrpc(Duration::from_secs(10));
+        let message = server.jsonrpc(ANSWER);
         if message["method"] == "notifications/progress" {
             assert_eq!(message["params"]["progressToken"], "tok-1", "{message}");
             progress.push(
@@ -348,22 +349,16 @@ fn progress_arrives_before_the_result_when_a_token_is_sent() {
     server.send_raw(
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo quiet"}}}"#,
     );
-    let reply = server.jsonrpc(Duration::from_secs(10));
+    let reply = server.jsonrpc(ANSWER);
     assert_eq!(reply["id"], 4, "{reply}");
-    server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
 }
 
 #[test]
 fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
-    let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &[]);
-    server.initialize();
+    let (_env, mut server) = mcp_session();
     for junk in [r#"{"jsonrpc":"2.0","id":5,"method":"#, "\u{1}\u{2}", "[1,2"] {
-        server.send_raw(junk);
-        let reply = server.jsonrpc(Duration::from_secs(10));
-        assert_eq!(reply["id"], serde_json::Value::Null, "{junk}: {reply}");
-        assert_eq!(reply["error"]["code"], -32700, "{junk}: {reply}");
+        let reply = assert_raw_error(&mut server, junk, Value::Null, -32700, ANSWER);
         let message = reply["error"]["message"].as_str().unwrap_or_default();
         assert!(message.starts_with("Parse error"), "{message}");
     }
@@ -372,21 +367,11 @@ fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
         r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"bash","arguments":{{"command":"echo {}"}}}}}}"#,
         "x".repeat(20 << 20)
     );
-    server.send_raw(&huge);
-    let reply = server.jsonrpc(crate::support::HANG_CAP);
-    assert_eq!(reply["id"], serde_json::Value::Null, "{}", reply["error"]);
-    assert_eq!(reply["error"]["code"], -32600, "{}", reply["error"]);
+    let reply = assert_raw_error(&mut server, &huge, Value::Null, -32600, HANG_CAP);
     let message = reply["error"]["message"].as_str().unwrap_or_default();
     assert_has(message, "more than the limit of 16777216 bytes");
-    server.call(8, "bash", serde_json::json!({"command": "echo still here"}));
-    let reply = server.answer(8, Duration::from_secs(10));
-    assert_eq!(
-        reply["result"]["content"][0]["text"], "still here",
-        "{reply}"
-    );
-    server.close_stdin();
-    let (code, _, _) = server.exit(Duration::from_secs(5));
-    assert_eq!(code, Some(0));
+    assert_still_serving(&mut server, 8);
+    assert_exits_zero(server);
 }
 
 /// A `tools/call` whose `arguments` is not an object is invalid params (-32602) for
@@ -394,9 +379,7 @@ fn malformed_and_oversized_lines_are_answered_and_the_server_keeps_serving() {
 /// found"), and the server keeps serving.
 #[test]
 fn non_object_arguments_are_invalid_params() {
-    let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &[]);
-    server.initialize();
+    let (_env, mut server) = mcp_session();
     let cases = [
         (2, serde_json::json!("echo hi"), "a string"),
         (3, serde_json::json!(["echo hi"]), "an array"),
@@ -404,8 +387,7 @@ fn non_object_arguments_are_invalid_params() {
         (5, serde_json::json!(true), "a boolean"),
     ];
     for (id, arguments, what) in cases {
-        server.call(id, "bash", arguments);
-        let reply = server.answer(id, Duration::from_secs(10));
+        let reply = server.tool_answer(id, "bash", arguments, ANSWER);
         assert_eq!(reply["error"]["code"], -32602, "{reply}");
         assert_eq!(
             reply["error"]["message"],
@@ -413,25 +395,18 @@ fn non_object_arguments_are_invalid_params() {
             "{reply}"
         );
     }
-    server.call(6, "bash", serde_json::json!({"command": "echo still here"}));
-    let reply = server.answer(6, Duration::from_secs(10));
-    assert_eq!(
-        reply["result"]["content"][0]["text"], "still here",
-        "{reply}"
-    );
+    assert_still_serving(&mut server, 6);
 }
 
 #[test]
 fn numeric_arguments_may_be_strings() {
-    let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &[]);
-    server.initialize();
-    server.call(
+    let (env, mut server) = mcp_session();
+    let reply = server.tool_answer(
         2,
         "bash",
         serde_json::json!({"command": "seq 1 100", "head": "5", "timeout": "7"}),
+        ANSWER,
     );
-    let reply = server.answer(2, Duration::from_secs(10));
     let result = &reply["result"]["structuredContent"];
     assert_eq!(result["head"], 5, "{reply}");
     assert_eq!(result["timeout_s"], 7, "{reply}");
@@ -442,46 +417,41 @@ fn numeric_arguments_may_be_strings() {
         .to_owned();
     assert!(url.starts_with("artifact://"), "{reply}");
 
-    server.call(
+    let reply = server.tool_answer(
         3,
         "read_artifact",
         serde_json::json!({"id": url, "offset": "3", "limit": "2"}),
+        ANSWER,
     );
-    let reply = server.answer(3, Duration::from_secs(10));
-    let text = reply["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
+    let text = text_of(&reply);
     assert!(text.starts_with("4\n5\n"), "{reply}");
     assert_eq!(reply["result"]["isError"], false, "{reply}");
 
-    server.call(
+    let reply = server.tool_answer(
         4,
         "bash",
         serde_json::json!({"command": "touch ran", "timeout": "soon"}),
+        ANSWER,
     );
-    let reply = server.answer(4, Duration::from_secs(10));
     assert_eq!(reply["result"]["isError"], true, "{reply}");
-    let text = reply["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
+    let text = text_of(&reply);
     assert_has(text, "`timeout` must be a whole number");
     assert!(!env.work().join("ran").exists());
 
     // A negative timeout is clamped as on the CLI and over rpc, and the notice names
     // the value asked for (it was refused here, and said `requested 0s` over rpc).
-    server.call(
+    let reply = server.tool_answer(
         5,
         "bash",
         serde_json::json!({"command": "true", "timeout": "-5"}),
+        ANSWER,
     );
-    let reply = server.answer(5, Duration::from_secs(10));
     let result = &reply["result"]["structuredContent"];
     assert_eq!(result["timeout_s"], 1, "{reply}");
     assert!(
         result["notices"].to_string().contains("requested -5s"),
         "{reply}"
     );
-    server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
 }
 
@@ -495,12 +465,7 @@ fn descendants_named(pid: u32, needle: &str) -> usize {
 
 #[test]
 fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let profile = dir.path().join("two.toml");
-    std::fs::write(&profile, "[server]\nmax_concurrent = 2\n").expect("write profile");
-    let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &["--profile", &profile.display().to_string()]);
-    server.initialize();
+    let (dir, _env, mut server) = mcp_limited(2);
     // Each call leaves a mark as it starts: whatever happens later, a mark of the
     // queued call would show that it ran at some point.
     let sleep = format!("sleep 41.{}", crate::support::nonce());
@@ -527,7 +492,6 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
         "only max_concurrent calls run"
     );
     // The client leaves: the two runs are cancelled, the queued call answers too.
-    server.close_stdin();
     let (code, _, rest) = server.exit(Duration::from_secs(10));
     assert_eq!(code, Some(0));
     let answers = &rest;
@@ -541,9 +505,7 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
                 answer["result"]["structuredContent"]["cancelled"], true,
                 "{answer}"
             );
-            answer["result"]["content"][0]["text"]
-                .as_str()
-                .unwrap_or_default()
+            text_of(answer)
         })
         .collect();
     let unstarted = texts
@@ -559,44 +521,45 @@ fn calls_beyond_max_concurrent_wait_and_a_queued_call_never_starts() {
 /// runs to completion and its exit code is reported, as on the CLI and over rpc.
 #[test]
 fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
-    let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &[]);
-    server.initialize();
-    server.call(
-        2,
-        "bash",
-        serde_json::json!({"command": "yes 2>&1 | head -n 3", "timeout": 60}),
-    );
-    let reply = server.answer(2, crate::support::HANG_CAP);
-    let result = &reply["result"]["structuredContent"];
-    assert_eq!(result["exit_code"], 0, "{reply}");
-    assert_eq!(result["output"], "y\ny\ny\n", "{reply}");
-    assert_eq!(result["total_lines"], 3, "{reply}");
-    assert_eq!(reply["result"]["isError"], false, "{reply}");
-    server.call(
-        3,
-        "bash",
-        serde_json::json!({"head": 2, "command":
-            "perl -e 'print \"$_\\n\" for 1..5000000; open(my $f, \">\", \"finished\"); exit 1'"}),
-    );
-    let reply = server.answer(3, crate::support::HANG_CAP);
-    let result = &reply["result"]["structuredContent"];
-    assert_eq!(result["exit_code"], 1, "{reply}");
-    assert_eq!(result["output"], "1\n2\n", "{reply}");
-    assert_eq!(result["total_lines"], 5_000_000, "{reply}");
-    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let (env, mut server) = mcp_session();
+    let endless = crate::lift::producer(5_000_000, 1);
+    let cases = [
+        // (id, arguments, exit code, output, total lines, isError)
+        (
+            2,
+            serde_json::json!({"command": "yes 2>&1 | head -n 3", "timeout": 60}),
+            0,
+            "y\ny\ny\n",
+            3,
+            false,
+        ),
+        (
+            3,
+            serde_json::json!({"head": 2, "command": endless}),
+            1,
+            "1\n2\n",
+            5_000_000,
+            true,
+        ),
+    ];
+    for (id, arguments, exit_code, output, total_lines, is_error) in cases {
+        let reply = server.tool_answer(id, "bash", arguments, HANG_CAP);
+        let result = &reply["result"]["structuredContent"];
+        assert_eq!(result["exit_code"], exit_code, "{id}: {reply}");
+        assert_eq!(result["output"], output, "{id}: {reply}");
+        assert_eq!(result["total_lines"], total_lines, "{id}: {reply}");
+        assert_eq!(reply["result"]["isError"], is_error, "{id}: {reply}");
+    }
     assert!(env.work().join("finished").exists());
-    server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
 }
 
 /// The tool descriptions a model reads, over the raw protocol: `tools/list`.
 fn tool_descriptions(args: &[&str]) -> (String, serde_json::Value) {
     let env = TestEnv::new();
-    let mut server = mcp_raw(&env, args);
-    server.initialize();
+    let mut server = mcp_ready(&env, args);
     server.send_raw(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
-    let reply = server.answer(2, Duration::from_secs(10));
+    let reply = server.answer(2, ANSWER);
     let tools = reply["result"]["tools"].as_array().expect("tools").clone();
     let find = |name: &str| {
         tools
@@ -646,19 +609,18 @@ fn the_bash_tool_description_reads_naturally_and_says_each_thing_once() {
 
 #[test]
 fn read_artifact_pages_by_the_stated_default() {
-    let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &[]);
-    server.initialize();
-    server.call(2, "bash", serde_json::json!({"command": "seq 1 30000"}));
-    let reply = server.answer(2, crate::support::HANG_CAP);
+    let (_env, mut server) = mcp_session();
+    let reply = server.tool_answer(
+        2,
+        "bash",
+        serde_json::json!({"command": "seq 1 30000"}),
+        crate::support::HANG_CAP,
+    );
     let id = reply["result"]["structuredContent"]["artifact"]["id"]
         .as_u64()
         .unwrap_or_else(|| panic!("no artifact: {reply}"));
-    server.call(3, "read_artifact", serde_json::json!({"id": id}));
-    let reply = server.answer(3, Duration::from_secs(10));
-    let text = reply["result"]["content"][0]["text"]
-        .as_str()
-        .expect("text");
+    let reply = server.tool_answer(3, "read_artifact", serde_json::json!({"id": id}), ANSWER);
+    let text = text_of(&reply);
     assert!(text.starts_with("1\n2\n"), "{text:.40}");
     assert!(
         text.ends_with("2000\n\n[Lines 1-2000 of 30000. Next: offset=2000]"),
@@ -673,9 +635,7 @@ fn read_artifact_pages_by_the_stated_default() {
 #[test]
 fn stop_signals_cancel_and_answer_every_call_then_exit_zero() {
     for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        let env = TestEnv::new();
-        let mut server = mcp_raw(&env, &[]);
-        server.initialize();
+        let (_env, mut server) = mcp_session();
         let sleep = format!("sleep 300.{}", crate::support::nonce());
         server.call(2, "bash", serde_json::json!({"command": sleep}));
         let pid = server.pid() as u32;
@@ -686,7 +646,7 @@ fn stop_signals_cancel_and_answer_every_call_then_exit_zero() {
         }
         // SAFETY: signalling our own child.
         unsafe { libc::kill(pid as i32, signal) };
-        let answer = server.answer(2, Duration::from_secs(10));
+        let answer = server.answer(2, ANSWER);
         assert_eq!(
             answer["result"]["structuredContent"]["cancelled"], true,
             "signal {signal}: {answer}"
@@ -714,12 +674,7 @@ fn stop_signals_cancel_and_answer_every_call_then_exit_zero() {
 /// answered seconds late behind a long run. Now it is answered at once.
 #[test]
 fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let profile = dir.path().join("one.toml");
-    std::fs::write(&profile, "[server]\nmax_concurrent = 1\n").expect("write profile");
-    let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &["--profile", &profile.display().to_string()]);
-    server.initialize();
+    let (dir, _env, mut server) = mcp_limited(1);
     // The one slot is held until the test opens the gate: every answer below comes
     // while it is taken.
     let gate = crate::support::Gate::in_dir(dir.path(), "long");
@@ -747,12 +702,9 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
         ),
     ];
     for (id, (arguments, want)) in (10..).zip(cases) {
-        server.call(id, "bash", arguments.clone());
-        let reply = server.answer(id, crate::support::HANG_CAP);
+        let reply = server.tool_answer(id, "bash", arguments.clone(), crate::support::HANG_CAP);
         assert_eq!(reply["result"]["isError"], true, "{reply}");
-        let text = reply["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default();
+        let text = text_of(&reply);
         assert!(text.contains(want), "{arguments}: {text}");
     }
     // The long run held the slot all along: it answers only now (an earlier answer
@@ -763,7 +715,6 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
         reply["result"]["structuredContent"]["exit_code"], 0,
         "{reply}"
     );
-    server.close_stdin();
     let _ = server.exit(Duration::from_secs(10));
 }
 
@@ -771,11 +722,9 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
 /// schemas state the minimum the server enforces for `limit`, `head` and `tail`.
 #[test]
 fn zero_limits_are_refused_as_the_schemas_say() {
-    let env = TestEnv::new();
-    let mut server = mcp_raw(&env, &[]);
-    server.initialize();
+    let (_env, mut server) = mcp_session();
     server.send_raw(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
-    let tools = server.answer(1, Duration::from_secs(10))["result"]["tools"].clone();
+    let tools = server.answer(1, ANSWER)["result"]["tools"].clone();
     for (tool, argument) in [
         ("bash", "head"),
         ("bash", "tail"),
@@ -788,25 +737,22 @@ fn zero_limits_are_refused_as_the_schemas_say() {
             .unwrap_or_default();
         assert_eq!(schema["minimum"], 1, "{tool}.{argument}: {schema}");
     }
-    server.call(
+    let reply = server.tool_answer(
         2,
         "bash",
         serde_json::json!({"command": "seq 1 10", "tail": 1}),
+        ANSWER,
     );
-    let reply = server.answer(2, Duration::from_secs(10));
     let url = reply["result"]["structuredContent"]["artifact"]["url"].clone();
     assert!(url.is_string(), "{reply}");
-    server.call(
+    let reply = server.tool_answer(
         3,
         "read_artifact",
         serde_json::json!({"id": url, "limit": 0}),
+        ANSWER,
     );
-    let reply = server.answer(3, Duration::from_secs(10));
     assert_eq!(reply["result"]["isError"], true, "{reply}");
-    let text = reply["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
+    let text = text_of(&reply);
     assert_has(text, "`limit` must be at least 1");
-    server.close_stdin();
     let _ = server.exit(Duration::from_secs(5));
 }

@@ -3,10 +3,10 @@
 //! (issue 2, items 3–6).
 
 use crate::support::{
-    Test, TestEnv, assert_has, assert_notice_is, must_run, notices, re, s, sh_output, sh_text, u,
+    Test, TestEnv, assert_has, assert_notice_is, mode_of, must_run, notices, re, s, sh_output,
+    sh_text, u,
 };
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -91,13 +91,9 @@ fn seq_100000_keeps_the_tail_and_spills_an_identical_artifact() {
         raw == sh_output("seq 1 100000"),
         "artifact differs from seq's output"
     );
-    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    let mode = mode_of(&path) & 0o777;
     assert_eq!(mode, 0o600, "artifact file mode {mode:o}");
-    let dmode = std::fs::metadata(path.parent().unwrap())
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777;
+    let dmode = mode_of(path.parent().unwrap()) & 0o777;
     assert_eq!(dmode, 0o700, "artifact dir mode {dmode:o}");
 }
 

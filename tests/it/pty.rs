@@ -10,7 +10,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::{Test, TestEnv, assert_has, bin, nonce, processes, s, scaled, sh_quote, u};
+use crate::support::{
+    Test, TestEnv, assert_first_notice_has, assert_has, bin, nonce, processes, s, scaled, sh_quote,
+    u,
+};
 use crate::tmux::TmuxTerminal;
 
 /// Longest wait for anything to appear on the screen.
@@ -65,6 +68,24 @@ fn finished_restored(term: &TmuxTerminal, code: i32) -> String {
     let all = finished(term);
     assert_exit(&all, code);
     assert_restored(&all);
+    all
+}
+
+/// [`finished_restored`] of a run agentbash ended: the header shows `badge`
+/// (`[killed]`, `[timed out]`) and `annotation` stands after the run.
+#[track_caller]
+fn ended_restored(term: &TmuxTerminal, code: i32, badge: &str, annotation: &str) {
+    let all = finished_restored(term, code);
+    assert_has(&all, badge);
+    assert_annotated(&all, annotation);
+}
+
+/// The kill key (Escape) ends the run: exit 130. Returns history + screen.
+#[track_caller]
+fn escape(term: &TmuxTerminal) -> String {
+    term.send_keys(&["Escape"]).unwrap();
+    let all = finished(term);
+    assert_exit(&all, 130);
     all
 }
 
@@ -212,14 +233,10 @@ fn escape_kills_the_command_and_its_processes() {
         .unwrap();
     let pid = pid_in(&screen).expect("pid printed");
     term.send_keys(&["Escape"]).unwrap();
-    let all = finished(&term);
-    assert!(all.contains("[killed]"), "header shows the kill:\n{all}");
-    assert_exit(&all, 130);
+    ended_restored(&term, 130, "[killed]", "[Command cancelled]");
     assert!(dies(pid), "the command ({pid}) survived the kill key");
     let left = survivors(&sleep);
     assert!(left.is_empty(), "survived the kill key: {left:?}");
-    assert_restored(&all);
-    assert_annotated(&all, "[Command cancelled]");
 }
 
 #[test]
@@ -236,9 +253,7 @@ fn another_kill_key_lets_escape_through() {
     term.wait_until(WAIT, |screen| screen.matches("^[x").count() >= 2)
         .unwrap();
     term.send_keys(&["C-]"]).unwrap();
-    let all = finished_restored(&term, 130);
-    assert_has(&all, "[killed]");
-    assert_annotated(&all, "[Command cancelled]");
+    ended_restored(&term, 130, "[killed]", "[Command cancelled]");
 }
 
 #[test]
@@ -261,8 +276,7 @@ fn resizing_the_terminal_resizes_the_pty() {
     );
     term.resize(120, 40).unwrap();
     term.wait_for("cols=118 lines=30", WAIT).unwrap();
-    term.send_keys(&["Escape"]).unwrap();
-    finished_restored(&term, 130);
+    assert_restored(&escape(&term));
 }
 
 #[test]
@@ -273,8 +287,7 @@ fn arrows_follow_the_programs_cursor_key_mode() {
     term.send_keys(&["Up", "Enter"]).unwrap();
     term.wait_until(WAIT, |s| s.matches("^[[A").count() >= 2)
         .unwrap();
-    term.send_keys(&["Escape"]).unwrap();
-    assert_exit(&finished(&term), 130);
+    escape(&term);
 
     // DECCKM on: the same keys must arrive as ESC O A etc. Keys sent before
     // agentbash has seen the mode switch would rightly go out in normal mode, so
@@ -285,8 +298,7 @@ fn arrows_follow_the_programs_cursor_key_mode() {
         .unwrap();
     term.wait_until(WAIT, |s| s.matches("^[OA^[OD^[OH^[OF").count() >= 2)
         .unwrap();
-    term.send_keys(&["Escape"]).unwrap();
-    assert_exit(&finished(&term), 130);
+    escape(&term);
 }
 
 #[test]
@@ -302,13 +314,11 @@ fn ctrl_c_and_alt_keys_are_forwarded() {
     term.send_keys(&["C-c"]).unwrap();
     let screen = term.wait_for("got-int", WAIT).unwrap();
     assert_has(&screen, "[running]");
-    term.send_keys(&["Escape"]).unwrap();
-    let all = finished(&term);
+    let all = escape(&term);
     assert!(
         !all.contains("\nafter"),
         "the second cat was not reached: {all}"
     );
-    assert_exit(&all, 130);
     assert_restored(&all);
 }
 
@@ -316,9 +326,12 @@ fn ctrl_c_and_alt_keys_are_forwarded() {
 fn timeout_restores_the_terminal() {
     let env = TestEnv::new();
     let term = interactive(&env, "--pty -t 1", "sleep 100", 100, 30);
-    let all = finished_restored(&term, 124);
-    assert_has(&all, "[timed out]");
-    assert_annotated(&all, "[Command timed out after 1 second]");
+    ended_restored(
+        &term,
+        124,
+        "[timed out]",
+        "[Command timed out after 1 second]",
+    );
 }
 
 #[test]
@@ -340,9 +353,7 @@ fn sigterm_restores_the_terminal() {
         .expect("a pid");
     // SAFETY: plain syscall on the agentbash the test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let all = finished_restored(&term, 143);
-    assert_has(&all, "[killed]");
-    assert_annotated(&all, "[Command cancelled]");
+    ended_restored(&term, 143, "[killed]", "[Command cancelled]");
 }
 
 #[test]
@@ -691,23 +702,12 @@ fn big_output_is_retained_like_print_mode() {
 #[test]
 fn lifted_head_stops_the_producer_in_pty_mode() {
     let env = TestEnv::new();
-    let out = env
-        .run_json("yes 2>&1 | head -n 3")
-        .opts(&["--pty", "-t", "60"])
-        .code(0)
-        .field("mode", "pty")
-        .field("timed_out", false)
-        .output("y\ny\ny\n")
-        .run();
+    let out = crate::lift::yes_stopped_by_head(env.test(), "yes 2>&1 | head -n 3", &["--pty"]);
     let v = out.json();
+    assert_eq!(v["mode"], "pty", "{v:#}");
     // The counts are the pipeline's: head's three lines.
     assert_eq!(v["total_lines"], 3);
-    assert!(
-        v["notices"][0]
-            .as_str()
-            .is_some_and(|n| n.contains("as `| head` would")),
-        "{v:#}"
-    );
+    assert_first_notice_has(&v, "as `| head` would");
     out.assert_ended_within(30);
     assert!(env.leftovers(Duration::from_millis(200)).is_empty());
 }

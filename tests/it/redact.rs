@@ -1,7 +1,7 @@
 //! `output.redact` (issue 11): secret values masked as `[REDACTED:NAME]` in every
 //! string a run returns, in every format, and in the artifact.
 
-use crate::support::{TestEnv, nonce, s, wait_for_cmdline};
+use crate::support::{Output, TestEnv, nonce, s, wait_for_cmdline};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -13,15 +13,28 @@ struct Shown {
     result: Option<Value>,
     /// ndjson: the live output events joined.
     live: String,
+    ndjson: bool,
 }
 
-fn shown(format: &str, out: &crate::support::Output) -> Shown {
+impl Shown {
+    /// In ndjson, the live output starts with `want`.
+    #[track_caller]
+    fn assert_live_starts_with(&self, want: &str) {
+        if self.ndjson {
+            assert!(self.live.starts_with(want), "{:.80}", self.live);
+        }
+    }
+}
+
+fn shown(format: &str, out: &Output) -> Shown {
     let all = format!("{}{}", out.stdout, out.stderr);
+    let ndjson = format == "ndjson";
     match format {
         "json" => Shown {
             all,
             result: Some(out.json()),
             live: String::new(),
+            ndjson,
         },
         "ndjson" => {
             let events = out.ndjson();
@@ -34,14 +47,35 @@ fn shown(format: &str, out: &crate::support::Output) -> Shown {
                 all,
                 result: events.last().cloned(),
                 live,
+                ndjson,
             }
         }
         _ => Shown {
             all,
             result: None,
             live: String::new(),
+            ndjson,
         },
     }
+}
+
+/// `agentbash run --format FORMAT -p ./p.toml OPTS -- command` with `vars` set, which
+/// must exit 0.
+#[track_caller]
+pub(crate) fn run_formatted(
+    env: &TestEnv,
+    format: &str,
+    opts: &[&str],
+    command: &str,
+    vars: &[(&str, &str)],
+) -> Output {
+    let mut all = vec!["--format", format, "-p", "./p.toml"];
+    all.extend_from_slice(opts);
+    let mut run = env.run_text(command).opts(&all).code(0);
+    for (k, v) in vars {
+        run = run.env(k, v);
+    }
+    run.run()
 }
 
 fn profile(env: &TestEnv, redact: &str, extra: &str) {
@@ -63,13 +97,16 @@ fn globs_match_names_case_insensitively() {
     let env = TestEnv::new();
     profile(&env, r#"["*my_token*", "*SECRET*"]"#, "");
     for format in FORMATS {
-        let out = env
-            .run_text("echo \"a=$MY_TOKEN b=$lower_secret\"")
-            .opts(&["--format", format, "-p", "./p.toml"])
-            .env("MY_TOKEN", "upper-token-value")
-            .env("lower_secret", "lower-secret-value")
-            .code(0)
-            .run();
+        let out = run_formatted(
+            &env,
+            format,
+            &[],
+            "echo \"a=$MY_TOKEN b=$lower_secret\"",
+            &[
+                ("MY_TOKEN", "upper-token-value"),
+                ("lower_secret", "lower-secret-value"),
+            ],
+        );
         let sh = shown(format, &out);
         assert!(
             sh.all
@@ -95,14 +132,15 @@ fn crlf_and_multi_line_secrets_are_masked_in_the_text_and_the_artifact() {
     ];
     for (mode, value) in cases {
         for format in ["json", "ndjson"] {
-            let out = env
-                .run_text("printf 'x=%s.\\n' \"$MULTI_KEY\"; seq 1 2000")
-                .opts(&["--format", format, mode, "-p", "./p.toml"])
-                .env("MULTI_KEY", value)
-                .code(0)
-                .run();
+            let out = run_formatted(
+                &env,
+                format,
+                &[mode],
+                "printf 'x=%s.\\n' \"$MULTI_KEY\"; seq 1 2000",
+                &[("MULTI_KEY", value)],
+            );
             let sh = shown(format, &out);
-            let r = sh.result.expect("result");
+            let r = sh.result.clone().expect("result");
             assert!(
                 s(&r, "text").contains("x=[REDACTED:MULTI_KEY]."),
                 "{mode} {format} {value:?}: {:.200}",
@@ -117,13 +155,7 @@ fn crlf_and_multi_line_secrets_are_masked_in_the_text_and_the_artifact() {
                     || raw.starts_with("x=[REDACTED:MULTI_KEY].\n"),
                 "{mode} {format} artifact: {raw:.80?}"
             );
-            if format == "ndjson" {
-                assert!(
-                    sh.live.starts_with("x=[REDACTED:MULTI_KEY]."),
-                    "{:.80}",
-                    sh.live
-                );
-            }
+            sh.assert_live_starts_with("x=[REDACTED:MULTI_KEY].");
         }
     }
 }
@@ -137,12 +169,7 @@ fn a_secret_split_across_writes_and_lines_is_masked() {
     let cmd = "printf '<%s' \"${SPLIT_TOKEN:0:6}\"; sleep 0.1; printf '%s' \"${SPLIT_TOKEN:6:20}\"; \
                sleep 0.1; printf '%s>\\n' \"${SPLIT_TOKEN:26}\"; seq 1 2000";
     for format in FORMATS {
-        let out = env
-            .run_text(cmd)
-            .opts(&["--format", format, "-p", "./p.toml"])
-            .env("SPLIT_TOKEN", value)
-            .code(0)
-            .run();
+        let out = run_formatted(&env, format, &[], cmd, &[("SPLIT_TOKEN", value)]);
         let sh = shown(format, &out);
         for part in ["split-token-first", "second-line"] {
             assert!(!sh.all.contains(part), "{format}: {part} leaked");
@@ -154,13 +181,7 @@ fn a_secret_split_across_writes_and_lines_is_masked() {
                 "{raw:.60?}"
             );
         }
-        if format == "ndjson" {
-            assert!(
-                sh.live.starts_with("<[REDACTED:SPLIT_TOKEN]>\n"),
-                "{:.60}",
-                sh.live
-            );
-        }
+        sh.assert_live_starts_with("<[REDACTED:SPLIT_TOKEN]>\n");
     }
 }
 
@@ -173,11 +194,7 @@ fn a_secret_a_session_exported_is_masked_in_later_runs() {
         .run()
         .assert_code(0);
     for format in FORMATS {
-        let out = env
-            .run_text("echo \"t=$API_TOKEN\"")
-            .opts(&["--format", format, "-p", "./p.toml", "-s", "s1"])
-            .code(0)
-            .run();
+        let out = run_formatted(&env, format, &["-s", "s1"], "echo \"t=$API_TOKEN\"", &[]);
         let sh = shown(format, &out);
         assert!(
             sh.all.contains("t=[REDACTED:API_TOKEN]"),
@@ -358,12 +375,7 @@ fn line_edits_cannot_reveal_a_secret() {
     for (cmd, want) in cases {
         for mode in ["--no-pty", "--pty"] {
             for format in FORMATS {
-                let out = env
-                    .run_text(cmd)
-                    .opts(&["--format", format, mode, "-p", "./p.toml"])
-                    .env("MY_TOKEN", secret)
-                    .code(0)
-                    .run();
+                let out = run_formatted(&env, format, &[mode], cmd, &[("MY_TOKEN", secret)]);
                 let sh = shown(format, &out);
                 assert!(sh.all.contains(want), "{mode} {format} `{cmd}`: {}", sh.all);
                 for piece in ["CRET", "secret", "value-42"] {

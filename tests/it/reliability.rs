@@ -17,7 +17,7 @@
 
 use crate::support::{
     HANG_CAP, Missing, Output, Test, TestEnv, assert_has, assert_no_notice, assert_notice,
-    assert_warning, bin, has_program, is_root, needs_program, needs_root, nonce, notices,
+    assert_warning, bin, has_program, is_root, mode_of, needs_program, needs_root, nonce, notices,
     procs_with_cmdline, s, scaled, sh_output, sh_quote, skip, strings, u, wait_for_cmdline,
     wait_for_watchdog,
 };
@@ -318,8 +318,7 @@ fn load_32_concurrent_runs_share_one_artifacts_dir_and_session_dir() {
 #[test]
 fn load_16_concurrent_rpc_requests_with_aborts_answer_each_exactly_once() {
     const N: usize = 16;
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     let sleep = format!("sleep 391.{}", nonce());
     let aborted = |i: usize| i % 4 == 1;
     for i in 0..N {
@@ -405,14 +404,11 @@ fn fault_artifacts_on_a_full_filesystem() {
         Err(missing) => skip!(missing),
     };
     let dir = fs.path.join("artifacts");
-    env.write(
-        "p.toml",
-        format!("[artifacts]\ndir = \"{}\"\n", dir.display()),
-    );
+    let toml = format!("[artifacts]\ndir = \"{}\"\n", dir.display());
     // 2 MB of output into 1 MB of space: the run goes on, nothing half-written stays.
     let v = env
         .run_json("seq 1 300000")
-        .profile("./p.toml")
+        .profile_file("p.toml", &toml)
         .code(0)
         .json();
     assert!(v["artifact"].is_null(), "{:#}", strip_output(&v));
@@ -452,13 +448,10 @@ fn fault_artifacts_on_a_read_only_filesystem() {
             env.write("plain-file", "x").join("artifacts")
         }
     };
-    env.write(
-        "p.toml",
-        format!("[artifacts]\ndir = \"{}\"\n", dir.display()),
-    );
+    let toml = format!("[artifacts]\ndir = \"{}\"\n", dir.display());
     let v = env
         .run_json("seq 1 100000")
-        .profile("./p.toml")
+        .profile_file("p.toml", &toml)
         .code(0)
         .json();
     assert!(v["artifact"].is_null());
@@ -482,10 +475,7 @@ fn fault_state_dir_missing_or_impossible() {
         .code(0)
         .json();
     assert!(artifact_path(&v).starts_with(&deep));
-    let mode = std::fs::metadata(deep.join("artifacts"))
-        .unwrap()
-        .permissions()
-        .mode();
+    let mode = mode_of(deep.join("artifacts"));
     assert_eq!(mode & 0o777, 0o700);
     // Impossible (below a regular file): the command still runs, with a warning...
     let blocked = env.write("state-file", "x").join("state");
@@ -727,8 +717,7 @@ fn fault_no_zombies_left_in_a_long_lived_server() {
 /// by the shell's internal program.
 #[test]
 fn a_fork_stopped_before_its_program_prints_nothing_and_is_named_plainly() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     for id in 1..=3 {
         rpc.send(
             json!({"id": id, "type": "bash", "command": "sleep $(sleep 30; echo 1) & echo hi"}),
@@ -982,8 +971,7 @@ fn hostile_session_names_artifact_ids_and_profile_paths() {
 
 #[test]
 fn hostile_rpc_requests_nul_bytes_and_huge_lines() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     let bad = [
         json!({"id": 1, "type": "bash", "command": "echo a\u{0}b"}),
         json!({"id": 2, "type": "bash", "command": "echo hi", "env": {"A\u{0}": "x"}}),
@@ -1113,13 +1101,7 @@ fn hostile_stripped_head_on_an_endless_producer_ends_like_head() {
     let env = TestEnv::new();
     // `| head -n 3` is lifted into a limit; `yes` must still be stopped the way head
     // would stop it, not run until the timeout filling the artifact.
-    let out = env
-        .run_json("yes 2>&1 | head -n 3")
-        .opts(&["-t", "60"])
-        .code(0)
-        .output("y\ny\ny\n")
-        .field("timed_out", false)
-        .run();
+    let out = crate::lift::yes_stopped_by_head(env.test(), "yes 2>&1 | head -n 3", &[]);
     let v = out.json();
     out.assert_ended_within(15);
     let n = notices(&v);
@@ -1203,34 +1185,32 @@ fn hostile_toml_bombs_fail_fast_with_a_position() {
 #[test]
 fn hostile_backtracking_regexes_in_a_rule_pack_stay_linear() {
     let env = TestEnv::new();
-    env.write(
-        "pack.toml",
-        r#"
-[[rule]]
-id = "nested"
-pattern = '(a+)+$'
-tool = "read"
-message = "nested quantifiers"
-action = "warn"
-examples.match = ["aaa"]
-
-[[rule]]
-id = "alternation"
-pattern = '^(\w+\s?)*$'
-tool = "read"
-message = "alternation"
-action = "warn"
-examples.match = ["a b c"]
-
-[[rule]]
-id = "overlap"
-pattern = '(x+x+)+y'
-tool = "read"
-message = "overlap"
-action = "warn"
-examples.not_match = ["xxxx"]
-"#,
-    );
+    // Warn rules for `read`, each a backtracking trap: (id, pattern, message, example).
+    let traps = [
+        (
+            "nested",
+            "(a+)+$",
+            "nested quantifiers",
+            r#"match = ["aaa"]"#,
+        ),
+        (
+            "alternation",
+            r"^(\w+\s?)*$",
+            "alternation",
+            r#"match = ["a b c"]"#,
+        ),
+        ("overlap", "(x+x+)+y", "overlap", r#"not_match = ["xxxx"]"#),
+    ];
+    let pack: String = traps
+        .iter()
+        .map(|(id, pattern, message, example)| {
+            format!(
+                "[[rule]]\nid = \"{id}\"\npattern = '{pattern}'\ntool = \"read\"\n\
+                 message = \"{message}\"\naction = \"warn\"\nexamples.{example}\n\n"
+            )
+        })
+        .collect();
+    env.write("pack.toml", pack);
     env.write(
         "p.toml",
         "[interceptor]\nrules = [\"./pack.toml\"]\ntools = [\"read\"]\n",
@@ -1447,12 +1427,8 @@ fn secrets_are_redacted_everywhere_even_split_across_writes() {
                seq 1 3000; echo \"end=$REL_TOKEN\"";
     let masked = "[REDACTED:REL_TOKEN]";
     for format in ["json", "ndjson", "text"] {
-        let out = env
-            .run_text(cmd)
-            .opts(&["--format", format, "-p", "./p.toml"])
-            .env("REL_TOKEN", SECRET)
-            .code(0)
-            .run();
+        let vars = [("REL_TOKEN", SECRET)];
+        let out = crate::redact::run_formatted(&env, format, &[], cmd, &vars);
         assert!(
             !out.stdout.contains(SECRET) && !out.stderr.contains(SECRET),
             "{format}: leaked"
@@ -1582,7 +1558,7 @@ fn secrets_files_agentbash_creates_are_private_whatever_the_umask() {
     for root in [env.state_dir(), env.root().join("cache/agentbash")] {
         let mut stack = vec![root.clone()];
         while let Some(dir) = stack.pop() {
-            let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+            let mode = mode_of(&dir) & 0o777;
             assert_eq!(mode, 0o700, "{} is {mode:o}", dir.display());
             for e in std::fs::read_dir(&dir).unwrap().flatten() {
                 let meta = e.metadata().unwrap();

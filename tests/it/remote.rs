@@ -371,12 +371,15 @@ fn a_namespace_transport_stands_in_for_a_container() {
 fn handshake_fails(env: &TestEnv, body: &str, extra: &str) -> String {
     let fake = script(env, "fake.sh", body);
     target_profile(env, "fake", &[fake], extra);
-    let out = env
-        .run_text("true")
-        .opts(&["--target", "fake"])
-        .code(125)
-        .run();
-    out.stderr
+    target_refused(env, "fake")
+}
+
+/// `agentbash run --target TARGET -- true`, which must fail before it runs (exit
+/// 125): its stderr.
+#[track_caller]
+fn target_refused(env: &TestEnv, target: &str) -> String {
+    let out = env.run_text("true").opts(&["--target", target]).code(125);
+    out.run().stderr
 }
 
 #[test]
@@ -428,13 +431,8 @@ fn a_transport_answering_garbage_nothing_or_dying_is_a_clear_error() {
         &["no-such-transport-anywhere".to_string()],
         "",
     );
-    let gone = env
-        .run_text("true")
-        .opts(&["--target", "gone"])
-        .code(125)
-        .run();
     assert_has(
-        &gone.stderr,
+        target_refused(&env, "gone"),
         "cannot start the transport `no-such-transport-anywhere`",
     );
 }
@@ -445,19 +443,11 @@ fn target_configuration_errors_name_the_profile_and_key() {
     let dir = env.config_dir().join("profiles");
     std::fs::create_dir_all(&dir).expect("dir");
     std::fs::write(dir.join("plain.toml"), "description = \"no target\"\n").expect("write");
-    let none = env
-        .run_text("true")
-        .opts(&["--target", "plain"])
-        .code(125)
-        .run();
     assert_has(
-        &none.stderr,
+        target_refused(&env, "plain"),
         "--target plain: the profile has no [target] transport",
     );
-    env.run_text("true")
-        .opts(&["--target", "missing-profile"])
-        .run()
-        .assert_code(125);
+    target_refused(&env, "missing-profile");
     std::fs::write(dir.join("empty.toml"), "[target]\ntransport = [\"\"]\n").expect("write");
     let empty = env.run(&["profile", "check", "empty"]);
     assert!(
@@ -473,12 +463,9 @@ fn target_configuration_errors_name_the_profile_and_key() {
         "[target]\ntransport = [\"ssh\", 22]\n",
     )
     .expect("write");
-    env.run_text("true")
-        .opts(&["--target", "typed"])
-        .code(125)
-        .stderr_has("target.transport")
-        .stderr_has("an array of strings")
-        .run();
+    let typed = target_refused(&env, "typed");
+    assert_has(&typed, "target.transport");
+    assert_has(&typed, "an array of strings");
 }
 
 #[test]
@@ -934,6 +921,20 @@ fn asking_target(env: &TestEnv) -> RemoteSide {
     remote
 }
 
+/// `touch FILE` (in the working directory) run with `opts` in a terminal, `answer`
+/// typed if asked: the file's path and what the terminal showed.
+fn touch_in_terminal(
+    env: &TestEnv,
+    opts: &str,
+    file: &str,
+    answer: &str,
+) -> (std::path::PathBuf, String) {
+    let path = env.work().join(file);
+    let command = format!("touch {}", path.display());
+    let shown = crate::approval::run_in_terminal(env, opts, &command, Some(answer));
+    (path, shown)
+}
+
 /// The target's question is put to the person at this side's terminal; `y` runs it
 /// there, `n` refuses it. When this side's policy asks the same question first, the
 /// person is asked once, not twice.
@@ -941,13 +942,7 @@ fn asking_target(env: &TestEnv) -> RemoteSide {
 fn a_targets_question_is_asked_on_the_local_terminal() {
     let env = TestEnv::new();
     let _remote = asking_target(&env);
-    let yes = env.work().join("remote-yes.txt");
-    let shown = crate::approval::run_in_terminal(
-        &env,
-        "--target box",
-        &format!("touch {}", yes.display()),
-        Some("y"),
-    );
+    let (yes, shown) = touch_in_terminal(&env, "--target box", "remote-yes.txt", "y");
     assert!(
         shown.contains("agentbash: approval needed before this runs")
             && shown.contains(&format!("touch {}  (rule `touch` asks)", yes.display())),
@@ -956,13 +951,7 @@ fn a_targets_question_is_asked_on_the_local_terminal() {
     assert_has(&shown, "ab-exit=0");
     assert!(yes.exists());
 
-    let no = env.work().join("remote-no.txt");
-    let shown = crate::approval::run_in_terminal(
-        &env,
-        "--target box",
-        &format!("touch {}", no.display()),
-        Some("n"),
-    );
+    let (no, shown) = touch_in_terminal(&env, "--target box", "remote-no.txt", "n");
     assert_has(&shown, "ab-exit=77");
     assert_has(&shown, "declined it");
     assert!(!no.exists());
@@ -970,13 +959,7 @@ fn a_targets_question_is_asked_on_the_local_terminal() {
     // This side's policy is the same: its question comes first, the target's same
     // one is answered with it (a second question would leave the line waiting).
     env.user_profile("appr", crate::approval::POLICY);
-    let both = env.work().join("remote-both.txt");
-    let shown = crate::approval::run_in_terminal(
-        &env,
-        "-p appr --target box",
-        &format!("touch {}", both.display()),
-        Some("y"),
-    );
+    let (both, shown) = touch_in_terminal(&env, "-p appr --target box", "remote-both.txt", "y");
     assert_has(&shown, "ab-exit=0");
     assert_eq!(
         shown.matches("approval needed before this runs").count(),

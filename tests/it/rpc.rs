@@ -4,14 +4,13 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    Gate, HANG_CAP, LiveServer, TestEnv, assert_has, descendants, nonce, scaled, thread_count,
-    wait_for_cmdline, wait_for_path,
+    Gate, HANG_CAP, LiveServer, TestEnv, assert_first_notice_has, assert_has, descendants, nonce,
+    scaled, thread_count, wait_for_cmdline, wait_for_path,
 };
 
 #[test]
 fn bash_request_answers_with_the_result() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     rpc.send(json!({"id": "1", "type": "bash", "command": "echo hi; exit 4"}));
     let msgs = rpc.until_response(&json!("1"));
     let r = msgs.last().expect("response");
@@ -30,8 +29,7 @@ fn bash_request_answers_with_the_result() {
 
 #[test]
 fn streamed_output_comes_in_order_before_the_response() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     // `two` waits at a gate the test opens once `one` has arrived on its own.
     let dir = tempfile::tempdir().expect("temp dir");
     let gate = Gate::in_dir(dir.path(), "two");
@@ -64,8 +62,7 @@ fn streamed_output_comes_in_order_before_the_response() {
 /// would wait for ever and the others never start).
 #[test]
 fn requests_run_concurrently() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     let dir = tempfile::tempdir().expect("temp dir");
     let gate = Gate::in_dir(dir.path(), "go");
     for i in 0..4 {
@@ -91,16 +88,22 @@ fn requests_run_concurrently() {
     }
 }
 
+/// Send `sleep 30.<nonce>` with `rest` after it as bash request `id`, and wait until
+/// the sleep runs; returns the command.
+#[track_caller]
+fn start_sleep(rpc: &mut LiveServer, id: &str, rest: &str) -> String {
+    let sleep = format!("sleep 30.{}", nonce());
+    let command = format!("{sleep}{rest}");
+    rpc.send(json!({"id": id, "type": "bash", "command": command}));
+    assert!(wait_for_cmdline(&sleep, HANG_CAP), "{sleep} never started");
+    command
+}
+
 #[test]
 fn abort_with_and_without_target() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
-    let [a, b] = ["a", "b"].map(|_| format!("sleep 30.{}", nonce()));
-    rpc.send(json!({"id": "a", "type": "bash", "command": a}));
-    rpc.send(json!({"id": "b", "type": "bash", "command": b}));
-    for sleep in [&a, &b] {
-        assert!(wait_for_cmdline(sleep, HANG_CAP), "{sleep} never started");
-    }
+    let (_env, mut rpc) = TestEnv::with_rpc();
+    start_sleep(&mut rpc, "a", "");
+    start_sleep(&mut rpc, "b", "");
     rpc.send(json!({"id": "x", "type": "abort_bash", "target": "a"}));
     let msgs = rpc.until_response(&json!("a"));
     let ack = msgs
@@ -114,9 +117,8 @@ fn abort_with_and_without_target() {
     rpc.send(json!({"id": "y", "type": "abort_bash"}));
     let msgs = rpc.until_response(&json!("b"));
     assert_eq!(msgs.last().expect("b")["data"]["cancelled"], true);
-    rpc.send(json!({"id": "z", "type": "abort_bash", "target": "nope"}));
-    let r = rpc.until_response(&json!("z"));
-    assert_eq!(r.last().expect("z")["success"], false);
+    let r = rpc.ask(json!({"id": "z", "type": "abort_bash", "target": "nope"}));
+    assert_eq!(r["success"], false);
 }
 
 /// Regression (issue 12): an aborted run listed agentbash's own live shell (and the
@@ -124,13 +126,9 @@ fn abort_with_and_without_target() {
 /// stopped; nothing outlived it. The annotation leads `text` and is not `output`.
 #[test]
 fn abort_lists_no_live_shell_as_background() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     for (id, rest) in [("s", "; true"), ("p", "")] {
-        let sleep = format!("sleep 30.{}", nonce());
-        let command = format!("{sleep}{rest}");
-        rpc.send(json!({"id": id, "type": "bash", "command": command}));
-        assert!(wait_for_cmdline(&sleep, HANG_CAP), "{sleep} never started");
+        let command = start_sleep(&mut rpc, id, rest);
         rpc.send(json!({"id": "x", "type": "abort_bash", "target": id}));
         let msgs = rpc.until_response(&json!(id));
         let data = &msgs.last().expect("response")["data"];
@@ -148,8 +146,7 @@ fn abort_lists_no_live_shell_as_background() {
 
 #[test]
 fn malformed_input_is_answered_and_the_server_keeps_serving() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     let cases: Vec<(String, &str)> = vec![
         ("not json".into(), "malformed JSON"),
         (
@@ -202,16 +199,14 @@ fn malformed_input_is_answered_and_the_server_keeps_serving() {
         m["error"].as_str().unwrap_or("").contains("too long"),
         "{m}"
     );
-    rpc.send(json!({"id": "ok", "type": "bash", "command": "echo still here"}));
-    let r = rpc.until_response(&json!("ok"));
-    assert_eq!(r.last().expect("ok")["data"]["output"], "still here\n");
+    let r = rpc.ask(json!({"id": "ok", "type": "bash", "command": "echo still here"}));
+    assert_eq!(r["data"]["output"], "still here\n");
 }
 
 /// EOF means "no more requests": what was accepted still runs and is answered.
 #[test]
 fn eof_lets_every_accepted_request_finish_and_answer_then_exits_zero() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     rpc.send(json!({"id": "slow", "type": "bash", "command": "sleep 0.5; echo done"}));
     rpc.send(json!({"id": "fast", "type": "bash", "command": "echo quick"}));
     let (status, rest) = rpc.finish();
@@ -256,14 +251,10 @@ fn requests_piped_in_are_a_batch() {
 /// A stop signal still aborts what runs after EOF (the batch is being finished).
 #[test]
 fn a_stop_signal_after_eof_aborts_what_still_runs() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
-    let sleep = format!("sleep 30.{}", nonce());
-    rpc.send(json!({"id": "long", "type": "bash", "command": sleep}));
-    assert!(wait_for_cmdline(&sleep, HANG_CAP), "{sleep} never started");
+    let (_env, mut rpc) = TestEnv::with_rpc();
+    start_sleep(&mut rpc, "long", "");
     rpc.close_stdin();
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(rpc.pid(), libc::SIGTERM) };
+    rpc.signal(libc::SIGTERM);
     let start = Instant::now();
     let (status, rest) = rpc.finish();
     assert!(status.success(), "{status}");
@@ -278,10 +269,8 @@ fn a_stop_signal_after_eof_aborts_what_still_runs() {
 /// The handshake a remote target's client starts with (docs/PROTOCOL.md).
 #[test]
 fn hello_answers_the_protocol_version_and_capabilities() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
-    rpc.send(json!({"id": "h", "type": "hello"}));
-    let m = rpc.until_response(&json!("h")).pop().expect("answer");
+    let (_env, mut rpc) = TestEnv::with_rpc();
+    let m = rpc.ask(json!({"id": "h", "type": "hello"}));
     assert_eq!(m["success"], true, "{m}");
     assert_eq!(m["command"], "hello");
     assert_eq!(m["data"]["protocol"], agentbash::server::PROTOCOL);
@@ -294,8 +283,7 @@ fn hello_answers_the_protocol_version_and_capabilities() {
 /// exit with, so a remote run renders as a local one.
 #[test]
 fn events_add_start_notices_and_the_exit_code() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     rpc.send(
         json!({"id": "e", "type": "bash", "command": "echo hi", "timeout": 99999, "events": true}),
     );
@@ -319,13 +307,9 @@ fn events_add_start_notices_and_the_exit_code() {
 
 #[test]
 fn sigterm_aborts_and_exits_zero() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
-    let sleep = format!("sleep 30.{}", nonce());
-    rpc.send(json!({"id": "long", "type": "bash", "command": sleep}));
-    assert!(wait_for_cmdline(&sleep, HANG_CAP), "{sleep} never started");
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(rpc.pid(), libc::SIGTERM) };
+    let (_env, mut rpc) = TestEnv::with_rpc();
+    start_sleep(&mut rpc, "long", "");
+    rpc.signal(libc::SIGTERM);
     let r = rpc.until_response(&json!("long"));
     assert_eq!(r.last().expect("long")["data"]["cancelled"], true);
     let (status, _) = rpc.finish();
@@ -405,8 +389,7 @@ fn requests_beyond_max_concurrent_queue_without_threads_or_processes() {
 
 #[test]
 fn a_command_defining_builtin_functions_does_not_break_the_live_shell() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     let hijack = "builtin() { echo hijacked; }; printf() { echo hijacked; }";
     let requests = [
         (
@@ -443,22 +426,18 @@ fn a_command_defining_builtin_functions_does_not_break_the_live_shell() {
 /// takes it — is a view: the command runs to completion with its own exit code.
 #[test]
 fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     let dir = tempfile::tempdir().expect("temp dir");
     let cwd = dir.path().display().to_string();
-    rpc.send(json!({"id": "1", "type": "bash", "command": "export X=7", "session": "s"}));
-    assert_eq!(
-        rpc.until_response(&json!("1")).last().unwrap()["data"]["exit_code"],
-        0
-    );
+    let d =
+        rpc.ask_data(json!({"id": "1", "type": "bash", "command": "export X=7", "session": "s"}));
+    assert_eq!(d["exit_code"], 0, "{d}");
     for (id, session) in [("2", json!("s")), ("3", Value::Null)] {
         let started = Instant::now();
-        rpc.send(
+        let r = rpc.ask(
             json!({"id": id, "type": "bash", "command": "yes 2>&1 | head -n 3",
             "session": session, "timeout": 60}),
         );
-        let r = rpc.until_response(&json!(id)).pop().expect("response");
         let d = &r["data"];
         assert_eq!(
             (d["exit_code"].as_i64(), d["output"].as_str()),
@@ -467,29 +446,21 @@ fn lifted_head_stops_the_producer_and_explicit_head_never_does() {
         );
         assert_eq!(d["stripped"], "| head -n 3");
         assert_eq!(d["total_lines"], 3);
-        assert!(
-            d["notices"][0]
-                .as_str()
-                .is_some_and(|n| n.contains("agentbash stopped the command")),
-            "{r}"
-        );
+        assert_first_notice_has(d, "agentbash stopped the command");
         assert!(
             started.elapsed() < scaled(Duration::from_secs(15)),
             "{:?}",
             started.elapsed()
         );
     }
-    rpc.send(json!({"id": "4", "type": "bash", "command": "echo $X", "session": "s"}));
-    assert_eq!(
-        rpc.until_response(&json!("4")).last().unwrap()["data"]["output"],
-        "7\n"
-    );
+    let d = rpc.ask_data(json!({"id": "4", "type": "bash", "command": "echo $X", "session": "s"}));
+    assert_eq!(d["output"], "7\n", "{d}");
     for (id, head) in [("5", json!(2)), ("6", json!("2"))] {
         let marker = dir.path().join("finished");
         let _ = std::fs::remove_file(&marker);
-        rpc.send(json!({"id": id, "type": "bash", "cwd": cwd, "head": head,
-            "command": "perl -e 'print \"$_\\n\" for 1..5000000; open(my $f, \">\", \"finished\"); exit 1'"}));
-        let r = rpc.until_response(&json!(id)).pop().expect("response");
+        let command = crate::lift::producer(5_000_000, 1);
+        let r = rpc
+            .ask(json!({"id": id, "type": "bash", "cwd": cwd, "head": head, "command": command}));
         let d = &r["data"];
         assert_eq!(
             (d["exit_code"].as_i64(), d["output"].as_str()),
@@ -564,8 +535,7 @@ fn bad_requests_are_answered_at_once_behind_a_busy_slot() {
 /// is wrong with it — and the pending request still gets its own answer.
 #[test]
 fn a_duplicate_pending_id_is_rejected_unmistakably() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     rpc.send(json!({"id": "a", "type": "bash", "command": "sleep 1; echo real"}));
     for dup in [
         json!({"id": "a", "type": "bash", "command": "echo dup"}),
@@ -585,9 +555,8 @@ fn a_duplicate_pending_id_is_rejected_unmistakably() {
     let r = rpc.until_response(&json!("a"));
     assert_eq!(r.last().expect("a")["data"]["output"], "real\n");
     // Answered: the id may be used again.
-    rpc.send(json!({"id": "a", "type": "bash", "command": "echo again"}));
-    let r = rpc.until_response(&json!("a"));
-    assert_eq!(r.last().expect("a")["data"]["output"], "again\n");
+    let r = rpc.ask(json!({"id": "a", "type": "bash", "command": "echo again"}));
+    assert_eq!(r["data"]["output"], "again\n");
 }
 
 /// rpc reads requests as mcp does: `timeout`, `head` and `tail` may be numeric
@@ -596,12 +565,11 @@ fn a_duplicate_pending_id_is_rejected_unmistakably() {
 /// (it said `requested 0s`).
 #[test]
 fn numeric_strings_a_bom_and_negative_timeouts_are_read_as_mcp_reads_them() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
-    rpc.send(
+    let (_env, mut rpc) = TestEnv::with_rpc();
+    let d = rpc.ask(
         json!({"id": "t", "type": "bash", "command": "seq 1 9", "timeout": "5", "tail": " 2 "}),
-    );
-    let d = rpc.until_response(&json!("t")).pop().expect("t")["data"].clone();
+    )["data"]
+        .clone();
     assert_eq!(
         (d["timeout_s"].as_i64(), d["output"].as_str()),
         (Some(5), Some("8\n9\n")),
@@ -611,8 +579,8 @@ fn numeric_strings_a_bom_and_negative_timeouts_are_read_as_mcp_reads_them() {
     let r = rpc.until_response(&json!("bom")).pop().expect("bom");
     assert_eq!(r["data"]["output"], "bom\n", "{r}");
     for (id, timeout) in [("n", json!(-5)), ("ns", json!("-5"))] {
-        rpc.send(json!({"id": id, "type": "bash", "command": "true", "timeout": timeout}));
-        let d = rpc.until_response(&json!(id)).pop().expect("n")["data"].clone();
+        let d =
+            rpc.ask_data(json!({"id": id, "type": "bash", "command": "true", "timeout": timeout}));
         assert_eq!(d["timeout_s"], 1, "{d}");
         assert_eq!(d["requested_timeout_s"], -5, "{d}");
         let notices = d["notices"].to_string();
@@ -635,8 +603,7 @@ fn numeric_strings_a_bom_and_negative_timeouts_are_read_as_mcp_reads_them() {
 /// notice, and the next request gets a fresh shell silently.
 #[test]
 fn a_command_killing_its_live_shell_reports_the_shells_end() {
-    let env = TestEnv::new();
-    let mut rpc = env.rpc(&[]);
+    let (_env, mut rpc) = TestEnv::with_rpc();
     let cases = [
         ("kill -TERM $$", "", 143, "SIGTERM"),
         ("echo a; kill -KILL $$", "a\n", 137, "SIGKILL"),
@@ -646,8 +613,9 @@ fn a_command_killing_its_live_shell_reports_the_shells_end() {
         for (command, output, code, signal) in cases {
             n += 1;
             let id = format!("k{n}");
-            rpc.send(json!({"id": id, "type": "bash", "command": command, "session": session}));
-            let d = rpc.until_response(&json!(id)).pop().expect("response")["data"].clone();
+            let d = rpc.ask_data(
+                json!({"id": id, "type": "bash", "command": command, "session": session}),
+            );
             let what = format!("{command} (session {session})");
             assert_eq!(d["exit_code"], code, "{what}: {d:#}");
             assert_eq!(d["signal"], signal, "{what}: {d:#}");
@@ -658,8 +626,9 @@ fn a_command_killing_its_live_shell_reports_the_shells_end() {
                 "{what}: {notices}"
             );
             let id = format!("n{n}");
-            rpc.send(json!({"id": id, "type": "bash", "command": "echo next", "session": session}));
-            let d = rpc.until_response(&json!(id)).pop().expect("response")["data"].clone();
+            let d = rpc.ask_data(
+                json!({"id": id, "type": "bash", "command": "echo next", "session": session}),
+            );
             assert_eq!(
                 (d["exit_code"].as_i64(), d["output"].as_str()),
                 (Some(0), Some("next\n")),

@@ -4,7 +4,8 @@
 
 use crate::support::{
     Gate, HANG_CAP, Test, TestEnv, assert_has, assert_lacks, assert_notice_is, bin, has_program,
-    kill_cmdline, needs_program, nonce, procs_with_cmdline, re, s, scaled, skip, u,
+    kill_cmdline, ndjson_with_a_clamp, needs_program, nonce, procs_with_cmdline, re, s, scaled,
+    skip, u,
 };
 use std::process::Command;
 use std::time::Duration;
@@ -230,11 +231,7 @@ fn ndjson_streams_output_while_the_command_runs() {
 /// must not come before it.
 #[test]
 fn ndjson_start_comes_before_notices() {
-    let out = Test::new()
-        .run_text("echo hi")
-        .opts(&["--format", "ndjson", "-t", "99999"])
-        .code(0)
-        .run();
+    let out = ndjson_with_a_clamp("echo hi", 0);
     let events = out.ndjson();
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert!(
@@ -659,21 +656,6 @@ fn closing_stdout_early_still_waits_for_the_exit_status() {
         "took {:?}",
         out.elapsed
     );
-}
-
-/// The first line comes through the pipe while the command is held at a gate.
-#[test]
-fn ci_profile_streams_output_into_a_pipe() {
-    let env = TestEnv::new();
-    let gate = Gate::new(&env, "b");
-    let cmd = format!("echo a; {}; echo b", gate.wait());
-    let mut run = env.run_text(&cmd).profile("ci").spawn();
-    let (_, line) = run.next_line(HANG_CAP).expect("a line");
-    assert_eq!(line, "a\n");
-    gate.open();
-    let out = run.wait();
-    out.assert_code(0);
-    assert_eq!(out.stdout, "a\nb\n");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! policy a session remembers, the rc snapshot's seal, and the package cache that
 //! sandboxed runs get instead of the user's own.
 
-use crate::support::{LiveServer, TestEnv, must_run, s};
+use crate::support::{LiveServer, TestEnv, mode_of, must_run, s};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -397,11 +397,7 @@ fn sandboxed_package_managers_get_a_private_cache_per_workspace() {
         !user_pip.join("x").exists(),
         "the user's own cache stays read-only"
     );
-    let mode = std::fs::metadata(&cache)
-        .expect("cache")
-        .permissions()
-        .mode()
-        & 0o777;
+    let mode = mode_of(&cache) & 0o777;
     assert_eq!(mode, 0o700, "{v}");
     assert!(
         std::fs::symlink_metadata(cache.join("cargo/credentials.toml")).is_err(),
@@ -463,10 +459,7 @@ fn the_state_dirs_tmp_is_private() {
     let ww = workspace_write(&env);
     let (code, v, _) = run(&env, &ww, None, &[], "true");
     assert_eq!(code, Some(0), "{v}");
-    let mode = std::fs::metadata(env.state_dir().join("tmp"))
-        .expect("tmp")
-        .permissions()
-        .mode();
+    let mode = mode_of(env.state_dir().join("tmp"));
     assert_eq!(mode & 0o777, 0o700, "{v}");
 }
 

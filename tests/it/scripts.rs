@@ -29,16 +29,21 @@ fn opened_it_ends_whole(gate: &Gate, run: Running) {
     assert_eq!(out.stdout, "first\nsecond\n");
 }
 
-/// The first line comes through the pipe while the command is still held at the gate.
+/// The first line comes through the pipe while the command is still held at the gate:
+/// with `--stream`, and with the `ci` profile (which streams).
 #[test]
 fn stream_sends_output_into_a_pipe_as_it_is_produced() {
-    let env = TestEnv::new();
-    let (cmd, gate, _) = slow(&env);
-    let mut run = env.run_text(&cmd).opts(&["--stream"]).spawn();
-    let (_, line) = run.next_line(HANG_CAP).expect("a first line");
-    assert_eq!(line, "first\n");
-    assert!(!gate.is_open());
-    opened_it_ends_whole(&gate, run);
+    for opts in [&["--stream"][..], &["-p", "ci"]] {
+        let env = TestEnv::new();
+        let (cmd, gate, _) = slow(&env);
+        let mut run = env.run_text(&cmd).opts(opts).spawn();
+        let (_, line) = run
+            .next_line(HANG_CAP)
+            .unwrap_or_else(|| panic!("{opts:?}: no first line"));
+        assert_eq!(line, "first\n", "{opts:?}");
+        assert!(!gate.is_open(), "{opts:?}");
+        opened_it_ends_whole(&gate, run);
+    }
 }
 
 #[test]

@@ -4,10 +4,9 @@
 //! reused by long-lived callers.
 
 use crate::support::{
-    Gate, HANG_CAP, TestEnv, assert_has, assert_lacks, has_program, needs_program,
+    Gate, HANG_CAP, TestEnv, assert_has, assert_lacks, has_program, mode_of, needs_program,
     procs_with_cmdline, s, scaled, skip, wait_for_path,
 };
-use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
@@ -30,10 +29,15 @@ fn saved_generation(state_file: &std::path::Path) -> u64 {
     header["generation"].as_u64().expect("generation")
 }
 
+/// `agentbash run --json -s NAME -- CMD`: the result.
+fn session_json(env: &TestEnv, name: &str, cmd: &str) -> serde_json::Value {
+    run_json(env, &["-s", name, "--", cmd])
+}
+
 /// `agentbash run --json -s NAME -- CMD`, its output.
 #[track_caller]
 fn in_session(env: &TestEnv, name: &str, cmd: &str) -> String {
-    let v = run_json(env, &["-s", name, "--", cmd]);
+    let v = session_json(env, name, cmd);
     // The lines, without the final newline (the output itself keeps it).
     let out = s(&v, "output");
     out.strip_suffix('\n').unwrap_or(out).to_string()
@@ -50,7 +54,7 @@ fn cwd_persists_and_cwd_flag_is_relative_to_it() {
     let env = TestEnv::new();
     std::fs::create_dir_all(env.work().join("a/b")).expect("mkdir");
     let work = env.work().display().to_string();
-    let v = run_json(&env, &["-s", "w", "--", "cd a"]);
+    let v = session_json(&env, "w", "cd a");
     assert_eq!(s(&v, "cwd"), work);
     assert_eq!(s(&v, "final_cwd"), format!("{work}/a"));
     assert_eq!(v["session"], "w");
@@ -169,11 +173,11 @@ fn session_definitions_win_over_the_snapshot_whatever_the_command_names() {
     assert_eq!(in_session(&env, "o", "greet"), "mine");
     assert_eq!(in_session(&env, "o", "f=greet; $f"), "mine");
     in_session(&env, "o", "unset -f greet");
-    let v = run_json(&env, &["-s", "o", "--", "greet x"]);
+    let v = session_json(&env, "o", "greet x");
     assert_eq!(v["exit_code"], 127, "{v:#}");
     // A run that sources only part of the snapshot does not forget the removal.
     in_session(&env, "o", "true");
-    let v = run_json(&env, &["-s", "o", "--", "greet x"]);
+    let v = session_json(&env, "o", "greet x");
     assert_eq!(v["exit_code"], 127, "{v:#}");
     assert_eq!(in_session(&env, "o", "hey"), "hey-from-alias");
 }
@@ -194,14 +198,10 @@ fn venv_activation_and_deactivation_carry_over() {
         );
     }
     let work = env.work().display().to_string();
-    let v = run_json(
+    let v = session_json(
         &env,
-        &[
-            "-s",
-            "py",
-            "--",
-            "python3 -m venv --without-pip v && source v/bin/activate",
-        ],
+        "py",
+        "python3 -m venv --without-pip v && source v/bin/activate",
     );
     assert_eq!(v["exit_code"], 0, "{v:#}");
     assert_session_says(
@@ -223,15 +223,7 @@ fn venv_activation_and_deactivation_carry_over() {
 #[test]
 fn exit_code_passes_through_and_state_is_still_saved() {
     let env = TestEnv::new();
-    let v = run_json(
-        &env,
-        &[
-            "-s",
-            "x",
-            "--",
-            "export AFTER_EXIT=yes; mkdir -p d; cd d; exit 3",
-        ],
-    );
+    let v = session_json(&env, "x", "export AFTER_EXIT=yes; mkdir -p d; cd d; exit 3");
     assert_eq!(v["exit_code"], 3);
     assert_session_says(
         &env,
@@ -240,7 +232,7 @@ fn exit_code_passes_through_and_state_is_still_saved() {
         &format!("yes\n{}/d", env.work().display()),
     );
     // set -e in one run does not leak into the next.
-    let v = run_json(&env, &["-s", "x", "--", "set -e; false; echo unreachable"]);
+    let v = session_json(&env, "x", "set -e; false; echo unreachable");
     assert_eq!(v["exit_code"], 1);
     assert_session_says(
         &env,
@@ -426,8 +418,7 @@ fn session_files_are_private() {
     let env = TestEnv::new();
     in_session(&env, "m", "export SECRET_ISH=1");
     let dir = env.state_dir().join("sessions/m");
-    let mode =
-        |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    let mode = |p: &std::path::Path| mode_of(p) & 0o777;
     assert_eq!(mode(&env.state_dir().join("sessions")), 0o700);
     assert_eq!(mode(&dir), 0o700);
     for e in std::fs::read_dir(&dir).expect("read dir").flatten() {
@@ -1059,7 +1050,7 @@ fn plain_programs_on_the_cli_leave_the_session_untouched() {
     in_session(&env, "a", "cd sub; export X=1; hop() { cd /; }");
     let g = generation();
     for cmd in ["true", "cat /dev/null", "env --version"] {
-        let v = run_json(&env, &["-s", "a", "--", cmd]);
+        let v = session_json(&env, "a", cmd);
         assert_eq!(v["exit_code"], 0, "{cmd}: {v}");
         assert!(
             v["warnings"].as_array().is_some_and(|w| w.is_empty()),
@@ -1074,7 +1065,7 @@ fn plain_programs_on_the_cli_leave_the_session_untouched() {
         &format!("1\n{}", env.work().join("sub").display()),
     );
     // A session function of that name may change state: saved.
-    let v = run_json(&env, &["-s", "a", "--", "hop"]);
+    let v = session_json(&env, "a", "hop");
     assert_eq!(s(&v, "final_cwd"), "/");
     assert_eq!(in_session(&env, "a", "pwd"), "/");
     // A plain program elsewhere moves the session there.

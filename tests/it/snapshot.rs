@@ -3,7 +3,6 @@
 //! failing, noisy or hostile — none of which may break a run. Also `shell.prefix`.
 
 use crate::support::{Output, TestEnv, assert_has, assert_lacks, procs_with_cmdline, s};
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -37,8 +36,14 @@ fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
 }
 
 /// `agentbash snapshot report`, which must succeed.
-fn snapshot_report(env: &TestEnv) -> Output {
-    env.run_ok(&["snapshot", "report"])
+/// `agentbash snapshot report`, which must succeed and name each of `wants`: its text.
+#[track_caller]
+fn snapshot_report(env: &TestEnv, wants: &[&str]) -> String {
+    let out = env.run_ok(&["snapshot", "report"]);
+    for want in wants {
+        assert_has(&out.stdout, want);
+    }
+    out.stdout
 }
 
 fn snapshot_files(env: &TestEnv) -> Vec<PathBuf> {
@@ -51,7 +56,7 @@ fn snapshot_files(env: &TestEnv) -> Vec<PathBuf> {
 }
 
 fn mode(p: &std::path::Path) -> u32 {
-    std::fs::metadata(p).expect("stat").permissions().mode() & 0o777
+    crate::support::mode_of(p) & 0o777
 }
 
 fn warnings(v: &serde_json::Value) -> String {
@@ -119,22 +124,21 @@ fn functions_aliases_and_options_are_carried_and_shadowing_names_dropped() {
 #[test]
 fn report_lists_captured_and_dropped_names_with_reasons() {
     let env = with_rc(BASHRC);
-    let out = snapshot_report(&env);
-    let r = &out.stdout;
-    for want in [
-        "functions  _zz _zz_inner greet",
-        "aliases    hey",
-        "options    shopt -s extglob",
-        "function grep",
-        "shadows the `grep` command",
-        "alias    ls",
-        "_completion_helper",
-        "helper not called by any kept function",
-        "set -o pipefail",
-        "would change the exit status of pipelines",
-    ] {
-        assert_has(r, want);
-    }
+    snapshot_report(
+        &env,
+        &[
+            "functions  _zz _zz_inner greet",
+            "aliases    hey",
+            "options    shopt -s extglob",
+            "function grep",
+            "shadows the `grep` command",
+            "alias    ls",
+            "_completion_helper",
+            "helper not called by any kept function",
+            "set -o pipefail",
+            "would change the exit status of pipelines",
+        ],
+    );
     let show = env.run_ok(&["snapshot", "show"]);
     assert!(
         show.stdout.starts_with("# /"),
@@ -387,18 +391,17 @@ fn rc_functions_named_like_builtins_never_break_sessions() {
     );
     let v = run_json(&env, &["--", "if true; then echo plain; fi"]);
     assert_eq!(s(&v, "output"), "plain\n", "{v:#}");
-    let report = snapshot_report(&env);
-    let r = &report.stdout;
-    for want in [
-        "function builtin",
-        "shadows the `builtin` builtin, which agentbash's own shell code and commands rely on",
-        "function command",
-        "function printf",
-        "alias    if",
-        "named like the shell keyword `if`",
-    ] {
-        assert_has(r, want);
-    }
+    let r = &snapshot_report(
+        &env,
+        &[
+            "function builtin",
+            "shadows the `builtin` builtin, which agentbash's own shell code and commands rely on",
+            "function command",
+            "function printf",
+            "alias    if",
+            "named like the shell keyword `if`",
+        ],
+    );
     assert!(
         r.contains("functions  cd greet"),
         "a cd wrapper is kept:\n{r}"

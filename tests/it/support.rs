@@ -171,30 +171,41 @@ impl TestEnv {
     pub fn program(&self, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Cmd {
         let mut c = Command::new(program);
         c.args(args).current_dir(self.work());
-        // Nothing agentbash itself sets leaks in either: the suite must pass when it is
-        // run by agentbash (`agentbash run --profile ci -- cargo test`).
-        for k in CLEARED
-            .iter()
-            .copied()
-            .chain(agentbash::shell::env::hardened_names())
-        {
+        let (cleared, set) = self.hermetic_env();
+        for k in cleared {
             c.env_remove(k);
         }
-        let r = self.root();
-        c.env("HOME", self.home())
-            .env("XDG_CONFIG_HOME", r.join("config"))
-            .env("XDG_STATE_HOME", r.join("state"))
-            .env("XDG_CACHE_HOME", r.join("cache"))
-            .env("AGENTBASH_STATE_DIR", self.state_dir())
-            .env("AGENTBASH_CONFIG_DIR", self.config_dir())
-            .env(TAG_VAR, &self.tag);
-        if self.trust_projects {
-            c.env("AGENTBASH_TRUST_PROJECT", "1");
-        }
+        c.envs(set);
         Cmd {
             command: c,
             stdin: None,
         }
+    }
+
+    /// The environment of every program a test starts: the variables removed, then
+    /// those set (a home, config and state of the test's own, its tag).
+    fn hermetic_env(&self) -> (Vec<&'static str>, Vec<(&'static str, std::ffi::OsString)>) {
+        // Nothing agentbash itself sets leaks in either: the suite must pass when it is
+        // run by agentbash (`agentbash run --profile ci -- cargo test`).
+        let cleared = CLEARED
+            .iter()
+            .copied()
+            .chain(agentbash::shell::env::hardened_names())
+            .collect();
+        let r = self.root();
+        let mut set = vec![
+            ("HOME", self.home().into_os_string()),
+            ("XDG_CONFIG_HOME", r.join("config").into_os_string()),
+            ("XDG_STATE_HOME", r.join("state").into_os_string()),
+            ("XDG_CACHE_HOME", r.join("cache").into_os_string()),
+            ("AGENTBASH_STATE_DIR", self.state_dir().into_os_string()),
+            ("AGENTBASH_CONFIG_DIR", self.config_dir().into_os_string()),
+            (TAG_VAR, self.tag.clone().into()),
+        ];
+        if self.trust_projects {
+            set.push(("AGENTBASH_TRUST_PROJECT", "1".into()));
+        }
+        (cleared, set)
     }
 
     /// Run agentbash with `args` and wait for it (capped at [`HANG_CAP`]).
@@ -519,32 +530,51 @@ impl Output {
 /// Assert that `text` contains `want`, showing the text when it does not.
 #[track_caller]
 pub fn assert_has(text: impl AsRef<str>, want: impl AsRef<str>) {
-    let (text, want) = (text.as_ref(), want.as_ref());
-    assert!(text.contains(want), "lacks {want:?}:\n{text}");
+    assert_text(text.as_ref(), |t, w| t.contains(w), "lacks", want.as_ref());
 }
 
 /// Assert that `text` does not contain `unwanted`, showing the text when it does.
 #[track_caller]
 pub fn assert_lacks(text: impl AsRef<str>, unwanted: impl AsRef<str>) {
-    let (text, unwanted) = (text.as_ref(), unwanted.as_ref());
-    assert!(!text.contains(unwanted), "has {unwanted:?}:\n{text}");
+    assert_text(
+        text.as_ref(),
+        |t, w| !t.contains(w),
+        "has",
+        unwanted.as_ref(),
+    );
 }
 
 /// Assert that `text` ends with `want`, showing the text when it does not.
 #[track_caller]
 pub fn assert_ends_with(text: impl AsRef<str>, want: impl AsRef<str>) {
-    let (text, want) = (text.as_ref(), want.as_ref());
-    assert!(text.ends_with(want), "does not end with {want:?}:\n{text}");
+    assert_text(
+        text.as_ref(),
+        |t, w| t.ends_with(w),
+        "does not end with",
+        want.as_ref(),
+    );
 }
 
 /// Assert that `text` starts with `want`, showing the text when it does not.
 #[track_caller]
 pub fn assert_starts_with(text: impl AsRef<str>, want: impl AsRef<str>) {
     let (text, want) = (text.as_ref(), want.as_ref());
-    assert!(
-        text.starts_with(want),
-        "does not start with {want:?}:\n{text}"
-    );
+    assert_text(text, |t, w| t.starts_with(w), "does not start with", want);
+}
+
+/// Assert that `holds(text, part)`, else fail with `failing`, `part` and the text.
+#[track_caller]
+fn assert_text(text: &str, holds: fn(&str, &str) -> bool, failing: &str, part: &str) {
+    assert!(holds(text, part), "{failing} {part:?}:\n{text}");
+}
+
+/// The permission bits of `path` (with setuid, setgid and sticky: `st_mode & 0o7777`).
+#[track_caller]
+pub fn mode_of(path: impl AsRef<Path>) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    let path = path.as_ref();
+    let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    meta.permissions().mode() & 0o7777
 }
 
 /// `json["output"]` as a `&str` (panics with the object when missing).
@@ -899,6 +929,12 @@ impl LiveServer {
         }
     }
 
+    /// [`LiveServer::ask`]: the response's `data`.
+    #[track_caller]
+    pub fn ask_data(&mut self, req: Value) -> Value {
+        self.ask(req)["data"].take()
+    }
+
     /// Send `answer` (an rpc `approve`) and collect both the server's ack and the
     /// response to the run it answers (`run_id`), in whichever order they come: the
     /// run may finish before the ack is written.
@@ -968,6 +1004,19 @@ impl LiveServer {
         );
     }
 
+    /// [`LiveServer::call`], then its [`LiveServer::answer`] within `within`.
+    #[track_caller]
+    pub fn tool_answer(
+        &mut self,
+        id: u64,
+        tool: &str,
+        arguments: Value,
+        within: Duration,
+    ) -> Value {
+        self.call(id, tool, arguments);
+        self.answer(id, within)
+    }
+
     /// The JSON-RPC answer to request `id`, skipping other messages, within `within`.
     #[track_caller]
     pub fn answer(&self, id: u64, within: Duration) -> Value {
@@ -980,29 +1029,48 @@ impl LiveServer {
         }
     }
 
-    /// Wait for the server to exit by itself (its input already closed), within
-    /// `within`: its exit code, how long that took, and every message it wrote after
-    /// the last one read (each must be JSON when the server is strict).
+    /// Close the server's input (end of input, if not done yet) and wait for it to
+    /// exit, within `within`: its exit code, how long that took, and every message it
+    /// wrote after the last one read (each must be JSON when the server is strict).
     #[track_caller]
-    pub fn exit(mut self, within: Duration) -> (Option<i32>, Duration, Vec<Value>) {
+    pub fn exit(self, within: Duration) -> (Option<i32>, Duration, Vec<Value>) {
+        let (status, took, rest) = self.end(within);
+        (status.code(), took, rest)
+    }
+
+    /// [`LiveServer::exit`] with the exit status.
+    #[track_caller]
+    fn end(mut self, within: Duration) -> (ExitStatus, Duration, Vec<Value>) {
+        self.close_stdin();
+        let (status, took) = self.wait_exit(within);
+        (status, took, self.rest())
+    }
+
+    /// Wait up to `within` for the server's exit (killing it and failing the test
+    /// past that): its status and how long the wait took.
+    #[track_caller]
+    fn wait_exit(&mut self, within: Duration) -> (ExitStatus, Duration) {
         let started = Instant::now();
-        let status = loop {
+        loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
-                break status;
+                return (status, started.elapsed());
             }
             if started.elapsed() > within {
                 let _ = self.child.kill();
-                panic!("the server did not exit within {within:?}");
+                panic!("the server did not exit within {within:?} of the end of its input");
             }
             thread::sleep(Duration::from_millis(10));
-        };
-        let took = started.elapsed();
-        // The reader may still be reading the last lines from the pipe.
+        }
+    }
+
+    /// Every message the server wrote after the last one read, once it has exited:
+    /// the reader may still be reading the last lines from the pipe.
+    fn rest(&self) -> Vec<Value> {
         let mut rest = Vec::new();
         while let Ok(m) = self.recv(Duration::from_secs(5)) {
             rest.push(m);
         }
-        (status.code(), took, rest)
+        rest
     }
 
     /// An MCP request (`tools/list`, `tools/call`, …); its JSON-RPC answer.
@@ -1048,18 +1116,15 @@ impl LiveServer {
     /// [`HANG_CAP`].
     #[track_caller]
     pub fn close(mut self) -> ExitStatus {
-        drop(self.stdin.take());
-        let deadline = Instant::now() + HANG_CAP;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the server did not exit after end of input"
-            );
-            thread::sleep(Duration::from_millis(10));
-        }
+        self.close_stdin();
+        self.wait_exit(HANG_CAP).0
+    }
+
+    /// Send the server the signal `sig`.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on the server this test started.
+        let rc = unsafe { libc::kill(self.pid(), sig) };
+        assert_eq!(rc, 0, "kill({}, {sig}) failed", self.pid());
     }
 
     pub fn sigkill(mut self) {
@@ -1115,18 +1180,28 @@ pub struct Test<'e> {
     dir: Option<PathBuf>,
     process_group: bool,
     code: Option<i32>,
-    stdout: Option<String>,
-    stdout_has: Vec<String>,
-    stderr_has: Vec<String>,
-    stdout_lacks: Vec<String>,
-    stderr_lacks: Vec<String>,
-    stderr: Option<String>,
-    /// `(stderr?, pattern)`: a regex the stream must match.
-    matches: Vec<(bool, String)>,
-    output: Option<String>,
-    output_has: Vec<String>,
+    /// What a text must be: the run's stdout or stderr, or its JSON result's output.
+    texts: Vec<(Text, Want)>,
     notices: Vec<String>,
     fields: Vec<(String, Value)>,
+}
+
+/// A text of the run a [`Test`] checks.
+#[derive(Clone, Copy)]
+enum Text {
+    Stdout,
+    Stderr,
+    /// The JSON result's `output`.
+    Output,
+}
+
+/// What a [`Test`] expects of a [`Text`].
+enum Want {
+    Exactly(String),
+    Has(String),
+    Lacks(String),
+    /// A regex it matches.
+    Matches(String),
 }
 
 enum Holder<'e> {
@@ -1168,6 +1243,13 @@ impl TestEnv {
         self.test().explain_json(command)
     }
 
+    /// A fresh env and `agentbash rpc` in it (see [`LiveServer::rpc`]).
+    pub fn with_rpc() -> (TestEnv, LiveServer) {
+        let env = TestEnv::new();
+        let rpc = env.rpc(&[]);
+        (env, rpc)
+    }
+
     /// `agentbash rpc ARGS` in this env (see [`LiveServer::rpc`]).
     pub fn rpc(&self, args: &[&str]) -> LiveServer {
         LiveServer::rpc(self, args)
@@ -1192,6 +1274,17 @@ impl Test<'static> {
     }
 }
 
+/// The expectations on a [`Text`], a method each, written once: `NAME: TEXT WANT;`
+/// makes `fn NAME(self, text)`, which expects `Want::WANT(text)` of `Text::TEXT`.
+macro_rules! text_wants {
+    ($($(#[$doc:meta])* $name:ident: $text:ident $want:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(self, text: impl Into<String>) -> Self {
+            self.want(Text::$text, Want::$want(text.into()))
+        }
+    )*};
+}
+
 impl<'e> Test<'e> {
     fn with(env: Holder<'e>) -> Self {
         Test {
@@ -1204,15 +1297,7 @@ impl<'e> Test<'e> {
             dir: None,
             process_group: false,
             code: None,
-            stdout: None,
-            stdout_has: Vec::new(),
-            stderr_has: Vec::new(),
-            stdout_lacks: Vec::new(),
-            stderr_lacks: Vec::new(),
-            stderr: None,
-            matches: Vec::new(),
-            output: None,
-            output_has: Vec::new(),
+            texts: Vec::new(),
             notices: Vec::new(),
             fields: Vec::new(),
         }
@@ -1306,64 +1391,32 @@ impl<'e> Test<'e> {
         self
     }
 
-    /// Expect exactly this stdout.
-    pub fn stdout(mut self, want: impl Into<String>) -> Self {
-        self.stdout = Some(want.into());
+    fn want(mut self, text: Text, want: Want) -> Self {
+        self.texts.push((text, want));
         self
     }
 
-    /// Expect stdout to contain this text.
-    pub fn stdout_has(mut self, want: impl Into<String>) -> Self {
-        self.stdout_has.push(want.into());
-        self
-    }
-
-    /// Expect stderr to contain this text.
-    pub fn stderr_has(mut self, want: impl Into<String>) -> Self {
-        self.stderr_has.push(want.into());
-        self
-    }
-
-    /// Expect stdout not to contain this text.
-    pub fn stdout_lacks(mut self, text: impl Into<String>) -> Self {
-        self.stdout_lacks.push(text.into());
-        self
-    }
-
-    /// Expect stderr not to contain this text.
-    pub fn stderr_lacks(mut self, text: impl Into<String>) -> Self {
-        self.stderr_lacks.push(text.into());
-        self
-    }
-
-    /// Expect exactly this stderr.
-    pub fn stderr(mut self, want: impl Into<String>) -> Self {
-        self.stderr = Some(want.into());
-        self
-    }
-
-    /// Expect stdout to match this regex.
-    pub fn stdout_matches(mut self, pattern: &str) -> Self {
-        self.matches.push((false, pattern.to_string()));
-        self
-    }
-
-    /// Expect stderr to match this regex.
-    pub fn stderr_matches(mut self, pattern: &str) -> Self {
-        self.matches.push((true, pattern.to_string()));
-        self
-    }
-
-    /// Expect the JSON result's `output` to contain this text.
-    pub fn output_has(mut self, want: impl Into<String>) -> Self {
-        self.output_has.push(want.into());
-        self
-    }
-
-    /// Expect the JSON result's `output` to be exactly this.
-    pub fn output(mut self, want: impl Into<String>) -> Self {
-        self.output = Some(want.into());
-        self
+    text_wants! {
+        /// Expect exactly this stdout.
+        stdout: Stdout Exactly;
+        /// Expect stdout to contain this text.
+        stdout_has: Stdout Has;
+        /// Expect stderr to contain this text.
+        stderr_has: Stderr Has;
+        /// Expect stdout not to contain this text.
+        stdout_lacks: Stdout Lacks;
+        /// Expect stderr not to contain this text.
+        stderr_lacks: Stderr Lacks;
+        /// Expect exactly this stderr.
+        stderr: Stderr Exactly;
+        /// Expect stdout to match this regex.
+        stdout_matches: Stdout Matches;
+        /// Expect stderr to match this regex.
+        stderr_matches: Stderr Matches;
+        /// Expect the JSON result's `output` to contain this text.
+        output_has: Output Has;
+        /// Expect the JSON result's `output` to be exactly this.
+        output: Output Exactly;
     }
 
     /// Expect one of the JSON result's notices to contain this text.
@@ -1456,73 +1509,38 @@ impl<'e> Test<'e> {
         if let Some(want) = self.code {
             out.assert_code(want);
         }
-        let streams = || {
-            format!(
-                "--- stdout ---\n{}\n--- stderr ---\n{}",
-                out.stdout, out.stderr
-            )
-        };
-        if let Some(want) = &self.stdout {
-            assert_eq!(&out.stdout, want, "stdout\n{}", streams());
-        }
-        for want in &self.stdout_has {
-            assert!(
-                out.stdout.contains(want.as_str()),
-                "stdout lacks {want:?}\n{}",
-                streams()
-            );
-        }
-        for want in &self.stderr_has {
-            assert!(
-                out.stderr.contains(want.as_str()),
-                "stderr lacks {want:?}\n{}",
-                streams()
-            );
-        }
-        if let Some(want) = &self.stderr {
-            assert_eq!(&out.stderr, want, "stderr\n{}", streams());
-        }
-        for (on_stderr, pattern) in &self.matches {
-            let (name, text) = if *on_stderr {
-                ("stderr", &out.stderr)
-            } else {
-                ("stdout", &out.stdout)
-            };
-            assert!(
-                re(pattern).is_match(text),
-                "{name} does not match {pattern:?}\n{}",
-                streams()
-            );
-        }
-        for text in &self.stdout_lacks {
-            assert!(
-                !out.stdout.contains(text.as_str()),
-                "stdout has {text:?}\n{}",
-                streams()
-            );
-        }
-        for text in &self.stderr_lacks {
-            assert!(
-                !out.stderr.contains(text.as_str()),
-                "stderr has {text:?}\n{}",
-                streams()
-            );
-        }
-        if self.output.is_some()
-            || !self.output_has.is_empty()
-            || !self.notices.is_empty()
+        let streams = format!(
+            "--- stdout ---\n{}\n--- stderr ---\n{}",
+            out.stdout, out.stderr
+        );
+        let uses_json = !self.notices.is_empty()
             || !self.fields.is_empty()
-        {
-            let v = out.json();
-            if let Some(want) = &self.output {
-                assert_eq!(s(&v, "output"), want, "output of {v:#}");
+            || self.texts.iter().any(|(t, _)| matches!(t, Text::Output));
+        let v = if uses_json { out.json() } else { Value::Null };
+        let result = format!("{v:#}");
+        for (text, want) in &self.texts {
+            let (name, text, shown) = match text {
+                Text::Stdout => ("stdout", out.stdout.as_str(), &streams),
+                Text::Stderr => ("stderr", out.stderr.as_str(), &streams),
+                Text::Output => ("output", s(&v, "output"), &result),
+            };
+            match want {
+                Want::Exactly(want) => assert_eq!(text, want.as_str(), "{name}\n{shown}"),
+                Want::Has(want) => assert!(
+                    text.contains(want.as_str()),
+                    "{name} lacks {want:?}\n{shown}"
+                ),
+                Want::Lacks(unwanted) => assert!(
+                    !text.contains(unwanted.as_str()),
+                    "{name} has {unwanted:?}\n{shown}"
+                ),
+                Want::Matches(pattern) => assert!(
+                    re(pattern).is_match(text),
+                    "{name} does not match {pattern:?}\n{shown}"
+                ),
             }
-            for want in &self.output_has {
-                assert!(
-                    s(&v, "output").contains(want.as_str()),
-                    "output lacks {want:?} in {v:#}"
-                );
-            }
+        }
+        if uses_json {
             for part in &self.notices {
                 assert_notice(&v, part);
             }
@@ -1649,24 +1667,8 @@ impl LiveServer {
     /// Close stdin, wait for the exit (capped at [`HANG_CAP`]) and take what the
     /// server wrote after the last message read.
     #[track_caller]
-    pub fn finish(mut self) -> (ExitStatus, Vec<Value>) {
-        drop(self.stdin.take());
-        let deadline = Instant::now() + HANG_CAP;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the server did not exit after end of input"
-            );
-            thread::sleep(Duration::from_millis(10));
-        };
-        // The reader may still be reading the last lines from the pipe.
-        let mut rest = Vec::new();
-        while let Ok(m) = self.recv(Duration::from_secs(5)) {
-            rest.push(m);
-        }
+    pub fn finish(self) -> (ExitStatus, Vec<Value>) {
+        let (status, _, rest) = self.end(HANG_CAP);
         (status, rest)
     }
 }
@@ -1681,29 +1683,29 @@ impl TestEnv {
     /// A tmux terminal (not started) running `bash -c line` from the working
     /// directory, with the hermetic environment of [`TestEnv::cmd`].
     pub fn terminal(&self, line: &str) -> crate::tmux::TmuxBuilder {
-        let r = self.root();
         let mut b =
             crate::tmux::TmuxTerminal::builder(&["bash", "--norc", "--noprofile", "-c", line])
-                .cwd(self.work())
-                .env("HOME", self.home())
-                .env("XDG_CONFIG_HOME", r.join("config"))
-                .env("XDG_STATE_HOME", r.join("state"))
-                .env("XDG_CACHE_HOME", r.join("cache"))
-                .env("AGENTBASH_STATE_DIR", self.state_dir())
-                .env("AGENTBASH_CONFIG_DIR", self.config_dir())
-                .env(TAG_VAR, &self.tag);
-        for k in CLEARED
-            .iter()
-            .copied()
-            .chain(agentbash::shell::env::hardened_names())
-        {
+                .cwd(self.work());
+        let (cleared, set) = self.hermetic_env();
+        for k in cleared {
             b = b.env_remove(k);
         }
-        if self.trust_projects {
-            b = b.env("AGENTBASH_TRUST_PROJECT", "1");
+        for (k, v) in set {
+            b = b.env(k, v);
         }
         b
     }
+}
+
+/// `agentbash run --format ndjson -t 99999 -- command`, which must exit `code`: the
+/// timeout is clamped, so a notice is known before the run starts.
+#[track_caller]
+pub fn ndjson_with_a_clamp(command: &str, code: i32) -> Output {
+    Test::new()
+        .run_text(command)
+        .opts(&["--format", "ndjson", "-t", "99999"])
+        .code(code)
+        .run()
 }
 
 /// `text` quoted for a POSIX shell (in single quotes).
@@ -1789,6 +1791,16 @@ pub fn assert_notice(v: &Value, part: &str) {
     assert!(
         all.iter().any(|n| n.contains(part)),
         "no notice has {part:?}: {all:?}"
+    );
+}
+
+/// Assert that the result's first notice contains `part`.
+#[track_caller]
+pub fn assert_first_notice_has(v: &Value, part: &str) {
+    let first = v["notices"][0].as_str();
+    assert!(
+        first.is_some_and(|n| n.contains(part)),
+        "the first notice lacks {part:?}: {v:#}"
     );
 }
 

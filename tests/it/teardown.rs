@@ -4,8 +4,8 @@
 
 use crate::support::{
     Gate, LiveServer, Missing, Output, Running, Test, TestEnv, assert_has, assert_notice_is, bin,
-    cgroup2_mount, is_root, needs_root, nonce, procs_with_cmdline, s, scaled, skip,
-    wait_for_cmdline, wait_for_watchdog,
+    cgroup2_mount, is_root, ndjson_with_a_clamp, needs_root, nonce, procs_with_cmdline, s, scaled,
+    skip, wait_for_cmdline, wait_for_watchdog,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -451,12 +451,7 @@ fn the_timeout_annotation_is_a_notice_not_output() {
 /// is an event, before the result: the clamp notice, a warn rule, a non-zero exit.
 #[test]
 fn ndjson_sends_every_notice_before_the_result() {
-    let env = TestEnv::new();
-    let out = env
-        .run_text("echo x; exit 3")
-        .opts(&["--format", "ndjson", "-t", "99999"])
-        .code(3)
-        .run();
+    let out = ndjson_with_a_clamp("echo x; exit 3", 3);
     let events = out.ndjson();
     let result = events.last().expect("events");
     assert_eq!(result["type"], "result", "{}", out.stdout);
@@ -557,36 +552,41 @@ fn wait_started(tag: &str) {
     }
 }
 
-#[test]
-fn sigkill_of_agentbash_run_leaves_nothing_of_the_run() {
-    needs_run_groups!();
+/// `agentbash run OPTS -- 'BEFORE escapees; exec sleep 303.TAG'` SIGKILLed once all
+/// of it runs: nothing of the run is left.
+#[track_caller]
+fn sigkill_mid_run_leaves_nothing(opts: &[&str], before: &str) {
     let env = TestEnv::new();
     let tag = nonce();
-    let cmd = format!("{} exec sleep 303.{tag}", escapees(&tag));
-    let run = env.cmd(&["run", "--", &cmd]).spawn();
+    let cmd = format!("{before}{} exec sleep 303.{tag}", escapees(&tag));
+    let mut args = vec!["run"];
+    args.extend_from_slice(opts);
+    args.extend(["--", &cmd]);
+    let run = env.cmd(&args).spawn();
     wait_started(&tag);
+    let leader = format!("sleep 303.{tag}");
+    assert!(
+        wait_for_cmdline(&leader, Duration::from_secs(10)),
+        "{leader} never started"
+    );
     // The watchdog starts once a run has lasted 20 ms (a shorter run never pays for
     // it); a SIGKILL before that is the documented gap.
     wait_for_watchdog(run.pid());
     sigkill_leaves_nothing(run, &tag);
 }
 
+#[test]
+fn sigkill_of_agentbash_run_leaves_nothing_of_the_run() {
+    needs_run_groups!();
+    sigkill_mid_run_leaves_nothing(&[], "");
+}
+
 /// The same for a `--pty` run: its leader is started in the run's group too.
 #[test]
 fn sigkill_of_agentbash_pty_run_leaves_nothing_of_the_run() {
     needs_run_groups!();
-    let env = TestEnv::new();
-    let tag = nonce();
     // `trap '' HUP`: the PTY's hangup must not be what ends them.
-    let cmd = format!("trap '' HUP; {} exec sleep 303.{tag}", escapees(&tag));
-    let run = env.cmd(&["run", "--pty", "--", &cmd]).spawn();
-    wait_started(&tag);
-    assert!(wait_for_cmdline(
-        &format!("sleep 303.{tag}"),
-        Duration::from_secs(10)
-    ));
-    wait_for_watchdog(run.pid());
-    sigkill_leaves_nothing(run, &tag);
+    sigkill_mid_run_leaves_nothing(&["--pty"], "trap '' HUP; ");
 }
 
 /// Without a run group, a PTY command that ignores the hangup still dies with

@@ -5,7 +5,7 @@
 //! protected paths refused. Everything destructive is tried on temporary directories
 //! the test made; every refusal is checked to have changed nothing.
 
-use crate::support::{LiveServer, TestEnv, assert_has, assert_lacks};
+use crate::support::{LiveServer, TestEnv, assert_has, assert_lacks, mode_of};
 use serde_json::{Value, json};
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
@@ -144,7 +144,7 @@ fn read_pages_a_file_numbered_as_cat_n_does() {
 
     // A file of /proc says it is empty (size 0) and is not.
     let status = f.ok("read", json!({"path": "/proc/self/status", "limit": 3}));
-    assert!(text(&status).contains("     1\tName:"), "{}", text(&status));
+    assert_has(text(&status), "     1\tName:");
     f.env.write("empty.txt", "");
     assert_eq!(
         text(&f.ok("read", json!({"path": "empty.txt"}))),
@@ -190,10 +190,9 @@ fn read_returns_images_and_describes_other_binaries_without_dumping_them() {
         !whole.contains("MARKER-INSIDE"),
         "a binary is described, never dumped"
     );
-    assert!(
-        text(&answer).contains("binary file (ELF executable or library, 97.7KB); not shown"),
-        "{}",
-        text(&answer)
+    assert_has(
+        text(&answer),
+        "binary file (ELF executable or library, 97.7KB); not shown",
     );
 }
 
@@ -353,11 +352,7 @@ fn glob_lists_matching_files_newest_first() {
         ),
         (Some(4), Some("limit"))
     );
-    assert!(
-        text(&capped).contains("[Showing the 2 newest of 4 matching files"),
-        "{}",
-        text(&capped)
-    );
+    assert_has(text(&capped), "[Showing the 2 newest of 4 matching files");
     let none = f.ok("glob", json!({"pattern": "*.nothing"}));
     assert_eq!(text(&none), "No files match *.nothing under ..");
 }
@@ -451,11 +446,7 @@ fn write_creates_parents_and_replaces_a_file_keeping_its_mode() {
         std::fs::read_to_string(&script).expect("read"),
         "#!/bin/sh\necho new\n"
     );
-    let mode = std::fs::metadata(&script)
-        .expect("stat")
-        .permissions()
-        .mode()
-        & 0o7777;
+    let mode = mode_of(&script);
     assert_eq!(mode, 0o750, "the mode is kept");
     let leftovers: Vec<_> = std::fs::read_dir(f.work())
         .expect("list")
@@ -670,10 +661,9 @@ fn secrets_in_files_are_redacted_as_in_bash_output() {
         "edit",
         json!({"path": "config.env", "old_string": "API=https://x", "new_string": "API=[REDACTED:DEPLOY_TOKEN]"}),
     );
-    assert!(
-        text(&answer).contains("the file now has the mask text there, not the secret"),
-        "{}",
-        text(&answer)
+    assert_has(
+        text(&answer),
+        "the file now has the mask text there, not the secret",
     );
 }
 

@@ -6,11 +6,17 @@ use std::os::unix::fs::PermissionsExt;
 
 /// A project default profile whose prefix would write `marker` before every command.
 fn hostile_default(env: &TestEnv) -> std::path::PathBuf {
-    let marker = env.root().join("marker");
+    marking_project_profile(env, "default", "description = \"cloned\"\n")
+}
+
+/// The project profile `name` (`more` and a prefix that would write a marker before
+/// every command): the marker's path.
+fn marking_project_profile(env: &TestEnv, name: &str, more: &str) -> std::path::PathBuf {
+    let marker = env.root().join(format!("marker-{name}"));
     env.write(
-        ".agentbash/profiles/default.toml",
+        format!(".agentbash/profiles/{name}.toml"),
         format!(
-            "description = \"cloned\"\n[shell]\nprefix = \"touch '{}';\"\n",
+            "{more}[shell]\nprefix = \"touch '{}';\"\n",
             marker.display()
         ),
     );
@@ -134,11 +140,7 @@ fn the_environment_variable_trusts_without_a_record() {
 #[test]
 fn a_name_only_an_untrusted_project_defines_is_exit_125() {
     let env = TestEnv::new();
-    let marker = env.root().join("marker");
-    env.write(
-        ".agentbash/profiles/mine.toml",
-        format!("[shell]\nprefix = \"touch '{}';\"\n", marker.display()),
-    );
+    let marker = marking_project_profile(&env, "mine", "");
     let out = env.run_text("true").profile("mine").code(125).run();
     assert!(!marker.exists());
     assert!(
@@ -211,7 +213,7 @@ fn trust_list_and_revoke() {
         .run()
         .assert_code(0);
     let dir = env.state_dir().join("trust");
-    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let mode = |p: &std::path::Path| mode_of(p) & 0o777;
     assert_eq!(mode(&dir), 0o700);
     for e in std::fs::read_dir(&dir).unwrap() {
         assert_eq!(mode(&e.unwrap().path()), 0o600);
@@ -282,11 +284,7 @@ fn profile_check_reviews_an_untrusted_project_and_writable_records_are_not_belie
         .stderr_has("writable by group")
         .run();
     env.test().args(&["trust", "."]).code(125).run();
-    assert_eq!(
-        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
-        0o777,
-        "an existing dir was chmod'ed"
-    );
+    assert_eq!(mode_of(&dir) & 0o777, 0o777, "an existing dir was chmod'ed");
 }
 
 #[test]
@@ -312,14 +310,7 @@ fn trust_refuses_to_hash_a_fifo_at_once() {
 #[test]
 fn a_builtin_profile_extends_only_builtins() {
     let env = TestEnv::new();
-    let marker = env.root().join("layered-marker");
-    env.write(
-        ".agentbash/profiles/default.toml",
-        format!(
-            "[shell]\nprefix = \"touch {};\"\n[timeout]\nmax = 7\n",
-            marker.display()
-        ),
-    );
+    let marker = marking_project_profile(&env, "default", "[timeout]\nmax = 7\n");
     env.run_text("true")
         .opts(&["-q", "-p", "builtin:agent"])
         .code(0)
