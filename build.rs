@@ -30,7 +30,6 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CC");
     println!("cargo:rerun-if-env-changed=AGENTBASH_NO_CODE_ORDER");
     println!("cargo:rerun-if-changed=link/hot-symbols.txt");
-    let var = |k: &str| std::env::var(k).unwrap_or_default();
     if var("CARGO_CFG_TARGET_OS") != "linux" || !var("AGENTBASH_DYNAMIC_LINK").is_empty() {
         return;
     }
@@ -64,11 +63,15 @@ fn main() {
     println!("cargo:rustc-link-arg-bins=-L{}", out.display());
 }
 
+/// An environment variable of the build, empty when unset.
+fn var(k: &str) -> String {
+    std::env::var(k).unwrap_or_default()
+}
+
 /// Whether rustc links the binaries with its own lld: its default for
 /// x86_64-unknown-linux-gnu since Rust 1.90, unless a linker or linker features are
 /// chosen (then the choice is the user's, and GNU ld would refuse lld's options).
 fn links_with_lld() -> bool {
-    let var = |k: &str| std::env::var(k).unwrap_or_default();
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
     if var("TARGET") != "x86_64-unknown-linux-gnu"
         || !var("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_empty()

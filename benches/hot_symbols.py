@@ -19,6 +19,9 @@ Usage: python3 benches/hot_symbols.py RELEASE_AGENTBASH [OUT]   (needs valgrind 
 """
 import os, re, subprocess, sys, tempfile
 
+if len(sys.argv) < 2 or not os.path.isfile(sys.argv[1]):
+    sys.exit("usage: python3 benches/hot_symbols.py RELEASE_AGENTBASH [OUT]\n"
+             "  RELEASE_AGENTBASH: a release build, e.g. target/release/agentbash (cargo build --release)")
 binary = os.path.abspath(sys.argv[1])
 out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "link", "hot-symbols.txt")
@@ -58,7 +61,11 @@ for i, args in enumerate(WORKLOADS):
 # (every run goes that way, so it is kept tightest), then what each further workload
 # adds; within each group in the order they stand in the binary today.
 address, ifuncs = {}, []
-for line in subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout.splitlines():
+try:
+    symbols = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+except (OSError, subprocess.CalledProcessError) as e:
+    sys.exit(f"nm could not list the symbols of {binary} (binutils installed? a stripped binary?): {e}")
+for line in symbols.splitlines():
     parts = line.split()
     if len(parts) == 3 and parts[1] in "tTwWi":
         address.setdefault(parts[2], int(parts[0], 16))
@@ -80,7 +87,7 @@ families = {m.group(1) for n in set().union(*executed) if (m := VARIANT.match(n)
 always |= {n for n in address if (m := VARIANT.match(n)) and m.group(1) in families}
 hot, seen = [], set()
 for ran in [always] + executed:
-    group = sorted((n for n in ran if n in address and n not in seen), key=lambda n: address[n])
+    group = sorted((n for n in ran if n in address and n not in seen), key=lambda n: (address[n], n))
     hot += group
     seen.update(group)
 names = set().union(*executed)
