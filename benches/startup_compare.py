@@ -12,6 +12,8 @@ the row "floor") and what agentbash itself does (the difference between the two 
 Usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]
 """
 import os, subprocess, sys, time, statistics, tempfile
+if len(sys.argv) < 3 or not all(os.access(p, os.X_OK) for p in sys.argv[1:3]):
+    sys.exit("usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]  (two agentbash executables)")
 old, new = sys.argv[1], sys.argv[2]; n = int(sys.argv[3]) if len(sys.argv) > 3 else 200
 tmp = tempfile.mkdtemp()
 env = dict(os.environ, AGENTBASH_STATE_DIR=tmp + "/state", HOME=tmp)
@@ -34,11 +36,15 @@ floor = os.path.join(tmp, "floor")
 with open(floor + ".c", "w") as f:
     f.write(FLOOR_C)
 cc = os.environ.get("CC", "cc")
-built = subprocess.run([cc, "-O2", "-static", "-o", floor, floor + ".c"], capture_output=True)
-if built.returncode == 0:
-    cases.append(("floor: static C spawn of bash", [floor], env))
+try:
+    built = subprocess.run([cc, "-O2", "-static", "-o", floor, floor + ".c"], capture_output=True)
+    why = built.stderr.decode(errors="replace").strip()[:200] if built.returncode else ""
+except OSError as e:
+    why = str(e)
+if why:
+    print(f"no floor row: `{cc} -static` failed: {why}")
 else:
-    print(f"no floor row: `{cc} -static` failed: {built.stderr.decode(errors='replace').strip()[:200]}")
+    cases.append(("floor: static C spawn of bash", [floor], env))
 times = {c[0]: [] for c in cases}
 cpu = {c[0]: [] for c in cases}
 devnull = os.open("/dev/null", os.O_RDWR)
