@@ -118,8 +118,8 @@ pub fn server(args: crate::cli::ServerArgs, mcp: Option<Option<bool>>) -> i32 {
 
 /// The MCP server on stdio over `backend`; `closing` runs once it stopped serving
 /// (before the runtime is shut down), `after` once the runtime is gone.
-fn serve_mcp<B: crate::server::backend::Backend>(
-    backend: std::sync::Arc<B>,
+fn serve_mcp(
+    backend: std::sync::Arc<dyn crate::server::backend::Backend>,
     closing: impl FnOnce(),
     after: impl FnOnce(),
 ) -> i32 {

@@ -26,8 +26,10 @@ use crate::request::Answer;
 use crate::server::backend::{Backend, BashCall, BashOutcome};
 
 /// The MCP face of a [`Backend`].
-pub struct McpServer<B: Backend> {
-    backend: Arc<B>,
+pub struct McpServer {
+    /// One server type for every backend (local engine, remote target): the
+    /// protocol's whole async stack is compiled once, not once per backend.
+    backend: Arc<dyn Backend>,
     tools: Vec<Tool>,
     /// One permit per run allowed at once (`server.max_concurrent`); a call waits for
     /// one as a task, so queued calls cost no thread and no process.
@@ -48,8 +50,11 @@ pub(super) struct Asked {
     deadline: std::time::Instant,
 }
 
-impl<B: Backend> McpServer<B> {
-    pub(super) fn new(backend: Arc<B>, closed: watch::Sender<bool>) -> anyhow::Result<Self> {
+impl McpServer {
+    pub(super) fn new(
+        backend: Arc<dyn Backend>,
+        closed: watch::Sender<bool>,
+    ) -> anyhow::Result<Self> {
         let mut tools = tool_definitions(&backend.describe())?;
         if backend.toolbox() {
             tools.extend(file_tool_definitions(&backend.describe_toolbox())?);
@@ -343,7 +348,7 @@ impl<B: Backend> McpServer<B> {
     }
 }
 
-impl<B: Backend> ServerHandler for McpServer<B> {
+impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let mut instructions = String::from(
             "Run shell commands with the `bash` tool. Long output is cut to fit; the \

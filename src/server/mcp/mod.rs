@@ -78,7 +78,7 @@ const PROGRESS_DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 ///
 /// Must run inside a Tokio runtime with IO enabled (`enable_all`). Only protocol
 /// messages are written to stdout; diagnostics go to stderr.
-pub async fn serve_stdio<B: Backend>(backend: Arc<B>) -> anyhow::Result<()> {
+pub async fn serve_stdio(backend: Arc<dyn Backend>) -> anyhow::Result<()> {
     let (closed, _) = watch::channel(false);
     let server = McpServer::new(backend, closed.clone())?;
     // Installed before anything runs: from here on a stop signal never kills us.
