@@ -122,9 +122,9 @@ impl Model {
         let mut cmd = Cli::definition();
         cmd.build();
         m.walk(&cmd, &mut Vec::new());
-        m.value_options.sort();
+        m.value_options.sort_unstable();
         m.value_options.dedup();
-        m.options.sort();
+        m.options.sort_unstable();
         m.options.dedup();
         m
     }
@@ -174,7 +174,7 @@ impl Model {
                 v.extend(l.as_ref().map(|l| format!("--{l}")));
             }
         }
-        v.sort();
+        v.sort_unstable();
         v.dedup();
         v
     }

@@ -46,7 +46,7 @@ fn all_names(l: &Lookup) -> Vec<String> {
             }
         }
     }
-    names.sort();
+    names.sort_unstable();
     names.dedup();
     names
 }

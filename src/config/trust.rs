@@ -169,7 +169,7 @@ fn walk(
         return Err(TrustError::TooMany(dir.to_path_buf()));
     }
     let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
-    entries.sort();
+    entries.sort_unstable();
     for path in entries {
         let is_real_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
         if is_real_dir {
@@ -315,7 +315,7 @@ impl TrustStore {
             .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".toml")))
             .filter_map(|e| self.read(&e.path()))
             .collect();
-        out.sort_by(|a, b| a.project.cmp(&b.project));
+        out.sort_unstable_by(|a, b| a.project.cmp(&b.project));
         Ok(out)
     }
 

@@ -329,7 +329,7 @@ impl ArtifactStore {
                 modified,
             });
         }
-        out.sort_by_key(|e| (e.modified, e.id));
+        out.sort_unstable_by_key(|e| (e.modified, e.id));
         Ok(out)
     }
 

@@ -339,7 +339,7 @@ impl Secrets {
             .chain(session_env.into_iter().map(|(k, v)| (k.clone(), v.clone())))
             .filter(|(k, v)| !hardened(k, v))
             .collect();
-        vars.sort();
+        vars.sort_unstable();
         vars.dedup();
         let globs = LoweredGlobs::new(globs);
         let (named, others): (Vec<_>, Vec<_>) =
@@ -394,7 +394,7 @@ impl Secrets {
         if raw.is_empty() && text.is_empty() {
             return Secrets::default();
         }
-        names.sort();
+        names.sort_unstable();
         names.dedup();
         // Usually a value looks the same in both forms: one finder then serves all.
         let (raw, text) = (Needles::dedup(raw), Needles::dedup(text));

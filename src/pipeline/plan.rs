@@ -108,7 +108,7 @@ impl Execution {
             .cloned()
             .chain(req.env.iter().map(|(k, _)| k.clone()))
             .collect();
-        explicit_env.sort();
+        explicit_env.sort_unstable();
         explicit_env.dedup();
         Execution {
             shell_path: p.shell.path.clone(),

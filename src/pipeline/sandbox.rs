@@ -555,7 +555,7 @@ impl RunSandbox {
         };
         let sorted = |paths: &[PathBuf]| {
             let mut v: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            v.sort();
+            v.sort_unstable();
             v.dedup();
             v
         };

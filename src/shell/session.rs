@@ -479,7 +479,7 @@ impl SessionStore {
             let state = self.load(&name)?.unwrap_or_default();
             out.push(SessionSummary { name, state });
         }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
 

@@ -205,7 +205,7 @@ fn walk_newest(policy: &FilePolicy, start: &Path, query: &GlobQuery, budget: Dur
         .into_iter()
         .map(|Reverse((t, Reverse(p)))| (t, p))
         .collect();
-    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     Walked {
         found,
         matched: matched.into_inner(),

@@ -343,7 +343,7 @@ fn shown_line(bytes: &[u8]) -> String {
 
 fn collect(pattern: String, path: String, shared: Shared) -> GrepOutput {
     let mut found = shared.found.into_inner().unwrap_or_else(|p| p.into_inner());
-    found.sort_by(|a, b| a.path.cmp(&b.path));
+    found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let truncated_by = shared
         .truncated_by
         .into_inner()

@@ -367,7 +367,7 @@ impl LiveShell {
         for root in roots {
             killed.extend(Teardown::new(root, command_marker).terminate(grace, true));
         }
-        killed.sort_by_key(|k| k.pid);
+        killed.sort_unstable_by_key(|k| k.pid);
         killed.dedup_by_key(|k| k.pid);
         killed
     }

@@ -433,7 +433,7 @@ pub fn score_corpus(name: &str, corpus: &Corpus, rules: &RuleSet) -> CorpusRepor
             tools.push(case.expected.clone());
         }
     }
-    tools.sort();
+    tools.sort_unstable();
     tools.dedup();
     let mut scores: Vec<Score> = tools
         .iter()

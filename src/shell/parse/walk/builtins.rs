@@ -389,7 +389,7 @@ pub(super) fn pathnames(pattern: &str, scope: &Scope) -> Vec<String> {
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .filter(|n| super::super::glob::matches(comp, n, true))
                 .collect();
-            names.sort();
+            names.sort_unstable();
             for n in names {
                 next.push((dir.join(&n), join(&n)));
             }
