@@ -3,9 +3,8 @@
 //! (issue 2, items 1, 2, 8, 9, 10 and 13).
 
 use crate::support::{
-    Gate, HANG_CAP, Test, TestEnv, assert_has, assert_lacks, assert_notice_is, bin, has_program,
-    kill_cmdline, ndjson_with_a_clamp, needs_program, nonce, procs_with_cmdline, re, s, scaled,
-    skip, u,
+    Gate, HANG_CAP, Test, TestEnv, assert_lacks, assert_notice_is, bin, has_program, kill_cmdline,
+    ndjson_with_a_clamp, needs_program, nonce, procs_with_cmdline, re, s, scaled, skip, u,
 };
 use std::process::Command;
 use std::time::Duration;
@@ -467,19 +466,6 @@ fn relative_cwd_resolves_against_the_invoking_dir() {
         .run();
     let want = env.work().join("b").canonicalize().unwrap();
     assert_eq!(s(&out.json(), "output"), format!("{}\n", want.display()));
-}
-
-#[test]
-fn missing_shell_names_the_profile_key() {
-    let env = TestEnv::new();
-    let out = env
-        .run_text("touch ran")
-        .profile_file("p.toml", "[shell]\npath = \"/no/such/shell\"\n")
-        .code(125)
-        .run();
-    assert_has(&out.stderr, "shell.path");
-    assert_has(&out.stderr, "/no/such/shell");
-    assert!(!env.work().join("ran").exists());
 }
 
 #[test]

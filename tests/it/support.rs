@@ -1161,6 +1161,7 @@ impl Drop for LiveServer {
 ///   [`Test::stderr_lacks`] (text in them or not), [`Test::stdout_matches`] /
 ///   [`Test::stderr_matches`] (a regex), and for a JSON result
 ///   [`Test::output`], [`Test::output_has`], [`Test::notice`] and [`Test::field`];
+///   in a table-driven test, [`Test::case`] names the case in every failure;
 /// - the end: [`Test::run`] (the [`Output`]) or [`Test::json`] (the result object),
 ///   both after every expectation is checked.
 ///
@@ -1179,6 +1180,8 @@ pub struct Test<'e> {
     stdin: Option<Vec<u8>>,
     dir: Option<PathBuf>,
     process_group: bool,
+    /// The case of a table this run is, named in every failed expectation.
+    case: Option<String>,
     code: Option<i32>,
     /// What a text must be: the run's stdout or stderr, or its JSON result's output.
     texts: Vec<(Text, Want)>,
@@ -1296,6 +1299,7 @@ impl<'e> Test<'e> {
             stdin: None,
             dir: None,
             process_group: false,
+            case: None,
             code: None,
             texts: Vec::new(),
             notices: Vec::new(),
@@ -1382,6 +1386,13 @@ impl<'e> Test<'e> {
     /// Start in a new process group of its own.
     pub fn own_process_group(mut self) -> Self {
         self.process_group = true;
+        self
+    }
+
+    /// Name the case of a table-driven test this run is: every failed expectation
+    /// starts with it, so a failure says which case failed.
+    pub fn case(mut self, name: impl Into<String>) -> Self {
+        self.case = Some(name.into());
         self
     }
 
@@ -1506,13 +1517,22 @@ impl<'e> Test<'e> {
 
     #[track_caller]
     fn check(&self, out: &Output) {
-        if let Some(want) = self.code {
-            out.assert_code(want);
-        }
+        let case = match &self.case {
+            Some(name) => format!("[{name}] "),
+            None => String::new(),
+        };
         let streams = format!(
             "--- stdout ---\n{}\n--- stderr ---\n{}",
             out.stdout, out.stderr
         );
+        if let Some(want) = self.code {
+            assert_eq!(
+                out.code(),
+                Some(want),
+                "{case}exit status {:?}, want {want}\n{streams}",
+                out.status
+            );
+        }
         let uses_json = !self.notices.is_empty()
             || !self.fields.is_empty()
             || self.texts.iter().any(|(t, _)| matches!(t, Text::Output));
@@ -1525,27 +1545,33 @@ impl<'e> Test<'e> {
                 Text::Output => ("output", s(&v, "output"), &result),
             };
             match want {
-                Want::Exactly(want) => assert_eq!(text, want.as_str(), "{name}\n{shown}"),
+                Want::Exactly(want) => {
+                    assert_eq!(text, want.as_str(), "{case}{name}\n{shown}")
+                }
                 Want::Has(want) => assert!(
                     text.contains(want.as_str()),
-                    "{name} lacks {want:?}\n{shown}"
+                    "{case}{name} lacks {want:?}\n{shown}"
                 ),
                 Want::Lacks(unwanted) => assert!(
                     !text.contains(unwanted.as_str()),
-                    "{name} has {unwanted:?}\n{shown}"
+                    "{case}{name} has {unwanted:?}\n{shown}"
                 ),
                 Want::Matches(pattern) => assert!(
                     re(pattern).is_match(text),
-                    "{name} does not match {pattern:?}\n{shown}"
+                    "{case}{name} does not match {pattern:?}\n{shown}"
                 ),
             }
         }
         if uses_json {
+            let all = notices(&v);
             for part in &self.notices {
-                assert_notice(&v, part);
+                assert!(
+                    all.iter().any(|n| n.contains(part.as_str())),
+                    "{case}no notice has {part:?}: {all:?}"
+                );
             }
             for (key, want) in &self.fields {
-                assert_eq!(&v[key], want, "{key} of {v:#}");
+                assert_eq!(&v[key], want, "{case}{key} of {v:#}");
             }
         }
     }
