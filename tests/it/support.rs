@@ -517,6 +517,19 @@ impl Output {
             .collect()
     }
 
+    /// Assert the run lasted at least `ms` milliseconds: it waited for what it had to
+    /// (a sleeping command, a grace period), which a lower bound shows whatever the load.
+    #[track_caller]
+    pub fn assert_lasted_at_least_ms(&self, ms: u64) -> &Self {
+        let least = Duration::from_millis(ms);
+        assert!(
+            self.elapsed >= least,
+            "took {:?}, less than {least:?}",
+            self.elapsed
+        );
+        self
+    }
+
     /// Assert the run ended within `secs` seconds ([`scaled`] for a loaded machine):
     /// a bound that catches a hang, not a measurement.
     #[track_caller]
