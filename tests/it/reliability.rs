@@ -536,8 +536,7 @@ fn fault_snapshot_rc_that_hangs() {
     assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
     let read_once = std::fs::read_to_string(&reads).expect("the rc was read");
     // The verdict is cached: the next run does not read (and wait for) the rc again.
-    let out = env.run_json("echo again").code(0).run();
-    assert_eq!(s(&out.json(), "output"), "again\n");
+    env.run_json("echo again").code(0).output("again\n").run();
     assert_eq!(
         std::fs::read_to_string(&reads).expect("read"),
         read_once,
@@ -745,11 +744,10 @@ fn a_fork_stopped_before_its_program_prints_nothing_and_is_named_plainly() {
 #[test]
 fn fault_exec_replacing_the_shell_and_kill_9_of_the_shell() {
     let env = TestEnv::new();
-    let out = env
-        .run_json("echo a; exec sh -c 'echo b; exit 7'")
+    env.run_json("echo a; exec sh -c 'echo b; exit 7'")
         .code(7)
+        .output("a\nb\n")
         .run();
-    assert_eq!(s(&out.json(), "output"), "a\nb\n");
     let out = env
         .run_json("echo a; exec sleep 30")
         .opts(&["-t", "1"])
@@ -951,8 +949,12 @@ fn hostile_session_names_artifact_ids_and_profile_paths() {
     for name in HOSTILE {
         let path = env.write(format!("{name}/p.toml"), "[output]\nmax_bytes = 300\n");
         let rel = format!("./{name}/p.toml");
-        let out = env.run_json("echo ok").profile(&rel).code(0).run();
-        assert_eq!(s(&out.json(), "output"), "ok\n", "{}", path.display());
+        env.run_json("echo ok")
+            .profile(&rel)
+            .case(path.display().to_string())
+            .code(0)
+            .output("ok\n")
+            .run();
     }
     env.run_text("touch ran")
         .profile(&format!("./{}.toml", "p".repeat(4096)))
@@ -1522,12 +1524,11 @@ fn secrets_in_the_command_and_in_the_runs_env_are_masked() {
 #[test]
 fn secrets_env_exclude_and_the_agent_profile() {
     let env = TestEnv::new();
-    let out = env
-        .run_json("echo \"[${REL_TOKEN:-unset}]\"")
+    env.run_json("echo \"[${REL_TOKEN:-unset}]\"")
         .profile_file("p.toml", "[env]\nexclude = [\"*TOKEN*\"]\n")
         .env("REL_TOKEN", SECRET)
+        .output("[unset]\n")
         .run();
-    assert_eq!(s(&out.json(), "output"), "[unset]\n");
     // The agent profile both keeps tokens out and masks keys it lets through.
     env.run_text("echo \"t=[${REL_TOKEN:-unset}] k=$REL_API_KEY\"")
         .profile("agent")
