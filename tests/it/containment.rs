@@ -49,7 +49,7 @@ fn sandboxed(section: &str) -> (TestEnv, String) {
 }
 
 fn run_json(env: &TestEnv, profile: &str, script: &str) -> (Option<i32>, Value) {
-    let out = env.run_json(script).opts(&["-p", profile]).run();
+    let out = env.run_json(script).profile(profile).run();
     (out.code(), out.json())
 }
 
@@ -444,7 +444,7 @@ fn a_required_sandbox_never_runs_unconfined_nor_with_a_workspace_of_everything()
     let (env, profile) = sandboxed("mode = \"read-only\"\nrequired = true\nengine = \"none\"");
     let marker = env.root().join("ran");
     let cmd = format!("touch {}", marker.display());
-    let out = env.run_text(&cmd).opts(&["-p", &profile]).code(125).run();
+    let out = env.run_text(&cmd).profile(&profile).code(125).run();
     assert_has(&out.stderr, "engine = \"none\"");
     assert!(!marker.exists());
 

@@ -351,7 +351,7 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     let job = format!("(trap '' TERM; while :; do sleep 0.01{tag}; done) &");
     let out = env
         .run_json(format!("{job} sleep 0.3; echo started"))
-        .opts(&["-p", "./p.toml"])
+        .profile("./p.toml")
         .code(0)
         .run();
     let v = out.json();
@@ -377,7 +377,7 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     // Text on a pipe: the notice on stderr, stdout the command's output only.
     let out = env
         .run_text(format!("{job} sleep 0.3; echo started"))
-        .opts(&["-p", "./p.toml"])
+        .profile("./p.toml")
         .code(0)
         .run();
     assert_eq!(out.stdout, "started\n");
