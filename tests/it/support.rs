@@ -1173,7 +1173,8 @@ impl Drop for LiveServer {
 ///   [`Test::stdout_has`] / [`Test::stderr_has`] and [`Test::stdout_lacks`] /
 ///   [`Test::stderr_lacks`] (text in them or not), [`Test::stdout_matches`] /
 ///   [`Test::stderr_matches`] (a regex), and for a JSON result
-///   [`Test::output`], [`Test::output_has`], [`Test::notice`] and [`Test::field`];
+///   [`Test::output`], [`Test::output_has`], [`Test::notice`] / [`Test::notice_is`]
+///   and [`Test::field`];
 ///   in a table-driven test, [`Test::case`] names the case in every failure;
 /// - the end: [`Test::run`] (the [`Output`]) or [`Test::json`] (the result object),
 ///   both after every expectation is checked.
@@ -1198,7 +1199,10 @@ pub struct Test<'e> {
     code: Option<i32>,
     /// What a text must be: the run's stdout or stderr, or its JSON result's output.
     texts: Vec<(Text, Want)>,
+    /// Parts one of the notices must contain.
     notices: Vec<String>,
+    /// Notices that must stand among the result's notices, whole.
+    whole_notices: Vec<String>,
     fields: Vec<(String, Value)>,
 }
 
@@ -1316,6 +1320,7 @@ impl<'e> Test<'e> {
             code: None,
             texts: Vec::new(),
             notices: Vec::new(),
+            whole_notices: Vec::new(),
             fields: Vec::new(),
         }
     }
@@ -1449,6 +1454,12 @@ impl<'e> Test<'e> {
         self
     }
 
+    /// Expect one of the JSON result's notices to be exactly this.
+    pub fn notice_is(mut self, want: impl Into<String>) -> Self {
+        self.whole_notices.push(want.into());
+        self
+    }
+
     /// Expect the JSON result's `key` to equal `want`.
     pub fn field(mut self, key: &str, want: impl Into<Value>) -> Self {
         self.fields.push((key.to_string(), want.into()));
@@ -1547,6 +1558,7 @@ impl<'e> Test<'e> {
             );
         }
         let uses_json = !self.notices.is_empty()
+            || !self.whole_notices.is_empty()
             || !self.fields.is_empty()
             || self.texts.iter().any(|(t, _)| matches!(t, Text::Output));
         let v = if uses_json { out.json() } else { Value::Null };
@@ -1582,6 +1594,9 @@ impl<'e> Test<'e> {
                     all.iter().any(|n| n.contains(part.as_str())),
                     "{case}no notice has {part:?}: {all:?}"
                 );
+            }
+            for want in &self.whole_notices {
+                assert!(all.contains(want), "{case}no notice is {want:?}: {all:?}");
             }
             for (key, want) in &self.fields {
                 assert_eq!(&v[key], want, "{case}{key} of {v:#}");
