@@ -3,7 +3,7 @@
 //! (issue 2, items 1, 2, 8, 9, 10 and 13).
 
 use crate::support::{
-    Gate, HANG_CAP, Test, TestEnv, assert_lacks, assert_notice_is, bin, has_program, kill_cmdline,
+    Gate, HANG_CAP, Test, TestEnv, assert_lacks, bin, has_program, kill_cmdline,
     ndjson_with_a_clamp, needs_program, nonce, procs_with_cmdline, re, s, scaled, skip, u,
 };
 use std::process::Command;
@@ -180,13 +180,12 @@ fn json_has_every_result_field() {
 #[test]
 fn json_flag_is_format_json_and_reports_cwds() {
     let env = TestEnv::new();
-    let v = env
-        .run_json("cd /; exit 4")
+    env.run_json("cd /; exit 4")
         .code(4)
         .field("exit_code", 4)
-        .json();
-    assert_eq!(s(&v, "cwd"), env.work().display().to_string());
-    assert_notice_is(&v, "Command exited with code 4");
+        .field("cwd", env.work().display().to_string())
+        .notice_is("Command exited with code 4")
+        .run();
 }
 
 /// The first line is streamed while the command is held at a gate: it cannot have
@@ -535,22 +534,6 @@ fn daemonized_job_detached_from_the_pipe_is_killed_and_listed() {
             .any(|k| k["command"].as_str().is_some_and(|c| c.contains(&sleep))),
         "{:#}",
         v["background_killed"]
-    );
-}
-
-#[test]
-fn no_pty_env_overrides_a_forced_pty_with_a_notice() {
-    let v = Test::new()
-        .run_json("echo hi")
-        .opts(&["--pty"])
-        .env("AGENTBASH_NO_PTY", "1")
-        .code(0)
-        .field("mode", "print")
-        .output("hi\n")
-        .json();
-    assert_notice_is(
-        &v,
-        "PTY requested but disabled by AGENTBASH_NO_PTY; ran without a terminal",
     );
 }
 
