@@ -7,7 +7,7 @@
 //! buffer, and check the clipboard and the pane title after the run, then prove
 //! the check can fail by letting a shell print the same sequences.
 
-use crate::support::{TestEnv, assert_has, assert_starts_with, bin, s};
+use crate::support::{TestEnv, assert_has, assert_starts_with, bin};
 use crate::tmux::TmuxTerminal;
 use std::time::Duration;
 
