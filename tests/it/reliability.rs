@@ -396,6 +396,13 @@ fn load_16_concurrent_rpc_requests_with_aborts_answer_each_exactly_once() {
 // ---------------------------------------------------------------------------------
 // 3. faults
 
+/// `agentbash run --json -p ./p.toml -- command` where p.toml (left for later runs)
+/// puts the artifacts in `dir`; it must exit 0.
+fn saving_into<'e>(env: &'e TestEnv, dir: &Path, command: &str) -> Test<'e> {
+    let toml = format!("[artifacts]\ndir = \"{}\"\n", dir.display());
+    env.run_json(command).profile_file("p.toml", &toml).code(0)
+}
+
 #[test]
 fn fault_artifacts_on_a_full_filesystem() {
     let env = TestEnv::new();
@@ -404,13 +411,8 @@ fn fault_artifacts_on_a_full_filesystem() {
         Err(missing) => skip!(missing),
     };
     let dir = fs.path.join("artifacts");
-    let toml = format!("[artifacts]\ndir = \"{}\"\n", dir.display());
     // 2 MB of output into 1 MB of space: the run goes on, nothing half-written stays.
-    let v = env
-        .run_json("seq 1 300000")
-        .profile_file("p.toml", &toml)
-        .code(0)
-        .json();
+    let v = saving_into(&env, &dir, "seq 1 300000").json();
     assert!(v["artifact"].is_null(), "{:#}", strip_output(&v));
     assert_warning(&v, "No space left");
     assert!(s(&v, "output").ends_with("299999\n300000\n"));
@@ -448,12 +450,7 @@ fn fault_artifacts_on_a_read_only_filesystem() {
             env.write("plain-file", "x").join("artifacts")
         }
     };
-    let toml = format!("[artifacts]\ndir = \"{}\"\n", dir.display());
-    let v = env
-        .run_json("seq 1 100000")
-        .profile_file("p.toml", &toml)
-        .code(0)
-        .json();
+    let v = saving_into(&env, &dir, "seq 1 100000").json();
     assert!(v["artifact"].is_null());
     let w = warnings(&v);
     assert!(
