@@ -16,10 +16,10 @@
 //! `AGENTBASH_REQUIRE_ALL=1` (CI).
 
 use crate::support::{
-    HANG_CAP, Missing, Output, Test, TestEnv, assert_has, assert_no_notice, assert_notice,
-    assert_warning, bin, has_program, is_root, mode_of, needs_program, needs_root, nonce, notices,
-    procs_with_cmdline, s, scaled, sh_output, sh_quote, skip, strings, u, wait_for_cmdline,
-    wait_for_watchdog,
+    HANG_CAP, Missing, Output, Test, TestEnv, assert_has, assert_no_notice, assert_none_running,
+    assert_notice, assert_warning, bin, has_program, is_root, mode_of, needs_program, needs_root,
+    nonce, notices, procs_with_cmdline, s, scaled, sh_output, sh_quote, skip, strings, u,
+    wait_for_cmdline, wait_for_watchdog,
 };
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
@@ -376,7 +376,7 @@ fn load_16_concurrent_rpc_requests_with_aborts_answer_each_exactly_once() {
         "aborts took {:?}",
         started.elapsed()
     );
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(3)).is_empty());
+    assert_none_running(&sleep, 3, "left running");
     assert!(
         zombie_children(rpc.pid()).is_empty(),
         "rpc has <defunct> children"
@@ -530,7 +530,7 @@ fn fault_snapshot_rc_that_hangs() {
         warnings(&v)
     );
     out.assert_ended_within(6);
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
     let read_once = std::fs::read_to_string(&reads).expect("the rc was read");
     // The verdict is cached: the next run does not read (and wait for) the rc again.
     env.run_json("echo again").code(0).output("again\n").run();
@@ -568,11 +568,7 @@ fn fault_sigkill_of_agentbash_mid_run() {
     }
     run.signal(libc::SIGKILL);
     let _ = run.wait();
-    let left = procs_with_cmdline(&direct, Duration::from_secs(3));
-    assert!(
-        left.is_empty(),
-        "the direct child outlived agentbash: {left:?}"
-    );
+    assert_none_running(&direct, 3, "the direct child outlived agentbash");
     let survivors: Vec<&String> = [&bg, &setsid, &sub]
         .into_iter()
         .filter(|p| !procs_with_cmdline(p, Duration::from_secs(2)).is_empty())
@@ -638,7 +634,7 @@ fn fault_command_ignoring_sigterm_is_killed_after_the_grace() {
         .run();
     // The kill came after the grace, and did come.
     out.assert_lasted_at_least_ms(1250).assert_ended_within(5);
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
 }
 
@@ -653,7 +649,7 @@ fn fault_fork_burst_is_torn_down_completely() {
         .as_array()
         .expect("background_killed");
     assert_eq!(killed.len(), 200, "{:#}", strip_output(&v));
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(3)).is_empty());
+    assert_none_running(&sleep, 3, "left running");
     let burst_elapsed = out.elapsed;
     // The same burst when the run times out instead of ending.
     let out = env
@@ -661,7 +657,7 @@ fn fault_fork_burst_is_torn_down_completely() {
         .opts(&["-t", "1"])
         .code(124)
         .run();
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(3)).is_empty());
+    assert_none_running(&sleep, 3, "left running");
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
     eprintln!(
         "fork burst: 200 background sleeps torn down in {burst_elapsed:?}; on timeout in {:?}",
@@ -759,7 +755,7 @@ fn fault_exec_replacing_the_shell_and_kill_9_of_the_shell() {
         .output("a\n")
         .json();
     assert_eq!(v["background_killed"].as_array().map(Vec::len), Some(1));
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
 }
 
 /// The parent-death signal is tied to the thread that forked: a command started
@@ -1719,7 +1715,7 @@ fn limits_processes_fires_for_non_root_users() {
     assert_eq!(v["exit_code"], 0, "{:#}", strip_output(&v));
     assert_eq!(s(&v, "output"), "all-started\n", "{:#}", strip_output(&v));
     assert_no_notice(&v, "limits.");
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(3)).is_empty());
+    assert_none_running(&sleep, 3, "left running");
 }
 
 // ---------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 //! (issue 2, items 1, 2, 8, 9, 10 and 13).
 
 use crate::support::{
-    Gate, HANG_CAP, Test, TestEnv, assert_lacks, bin, has_program, kill_cmdline,
-    ndjson_with_a_clamp, needs_program, nonce, procs_with_cmdline, re, s, scaled, skip, u,
+    Gate, HANG_CAP, Test, TestEnv, assert_lacks, assert_none_running, bin, has_program,
+    kill_cmdline, ndjson_with_a_clamp, needs_program, nonce, procs_with_cmdline, re, s, scaled,
+    skip, u,
 };
 use std::process::Command;
 use std::time::Duration;
@@ -259,7 +260,7 @@ fn background_job_holding_the_pipe_does_not_hang() {
     );
     let v = out.json();
     assert_eq!(s(&v, "output"), "immediate\n");
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
 }
 
 #[test]
@@ -377,8 +378,7 @@ fn background_kill_lists_and_ends_the_job() {
         ),
         "background_killed does not list {sleep:?}: {v:#}"
     );
-    let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
-    assert!(left.is_empty(), "still running: {left:?}");
+    assert_none_running(&sleep, 2, "still running");
 }
 
 #[test]
@@ -521,11 +521,7 @@ fn daemonized_job_detached_from_the_pipe_is_killed_and_listed() {
         .code(0)
         .output("done\n")
         .json();
-    let left = procs_with_cmdline(&sleep, Duration::from_secs(2));
-    assert!(
-        left.is_empty(),
-        "a double-forked setsid job survived: {left:?}"
-    );
+    assert_none_running(&sleep, 2, "a double-forked setsid job survived");
     assert!(
         v["background_killed"]
             .as_array()
@@ -704,5 +700,5 @@ fn the_background_notice_names_five_and_counts_the_rest() {
         ),
         "{notice}"
     );
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
 }

@@ -4,8 +4,8 @@
 //! reused by long-lived callers.
 
 use crate::support::{
-    Gate, HANG_CAP, TestEnv, assert_has, assert_lacks, has_program, mode_of, needs_program,
-    procs_with_cmdline, s, scaled, skip, wait_for_path,
+    Gate, HANG_CAP, TestEnv, assert_has, assert_lacks, assert_none_running, has_program, mode_of,
+    needs_program, procs_with_cmdline, s, scaled, skip, wait_for_path,
 };
 use std::time::{Duration, Instant};
 
@@ -259,7 +259,7 @@ fn a_timed_out_run_leaves_the_session_unchanged() {
         "echo $KEEP; pwd; type -t f || echo no-f",
         &format!("before\n{}\nno-f", env.work().display()),
     );
-    assert!(procs_with_cmdline(&format!("sleep 41.{n}"), Duration::from_secs(2)).is_empty());
+    assert_none_running(&format!("sleep 41.{n}"), 2, "left running");
 }
 
 #[test]
@@ -723,7 +723,7 @@ mod pool {
         assert!(started.elapsed() < scaled(Duration::from_secs(5)));
         assert!(!alive(pid_a), "the timed-out shell is gone");
         assert!(alive(pid_b), "another key's shell is untouched");
-        assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(2)).is_empty());
+        assert_none_running(&format!(".{n}"), 2, "left running");
         assert_eq!(live.pid_of(&b), pid_b);
         let again = live.pid_of(&a);
         assert_ne!(again, pid_a, "a fresh shell for the timed-out key");
@@ -740,7 +740,7 @@ mod pool {
         assert_eq!(r.output, "started\n");
         // (Under load the job may be caught between fork and exec: listed as bash.)
         assert!(!r.background_killed.is_empty(), "{r:?}");
-        assert!(procs_with_cmdline(&format!("sleep 48.{n}"), Duration::from_secs(2)).is_empty());
+        assert_none_running(&format!("sleep 48.{n}"), 2, "left running");
         let token = CancelToken::new();
         let t = token.clone();
         let running = format!("sleep 49.{n}");

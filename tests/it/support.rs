@@ -639,6 +639,14 @@ pub fn processes() -> Vec<Proc> {
         .collect()
 }
 
+/// Assert that no process whose command line contains `needle` is left once `secs`
+/// seconds (scaled) have passed for dying ones to go; the failure starts with `what`.
+#[track_caller]
+pub fn assert_none_running(needle: &str, secs: u64, what: &str) {
+    let left = procs_with_cmdline(needle, Duration::from_secs(secs));
+    assert!(left.is_empty(), "{what}: {left:?}");
+}
+
 /// Live processes whose command line contains `needle`, waiting up to `settle`
 /// (scaled, see [`scaled`]) for dying ones to disappear.
 pub fn procs_with_cmdline(needle: &str, settle: Duration) -> Vec<Proc> {

@@ -3,9 +3,9 @@
 //! (issue 2, item 7); what a teardown lists and says (issue 12, part 4).
 
 use crate::support::{
-    Gate, LiveServer, Missing, Output, Running, Test, TestEnv, assert_has, bin, cgroup2_mount,
-    is_root, ndjson_with_a_clamp, needs_root, nonce, procs_with_cmdline, s, scaled, skip,
-    wait_for_cmdline, wait_for_watchdog,
+    Gate, LiveServer, Missing, Output, Running, Test, TestEnv, assert_has, assert_none_running,
+    bin, cgroup2_mount, is_root, ndjson_with_a_clamp, needs_root, nonce, procs_with_cmdline, s,
+    scaled, skip, wait_for_cmdline, wait_for_watchdog,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -61,7 +61,7 @@ fn timeout_escalates_to_kill_when_term_is_ignored() {
     let out = timed_out(env.run_json(format!("trap '' TERM; {sleep}; echo after")));
     // 1 s timeout + 1 s kill_grace_ms, with room for a loaded machine.
     out.assert_ended_within(5);
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
 }
 
 /// A timeout out of range is clamped into it, and a notice says so repeating the
@@ -217,7 +217,7 @@ fn cancel_in_json_and_text_keeps_the_output_so_far() {
     assert_eq!(v["cancelled"], true);
     assert_eq!(s(&v, "text").lines().next(), Some("[Command cancelled]"));
     assert!(s(&v, "output").contains("started"));
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
 
     let run = env.cmd(&["run", "--", &cmd]).spawn();
     assert!(wait_for_cmdline(&sleep, Duration::from_secs(10)));
@@ -226,7 +226,7 @@ fn cancel_in_json_and_text_keeps_the_output_so_far() {
     out.assert_code(130);
     assert_eq!(out.stdout, "started\n");
     assert_has(&out.stderr, "[Command cancelled]");
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
 }
 
 #[test]
@@ -253,11 +253,7 @@ fn killing_agentbash_takes_its_child_along() {
     assert!(wait_for_cmdline(&sleep, Duration::from_secs(10)));
     run.signal(libc::SIGKILL);
     let _ = run.wait();
-    let left = procs_with_cmdline(&sleep, Duration::from_secs(3));
-    assert!(
-        left.is_empty(),
-        "the direct child outlived agentbash: {left:?}"
-    );
+    assert_none_running(&sleep, 3, "the direct child outlived agentbash");
 }
 
 #[test]
@@ -309,7 +305,7 @@ fn timeout_lists_only_what_outlived_its_parent() {
         "{v:#}"
     );
     assert!(s(&v, "text").contains(&want), "{v:#}");
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
 }
 
@@ -345,7 +341,7 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
         "named after it died: {v:#}"
     );
     assert!(s(&v, "text").matches("Terminated").count() <= 1, "{v:#}");
-    assert!(procs_with_cmdline(&tag, Duration::from_secs(2)).is_empty());
+    assert_none_running(&tag, 2, "left running");
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
 
     // Text on a pipe: the notice on stderr, stdout the command's output only.
@@ -371,7 +367,7 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     out.assert_ended_within(4);
     let v = out.json();
     assert_eq!(v["background_killed"], json!([]), "{v:#}");
-    assert!(procs_with_cmdline(&tag, Duration::from_secs(2)).is_empty());
+    assert_none_running(&tag, 2, "left running");
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
 }
 
