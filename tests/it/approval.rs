@@ -281,12 +281,11 @@ decision = "deny"
 #[test]
 fn a_deny_refuses_with_exit_77_and_names_the_rule() {
     let env = env_with(POLICY);
-    let out = env
+    let v = env
         .run_json("touch ran.txt; echo refused now")
         .profile("appr")
         .code(77)
-        .run();
-    let v = out.json();
+        .json();
     assert_eq!(
         v["blocked"],
         json!({"rule": "no-echo-refused", "tool": null, "kind": "approval",
@@ -324,12 +323,11 @@ fn a_deny_refuses_with_exit_77_and_names_the_rule() {
 fn with_no_one_to_ask_unattended_decides_and_the_refusal_says_what_to_change() {
     let env = env_with(POLICY);
     // No terminal: stdin and stdout are pipes.
-    let out = env
+    let v = env
         .run_json("FOO=1 touch asked.txt 2>&1")
         .profile("appr")
         .code(77)
-        .run();
-    let v = out.json();
+        .json();
     assert_eq!(v["blocked"]["kind"], "approval");
     assert_eq!(v["blocked"]["rule"], "touch");
     let text = s(&v, "text");

@@ -232,8 +232,7 @@ fn cancel_in_json_and_text_keeps_the_output_so_far() {
 #[test]
 fn command_killed_by_a_signal_exits_128_plus_n() {
     let env = TestEnv::new();
-    let out = env.run_json("echo x; kill -9 $$").code(137).run();
-    let v = out.json();
+    let v = env.run_json("echo x; kill -9 $$").code(137).json();
     assert_eq!(v["exit_code"], 137);
     assert_eq!(v["signal"], "SIGKILL");
     assert_eq!(v["cancelled"], false);
@@ -319,12 +318,11 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     env.write("p.toml", "[timeout]\nkill_grace_ms = 500\n");
     let tag = nonce();
     let job = format!("(trap '' TERM; while :; do sleep 0.01{tag}; done) &");
-    let out = env
+    let v = env
         .run_json(format!("{job} sleep 0.3; echo started"))
         .profile("./p.toml")
         .code(0)
-        .run();
-    let v = out.json();
+        .json();
     assert_eq!(s(&v, "output"), "started\n", "{v:#}");
     let killed = v["background_killed"]
         .as_array()
