@@ -139,7 +139,7 @@ fn bad_approval_tables_are_errors_at_their_file_line_and_column() {
             out.stdout
         );
         // A profile that does not load runs nothing.
-        env.run_text("true").opts(&["-p", &path]).code(125).run();
+        env.run_text("true").profile(&path).code(125).run();
     }
 }
 
@@ -281,12 +281,11 @@ decision = "deny"
 #[test]
 fn a_deny_refuses_with_exit_77_and_names_the_rule() {
     let env = env_with(POLICY);
-    let out = env
+    let v = env
         .run_json("touch ran.txt; echo refused now")
-        .opts(&["-p", "appr"])
+        .profile("appr")
         .code(77)
-        .run();
-    let v = out.json();
+        .json();
     assert_eq!(
         v["blocked"],
         json!({"rule": "no-echo-refused", "tool": null, "kind": "approval",
@@ -305,7 +304,7 @@ fn a_deny_refuses_with_exit_77_and_names_the_rule() {
     // A pipeline form, through a wrapper, with the pipeline named.
     let out = env
         .run_text("printf 'touch piped.txt' | env sh")
-        .opts(&["-p", "appr"])
+        .profile("appr")
         .code(77)
         .run();
     assert!(
@@ -324,12 +323,11 @@ fn a_deny_refuses_with_exit_77_and_names_the_rule() {
 fn with_no_one_to_ask_unattended_decides_and_the_refusal_says_what_to_change() {
     let env = env_with(POLICY);
     // No terminal: stdin and stdout are pipes.
-    let out = env
+    let v = env
         .run_json("FOO=1 touch asked.txt 2>&1")
-        .opts(&["-p", "appr"])
+        .profile("appr")
         .code(77)
-        .run();
-    let v = out.json();
+        .json();
     assert_eq!(v["blocked"]["kind"], "approval");
     assert_eq!(v["blocked"]["rule"], "touch");
     let text = s(&v, "text");
@@ -351,7 +349,7 @@ fn with_no_one_to_ask_unattended_decides_and_the_refusal_says_what_to_change() {
     );
     let out = env
         .run_json("touch asked.txt")
-        .opts(&["-p", "lenient"])
+        .profile("lenient")
         .code(0)
         .run();
     assert!(env.work().join("asked.txt").exists());

@@ -49,7 +49,7 @@ fn sandboxed(section: &str) -> (TestEnv, String) {
 }
 
 fn run_json(env: &TestEnv, profile: &str, script: &str) -> (Option<i32>, Value) {
-    let out = env.run_json(script).opts(&["-p", profile]).run();
+    let out = env.run_json(script).profile(profile).run();
     (out.code(), out.json())
 }
 
@@ -444,7 +444,7 @@ fn a_required_sandbox_never_runs_unconfined_nor_with_a_workspace_of_everything()
     let (env, profile) = sandboxed("mode = \"read-only\"\nrequired = true\nengine = \"none\"");
     let marker = env.root().join("ran");
     let cmd = format!("touch {}", marker.display());
-    let out = env.run_text(&cmd).opts(&["-p", &profile]).code(125).run();
+    let out = env.run_text(&cmd).profile(&profile).code(125).run();
     assert_has(&out.stderr, "engine = \"none\"");
     assert!(!marker.exists());
 
@@ -495,8 +495,7 @@ fn a_process_that_moves_out_of_the_run_cgroup_is_still_stopped() {
         "sh -c 'echo $$ > {}/cgroup.procs; exec sleep {tag}' & sleep 0.2; echo started",
         mount.display()
     );
-    let out = env.run_json(&escape).run();
-    let v = out.json();
+    let v = env.run_json(&escape).json();
     let killed = v["background_killed"]
         .as_array()
         .cloned()
@@ -599,11 +598,10 @@ fn teardown_lists_and_stops_what_the_sandboxed_command_left() {
         "a host pid: {v}"
     );
     assert!(no_process_runs(&format!("sleep {tag}")));
-    let out = env
+    let v = env
         .run_json(format!("sleep {tag}1 & sleep {tag}2"))
         .opts(&["-t", "1", "-p", &profile])
-        .run();
-    let v = out.json();
+        .json();
     assert_eq!(v["exit_code"], 124, "{v}");
     assert!(no_process_runs(&format!("sleep {tag}")), "{v}");
 }
@@ -613,8 +611,7 @@ fn teardown_lists_and_stops_what_the_sandboxed_command_left() {
 #[test]
 fn a_sandboxed_command_on_a_terminal_knows_its_terminal() {
     let (env, profile) = sandboxed("mode = \"workspace-write\"");
-    let out = env.run_json("tty; test -t 0 && echo on-a-tty; python3 -c 'import os; m, s = os.openpty(); print(\"own\", os.ttyname(s))'").opts(&["--pty", "-p", &profile]).run();
-    let v = out.json();
+    let v = env.run_json("tty; test -t 0 && echo on-a-tty; python3 -c 'import os; m, s = os.openpty(); print(\"own\", os.ttyname(s))'").opts(&["--pty", "-p", &profile]).json();
     let text = s(&v, "output");
     assert!(
         text.contains("/dev/console") && text.contains("on-a-tty"),

@@ -7,7 +7,7 @@
 //! buffer, and check the clipboard and the pane title after the run, then prove
 //! the check can fail by letting a shell print the same sequences.
 
-use crate::support::{TestEnv, assert_has, bin, s};
+use crate::support::{TestEnv, assert_has, assert_starts_with, bin};
 use crate::tmux::TmuxTerminal;
 use std::time::Duration;
 
@@ -140,13 +140,16 @@ fn notices_and_errors_on_stderr_are_escaped() {
 
     let dir = "gone\x1b]0;pwned\x07\rdir";
     let out = env.run_text("true").opts(&["-C", dir]).code(125).run();
-    assert!(
-        out.stderr.contains(r"Working directory does not exist: ")
-            && out.stderr.contains(r"gone\e]0;pwned\x07\rdir"),
-        "{:?}",
-        out.stderr
-    );
-    assert!(!out.stderr.contains('\x1b'), "{:?}", out.stderr);
+    assert_has(&out.stderr, "Working directory does not exist: ");
+    assert_escaped(&out.stderr, r"gone\e]0;pwned\x07\rdir");
+}
+
+/// `text` shows `escaped` (controls written out as `\e`, `\x07`, `\r`) and holds no
+/// raw ESC.
+#[track_caller]
+fn assert_escaped(text: &str, escaped: &str) {
+    assert!(text.contains(escaped), "lacks {escaped:?}: {text:?}");
+    assert!(!text.contains('\x1b'), "a raw ESC: {text:?}");
 }
 
 /// GitHub Actions lines, `explain`, `artifact list` and `session list`.
@@ -154,49 +157,28 @@ fn notices_and_errors_on_stderr_are_escaped() {
 fn ci_lines_explain_artifact_and_session_lists_are_escaped() {
     let env = TestEnv::new();
     let command = "seq 1 100000 # \x1b]0;pwned\x07\r::error::fake";
-    let out = env
+    let escaped = r"seq 1 100000 # \e]0;pwned\x07\r::error::fake";
+    let ci = env
         .run_text(command)
         .env("GITHUB_ACTIONS", "true")
         .code(0)
+        .stdout_lacks("\x1b")
+        .stdout_lacks("\r")
         .run();
-    assert!(
-        out.stdout
-            .starts_with("::group::$ seq 1 100000 # \\e]0;pwned\\x07\\r::error::fake\n"),
-        "{:.200}",
-        out.stdout
-    );
-    assert!(!out.stdout.contains('\x1b') && !out.stdout.contains('\r'));
-
-    let list = env.run_ok(&["artifact", "list"]);
-    assert_has(
-        &list.stdout,
-        r"seq 1 100000 # \e]0;pwned\x07\r::error::fake",
-    );
-    assert!(!list.stdout.contains('\x1b'));
-
-    let explain = env.run_ok(&["explain", "--", command]);
-    assert!(
-        explain
-            .stdout
-            .contains(r"command     seq 1 100000 # \e]0;pwned\x07\r::error::fake"),
-        "{}",
-        explain.stdout
-    );
-    assert!(!explain.stdout.contains('\x1b'), "{}", explain.stdout);
-    let json = env.explain_json(command).run();
-    assert_eq!(s(&json.json(), "command"), command);
+    assert_starts_with(&ci.stdout, format!("::group::$ {escaped}\n"));
+    assert_escaped(&env.run_ok(&["artifact", "list"]).stdout, escaped);
+    let explain = env.run_ok(&["explain", "--", command]).stdout;
+    assert_escaped(&explain, &format!("command     {escaped}"));
+    env.explain_json(command).field("command", command).run();
 
     let dir = env.work().join("d\x1b]0;pwned\x07");
     std::fs::create_dir_all(&dir).expect("mkdir");
     env.run_text("true")
         .opts(&["-s", "s1", "-C", dir.to_str().unwrap()])
-        .run()
-        .assert_code(0);
+        .code(0)
+        .run();
     for args in [&["session", "list"][..], &["session", "show", "s1"]] {
-        let out = env.run(args);
-        out.assert_code(0);
-        assert!(out.stdout.contains(r"d\e]0;pwned\x07"), "{}", out.stdout);
-        assert!(!out.stdout.contains('\x1b'), "{}", out.stdout);
+        assert_escaped(&env.run_ok(args).stdout, r"d\e]0;pwned\x07");
     }
 }
 

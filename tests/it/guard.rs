@@ -956,10 +956,10 @@ fn a_destructive_command_nested_too_deep_to_read_is_refused() {
     };
     let delete = format!("rm -rf {}", precious.display());
     // Within the depth it reads, the target is judged as usual.
-    let out = t.run_text(nest(&delete, 8)).opts(&["-p", &p]).run();
+    let out = t.run_text(nest(&delete, 8)).profile(&p).run();
     assert_eq!(out.code(), Some(77), "{}{}", out.stdout, out.stderr);
     for depth in [9, 10] {
-        let out = t.run_text(nest(&delete, depth)).opts(&["-p", &p]).run();
+        let out = t.run_text(nest(&delete, depth)).profile(&p).run();
         assert_eq!(
             out.code(),
             Some(77),
@@ -976,10 +976,6 @@ fn a_destructive_command_nested_too_deep_to_read_is_refused() {
         let refused = &explained.json()["guard"]["refused"];
         assert_eq!(refused["rule"], "guard:too-complex", "{refused}");
     }
-    let out = t
-        .run_text(nest("echo deep", 10))
-        .opts(&["-p", &p])
-        .code(0)
-        .run();
+    let out = t.run_text(nest("echo deep", 10)).profile(&p).code(0).run();
     assert_eq!(out.stdout, "deep\n");
 }

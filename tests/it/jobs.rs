@@ -3,8 +3,8 @@
 //! limits (ttl, max_running) and leaks (a killed supervisor, stop, gc).
 
 use crate::support::{
-    LiveServer, Output, TestEnv, assert_has, assert_lacks, assert_starts_with, nonce,
-    procs_with_cmdline, scaled, skip,
+    LiveServer, Output, TestEnv, assert_has, assert_lacks, assert_none_running, assert_starts_with,
+    nonce, procs_with_cmdline, scaled, skip,
 };
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -127,8 +127,7 @@ fn a_dev_server_is_ready_outlives_its_caller_and_stop_ends_it() {
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["job"]["state"], "killed");
     assert!(v["output"].as_str().unwrap().contains("GET / HTTP"), "{v}");
-    let left = procs_with_cmdline(&format!("http.server {port}"), Duration::from_secs(3));
-    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_none_running(&format!("http.server {port}"), 3, "left behind");
 }
 
 #[test]
@@ -458,8 +457,7 @@ fn a_killed_supervisor_leaves_a_lost_job_and_no_process() {
         std::thread::sleep(Duration::from_millis(10));
     };
     assert_eq!(v["jobs"][0]["state"], "lost", "{v}");
-    let left = procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3));
-    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_none_running(&format!(".{n}"), 3, "left behind");
 }
 
 /// On a directory the test creates and protects, never on a real one: the control (the
@@ -536,7 +534,7 @@ fn rpc_starts_reads_and_stops_a_job_and_stops_its_own_jobs_at_exit() {
         assert_eq!(j["state"], "killed", "{v}");
         assert_eq!(j["reason"], "server exit", "{v}");
     }
-    assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3)).is_empty());
+    assert_none_running(&format!(".{n}"), 3, "left running");
 }
 
 /// The detached job's own process is alive after the server is gone (checked in
@@ -557,8 +555,7 @@ fn rpc_jobs_started_detached_outlive_the_server() {
         "the detached job's {sleep} is gone with the server"
     );
     stop_job(&env, "free");
-    let left = procs_with_cmdline(&sleep, Duration::from_secs(3));
-    assert!(left.is_empty(), "stop left it running: {left:?}");
+    assert_none_running(&sleep, 3, "stop left it running");
 }
 
 #[test]
@@ -592,7 +589,7 @@ fn idle_timeout_stops_a_pty_run_that_prints_nothing() {
         .run();
     out.assert_ended_within(10);
     assert_has(&out.stdout, "hi");
-    assert!(procs_with_cmdline(&format!("sleep 30.{n}"), Duration::from_secs(3)).is_empty());
+    assert_none_running(&format!("sleep 30.{n}"), 3, "left running");
 }
 
 #[test]
@@ -665,8 +662,7 @@ fn jobs_of_a_sigkilled_rpc_server_stop_unless_detached() {
         v = list();
     }
     for tag in ["381", "382"] {
-        let left = procs_with_cmdline(&format!("sleep {tag}.{n}"), Duration::ZERO);
-        assert!(left.is_empty(), "outlived a SIGKILLed rpc: {left:?}");
+        assert_none_running(&format!("sleep {tag}.{n}"), 0, "outlived a SIGKILLed rpc");
     }
     let state = |name: &str| job_named(&v, name);
     assert_eq!(state("owned")["state"], "killed", "{v}");
@@ -674,7 +670,7 @@ fn jobs_of_a_sigkilled_rpc_server_stop_unless_detached() {
     assert_eq!(state("free")["state"], "running", "{v}");
     assert!(!procs_with_cmdline(&format!("sleep 383.{n}"), Duration::ZERO).is_empty());
     stop_job(&env, "free");
-    assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(3)).is_empty());
+    assert_none_running(&format!(".{n}"), 3, "left running");
 }
 
 #[test]

@@ -152,6 +152,13 @@ fn refusal(host: &str, port: u16, count: u64, reason: &str) -> (String, u64, u64
     (host.to_string(), u64::from(port), count, reason.to_string())
 }
 
+/// The run reports these refusals, in order, and its text carries `notice`.
+#[track_caller]
+fn assert_refusals(v: &Value, want: &[(String, u64, u64, String)], notice: &str) {
+    assert_eq!(denied(v), want, "{v}");
+    assert!(s(v, "text").contains(notice), "lacks {notice:?}: {v}");
+}
+
 /// The run reports one refusal: `host:port`, which is not listed.
 #[track_caller]
 fn assert_refused_once(v: &Value, host: &str, port: u16) {
@@ -185,19 +192,19 @@ fn a_listed_destination_is_reached_and_an_unlisted_one_refused_and_reported() {
             format!("localhost:{}", a.port)
         ])
     );
-    assert_eq!(
-        denied(&v),
-        vec![
-            refusal("refused.test", b.port, 1, "not-listed"),
-            refusal("allowed.test", b.port, 1, "not-listed"),
-        ]
-    );
     let want = format!(
         "[sandbox: network access to refused.test:{b} was refused; allowed: allowed.test:{a}, localhost:{a}. Add it to sandbox.network]",
         a = a.port,
         b = b.port
     );
-    assert!(s(&v, "text").contains(&want), "{v}");
+    assert_refusals(
+        &v,
+        &[
+            refusal("refused.test", b.port, 1, "not-listed"),
+            refusal("allowed.test", b.port, 1, "not-listed"),
+        ],
+        &want,
+    );
     assert!(
         v["notices"]
             .as_array()
@@ -275,20 +282,17 @@ fn local_addresses_are_refused_unless_allowed_whatever_form_they_take() {
     assert_eq!(a.hits(), 0, "{v}");
     assert!(!s(&v, "output").contains("from-a"), "{v}");
     let p = a.port;
-    assert_eq!(
-        denied(&v),
-        vec![
+    assert_refusals(
+        &v,
+        &[
             refusal("allowed.test", p, 1, "local-address"),
             refusal("zero.test", p, 1, "local-address"),
             refusal("mapped.test", p, 1, "local-address"),
             refusal("127.0.0.1", p, 2, "not-listed"),
-        ]
-    );
-    assert!(
-        s(&v, "text").contains(&format!(
+        ],
+        &format!(
             "[sandbox: network access to allowed.test:{p} was refused: it resolves only to loopback, link-local or private addresses. Set sandbox.network_allow_local = true to allow them]"
-        )),
-        "{v}"
+        ),
     );
 
     let t = Net::new("network = [\"allowed.test\"]\nnetwork_allow_local = true");
@@ -334,18 +338,17 @@ fn a_deny_entry_wins_over_a_wildcard() {
     let (_, v) = t.run(&[], &script);
     assert_eq!(s(&v, "output").matches("from-a").count(), 1, "{v}");
     assert_eq!(a.hits(), 1, "{v}");
-    assert_eq!(
-        denied(&v),
-        vec![
+    assert_refusals(
+        &v,
+        &[
             refusal("blocked.allowed.test", a.port, 1, "denied"),
             refusal("allowed.test", a.port, 1, "not-listed"),
-        ]
+        ],
+        &format!(
+            "[sandbox: network access to blocked.allowed.test:{} was refused: a ! entry of sandbox.network denies it; allowed: *.allowed.test]",
+            a.port
+        ),
     );
-    let want = format!(
-        "[sandbox: network access to blocked.allowed.test:{} was refused: a ! entry of sandbox.network denies it; allowed: *.allowed.test]",
-        a.port
-    );
-    assert!(s(&v, "text").contains(&want), "{v}");
 }
 
 /// A directory served over loopback by Python's `http.server` (killed on drop).

@@ -322,18 +322,26 @@ fn invalid_utf8_becomes_replacement_character() {
     assert_eq!(out.stdout, "\u{FFFD}");
 }
 
+/// The artifact keeps the raw bytes (CRLF, a lone CR, escapes, invalid UTF-8) of what
+/// the text shows cleaned. A case is `(what printf writes, its bytes)`.
 #[test]
 fn artifact_keeps_the_raw_bytes() {
     let env = TestEnv::new();
-    let v = env
-        .run_json("printf 'a\\r\\n\\033[31m\\377\\n'; seq 1 3")
-        .opts(&["--tail", "1"])
-        .json();
-    let (_, path) = artifact_of(&env, &v);
-    assert_eq!(
-        std::fs::read(path).unwrap(),
-        b"a\r\n\x1b[31m\xff\n1\n2\n3\n"
-    );
+    let cases: [(&str, &[u8]); 2] = [
+        ("a\\r\\n\\033[31m\\377\\n", b"a\r\n\x1b[31m\xff\n"),
+        ("abc\\rX\\n", b"abc\rX\n"),
+    ];
+    for (printf, raw) in cases {
+        let v = env
+            .run_json(format!("printf '{printf}'; seq 1 3"))
+            .opts(&["--tail", "1"])
+            .case(printf)
+            .output("3\n")
+            .json();
+        let (_, path) = artifact_of(&env, &v);
+        let want = [raw, b"1\n2\n3\n"].concat();
+        assert_eq!(std::fs::read(path).unwrap(), want, "{printf}");
+    }
 }
 
 #[test]
@@ -775,20 +783,12 @@ fn a_progress_bar_is_one_line_and_keeps_the_useful_output() {
 /// Regression: a lone CR did not return to the line start; CRLF is still one break.
 #[test]
 fn a_lone_cr_returns_to_the_line_start_and_crlf_is_a_line_break() {
-    let env = TestEnv::new();
-    let v = env
+    Test::new()
         .run_json("printf 'a\\r\\nabc\\rX\\nlong\\r\\033[Kok\\n10%%\\r'")
         .output("a\nXbc\nok\n10%")
-        .json();
-    assert_eq!(u(&v, "total_lines"), 4);
-    // The artifact keeps the raw bytes.
-    let v = env
-        .run_json("printf 'abc\\rX\\n'; seq 1 3")
-        .opts(&["--tail", "1"])
-        .json();
-    let (_, path) = artifact_of(&env, &v);
-    assert_eq!(std::fs::read(path).unwrap(), b"abc\rX\n1\n2\n3\n");
-    assert_eq!(s(&v, "output"), "3\n");
+        .field("total_lines", 4)
+        .run();
+    // The artifact keeps the raw bytes: a case of `artifact_keeps_the_raw_bytes`.
 }
 
 /// Regression: `man ls` under `--pty` showed `NNAAMMEE`: backspace overstrike (bold

@@ -87,7 +87,7 @@ fn the_run_gets_the_limits_the_plan_shows() {
     env.user_profile("planned", PROFILE);
     let out = env
         .run_text("ulimit -u; ulimit -t")
-        .opts(&["-p", "planned"])
+        .profile("planned")
         .code(0)
         .run();
     assert_eq!(out.stdout, "4242\n77\n");

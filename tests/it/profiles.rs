@@ -1,7 +1,7 @@
 //! Profiles (docs/CONFIG.md): the built-ins, lookup order, `extends`, and strict validation with
 //! file:line:col (issue 2, item 12).
 
-use crate::support::{Test, TestEnv, assert_has, assert_lacks, re, s};
+use crate::support::{Test, TestEnv, assert_has, assert_lacks, s};
 
 /// `echo $WHICH` under `-p <spec>`, run from `dir` (relative to the work dir).
 #[track_caller]
@@ -149,170 +149,193 @@ fn extends_default_keeps_the_other_defaults() {
     assert!(v["artifact"].is_object());
 }
 
-#[test]
-fn misspelled_key_names_file_line_col_and_suggests() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[timeout]\ndefualt = 3\n");
-    env.run_text("touch ran")
-        .profile("./p.toml")
-        .code(125)
-        .stderr_has("p.toml:2:1")
-        .stderr_has("did you mean `default`?")
-        .run();
-    assert!(
-        !env.work().join("ran").exists(),
-        "an invalid profile ran the command"
-    );
-}
-
-#[test]
-fn misspelled_section_suggests_the_section() {
-    let env = TestEnv::new();
-    env.write(
-        "p.toml",
-        "description = \"x\"\n\n[outptu]\nmax_bytes = 10\n",
-    );
-    env.run_text("true")
-        .profile("./p.toml")
-        .code(125)
-        .stderr_has("p.toml:3:")
-        .stderr_has("did you mean `output`?")
-        .run();
-}
-
-#[test]
-fn malformed_toml_names_file_line_col() {
-    let env = TestEnv::new();
-    env.run_text("touch ran")
-        .profile_file("p.toml", "[output]\nmax_bytes = = 3\n")
-        .code(125)
-        .stderr_matches(r"p\.toml:2:\d+")
-        .run();
-    assert!(!env.work().join("ran").exists());
-    env.run_text("true")
-        .profile_file("q.toml", "[output\n")
-        .code(125)
-        .stderr_matches(r"q\.toml:1:\d+")
-        .run();
-}
-
-#[test]
-fn wrong_types_name_file_line_col() {
-    let env = TestEnv::new();
-    env.run_text("true")
-        .profile_file("p.toml", "# comment\n[timeout]\ndefault = \"ten\"\n")
-        .code(125)
-        .stderr_matches(r"p\.toml:3:\d+")
-        .run();
-    env.run_text("true")
-        .profile_file("q.toml", "[env]\ninherit = 5\n")
-        .code(125)
-        .stderr_matches(r"q\.toml:2:\d+")
-        .run();
-}
-
+/// A profile that does not load, or names what cannot work, stops the run before
+/// anything runs (exit 125), and the message says where (file:line:col) and what.
+/// A case is `(what, profile text, where as a regex, what the message must say)`.
 /// Regression (issue 12): a wrong type said `invalid type: string "five", expected
-/// u64`. It names the key and what it must hold, in words, for every kind of key.
+/// u64`; it names the key and what it must hold, in words, for every kind of key.
 #[test]
-fn wrong_types_name_the_key_and_the_type_in_words() {
-    let env = TestEnv::new();
-    let cases = [
+fn an_invalid_profile_is_refused_naming_where_and_what() {
+    let cases: &[(&str, &str, Option<&str>, &[&str])] = &[
         (
+            "misspelled key",
+            "[timeout]\ndefualt = 3\n",
+            Some(r"p\.toml:2:1:"),
+            &["did you mean `default`?"],
+        ),
+        (
+            "misspelled section",
+            "description = \"x\"\n\n[outptu]\nmax_bytes = 10\n",
+            Some(r"p\.toml:3:"),
+            &["did you mean `output`?"],
+        ),
+        (
+            "malformed value",
+            "[output]\nmax_bytes = = 3\n",
+            Some(r"p\.toml:2:\d+"),
+            &[],
+        ),
+        ("unclosed section", "[output\n", Some(r"p\.toml:1:\d+"), &[]),
+        (
+            "wrong type after a comment",
+            "# comment\n[timeout]\ndefault = \"ten\"\n",
+            Some(r"p\.toml:3:\d+"),
+            &[],
+        ),
+        (
+            "timeout over the range",
+            "[timeout]\nmax = 99999\n",
+            Some(r"p\.toml:2:\d+"),
+            &[],
+        ),
+        (
+            "unknown background policy",
+            "\n[process]\nbackground = \"maybe\"\n",
+            Some(r"p\.toml:3:\d+"),
+            &[],
+        ),
+        (
+            "unknown inherit word",
+            "[env]\ninherit = \"some\"\n",
+            Some(r"p\.toml:2:\d+"),
+            &[],
+        ),
+        (
+            "missing shell",
+            "[shell]\npath = \"/no/such/shell\"\n",
+            None,
+            &["shell.path", "/no/such/shell"],
+        ),
+        (
+            "zero preview lines",
+            "[render]\npreview_lines_on_failure = 0\n",
+            None,
+            &["preview_lines_on_failure", "at least 1"],
+        ),
+        (
+            "timeout.default, a string",
             "[timeout]\ndefault = \"five\"\n",
-            "wt.toml:2:11: timeout.default: expected a whole number of seconds, found the string \"five\"",
+            None,
+            &[
+                "p.toml:2:11: timeout.default: expected a whole number of seconds, found the string \"five\"",
+            ],
         ),
         (
+            "timeout.kill_grace_ms, a fraction",
             "[timeout]\nkill_grace_ms = 1.5\n",
-            "wt.toml:2:17: timeout.kill_grace_ms: expected a whole number of milliseconds, found the number 1.5",
+            None,
+            &[
+                "p.toml:2:17: timeout.kill_grace_ms: expected a whole number of milliseconds, found the number 1.5",
+            ],
         ),
         (
+            "output.max_bytes, negative",
             "[output]\nmax_bytes = -1\n",
-            "wt.toml:2:13: output.max_bytes: expected a whole number of bytes, found the negative integer -1",
+            None,
+            &[
+                "p.toml:2:13: output.max_bytes: expected a whole number of bytes, found the negative integer -1",
+            ],
         ),
         (
+            "pty.cols, too large",
             "[pty]\ncols = 70000\n",
-            "wt.toml:2:8: pty.cols: expected a whole number of columns (at most 65535), found the integer 70000, which is too large",
+            None,
+            &[
+                "p.toml:2:8: pty.cols: expected a whole number of columns (at most 65535), found the integer 70000, which is too large",
+            ],
         ),
         (
+            "shell.snapshot, a string",
             "[shell]\nsnapshot = \"yes\"\n",
-            "wt.toml:2:12: shell.snapshot: expected true or false, found the string \"yes\"",
+            None,
+            &["p.toml:2:12: shell.snapshot: expected true or false, found the string \"yes\""],
         ),
         (
+            "shell.rc, a boolean",
             "[shell]\nrc = false\n",
-            "wt.toml:2:6: shell.rc: expected a string (the rc file's path), found the boolean false",
+            None,
+            &[
+                "p.toml:2:6: shell.rc: expected a string (the rc file's path), found the boolean false",
+            ],
         ),
         (
+            "shell.args, a string",
             "[shell]\nargs = \"-c\"\n",
-            "wt.toml:2:8: shell.args: expected an array of strings, found the string \"-c\"",
+            None,
+            &["p.toml:2:8: shell.args: expected an array of strings, found the string \"-c\""],
         ),
         (
+            "interceptor.tools, a number in the array",
             "[interceptor]\ntools = [\"read\", 2]\n",
-            "wt.toml:2:18: interceptor.tools: expected an array of strings (tool names), found an array holding the integer 2",
+            None,
+            &[
+                "p.toml:2:18: interceptor.tools: expected an array of strings (tool names), found an array holding the integer 2",
+            ],
         ),
         (
+            "limits, a number",
             "limits = 5\n",
-            "wt.toml:1:10: limits: expected a table of settings, found the integer 5",
+            None,
+            &["p.toml:1:10: limits: expected a table of settings, found the integer 5"],
         ),
         (
+            "env.set.A, a number",
             "[env]\nset = { A = 1 }\n",
-            "wt.toml:2:13: env.set.A: expected a string (the variable's value), found the integer 1",
+            None,
+            &[
+                "p.toml:2:13: env.set.A: expected a string (the variable's value), found the integer 1",
+            ],
         ),
         (
+            "pty.mode, an unknown word",
             "[pty]\nmode = \"maybe\"\n",
-            "wt.toml:2:8: pty.mode: expected \"off\" or \"on\", found the string \"maybe\"",
+            None,
+            &["p.toml:2:8: pty.mode: expected \"off\" or \"on\", found the string \"maybe\""],
         ),
         (
+            "render.live, a boolean",
             "[render]\nlive = true\n",
-            "wt.toml:2:8: render.live: expected \"tail\", \"stream\" or \"off\", found the boolean true",
+            None,
+            &[
+                "p.toml:2:8: render.live: expected \"tail\", \"stream\" or \"off\", found the boolean true",
+            ],
         ),
         (
+            "process.background, a number",
             "[process]\nbackground = 0\n",
-            "wt.toml:2:14: process.background: expected \"kill\" or \"keep\", found the integer 0",
+            None,
+            &[
+                "p.toml:2:14: process.background: expected \"kill\" or \"keep\", found the integer 0",
+            ],
         ),
         (
+            "env.inherit, a number",
             "[env]\ninherit = 5\n",
-            "wt.toml:2:11: env.inherit: expected \"all\", \"none\" or an array of variable-name globs, found the integer 5",
+            None,
+            &[
+                "p.toml:2:11: env.inherit: expected \"all\", \"none\" or an array of variable-name globs, found the integer 5",
+            ],
         ),
     ];
-    for (body, want) in cases {
-        env.write("wt.toml", body);
-        env.run_text("touch ran")
-            .profile("./wt.toml")
-            .code(125)
-            .stderr_has(want)
-            .stderr_lacks("expected u")
-            .run();
-        assert!(!env.work().join("ran").exists());
-    }
-    // The did-you-mean suggestion is still there for a misspelled key.
-    env.write("wt.toml", "[timeout]\ndefualt = 3\n");
-    env.run_text("true")
-        .profile("./wt.toml")
-        .stderr_has("wt.toml:2:1:")
-        .stderr_has("did you mean `default`?")
-        .run();
-}
-
-#[test]
-fn bad_values_name_file_line_col() {
     let env = TestEnv::new();
-    for (body, line) in [
-        ("[timeout]\nmax = 99999\n", 2),
-        ("\n[process]\nbackground = \"maybe\"\n", 3),
-        ("[env]\ninherit = \"some\"\n", 2),
-    ] {
-        env.write("p.toml", body);
-        let out = env
+    for (what, body, place, says) in cases {
+        let mut run = env
             .run_text("touch ran")
-            .profile("./p.toml")
+            .profile_file("p.toml", body)
+            .case(*what)
             .code(125)
-            .run();
+            .stderr_lacks("expected u");
+        if let Some(place) = place {
+            run = run.stderr_matches(*place);
+        }
+        for text in *says {
+            run = run.stderr_has(*text);
+        }
+        run.run();
         assert!(
-            re(&format!(r"p\.toml:{line}:\d+")).is_match(&out.stderr),
-            "{body:?}: stderr: {:?}",
-            out.stderr
+            !env.work().join("ran").exists(),
+            "{what}: an invalid profile ran the command"
         );
-        assert!(!env.work().join("ran").exists());
     }
 }
 
@@ -365,15 +388,16 @@ fn agentbash_profile_env_selects_the_profile() {
         .code(0)
         .output("from-env\n")
         .run();
-    let out = env.run_json("true").env("AGENTBASH_PROFILE", "ci").run();
-    assert_eq!(out.json()["profile"], "ci");
+    env.run_json("true")
+        .env("AGENTBASH_PROFILE", "ci")
+        .field("profile", "ci")
+        .run();
     // The flag beats the variable.
-    let out = env
-        .run_json("true")
+    env.run_json("true")
         .profile("default")
         .env("AGENTBASH_PROFILE", "ci")
+        .field("profile", "default")
         .run();
-    assert_eq!(out.json()["profile"], "default");
 }
 
 /// A rule pack that cannot be loaded stops every run of its profile (exit 125, with

@@ -4,16 +4,10 @@
 //! reused by long-lived callers.
 
 use crate::support::{
-    Gate, HANG_CAP, TestEnv, assert_has, assert_lacks, has_program, mode_of, needs_program,
-    procs_with_cmdline, s, scaled, skip, wait_for_path,
+    Gate, HANG_CAP, TestEnv, assert_has, assert_lacks, assert_none_running, has_program, mode_of,
+    needs_program, procs_with_cmdline, s, scaled, skip, wait_for_path,
 };
 use std::time::{Duration, Instant};
-
-fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
-    let mut a = vec!["run", "--json"];
-    a.extend_from_slice(args);
-    env.run(&a).json()
-}
 
 /// The commit count in a session's `state.sh` header.
 #[track_caller]
@@ -31,7 +25,7 @@ fn saved_generation(state_file: &std::path::Path) -> u64 {
 
 /// `agentbash run --json -s NAME -- CMD`: the result.
 fn session_json(env: &TestEnv, name: &str, cmd: &str) -> serde_json::Value {
-    run_json(env, &["-s", name, "--", cmd])
+    env.run_json(cmd).opts(&["-s", name]).json()
 }
 
 /// `agentbash run --json -s NAME -- CMD`, its output.
@@ -59,7 +53,7 @@ fn cwd_persists_and_cwd_flag_is_relative_to_it() {
     assert_eq!(s(&v, "final_cwd"), format!("{work}/a"));
     assert_eq!(v["session"], "w");
     assert_eq!(in_session(&env, "w", "pwd"), format!("{work}/a"));
-    let v = run_json(&env, &["-s", "w", "-C", "b", "--", "pwd"]);
+    let v = env.run_json("pwd").opts(&["-s", "w", "-C", "b"]).json();
     assert_eq!(s(&v, "output"), format!("{work}/a/b\n"));
     assert_eq!(
         s(&v, "final_cwd"),
@@ -70,7 +64,7 @@ fn cwd_persists_and_cwd_flag_is_relative_to_it() {
     // Another session and a session-less run are unaffected.
     assert_eq!(in_session(&env, "other", "pwd"), work);
     assert_eq!(
-        s(&run_json(&env, &["--", "pwd"]), "output"),
+        s(&env.run_json("pwd").json(), "output"),
         format!("{work}\n")
     );
 }
@@ -144,7 +138,10 @@ fn functions_defined_indirectly_are_saved() {
 fn env_flag_wins_for_one_run_without_persisting() {
     let env = TestEnv::new();
     in_session(&env, "e", "export MODE=session");
-    let v = run_json(&env, &["-s", "e", "-e", "MODE=flag", "--", "echo $MODE"]);
+    let v = env
+        .run_json("echo $MODE")
+        .opts(&["-s", "e", "-e", "MODE=flag"])
+        .json();
     assert_eq!(s(&v, "output"), "flag\n");
     assert_eq!(in_session(&env, "e", "echo $MODE"), "session");
 }
@@ -247,17 +244,12 @@ fn a_timed_out_run_leaves_the_session_unchanged() {
     let env = TestEnv::new();
     in_session(&env, "t", "export KEEP=before; mkdir -p sub");
     let n = crate::support::nonce();
-    let v = run_json(
-        &env,
-        &[
-            "-s",
-            "t",
-            "-t",
-            "1",
-            "--",
-            &format!("export KEEP=during; cd sub; f() {{ :; }}; sleep 41.{n}"),
-        ],
-    );
+    let v = env
+        .run_json(format!(
+            "export KEEP=during; cd sub; f() {{ :; }}; sleep 41.{n}"
+        ))
+        .opts(&["-s", "t", "-t", "1"])
+        .json();
     assert_eq!(v["timed_out"], true);
     assert_eq!(v["exit_code"], 124);
     assert_eq!(s(&v, "final_cwd"), env.work().display().to_string());
@@ -267,7 +259,7 @@ fn a_timed_out_run_leaves_the_session_unchanged() {
         "echo $KEEP; pwd; type -t f || echo no-f",
         &format!("before\n{}\nno-f", env.work().display()),
     );
-    assert!(procs_with_cmdline(&format!("sleep 41.{n}"), Duration::from_secs(2)).is_empty());
+    assert_none_running(&format!("sleep 41.{n}"), 2, "left running");
 }
 
 #[test]
@@ -333,7 +325,10 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
         .run_text("touch ran-anyway")
         .opts(&["-s", "busy", "-t", "2"])
         .spawn();
-    let v = run_json(&env, &["-s", "busy", "-t", "2", "--", "touch ran-anyway"]);
+    let v = env
+        .run_json("touch ran-anyway")
+        .opts(&["-s", "busy", "-t", "2"])
+        .json();
     assert!(
         started.elapsed() < scaled(Duration::from_millis(3500)),
         "{:?}",
@@ -361,7 +356,10 @@ fn a_run_waiting_for_a_busy_session_times_out_without_running() {
 fn pty_mode_runs_keep_the_session_too() {
     let env = TestEnv::new();
     std::fs::create_dir_all(env.work().join("p")).expect("mkdir");
-    let v = run_json(&env, &["--pty", "-s", "tty", "--", "cd p; export VIA=pty"]);
+    let v = env
+        .run_json("cd p; export VIA=pty")
+        .opts(&["--pty", "-s", "tty"])
+        .json();
     assert_eq!(v["mode"], "pty", "{v:#}");
     assert_eq!(v["exit_code"], 0, "{v:#}");
     assert_session_says(
@@ -387,7 +385,7 @@ fn a_deleted_session_directory_is_a_cwd_error_with_a_hint() {
     assert_has(&out.stderr, "agentbash session rm g");
     // An absolute -C still works, and moves the session somewhere that exists.
     let work = env.work().display().to_string();
-    let v = run_json(&env, &["-s", "g", "-C", &work, "--", "pwd"]);
+    let v = env.run_json("pwd").opts(&["-s", "g", "-C", &work]).json();
     assert_eq!(s(&v, "output"), format!("{work}\n"));
     assert_eq!(in_session(&env, "g", "pwd"), work);
 }
@@ -725,7 +723,7 @@ mod pool {
         assert!(started.elapsed() < scaled(Duration::from_secs(5)));
         assert!(!alive(pid_a), "the timed-out shell is gone");
         assert!(alive(pid_b), "another key's shell is untouched");
-        assert!(procs_with_cmdline(&format!(".{n}"), Duration::from_secs(2)).is_empty());
+        assert_none_running(&format!(".{n}"), 2, "left running");
         assert_eq!(live.pid_of(&b), pid_b);
         let again = live.pid_of(&a);
         assert_ne!(again, pid_a, "a fresh shell for the timed-out key");
@@ -742,7 +740,7 @@ mod pool {
         assert_eq!(r.output, "started\n");
         // (Under load the job may be caught between fork and exec: listed as bash.)
         assert!(!r.background_killed.is_empty(), "{r:?}");
-        assert!(procs_with_cmdline(&format!("sleep 48.{n}"), Duration::from_secs(2)).is_empty());
+        assert_none_running(&format!("sleep 48.{n}"), 2, "left running");
         let token = CancelToken::new();
         let t = token.clone();
         let running = format!("sleep 49.{n}");
@@ -1071,7 +1069,7 @@ fn plain_programs_on_the_cli_leave_the_session_untouched() {
     // A plain program elsewhere moves the session there.
     let g = generation();
     let work = env.work().display().to_string();
-    let v = run_json(&env, &["-s", "a", "-C", &work, "--", "true"]);
+    let v = env.run_json("true").opts(&["-s", "a", "-C", &work]).json();
     assert_eq!(s(&v, "final_cwd"), work);
     assert!(generation() > g);
     assert_eq!(in_session(&env, "a", "pwd"), work);

@@ -29,12 +29,6 @@ fn with_rc(rc: &str) -> TestEnv {
     env
 }
 
-fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
-    let mut a = vec!["run", "--json"];
-    a.extend_from_slice(args);
-    env.run(&a).json()
-}
-
 /// `agentbash snapshot report`, which must succeed.
 /// `agentbash snapshot report`, which must succeed and name each of `wants`: its text.
 #[track_caller]
@@ -74,13 +68,11 @@ fn warnings(v: &serde_json::Value) -> String {
 #[test]
 fn functions_aliases_and_options_are_carried_and_shadowing_names_dropped() {
     let env = with_rc(BASHRC);
-    let v = run_json(
-        &env,
-        &[
-            "--",
+    let v = env
+        .run_json(
             "greet world; hey; type -t grep; type -t _completion_helper || echo no-helper; alias ls 2>&1 || true; shopt -p extglob; [[ -o pipefail ]] && echo pipefail-on || echo pipefail-off",
-        ],
-    );
+        )
+        .json();
     let out = s(&v, "output");
     assert!(
         out.contains("hello world"),
@@ -116,7 +108,7 @@ fn functions_aliases_and_options_are_carried_and_shadowing_names_dropped() {
         "the first run says what was not carried: {v:#}"
     );
     // Later runs reuse the snapshot quietly.
-    let v = run_json(&env, &["--", "greet again"]);
+    let v = env.run_json("greet again").json();
     assert_eq!(s(&v, "output"), "hello again\n");
     assert_eq!(warnings(&v), "", "no warning once the snapshot is cached");
 }
@@ -152,7 +144,7 @@ fn report_lists_captured_and_dropped_names_with_reasons() {
 #[test]
 fn snapshot_files_are_private_and_reused_until_the_rc_changes() {
     let env = with_rc(BASHRC);
-    run_json(&env, &["--", "true"]);
+    env.run_json("true").json();
     let files = snapshot_files(&env);
     // The snapshot itself (`<id>.sh`), and the part a run cut from it (`<id>.<n>.sh`).
     let sh: Vec<&PathBuf> = files
@@ -176,7 +168,7 @@ fn snapshot_files_are_private_and_reused_until_the_rc_changes() {
         .find(|p| p.extension().is_some_and(|e| e == "json"))
         .expect("meta");
     let first = std::fs::read_to_string(meta).expect("meta");
-    run_json(&env, &["--", "true"]);
+    env.run_json("true").json();
     assert_eq!(
         std::fs::read_to_string(meta).expect("meta"),
         first,
@@ -184,8 +176,7 @@ fn snapshot_files_are_private_and_reused_until_the_rc_changes() {
     );
     // A changed rc is picked up by the next run.
     env.write_rc(format!("{BASHRC}\nnewfn() {{ echo new; }}\n"));
-    let v = run_json(&env, &["--", "newfn"]);
-    assert_eq!(s(&v, "output"), "new\n");
+    env.run_json("newfn").output("new\n").run();
     // `snapshot refresh` regenerates on demand.
     env.test()
         .args(&["snapshot", "refresh"])
@@ -198,14 +189,14 @@ fn snapshot_files_are_private_and_reused_until_the_rc_changes() {
 fn a_run_sources_only_what_its_command_can_reach() {
     let env = with_rc(BASHRC);
     // Named directly, through an alias, dynamically, or listed: all work.
-    let v = run_json(&env, &["--", "greet direct"]);
-    assert_eq!(s(&v, "output"), "hello direct\n");
-    let v = run_json(&env, &["--", "hey"]);
-    assert_eq!(s(&v, "output"), "hey-from-alias\n");
-    let v = run_json(&env, &["--", "f=greet; $f dynamic"]);
-    assert_eq!(s(&v, "output"), "hello dynamic\n");
-    let v = run_json(&env, &["--", "declare -F | grep -c ' greet$'"]);
-    assert_eq!(s(&v, "output"), "1\n");
+    env.run_json("greet direct").output("hello direct\n").run();
+    env.run_json("hey").output("hey-from-alias\n").run();
+    env.run_json("f=greet; $f dynamic")
+        .output("hello dynamic\n")
+        .run();
+    env.run_json("declare -F | grep -c ' greet$'")
+        .output("1\n")
+        .run();
     // The part cut for `greet` holds greet and its helpers, nothing else.
     let part = snapshot_files(&env)
         .into_iter()
@@ -234,7 +225,7 @@ fn a_slow_rc_is_stopped_and_the_run_goes_on_with_a_warning() {
         "echo read >> '{}'\nf() {{ echo f; }}\nsleep 37.{n}\n",
         reads.display()
     ));
-    let v = run_json(&env, &["--", "echo ran; type -t f || echo no-f"]);
+    let v = env.run_json("echo ran; type -t f || echo no-f").json();
     assert_eq!(v["exit_code"], 0);
     assert_eq!(s(&v, "output"), "ran\nno-f\n");
     assert!(warnings(&v).contains("longer than 2s"), "{v:#}");
@@ -250,7 +241,7 @@ fn a_slow_rc_is_stopped_and_the_run_goes_on_with_a_warning() {
     let read_once = std::fs::read_to_string(&reads).expect("the rc was read");
     // The failure is cached: the next run does not read (and wait for) the rc again,
     // but still says why.
-    let v = run_json(&env, &["--", "true"]);
+    let v = env.run_json("true").json();
     assert_eq!(
         std::fs::read_to_string(&reads).expect("read"),
         read_once,
@@ -262,7 +253,9 @@ fn a_slow_rc_is_stopped_and_the_run_goes_on_with_a_warning() {
 #[test]
 fn a_failing_rc_keeps_what_it_defined_and_says_why() {
     let env = with_rc("before() { echo before; }\nexit 1\nafter() { echo after; }\n");
-    let v = run_json(&env, &["--", "before; type -t after || echo no-after"]);
+    let v = env
+        .run_json("before; type -t after || echo no-after")
+        .json();
     assert_eq!(v["exit_code"], 0, "{v:#}");
     assert_eq!(s(&v, "output"), "before\nno-after\n");
     assert!(
@@ -271,14 +264,14 @@ fn a_failing_rc_keeps_what_it_defined_and_says_why() {
     );
 
     let env = with_rc("ok() { echo ok; }\nif then fi\n");
-    let v = run_json(&env, &["--", "ok"]);
+    let v = env.run_json("ok").json();
     assert_eq!(s(&v, "output"), "ok\n", "{v:#}");
 }
 
 #[test]
 fn an_rc_that_prints_or_reads_stdin_never_disturbs_the_command() {
     let env = with_rc("echo noisy; echo noisy >&2; read -r line; cat; f() { echo f-works; }\n");
-    let v = run_json(&env, &["--", "f"]);
+    let v = env.run_json("f").json();
     assert_eq!(s(&v, "output"), "f-works\n");
     assert_eq!(v["exit_code"], 0);
 }
@@ -286,10 +279,9 @@ fn an_rc_that_prints_or_reads_stdin_never_disturbs_the_command() {
 #[test]
 fn errexit_and_nounset_from_the_rc_are_not_carried() {
     let env = with_rc("set -eu\nf() { echo f; }\n");
-    let v = run_json(
-        &env,
-        &["--", "false; echo $NOT_SET_ANYWHERE; echo still-running; f"],
-    );
+    let v = env
+        .run_json("false; echo $NOT_SET_ANYWHERE; echo still-running; f")
+        .json();
     assert_eq!(v["exit_code"], 0, "{v:#}");
     assert_eq!(s(&v, "output"), "\nstill-running\nf\n");
     let w = warnings(&v);
@@ -299,7 +291,7 @@ fn errexit_and_nounset_from_the_rc_are_not_carried() {
 #[test]
 fn no_rc_means_no_snapshot_and_no_warning() {
     let env = TestEnv::new();
-    let v = run_json(&env, &["--", "echo $BASH_ENV; echo ok"]);
+    let v = env.run_json("echo $BASH_ENV; echo ok").json();
     assert_eq!(s(&v, "output"), "\nok\n");
     assert_eq!(warnings(&v), "");
     assert!(snapshot_files(&env).is_empty());
@@ -314,10 +306,10 @@ fn no_rc_means_no_snapshot_and_no_warning() {
 fn snapshot_can_be_turned_off() {
     let env = with_rc(BASHRC);
     env.write("nosnap.toml", "[shell]\nsnapshot = false\n");
-    let v = run_json(
-        &env,
-        &["-p", "./nosnap.toml", "--", "type -t greet || echo none"],
-    );
+    let v = env
+        .run_json("type -t greet || echo none")
+        .profile("./nosnap.toml")
+        .json();
     assert_eq!(s(&v, "output"), "none\n");
     assert!(snapshot_files(&env).is_empty());
 }
@@ -343,15 +335,10 @@ fn prefix_wraps_the_command_and_explain_shows_it() {
         .code(0)
         .stdout_has("nice -n 7 echo hi")
         .run();
-    let v = run_json(
-        &env,
-        &[
-            "-p",
-            "./nice.toml",
-            "--",
-            "bash -c 'cut -d\" \" -f19 /proc/$$/stat'",
-        ],
-    );
+    let v = env
+        .run_json("bash -c 'cut -d\" \" -f19 /proc/$$/stat'")
+        .profile("./nice.toml")
+        .json();
     assert_eq!(s(&v, "output"), "7\n", "{v:#}");
 }
 
@@ -365,21 +352,16 @@ fn rc_functions_named_like_builtins_never_break_sessions() {
          cd() { builtin cd \"$@\" && echo cd-wrapper >&2; }\nalias if='echo hijacked'\ngreet() { echo hi \"$1\"; }\n",
     );
     std::fs::create_dir_all(env.work().join("sub")).expect("mkdir");
-    let v = run_json(
-        &env,
-        &["-s", "hj", "--", "cd sub; export X=1; f() { echo fn; }"],
-    );
+    let v = env
+        .run_json("cd sub; export X=1; f() { echo fn; }")
+        .opts(&["-s", "hj"])
+        .json();
     assert_eq!(v["exit_code"], 0, "{v:#}");
     assert_eq!(warnings(&v), "", "the snapshot was taken: {v:#}");
-    let v = run_json(
-        &env,
-        &[
-            "-s",
-            "hj",
-            "--",
-            "pwd; echo $X; f; greet you; type -t builtin command printf",
-        ],
-    );
+    let v = env
+        .run_json("pwd; echo $X; f; greet you; type -t builtin command printf")
+        .opts(&["-s", "hj"])
+        .json();
     let out = s(&v, "output");
     assert_eq!(
         out,
@@ -389,7 +371,7 @@ fn rc_functions_named_like_builtins_never_break_sessions() {
         ),
         "{v:#}"
     );
-    let v = run_json(&env, &["--", "if true; then echo plain; fi"]);
+    let v = env.run_json("if true; then echo plain; fi").json();
     assert_eq!(s(&v, "output"), "plain\n", "{v:#}");
     let r = &snapshot_report(
         &env,

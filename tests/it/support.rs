@@ -517,6 +517,19 @@ impl Output {
             .collect()
     }
 
+    /// Assert the run lasted at least `ms` milliseconds: it waited for what it had to
+    /// (a sleeping command, a grace period), which a lower bound shows whatever the load.
+    #[track_caller]
+    pub fn assert_lasted_at_least_ms(&self, ms: u64) -> &Self {
+        let least = Duration::from_millis(ms);
+        assert!(
+            self.elapsed >= least,
+            "took {:?}, less than {least:?}",
+            self.elapsed
+        );
+        self
+    }
+
     /// Assert the run ended within `secs` seconds ([`scaled`] for a loaded machine):
     /// a bound that catches a hang, not a measurement.
     #[track_caller]
@@ -624,6 +637,14 @@ pub fn processes() -> Vec<Proc> {
             })
         })
         .collect()
+}
+
+/// Assert that no process whose command line contains `needle` is left once `secs`
+/// seconds (scaled) have passed for dying ones to go; the failure starts with `what`.
+#[track_caller]
+pub fn assert_none_running(needle: &str, secs: u64, what: &str) {
+    let left = procs_with_cmdline(needle, Duration::from_secs(secs));
+    assert!(left.is_empty(), "{what}: {left:?}");
 }
 
 /// Live processes whose command line contains `needle`, waiting up to `settle`
@@ -1160,7 +1181,9 @@ impl Drop for LiveServer {
 ///   [`Test::stdout_has`] / [`Test::stderr_has`] and [`Test::stdout_lacks`] /
 ///   [`Test::stderr_lacks`] (text in them or not), [`Test::stdout_matches`] /
 ///   [`Test::stderr_matches`] (a regex), and for a JSON result
-///   [`Test::output`], [`Test::output_has`], [`Test::notice`] and [`Test::field`];
+///   [`Test::output`], [`Test::output_has`], [`Test::notice`] / [`Test::notice_is`]
+///   and [`Test::field`];
+///   in a table-driven test, [`Test::case`] names the case in every failure;
 /// - the end: [`Test::run`] (the [`Output`]) or [`Test::json`] (the result object),
 ///   both after every expectation is checked.
 ///
@@ -1179,10 +1202,15 @@ pub struct Test<'e> {
     stdin: Option<Vec<u8>>,
     dir: Option<PathBuf>,
     process_group: bool,
+    /// The case of a table this run is, named in every failed expectation.
+    case: Option<String>,
     code: Option<i32>,
     /// What a text must be: the run's stdout or stderr, or its JSON result's output.
     texts: Vec<(Text, Want)>,
+    /// Parts one of the notices must contain.
     notices: Vec<String>,
+    /// Notices that must stand among the result's notices, whole.
+    whole_notices: Vec<String>,
     fields: Vec<(String, Value)>,
 }
 
@@ -1296,9 +1324,11 @@ impl<'e> Test<'e> {
             stdin: None,
             dir: None,
             process_group: false,
+            case: None,
             code: None,
             texts: Vec::new(),
             notices: Vec::new(),
+            whole_notices: Vec::new(),
             fields: Vec::new(),
         }
     }
@@ -1385,6 +1415,13 @@ impl<'e> Test<'e> {
         self
     }
 
+    /// Name the case of a table-driven test this run is: every failed expectation
+    /// starts with it, so a failure says which case failed.
+    pub fn case(mut self, name: impl Into<String>) -> Self {
+        self.case = Some(name.into());
+        self
+    }
+
     /// Expect this exit code.
     pub fn code(mut self, want: i32) -> Self {
         self.code = Some(want);
@@ -1422,6 +1459,12 @@ impl<'e> Test<'e> {
     /// Expect one of the JSON result's notices to contain this text.
     pub fn notice(mut self, part: impl Into<String>) -> Self {
         self.notices.push(part.into());
+        self
+    }
+
+    /// Expect one of the JSON result's notices to be exactly this.
+    pub fn notice_is(mut self, want: impl Into<String>) -> Self {
+        self.whole_notices.push(want.into());
         self
     }
 
@@ -1506,14 +1549,24 @@ impl<'e> Test<'e> {
 
     #[track_caller]
     fn check(&self, out: &Output) {
-        if let Some(want) = self.code {
-            out.assert_code(want);
-        }
+        let case = match &self.case {
+            Some(name) => format!("[{name}] "),
+            None => String::new(),
+        };
         let streams = format!(
             "--- stdout ---\n{}\n--- stderr ---\n{}",
             out.stdout, out.stderr
         );
+        if let Some(want) = self.code {
+            assert_eq!(
+                out.code(),
+                Some(want),
+                "{case}exit status {:?}, want {want}\n{streams}",
+                out.status
+            );
+        }
         let uses_json = !self.notices.is_empty()
+            || !self.whole_notices.is_empty()
             || !self.fields.is_empty()
             || self.texts.iter().any(|(t, _)| matches!(t, Text::Output));
         let v = if uses_json { out.json() } else { Value::Null };
@@ -1525,27 +1578,36 @@ impl<'e> Test<'e> {
                 Text::Output => ("output", s(&v, "output"), &result),
             };
             match want {
-                Want::Exactly(want) => assert_eq!(text, want.as_str(), "{name}\n{shown}"),
+                Want::Exactly(want) => {
+                    assert_eq!(text, want.as_str(), "{case}{name}\n{shown}")
+                }
                 Want::Has(want) => assert!(
                     text.contains(want.as_str()),
-                    "{name} lacks {want:?}\n{shown}"
+                    "{case}{name} lacks {want:?}\n{shown}"
                 ),
                 Want::Lacks(unwanted) => assert!(
                     !text.contains(unwanted.as_str()),
-                    "{name} has {unwanted:?}\n{shown}"
+                    "{case}{name} has {unwanted:?}\n{shown}"
                 ),
                 Want::Matches(pattern) => assert!(
                     re(pattern).is_match(text),
-                    "{name} does not match {pattern:?}\n{shown}"
+                    "{case}{name} does not match {pattern:?}\n{shown}"
                 ),
             }
         }
         if uses_json {
+            let all = notices(&v);
             for part in &self.notices {
-                assert_notice(&v, part);
+                assert!(
+                    all.iter().any(|n| n.contains(part.as_str())),
+                    "{case}no notice has {part:?}: {all:?}"
+                );
+            }
+            for want in &self.whole_notices {
+                assert!(all.contains(want), "{case}no notice is {want:?}: {all:?}");
             }
             for (key, want) in &self.fields {
-                assert_eq!(&v[key], want, "{key} of {v:#}");
+                assert_eq!(&v[key], want, "{case}{key} of {v:#}");
             }
         }
     }

@@ -3,9 +3,9 @@
 //! (issue 2, item 7); what a teardown lists and says (issue 12, part 4).
 
 use crate::support::{
-    Gate, LiveServer, Missing, Output, Running, Test, TestEnv, assert_has, assert_notice_is, bin,
-    cgroup2_mount, is_root, ndjson_with_a_clamp, needs_root, nonce, procs_with_cmdline, s, scaled,
-    skip, wait_for_cmdline, wait_for_watchdog,
+    Gate, LiveServer, Missing, Output, Running, Test, TestEnv, assert_has, assert_none_running,
+    bin, cgroup2_mount, is_root, ndjson_with_a_clamp, needs_root, nonce, procs_with_cmdline, s,
+    scaled, skip, wait_for_cmdline, wait_for_watchdog,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -17,38 +17,29 @@ fn timed_out(test: Test) -> Output {
     test.opts(&["-t", "1"]).code(124).run()
 }
 
+/// A timeout ends the run in about a second (exit 124), says so first, and keeps what
+/// the command printed so far: on stdout in text, in `output` and `text` in JSON.
 #[test]
-fn timeout_exits_124_in_about_a_second() {
+fn a_timeout_ends_the_run_saying_so_and_keeps_the_output_so_far() {
     let env = TestEnv::new();
-    let out = timed_out(env.run_text("sleep 30"));
-    out.assert_ended_within(3);
-    assert!(
-        out.elapsed >= Duration::from_millis(900),
-        "took {:?}",
-        out.elapsed
-    );
+    let said = "[Command timed out after 1 second]";
+    let out = timed_out(env.run_text("echo before; sleep 30").stdout("before\n"));
+    out.assert_ended_within(3).assert_lasted_at_least_ms(900);
     assert_eq!(
         out.stderr.lines().next(),
-        Some("[Command timed out after 1 second]"),
+        Some(said),
         "stderr: {:?}",
         out.stderr
     );
-}
-
-#[test]
-fn timeout_in_json_keeps_the_output_so_far() {
-    let env = TestEnv::new();
-    let out = timed_out(env.run_json("echo before; sleep 30"));
-    let v = out.json();
-    assert_eq!(v["timed_out"], true);
-    assert_eq!(v["exit_code"], 124);
-    assert_eq!(v["timeout_s"], 1);
+    let v = timed_out(
+        env.run_json("echo before; sleep 30")
+            .field("timed_out", true)
+            .field("exit_code", 124)
+            .field("timeout_s", 1),
+    )
+    .json();
     let text = s(&v, "text");
-    assert_eq!(
-        text.lines().next(),
-        Some("[Command timed out after 1 second]"),
-        "{text:?}"
-    );
+    assert_eq!(text.lines().next(), Some(said), "{text:?}");
     assert!(s(&v, "output").contains("before"), "{v:#}");
     assert!(text.contains("before"));
 }
@@ -70,64 +61,72 @@ fn timeout_escalates_to_kill_when_term_is_ignored() {
     let out = timed_out(env.run_json(format!("trap '' TERM; {sleep}; echo after")));
     // 1 s timeout + 1 s kill_grace_ms, with room for a loaded machine.
     out.assert_ended_within(5);
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
 }
 
+/// A timeout out of range is clamped into it, and a notice says so repeating the
+/// value the user typed (regression, fixed: a value past 32 bits was not repeated).
+/// A case is `(what, the profile if not the built-in one, -t, the timeout used, the
+/// allowed range)`.
 #[test]
-fn huge_timeout_is_clamped_with_a_notice() {
+fn an_out_of_range_timeout_is_clamped_with_a_notice_repeating_the_request() {
+    const LIMITED: &str = "[timeout]\ndefault = 20\nmax = 600\n";
+    let cases = [
+        ("over the built-in max", None, "99999", 3600, "1-3600"),
+        ("past 32 bits", None, "9999999999", 3600, "1-3600"),
+        ("zero", None, "0", 1, "1-3600"),
+        ("negative", None, "-5", 1, "1-3600"),
+        (
+            "over the profile's max",
+            Some(LIMITED),
+            "1000",
+            600,
+            "1-600",
+        ),
+    ];
     let env = TestEnv::new();
-    let out = env.run_json("true").opts(&["-t", "99999"]).code(0).run();
-    let v = out.json();
-    assert_eq!(v["timeout_s"], 3600);
-    assert_eq!(v["requested_timeout_s"], 99999);
-    let want = "Timeout clamped to 3600s (requested 99999s; allowed range 1-3600s).";
-    assert_notice_is(&v, want);
-    let out = env.run_text("true").opts(&["-t", "99999"]).code(0).run();
-    assert_has(&out.stderr, want);
-}
-
-#[test]
-fn zero_and_negative_timeouts_clamp_to_one_second() {
-    let env = TestEnv::new();
-    for (arg, requested) in [("0", "0"), ("-5", "-5")] {
-        let out = env.run_json("echo ok").opts(&["-t", arg]).code(0).run();
-        let v = out.json();
-        assert_eq!(v["timeout_s"], 1, "-t {arg}");
-        let want =
-            format!("Timeout clamped to 1s (requested {requested}s; allowed range 1-3600s).");
-        assert!(
-            v["notices"].as_array().unwrap().iter().any(|n| *n == want),
-            "-t {arg}: {:#}",
-            v["notices"]
-        );
+    for (what, profile, requested, used, range) in cases {
+        let mut run = env.run_json("echo ok");
+        if let Some(toml) = profile {
+            run = run.profile_file("p.toml", toml);
+        }
+        run.opts(&["-t", requested])
+            .case(what)
+            .code(0)
+            .field("timeout_s", used)
+            .notice_is(format!(
+                "Timeout clamped to {used}s (requested {requested}s; allowed range {range}s)."
+            ))
+            .run();
     }
-    let out = env
-        .run_json("sleep 30")
+    // The request is in the result, and the text form says the same on stderr.
+    env.run_json("true")
+        .opts(&["-t", "99999"])
+        .field("requested_timeout_s", 99999)
+        .run();
+    env.run_text("true")
+        .opts(&["-t", "99999"])
+        .code(0)
+        .stderr_has("Timeout clamped to 3600s (requested 99999s; allowed range 1-3600s).")
+        .run();
+    // A negative timeout clamps to one second, which does end the run.
+    env.run_json("sleep 30")
         .opts(&["--timeout=-1"])
         .code(124)
+        .run()
+        .assert_ended_within(3);
+    // Past 64 bits there is no honest number to repeat: a usage error.
+    env.run_json("true")
+        .opts(&["-t", "99999999999999999999"])
+        .code(2)
+        .stderr_has("too large")
         .run();
-    out.assert_ended_within(3);
-}
-
-#[test]
-fn profile_max_bounds_the_clamp() {
-    let env = TestEnv::new();
-    env.write("p.toml", "[timeout]\ndefault = 20\nmax = 600\n");
-    let v = env
-        .run(&[
-            "run", "--json", "-p", "./p.toml", "-t", "1000", "--", "true",
-        ])
-        .json();
-    assert_eq!(v["timeout_s"], 600);
-    assert_notice_is(
-        &v,
-        "Timeout clamped to 600s (requested 1000s; allowed range 1-600s).",
-    );
-    let v = env
-        .run(&["run", "--json", "-p", "./p.toml", "--", "true"])
-        .json();
-    assert_eq!(v["timeout_s"], 20);
-    assert_eq!(v["notices"], serde_json::json!([]));
+    // Without -t, the profile's default, and nothing to say.
+    env.run_json("true")
+        .profile_file("p.toml", LIMITED)
+        .field("timeout_s", 20)
+        .field("notices", json!([]))
+        .run();
 }
 
 /// Start `echo started; sleep …` under NDJSON, signal agentbash once output arrived,
@@ -218,7 +217,7 @@ fn cancel_in_json_and_text_keeps_the_output_so_far() {
     assert_eq!(v["cancelled"], true);
     assert_eq!(s(&v, "text").lines().next(), Some("[Command cancelled]"));
     assert!(s(&v, "output").contains("started"));
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
 
     let run = env.cmd(&["run", "--", &cmd]).spawn();
     assert!(wait_for_cmdline(&sleep, Duration::from_secs(10)));
@@ -227,21 +226,22 @@ fn cancel_in_json_and_text_keeps_the_output_so_far() {
     out.assert_code(130);
     assert_eq!(out.stdout, "started\n");
     assert_has(&out.stderr, "[Command cancelled]");
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
 }
 
 #[test]
 fn command_killed_by_a_signal_exits_128_plus_n() {
     let env = TestEnv::new();
-    let out = env.run_json("echo x; kill -9 $$").code(137).run();
-    let v = out.json();
+    let v = env.run_json("echo x; kill -9 $$").code(137).json();
     assert_eq!(v["exit_code"], 137);
     assert_eq!(v["signal"], "SIGKILL");
     assert_eq!(v["cancelled"], false);
     assert_eq!(v["timed_out"], false);
     assert!(s(&v, "output").contains('x'));
-    let out = env.run_json("kill -TERM $$").code(143).run();
-    assert_eq!(out.json()["signal"], "SIGTERM");
+    env.run_json("kill -TERM $$")
+        .code(143)
+        .field("signal", "SIGTERM")
+        .run();
 }
 
 #[test]
@@ -254,11 +254,7 @@ fn killing_agentbash_takes_its_child_along() {
     assert!(wait_for_cmdline(&sleep, Duration::from_secs(10)));
     run.signal(libc::SIGKILL);
     let _ = run.wait();
-    let left = procs_with_cmdline(&sleep, Duration::from_secs(3));
-    assert!(
-        left.is_empty(),
-        "the direct child outlived agentbash: {left:?}"
-    );
+    assert_none_running(&sleep, 3, "the direct child outlived agentbash");
 }
 
 #[test]
@@ -274,36 +270,6 @@ fn agentbash_never_signals_its_own_process_group() {
         .run();
     assert_eq!(out.code(), Some(0), "{out:?}");
     assert_eq!(out.stdout.trim_end(), "survived 124");
-}
-
-#[test]
-fn timeout_in_text_format_keeps_the_output_so_far_on_stdout() {
-    let env = TestEnv::new();
-    let out = timed_out(env.run_text("echo before; sleep 30"));
-    assert_eq!(out.stdout, "before\n");
-}
-
-/// Regression (fixed): the clamp notice repeats the value the user typed; a value
-/// past 64 bits is a usage error rather than a notice naming i64::MAX.
-#[test]
-fn clamp_notice_repeats_the_requested_value() {
-    let env = TestEnv::new();
-    let out = env
-        .run_json("true")
-        .opts(&["-t", "9999999999"])
-        .code(0)
-        .run();
-    let v = out.json();
-    assert_eq!(v["timeout_s"], 3600);
-    let want = "Timeout clamped to 3600s (requested 9999999999s; allowed range 1-3600s).";
-    assert_notice_is(&v, want);
-    // Past 64 bits there is no honest number to repeat: a usage error.
-    let out = env
-        .run_json("true")
-        .opts(&["-t", "99999999999999999999"])
-        .code(2)
-        .run();
-    assert_has(&out.stderr, "too large");
 }
 
 /// Regression (issue 12): a timeout stops the command's own tree, and its foreground
@@ -340,7 +306,7 @@ fn timeout_lists_only_what_outlived_its_parent() {
         "{v:#}"
     );
     assert!(s(&v, "text").contains(&want), "{v:#}");
-    assert!(procs_with_cmdline(&sleep, Duration::from_secs(2)).is_empty());
+    assert_none_running(&sleep, 2, "left running");
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
 }
 
@@ -354,12 +320,11 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     env.write("p.toml", "[timeout]\nkill_grace_ms = 500\n");
     let tag = nonce();
     let job = format!("(trap '' TERM; while :; do sleep 0.01{tag}; done) &");
-    let out = env
+    let v = env
         .run_json(format!("{job} sleep 0.3; echo started"))
-        .opts(&["-p", "./p.toml"])
+        .profile("./p.toml")
         .code(0)
-        .run();
-    let v = out.json();
+        .json();
     assert_eq!(s(&v, "output"), "started\n", "{v:#}");
     let killed = v["background_killed"]
         .as_array()
@@ -376,13 +341,13 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
         "named after it died: {v:#}"
     );
     assert!(s(&v, "text").matches("Terminated").count() <= 1, "{v:#}");
-    assert!(procs_with_cmdline(&tag, Duration::from_secs(2)).is_empty());
+    assert_none_running(&tag, 2, "left running");
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
 
     // Text on a pipe: the notice on stderr, stdout the command's output only.
     let out = env
         .run_text(format!("{job} sleep 0.3; echo started"))
-        .opts(&["-p", "./p.toml"])
+        .profile("./p.toml")
         .code(0)
         .run();
     assert_eq!(out.stdout, "started\n");
@@ -402,7 +367,7 @@ fn a_term_ignoring_job_that_keeps_forking_is_frozen_then_killed() {
     out.assert_ended_within(4);
     let v = out.json();
     assert_eq!(v["background_killed"], json!([]), "{v:#}");
-    assert!(procs_with_cmdline(&tag, Duration::from_secs(2)).is_empty());
+    assert_none_running(&tag, 2, "left running");
     assert!(env.leftovers(Duration::from_secs(1)).is_empty());
 }
 
@@ -1033,8 +998,10 @@ fn a_re_forking_process_is_caught_in_run_and_in_rpc() {
     needs_run_groups!();
     let env = TestEnv::new();
     let tag = nonce();
-    let out = env.run_json(hopper(&env, &tag)).code(0).run();
-    assert_eq!(s(&out.json(), "output"), "up\n");
+    env.run_json(hopper(&env, &tag))
+        .code(0)
+        .output("up\n")
+        .run();
     let needle = format!("hop.{tag}");
     let left = never_seen_for_a_second(&needle);
     assert!(

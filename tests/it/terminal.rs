@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::support::{Test, TestEnv, agentbash_line, assert_has, assert_lacks};
+use crate::support::{TestEnv, agentbash_line, assert_has, assert_lacks};
 
 const WAIT: Duration = Duration::from_secs(15);
 const LINE_DONE: &str = "shell-line-done";
@@ -159,18 +159,6 @@ fn stream_on_a_terminal_prints_everything_as_produced() {
     assert!(hidden_note(&all).is_none(), "{all}");
     assert!(all.contains("exit 0 ·"), "the footer follows: {all}");
     assert!(artifacts(&env).is_empty(), "{:?}", artifacts(&env));
-}
-
-#[test]
-fn preview_lines_on_failure_is_validated() {
-    let out = Test::new()
-        .run_text("echo never")
-        .profile_file("p.toml", "[render]\npreview_lines_on_failure = 0\n")
-        .code(125)
-        .run();
-    assert_has(&out.stderr, "preview_lines_on_failure");
-    assert_has(&out.stderr, "at least 1");
-    assert!(!out.stdout.contains("never"));
 }
 
 #[test]
