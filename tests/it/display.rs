@@ -41,10 +41,13 @@ fn ansi_c_quote(s: &str) -> String {
 
 /// A terminal that runs `agentbash run <options> -- <command>`, then, after a key
 /// press, prints `control` (OSC 52 "control", OSC 2 "control-title") itself.
+/// The shell stays after `control-done` (a last `read`): a pane whose process exits
+/// the moment it has printed may lose that last output in tmux under load.
 fn terminal(env: &TestEnv, options: &str, command: &str) -> TmuxTerminal {
     let line = format!(
         "'{}' run {options} -- {}; echo ab-exit=$?; read -r _; \
-         printf '\\033]52;c;Y29udHJvbA==\\a\\033]2;control-title\\a'; echo control-done",
+         printf '\\033]52;c;Y29udHJvbA==\\a\\033]2;control-title\\a'; echo control-done; \
+         read -r _",
         bin().display(),
         ansi_c_quote(command)
     );
