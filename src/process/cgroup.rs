@@ -12,11 +12,13 @@
 //! writable), made by the first agentbash that needs it and then kept: a run pays for
 //! its own leaf only. A parent owned by anyone else is never used. Each agentbash
 //! process names its leaves `<pid>-<token>-<n>`, the token telling it apart from an
-//! earlier process with the same pid that left a group behind. A watchdog — one small
+//! earlier process with the same pid that left a group behind; its first leaf comes
+//! from a pool handed from one agentbash process to the next (`pool.rs`). A watchdog — one small
 //! forked child per agentbash process, not per run — holds the read end of a pipe
 //! whose write end only agentbash holds: when agentbash dies by any means (SIGKILL
 //! included) the pipe reads end-of-file, and the watchdog writes `cgroup.kill` of each
-//! leaf of its agentbash (never another process's) and removes them. A leaf left
+//! leaf of its agentbash (never another process's, and its pooled leaf only until it
+//! is given back) and removes them. A leaf left
 //! behind all the same (agentbash killed before its watchdog started; the one-run CLI
 //! not waiting for its sandbox's init to leave) is removed by the next agentbash
 //! process when it makes its first leaf. Where no group can be made, teardown falls
@@ -27,8 +29,8 @@ use super::teardown::FREEZE_LIMIT;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long an emptied group's removal is retried.
@@ -45,7 +47,22 @@ struct Parent {
     /// This process's leaves are `<prefix><n>`: `<pid>-<token>-`.
     prefix: String,
     next: AtomicU64,
+    /// The pooled leaves (`pool.rs`) found when this process made its parent; taken
+    /// (`None`) by its first leaf, the only one that may come from the pool.
+    pool_seen: Mutex<Option<Vec<String>>>,
+    /// The pooled leaf this process holds, and whether the watchdog was told of it:
+    /// one lock for both, so a leaf given back is never one the watchdog still kills.
+    pool_held: Mutex<PoolHeld>,
 }
+
+#[derive(Default)]
+struct PoolHeld {
+    name: Option<String>,
+    /// The write end of the watchdog's pipe, once it runs.
+    watchdog_pipe: Option<libc::c_int>,
+}
+
+mod pool;
 
 static PARENT: OnceLock<Option<Parent>> = OnceLock::new();
 static WATCHDOG: AtomicI32 = AtomicI32::new(0);
@@ -144,12 +161,14 @@ fn make_parent() -> Option<Parent> {
     // process that had the same pid.
     let token = crate::ids::nonce();
     let prefix = format!("{}-{}-", std::process::id(), &token[..16]);
-    remove_stale_leaves(&dir, &prefix);
+    let pooled = remove_stale_leaves(&dir, &prefix);
     Some(Parent {
         dir,
         home_procs: home.join("cgroup.procs"),
         prefix,
         next: AtomicU64::new(0),
+        pool_seen: Mutex::new(Some(pooled)),
+        pool_held: Mutex::new(PoolHeld::default()),
     })
 }
 
@@ -164,9 +183,11 @@ const STALE_AFTER: Duration = Duration::from_secs(2);
 /// leaves of one killed before its watchdog started). Done when a process makes its
 /// first leaf, so leaves left behind never pile up; one read of the parent's entries
 /// (its interface files and few leaves), nothing more unless a leaf is another's.
-fn remove_stale_leaves(parent: &Path, mine: &str) {
+/// Returns the names of the pooled leaves (`pool.rs`), which are never stale.
+fn remove_stale_leaves(parent: &Path, mine: &str) -> Vec<String> {
+    let mut pooled = Vec::new();
     let Ok(rd) = std::fs::read_dir(parent) else {
-        return;
+        return pooled;
     };
     for e in rd.flatten() {
         // The type comes with the entry: no `stat` for the interface files.
@@ -177,6 +198,10 @@ fn remove_stale_leaves(parent: &Path, mine: &str) {
         let Some(name) = name.to_str() else {
             continue;
         };
+        if name.starts_with(pool::POOL_PREFIX) {
+            pooled.push(name.to_string());
+            continue;
+        }
         let owner = name.split('-').next().unwrap_or_default();
         if name.starts_with(mine) || !pid_gone(owner) {
             continue;
@@ -189,6 +214,7 @@ fn remove_stale_leaves(parent: &Path, mine: &str) {
             remove_tree(&e.path(), 0);
         }
     }
+    pooled
 }
 
 /// Whether `pid` (decimal) names no process of this PID namespace.
@@ -246,6 +272,37 @@ fn usable_parent(dir: &Path) -> bool {
 }
 
 impl Parent {
+    /// A pooled leaf for this process's first run (`pool.rs`); `None` for any later
+    /// run, or when the pool has none to give.
+    fn take_pooled(&self) -> Option<pool::Held> {
+        let seen = self
+            .pool_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
+        let held = pool::take(&self.dir, &seen)?;
+        let name = held.dir.file_name()?.to_str()?.to_string();
+        self.pool_held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .name = Some(name);
+        Some(held)
+    }
+
+    /// The pooled leaf is given back: the watchdog (if it runs) is told to leave it
+    /// alone before the lock is let go, so it never ends the next holder's runs.
+    fn give_back(&self) {
+        let mut held = self
+            .pool_held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        held.name = None;
+        if let Some(w) = held.watchdog_pipe {
+            // SAFETY: one byte from a static buffer to the pipe's write end, ours.
+            unsafe { libc::write(w, b"r".as_ptr().cast(), 1) };
+        }
+    }
+
     /// A new leaf for one run.
     fn make_leaf(&self) -> Option<PathBuf> {
         for _ in 0..LEAF_TRIES {
@@ -277,7 +334,15 @@ pub fn ensure_watchdog() {
     if let Some(Some(parent)) = PARENT.get() {
         STARTED.get_or_init(|| {
             remove_stale(parent);
-            start_watchdog(&parent.dir, &parent.prefix)
+            // Held across the fork: a pooled leaf is given back either before (the
+            // watchdog never knows it) or after (the watchdog is told).
+            let mut held = parent
+                .pool_held
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let pipe = start_watchdog(&parent.dir, &parent.prefix, held.name.as_deref());
+            held.watchdog_pipe = pipe;
+            pipe.is_some()
         });
     }
 }
@@ -316,23 +381,39 @@ pub struct RunGroup {
     procs: CString,
     /// The leader joined before it exec'd: membership is the run's attribution.
     joined: AtomicBool,
-    /// The group's directory, for `clone3(CLONE_INTO_CGROUP)`.
+    /// The group's directory, for `clone3(CLONE_INTO_CGROUP)`; for a pooled leaf,
+    /// it also holds the leaf's lock.
     dir_fd: Option<std::os::fd::OwnedFd>,
+    /// A pooled leaf (`pool.rs`): given back, not removed, when the run is over.
+    pooled: bool,
+    /// `cgroup.kill` was written: the leaf can never be given back.
+    killed: AtomicBool,
+    /// What the leaf's `cpu.stat` said when this run got it (earlier runs' time).
+    cpu_base: Duration,
 }
 
 impl RunGroup {
     /// A new group, or `None` where cgroup v2 is unavailable or not writable.
     pub fn create() -> Option<RunGroup> {
         let parent = PARENT.get_or_init(make_parent).as_ref()?;
-        let dir = parent.make_leaf()?;
+        let (dir, dir_fd, pooled, cpu_base) = match parent.take_pooled() {
+            Some(held) => (held.dir, Some(held.fd), true, held.cpu_base),
+            None => {
+                let dir = parent.make_leaf()?;
+                let fd = std::fs::File::open(&dir).ok().map(Into::into);
+                (dir, fd, false, Duration::ZERO)
+            }
+        };
         let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()).ok()?;
-        let dir_fd = std::fs::File::open(&dir).ok().map(Into::into);
         Some(RunGroup {
             dir,
             home_procs: parent.home_procs.clone(),
             procs,
             joined: AtomicBool::new(false),
             dir_fd,
+            pooled,
+            killed: AtomicBool::new(false),
+            cpu_base,
         })
     }
 
@@ -369,14 +450,7 @@ impl RunGroup {
     /// The CPU time the group's processes have used (`cpu.stat` `usage_usec`, which
     /// cgroup v2 keeps whether or not the cpu controller is enabled).
     pub fn cpu_time(&self) -> Option<Duration> {
-        let stat = super::read_kernel_file(self.dir.join("cpu.stat")).ok()?;
-        let usec = stat
-            .lines()
-            .find_map(|l| l.strip_prefix("usage_usec "))?
-            .trim()
-            .parse()
-            .ok()?;
-        Some(Duration::from_micros(usec))
+        usage(&self.dir).map(|t| t.saturating_sub(self.cpu_base))
     }
 
     /// Freeze (or thaw) the group; a freeze waits, bounded, until it is frozen.
@@ -400,7 +474,15 @@ impl RunGroup {
 
     /// SIGKILL every process in the group (atomically: none can fork past it).
     pub fn kill(&self) -> bool {
+        if self.pooled && !self.killed.swap(true, Ordering::SeqCst) {
+            pool::mark_killed(&self.dir_c());
+        }
+        self.killed.store(true, Ordering::SeqCst);
         std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok()
+    }
+
+    fn dir_c(&self) -> CString {
+        CString::new(self.dir.as_os_str().as_bytes()).unwrap_or_default()
     }
 
     /// Move the processes in the group, except `spare`, back to agentbash's own
@@ -439,12 +521,27 @@ impl RunGroup {
 
 impl Drop for RunGroup {
     fn drop(&mut self) {
+        let one_run = crate::children::one_run();
+        // Given back while the lock is held (`dir_fd` goes after this body).
+        if self.pooled
+            && pool::fit_for_reuse(
+                &self.dir,
+                self.killed.load(Ordering::SeqCst),
+                RMDIR_LIMIT,
+                || self.release(&[]),
+                || one_run && self.members_but(&[]).is_empty(),
+            )
+        {
+            if let Some(Some(parent)) = PARENT.get() {
+                parent.give_back();
+            }
+            return;
+        }
         // Usually empty by now, and removed at once; the parent stays for the next run.
         if std::fs::remove_dir(&self.dir).is_ok() {
             return;
         }
         self.release(&[]);
-        let one_run = crate::children::one_run();
         let deadline = Instant::now() + RMDIR_LIMIT;
         // An exiting process leaves the group a moment after it is gone from procs;
         // a group of a nested agentbash (a run of agentbash inside this run) goes
@@ -462,20 +559,34 @@ impl Drop for RunGroup {
     }
 }
 
-/// Fork the watchdog (see the module doc) of the leaves named `prefix…` in `dir`.
-/// Returns whether it runs.
-fn start_watchdog(dir: &Path, prefix: &str) -> bool {
-    let Ok(dir_c) = CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
+/// The CPU time used in group `dir` since it was made (`cpu.stat` `usage_usec`, which
+/// cgroup v2 keeps whether or not the cpu controller is enabled).
+fn usage(dir: &Path) -> Option<Duration> {
+    let stat = super::read_kernel_file(dir.join("cpu.stat")).ok()?;
+    let usec = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("usage_usec "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_micros(usec))
+}
+
+/// Fork the watchdog (see the module doc) of the leaves named `prefix…` in `dir` and
+/// of the pooled leaf `pooled` this process holds. Returns the write end of its pipe
+/// (a byte written there: the pooled leaf was given back), or `None` when it does
+/// not run.
+fn start_watchdog(dir: &Path, prefix: &str, pooled: Option<&str>) -> Option<libc::c_int> {
+    let dir_c = CString::new(dir.as_os_str().as_bytes()).ok()?;
     if dir_c.as_bytes().len() > PATH_ROOM - 300 || prefix.is_empty() {
-        return false;
+        return None;
     }
     let prefix = prefix.as_bytes();
+    let pooled = pooled.map(str::as_bytes).unwrap_or_default();
     let mut fds = [0; 2];
     // SAFETY: pipe2 with a valid two-int array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return false;
+        return None;
     }
     let (r, w) = (fds[0], fds[1]);
     // Where our argv lives, so the watchdog can name itself instead of showing
@@ -486,17 +597,17 @@ fn start_watchdog(dir: &Path, prefix: &str) -> bool {
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         // SAFETY: see above.
-        unsafe { watchdog_main(r, &dir_c, prefix, args) }
+        unsafe { watchdog_main(r, &dir_c, [prefix, pooled], args) }
     }
     // SAFETY: closing our copy of the read end; the write end stays open for good.
     unsafe { libc::close(r) };
     if pid < 0 {
         // SAFETY: the write end is ours.
         unsafe { libc::close(w) };
-        return false;
+        return None;
     }
     WATCHDOG.store(pid, Ordering::Relaxed);
-    true
+    Some(w)
 }
 
 /// Where this process's argv and environment strings live: `arg_start`, `arg_end`,
@@ -516,11 +627,13 @@ const PATH_ROOM: usize = 4096;
 
 /// The watchdog: wait for end-of-file on `r`, then kill and remove the leaves of
 /// `dir` whose names start with `prefix` (its agentbash's runs; the parent and the
-/// other processes' leaves stay). Async-signal-safe calls only, no allocation.
+/// other processes' leaves stay), and the pooled leaf named `pooled` (empty: none)
+/// unless a byte on `r` said it was given back. Async-signal-safe calls only, no
+/// allocation.
 unsafe fn watchdog_main(
     r: libc::c_int,
     dir: &CString,
-    prefix: &[u8],
+    [prefix, pooled]: [&[u8]; 2],
     args: Option<[usize; 4]>,
 ) -> ! {
     // SAFETY: plain syscalls; every buffer is on this stack or prepared before fork.
@@ -560,16 +673,19 @@ unsafe fn watchdog_main(
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        let mut given_back = false;
         if fd == 3 {
             let mut b = [0u8; 64];
             loop {
                 let n = libc::read(3, b.as_mut_ptr().cast(), b.len());
+                given_back |= n > 0;
                 if n > 0 || (n < 0 && *libc::__errno_location() == libc::EINTR) {
                     continue;
                 }
                 break;
             }
         }
+        let pooled: &[u8] = if given_back { &[] } else { pooled };
         let mut path = [0u8; PATH_ROOM];
         let d = dir.as_bytes();
         path[..d.len()].copy_from_slice(d);
@@ -591,8 +707,12 @@ unsafe fn watchdog_main(
             path[d.len() + 1 + tail.len()] = 0;
             true
         };
+        // A pooled leaf is marked before it is killed: never to be taken again.
+        if !pooled.is_empty() && at(&mut path, pooled, b"") {
+            pool::mark_killed(std::ffi::CStr::from_bytes_until_nul(&path).unwrap_or_default());
+        }
         // Every leaf of ours killed first (cgroup.kill: none can fork past it), ...
-        for_each_leaf(dir, prefix, |leaf| {
+        let mut kill = |leaf: &[u8]| {
             if at(&mut path, leaf, b"cgroup.kill") {
                 let k = libc::open(path.as_ptr().cast(), libc::O_WRONLY | libc::O_CLOEXEC);
                 if k >= 0 {
@@ -600,10 +720,15 @@ unsafe fn watchdog_main(
                     libc::close(k);
                 }
             }
-        });
+        };
+        for_each_leaf(dir, prefix, &mut kill);
+        if !pooled.is_empty() {
+            kill(pooled);
+        }
         // ... then removed as their processes go (bounded: two seconds), until a pass
         // finds none (one that removed some may have missed an entry: the directory
         // changed while it was read).
+        let mut pooled_left = !pooled.is_empty();
         for _ in 0..200 {
             let mut found = false;
             for_each_leaf(dir, prefix, |leaf| {
@@ -612,6 +737,12 @@ unsafe fn watchdog_main(
                     libc::rmdir(path.as_ptr().cast());
                 }
             });
+            if pooled_left && at(&mut path, pooled, b"") {
+                let gone = libc::rmdir(path.as_ptr().cast()) == 0
+                    || *libc::__errno_location() == libc::ENOENT;
+                pooled_left = !gone;
+                found |= pooled_left;
+            }
             if !found {
                 break;
             }

@@ -12,6 +12,7 @@ mod harness;
 mod intercept;
 mod jobs;
 mod layout;
+mod leaf_pool;
 mod lift;
 mod mcp;
 mod needs_terminal;
