@@ -280,12 +280,14 @@ impl Parent {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()?;
-        let held = pool::take(&self.dir, &seen)?;
-        let name = held.dir.file_name()?.to_str()?.to_string();
-        self.pool_held
+        // Locked while the leaf is taken: a watchdog started meanwhile (another
+        // thread's run) knows it from its first moment.
+        let mut known = self
+            .pool_held
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .name = Some(name);
+            .unwrap_or_else(PoisonError::into_inner);
+        let held = pool::take(&self.dir, &seen)?;
+        known.name = Some(held.dir.file_name()?.to_str()?.to_string());
         Some(held)
     }
 
@@ -474,10 +476,10 @@ impl RunGroup {
 
     /// SIGKILL every process in the group (atomically: none can fork past it).
     pub fn kill(&self) -> bool {
-        if self.pooled && !self.killed.swap(true, Ordering::SeqCst) {
+        let first = !self.killed.swap(true, Ordering::SeqCst);
+        if self.pooled && first {
             pool::mark_killed(&self.dir_c());
         }
-        self.killed.store(true, Ordering::SeqCst);
         std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok()
     }
 
