@@ -289,7 +289,7 @@ fn the_watchdog_ends_a_run_in_a_pooled_leaf_and_spares_one_given_back() {
 /// sandbox's init to leave the run's leaf (it leaves once the kernel has taken the
 /// namespaces apart), yet nothing of the run outlives agentbash: its processes are
 /// gone when it has exited, the init leaves the leaf by itself, and the leaf is then
-/// either removed by the next agentbash (a leaf of its own) or empty for the next run
+/// either removed (by the watchdog, or the next agentbash) or empty for the next run
 /// (a pooled one).
 #[test]
 fn a_sandboxed_one_run_leaves_nothing_of_its_run_behind() {
@@ -327,9 +327,10 @@ fn a_sandboxed_one_run_leaves_nothing_of_its_run_behind() {
     // At once: what the run started is gone with agentbash.
     let left = crate::support::procs_with_cmdline(&format!(".{tag}"), Duration::ZERO);
     assert!(left.is_empty(), "outlived its run: {left:?}");
-    // Its leaves empty by themselves (the init exits).
+    // Its leaves, if still there, empty by themselves (the init exits). None may be
+    // left: a leaf not given back at once (its init still in it) is its watchdog's,
+    // which removes it when agentbash exits.
     let leaves = group.leaves();
-    assert!(!leaves.is_empty(), "the run had no leaf");
     let deadline = Instant::now() + scaled(Duration::from_secs(10));
     for name in &leaves {
         let dir = group.parent().join(name);
@@ -352,7 +353,12 @@ fn a_sandboxed_one_run_leaves_nothing_of_its_run_behind() {
     for name in &leaves {
         let dir = group.parent().join(name);
         if name.starts_with("pool-") {
-            assert_eq!(leaf(&next), *name, "the emptied pooled leaf was not taken");
+            // Given back, it is the next run's; not given back (the init was still in
+            // it), its watchdog marked and removed it, or the next run did.
+            assert!(
+                leaf(&next) == *name || !dir.exists(),
+                "{name} stayed, and the next run took {next:?}"
+            );
         } else {
             assert!(!dir.exists(), "{name} was left for good");
         }
