@@ -282,7 +282,7 @@ fn spawn_with(
     controlling_tty: bool,
 ) -> std::io::Result<Child> {
     become_subreaper();
-    let cstr = |s: &[u8]| {
+    let cstring = |s: Vec<u8>| {
         CString::new(s).map_err(|_| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -290,6 +290,7 @@ fn spawn_with(
             )
         })
     };
+    let cstr = |s: &[u8]| cstring(s.to_vec());
     let program = cstr(
         resolve_program(&spec.program, &spec.env)?
             .as_os_str()
@@ -302,7 +303,14 @@ fn spawn_with(
     let envp = spec
         .env
         .iter()
-        .map(|(k, v)| cstr(format!("{k}={v}").as_bytes()))
+        .map(|(k, v)| {
+            // One allocation, of the right size (room for the NUL `CString` adds).
+            let mut kv = Vec::with_capacity(k.len() + v.len() + 2);
+            kv.extend_from_slice(k.as_bytes());
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            cstring(kv)
+        })
         .collect::<std::io::Result<Vec<_>>>()?;
     let fd = |io: ChildIo| -> std::io::Result<Option<OwnedFd>> {
         Ok(match io {
