@@ -526,8 +526,10 @@ impl Drop for RunGroup {
         let one_run = crate::children::one_run();
         // Given back while the lock is held (`dir_fd` goes after this body).
         if self.pooled
+            && let Some(held) = &self.dir_fd
             && pool::fit_for_reuse(
                 &self.dir,
+                held,
                 self.killed.load(Ordering::SeqCst),
                 RMDIR_LIMIT,
                 || self.release(&[]),

@@ -83,14 +83,25 @@ impl Drop for OwnGroup {
     fn drop(&mut self) {
         let deadline = Instant::now() + scaled(Duration::from_secs(5));
         for leaf in self.leaves() {
-            let dir = self.parent().join(leaf);
-            // Its processes (if any) are on their way out.
-            while std::fs::remove_dir(&dir).is_err() && dir.exists() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            remove_groups(&self.parent().join(leaf), deadline);
         }
         let _ = std::fs::remove_dir(self.parent());
         let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Remove the group `dir` and the groups under it (a run may have made some), each
+/// once its processes (if any, on their way out) are gone or `deadline` passes.
+fn remove_groups(dir: &Path, deadline: Instant) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_groups(&e.path(), deadline);
+            }
+        }
+    }
+    while std::fs::remove_dir(dir).is_err() && dir.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -363,4 +374,23 @@ fn a_sandboxed_one_run_leaves_nothing_of_its_run_behind() {
             assert!(!dir.exists(), "{name} was left for good");
         }
     }
+}
+
+/// A run that made a group under its own leaf (as a nested agentbash does) does not
+/// give the leaf back: the next run gets another one.
+#[test]
+fn a_leaf_with_a_group_under_it_is_not_given_back() {
+    let group = own_group!();
+    let env = TestEnv::new();
+    let mount = cgroup2_mount().expect("known above");
+    let sub = format!(
+        "mkdir \"{}$(sed -n 's/^0:://p' /proc/self/cgroup)/nested\" && ",
+        mount.display()
+    );
+    let (first, code) = group.group_of_a_run(&env, &sub);
+    assert_eq!(code, Some(0));
+    assert!(leaf(&first).starts_with("pool-"), "{first:?}");
+    let (second, code) = group.group_of_a_run(&env, "");
+    assert_eq!(code, Some(0));
+    assert_ne!(first, second, "a leaf with a group under it was given back");
 }

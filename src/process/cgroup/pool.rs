@@ -113,13 +113,14 @@ fn lock(dir: &Path) -> Option<OwnedFd> {
     locked.then_some(fd)
 }
 
-/// Make the held leaf `dir` fit for the next run: its processes gone (kept ones are
+/// Make the held leaf `dir` (open at `held`) fit for the next run: its processes gone (kept ones are
 /// moved out by `release`, see `RunGroup::release`), thawed, no group under it (a
 /// nested agentbash's), never killed. Waits for the kernel to empty it, bounded by
 /// `limit`; `false` when it cannot be given back, and the leaf is then removed like a
 /// leaf of one's own.
 pub(super) fn fit_for_reuse(
     dir: &Path,
+    held: &OwnedFd,
     killed: bool,
     limit: Duration,
     release: impl Fn(),
@@ -151,6 +152,16 @@ pub(super) fn fit_for_reuse(
     {
         return false;
     }
-    super::super::read_kernel_file(dir.join("cgroup.stat"))
-        .is_ok_and(|s| s.lines().any(|l| l == "nr_descendants 0"))
+    no_groups_under(held)
+}
+
+/// Whether no group was made under the leaf open at `fd` (a nested agentbash's): a
+/// cgroup directory's link count is 2 and one more for each group in it, which answers
+/// what `cgroup.stat`'s `nr_descendants 0` would, with an `fstat` instead of a read.
+fn no_groups_under(fd: &OwnedFd) -> bool {
+    // SAFETY: fstat fills the zeroed struct we pass; the descriptor is ours.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd.as_raw_fd(), &mut st) == 0 && st.st_nlink == 2
+    }
 }
