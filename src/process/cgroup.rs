@@ -642,53 +642,8 @@ unsafe fn watchdog_main(
 ) -> ! {
     // SAFETY: plain syscalls; every buffer is on this stack or prepared before fork.
     unsafe {
-        // Our copy of agentbash's argv and environment (Rust keeps its own copies):
-        // the process table shows a name, not the run's command, and our environ
-        // holds none of agentbash's variables.
-        if let Some([arg_start, arg_end, env_start, env_end]) = args {
-            if arg_end > arg_start {
-                let name = b"agentbash-watchdog\0";
-                let p = arg_start as *mut u8;
-                std::ptr::write_bytes(p, 0, arg_end - arg_start);
-                let n = name.len().min(arg_end - arg_start);
-                std::ptr::copy_nonoverlapping(name.as_ptr(), p, n);
-            }
-            if env_end > env_start {
-                std::ptr::write_bytes(env_start as *mut u8, 0, env_end - env_start);
-            }
-        }
-        libc::prctl(libc::PR_SET_NAME, c"agentbash-watch".as_ptr(), 0, 0, 0);
-        // Out of the caller's session: a Ctrl-C or hangup meant for agentbash's
-        // terminal does not end the watchdog before it is needed.
-        libc::setsid();
-        for sig in [libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-        let fd = if r == 3 { 3 } else { libc::dup2(r, 3) };
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-        for target in 0..3 {
-            if null >= 0 {
-                libc::dup2(null, target);
-            }
-        }
-        // Nothing else stays open: not agentbash's output (a reader waiting for its
-        // end-of-file must not wait for us), nor the write end of our own pipe.
-        libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        let mut given_back = false;
-        if fd == 3 {
-            let mut b = [0u8; 64];
-            loop {
-                let n = libc::read(3, b.as_mut_ptr().cast(), b.len());
-                given_back |= n > 0;
-                if n > 0 || (n < 0 && *libc::__errno_location() == libc::EINTR) {
-                    continue;
-                }
-                break;
-            }
-        }
+        let fd = watchdog_detach(r, args);
+        let given_back = fd == 3 && wait_for_end(3);
         let pooled: &[u8] = if given_back { &[] } else { pooled };
         let mut path = [0u8; PATH_ROOM];
         let d = dir.as_bytes();
@@ -757,6 +712,68 @@ unsafe fn watchdog_main(
             libc::nanosleep(&ts, std::ptr::null_mut());
         }
         libc::_exit(0)
+    }
+}
+
+/// The watchdog's start: a name of its own in the process table, out of the caller's
+/// session and signals, `r` moved to descriptor 3 and nothing else open but /dev/null
+/// on 0–2. Returns the descriptor `r` is now on (3 unless the move failed).
+/// Async-signal-safe.
+unsafe fn watchdog_detach(r: libc::c_int, args: Option<[usize; 4]>) -> libc::c_int {
+    // SAFETY: plain syscalls; the argv and environment spans are this process's own.
+    unsafe {
+        // Our copy of agentbash's argv and environment (Rust keeps its own copies):
+        // the process table shows a name, not the run's command, and our environ
+        // holds none of agentbash's variables.
+        if let Some([arg_start, arg_end, env_start, env_end]) = args {
+            if arg_end > arg_start {
+                let name = b"agentbash-watchdog\0";
+                let p = arg_start as *mut u8;
+                std::ptr::write_bytes(p, 0, arg_end - arg_start);
+                let n = name.len().min(arg_end - arg_start);
+                std::ptr::copy_nonoverlapping(name.as_ptr(), p, n);
+            }
+            if env_end > env_start {
+                std::ptr::write_bytes(env_start as *mut u8, 0, env_end - env_start);
+            }
+        }
+        libc::prctl(libc::PR_SET_NAME, c"agentbash-watch".as_ptr(), 0, 0, 0);
+        // Out of the caller's session: a Ctrl-C or hangup meant for agentbash's
+        // terminal does not end the watchdog before it is needed.
+        libc::setsid();
+        for sig in [libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        let fd = if r == 3 { 3 } else { libc::dup2(r, 3) };
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        for target in 0..3 {
+            if null >= 0 {
+                libc::dup2(null, target);
+            }
+        }
+        // Nothing else stays open: not agentbash's output (a reader waiting for its
+        // end-of-file must not wait for us), nor the write end of our own pipe.
+        libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        fd
+    }
+}
+
+/// Read `fd` to its end (agentbash is gone); whether a byte came first (the pooled
+/// leaf was given back). Async-signal-safe.
+unsafe fn wait_for_end(fd: libc::c_int) -> bool {
+    let mut given_back = false;
+    let mut b = [0u8; 64];
+    loop {
+        // SAFETY: a read into a buffer on this stack; errno is this thread's.
+        let n = unsafe { libc::read(fd, b.as_mut_ptr().cast(), b.len()) };
+        given_back |= n > 0;
+        if n > 0 || (n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR) {
+            continue;
+        }
+        return given_back;
     }
 }
 
