@@ -643,7 +643,7 @@ unsafe fn watchdog_main(
     // SAFETY: plain syscalls; every buffer is on this stack or prepared before fork.
     unsafe {
         let fd = watchdog_detach(r, args);
-        let given_back = fd == 3 && wait_for_end(3);
+        let given_back = fd == 3 && wait_for_end(fd);
         let pooled: &[u8] = if given_back { &[] } else { pooled };
         let mut path = [0u8; PATH_ROOM];
         let d = dir.as_bytes();

@@ -87,10 +87,15 @@ fn claim(dir: &Path) -> Option<Held> {
 
 /// Whether the leaf open at `fd` was marked as killed (or cannot be asked).
 fn killed(fd: &OwnedFd) -> bool {
+    stat(fd).is_none_or(|st| st.st_mtime == 0)
+}
+
+/// `fstat` of the leaf open at `fd`.
+fn stat(fd: &OwnedFd) -> Option<libc::stat> {
     // SAFETY: fstat fills the zeroed struct we pass; the descriptor is ours.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
-        libc::fstat(fd.as_raw_fd(), &mut st) != 0 || st.st_mtime == 0
+        (libc::fstat(fd.as_raw_fd(), &mut st) == 0).then_some(st)
     }
 }
 
@@ -113,9 +118,9 @@ fn lock(dir: &Path) -> Option<OwnedFd> {
     locked.then_some(fd)
 }
 
-/// Make the held leaf `dir` (open at `held`) fit for the next run: its processes gone (kept ones are
-/// moved out by `release`, see `RunGroup::release`), thawed, no group under it (a
-/// nested agentbash's), never killed. Waits for the kernel to empty it, bounded by
+/// Make the held leaf `dir` (open at `held`) fit for the next run: its processes gone
+/// (kept ones are moved out by `release`, see `RunGroup::release`), thawed, no group
+/// under it (a nested agentbash's), never killed. Waits for the kernel to empty it, bounded by
 /// `limit`; `false` when it cannot be given back, and the leaf is then removed like a
 /// leaf of one's own.
 pub(super) fn fit_for_reuse(
@@ -159,9 +164,5 @@ pub(super) fn fit_for_reuse(
 /// cgroup directory's link count is 2 and one more for each group in it, which answers
 /// what `cgroup.stat`'s `nr_descendants 0` would, with an `fstat` instead of a read.
 fn no_groups_under(fd: &OwnedFd) -> bool {
-    // SAFETY: fstat fills the zeroed struct we pass; the descriptor is ours.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        libc::fstat(fd.as_raw_fd(), &mut st) == 0 && st.st_nlink == 2
-    }
+    stat(fd).is_some_and(|st| st.st_nlink == 2)
 }
