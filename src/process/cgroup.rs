@@ -13,15 +13,14 @@
 //! its own leaf only. A parent owned by anyone else is never used. Each agentbash
 //! process names its leaves `<pid>-<token>-<n>`, the token telling it apart from an
 //! earlier process with the same pid that left a group behind; its first leaf comes
-//! from a pool handed from one agentbash process to the next (`pool.rs`). A watchdog — one small
-//! forked child per agentbash process, not per run — holds the read end of a pipe
-//! whose write end only agentbash holds: when agentbash dies by any means (SIGKILL
+//! from a pool handed from one agentbash process to the next (`pool.rs`). A watchdog —
+//! one small forked child per agentbash process, not per run — holds the read end of a
+//! pipe whose write end only agentbash holds: when agentbash dies by any means (SIGKILL
 //! included) the pipe reads end-of-file, and the watchdog writes `cgroup.kill` of each
 //! leaf of its agentbash (never another process's, and its pooled leaf only until it
-//! is given back) and removes them. A leaf left
-//! behind all the same (agentbash killed before its watchdog started; the one-run CLI
-//! not waiting for its sandbox's init to leave) is removed by the next agentbash
-//! process when it makes its first leaf. Where no group can be made, teardown falls
+//! is given back) and removes them. A leaf left behind all the same (agentbash killed
+//! before its watchdog started; the one-run CLI not waiting for its sandbox's init to
+//! leave) is removed by the next agentbash process when it makes its first leaf. Where no group can be made, teardown falls
 //! back to the /proc scan by run marker (see `process::Teardown`), and nothing
 //! outlives a SIGKILL of agentbash but its direct child's parent-death signal.
 
