@@ -42,11 +42,13 @@ fn rule(id: &str, pattern: &str, tool: &str, message: &str, more: &str) -> Strin
     )
 }
 
-/// `toml` written to `name` in a temp dir of its own; the file's path.
-fn pack_file(name: &str, toml: &str) -> PathBuf {
-    let path = temp_dir(name).join(name);
+/// `toml` written to `name` in a temp dir of its own: the dir (removed when dropped) and
+/// the file's path.
+fn pack_file(name: &str, toml: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = temp_dir();
+    let path = dir.path().join(name);
     write(&path, toml);
-    path
+    (dir, path)
 }
 
 /// A pack with one rule on `git commit`, the example rule of issue 3.
@@ -278,8 +280,8 @@ fn default_pack_meets_the_corpus_thresholds() {
 
 #[test]
 fn corpus_below_its_thresholds_fails_with_exit_1() {
-    let dir = temp_dir("corpus-threshold");
-    let corpus = dir.join("c.tsv");
+    let dir = temp_dir();
+    let corpus = dir.path().join("c.tsv");
     write(
         &corpus,
         "#: min-precision 99.0\n#: min-recall 95.0\nread\tcat README.md\nread\tjq . package.json\npass\tcat /proc/cpuinfo\n",
@@ -768,7 +770,7 @@ fn first_matching_rule_in_pack_order_wins() {
 
 #[test]
 fn later_packs_follow_earlier_ones() {
-    let extra = pack_file("extra.toml", &rule("read", "^cat", "read", "extra", ""));
+    let (_dir, extra) = pack_file("extra.toml", &rule("read", "^cat", "read", "extra", ""));
     let dir = extra.parent().expect("the pack's dir");
     let set = match RuleSet::load(
         &["default".to_string(), "extra.toml".to_string()],
@@ -786,12 +788,12 @@ fn later_packs_follow_earlier_ones() {
 // ---------------------------------------------------------------------------------------
 // Pack loading and `rules check`
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentbash-rules-{}-{name}", std::process::id()));
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        panic!("cannot create {}: {e}", dir.display());
-    }
-    dir
+/// A temp dir of the test's own, removed when dropped.
+fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("agentbash-rules-")
+        .tempdir()
+        .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"))
 }
 
 fn write(path: &std::path::Path, text: &str) {
@@ -892,7 +894,7 @@ fn check_pack_reports_each_failure_precisely() {
     let cat = r#"examples.match = ["cat x", "ls | cat x"]
 examples.not_match = ["cat y"]
 "#;
-    let path = pack_file(
+    let (_dir, path) = pack_file(
         "bad.toml",
         &[
             rule("cat", r"^\s*cat\s", "read", "m", cat),
@@ -927,7 +929,7 @@ examples.not_match = ["cat y"]
 fn check_pack_catches_shadowed_match_examples() {
     let broad = "examples.match = [\"make\"]\nexamples.not_match = [\"cmake\"]\n";
     let narrow = "examples.match = [\"make test\"]\nexamples.not_match = [\"make\"]\n";
-    let path = pack_file(
+    let (_dir, path) = pack_file(
         "shadow.toml",
         &[
             rule("broad", "^make", "t", "m", broad),
