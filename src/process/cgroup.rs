@@ -540,6 +540,12 @@ impl Drop for RunGroup {
             }
             return;
         }
+        // Not given back: marked while the lock is still held, so no agentbash takes it
+        // in the moment between our exit and the watchdog's turn (it may still hold
+        // our helpers, or a group under it); removed below, or later once empty.
+        if self.pooled && self.dir_fd.is_some() {
+            pool::mark_killed(&self.dir_c());
+        }
         // Usually empty by now, and removed at once; the parent stays for the next run.
         if std::fs::remove_dir(&self.dir).is_ok() {
             return;
@@ -665,10 +671,15 @@ unsafe fn watchdog_main(
             path[d.len() + 1 + tail.len()] = 0;
             true
         };
-        // A pooled leaf is marked before it is killed: never to be taken again.
-        if !pooled.is_empty() && at(&mut path, pooled, b"") {
+        // A pooled leaf is ours only once we hold its lock (another agentbash may have
+        // taken it empty since ours exited: then it is theirs); held until we exit, it
+        // is marked before it is killed: never to be taken again.
+        let pooled = if !pooled.is_empty() && at(&mut path, pooled, b"") && hold_leaf(&mut path) {
             pool::mark_killed(std::ffi::CStr::from_bytes_until_nul(&path).unwrap_or_default());
-        }
+            pooled
+        } else {
+            &[]
+        };
         // Every leaf of ours killed first (cgroup.kill: none can fork past it), ...
         let mut kill = |leaf: &[u8]| {
             if at(&mut path, leaf, b"cgroup.kill") {
@@ -757,6 +768,60 @@ unsafe fn watchdog_detach(r: libc::c_int, args: Option<[usize; 4]>) -> libc::c_i
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         fd
+    }
+}
+
+/// Lock the pooled leaf at `path` (NUL-terminated; a directory) for the watchdog, which
+/// keeps the lock until it exits: `false` when the leaf is gone, or when another
+/// agentbash holds it and nothing of ours is in it (it holds no process, or holds that
+/// agentbash's: an empty leaf is all one takes). A holder that only looked (it found
+/// our processes there) lets go at once, so a busy lock is tried again, for up to two
+/// seconds. Async-signal-safe; `path` is the leaf again when it returns.
+unsafe fn hold_leaf(path: &mut [u8; PATH_ROOM]) -> bool {
+    let Some(end) = path.iter().position(|&c| c == 0) else {
+        return false;
+    };
+    let events = b"/cgroup.events\0";
+    if end + events.len() > PATH_ROOM {
+        return false;
+    }
+    // SAFETY: open/flock/read/close on this stack's buffers; the one descriptor kept
+    // open is the lock, closed by the watchdog's exit.
+    unsafe {
+        for _ in 0..200 {
+            let fd = libc::open(
+                path.as_ptr().cast(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                return false;
+            }
+            if libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) == 0 {
+                return true;
+            }
+            libc::close(fd);
+            path[end..end + events.len()].copy_from_slice(events);
+            let mut buf = [0u8; 256];
+            let e = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+            let n = if e >= 0 {
+                let n = libc::read(e, buf.as_mut_ptr().cast(), buf.len());
+                libc::close(e);
+                n
+            } else {
+                -1
+            };
+            path[end] = 0;
+            let populated = n > 0 && buf[..n as usize].windows(11).any(|w| w == b"populated 1");
+            if !populated {
+                return false;
+            }
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 10_000_000,
+            };
+            libc::nanosleep(&ts, std::ptr::null_mut());
+        }
+        false
     }
 }
 

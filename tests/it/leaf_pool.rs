@@ -394,3 +394,76 @@ fn a_leaf_with_a_group_under_it_is_not_given_back() {
     assert_eq!(code, Some(0));
     assert_ne!(first, second, "a leaf with a group under it was given back");
 }
+
+/// A SIGKILLed agentbash's pooled leaf that emptied before its watchdog's turn, and
+/// that another agentbash took meanwhile, is that agentbash's: the watchdog does not
+/// mark, kill or remove it. Here the test takes the leaf's lock, as a taker would,
+/// while the watchdog is stopped; once the lock is let go, the next run takes the leaf.
+#[test]
+fn the_watchdog_leaves_alone_a_pooled_leaf_another_agentbash_took() {
+    let group = own_group!();
+    let env = TestEnv::new();
+    let tag = nonce();
+    let run = group
+        .agentbash(&env, &["run", "--", &format!("exec sleep 42.{tag}")])
+        .spawn();
+    assert!(
+        wait_for_cmdline(&format!("sleep 42.{tag}"), Duration::from_secs(10)),
+        "the run never started"
+    );
+    let watchdog = crate::support::wait_for_watchdog(run.pid());
+    let leaves = group.leaves();
+    let [name] = leaves.as_slice() else {
+        panic!("not one leaf: {leaves:?}");
+    };
+    assert!(name.starts_with("pool-"), "{name}");
+    let dir = group.parent().join(name);
+    // SAFETY: signals to the watchdog of the agentbash this test started.
+    unsafe { libc::kill(watchdog, libc::SIGSTOP) };
+    run.signal(libc::SIGKILL);
+    let _ = run.wait();
+    // The run's sleep (this test's, and the only process in the leaf) ends too.
+    let procs = std::fs::read_to_string(dir.join("cgroup.procs")).expect("cgroup.procs");
+    for pid in procs.lines().filter_map(|p| p.parse::<i32>().ok()) {
+        // SAFETY: a process of this test's run, by pid.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    while !std::fs::read_to_string(dir.join("cgroup.events"))
+        .is_ok_and(|e| e.lines().any(|l| l == "populated 0"))
+    {
+        assert!(Instant::now() < deadline, "the leaf never emptied");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let taker = std::fs::File::open(&dir).expect("open the leaf");
+    // SAFETY: flock on a descriptor of ours.
+    let locked = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&taker),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    assert_eq!(locked, 0, "the leaf's lock was still held");
+    // SAFETY: as above.
+    unsafe { libc::kill(watchdog, libc::SIGCONT) };
+    let ended = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    };
+    while !ended(watchdog) {
+        assert!(Instant::now() < deadline, "the watchdog never ended");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let modified = std::fs::metadata(&dir).and_then(|m| m.modified());
+    assert!(
+        modified.as_ref().is_ok_and(|t| *t != std::time::UNIX_EPOCH),
+        "the watchdog marked or removed a leaf another agentbash held: {modified:?}"
+    );
+    drop(taker);
+    let (next, code) = group.group_of_a_run(&env, "");
+    assert_eq!(code, Some(0));
+    assert_eq!(leaf(&next), *name, "the leaf was not taken again");
+}
