@@ -164,7 +164,7 @@ pub fn run(
         ChildIo::Null
     };
     // Dropped last (declared first): removed once nothing of the run is in it.
-    let group = RunGroup::create();
+    let group = RunGroup::create(req.watch.idle.is_some());
     let child = spawn::spawn_in(
         req.spawn,
         group.as_ref(),

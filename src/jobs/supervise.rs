@@ -204,7 +204,7 @@ impl<'d> Supervisor<'d> {
         listener
             .set_nonblocking(true)
             .map_err(|e| failed(e.to_string()))?;
-        let group = crate::process::cgroup::RunGroup::create();
+        let group = crate::process::cgroup::RunGroup::create(spec.idle.is_some());
         let spawned = if spec.pty {
             let (master, slave) = spawn::open_pty().map_err(failed)?;
             let pty = &profile.profile.pty;

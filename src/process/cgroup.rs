@@ -389,20 +389,27 @@ pub struct RunGroup {
     pooled: bool,
     /// `cgroup.kill` was written: the leaf can never be given back.
     killed: AtomicBool,
-    /// What the leaf's `cpu.stat` said when this run got it (earlier runs' time).
-    cpu_base: Duration,
+    /// What the leaf's `cpu.stat` said when this run got it (earlier runs' time);
+    /// `None` when the run's CPU time is not asked for (see [`RunGroup::create`]).
+    cpu_base: Option<Duration>,
 }
 
 impl RunGroup {
     /// A new group, or `None` where cgroup v2 is unavailable or not writable.
-    pub fn create() -> Option<RunGroup> {
+    /// `cpu_clock`: the run's CPU time will be asked for ([`RunGroup::cpu_time`], by
+    /// `jobs.idle_timeout`), so a pooled leaf's earlier runs' time is read now, to be
+    /// taken off; a run without an idle clock spares the read.
+    pub fn create(cpu_clock: bool) -> Option<RunGroup> {
         let parent = PARENT.get_or_init(make_parent).as_ref()?;
         let (dir, dir_fd, pooled, cpu_base) = match parent.take_pooled() {
-            Some(held) => (held.dir, Some(held.fd), true, held.cpu_base),
+            Some(held) => {
+                let base = cpu_clock.then(|| usage(&held.dir)).flatten();
+                (held.dir, Some(held.fd), true, base)
+            }
             None => {
                 let dir = parent.make_leaf()?;
                 let fd = std::fs::File::open(&dir).ok().map(Into::into);
-                (dir, fd, false, Duration::ZERO)
+                (dir, fd, false, Some(Duration::ZERO))
             }
         };
         let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()).ok()?;
@@ -449,9 +456,11 @@ impl RunGroup {
     }
 
     /// The CPU time the group's processes have used (`cpu.stat` `usage_usec`, which
-    /// cgroup v2 keeps whether or not the cpu controller is enabled).
+    /// cgroup v2 keeps whether or not the cpu controller is enabled); `None` for a
+    /// pooled leaf taken without `cpu_clock`, whose earlier runs' time is not known.
     pub fn cpu_time(&self) -> Option<Duration> {
-        usage(&self.dir).map(|t| t.saturating_sub(self.cpu_base))
+        let base = self.cpu_base?;
+        usage(&self.dir).map(|t| t.saturating_sub(base))
     }
 
     /// Freeze (or thaw) the group; a freeze waits, bounded, until it is frozen.

@@ -223,7 +223,8 @@ impl LiveShell {
             detached: false,
             keep_background: false,
         };
-        let group = RunGroup::create().map(Arc::new);
+        // The shell outlives its commands; any of them may have an idle clock.
+        let group = RunGroup::create(true).map(Arc::new);
         if group.is_some() {
             crate::process::cgroup::ensure_watchdog();
         }

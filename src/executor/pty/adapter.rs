@@ -20,7 +20,7 @@ pub fn run(
         .parse()
         .map_err(|e: KillKeyError| ExecError::Pty(e.to_string()))?;
     // Dropped last (declared first): removed once nothing of the run is in it.
-    let group = RunGroup::create();
+    let group = RunGroup::create(req.watch.idle.is_some() && !req.interactive);
     engine::run(req, kill_key, group.as_ref(), sink, on_output)
         .map_err(|e| ExecError::Pty(e.to_string()))
 }

@@ -35,8 +35,6 @@ pub(super) const POOL_MAX: usize = 8;
 pub(super) struct Held {
     pub dir: PathBuf,
     pub fd: OwnedFd,
-    /// The leaf's `cpu.stat` usage when it was taken: earlier runs' time.
-    pub cpu_base: Duration,
 }
 
 /// Take a free pooled leaf of `parent` (one of `seen`, the names found there), or
@@ -56,11 +54,7 @@ pub(super) fn take(parent: &Path, seen: &[String]) -> Option<Held> {
     // Another agentbash may have taken it between the mkdir and the lock: then it is
     // theirs, and this run makes a leaf of its own.
     let fd = lock(&dir)?;
-    Some(Held {
-        dir,
-        fd,
-        cpu_base: Duration::ZERO,
-    })
+    Some(Held { dir, fd })
 }
 
 /// The leaf at `dir`, when its lock is free and it holds no process and is not
@@ -81,7 +75,6 @@ fn claim(dir: &Path) -> Option<Held> {
     Some(Held {
         dir: dir.to_path_buf(),
         fd,
-        cpu_base: super::usage(dir).unwrap_or_default(),
     })
 }
 
