@@ -12,14 +12,15 @@
 //! Between runs, no process can enter an empty leaf: a group is entered by forking
 //! from a member or by a write to its `cgroup.procs`, which only its holder makes.
 //! The watchdog of the process that holds one ends its runs like its other leaves
-//! (see the parent module) until the leaf is given back.
+//! (see the parent module) until the leaf is given back, once it holds the leaf's lock
+//! itself: an empty leaf may have been taken by another agentbash in between.
 //!
 //! A leaf that has once been killed through `cgroup.kill` is never used again: on the
 //! kernels this was written on (6.18), every process cloned into such a group with
 //! `CLONE_INTO_CGROUP` is killed at once (the clone compares the kill count of the
 //! parent's group with the target's). Whoever kills a pooled leaf first dates it to
-//! the epoch ([`mark_killed`]); such a leaf is never taken, and whoever finds it so
-//! removes it once it is empty.
+//! the epoch ([`mark_killed`]), as does a holder that does not give its leaf back;
+//! such a leaf is never taken, and whoever finds it so removes it once it is empty.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
