@@ -12,7 +12,6 @@
 
 use super::cgroup::RunGroup;
 pub use super::pidns::host_pid_of_child;
-use super::procfs::start_time;
 use super::signals::reset_signals;
 use super::teardown::attribution;
 use super::{Limits, SpawnSpec};
@@ -169,6 +168,7 @@ impl Child {
             if r == self.pid {
                 let s = ExitStatus::from_raw(status);
                 self.status = Some(s);
+                super::teardown::forget_reaped(self.pid);
                 return Ok(Some(s));
             }
             if r == 0 {
@@ -461,9 +461,8 @@ fn is_main_thread() -> bool {
 fn launch_and_register(launch: Launch) -> std::io::Result<Child> {
     let mut a = attribution();
     let child = start(&launch)?;
-    a.register_leader(child.pid);
+    a.register_leader(child.pid, child.init_pid());
     if let Some(init) = child.init_pid() {
-        a.owned.push((init, start_time(init).unwrap_or(0)));
         register_init(init, child.pid);
     }
     Ok(child)
@@ -1009,6 +1008,29 @@ mod spawn_tests {
         assert_ne!(tty_nr, 0, "{out}");
         // The master stayed with us.
         assert!(!out.contains("ptmx"), "{out}");
+    }
+
+    /// Another run's teardown never reaps a leader that its `Child` has not reaped
+    /// yet (it would take that run's exit status); once reaped, it is not owned.
+    #[test]
+    fn a_teardown_leaves_alone_a_leader_its_child_has_not_reaped() {
+        let mut first = quiet(&spec("sleep", &["30"], "/")).expect("spawn");
+        let mut second = quiet(&spec("sh", &["-c", "exit 7"], "/")).expect("spawn");
+        let pid = second.id() as i32;
+        let zombie = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.starts_with(" Z")))
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !zombie() {
+            assert!(std::time::Instant::now() < deadline, "never exited");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        super::super::teardown::Teardown::new(first.id() as i32, "m").reap_orphans();
+        assert_eq!(second.wait().expect("wait").code(), Some(7));
+        assert!(!super::super::teardown::attribution().owns(pid, 0));
+        first.kill().expect("kill");
+        first.wait().expect("wait");
     }
 
     #[test]

@@ -26,8 +26,13 @@ use std::time::{Duration, Instant};
 /// is attributed by what was recorded while it lived.
 #[derive(Default)]
 pub(super) struct Attribution {
-    /// (pid, start time) of children whose `Child` a caller owns: never reaped here.
-    pub(super) owned: Vec<(i32, u64)>,
+    /// Children whose `Child` a caller owns, never reaped here: each until that
+    /// `Child` reaps it ([`forget_reaped`]; until then its pid cannot be reused).
+    owned: Vec<i32>,
+    /// (pid, start time) of the inits of commands in a PID namespace of their own,
+    /// also never reaped here: they may be reaped off a caller's path (see
+    /// `children::reap_later`), so they are told by their start time instead.
+    owned_inits: Vec<(i32, u64)>,
     /// Recent run leaders: a zombie in one of their sessions or process groups is an
     /// orphan of a run.
     leaders: VecDeque<i32>,
@@ -39,6 +44,7 @@ const MAX_REMEMBERED: usize = 4096;
 
 static ATTRIBUTION: Mutex<Attribution> = Mutex::new(Attribution {
     owned: Vec::new(),
+    owned_inits: Vec::new(),
     leaders: VecDeque::new(),
     seen: VecDeque::new(),
 });
@@ -49,12 +55,30 @@ pub(super) fn attribution() -> std::sync::MutexGuard<'static, Attribution> {
     ATTRIBUTION.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A caller's `Child` reaped `pid`: it is no longer owned (called after the reap, so
+/// a teardown never reaps it first and takes its status).
+pub(super) fn forget_reaped(pid: i32) {
+    attribution().owned.retain(|&p| p != pid);
+}
+
 impl Attribution {
-    pub(super) fn register_leader(&mut self, pid: i32) {
-        // Forget entries whose process is gone (reaped) or is now someone else.
-        self.owned.retain(|&(p, t)| start_time(p) == Some(t));
-        self.owned.push((pid, start_time(pid).unwrap_or(0)));
+    /// Child `pid` leads a run, and a caller's `Child` owns it, or owns init `init`
+    /// of its PID namespace.
+    pub(super) fn register_leader(&mut self, pid: i32, init: Option<i32>) {
+        match init {
+            Some(init) => {
+                // Forget inits that are gone (reaped) or whose pid is now someone else's.
+                self.owned_inits.retain(|&(p, t)| start_time(p) == Some(t));
+                self.owned_inits.push((init, start_time(init).unwrap_or(0)));
+            }
+            None => self.owned.push(pid),
+        }
         remember(&mut self.leaders, pid);
+    }
+
+    /// Whether child `pid`, started at `started`, is one a caller's `Child` owns.
+    pub(super) fn owns(&self, pid: i32, started: u64) -> bool {
+        self.owned.contains(&pid) || self.owned_inits.contains(&(pid, started))
     }
 
     fn saw_member(&mut self, pid: i32, started: u64) {
@@ -277,14 +301,13 @@ impl<'g> Teardown<'g> {
     fn escapees(&self, spared: &dyn Fn(i32) -> bool) -> Vec<Proc> {
         let ours = format!("/agentbash-{}/", std::process::id());
         let exclusive = exclusive_process();
-        let owned: Vec<(i32, u64)> = attribution().owned.clone();
         let mut roots = Vec::new();
         for pid in child_pids() {
             if spared(pid) || pid == self.leader {
                 continue;
             }
             let Some(p) = read_stat(pid) else { continue };
-            if owned.contains(&(pid, p.started)) {
+            if attribution().owns(pid, p.started) {
                 continue;
             }
             let in_a_group = super::read_kernel_file(format!("/proc/{pid}/cgroup"))
@@ -615,7 +638,7 @@ fn reap_dead_orphans(leader: i32) {
         }
         let (pgrp, sid) = (num(2).unwrap_or(0) as i32, num(3).unwrap_or(0) as i32);
         let started = num(19).unwrap_or(-1) as u64;
-        if a.owned.contains(&(pid, started)) {
+        if a.owns(pid, started) {
             continue;
         }
         let ours = exclusive
