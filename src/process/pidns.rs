@@ -239,6 +239,7 @@ pub(super) fn start(l: &Launch, prepared: &Prepared) -> std::io::Result<Child> {
         status: None,
         joined,
         init: Some(init),
+        owned: false,
     })
 }
 

@@ -84,6 +84,10 @@ pub struct Child {
     /// It wrote itself into its run's cgroup before it exec'd.
     pub(super) joined: bool,
     pub(super) init: Option<super::pidns::Init>,
+    /// Registered as owned (see `teardown::Attribution`): forgotten there once
+    /// reaped. A child whose start failed never was (it is reaped with the registry
+    /// still locked).
+    pub(super) owned: bool,
 }
 
 impl Child {
@@ -168,7 +172,9 @@ impl Child {
             if r == self.pid {
                 let s = ExitStatus::from_raw(status);
                 self.status = Some(s);
-                super::teardown::forget_reaped(self.pid);
+                if self.owned {
+                    super::teardown::forget_reaped(self.pid);
+                }
                 return Ok(Some(s));
             }
             if r == 0 {
@@ -460,8 +466,9 @@ fn is_main_thread() -> bool {
 
 fn launch_and_register(launch: Launch) -> std::io::Result<Child> {
     let mut a = attribution();
-    let child = start(&launch)?;
+    let mut child = start(&launch)?;
     a.register_leader(child.pid, child.init_pid());
+    child.owned = child.init.is_none();
     if let Some(init) = child.init_pid() {
         register_init(init, child.pid);
     }
@@ -574,6 +581,7 @@ fn start(l: &Launch) -> std::io::Result<Child> {
         status: None,
         joined: in_group || args.joined.load(Ordering::Acquire) != 0,
         init: None,
+        owned: false,
     };
     // With CLONE_VFORK we resume once the child has exec'd or exited: `err` is final.
     let err = args.err.load(Ordering::Acquire);
