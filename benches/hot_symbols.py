@@ -15,16 +15,45 @@ build metadata, so a new Rust version or dependency change leaves some names sta
 lld ignores those (the rest are still laid out), and running this again after such a
 change brings the file up to date.
 
+The legacy symbol names rustc gives carry a hash of each function's type, so a hot
+function whose signature changes gets a new name, drops out of the order, and start-up
+slows without a word (one such function, `RunGroup::create`, cost 11 % of agentbash's
+start-up: docs/BENCHMARKS.md). `--check` lists the file's names of agentbash's own
+code that a release build lacks (nm only, a second) and exits 1 when there are any.
+
 Usage: python3 benches/hot_symbols.py RELEASE_AGENTBASH [OUT]   (needs valgrind and nm)
+       python3 benches/hot_symbols.py --check RELEASE_AGENTBASH
 """
 import os, re, subprocess, sys, tempfile
+
+ORDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "link", "hot-symbols.txt")
+
+def symbols_of(binary):
+    try:
+        return subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit(f"nm could not list the symbols of {binary} (binutils installed? a stripped binary?): {e}")
+
+if len(sys.argv) == 3 and sys.argv[1] == "--check":
+    if not os.path.isfile(sys.argv[2]):
+        sys.exit(f"--check: no such file: {sys.argv[2]} (a release build, e.g. target/release/agentbash)")
+    have = {parts[2] for parts in map(str.split, symbols_of(sys.argv[2]).splitlines()) if len(parts) == 3}
+    with open(ORDER) as f:
+        listed = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+    own = re.compile(r"^(_ZN|_RN\w*?Cs\w+_)\d*9agentbash|agentbash\.\.")
+    stale = [n for n in listed if n not in have and own.search(n)]
+    print(f"{len(listed)} names in {os.path.normpath(ORDER)}; {len(stale)} of agentbash's own not in {sys.argv[2]}")
+    for n in stale:
+        print("  " + n)
+    if stale:
+        print("regenerate: python3 benches/hot_symbols.py " + sys.argv[2])
+    sys.exit(1 if stale else 0)
 
 if len(sys.argv) < 2 or not os.path.isfile(sys.argv[1]):
     sys.exit("usage: python3 benches/hot_symbols.py RELEASE_AGENTBASH [OUT]\n"
              "  RELEASE_AGENTBASH: a release build, e.g. target/release/agentbash (cargo build --release)")
 binary = os.path.abspath(sys.argv[1])
-out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "link", "hot-symbols.txt")
+out = sys.argv[2] if len(sys.argv) > 2 else ORDER
 
 # The common paths: a quiet run, a run with output, JSON, a failing command, a pipeline,
 # and `explain` (which plans without running: it also walks the guard's refusal).
@@ -61,11 +90,7 @@ for i, args in enumerate(WORKLOADS):
 # (every run goes that way, so it is kept tightest), then what each further workload
 # adds; within each group in the order they stand in the binary today.
 address, ifuncs = {}, []
-try:
-    symbols = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
-except (OSError, subprocess.CalledProcessError) as e:
-    sys.exit(f"nm could not list the symbols of {binary} (binutils installed? a stripped binary?): {e}")
-for line in symbols.splitlines():
+for line in symbols_of(binary).splitlines():
     parts = line.split()
     if len(parts) == 3 and parts[1] in "tTwWi":
         address.setdefault(parts[2], int(parts[0], 16))
