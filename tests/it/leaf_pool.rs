@@ -412,6 +412,23 @@ fn the_watchdog_leaves_alone_a_pooled_leaf_another_agentbash_took() {
         "the run never started"
     );
     let watchdog = crate::support::wait_for_watchdog(run.pid());
+    // Stopped only once it has closed what it inherited (the leaf's descriptor among
+    // them, which shares agentbash's lock): it names itself a moment before.
+    let inherited = || {
+        std::fs::read_dir(format!("/proc/{watchdog}/fd")).map_or(0, |rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) > Some(3))
+                .count()
+        })
+    };
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    while inherited() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the watchdog kept agentbash's descriptors"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let leaves = group.leaves();
     let [name] = leaves.as_slice() else {
         panic!("not one leaf: {leaves:?}");
