@@ -24,7 +24,7 @@ code that a release build lacks (nm only, a second) and exits 1 when there are a
 Usage: python3 benches/hot_symbols.py RELEASE_AGENTBASH [OUT]   (needs valgrind and nm)
        python3 benches/hot_symbols.py --check RELEASE_AGENTBASH
 """
-import os, re, subprocess, sys, tempfile
+import os, re, subprocess, sys, tempfile, atexit, shutil
 
 ORDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "link", "hot-symbols.txt")
 
@@ -68,6 +68,7 @@ WORKLOADS = [
 ]
 
 tmp = tempfile.mkdtemp()
+atexit.register(shutil.rmtree, tmp, True)  # its state dir and HOME go with it
 env = dict(os.environ, HOME=tmp, AGENTBASH_STATE_DIR=os.path.join(tmp, "state"))
 executed = []  # per workload, the functions it ran
 for i, args in enumerate(WORKLOADS):

@@ -9,11 +9,12 @@ wait4: on a loaded machine the wall time also holds the waits for a CPU).
 
 Usage: python3 benches/network_compare.py AGENTBASH [N]    (release build advised)
 """
-import os, statistics, sys, tempfile, time
+import os, statistics, sys, tempfile, time, atexit, shutil
 
 agentbash = os.path.abspath(sys.argv[1])
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 200
 tmp = tempfile.mkdtemp()
+atexit.register(shutil.rmtree, tmp, True)  # its state dir and HOME go with it
 work = os.path.join(tmp, "work")
 os.makedirs(work)
 env = dict(os.environ, AGENTBASH_STATE_DIR=tmp + "/state", HOME=tmp)

@@ -12,11 +12,12 @@
 
 Usage: python3 benches/network_measure.py AGENTBASH [ROUNDS]   (release build advised)
 """
-import os, socket, statistics, subprocess, sys, tempfile, threading, time
+import os, socket, statistics, subprocess, sys, tempfile, threading, time, atexit, shutil
 
 agentbash = os.path.abspath(sys.argv[1])
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 7
 tmp = tempfile.mkdtemp()
+atexit.register(shutil.rmtree, tmp, True)  # its state dir and HOME go with it
 work = os.path.join(tmp, "work")
 os.makedirs(work)
 big = os.path.join(tmp, "big")

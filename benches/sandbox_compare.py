@@ -7,10 +7,11 @@ system of the whole process tree, which a loaded machine disturbs far less).
 
 Usage: python3 benches/sandbox_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]
 """
-import os, sys, time, statistics, tempfile
+import os, sys, time, statistics, tempfile, atexit, shutil
 old, new = sys.argv[1], sys.argv[2]
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 200
 tmp = tempfile.mkdtemp()
+atexit.register(shutil.rmtree, tmp, True)  # its state dir and HOME go with it
 work = os.path.join(tmp, "work")
 os.makedirs(work)
 env = dict(os.environ, AGENTBASH_STATE_DIR=tmp + "/state", HOME=tmp)

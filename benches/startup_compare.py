@@ -11,11 +11,12 @@ the row "floor") and what agentbash itself does (the difference between the two 
 
 Usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]
 """
-import os, random, subprocess, sys, time, statistics, tempfile
+import os, random, subprocess, sys, time, statistics, tempfile, atexit, shutil
 if len(sys.argv) < 3 or not all(os.access(p, os.X_OK) for p in sys.argv[1:3]):
     sys.exit("usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]  (two agentbash executables)")
 old, new = sys.argv[1], sys.argv[2]; n = int(sys.argv[3]) if len(sys.argv) > 3 else 200
 tmp = tempfile.mkdtemp()
+atexit.register(shutil.rmtree, tmp, True)  # its state dir and HOME go with it
 env = dict(os.environ, AGENTBASH_STATE_DIR=tmp + "/state", HOME=tmp)
 cases = [("old run -q -- true", [old, "run", "-q", "--", "true"], env),
          ("new run -q -- true", [new, "run", "-q", "--", "true"], env),
