@@ -10,7 +10,12 @@ start-up").
 
 How: each workload below runs once under `valgrind --tool=callgrind`, which lists every
 function executed; the names the binary's symbol table knows are written in the order
-of their address in the given binary. Names are mangled with a hash of the crate's
+of their address in the given binary. The first workload (what every run does) also
+runs natively, single-stepped under ptrace, for the code valgrind cannot see: glibc's
+start-up sets up the vDSO, which valgrind does not provide (`_dl_new_object`,
+`_dl_lookup_symbol_x`, `__strcmp_avx2`), the C runtime's `frame_dummy`, and paths that
+depend on the real environment. Left out, each of them cost a 64 KiB window of code of
+its own at every start (docs/BENCHMARKS.md, "Code valgrind does not see"). Names are mangled with a hash of the crate's
 build metadata, so a new Rust version or dependency change leaves some names stale:
 lld ignores those (the rest are still laid out), and running this again after such a
 change brings the file up to date.
@@ -24,7 +29,7 @@ code that a release build lacks (nm only, a second) and exits 1 when there are a
 Usage: python3 benches/hot_symbols.py RELEASE_AGENTBASH [OUT]   (needs valgrind and nm)
        python3 benches/hot_symbols.py --check RELEASE_AGENTBASH
 """
-import os, re, subprocess, sys, tempfile, atexit, shutil
+import os, re, subprocess, sys, tempfile, atexit, shutil, bisect, platform
 
 ORDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "link", "hot-symbols.txt")
 
@@ -85,6 +90,56 @@ for i, args in enumerate(WORKLOADS):
             if m:
                 ran.add(m.group(1))
     executed.append(ran)
+
+def native_trace(argv):
+    """The instruction addresses `argv` executes natively, single-stepped under ptrace
+    (its own process only: the spawned command is not followed). ~15 s a workload."""
+    import ctypes, signal
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.restype = ctypes.c_long
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    TRACEME, PEEKUSER, CONT, SINGLESTEP, SETOPTIONS, O_EXITKILL = 0, 3, 7, 9, 0x4200, 0x100000
+    RIP = 16 * 8  # offsetof(struct user_regs_struct, rip) on x86_64
+    pid = os.fork()
+    if pid == 0:
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.chdir(tmp)
+            libc.ptrace(TRACEME, 0, None, None)
+            os.kill(os.getpid(), signal.SIGSTOP)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    os.waitpid(pid, 0)  # stopped before the exec
+    libc.ptrace(SETOPTIONS, pid, None, ctypes.c_void_p(O_EXITKILL))
+    libc.ptrace(CONT, pid, None, None)
+    _, status = os.waitpid(pid, 0)  # the exec's SIGTRAP
+    rips = set()
+    while os.WIFSTOPPED(status):
+        rips.add(libc.ptrace(PEEKUSER, pid, RIP, None) & 0xFFFFFFFFFFFFFFFF)
+        sig = os.WSTOPSIG(status)
+        if libc.ptrace(SINGLESTEP, pid, None, 0 if sig == signal.SIGTRAP else sig) < 0:
+            break
+        _, status = os.waitpid(pid, 0)
+    return rips
+
+if platform.machine() == "x86_64":
+    starts = []  # (address, size, name) of every function, to name the traced addresses
+    for line in subprocess.run(["nm", "-S", binary], capture_output=True, text=True).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tTwWi":
+            starts.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
+    starts.sort()
+    keys = [a for a, _, _ in starts]
+    seen_natively = set()
+    for rip in native_trace([binary] + WORKLOADS[0]):
+        i = bisect.bisect_right(keys, rip) - 1
+        if i >= 0 and rip < starts[i][0] + max(starts[i][1], 1):
+            seen_natively.add(starts[i][2])
+    print(f"native trace of `{' '.join(WORKLOADS[0])}`: {len(seen_natively - executed[0])} functions callgrind did not see")
+    executed[0] |= seen_natively
 
 # Only functions the binary's symbol table names (not valgrind's "(below main)" or bare
 # addresses), each once: first what every start runs, then those of the first workload
