@@ -30,6 +30,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CC");
     println!("cargo:rerun-if-env-changed=AGENTBASH_NO_CODE_ORDER");
     println!("cargo:rerun-if-changed=link/hot-symbols.txt");
+    println!("cargo:rerun-if-changed=link/start-code.ld");
     if var("CARGO_CFG_TARGET_OS") != "linux" || !var("AGENTBASH_DYNAMIC_LINK").is_empty() {
         return;
     }
@@ -43,6 +44,10 @@ fn main() {
             );
             // Names a new build no longer has are expected (see the file's header).
             println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+        }
+        let start_code = Path::new(&var("CARGO_MANIFEST_DIR")).join("link/start-code.ld");
+        if start_code.is_file() {
+            println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", start_code.display());
         }
     }
     // musl targets already link a static PIE with musl's own start code (rcrt1.o),
