@@ -4,7 +4,19 @@ shuffled per round), so a change in machine load hits each alike. Medians of N
 rounds: wall time, and the CPU time (user + system, from wait4's rusage: the process
 and the children it waited for), which the load of other processes disturbs less.
 
-A fifth case, when a C compiler is at hand, is the floor of any wrapper: a static C
+Both builds are measured in the two states the page cache can hold a binary in. The
+same bytes start at different speeds depending on how the kernel read them in: a file
+just written (a build, `cp`, `cargo install`) sits in large folios where the file
+system has them (ext4 since Linux 6.16, XFS), which a page fault maps 16 pages at a
+time for cheaper; once evicted, a binary is read back by the faults of its own runs,
+in single pages, scattered, and then each start maps them one by one (7-9 % slower for
+agentbash, whose start-up touches ~40 windows of 64 KiB). So each build is copied twice
+at the same moment into this script's directory: one copy as written, and one flushed
+and dropped from the page cache (`posix_fadvise(DONTNEED)`, on this script's own copy
+only) before the first round, as an installed binary is after memory pressure. bash and
+its libraries are read in by faults, like the second state.
+
+A last case, when a C compiler is at hand, is the floor of any wrapper: a static C
 program that only `posix_spawn`s `bash -c true` and waits for it. What agentbash adds
 over bash is then split into what every wrapper pays (an exec and a process of its own,
 the row "floor") and what agentbash itself does (the difference between the two rows).
@@ -14,12 +26,30 @@ Usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]
 import os, random, subprocess, sys, time, statistics, tempfile, atexit, shutil
 if len(sys.argv) < 3 or not all(os.access(p, os.X_OK) for p in sys.argv[1:3]):
     sys.exit("usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]  (two agentbash executables)")
-old, new = sys.argv[1], sys.argv[2]; n = int(sys.argv[3]) if len(sys.argv) > 3 else 200
+n = int(sys.argv[3]) if len(sys.argv) > 3 else 200
 tmp = tempfile.mkdtemp()
-atexit.register(shutil.rmtree, tmp, True)  # its state dir and HOME go with it
+atexit.register(shutil.rmtree, tmp, True)  # its state dir, HOME and copies go with it
 env = dict(os.environ, AGENTBASH_STATE_DIR=tmp + "/state", HOME=tmp)
+
+def copies(src, name):
+    """`src` copied twice: as written, and read back by faults (see the docstring)."""
+    written, reread = os.path.join(tmp, name), os.path.join(tmp, name + "-reread")
+    for dst in (written, reread):
+        shutil.copyfile(src, dst)
+        os.chmod(dst, 0o755)
+    fd = os.open(reread, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # dirty pages cannot be dropped
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return written, reread
+
+(old, old_reread), (new, new_reread) = copies(sys.argv[1], "old"), copies(sys.argv[2], "new")
 cases = [("old run -q -- true", [old, "run", "-q", "--", "true"], env),
          ("new run -q -- true", [new, "run", "-q", "--", "true"], env),
+         ("old, read back", [old_reread, "run", "-q", "--", "true"], env),
+         ("new, read back", [new_reread, "run", "-q", "--", "true"], env),
          ("new, AGENTBASH_NO_CGROUP=1", [new, "run", "-q", "--", "true"], dict(env, AGENTBASH_NO_CGROUP="1")),
          ("bash -c true", ["/bin/bash", "-c", "true"], env)]
 FLOOR_C = r"""
@@ -62,7 +92,7 @@ for i in range(n):
         cpu[name].append(ru.ru_utime + ru.ru_stime)
 bare = statistics.median(times["bash -c true"])
 bare_cpu = statistics.median(cpu["bash -c true"])
-print(f"{'':<34} {'wall':>10} {'ratio':>6}   {'cpu':>10} {'ratio':>6}")
+print(f"{'':<34} {'wall':>10} {'ratio':>6}   {'cpu':>10} {'ratio':>6}   (old, new: as written)")
 for name, _, _ in cases:
     m = statistics.median(times[name])
     c = statistics.median(cpu[name])
