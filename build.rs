@@ -20,6 +20,12 @@
 //! get `link/hot-symbols.txt` as lld's `--symbol-ordering-file`: the functions a run
 //! executes, laid out next to each other so that start-up faults in a few 64 KiB windows
 //! of code instead of ~75 (`benches/hot_symbols.py` writes the file and says why).
+//! With them go two linker scripts of `INSERT` commands only (lld keeps its own layout
+//! for everything else): `link/start-code.ld` puts the C runtime's start and exit code
+//! and the `.iplt` stubs before `.text`, and `link/hot-data.ld` (written by
+//! `benches/hot_data.py`) gathers the read-only data a run reads right after the ELF
+//! headers, instead of over 15 windows of `.rodata`. `AGENTBASH_LINK_MAP=PATH` also
+//! writes lld's map, which `hot_data.py` reads.
 //! `AGENTBASH_NO_CODE_ORDER=1` leaves the layout to the linker.
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,6 +37,8 @@ fn main() {
     println!("cargo:rerun-if-env-changed=AGENTBASH_NO_CODE_ORDER");
     println!("cargo:rerun-if-changed=link/hot-symbols.txt");
     println!("cargo:rerun-if-changed=link/start-code.ld");
+    println!("cargo:rerun-if-changed=link/hot-data.ld");
+    println!("cargo:rerun-if-env-changed=AGENTBASH_LINK_MAP");
     if var("CARGO_CFG_TARGET_OS") != "linux" || !var("AGENTBASH_DYNAMIC_LINK").is_empty() {
         return;
     }
@@ -45,9 +53,22 @@ fn main() {
             // Names a new build no longer has are expected (see the file's header).
             println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
         }
-        let start_code = Path::new(&var("CARGO_MANIFEST_DIR")).join("link/start-code.ld");
-        if start_code.is_file() {
-            println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", start_code.display());
+        // hot-data.ld goes before .gcc_except_table, which only an unwinding build has
+        // (lld refuses to insert before a section that is not there).
+        let mut scripts = vec!["link/start-code.ld"];
+        if var("CARGO_CFG_PANIC") == "unwind" {
+            scripts.push("link/hot-data.ld");
+        }
+        for script in scripts {
+            let script = Path::new(&var("CARGO_MANIFEST_DIR")).join(script);
+            if script.is_file() {
+                println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", script.display());
+            }
+        }
+        // `benches/hot_data.py` reads where each input section of data went.
+        let map = var("AGENTBASH_LINK_MAP");
+        if !map.is_empty() {
+            println!("cargo:rustc-link-arg-bins=-Wl,-Map={map}");
         }
     }
     // musl targets already link a static PIE with musl's own start code (rcrt1.o),

@@ -60,17 +60,7 @@ if len(sys.argv) < 2 or not os.path.isfile(sys.argv[1]):
 binary = os.path.abspath(sys.argv[1])
 out = sys.argv[2] if len(sys.argv) > 2 else ORDER
 
-# The common paths: a quiet run, a run with output, JSON, a failing command, a pipeline,
-# and `explain` (which plans without running: it also walks the guard's refusal).
-WORKLOADS = [
-    ["run", "-q", "--", "true"],
-    ["run", "--", "echo hi"],
-    ["run", "--json", "--", "echo out; echo err >&2; exit 3"],
-    ["run", "-q", "--", "printf '%s\\n' a b c | sort -r"],
-    ["run", "--mode", "print", "--", "seq 1 2000"],
-    ["explain", "--", "ls -la"],
-    ["explain", "--json", "--", "rm -rf /"],
-]
+from hot_workloads import WORKLOADS  # noqa: E402 (benches/ is the script's directory)
 
 tmp = tempfile.mkdtemp()
 atexit.register(shutil.rmtree, tmp, True)  # its state dir and HOME go with it
