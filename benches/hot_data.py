@@ -21,7 +21,8 @@ anonymous constant's section after its crate and a counter (`.rodata..Lanon.<has
 which a change in that crate renumbers: regenerate after code changes, as for
 hot-symbols.txt (a stale pattern matches nothing, or a constant that is not hot; the
 layout stays correct either way). `--check MAP` says how many of the file's patterns
-that build's map still has.
+that build's map still has, and how many now name a section of another size (a
+renumbered constant: other data).
 
 Usage: python3 benches/hot_data.py RELEASE_AGENTBASH MAP [OUT]   (needs valgrind)
        python3 benches/hot_data.py --check MAP
@@ -29,9 +30,11 @@ Usage: python3 benches/hot_data.py RELEASE_AGENTBASH MAP [OUT]   (needs valgrind
 import os, re, subprocess, sys, tempfile, atexit, shutil, bisect
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "link", "hot-data.ld")
-# Read-only data that is not hot by nature: exception tables and unwind info are read
-# when a panic unwinds; .rela.dyn is read at start but is synthetic (cannot be moved).
-MOVABLE_FROM = {".rodata"}
+# Where the read-only data a run reads can come from: .rodata, or .rodata.hot in a
+# build already laid out by this script. Not the others: exception tables and unwind
+# info are read when a panic unwinds, and .rela.dyn, read at every start, is the
+# linker's own (and already first).
+MOVABLE_FROM = {".rodata", ".rodata.hot"}
 
 
 def input_sections(map_path):
@@ -71,12 +74,23 @@ def pattern(file, sec):
 
 
 if len(sys.argv) == 3 and sys.argv[1] == "--check":
-    have = {pattern(f, s) for _, _, _, f, s in input_sections(sys.argv[2])}
+    # A renumbered constant keeps its name but (almost always) not its size, so each
+    # pattern's size when written (a comment; none for the merged pools, which grow
+    # with any string) is compared with this build's.
+    have = {}
+    for _, size, _, file, sec in input_sections(sys.argv[2]):
+        have.setdefault(pattern(file, sec), set()).add(size)
     with open(SCRIPT) as f:
-        listed = re.findall(r"^\s+(\*\S+\))\s*$", f.read(), re.M)
-    stale = [p for p in listed if p not in have]
-    print(f"{len(listed)} patterns in {os.path.normpath(SCRIPT)}; {len(stale)} not in {sys.argv[2]}")
-    sys.exit(1 if stale else 0)
+        listed = re.findall(r"^\s+(\*\S+\))\s*(?:/\* (\d+) \*/)?\s*$", f.read(), re.M)
+    missing = [p for p, _ in listed if p not in have]
+    moved = [p for p, n in listed if p in have and n and int(n) not in have[p]]
+    if not listed:
+        sys.exit(f"{os.path.normpath(SCRIPT)} lists no input section: regenerate it")
+    print(f"{len(listed)} patterns in {os.path.normpath(SCRIPT)}: {len(missing)} not in {sys.argv[2]}, "
+          f"{len(moved)} naming a section of another size (renumbered: other data)")
+    if missing or moved:
+        print("regenerate: python3 benches/hot_data.py RELEASE_AGENTBASH MAP (see --help in the docstring)")
+    sys.exit(1 if missing or moved else 0)
 
 if len(sys.argv) < 3 or not os.path.isfile(sys.argv[1]):
     sys.exit("usage: python3 benches/hot_data.py RELEASE_AGENTBASH MAP [OUT]\n"
@@ -115,11 +129,13 @@ for i, args in enumerate(WORKLOADS):
             reads[s] += 1
     os.remove(trace)
 
-patterns, size = [], 0
+patterns, sizes, size = [], {}, 0
 for s in hot:
     p = pattern(s[3], s[4])
-    if p not in patterns:
+    if p not in sizes:
         patterns.append(p)
+        # The merged pools (file "<internal>") have no size of their own to check.
+        sizes[p] = None if s[3].startswith("<") else s[1]
         size += s[1]
 rev = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--short", "HEAD"],
                      capture_output=True, text=True).stdout.strip() or "unknown"
@@ -132,6 +148,8 @@ with open(out, "w") as f:
             " * pattern matches nothing, or data that is not hot). */\n"
             "SECTIONS\n{\n  .rodata.hot : {\n")
     for p in patterns:
-        f.write(f"    {p}\n")
+        f.write(f"    {p}\n" if sizes[p] is None else f"    {p}  /* {sizes[p]} */\n")
     f.write("  }\n}\nINSERT BEFORE .gcc_except_table;\n")
 print(f"{len(patterns)} input sections, {size} bytes -> {out}")
+if not patterns:
+    sys.exit("no read-only data was read in the traced runs: is this a release build of agentbash, and its map?")
