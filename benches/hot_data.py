@@ -89,7 +89,7 @@ if len(sys.argv) == 3 and sys.argv[1] == "--check":
     print(f"{len(listed)} patterns in {os.path.normpath(SCRIPT)}: {len(missing)} not in {sys.argv[2]}, "
           f"{len(moved)} naming a section of another size (renumbered: other data)")
     if missing or moved:
-        print("regenerate: python3 benches/hot_data.py RELEASE_AGENTBASH MAP (see --help in the docstring)")
+        print("regenerate: python3 benches/hot_data.py RELEASE_AGENTBASH MAP: AGENTBASH_LINK_MAP=/tmp/agentbash.map cargo build --release makes both")
     sys.exit(1 if missing or moved else 0)
 
 if len(sys.argv) < 3 or not os.path.isfile(sys.argv[1]):
