@@ -15,8 +15,9 @@ runs natively, single-stepped under ptrace, for the code valgrind cannot see: gl
 start-up sets up the vDSO, which valgrind does not provide (`_dl_new_object`,
 `_dl_lookup_symbol_x`, `__strcmp_avx2`), the C runtime's `frame_dummy`, and paths that
 depend on the real environment. Left out, each of them cost a 64 KiB window of code of
-its own at every start (docs/BENCHMARKS.md, "Code valgrind does not see"). Names are mangled with a hash of the crate's
-build metadata, so a new Rust version or dependency change leaves some names stale:
+its own at every start (docs/BENCHMARKS.md, "Two states of the page cache, and the data
+laid out for start-up"). Names are mangled with a hash of the crate's build metadata,
+so a new Rust version or dependency change leaves some names stale:
 lld ignores those (the rest are still laid out), and running this again after such a
 change brings the file up to date.
 
@@ -33,9 +34,9 @@ import os, re, subprocess, sys, tempfile, atexit, shutil, bisect, platform
 
 ORDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "link", "hot-symbols.txt")
 
-def symbols_of(binary):
+def symbols_of(binary, *flags):
     try:
-        return subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+        return subprocess.run(["nm", *flags, binary], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError) as e:
         sys.exit(f"nm could not list the symbols of {binary} (binutils installed? a stripped binary?): {e}")
 
@@ -117,7 +118,7 @@ def native_trace(argv):
 
 if platform.machine() == "x86_64":
     starts = []  # (address, size, name) of every function, to name the traced addresses
-    for line in subprocess.run(["nm", "-S", binary], capture_output=True, text=True).stdout.splitlines():
+    for line in symbols_of(binary, "-S").splitlines():
         parts = line.split()
         if len(parts) == 4 and parts[2] in "tTwWi":
             starts.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
