@@ -9,7 +9,7 @@ same bytes start at different speeds depending on how the kernel read them in: a
 just written (a build, `cp`, `cargo install`) sits in large folios where the file
 system has them (ext4 since Linux 6.16, XFS), which a page fault maps 16 pages at a
 time for cheaper; once evicted, a binary is read back by the faults of its own runs,
-in single pages, scattered, and then each start maps them one by one (7-9 % slower for
+in single pages, scattered, and then each start maps them one by one (7-11 % slower for
 agentbash, whose start-up touches ~40 windows of 64 KiB). So each build is copied twice
 at the same moment into this script's directory: one copy as written, and one flushed
 and dropped from the page cache (`posix_fadvise(DONTNEED)`, on this script's own copy
