@@ -442,23 +442,22 @@ fn write_seal(src: &Source, seal: &Seal) -> Result<(), String> {
     write_private(&path, &json).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Whether `m` (parsed from bytes hashing to `meta_sha`) and the snapshot it names are
-/// what agentbash wrote for `src`: the snapshot at its own path, sourceable, and both
-/// files matching their seal. Anything else is generated again.
-fn sealed(src: &Source, m: &Meta, meta_sha: &str) -> bool {
-    let Some(seal) = read_seal(src) else {
-        return false;
-    };
+/// The seal of `m` (parsed from bytes hashing to `meta_sha`), when `m` and the snapshot
+/// it names are what agentbash wrote for `src`: the snapshot at its own path, sourceable,
+/// and both files matching their seal. Anything else is generated again.
+fn sealed(src: &Source, m: &Meta, meta_sha: &str) -> Option<Seal> {
+    let seal = read_seal(src)?;
     if seal.meta != meta_sha {
-        return false;
+        return None;
     }
-    match (&m.snapshot, &seal.snapshot) {
-        (Some(p), Some(sha)) => {
-            *p == src.snapshot_path() && sourceable(p) && file_sha(p).as_ref() == Some(sha)
-        }
+    let intact = match (&m.snapshot, &seal.snapshot) {
+        // `file_sha` reads it as `sourceable` checks it (a regular file of ours, not a
+        // link, within the cap), or knows it unchanged since it did in this process.
+        (Some(p), Some(sha)) => *p == src.snapshot_path() && file_sha(p).as_ref() == Some(sha),
         (None, None) => m.outcome == Outcome::Failed,
         _ => false,
-    }
+    };
+    intact.then_some(seal)
 }
 
 /// A snapshot file bash may source: a regular file of ours (not a link) within the cap.
@@ -472,23 +471,20 @@ fn sourceable(p: &Path) -> bool {
     .is_ok()
 }
 
+/// `seal` is the snapshot's sealed SHA-256, given only for a snapshot checked
+/// [`sourceable`]: without it, the run sources none.
 fn from_meta(meta: Arc<Meta>, generated: bool, seal: Option<String>) -> Ensured {
     let mut warnings = Vec::new();
     if generated {
         warnings.extend(meta.warnings.iter().cloned());
     }
     warnings.extend(meta.persistent_warning.iter().cloned());
-    let snapshot = meta
-        .snapshot
-        .as_ref()
-        .filter(|p| sourceable(p))
-        .zip(seal)
-        .map(|(p, sha)| Snapshot {
-            path: p.clone(),
-            content_hash: meta.content_hash,
-            sha256: sha,
-            meta: meta.clone(),
-        });
+    let snapshot = meta.snapshot.as_ref().zip(seal).map(|(p, sha)| Snapshot {
+        path: p.clone(),
+        content_hash: meta.content_hash,
+        sha256: sha,
+        meta: meta.clone(),
+    });
     Ensured {
         snapshot,
         meta: Some(meta),
@@ -559,7 +555,10 @@ pub fn ensure(
         return found;
     }
     match generate(src, key, env, sandbox) {
-        Ok((meta, sha)) => from_meta(Arc::new(meta), true, sha),
+        Ok((meta, sha)) => {
+            let sha = sha.filter(|_| meta.snapshot.as_deref().is_some_and(sourceable));
+            from_meta(Arc::new(meta), true, sha)
+        }
         Err(e) => unavailable(e),
     }
 }
@@ -567,11 +566,12 @@ pub fn ensure(
 /// The cached snapshot, when it is current for `key` and still sealed.
 fn current(src: &Source, key: &Key) -> Option<Ensured> {
     let (m, meta_sha) = read_meta_sealed(src)?;
-    if m.key != *key || !sealed(src, &m, &meta_sha) {
+    if m.key != *key {
         return None;
     }
-    let sha = read_seal(src).and_then(|s| s.snapshot);
-    Some(from_meta(m, false, sha))
+    // Sealed means checked sourceable too: each file is read once a run.
+    let seal = sealed(src, &m, &meta_sha)?;
+    Some(from_meta(m, false, seal.snapshot))
 }
 
 /// Source the rc in a separate shell and write the snapshot and its metadata.
