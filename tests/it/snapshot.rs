@@ -398,3 +398,28 @@ fn rc_functions_named_like_builtins_never_break_sessions() {
         );
     }
 }
+
+#[test]
+fn a_snapshot_swapped_for_a_link_to_the_same_bytes_is_generated_again_not_followed() {
+    let env = with_rc(BASHRC);
+    env.run_json("true").json();
+    let sh = snapshot_files(&env)
+        .into_iter()
+        .find(|p| {
+            p.extension().is_some_and(|e| e == "sh")
+                && p.file_stem()
+                    .is_some_and(|s| !s.to_string_lossy().contains('.'))
+        })
+        .expect("the snapshot");
+    // The same bytes, so its seal's SHA-256 still matches: only the link gives it away.
+    let elsewhere = env.root().join("elsewhere.sh");
+    std::fs::copy(&sh, &elsewhere).expect("copy");
+    std::fs::remove_file(&sh).expect("remove");
+    std::os::unix::fs::symlink(&elsewhere, &sh).expect("link");
+    env.run_json("greet x").output("hello x\n").run();
+    let now = std::fs::symlink_metadata(&sh).expect("the snapshot");
+    assert!(
+        now.file_type().is_file(),
+        "the link was followed instead of the snapshot being generated again"
+    );
+}
