@@ -101,16 +101,16 @@ out = sys.argv[3] if len(sys.argv) > 3 else SCRIPT
 sections = sorted(input_sections(map_path))
 starts = [s[0] for s in sections]
 
-from hot_workloads import WORKLOADS  # noqa: E402 (benches/ is the script's directory)
+from hot_workloads import WORKLOADS, homes  # noqa: E402 (benches/ is the script's directory)
 
 tmp = tempfile.mkdtemp()
-atexit.register(shutil.rmtree, tmp, True)  # its state dir and HOME go with it
-env = dict(os.environ, HOME=tmp, AGENTBASH_STATE_DIR=os.path.join(tmp, "state"))
+atexit.register(shutil.rmtree, tmp, True)  # its homes (state dirs inside) go with it
+envs = homes(tmp, binary)
 hot, reads = [], {}  # input sections in the order first read; reads of each
-for i, args in enumerate(WORKLOADS):
+for i, (home, args) in enumerate(WORKLOADS):
     trace = os.path.join(tmp, f"lackey.{i}")
     subprocess.run(["valgrind", "--tool=lackey", "--trace-mem=yes", f"--log-file={trace}", binary] + args,
-                   env=env, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   env=envs[home], cwd=envs[home]["HOME"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     if not os.path.exists(trace):
         sys.exit(f"valgrind wrote no trace for `agentbash {' '.join(args)}`: is valgrind installed?")

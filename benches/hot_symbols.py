@@ -8,10 +8,11 @@ the faulting address, and the ~550 functions a run executes were spread over ~75
 windows. Laid out together they fit in ~14 (docs/BENCHMARKS.md, "Code laid out for
 start-up").
 
-How: each workload below runs once under `valgrind --tool=callgrind`, which lists every
-function executed; the names the binary's symbol table knows are written in the order
-of their address in the given binary. The first workload (what every run does) also
-runs natively, single-stepped under ptrace, for the code valgrind cannot see: glibc's
+How: each workload (benches/hot_workloads.py) runs once under `valgrind
+--tool=callgrind`, which lists every function executed; the names the binary's symbol
+table knows are written in the order of their address in the given binary. The quiet
+runs (what nearly every run does) also run natively, single-stepped under ptrace, for
+the code valgrind cannot see: glibc's
 start-up sets up the vDSO, which valgrind does not provide (`_dl_new_object`,
 `_dl_lookup_symbol_x`, `__strcmp_avx2`), the C runtime's `frame_dummy`, and paths that
 depend on the real environment. Left out, each of them cost a 64 KiB window of code of
@@ -61,16 +62,16 @@ if len(sys.argv) < 2 or not os.path.isfile(sys.argv[1]):
 binary = os.path.abspath(sys.argv[1])
 out = sys.argv[2] if len(sys.argv) > 2 else ORDER
 
-from hot_workloads import WORKLOADS  # noqa: E402 (benches/ is the script's directory)
+from hot_workloads import TIGHT, WORKLOADS, homes  # noqa: E402 (benches/ is the script's directory)
 
 tmp = tempfile.mkdtemp()
-atexit.register(shutil.rmtree, tmp, True)  # its state dir and HOME go with it
-env = dict(os.environ, HOME=tmp, AGENTBASH_STATE_DIR=os.path.join(tmp, "state"))
+atexit.register(shutil.rmtree, tmp, True)  # its homes (state dirs inside) go with it
+envs = homes(tmp, binary)
 executed = []  # per workload, the functions it ran
-for i, args in enumerate(WORKLOADS):
+for i, (home, args) in enumerate(WORKLOADS):
     trace = os.path.join(tmp, f"callgrind.{i}")
     subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={trace}",
-                    binary] + args, env=env, cwd=tmp, stdin=subprocess.DEVNULL,
+                    binary] + args, env=envs[home], cwd=envs[home]["HOME"], stdin=subprocess.DEVNULL,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if not os.path.exists(trace):
         sys.exit(f"valgrind wrote no trace for `agentbash {' '.join(args)}`: is valgrind installed?")
@@ -82,9 +83,10 @@ for i, args in enumerate(WORKLOADS):
                 ran.add(m.group(1))
     executed.append(ran)
 
-def native_trace(argv):
-    """The instruction addresses `argv` executes natively, single-stepped under ptrace
-    (its own process only: the spawned command is not followed). ~15 s a workload."""
+def native_trace(argv, env):
+    """The instruction addresses `argv` executes natively in `env` (in its HOME),
+    single-stepped under ptrace (its own process only: the spawned command is not
+    followed). ~15 s a workload."""
     import ctypes, signal
     libc = ctypes.CDLL(None, use_errno=True)
     libc.ptrace.restype = ctypes.c_long
@@ -97,7 +99,7 @@ def native_trace(argv):
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            os.chdir(tmp)
+            os.chdir(env["HOME"])
             libc.ptrace(TRACEME, 0, None, None)
             os.kill(os.getpid(), signal.SIGSTOP)
             os.execve(argv[0], argv, env)
@@ -124,18 +126,21 @@ if platform.machine() == "x86_64":
             starts.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
     starts.sort()
     keys = [a for a, _, _ in starts]
-    seen_natively = set()
-    for rip in native_trace([binary] + WORKLOADS[0]):
-        i = bisect.bisect_right(keys, rip) - 1
-        if i >= 0 and rip < starts[i][0] + max(starts[i][1], 1):
-            seen_natively.add(starts[i][2])
-    print(f"native trace of `{' '.join(WORKLOADS[0])}`: {len(seen_natively - executed[0])} functions callgrind did not see")
-    executed[0] |= seen_natively
+    for w in range(TIGHT):
+        home, args = WORKLOADS[w]
+        seen_natively = set()
+        for rip in native_trace([binary] + args, envs[home]):
+            i = bisect.bisect_right(keys, rip) - 1
+            if i >= 0 and rip < starts[i][0] + max(starts[i][1], 1):
+                seen_natively.add(starts[i][2])
+        print(f"native trace of `{' '.join(args)}` ({home} home): {len(seen_natively - executed[w])} functions callgrind did not see")
+        executed[w] |= seen_natively
 
 # Only functions the binary's symbol table names (not valgrind's "(below main)" or bare
-# addresses), each once: first what every start runs, then those of the first workload
-# (every run goes that way, so it is kept tightest), then what each further workload
-# adds; within each group in the order they stand in the binary today.
+# addresses), each once: first what every start runs, then those of the first TIGHT
+# workloads (nearly every run goes one of those ways, so they are kept tightest), then
+# what each further workload adds; within each group in the order they stand in the
+# binary today.
 address, ifuncs = {}, []
 for line in symbols_of(binary).splitlines():
     parts = line.split()
@@ -158,7 +163,7 @@ VARIANT = re.compile(r"^__([a-z0-9]+?)_(sse|avx|evex|erms)")
 families = {m.group(1) for n in set().union(*executed) if (m := VARIANT.match(n))}
 always |= {n for n in address if (m := VARIANT.match(n)) and m.group(1) in families}
 hot, seen = [], set()
-for ran in [always] + executed:
+for ran in [always, set().union(*executed[:TIGHT])] + executed[TIGHT:]:
     group = sorted((n for n in ran if n in address and n not in seen), key=lambda n: (address[n], n))
     hot += group
     seen.update(group)
