@@ -16,6 +16,11 @@ and dropped from the page cache (`posix_fadvise(DONTNEED)`, on this script's own
 only) before the first round, as an installed binary is after memory pressure. bash and
 its libraries are read in by faults, like the second state.
 
+Two more rows run both builds (as written) with a HOME that has a ~/.bashrc, as most
+users' has: a run then also finds, reads and checks the snapshot of it, and bash sources
+the snapshot, which `bash -c true` does not (so these rows measure the path, not a like
+for like with bash).
+
 A last case, when a C compiler is at hand, is the floor of any wrapper: a static C
 program that only `posix_spawn`s `bash -c true` and waits for it. What agentbash adds
 over bash is then split into what every wrapper pays (an exec and a process of its own,
@@ -52,6 +57,27 @@ cases = [("old run -q -- true", [old, "run", "-q", "--", "true"], env),
          ("new, read back", [new_reread, "run", "-q", "--", "true"], env),
          ("new, AGENTBASH_NO_CGROUP=1", [new, "run", "-q", "--", "true"], dict(env, AGENTBASH_NO_CGROUP="1")),
          ("bash -c true", ["/bin/bash", "-c", "true"], env)]
+
+
+def rc_home(name):
+    """An environment whose HOME has a ~/.bashrc (hot_workloads.RC), as most users' has:
+    a run then also finds, reads and checks the snapshot of it and bash sources it (one
+    home per build, each warmed up, so no round pays for taking the snapshot)."""
+    home = os.path.join(tmp, name)
+    os.makedirs(home)
+    with open(os.path.join(home, ".bashrc"), "w") as f:
+        f.write(RC)
+    e = {k: v for k, v in env.items() if not k.startswith("XDG_")}
+    e.update(HOME=home, AGENTBASH_STATE_DIR=os.path.join(home, "state"))
+    return e
+
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hot_workloads import RC  # noqa: E402
+for label, exe in (("old", old), ("new", new)):
+    e = rc_home(label + "-rc-home")
+    subprocess.run([exe, "run", "-q", "--", "true"], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cases.insert(-1, (f"{label}, HOME with a .bashrc", [exe, "run", "-q", "--", "true"], e))
 FLOOR_C = r"""
 #include <spawn.h>
 #include <sys/wait.h>
