@@ -10,6 +10,24 @@ pub fn fnv64(bytes: &[u8]) -> u64 {
     h
 }
 
+/// `bytes` as lowercase hex digits, two a byte (a digest, a token). Not `format!` a
+/// byte at a time: a run hashes what it sources on its way to the spawn.
+pub fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    out
+}
+
+/// Lowercase hex SHA-256 of `bytes` (a trust record, a snapshot's seal).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex(&sha2::Sha256::digest(bytes))
+}
+
 /// A hard-to-guess token (delimiters, sentinels); not for security: 32 hex digits.
 pub fn nonce() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,12 +48,32 @@ pub fn nonce() -> String {
     let first = fnv64(&seed[..36]);
     seed[36] = b'!';
     let second = fnv64(&seed);
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(32);
-    for x in [first, second] {
-        for shift in (0..16).rev() {
-            out.push(char::from(HEX[((x >> (shift * 4)) & 0xf) as usize]));
-        }
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&first.to_be_bytes());
+    bytes[8..].copy_from_slice(&second.to_be_bytes());
+    hex(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_is_two_lowercase_digits_a_byte() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        assert_eq!(hex(&[]), "");
+        // The SHA-256 of "abc" (FIPS 180-2's first example).
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let token = nonce();
+        assert_eq!(token.len(), 32);
+        assert!(
+            token
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert_ne!(token, nonce());
     }
-    out
 }

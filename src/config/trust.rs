@@ -127,14 +127,8 @@ pub fn find_project(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, TrustErro
     })
 }
 
-/// Lowercase hex SHA-256 of `bytes`, as in a record.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+use crate::ids::hex;
+pub use crate::ids::sha256_hex;
 
 /// Hash every file under the project's covered directories (links are followed to
 /// files, which must pass the [`fsguard`] checks; anything else is an error).

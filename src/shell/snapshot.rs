@@ -343,7 +343,7 @@ fn read_meta_sealed(src: &Source) -> Option<(Arc<Meta>, String)> {
     .ok()?;
     let m: Meta = serde_json::from_slice(&text).ok()?;
     let m = Arc::new(m);
-    let sha = sha256_hex(&text);
+    let sha = crate::ids::sha256_hex(&text);
     with_memo(|memo| memo.meta.insert(path, (id, m.clone(), sha.clone())));
     (m.version == META_VERSION).then_some((m, sha))
 }
@@ -373,14 +373,6 @@ impl Identity {
     }
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// The SHA-256 of a file agentbash may source (a regular file of ours, not a link,
 /// within the cap), read again only when its [`Identity`] changed since it was last
 /// hashed in this process.
@@ -400,7 +392,7 @@ fn file_sha(path: &Path) -> Option<String> {
         crate::fsguard::Links::Refuse,
     )
     .ok()?;
-    let sha = sha256_hex(&bytes);
+    let sha = crate::ids::sha256_hex(&bytes);
     with_memo(|m| {
         // A server that runs many different commands cuts many parts: bounded.
         if m.hashed.len() >= MEMO_CAP {
@@ -678,7 +670,7 @@ fn generate(
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         meta.content_hash = fnv64(text.as_bytes());
         meta.snapshot = Some(path);
-        snapshot_sha = Some(sha256_hex(text.as_bytes()));
+        snapshot_sha = Some(crate::ids::sha256_hex(text.as_bytes()));
     } else {
         let _ = std::fs::remove_file(src.snapshot_path());
     }
@@ -687,7 +679,7 @@ fn generate(
         .map_err(|e| format!("cannot write {}: {e}", src.meta_path().display()))?;
     let seal = Seal {
         snapshot: snapshot_sha.clone(),
-        meta: sha256_hex(&json),
+        meta: crate::ids::sha256_hex(&json),
     };
     write_seal(src, &seal)?;
     Ok((meta, snapshot_sha))

@@ -134,7 +134,7 @@ impl Snapshot {
             return Ok(part);
         }
         let text = self.part_text(wanted)?;
-        let sha = sha256_hex(text.as_bytes());
+        let sha = crate::ids::sha256_hex(text.as_bytes());
         with_memo(|memo| {
             if memo.parts.len() >= MEMO_CAP {
                 memo.parts.clear();
@@ -157,7 +157,7 @@ impl Snapshot {
             crate::fsguard::SNAPSHOT_CAP,
             crate::fsguard::Links::Refuse,
         )?;
-        if sha256_hex(full.as_bytes()) != self.sha256 {
+        if crate::ids::sha256_hex(full.as_bytes()) != self.sha256 {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 "the snapshot changed since it was sealed",
