@@ -385,8 +385,9 @@ pub struct RunGroup {
     /// The group's directory, for `clone3(CLONE_INTO_CGROUP)`; for a pooled leaf,
     /// it also holds the leaf's lock.
     dir_fd: Option<std::os::fd::OwnedFd>,
-    /// A pooled leaf (`pool.rs`): given back, not removed, when the run is over.
-    pooled: bool,
+    /// A pooled leaf (`pool.rs`): given back, not removed, when the run is over. Its
+    /// `cgroup.events`, open, to see it empty then.
+    pooled: Option<std::os::fd::OwnedFd>,
     /// `cgroup.kill` was written: the leaf can never be given back.
     killed: AtomicBool,
     /// What the leaf's `cpu.stat` said when this run got it (earlier runs' time);
@@ -404,12 +405,12 @@ impl RunGroup {
         let (dir, dir_fd, pooled, cpu_base) = match parent.take_pooled() {
             Some(held) => {
                 let base = cpu_clock.then(|| usage(&held.dir)).flatten();
-                (held.dir, Some(held.fd), true, base)
+                (held.dir, Some(held.fd), Some(held.events), base)
             }
             None => {
                 let dir = parent.make_leaf()?;
                 let fd = std::fs::File::open(&dir).ok().map(Into::into);
-                (dir, fd, false, Some(Duration::ZERO))
+                (dir, fd, None, Some(Duration::ZERO))
             }
         };
         let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()).ok()?;
@@ -485,7 +486,7 @@ impl RunGroup {
     /// SIGKILL every process in the group (atomically: none can fork past it).
     pub fn kill(&self) -> bool {
         let first = !self.killed.swap(true, Ordering::SeqCst);
-        if self.pooled && first {
+        if self.pooled.is_some() && first {
             pool::mark_killed(&self.dir_c());
         }
         std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok()
@@ -533,11 +534,12 @@ impl Drop for RunGroup {
     fn drop(&mut self) {
         let one_run = crate::children::one_run();
         // Given back while the lock is held (`dir_fd` goes after this body).
-        if self.pooled
+        if let Some(events) = &self.pooled
             && let Some(held) = &self.dir_fd
             && pool::fit_for_reuse(
                 &self.dir,
                 held,
+                events,
                 self.killed.load(Ordering::SeqCst),
                 RMDIR_LIMIT,
                 || self.release(&[]),
@@ -552,7 +554,7 @@ impl Drop for RunGroup {
         // Not given back: marked while the lock is still held, so no agentbash takes it
         // in the moment between our exit and the watchdog's turn (it may still hold
         // our helpers, or a group under it); removed below, or later once empty.
-        if self.pooled && self.dir_fd.is_some() {
+        if self.pooled.is_some() && self.dir_fd.is_some() {
             pool::mark_killed(&self.dir_c());
         }
         // Usually empty by now, and removed at once; the parent stays for the next run.

@@ -36,6 +36,9 @@ pub(super) const POOL_MAX: usize = 8;
 pub(super) struct Held {
     pub dir: PathBuf,
     pub fd: OwnedFd,
+    /// The leaf's `cgroup.events`, open: read again (`pread` at 0 makes the kernel
+    /// write it anew) when the leaf is given back, with no second lookup of its path.
+    pub events: OwnedFd,
 }
 
 /// Take a free pooled leaf of `parent` (one of `seen`, the names found there), or
@@ -55,7 +58,8 @@ pub(super) fn take(parent: &Path, seen: &[String]) -> Option<Held> {
     // Another agentbash may have taken it between the mkdir and the lock: then it is
     // theirs, and this run makes a leaf of its own.
     let fd = lock(&dir)?;
-    Some(Held { dir, fd })
+    let events = open_events(&fd)?;
+    Some(Held { dir, fd, events })
 }
 
 /// The leaf at `dir`, when its lock is free and it holds no process and is not
@@ -68,15 +72,42 @@ fn claim(dir: &Path) -> Option<Held> {
         super::remove_tree(dir, 0);
         return None;
     }
-    let events = super::super::read_kernel_file(dir.join("cgroup.events")).ok()?;
-    let has = |line: &str| events.lines().any(|l| l == line);
+    let events = open_events(&fd)?;
+    let now = read_events(&events)?;
+    let has = |line: &str| now.lines().any(|l| l == line);
     if !has("populated 0") || !has("frozen 0") {
         return None;
     }
     Some(Held {
         dir: dir.to_path_buf(),
         fd,
+        events,
     })
+}
+
+/// `cgroup.events` of the leaf open at `leaf`, opened relative to it.
+fn open_events(leaf: &OwnedFd) -> Option<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a NUL-terminated name of ours; the descriptor returned is new and ours.
+    let fd = unsafe {
+        libc::openat(
+            leaf.as_raw_fd(),
+            c"cgroup.events".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// What `cgroup.events` (open at `events`) says now: one `pread` from its start,
+/// which has the kernel write the file anew (two short lines: `populated`, `frozen`).
+fn read_events(events: &OwnedFd) -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: reads into our own buffer, within its length.
+    let n = unsafe { libc::pread(events.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    let n = usize::try_from(n).ok().filter(|&n| n < buf.len())?;
+    String::from_utf8(buf[..n].to_vec()).ok()
 }
 
 /// Whether the leaf open at `fd` was marked as killed (or cannot be asked).
@@ -120,6 +151,7 @@ fn lock(dir: &Path) -> Option<OwnedFd> {
 pub(super) fn fit_for_reuse(
     dir: &Path,
     held: &OwnedFd,
+    events: &OwnedFd,
     killed: bool,
     limit: Duration,
     release: impl Fn(),
@@ -128,7 +160,7 @@ pub(super) fn fit_for_reuse(
     if killed {
         return false;
     }
-    let events = || super::super::read_kernel_file(dir.join("cgroup.events")).unwrap_or_default();
+    let events = || read_events(events).unwrap_or_default();
     let mut now = events();
     if now.lines().any(|l| l == "populated 1") {
         release();
