@@ -29,6 +29,8 @@ the row "floor") and what agentbash itself does (the difference between the two 
 Usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]
 """
 import os, random, subprocess, sys, time, statistics, tempfile, atexit, shutil
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hot_workloads import RC  # noqa: E402 (benches/ is the script's directory)
 if len(sys.argv) < 3 or not all(os.access(p, os.X_OK) for p in sys.argv[1:3]):
     sys.exit("usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]  (two agentbash executables)")
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 200
@@ -72,8 +74,6 @@ def rc_home(name):
     return e
 
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hot_workloads import RC  # noqa: E402
 for label, exe in (("old", old), ("new", new)):
     e = rc_home(label + "-rc-home")
     subprocess.run([exe, "run", "-q", "--", "true"], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
