@@ -23,8 +23,6 @@
 //! rule pack only routes commands; it cannot run code).
 
 use crate::fsguard::{self, Links};
-use crate::ids::hex;
-pub use crate::ids::sha256_hex;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -128,6 +126,9 @@ pub fn find_project(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, TrustErro
         err,
     })
 }
+
+use crate::ids::hex;
+pub use crate::ids::sha256_hex;
 
 /// Hash every file under the project's covered directories (links are followed to
 /// files, which must pass the [`fsguard`] checks; anything else is an error).

@@ -387,7 +387,7 @@ pub struct RunGroup {
     dir_fd: Option<std::os::fd::OwnedFd>,
     /// A pooled leaf (`pool.rs`): given back, not removed, when the run is over. Its
     /// `cgroup.events`, open, to see it empty then.
-    pool_events: Option<std::os::fd::OwnedFd>,
+    pooled: Option<std::os::fd::OwnedFd>,
     /// `cgroup.kill` was written: the leaf can never be given back.
     killed: AtomicBool,
     /// What the leaf's `cpu.stat` said when this run got it (earlier runs' time);
@@ -402,7 +402,7 @@ impl RunGroup {
     /// taken off; a run without an idle clock spares the read.
     pub fn create(cpu_clock: bool) -> Option<RunGroup> {
         let parent = PARENT.get_or_init(make_parent).as_ref()?;
-        let (dir, dir_fd, pool_events, cpu_base) = match parent.take_pooled() {
+        let (dir, dir_fd, pooled, cpu_base) = match parent.take_pooled() {
             Some(held) => {
                 let base = cpu_clock.then(|| usage(&held.dir)).flatten();
                 (held.dir, Some(held.fd), Some(held.events), base)
@@ -420,7 +420,7 @@ impl RunGroup {
             procs,
             joined: AtomicBool::new(false),
             dir_fd,
-            pool_events,
+            pooled,
             killed: AtomicBool::new(false),
             cpu_base,
         })
@@ -486,7 +486,7 @@ impl RunGroup {
     /// SIGKILL every process in the group (atomically: none can fork past it).
     pub fn kill(&self) -> bool {
         let first = !self.killed.swap(true, Ordering::SeqCst);
-        if self.pool_events.is_some() && first {
+        if self.pooled.is_some() && first {
             pool::mark_killed(&self.dir_c());
         }
         std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok()
@@ -534,7 +534,7 @@ impl Drop for RunGroup {
     fn drop(&mut self) {
         let one_run = crate::children::one_run();
         // Given back while the lock is held (`dir_fd` goes after this body).
-        if let Some(events) = &self.pool_events
+        if let Some(events) = &self.pooled
             && let Some(held) = &self.dir_fd
             && pool::fit_for_reuse(
                 &self.dir,
@@ -554,7 +554,7 @@ impl Drop for RunGroup {
         // Not given back: marked while the lock is still held, so no agentbash takes it
         // in the moment between our exit and the watchdog's turn (it may still hold
         // our helpers, or a group under it); removed below, or later once empty.
-        if self.pool_events.is_some() && self.dir_fd.is_some() {
+        if self.pooled.is_some() && self.dir_fd.is_some() {
             pool::mark_killed(&self.dir_c());
         }
         // Usually empty by now, and removed at once; the parent stays for the next run.
