@@ -37,18 +37,26 @@ WORKLOADS = [
 ]
 
 
+def make_home(home, rc, base=None):
+    """Make the directory `home` (with a ~/.bashrc of `RC` when `rc`) and return the
+    environment of a run in it: `base` (os.environ by default) without XDG_* (so
+    cache and state are all under HOME), its state directory inside."""
+    os.makedirs(home)
+    if rc:
+        with open(os.path.join(home, ".bashrc"), "w") as f:
+            f.write(RC)
+    env = {k: v for k, v in (base or os.environ).items() if not k.startswith("XDG_")}
+    env.update(HOME=home, AGENTBASH_STATE_DIR=os.path.join(home, "state"))
+    return env
+
+
 def homes(tmp, binary):
     """The environment of each home (a directory under `tmp`, its state inside it), each
     warmed up by one quiet run of `binary`."""
     envs = {}
     for name in ("rc", "plain"):
         home = os.path.join(tmp, name)
-        os.makedirs(home)
-        if name == "rc":
-            with open(os.path.join(home, ".bashrc"), "w") as f:
-                f.write(RC)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}  # all under HOME
-        env.update(HOME=home, AGENTBASH_STATE_DIR=os.path.join(home, "state"))
+        env = make_home(home, name == "rc")
         warm = subprocess.run([binary, "run", "-q", "--", "true"], env=env, cwd=home,
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, timeout=120)

@@ -30,7 +30,7 @@ Usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]
 """
 import os, random, subprocess, sys, time, statistics, tempfile, atexit, shutil
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hot_workloads import RC  # noqa: E402 (benches/ is the script's directory)
+from hot_workloads import make_home  # noqa: E402 (benches/ is the script's directory)
 if len(sys.argv) < 3 or not all(os.access(p, os.X_OK) for p in sys.argv[1:3]):
     sys.exit("usage: python3 benches/startup_compare.py OLD_AGENTBASH NEW_AGENTBASH [N]  (two agentbash executables)")
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 200
@@ -65,13 +65,7 @@ def rc_home(name):
     """An environment whose HOME has a ~/.bashrc (hot_workloads.RC), as most users' has:
     a run then also finds, reads and checks the snapshot of it and bash sources it (one
     home per build, each warmed up, so no round pays for taking the snapshot)."""
-    home = os.path.join(tmp, name)
-    os.makedirs(home)
-    with open(os.path.join(home, ".bashrc"), "w") as f:
-        f.write(RC)
-    e = {k: v for k, v in env.items() if not k.startswith("XDG_")}
-    e.update(HOME=home, AGENTBASH_STATE_DIR=os.path.join(home, "state"))
-    return e
+    return make_home(os.path.join(tmp, name), True, env)
 
 
 for label, exe in (("old", old), ("new", new)):
