@@ -1,9 +1,11 @@
 //! Real confinement of real `/bin/sh` commands, on temp dirs each test creates.
 //!
 //! Commands under the namespaces engine start through the real spawner (an init process
-//! in their own namespaces: see `process::pidns`). Tests with the landlock engine run
-//! the child in a private mount namespace of its own first, so an escape that wrongly
-//! succeeded in mounting could never touch the host.
+//! in their own namespaces: see `process::pidns`). Every other command (the landlock
+//! engine, and no sandbox at all) runs in a private mount namespace of its own first, so
+//! a mount that succeeds (an escape that wrongly did, or the unconfined control runs of
+//! `without_the_sandbox_every_denied_action_succeeds`, which mount for real) never
+//! touches the host's mount table.
 
 use std::io::Write;
 use std::net::{TcpListener, UdpSocket};
@@ -76,7 +78,6 @@ impl Fixture {
             return self.spawn_with(sandbox, shell, script);
         }
         let child_prepared = Arc::clone(sandbox);
-        let private_mounts = sandbox.prepared.is_active();
         let mut command = Command::new(shell);
         command
             .arg("-c")
@@ -89,9 +90,9 @@ impl Fixture {
         // SAFETY: the closure only makes raw syscalls on data built before fork.
         unsafe {
             command.pre_exec(move || {
-                if private_mounts {
-                    isolate_mounts()?;
-                }
+                // Unconfined too: the control runs mount a tmpfs and a bind on `$OUT`,
+                // which left two mounts on the host's table at every run of the suite.
+                isolate_mounts()?;
                 child_prepared
                     .prepared
                     .apply_in_child()
@@ -163,7 +164,8 @@ fn confined(prepared: Prepared) -> Arc<Confinement> {
     })
 }
 
-/// A private mount namespace for the landlock-engine tests (see the module doc).
+/// A private mount namespace for every command not started by the spawner (see the
+/// module doc).
 fn isolate_mounts() -> std::io::Result<()> {
     // SAFETY: raw syscalls with constant arguments.
     unsafe {
@@ -301,6 +303,15 @@ fn without_the_sandbox_every_denied_action_succeeds() {
         )
         .expect("none");
         assert_ok(&fx.run(&confined(unconfined), script));
+        // The run's mounts stayed in its own namespace: none on the host's table.
+        let table = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+        let outside = fx.outside.display().to_string();
+        assert!(
+            !table
+                .lines()
+                .any(|l| l.split(' ').nth(4) == Some(outside.as_str())),
+            "`{script}` left a mount on the host at {outside}"
+        );
     }
 }
 
