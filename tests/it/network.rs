@@ -9,8 +9,8 @@
 //! those servers (without it the proxy refuses loopback, which one test checks).
 
 use crate::support::{
-    Cmd, LiveServer, TestEnv, assert_has, has_program, is_root, needs_program, needs_root,
-    run_json_as_nobody, s, skip, thread_count,
+    Cmd, LiveServer, TestEnv, assert_has, confining, has_program, is_root, needs_program,
+    needs_root, run_json_as_nobody, s, skip, thread_count,
 };
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -103,7 +103,8 @@ impl Net {
         std::fs::write(
             &profile,
             format!(
-                "extends = \"default\"\n[shell]\nsnapshot = false\n[sandbox]\nmode = \"{mode}\"\n{section}\n"
+                "extends = \"default\"\n[shell]\nsnapshot = false\n[sandbox]\n{}\n",
+                confining(&format!("mode = \"{mode}\"\n{section}"))
             ),
         )
         .expect("profile");

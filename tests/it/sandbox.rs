@@ -2,7 +2,8 @@
 //! tried for real, on directories each test creates under its own temp root.
 
 use crate::support::{
-    Output, Test, TestEnv, assert_has, is_root, needs_program, needs_root, notices, s, scaled, skip,
+    Output, Test, TestEnv, assert_has, confining, is_root, needs_program, needs_root, notices, s,
+    scaled, skip,
 };
 use serde_json::{Value, json};
 use std::io::Write;
@@ -12,7 +13,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A test env with a directory outside the workspace (holding `file`), and a
-/// `sandbox.toml` profile with `[sandbox]` set to `section`.
+/// `sandbox.toml` profile with `[sandbox]` set to `section`, required unless it says
+/// otherwise ([`confining`]).
 struct Sandboxed {
     env: TestEnv,
     outside: PathBuf,
@@ -28,7 +30,10 @@ impl Sandboxed {
         let profile = env.root().join("sandbox.toml");
         std::fs::write(
             &profile,
-            format!("extends = \"default\"\n[shell]\nsnapshot = false\n[sandbox]\n{section}\n"),
+            format!(
+                "extends = \"default\"\n[shell]\nsnapshot = false\n[sandbox]\n{}\n",
+                confining(section)
+            ),
         )
         .expect("profile");
         Sandboxed {
@@ -381,7 +386,7 @@ fn required_with_an_unavailable_engine_exits_125_and_unrequired_runs_with_a_warn
         s(&v, "error").contains("required = true") && s(&v, "error").contains("bwrap"),
         "{v}"
     );
-    let t = Sandboxed::new("mode = \"workspace-write\"\nengine = \"bwrap\"");
+    let t = Sandboxed::new("mode = \"workspace-write\"\nengine = \"bwrap\"\nrequired = false");
     let (code, v) = t.run(&[], &format!("touch {}", t.o("b")));
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["sandbox"]["engine"], "none");

@@ -706,6 +706,19 @@ pub fn cgroup2_mount() -> Option<PathBuf> {
     })
 }
 
+/// The `[sandbox]` lines of a test profile: `section`, plus `required = true` unless it
+/// says otherwise or turns the sandbox off. A test that means to confine its command
+/// must never run it unconfined when no engine works here: its escape attempts are real
+/// commands (mount, remount, chroot), and `.ci/run` runs the suite as root. agentbash
+/// then refuses (exit 125) and the test fails, instead of acting on the host.
+pub fn confining(section: &str) -> String {
+    if section.contains("required") || section.contains("mode = \"off\"") {
+        section.to_string()
+    } else {
+        format!("{section}\nrequired = true")
+    }
+}
+
 /// What a test that needs root says when it is not (see [`skip!`]).
 pub fn needs_root(why: &str) -> Missing {
     Missing::new(
