@@ -680,7 +680,9 @@ impl Sshd {
         .trim()
         .to_string();
         // sshd insists on its privilege separation directory (made by the package's
-        // service scripts, which do not run in a container).
+        // service scripts, which do not run in a container). It stays: other tests'
+        // sshd may be using it, and it is what the service would have made (on /run,
+        // emptied at boot).
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             let _ = std::fs::create_dir_all("/run/sshd");
@@ -700,16 +702,28 @@ impl Sshd {
         )
         .expect("sshd_config");
         let log = std::fs::File::create(d.join("sshd.log")).expect("log");
-        let mut child = Command::new(SSHD)
+        let mut command = Command::new(SSHD);
+        command
             .arg("-D")
             .arg("-e")
             .arg("-f")
             .arg(d.join("sshd_config"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start sshd");
+            .stderr(log);
+        // If the test process is killed (a timeout, ^C) before `Drop` runs, sshd goes
+        // with the thread that started it rather than listening on for ever.
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().expect("start sshd");
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if let Ok(Some(status)) = child.try_wait() {
@@ -718,7 +732,11 @@ impl Sshd {
                     std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default()
                 );
             }
-            assert!(Instant::now() < deadline, "sshd does not listen on {port}");
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("sshd does not listen on {port} (killed)");
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
         Some(Sshd {
