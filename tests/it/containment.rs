@@ -495,7 +495,7 @@ fn a_process_that_moves_out_of_the_run_cgroup_is_still_stopped() {
         return;
     }
     let env = TestEnv::new();
-    let tag = format!("4{}", &nonce()[..5]);
+    let tag = format!("304.{}", nonce());
     let escape = format!(
         "sh -c 'echo $$ > {}/cgroup.procs; exec sleep {tag}' & sleep 0.2; echo started",
         mount.display()
@@ -589,7 +589,7 @@ fn the_landlock_engine_drops_capabilities_and_keeps_the_host_devices_out() {
 #[test]
 fn teardown_lists_and_stops_what_the_sandboxed_command_left() {
     let (env, profile) = sandboxed("mode = \"workspace-write\"");
-    let tag = format!("5{}", &nonce()[..5]);
+    let tag = format!("305.{}", nonce());
     let (code, v) = run_json(&env, &profile, &format!("sleep {tag} & echo started"));
     assert_eq!(code, Some(0), "{v}");
     let killed = v["background_killed"]

@@ -178,19 +178,28 @@ fn a_leaf_in_use_or_holding_a_process_is_not_taken() {
     // A free-looking leaf that holds a process: never taken.
     let held = group.parent().join(format!("pool-{:0>16}", nonce()));
     std::fs::create_dir(&held).expect("a pooled leaf");
-    let mut sleeper = std::process::Command::new("sleep")
-        .arg(format!("31.{tag}"))
-        .spawn()
-        .expect("sleep");
-    std::fs::write(held.join("cgroup.procs"), sleeper.id().to_string()).expect("join");
+    // Killed and reaped however the test ends, so the leaf can go with `group`.
+    struct Sleeper(std::process::Child);
+    impl Drop for Sleeper {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let sleeper = Sleeper(
+        std::process::Command::new("sleep")
+            .arg(format!("31.{tag}"))
+            .spawn()
+            .expect("sleep"),
+    );
+    std::fs::write(held.join("cgroup.procs"), sleeper.0.id().to_string()).expect("join");
     let mut taken = Vec::new();
     for _ in 0..3 {
         let (g, code) = group.group_of_a_run(&env, "");
         assert_eq!(code, Some(0));
         taken.push(leaf(&g));
     }
-    let _ = sleeper.kill();
-    let _ = sleeper.wait();
+    drop(sleeper);
     assert!(
         !taken.contains(&leaf(&held)),
         "a leaf with a process in it was taken: {taken:?}"

@@ -761,12 +761,31 @@ fn the_next_agentbash_removes_the_empty_leaves_of_gone_ones_only() {
     }
     // The process joins `held` before it looks old: an old empty leaf of a gone
     // owner may be removed at once by any agentbash the suite runs meanwhile.
+    // The sleeper killed and the groups removed however the test ends (the shared
+    // parent group is every agentbash's of this user).
+    struct Cleanup(std::process::Child, Vec<PathBuf>);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+            for dir in &self.1 {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
     let tag = nonce();
-    let mut sleeper = std::process::Command::new("sleep")
+    let sleeper = std::process::Command::new("sleep")
         .arg(format!("305.{tag}"))
         .spawn()
         .expect("sleep");
-    std::fs::write(held.join("cgroup.procs"), sleeper.id().to_string()).expect("join");
+    let inner_parent = inner.parent().expect("inner parent").to_path_buf();
+    let cleanup = Cleanup(
+        sleeper,
+        [&inner, &inner_parent, &nested, &held, &fresh, &alive, &dead]
+            .map(PathBuf::clone)
+            .to_vec(),
+    );
+    std::fs::write(held.join("cgroup.procs"), cleanup.0.id().to_string()).expect("join");
     for dir in [&dead, &nested, &held, &alive] {
         age(dir);
     }
@@ -779,18 +798,7 @@ fn the_next_agentbash_removes_the_empty_leaves_of_gone_ones_only() {
         left(&fresh),
         left(&alive),
     );
-    let _ = sleeper.kill();
-    let _ = sleeper.wait();
-    for dir in [
-        &inner,
-        &inner.parent().expect("inner parent").to_path_buf(),
-        &nested,
-        &held,
-        &fresh,
-        &alive,
-    ] {
-        let _ = std::fs::remove_dir(dir);
-    }
+    drop(cleanup);
     assert!(!dead_left, "the empty leaf of a gone agentbash stayed");
     assert!(
         !nested_left,
