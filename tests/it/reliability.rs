@@ -148,54 +148,45 @@ fn zombie_children(pid: i32) -> Vec<i32> {
         .collect()
 }
 
-/// A size-limited tmpfs mounted for one test, unmounted when dropped. What is
-/// missing when the machine does not allow it (not root, no mount(8), a container
+/// `script` run by `sh` in a mount namespace of its own (`unshare -m --propagation
+/// private`), after a tmpfs of `size` is mounted at `path` (made here): the mount lives
+/// as long as the script and is never on the host's table, however the test ends (a
+/// panic, a timeout, a SIGKILL). `$AB` is agentbash, `$MNT` the mount point; the script
+/// runs in the test's working directory, where it leaves what the test reads. What is
+/// missing when the machine does not allow it (not root, no unshare(1), a container
 /// without CAP_SYS_ADMIN).
-struct Tmpfs {
-    path: PathBuf,
-}
-
-impl Tmpfs {
-    fn mount(path: &Path, size: &str) -> Result<Tmpfs, Missing> {
-        std::fs::create_dir_all(path).expect("create the mount point");
-        if !is_root() {
-            return Err(needs_root("mounting a tmpfs"));
-        }
-        let ok = Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size},mode=0755"),
-                "tmpfs",
-            ])
-            .arg(path)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            return Err(Missing::new(
-                format!("mount(8) cannot mount a tmpfs at {}", path.display()),
-                "root with CAP_SYS_ADMIN and util-linux's mount, as .ci/run has",
-            ));
-        }
-        Ok(Tmpfs {
-            path: path.to_path_buf(),
-        })
+fn in_a_tmpfs(env: &TestEnv, path: &Path, size: &str, script: &str) -> Result<(), Missing> {
+    std::fs::create_dir_all(path).expect("create the mount point");
+    if !is_root() {
+        return Err(needs_root("mounting a tmpfs"));
     }
-
-    fn remount_read_only(&self) -> bool {
-        Command::new("mount")
-            .args(["-o", "remount,ro"])
-            .arg(&self.path)
-            .status()
-            .is_ok_and(|s| s.success())
+    let full =
+        format!("mount -t tmpfs -o size={size},mode=0755 tmpfs \"$MNT\" || exit 97\n{script}");
+    let out = env
+        .program(
+            "unshare",
+            &["-m", "--propagation", "private", "sh", "-c", &full],
+        )
+        .env("AB", bin())
+        .env("MNT", path)
+        .run();
+    match out.status.code() {
+        Some(97) => Err(Missing::new(
+            format!(
+                "mount(8) cannot mount a tmpfs at {} in a mount namespace",
+                path.display()
+            ),
+            "root with CAP_SYS_ADMIN, util-linux's unshare and mount, as .ci/run has",
+        )),
+        Some(0) => Ok(()),
+        _ => panic!("the script in its tmpfs failed: {out:?}"),
     }
 }
 
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.path).status();
-    }
+/// The JSON a run inside [`in_a_tmpfs`] left in the working directory's `name`.
+fn left_json(env: &TestEnv, name: &str) -> Value {
+    let text = std::fs::read_to_string(env.work().join(name)).expect("the run's JSON");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}: {text}"))
 }
 
 // ---------------------------------------------------------------------------------
@@ -406,13 +397,23 @@ fn saving_into<'e>(env: &'e TestEnv, dir: &Path, command: &str) -> Test<'e> {
 #[test]
 fn fault_artifacts_on_a_full_filesystem() {
     let env = TestEnv::new();
-    let fs = match Tmpfs::mount(&env.root().join("full"), "1m") {
-        Ok(fs) => fs,
-        Err(missing) => skip!(missing),
-    };
-    let dir = fs.path.join("artifacts");
-    // 2 MB of output into 1 MB of space: the run goes on, nothing half-written stays.
-    let v = saving_into(&env, &dir, "seq 1 300000").json();
+    let mnt = env.root().join("full");
+    let dir = mnt.join("artifacts");
+    env.write(
+        "p.toml",
+        format!("[artifacts]\ndir = \"{}\"\n", dir.display()),
+    );
+    // 2 MB of output into 1 MB of space: the run goes on, nothing half-written stays;
+    // then output that fits spills nowhere, and a full disk does not bother it.
+    let script = "\"$AB\" run --json -p ./p.toml -- 'seq 1 300000' > full.json; echo $? > full.code; \
+                  ls -A \"$MNT/artifacts\" > left.txt; \
+                  \"$AB\" run --json -p ./p.toml -- 'seq 1 1000' > fits.json; echo $? > fits.code";
+    if let Err(missing) = in_a_tmpfs(&env, &mnt, "1m", script) {
+        skip!(missing);
+    }
+    let read = |name: &str| std::fs::read_to_string(env.work().join(name)).expect(name);
+    assert_eq!(read("full.code"), "0\n");
+    let v = left_json(&env, "full.json");
     assert!(v["artifact"].is_null(), "{:#}", strip_output(&v));
     assert_warning(&v, "No space left");
     assert!(s(&v, "output").ends_with("299999\n300000\n"));
@@ -421,36 +422,33 @@ fn fault_artifacts_on_a_full_filesystem() {
             .iter()
             .any(|n| n.ends_with("Full output not saved]"))
     );
-    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
-    assert!(left.is_empty(), "a partial artifact was left: {left:?}");
-    // Output that fits spills nowhere, and a full disk does not bother it.
-    let out = env.run_json("seq 1 1000").profile("./p.toml").code(0).run();
-    assert!(warnings(&out.json()).is_empty());
+    assert_eq!(read("left.txt"), "", "a partial artifact was left");
+    assert_eq!(read("fits.code"), "0\n");
+    assert!(warnings(&left_json(&env, "fits.json")).is_empty());
 }
 
 #[test]
 fn fault_artifacts_on_a_read_only_filesystem() {
     let env = TestEnv::new();
-    let mounted = Tmpfs::mount(&env.root().join("ro"), "1m");
-    let dir = match &mounted {
-        Ok(fs) => {
-            let dir = fs.path.join("artifacts");
-            std::fs::create_dir(&dir).unwrap();
-            if !fs.remount_read_only() {
-                skip!(
-                    "mount(8) mounted the tmpfs but cannot remount it read-only",
-                    "root with CAP_SYS_ADMIN, as .ci/run has"
-                );
-            }
-            dir
+    let mnt = env.root().join("ro");
+    let dir = mnt.join("artifacts");
+    let toml = format!("[artifacts]\ndir = \"{}\"\n", dir.display());
+    let script = "mkdir \"$MNT/artifacts\" && mount -o remount,ro \"$MNT\" || exit 98; \
+                  \"$AB\" run --json -p ./p.toml -- 'seq 1 100000' > ro.json; echo $? > ro.code";
+    env.write("p.toml", &toml);
+    let v = match in_a_tmpfs(&env, &mnt, "1m", script) {
+        Ok(()) => {
+            let code = std::fs::read_to_string(env.work().join("ro.code")).expect("ro.code");
+            assert_eq!(code, "0\n");
+            left_json(&env, "ro.json")
         }
         // Without mounts: a path below a regular file can never become a directory.
         Err(missing) => {
             missing.skip_part();
-            env.write("plain-file", "x").join("artifacts")
+            let dir = env.write("plain-file", "x").join("artifacts");
+            saving_into(&env, &dir, "seq 1 100000").json()
         }
     };
-    let v = saving_into(&env, &dir, "seq 1 100000").json();
     assert!(v["artifact"].is_null());
     let w = warnings(&v);
     assert!(
