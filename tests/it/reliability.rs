@@ -387,11 +387,17 @@ fn load_16_concurrent_rpc_requests_with_aborts_answer_each_exactly_once() {
 // ---------------------------------------------------------------------------------
 // 3. faults
 
+/// A profile that puts the artifacts in `dir`.
+fn artifacts_in(dir: &Path) -> String {
+    format!("[artifacts]\ndir = \"{}\"\n", dir.display())
+}
+
 /// `agentbash run --json -p ./p.toml -- command` where p.toml (left for later runs)
 /// puts the artifacts in `dir`; it must exit 0.
 fn saving_into<'e>(env: &'e TestEnv, dir: &Path, command: &str) -> Test<'e> {
-    let toml = format!("[artifacts]\ndir = \"{}\"\n", dir.display());
-    env.run_json(command).profile_file("p.toml", &toml).code(0)
+    env.run_json(command)
+        .profile_file("p.toml", &artifacts_in(dir))
+        .code(0)
 }
 
 #[test]
@@ -399,10 +405,7 @@ fn fault_artifacts_on_a_full_filesystem() {
     let env = TestEnv::new();
     let mnt = env.root().join("full");
     let dir = mnt.join("artifacts");
-    env.write(
-        "p.toml",
-        format!("[artifacts]\ndir = \"{}\"\n", dir.display()),
-    );
+    env.write("p.toml", artifacts_in(&dir));
     // 2 MB of output into 1 MB of space: the run goes on, nothing half-written stays;
     // then output that fits spills nowhere, and a full disk does not bother it.
     let script = "\"$AB\" run --json -p ./p.toml -- 'seq 1 300000' > full.json; echo $? > full.code; \
@@ -432,10 +435,9 @@ fn fault_artifacts_on_a_read_only_filesystem() {
     let env = TestEnv::new();
     let mnt = env.root().join("ro");
     let dir = mnt.join("artifacts");
-    let toml = format!("[artifacts]\ndir = \"{}\"\n", dir.display());
     let script = "mkdir \"$MNT/artifacts\" && mount -o remount,ro \"$MNT\" || exit 98; \
                   \"$AB\" run --json -p ./p.toml -- 'seq 1 100000' > ro.json; echo $? > ro.code";
-    env.write("p.toml", &toml);
+    env.write("p.toml", artifacts_in(&dir));
     let v = match in_a_tmpfs(&env, &mnt, "1m", script) {
         Ok(()) => {
             let code = std::fs::read_to_string(env.work().join("ro.code")).expect("ro.code");
