@@ -26,6 +26,7 @@
 
 use super::teardown::FREEZE_LIMIT;
 use std::ffi::CString;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -77,13 +78,16 @@ fn disabled() -> bool {
     std::env::var_os("AGENTBASH_NO_CGROUP").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
+/// Where cgroup2 is usually mounted: unified, then hybrid.
+const USUAL_MOUNTS: [&str; 2] = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"];
+
 /// The cgroup2 mount point: where systemd and most distributions put it (unified:
 /// `/sys/fs/cgroup`; hybrid: `/sys/fs/cgroup/unified`), asked with one `statfs` each;
 /// elsewhere, the first cgroup2 line of /proc/self/mountinfo (a file of a few
 /// kilobytes the kernel formats on every read).
 fn cgroup2_mount() -> Option<PathBuf> {
     use nix::sys::statfs::{CGROUP2_SUPER_MAGIC, statfs};
-    for usual in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+    for usual in USUAL_MOUNTS {
         if statfs(usual).is_ok_and(|s| s.filesystem_type() == CGROUP2_SUPER_MAGIC) {
             return Some(PathBuf::from(usual));
         }
@@ -127,12 +131,20 @@ fn unescape_mount(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// This process's cgroup v2 path, from the `0::/path` line of /proc/self/cgroup.
-fn own_cgroup() -> Option<String> {
-    let s = super::read_kernel_file("/proc/self/cgroup").ok()?;
-    s.lines()
+/// This process's cgroup v2 path, from the `0::/path` line of /proc/self/cgroup, and
+/// whether the file has other lines too: cgroup v1 hierarchies beside v2, as on a
+/// hybrid system, where v2 is usually at `/sys/fs/cgroup/unified`.
+fn own_cgroup() -> Option<(String, bool)> {
+    parse_own(&super::read_kernel_file("/proc/self/cgroup").ok()?)
+}
+
+/// [`own_cgroup`] of the text of /proc/self/cgroup.
+fn parse_own(s: &str) -> Option<(String, bool)> {
+    let own = s
+        .lines()
         .find_map(|l| l.strip_prefix("0::"))
-        .map(|p| p.trim_start_matches('/').to_string())
+        .map(|p| p.trim_start_matches('/').to_string())?;
+    Some((own, s.lines().any(|l| !l.starts_with("0::"))))
 }
 
 fn euid() -> u32 {
@@ -149,18 +161,26 @@ fn make_parent() -> Option<Parent> {
     if disabled() {
         return None;
     }
-    let mount = cgroup2_mount()?;
-    let own = own_cgroup()?;
-    let home = mount.join(&own);
+    let (own, hybrid) = own_cgroup()?;
     let name = parent_name(euid());
-    let dir = [home.join(&name), mount.join(&name)]
-        .into_iter()
-        .find(|d| usable_parent(d))?;
+    let (mount, dir, fd) = match existing_parent(&own, hybrid, &name) {
+        Some(found) => found,
+        None => {
+            let mount = cgroup2_mount()?;
+            let home = mount.join(&own);
+            let dir = [home.join(&name), mount.join(&name)]
+                .into_iter()
+                .find(|d| usable_parent(d))?;
+            let fd = open_parent(&dir)?;
+            (mount, dir, fd)
+        }
+    };
+    let home = mount.join(&own);
     // The token only tells this process's leaves apart from those of an earlier
     // process that had the same pid.
     let token = crate::ids::nonce();
     let prefix = format!("{}-{}-", std::process::id(), &token[..16]);
-    let pooled = remove_stale_leaves(&dir, &prefix);
+    let pooled = remove_stale_leaves(fd, &dir, &prefix);
     Some(Parent {
         dir,
         home_procs: home.join("cgroup.procs"),
@@ -169,6 +189,54 @@ fn make_parent() -> Option<Parent> {
         pool_seen: Mutex::new(Some(pooled)),
         pool_held: Mutex::new(PoolHeld::default()),
     })
+}
+
+/// The user's parent group where it already is beside this process's own group, found
+/// with one `open` instead of asking the mounts (`statfs`) and the paths (`stat`):
+/// `<mount>/<own>/<name>` for each usual mount (on a hybrid system, `…/unified`
+/// first), taken when [`open_parent`] vouches for it. For a process in the root group
+/// that is also where the parent at the root would be; otherwise a parent missing
+/// beside its group is left to [`make_parent`]'s slow path, which makes it there or
+/// falls back to the root. Returns the mount, the parent and the parent, open.
+fn existing_parent(own: &str, hybrid: bool, name: &str) -> Option<(PathBuf, PathBuf, OwnedFd)> {
+    let mut mounts = USUAL_MOUNTS;
+    if hybrid {
+        mounts.reverse();
+    }
+    mounts.into_iter().find_map(|m| {
+        let mount = PathBuf::from(m);
+        let dir = mount.join(own).join(name);
+        open_parent(&dir).map(|fd| (mount, dir, fd))
+    })
+}
+
+/// Group `dir` open, when it can be a parent for this user's runs: what
+/// [`usable_parent`] asks of a path (a directory, not a symlink, owned by us, with
+/// `cgroup.kill`), asked of the descriptor, and it is on a cgroup2 file system.
+fn open_parent(dir: &Path) -> Option<OwnedFd> {
+    use nix::sys::statfs::{CGROUP2_SUPER_MAGIC, fstatfs};
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let path = CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: a NUL-terminated path of ours; the descriptor returned is new and ours.
+    let fd = unsafe { libc::open(path.as_ptr(), flags) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    if fstatfs(&fd).ok()?.filesystem_type() != CGROUP2_SUPER_MAGIC {
+        return None;
+    }
+    // SAFETY: fstat fills the zeroed struct we pass; faccessat reads a literal name
+    // relative to our descriptor.
+    let ours = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd.as_raw_fd(), &mut st) == 0
+            && st.st_uid == euid()
+            && libc::faccessat(fd.as_raw_fd(), c"cgroup.kill".as_ptr(), libc::F_OK, 0) == 0
+    };
+    ours.then_some(fd)
 }
 
 /// How old the leaf of an agentbash process that is gone must be before another one
@@ -183,20 +251,23 @@ const STALE_AFTER: Duration = Duration::from_secs(2);
 /// first leaf, so leaves left behind never pile up; one read of the parent's entries
 /// (its interface files and few leaves), nothing more unless a leaf is another's.
 /// Returns the names of the pooled leaves (`pool.rs`), which are never stale.
-fn remove_stale_leaves(parent: &Path, mine: &str) -> Vec<String> {
+/// `fd`: the parent, open (read here, then closed).
+fn remove_stale_leaves(fd: OwnedFd, parent: &Path, mine: &str) -> Vec<String> {
     let mut pooled = Vec::new();
-    let Ok(rd) = std::fs::read_dir(parent) else {
+    let Ok(mut rd) = nix::dir::Dir::from_fd(fd) else {
         return pooled;
     };
-    for e in rd.flatten() {
+    for e in rd.iter().flatten() {
         // The type comes with the entry: no `stat` for the interface files.
-        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+        if e.file_type() != Some(nix::dir::Type::Directory) {
             continue;
         }
-        let name = e.file_name();
-        let Some(name) = name.to_str() else {
+        let Ok(name) = e.file_name().to_str() else {
             continue;
         };
+        if name == "." || name == ".." {
+            continue;
+        }
         if name.starts_with(pool::POOL_PREFIX) {
             pooled.push(name.to_string());
             continue;
@@ -205,12 +276,12 @@ fn remove_stale_leaves(parent: &Path, mine: &str) -> Vec<String> {
         if name.starts_with(mine) || !pid_gone(owner) {
             continue;
         }
-        let old = e
-            .metadata()
+        let path = parent.join(name);
+        let old = std::fs::symlink_metadata(&path)
             .and_then(|m| m.modified())
             .is_ok_and(|t| t.elapsed().is_ok_and(|age| age >= STALE_AFTER));
         if old {
-            remove_tree(&e.path(), 0);
+            remove_tree(&path, 0);
         }
     }
     pooled
@@ -384,10 +455,10 @@ pub struct RunGroup {
     joined: AtomicBool,
     /// The group's directory, for `clone3(CLONE_INTO_CGROUP)`; for a pooled leaf,
     /// it also holds the leaf's lock.
-    dir_fd: Option<std::os::fd::OwnedFd>,
+    dir_fd: Option<OwnedFd>,
     /// A pooled leaf (`pool.rs`): given back, not removed, when the run is over. Its
     /// `cgroup.events`, open, to see it empty then.
-    pooled: Option<std::os::fd::OwnedFd>,
+    pooled: Option<OwnedFd>,
     /// `cgroup.kill` was written: the leaf can never be given back.
     killed: AtomicBool,
     /// What the leaf's `cpu.stat` said when this run got it (earlier runs' time);
@@ -915,6 +986,67 @@ mod tests {
             mountinfo_cgroup2("22 27 0:21 / /proc rw - proc proc rw\n"),
             None
         );
+    }
+
+    #[test]
+    fn the_own_group_and_whether_v1_is_beside_it() {
+        assert_eq!(
+            parse_own("0::/user.slice/session-2.scope\n"),
+            Some(("user.slice/session-2.scope".into(), false))
+        );
+        assert_eq!(
+            parse_own("9:name=systemd:/\n8:pids:/\n0::/\n"),
+            Some((String::new(), true))
+        );
+        assert_eq!(parse_own("9:name=systemd:/\n"), None, "v1 only");
+    }
+
+    /// A parent found by opening it (the fast path) is a cgroup2 group: a directory
+    /// of ours with a `cgroup.kill` on any other file system is not one.
+    #[test]
+    fn an_opened_parent_must_be_of_cgroup2() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join(parent_name(euid()));
+        std::fs::create_dir(&dir).expect("dir");
+        std::fs::write(dir.join("cgroup.kill"), "").expect("cgroup.kill");
+        assert!(usable_parent(&dir), "what the path checks see");
+        assert!(open_parent(&dir).is_none(), "a tmpfs directory was taken");
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).expect("symlink");
+        assert!(open_parent(&link).is_none(), "a symlink was followed");
+        assert!(open_parent(&tmp.path().join("missing")).is_none());
+    }
+
+    /// Where this machine has a writable cgroup2 tree, the fast path finds the very
+    /// parent the slow path picks (and made, when it was missing).
+    #[test]
+    fn the_fast_path_finds_the_parent_the_slow_path_picks() {
+        use crate::harness::{Missing, skip};
+        let none = || {
+            Missing::new(
+                "no writable cgroup v2 tree for a parent group",
+                "run as root on a kernel with cgroup v2 (5.14 or later), as .ci/run does",
+            )
+        };
+        let (Some(mount), Some((own, hybrid))) = (cgroup2_mount(), own_cgroup()) else {
+            skip!(none());
+        };
+        let name = parent_name(euid());
+        let home = mount.join(&own);
+        let Some(slow) = [home.join(&name), mount.join(&name)]
+            .into_iter()
+            .find(|d| usable_parent(d))
+        else {
+            skip!(none());
+        };
+        if slow != home.join(&name) {
+            // Beside a group we cannot write in: the fast path leaves it to the slow one.
+            assert!(existing_parent(&own, hybrid, &name).is_none());
+            return;
+        }
+        let (found_mount, found, _fd) =
+            existing_parent(&own, hybrid, &name).expect("an existing parent was not found");
+        assert_eq!((found_mount, found), (mount, slow));
     }
 
     /// The user's parent group is made when missing and used only when it is a
