@@ -82,7 +82,7 @@ fn python_sdk_client_passes() {
     if let Some((_, skipped)) = summary.split_once(" passed, 0 failed, ") {
         crate::support::Missing::new(
             format!("the installed MCP SDK is too old: {skipped} of the client's cases"),
-            "python3 -m pip install 'mcp==2.3.0', as .ci/run does",
+            "python3 -m pip install 'mcp==2.3.0' (.ci/run installs it in a venv first on PATH)",
         )
         .skip_part();
     }
@@ -96,7 +96,7 @@ fn python_client_available() -> bool {
     }
     crate::harness::skipped(
         "python3 cannot import `mcp` (the official MCP SDK)",
-        "python3 -m pip install 'mcp==2.3.0', as .ci/run does",
+        "python3 -m pip install 'mcp==2.3.0' (.ci/run installs it in a venv first on PATH)",
     );
     false
 }
