@@ -197,7 +197,7 @@ fn make_parent() -> Option<Parent> {
 /// first), taken when [`open_parent`] vouches for it. For a process in the root group
 /// that is also where the parent at the root would be; otherwise a parent missing
 /// beside its group is left to [`make_parent`]'s slow path, which makes it there or
-/// falls back to the root. Returns the mount, the parent and the parent, open.
+/// falls back to the root. Returns the mount, the parent's path and the parent, open.
 fn existing_parent(own: &str, hybrid: bool, name: &str) -> Option<(PathBuf, PathBuf, OwnedFd)> {
     let mut mounts = USUAL_MOUNTS;
     if hybrid {
@@ -228,14 +228,9 @@ fn open_parent(dir: &Path) -> Option<OwnedFd> {
     if fstatfs(&fd).ok()?.filesystem_type() != CGROUP2_SUPER_MAGIC {
         return None;
     }
-    // SAFETY: fstat fills the zeroed struct we pass; faccessat reads a literal name
-    // relative to our descriptor.
-    let ours = unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        libc::fstat(fd.as_raw_fd(), &mut st) == 0
-            && st.st_uid == euid()
-            && libc::faccessat(fd.as_raw_fd(), c"cgroup.kill".as_ptr(), libc::F_OK, 0) == 0
-    };
+    let ours = pool::stat(&fd).is_some_and(|st| st.st_uid == euid())
+        // SAFETY: a literal name, relative to our descriptor; nothing is kept.
+        && unsafe { libc::faccessat(fd.as_raw_fd(), c"cgroup.kill".as_ptr(), libc::F_OK, 0) } == 0;
     ours.then_some(fd)
 }
 

@@ -116,7 +116,7 @@ fn killed(fd: &OwnedFd) -> bool {
 }
 
 /// `fstat` of the leaf open at `fd`.
-fn stat(fd: &OwnedFd) -> Option<libc::stat> {
+pub(super) fn stat(fd: &OwnedFd) -> Option<libc::stat> {
     // SAFETY: fstat fills the zeroed struct we pass; the descriptor is ours.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
