@@ -8,6 +8,7 @@ use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum, Valu
 use std::path::PathBuf;
 
 pub mod generated;
+mod quick;
 
 pub use crate::config::schema::valid_env_name;
 pub use crate::shell::session::parse_session_name;
@@ -88,9 +89,13 @@ impl Cli {
     }
 
     /// Parse the process arguments (exiting with clap's message on error). The
+    /// common `run` and `explain` lines are read without clap's model (`quick`); the
     /// tables after `--help` are only assembled when help may be shown.
     pub fn parse_args() -> Cli {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        if let Some(cli) = quick::common(&args, std::env::var_os("AGENTBASH_PROFILE")) {
+            return cli;
+        }
         let may_show_help = args.len() < 2
             || args[1..]
                 .iter()
